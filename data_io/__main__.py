@@ -1,0 +1,5 @@
+import sys
+
+from data_io.cli import main
+
+sys.exit(main())

@@ -1,0 +1,56 @@
+"""The cleaning stage: raw datasets -> rows of (condition, instruction, response).
+
+A cleaner module (``pipe/clean_*.py``, ``pipe_clustered/clean_*.py``) defines one
+:class:`Cleaner`: its :mod:`source <data_io.cleaning.sources>`, its
+:mod:`output <data_io.cleaning.writers>` and a function turning one source :class:`Record` into
+:class:`Row` / :class:`Drop` objects (or Arrow tables). :mod:`data_io.cleaning.runner` does the
+streaming, validation, drop counting, atomic writing and the summary. See docs/cleaning.md.
+"""
+
+from data_io.cleaning.naming import safe_name, safe_names
+from data_io.cleaning.rows import CONDITION_TAGS, CleanerAssertion, Drop, Row, require
+from data_io.cleaning.runner import Cleaner, CleanReport, run_cleaner
+from data_io.cleaning.sources import (
+    HubDataset,
+    LocalFiles,
+    Record,
+    TarMember,
+    parquet_batches,
+    parquet_rows,
+    read_csv_rows,
+    read_json_array,
+    read_json_object,
+    read_jsonl,
+    read_text_lines,
+    tar_members,
+)
+from data_io.cleaning.writers import jsonl_file, jsonl_files, parquet_file, parquet_files
+
+__all__ = [
+    "CONDITION_TAGS",
+    "CleanReport",
+    "Cleaner",
+    "CleanerAssertion",
+    "Drop",
+    "HubDataset",
+    "LocalFiles",
+    "Record",
+    "Row",
+    "TarMember",
+    "jsonl_file",
+    "jsonl_files",
+    "parquet_batches",
+    "parquet_file",
+    "parquet_files",
+    "parquet_rows",
+    "read_csv_rows",
+    "read_json_array",
+    "read_json_object",
+    "read_jsonl",
+    "read_text_lines",
+    "require",
+    "run_cleaner",
+    "safe_name",
+    "safe_names",
+    "tar_members",
+]

@@ -1,0 +1,77 @@
+"""``data_io clean``: list the cleaners, run some of them, or run all whose sources are present."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from data_io.cleaning.registry import Entry, entries, find
+from data_io.cleaning.runner import add_run_arguments, run_and_report
+from data_io.cleaning.sources import HubDataset
+from data_io.errors import ConfigError
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "clean",
+        help="raw datasets -> cleaned rows (data/*.jsonl, data_clustered/**/*.parquet)",
+        description="Run the dataset cleaners (python -m pipe.clean_* does the same for one).",
+    )
+    parser.add_argument("names", nargs="*", metavar="NAME", help="cleaners to run (see --list)")
+    parser.add_argument(
+        "--list", action="store_true", help="list the cleaners, their sources and outputs"
+    )
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="run every cleaner whose local source is present (raw_data/..., raw_data/hub/<repo>)",
+    )
+    add_run_arguments(parser)
+    parser.set_defaults(run=run)
+
+
+def _listing(rows: list[Entry]) -> str:
+    lines = []
+    for entry in rows:
+        if entry.cleaner is None:
+            lines.append(f"{entry.name:<24} {entry.module}  (not written yet)")
+            continue
+        source = entry.cleaner.source
+        if source.present():
+            state = f"present: {source.default}"
+        elif isinstance(source, HubDataset):
+            state = f"no local copy at {source.default}: streams from the Hub"
+        else:
+            state = f"missing: {source.default}"
+        lines.append(f"{entry.name:<24} {entry.module}")
+        lines.append(f"{'':<24}   source: {source.describe()}  [{state}]")
+        lines.append(f"{'':<24}   output: {entry.cleaner.output.describe()}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list:
+        print(_listing(entries()))
+        return 0
+    if args.all == bool(args.names):
+        raise ConfigError("name the cleaners to run, or pass --all (or --list to see them)")
+    if (args.source or args.out) and len(args.names) != 1:
+        raise ConfigError("--source and --out apply to one cleaner: name exactly one")
+    if args.all:
+        chosen = [e for e in entries() if e.cleaner is not None and e.cleaner.source.present()]
+        if not chosen:
+            raise ConfigError("no cleaner has its source present; see `data_io clean --list`")
+    else:
+        chosen = [find(name) for name in args.names]
+        missing = [e.name for e in chosen if e.cleaner is None]
+        if missing:
+            raise ConfigError(f"cleaner(s) not written yet: {', '.join(missing)}")
+    failed = []
+    for entry in chosen:
+        assert entry.cleaner is not None
+        if run_and_report(entry.cleaner, args.source, args.out, progress=not args.quiet) != 0:
+            failed.append(entry.name)
+    if failed:
+        print(f"clean: {len(failed)} of {len(chosen)} cleaner(s) failed: {', '.join(failed)}")
+        return 1
+    return 0

@@ -1,0 +1,239 @@
+"""Running one cleaner: source records -> the cleaner's function -> validated rows -> writer.
+
+A cleaner module only describes its dataset (a :class:`Cleaner`); this module does the rest the
+same way for all of them: reads the source as a stream, validates every emitted row, counts
+drops by reason, batches rows into Arrow tables for the writer, turns a failed assertion into an
+error naming the source row, commits the outputs only when everything succeeded, and prints a
+summary. ``Cleaner.main`` is what ``python -m pipe.clean_x`` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from tqdm import tqdm
+
+from data_io.cleaning.rows import (
+    FILE_COLUMN,
+    ROW_COLUMNS,
+    CleanerAssertion,
+    ConditionChecker,
+    Drop,
+    DropCounts,
+    Row,
+    row_problem,
+    table_problem,
+)
+from data_io.cleaning.sources import Record, Source
+from data_io.cleaning.writers import OutputSpec, OutputWriter
+from data_io.errors import DataIoError, InputError
+
+#: What a cleaner's function may yield for one record.
+Emitted = Row | Drop | pa.Table | pa.RecordBatch
+CleanFunction = Callable[[Record], Iterable[Emitted]]
+
+
+@dataclass(frozen=True)
+class Cleaner:
+    """One dataset's cleaner: where it reads, where it writes, and how a record becomes rows.
+
+    ``clean`` receives each :class:`Record` of ``source`` and yields :class:`Row` /
+    :class:`Drop` objects (or, for vectorised cleaners reading Arrow batches, Arrow tables with
+    the columns ``condition``, ``instruction``, ``response`` and, for a keyed output, ``file``).
+    It raises :class:`CleanerAssertion` when the source breaks an invariant.
+    """
+
+    name: str
+    source: Source
+    output: OutputSpec
+    clean: CleanFunction
+    description: str = ""
+    #: Rows collected from ``Row`` objects before they are handed to the writer as one table.
+    batch_rows: int = 8192
+
+    def run(
+        self,
+        source: Path | None = None,
+        out: Path | None = None,
+        *,
+        progress: bool | None = None,
+        writer_options: dict[str, Any] | None = None,
+    ) -> CleanReport:
+        return run_cleaner(self, source, out, progress=progress, writer_options=writer_options)
+
+    def main(self, argv: list[str] | None = None) -> int:
+        """Command-line entry of ``python -m <module>``: ``[--source PATH] [--out PATH]``."""
+        parser = argparse.ArgumentParser(
+            prog=f"clean {self.name}", description=self.description or f"Clean {self.name}."
+        )
+        add_run_arguments(parser, self)
+        args = parser.parse_args(argv)
+        return run_and_report(self, args.source, args.out, progress=not args.quiet)
+
+
+def add_run_arguments(parser: argparse.ArgumentParser, cleaner: Cleaner | None = None) -> None:
+    source = f" (default: {cleaner.source.default})" if cleaner else ""
+    out = f" (default: {cleaner.output.path})" if cleaner else ""
+    parser.add_argument(
+        "--source",
+        type=Path,
+        help="a local copy of the input: for a Hub dataset the folder `hf download` made, "
+        f"for raw data the file or folder named in cleaners.md{source}",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help=f"output file (cleaners writing one file) or folder (cleaners writing several){out}",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+@dataclass
+class CleanReport:
+    """What one run did: records read, rows written per file, drops by reason."""
+
+    name: str
+    records: int = 0
+    drops: DropCounts = field(default_factory=DropCounts)
+    files: list[tuple[Path, int]] = field(default_factory=list)
+
+    @property
+    def rows_written(self) -> int:
+        return sum(rows for _, rows in self.files)
+
+    def format(self) -> str:
+        dropped = sum(self.drops.values())
+        lines = [
+            f"{self.name}: {self.records:,} records read, {self.rows_written:,} rows written "
+            f"to {len(self.files):,} file(s), {dropped:,} records dropped"
+        ]
+        lines += [f"  wrote {path} ({rows:,} rows)" for path, rows in self.files]
+        lines += [f"  dropped {count:,}: {reason}" for reason, count in sorted(self.drops.items())]
+        return "\n".join(lines)
+
+
+class _RowBatch:
+    """Rows waiting to become one Arrow table, with the record each came from (for errors)."""
+
+    def __init__(self, keyed: bool) -> None:
+        self.keyed = keyed
+        self.rows: list[Row] = []
+        self.records: list[Record] = []
+
+    def take(self, name: str) -> pa.Table:
+        columns = list(zip(*self.rows, strict=True))  # transposed in C: no per-row Python here
+        names = [*ROW_COLUMNS, FILE_COLUMN] if self.keyed else list(ROW_COLUMNS)
+        try:
+            table = pa.table(
+                {key: pa.array(columns[i], pa.string()) for i, key in enumerate(names)}
+            )
+        except (UnicodeEncodeError, pa.ArrowException) as exc:
+            raise self._unencodable(name, exc) from exc
+        self.rows = []
+        self.records = []
+        return table
+
+    def _unencodable(self, name: str, exc: Exception) -> InputError:
+        """Find the row whose text is not valid Unicode (a lone surrogate) and name it."""
+        for row, record in zip(self.rows, self.records, strict=True):
+            for column, value in zip(ROW_COLUMNS, row, strict=False):
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError:
+                    return InputError(
+                        f"{name}: the row from {record.where()} has a {column} that is not valid "
+                        f"Unicode (lone surrogate); fix or drop it in the cleaner"
+                    )
+        return InputError(f"{name}: cannot convert rows to Arrow: {exc}")
+
+
+def run_cleaner(
+    cleaner: Cleaner,
+    source: Path | None = None,
+    out: Path | None = None,
+    *,
+    progress: bool | None = None,
+    writer_options: dict[str, Any] | None = None,
+) -> CleanReport:
+    """Run ``cleaner``; raises :class:`DataIoError` (nothing committed) when anything fails."""
+    name = cleaner.name
+    keyed = cleaner.output.keyed
+    report = CleanReport(name)
+    checker = ConditionChecker()
+    records = cleaner.source.records(source)  # fails here, with the download hint, if missing
+    batch = _RowBatch(keyed)
+    disable = True if progress is False else None  # None: tqdm shows it only on a terminal
+    with (
+        OutputWriter(cleaner.output, out, **(writer_options or {})) as writer,
+        tqdm(
+            desc=f"clean {name}", unit="rec", disable=disable, file=sys.stderr, mininterval=1.0
+        ) as bar,
+    ):
+        for record in records:
+            report.records += record.rows
+            bar.update(record.rows)
+            try:
+                for item in cleaner.clean(record):
+                    if isinstance(item, Row):
+                        if not checker.known_good(item, keyed):
+                            problem = row_problem(item, checker, keyed)
+                            if problem is not None:
+                                raise InputError(
+                                    f"{name}: bad row from {record.where()}: {problem}"
+                                )
+                        batch.rows.append(item)
+                        batch.records.append(record)
+                        if len(batch.rows) >= cleaner.batch_rows:
+                            writer.write(batch.take(name))
+                    elif isinstance(item, Drop):
+                        report.drops.add(item)
+                    elif isinstance(item, pa.Table | pa.RecordBatch):
+                        table = (
+                            item if isinstance(item, pa.Table) else pa.Table.from_batches([item])
+                        )
+                        problem = table_problem(table, checker, keyed)
+                        if problem is not None:
+                            raise InputError(f"{name}: bad table from {record.where()}: {problem}")
+                        if batch.rows:  # keep source order: earlier rows go first
+                            writer.write(batch.take(name))
+                        writer.write(table)
+                    else:
+                        raise InputError(
+                            f"{name}: the cleaner yielded a {type(item).__name__} for {record.where()}; "
+                            "it must yield Row, Drop or a pyarrow Table"
+                        )
+            except CleanerAssertion as exc:
+                raise InputError(f"{name}: assertion failed at {record.where()}: {exc}") from exc
+            except DataIoError:
+                raise
+            except Exception as exc:  # a field missing or of an unexpected type in the source
+                raise InputError(
+                    f"{name}: cannot clean {record.where()}: {type(exc).__name__}: {exc} "
+                    "(the record does not have the shape this cleaner expects)"
+                ) from exc
+        if batch.rows:
+            writer.write(batch.take(name))
+        report.files = writer.commit()
+    return report
+
+
+def run_and_report(
+    cleaner: Cleaner, source: Path | None, out: Path | None, *, progress: bool | None = None
+) -> int:
+    """Run one cleaner, print its summary (stdout) or its error (stderr); the exit code."""
+    try:
+        report = run_cleaner(cleaner, source, out, progress=None if progress else False)
+    except DataIoError as exc:
+        print(f"clean {cleaner.name}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"clean {cleaner.name}: interrupted; nothing was written", file=sys.stderr)
+        return 130
+    print(report.format())
+    return 0

@@ -1,0 +1,452 @@
+"""Where a cleaner's input comes from, read as a stream of :class:`Record` objects.
+
+Two kinds of source cover every dataset of cleaners.md:
+
+- :class:`HubDataset`: a Hugging Face Hub dataset read through ``datasets`` (streaming by
+  default), or a local copy of it, i.e. the folder that ``hf download REPO --repo-type dataset``
+  produces (looked for under ``raw_data/hub/<repo>`` unless ``--source`` names one).
+- :class:`LocalFiles`: raw files under ``raw_data/`` (JSON, JSON Lines, CSV, text, Parquet, or
+  a ``.tar.gz`` read member by member without extracting it). Listings are sorted so that the
+  output never depends on the filesystem's order.
+
+A *reader* turns one file into records; the readers below cover the formats of cleaners.md §6.1
+and a cleaner may pass its own (any ``(path, rel) -> Iterator[Record]`` function).
+"""
+
+from __future__ import annotations
+
+import bz2
+import csv
+import gzip
+import json
+import lzma
+import os
+import shutil
+import sys
+import tarfile
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from data_io.errors import DataIoError, InputError
+
+#: Local copies of Hub datasets are looked for here (``raw_data/hub/<owner>/<name>``).
+HUB_COPIES_ROOT = Path("raw_data") / "hub"
+
+# Rows per Arrow table taken from ``datasets`` when a cleaner works record by record: big
+# enough to amortise the conversion, small enough that memory stays flat.
+_HUB_READ_ROWS = 1024
+
+
+# Not frozen: a frozen dataclass's __init__ is slow, and there is one Record per source row.
+@dataclass(slots=True)
+class Record:
+    """One unit of input: a row (a ``dict``), a tar member, or an Arrow batch of ``rows`` rows.
+
+    ``file`` is what the record came from relative to the source root (``"math.json"``,
+    ``"main/train"`` for a Hub config/split, a tar member's name); ``index`` its 0-based
+    position there (the first row, for a batch). Cleaners read fields with ``record["name"]``.
+    """
+
+    data: Any
+    file: str
+    index: int
+    origin: str
+    rows: int = 1
+    unit: str = "row"
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.data.get(key, default)
+
+    def where(self) -> str:
+        """Location for messages: file and row, e.g. ``raw_data/ARB/math.json item 3``."""
+        if self.rows != 1:
+            return f"{self.origin} {self.unit}s {self.index}-{self.index + self.rows - 1}"
+        return f"{self.origin} {self.unit} {self.index}"
+
+
+Reader = Callable[[Path, str], Iterator[Record]]
+
+
+# ---------------------------------------------------------------------------------------------
+# Readers: one file -> records.
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        with path.open("rb") as handle:
+            return json.load(handle)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not valid UTF-8 JSON ({exc}); re-download the file") from exc
+
+
+def read_json_array(path: Path, rel: str) -> Iterator[Record]:
+    """Each item of a file holding one JSON array (loaded whole: such files are small)."""
+    items = _load_json(path)
+    if not isinstance(items, list):
+        raise InputError(f"{path}: expected a JSON array, found {type(items).__name__}")
+    for index, item in enumerate(items):
+        yield Record(item, rel, index, str(path), unit="item")
+
+
+def read_json_object(path: Path, rel: str) -> Iterator[Record]:
+    """The single JSON object a file holds, as one record."""
+    item = _load_json(path)
+    if not isinstance(item, dict):
+        raise InputError(f"{path}: expected a JSON object, found {type(item).__name__}")
+    yield Record(item, rel, 0, str(path), unit="object")
+
+
+def read_jsonl(path: Path, rel: str) -> Iterator[Record]:
+    """Each line of a JSON Lines file (blank lines are an error: they hide truncation)."""
+    with path.open("rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            try:
+                item = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                raise InputError(f"{path} line {number}: not valid UTF-8 JSON ({exc})") from exc
+            yield Record(item, rel, number, str(path), unit="line")
+
+
+def read_csv_rows(path: Path, rel: str) -> Iterator[Record]:
+    """Each data row of a CSV file with a header row, as a ``dict`` keyed by the header."""
+    with path.open(newline="", encoding="utf-8") as handle:
+        try:
+            for index, row in enumerate(csv.DictReader(handle)):
+                yield Record(row, rel, index, str(path), unit="row")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{path}: not valid UTF-8 ({exc})") from exc
+
+
+def read_text_lines(path: Path, rel: str) -> Iterator[Record]:
+    """Each line of a UTF-8 text file, without its line ending; ``index`` is the 1-based line."""
+    with path.open(encoding="utf-8", newline="") as handle:
+        try:
+            for number, line in enumerate(handle, start=1):
+                yield Record(line.rstrip("\r\n"), rel, number, str(path), unit="line")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{path}: not valid UTF-8 ({exc})") from exc
+
+
+def parquet_batches(batch_rows: int = 16_384) -> Reader:
+    """A reader yielding each Parquet file as Arrow record batches of at most ``batch_rows`` rows."""
+
+    def read(path: Path, rel: str) -> Iterator[Record]:
+        try:
+            parquet = pq.ParquetFile(path, buffer_size=1 << 20, pre_buffer=False)
+        except Exception as exc:  # pyarrow raises ArrowInvalid/OSError variants
+            raise InputError(f"{path}: not a readable Parquet file ({exc})") from exc
+        first = 0
+        batches = parquet.iter_batches(batch_size=batch_rows)
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                return
+            except (pa.ArrowException, OSError) as exc:
+                raise InputError(
+                    f"{path}: unreadable after row {first} ({exc}); re-download it"
+                ) from exc
+            yield Record(batch, rel, first, str(path), rows=batch.num_rows, unit="row")
+            first += batch.num_rows
+
+    return read
+
+
+def parquet_rows(path: Path, rel: str) -> Iterator[Record]:
+    """Each row of a Parquet file as a ``dict``, read a batch at a time."""
+    for batch in parquet_batches(_HUB_READ_ROWS)(path, rel):
+        for offset, row in enumerate(batch.data.to_pylist()):
+            yield Record(row, rel, batch.index + offset, str(path), unit="row")
+
+
+@dataclass(frozen=True, slots=True)
+class TarMember:
+    """A regular file inside an archive: its path in the archive and its bytes."""
+
+    name: str
+    data: bytes
+
+
+def _decompressed(path: Path) -> BinaryIO:
+    """``path`` opened for reading through gzip, bz2 or xz (chosen by magic bytes), or as-is."""
+    with path.open("rb") as probe:
+        magic = probe.read(6)
+    if magic.startswith(b"\x1f\x8b"):
+        return gzip.open(path, "rb")
+    if magic.startswith(b"BZh"):
+        return bz2.open(path, "rb")
+    if magic.startswith(b"\xfd7zXZ\x00"):
+        return lzma.open(path, "rb")
+    return path.open("rb")
+
+
+def tar_members(keep: Callable[[str], bool] = lambda name: True) -> Reader:
+    """A reader yielding the regular files of a (compressed) tar archive, in archive order.
+
+    The archive is streamed (``r|``), never extracted; members whose name ``keep`` rejects are
+    skipped without reading their data.
+    """
+
+    def read(path: Path, rel: str) -> Iterator[Record]:
+        index = 0
+        try:
+            with _decompressed(path) as stream, tarfile.open(fileobj=stream, mode="r|") as archive:
+                for member in archive:
+                    if not member.isfile() or not keep(member.name):
+                        continue
+                    handle = archive.extractfile(member)
+                    data = handle.read() if handle is not None else b""
+                    yield Record(
+                        TarMember(member.name, data), member.name, index, str(path), unit="member"
+                    )
+                    index += 1
+                # tarfile stops quietly at a truncated header; reading the stream to its end
+                # makes gzip/bz2/xz check their end marker and checksum.
+                while stream.read(1 << 20):
+                    pass
+        except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
+            raise InputError(
+                f"{path}: not a readable tar archive, or damaged after {index} members ({exc}); "
+                "re-download it"
+            ) from exc
+
+    return read
+
+
+# ---------------------------------------------------------------------------------------------
+# Sources.
+
+
+@dataclass(frozen=True)
+class LocalFiles:
+    """Raw files under a folder (``include`` globs, each listing sorted) or one file.
+
+    ``how_to_get`` is the command (or instruction) that produces ``default``; the missing-source
+    message shows it. ``hub_repo``: the files are those of a Hub dataset repository (e.g.
+    ``train.csv`` of ``sapientinc/sudoku-extreme``), downloaded into ``default`` with
+    ``huggingface_hub`` on first use when no local copy exists. Leave it unset for the large
+    downloads that the original also left to the user (FLAN, SYNTH).
+    """
+
+    default: str
+    reader: Reader
+    include: tuple[str, ...] = ()
+    how_to_get: str = ""
+    hub_repo: str | None = None
+
+    def describe(self) -> str:
+        what = f"{self.default}/{{{','.join(self.include)}}}" if self.include else self.default
+        return f"raw {what}"
+
+    def present(self, override: Path | None = None) -> bool:
+        return (override or Path(self.default)).exists()
+
+    def _missing(self, path: Path, what: str) -> InputError:
+        hint = f"Get it with:\n  {self.how_to_get}\n" if self.how_to_get else ""
+        return InputError(
+            f"{what} not found: {path}\n{hint}or pass --source PATH to read a copy kept elsewhere."
+        )
+
+    def files(self, override: Path | None = None) -> list[tuple[Path, str]]:
+        """The (path, name relative to the root) pairs to read, in reading order."""
+        root = override or Path(self.default)
+        if not root.exists() and override is None and self.hub_repo is not None:
+            self._fetch(root)
+        if not root.exists():
+            raise self._missing(root, "raw input")
+        if not self.include:
+            if not root.is_file():
+                raise InputError(
+                    f"{root} is a folder; this source is a single file ({self.default})"
+                )
+            return [(root, root.name)]
+        if not root.is_dir():
+            raise InputError(f"{root} is not a folder; this source is a folder ({self.default})")
+        found: dict[Path, str] = {}
+        for pattern in self.include:
+            matches = sorted(path for path in root.glob(pattern) if path.is_file())
+            if not matches and not any(ch in pattern for ch in "*?["):
+                raise self._missing(root / pattern, f"required file {pattern}")
+            for path in matches:
+                found.setdefault(path, path.relative_to(root).as_posix())
+        if not found:
+            raise self._missing(root, f"files matching {list(self.include)}")
+        return list(found.items())
+
+    def _fetch(self, root: Path) -> None:
+        """Download the ``include`` files of ``hub_repo`` into ``root`` (a temporary name first)."""
+        from huggingface_hub import snapshot_download
+
+        partial = root.with_name(f"{root.name}.tmp-{os.getpid()}")
+        try:
+            snapshot_download(
+                self.hub_repo,
+                repo_type="dataset",
+                allow_patterns=list(self.include) or None,
+                local_dir=partial,
+            )
+        except Exception as exc:  # offline, unknown repository, HTTP errors: all mean "not here"
+            shutil.rmtree(partial, ignore_errors=True)
+            raise self._missing(
+                root, f"raw input (and Hub repository {self.hub_repo} unreachable: {exc})"
+            ) from exc
+        partial.replace(root)
+
+    def records(self, override: Path | None = None) -> Iterator[Record]:
+        files = self.files(override)  # checked before the first record is asked for
+        return (record for path, rel in files for record in self.reader(path, rel))
+
+
+def _import_datasets() -> Any:
+    """``datasets``, imported without torch/TensorFlow support unless someone imported it before.
+
+    With torch installed, ``datasets`` imports it for every streamed dataset (to share an epoch
+    counter with DataLoader workers): about 700 MB of resident memory that reading Arrow tables
+    never uses. Its documented ``USE_TORCH``/``USE_TF`` switches are read once, at import; they
+    are set only around that import, so other libraries in the process see the environment as it was.
+    """
+    if "datasets" in sys.modules:
+        return sys.modules["datasets"]
+    saved = {name: os.environ.get(name) for name in ("USE_TORCH", "USE_TF")}
+    os.environ.update(USE_TORCH="0", USE_TF="0")
+    try:
+        import datasets
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return datasets
+
+
+@dataclass(frozen=True)
+class HubDataset:
+    """A Hub dataset: ``repo_id`` with ``config`` (or ``all_configs``) and ``splits``.
+
+    ``splits=None`` reads every split in the dataset's own order. ``batch_rows`` set: records are
+    Arrow tables of that many rows (vectorised cleaners); unset: one ``dict`` per row.
+    """
+
+    repo_id: str
+    config: str | None = None
+    splits: tuple[str, ...] | None = ("train",)
+    all_configs: bool = False
+    streaming: bool = True
+    batch_rows: int | None = None
+
+    @property
+    def default(self) -> str:
+        return (HUB_COPIES_ROOT / self.repo_id).as_posix()
+
+    def describe(self) -> str:
+        config = "all configs" if self.all_configs else (self.config or "default")
+        splits = "all splits" if self.splits is None else "+".join(self.splits)
+        return f"hub {self.repo_id} [{config}] {splits}"
+
+    def present(self, override: Path | None = None) -> bool:
+        return (override or Path(self.default)).exists()
+
+    def _hint(self) -> str:
+        return (
+            f"To work without network access, download it first:\n"
+            f"  hf download {self.repo_id} --repo-type dataset --local-dir {self.default}\n"
+            f"(the cleaner reads that folder when it exists), or pass --source FOLDER."
+        )
+
+    def _location(self, override: Path | None) -> str:
+        if override is not None:
+            if not override.is_dir():
+                raise InputError(
+                    f"--source {override} is not a folder; for {self.repo_id} pass the folder "
+                    f"that `hf download {self.repo_id} --repo-type dataset --local-dir FOLDER` made"
+                )
+            return str(override)
+        local = Path(self.default)
+        return str(local) if local.is_dir() else self.repo_id
+
+    def _open(self, what: str, location: str, call: Callable[[], Any]) -> Any:
+        """Run a ``datasets`` call that resolves files, turning its failure into an InputError."""
+        try:
+            return call()
+        except DataIoError:
+            raise
+        except Exception as exc:  # datasets/hub raise many types (ConnectionError, ValueError, ...)
+            raise InputError(
+                f"cannot load {what} of Hub dataset {self.repo_id} from {location}: "
+                f"{type(exc).__name__}: {exc}\n{self._hint()}"
+            ) from exc
+
+    def records(self, override: Path | None = None) -> Iterator[Record]:
+        location = self._location(override)  # checked before the first record is asked for
+        return self._records(location)
+
+    def _records(self, location: str) -> Iterator[Record]:
+        datasets = _import_datasets()
+        if self.all_configs:
+            configs: list[str | None] = list(
+                self._open(
+                    "the config list", location, lambda: datasets.get_dataset_config_names(location)
+                )
+            )
+        else:
+            configs = [self.config]
+        for config in configs:
+            splits = self.splits
+            if splits is None:
+                whole = self._open(
+                    f"config {config}",
+                    location,
+                    lambda c=config: datasets.load_dataset(location, c, streaming=self.streaming),
+                )
+                splits = tuple(whole.keys())
+            for split in splits:
+                dataset = self._open(
+                    f"config {config}, split {split}",
+                    location,
+                    lambda c=config, s=split: datasets.load_dataset(
+                        location, c, split=s, streaming=self.streaming
+                    ),
+                )
+                yield from self._split_records(dataset, f"{config or 'default'}/{split}", location)
+
+    def _guarded(self, tables: Iterator[Any], origin: str) -> Iterator[Any]:
+        """``tables``, with a read failure in the middle of a split reported with its location."""
+        count = 0
+        while True:
+            try:
+                table = next(tables)
+            except StopIteration:
+                return
+            except DataIoError:
+                raise
+            except Exception as exc:  # network drop, corrupt shard: many possible types
+                raise InputError(
+                    f"{origin}: reading failed after {count} rows: {type(exc).__name__}: {exc}"
+                ) from exc
+            count += table.num_rows
+            yield table
+
+    def _split_records(self, dataset: Any, name: str, location: str) -> Iterator[Record]:
+        origin = f"{location} {name}"
+        rows = self.batch_rows or _HUB_READ_ROWS
+        first = 0
+        for table in self._guarded(dataset.with_format("arrow").iter(batch_size=rows), origin):
+            if self.batch_rows:
+                yield Record(table, name, first, origin, rows=table.num_rows)
+            else:
+                for offset, row in enumerate(table.to_pylist()):
+                    yield Record(row, name, first + offset, origin)
+            first += table.num_rows
+
+
+Source = LocalFiles | HubDataset

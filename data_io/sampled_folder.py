@@ -1,0 +1,207 @@
+"""Open and check a sampled output folder (formats.md §4) before any batch is built.
+
+Everything the loader reads is checked here, vectorised, when the dataset is constructed, so that
+a folder whose ``metadata.json`` and arrays disagree fails at start with a message naming the file
+and the row, instead of crashing (or silently training on garbage) in the middle of an epoch.
+Arrays are memory-mapped: nothing is read into RAM beyond what the checks touch, and no handle is
+kept open (callers re-open lazily in each process).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from data_io.errors import InputError
+
+__all__ = [
+    "INDEX_NAMES",
+    "EpochIndex",
+    "SampledMetadata",
+    "open_epoch",
+    "open_tokens",
+    "read_metadata",
+]
+
+INDEX_NAMES = ("inst_start", "inst_len", "resp_start", "resp_len")
+_RESAMPLE = "re-run `data_io sample` to rebuild the folder"
+
+
+@dataclass(frozen=True)
+class SampledMetadata:
+    """The parts of ``metadata.json`` the loader uses (extra keys are allowed and ignored)."""
+
+    max_seq_len: int  # the sampler's context_size: longest inst_len + resp_len of any row
+    total_length: int
+    vocab_size: int | None  # tokenizer_info.vocab_size, used to check token ids
+    tokenizer_info: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class EpochIndex:
+    """One epoch's row table (four equally long int64 arrays, possibly memory-mapped)."""
+
+    inst_start: np.ndarray
+    inst_len: np.ndarray
+    resp_start: np.ndarray
+    resp_len: np.ndarray
+
+    @property
+    def rows(self) -> int:
+        return int(self.inst_len.shape[0])
+
+
+def read_metadata(folder: Path) -> SampledMetadata:
+    """Parse and check ``<folder>/metadata.json``."""
+    path = folder / "metadata.json"
+    if not folder.is_dir():
+        raise InputError(f"{folder}: no such sampled folder; run `data_io sample` first")
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(
+            f"{path}: missing; the folder is not a complete sampled output ({_RESAMPLE})"
+        ) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not valid JSON ({exc}); {_RESAMPLE}") from None
+    if not isinstance(raw, dict):
+        raise InputError(f"{path}: expected a JSON object, got {type(raw).__name__}")
+
+    def need_int(key: str, minimum: int) -> int:
+        value = raw.get(key)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InputError(f"{path}: key {key!r} must be an integer, got {value!r}; {_RESAMPLE}")
+        if value < minimum:
+            raise InputError(f"{path}: key {key!r} must be >= {minimum}, got {value}")
+        return value
+
+    max_seq_len = need_int("max_seq_len", 2)
+    total_length = need_int("total_length", 0)
+    if raw.get("vocab_size", None) is not None:
+        # The HRM-Text trainer asserts this is null and reads tokenizer_info.vocab_size instead.
+        raise InputError(
+            f"{path}: key 'vocab_size' must be null (formats.md §4), got {raw['vocab_size']!r}; "
+            "the vocabulary size belongs in tokenizer_info.vocab_size"
+        )
+    info = raw.get("tokenizer_info")
+    if not isinstance(info, dict):
+        raise InputError(
+            f"{path}: key 'tokenizer_info' must be an object, got {info!r}; {_RESAMPLE}"
+        )
+    vocab = info.get("vocab_size")
+    if vocab is not None and (isinstance(vocab, bool) or not isinstance(vocab, int) or vocab < 1):
+        raise InputError(
+            f"{path}: tokenizer_info.vocab_size must be a positive integer, got {vocab!r}"
+        )
+    return SampledMetadata(max_seq_len, total_length, vocab, info)
+
+
+def _load_1d(path: Path, what: str) -> np.ndarray:
+    try:
+        array = np.load(path, mmap_mode="r", allow_pickle=False)
+    except FileNotFoundError:
+        raise InputError(f"{path}: missing {what}; {_RESAMPLE}") from None
+    except (ValueError, OSError) as exc:
+        raise InputError(f"{path}: not a readable .npy array ({exc}); {_RESAMPLE}") from None
+    if array.ndim != 1:
+        raise InputError(f"{path}: {what} must be 1-D, got shape {array.shape}")
+    if array.dtype.kind not in "iu":
+        raise InputError(f"{path}: {what} must hold integers, got dtype {array.dtype}")
+    return array
+
+
+def open_tokens(folder: Path) -> np.ndarray:
+    """Memory-map ``tokens.npy`` (any integer dtype; the sampler writes uint8/uint16/int32)."""
+    return _load_1d(folder / "tokens.npy", "token pool")
+
+
+def _sampled_epochs(folder: Path) -> list[int]:
+    found = (re.fullmatch(r"epoch_(\d+)", p.name) for p in folder.iterdir() if p.is_dir())
+    return sorted(int(m.group(1)) for m in found if m)
+
+
+def open_epoch(
+    folder: Path, epoch: int, n_tokens: int, meta: SampledMetadata, *, check: bool = True
+) -> EpochIndex:
+    """Memory-map ``epoch_<epoch>/*.npy`` and (with ``check``) verify every row against the pool."""
+    edir = folder / f"epoch_{epoch}"
+    if not edir.is_dir():
+        have = _sampled_epochs(folder)
+        listed = ", ".join(map(str, have)) if have else "none"
+        raise InputError(
+            f"{edir}: epoch {epoch} was not sampled (sampled epochs: {listed}); "
+            f"re-run `data_io sample` with epochs={epoch + 1} or more, or ask for a sampled epoch"
+        )
+    arrays = {name: _load_1d(edir / f"{name}.npy", name) for name in INDEX_NAMES}
+    rows = {name: a.shape[0] for name, a in arrays.items()}
+    if len(set(rows.values())) != 1:
+        sizes = ", ".join(f"{k}.npy={v}" for k, v in rows.items())
+        raise InputError(f"{edir}: the four index arrays disagree in length ({sizes}); {_RESAMPLE}")
+    index = EpochIndex(**arrays)
+    if check:
+        _check_rows(edir, index, n_tokens, meta.max_seq_len)
+    return index
+
+
+def _first_bad(edir: Path, name: str, bad: np.ndarray, message: Callable[[int], str]) -> None:
+    """Raise for the first True in ``bad`` (row number = position in the epoch arrays)."""
+    if bad.any():
+        row = int(np.argmax(bad))
+        count = int(bad.sum())
+        raise InputError(
+            f"{edir / (name + '.npy')} row {row}: {message(row)} ({count} bad row(s) in all); "
+            f"{_RESAMPLE}"
+        )
+
+
+def _check_rows(edir: Path, index: EpochIndex, n_tokens: int, max_seq_len: int) -> None:
+    # Work in int64 so that narrow dtypes cannot wrap around in the sums below (a uint64 value
+    # beyond int64 turns negative and is reported as such).
+    ist = np.asarray(index.inst_start, dtype=np.int64)
+    il = np.asarray(index.inst_len, dtype=np.int64)
+    rst = np.asarray(index.resp_start, dtype=np.int64)
+    rl = np.asarray(index.resp_len, dtype=np.int64)
+    _first_bad(
+        edir,
+        "inst_len",
+        il < 1,
+        lambda r: f"inst_len={il[r]}; a row needs at least one instruction token",
+    )
+    _first_bad(
+        edir,
+        "resp_len",
+        rl < 1,
+        lambda r: f"resp_len={rl[r]}; a row needs at least the end-of-answer token",
+    )
+    _first_bad(edir, "inst_start", ist < 0, lambda r: f"inst_start={ist[r]} is negative")
+    _first_bad(edir, "resp_start", rst < 0, lambda r: f"resp_start={rst[r]} is negative")
+    _first_bad(
+        edir,
+        "inst_start",
+        ist + il > n_tokens,
+        lambda r: (
+            f"instruction {ist[r]}..{ist[r] + il[r]} runs past the end of tokens.npy ({n_tokens} tokens)"
+        ),
+    )
+    _first_bad(
+        edir,
+        "resp_start",
+        rst + rl > n_tokens,
+        lambda r: (
+            f"response {rst[r]}..{rst[r] + rl[r]} runs past the end of tokens.npy ({n_tokens} tokens)"
+        ),
+    )
+    _first_bad(
+        edir,
+        "inst_len",
+        il + rl > max_seq_len,
+        lambda r: (
+            f"inst_len + resp_len = {il[r] + rl[r]} exceeds max_seq_len={max_seq_len} in metadata.json"
+        ),
+    )

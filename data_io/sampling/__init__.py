@@ -1,0 +1,79 @@
+"""Stratified sampling: tokenized corpus -> per-epoch index arrays and a token pool.
+
+Public API: :func:`parse_overrides` (``key=value`` strings -> :class:`SampleConfig`),
+:func:`sample` (run it), :func:`main` (the command line of ``sample_tokenized.py``) and
+:func:`register` (the ``data_io sample`` sub-command). Layout and algorithm: formats.md §4.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+from data_io.errors import DataIoError
+from data_io.sampling.config import SampleConfig, config_help, parse_overrides
+from data_io.sampling.pipeline import SampleResult, sample
+
+__all__ = ["SampleConfig", "SampleResult", "main", "parse_overrides", "register", "sample"]
+
+_DESCRIPTION = (
+    "Build the per-epoch index arrays and the token pool that the trainer memory-maps, "
+    "from a tokenized corpus and prefix_config.yaml. Options are OmegaConf key=value "
+    "arguments; the Markdown analytics go to stdout, progress and notes to stderr."
+)
+
+
+def _epilog() -> str:
+    return "options (key=default):\n" + config_help()
+
+
+def _terminate(signum: int, _frame: object) -> None:
+    # SIGTERM (a job scheduler stopping the node) unwinds like Ctrl-C, so that the staging
+    # folder is removed instead of holding RAM-disk space until the next run.
+    raise SystemExit(128 + signum)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
+    config = parse_overrides(args.overrides)
+    sample(config, progress=not args.quiet)
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``data_io sample key=value ...``."""
+    parser = subparsers.add_parser(
+        "sample",
+        help="stratified sampling into per-epoch index arrays (sample_tokenized.py)",
+        description=_DESCRIPTION,
+        epilog=_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("overrides", nargs="*", metavar="key=value", help="configuration")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    parser.set_defaults(run=_run)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python sample_tokenized.py key=value ...``: same options as ``data_io sample``."""
+    parser = argparse.ArgumentParser(
+        prog="sample_tokenized.py",
+        description=_DESCRIPTION,
+        epilog=_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("overrides", nargs="*", metavar="key=value", help="configuration")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except DataIoError as exc:
+        print(f"sample_tokenized.py: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("sample_tokenized.py: interrupted", file=sys.stderr)
+        return 130

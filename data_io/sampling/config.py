@@ -1,0 +1,109 @@
+"""The sampler's configuration: an OmegaConf schema over ``key=value`` arguments.
+
+The keys and defaults of the original ``sample_tokenized.py`` are kept (formats.md §4) so that
+existing command lines keep working; the keys added here only switch on behaviour the original
+lacked. Unknown keys, wrong types and impossible values raise :class:`ConfigError` naming the key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from data_io.errors import ConfigError
+
+SHORT_TRUNCATED_POLICIES = ("drop", "keep")
+
+
+@dataclass
+class SampleConfig:
+    """Options of ``sample_tokenized.py`` / ``data_io sample`` (``key=value`` on the command line)."""
+
+    # The original's keys, same names, same defaults.
+    tokenized_path: str = "data_tokenized_bpe_65k"
+    output_path: str = "/dev/shm/sampled"
+    prefix_config_path: str = "prefix_config.yaml"
+    seed: int = 0
+    epochs: int = 10
+    context_size: int = 4096 + 1  # +1 for the autoregressive shift
+    min_resp_length: int = 2  # one content token + EOA
+    # What to do with a row whose truncated response keeps a single token: the trainer sees
+    # zero causal tokens for it, and a batch of such rows crashes FlashAttention's backward.
+    # "drop" (default) removes them and counts them; "keep" reproduces the original exactly.
+    short_truncated: str = "drop"
+    # Reuse a complete output built from the same inputs, config and code (false: rebuild).
+    reuse: bool = True
+    # The PNG with length distributions and tokens per category (plot=false: none).
+    plot: bool = True
+    # Where it goes; null = <output_path>/analytics.png, inside the output.
+    plot_path: str | None = None
+
+
+CONFIG_KEYS: tuple[str, ...] = tuple(f.name for f in fields(SampleConfig))
+
+
+def parse_overrides(overrides: Sequence[str]) -> SampleConfig:
+    """Build a validated :class:`SampleConfig` from ``key=value`` strings."""
+    for item in overrides:
+        if item.startswith("-") or "=" not in item:
+            raise ConfigError(
+                f"argument {item!r} is not key=value; valid keys: {', '.join(CONFIG_KEYS)}"
+            )
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(SampleConfig), OmegaConf.from_cli(overrides))
+        config = OmegaConf.to_object(merged)
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", None) or getattr(exc, "key", None) or "?"
+        detail = str(exc).splitlines()[0]
+        if key not in CONFIG_KEYS:
+            detail += f"; valid keys: {', '.join(CONFIG_KEYS)}"
+        raise ConfigError(f"config key {key!r}: {detail}") from None
+    assert isinstance(config, SampleConfig)
+    validate(config)
+    return config
+
+
+def validate(config: SampleConfig) -> None:
+    """Reject impossible values, naming the key and how to fix it."""
+    if config.epochs < 1:
+        raise ConfigError(f"config key 'epochs' must be >= 1, got {config.epochs}")
+    if config.context_size < 2:
+        raise ConfigError(
+            f"config key 'context_size' must be >= 2 (one instruction token and one response "
+            f"token), got {config.context_size}"
+        )
+    if config.min_resp_length < 1:
+        raise ConfigError(
+            f"config key 'min_resp_length' must be >= 1 (every response ends with EOA), "
+            f"got {config.min_resp_length}"
+        )
+    if config.seed < 0:
+        raise ConfigError(f"config key 'seed' must be >= 0 (numpy Philox), got {config.seed}")
+    if config.short_truncated not in SHORT_TRUNCATED_POLICIES:
+        raise ConfigError(
+            f"config key 'short_truncated' must be 'drop' or 'keep', got {config.short_truncated!r}"
+        )
+    for key in ("tokenized_path", "output_path", "prefix_config_path"):
+        if not getattr(config, key):
+            raise ConfigError(f"config key {key!r} is empty")
+    tokenized = Path(config.tokenized_path)
+    if not tokenized.is_dir():
+        raise ConfigError(
+            f"config key 'tokenized_path': {str(tokenized)!r} is not a directory; point it at "
+            f"the tokenizer's output (tokenized_path=<dir>)"
+        )
+    if not Path(config.prefix_config_path).is_file():
+        raise ConfigError(
+            f"config key 'prefix_config_path': {config.prefix_config_path!r} does not exist; "
+            f"pass prefix_config_path=<file> (the repository has prefix_config.yaml)"
+        )
+
+
+def config_help() -> str:
+    """One line per key with its default, for ``--help``."""
+    defaults = SampleConfig()
+    return "\n".join(f"  {key}={getattr(defaults, key)!r}" for key in CONFIG_KEYS)

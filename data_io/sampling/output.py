@@ -1,0 +1,242 @@
+"""Crash-safe output: staging folder, free-space check, completion marker, publish by rename.
+
+The output is built in ``<parent>/.<name>.tmp-<pid>`` beside the target (same file system, so
+the final rename is atomic) and renamed into place only once every file, ``metadata.json``
+last, is written. ``metadata.json`` carries a ``data_io`` block (inputs' fingerprint, config,
+code version): a folder with a matching block is complete and current, and is reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from data_io.errors import OutputError
+
+MARKER_KEY = "data_io"
+STAGING_INFIX = ".tmp-"
+RETIRED_INFIX = ".old-"
+# What a sampled output folder may contain; anything else means it is not ours to replace.
+_OWN_NAMES = ("tokens.npy", "metadata.json", "analytics.png", "analytics.md")
+
+FreeSpaceProbe = Callable[[Path], int]
+
+
+def free_bytes(path: Path) -> int:
+    """Bytes available to this user on the file system holding ``path``."""
+    return shutil.disk_usage(path).free
+
+
+def code_version() -> str:
+    """data_io's version plus a hash of the sampler's own sources (a code change rebuilds)."""
+    from data_io import __version__
+
+    digest = hashlib.sha256()
+    package = Path(__file__).resolve().parent
+    sources = [*sorted(package.glob("*.py")), package.parent / "prefix_config.py"]
+    for source in sources:
+        digest.update(source.name.encode())
+        digest.update(source.read_bytes())
+    return f"{__version__}+{digest.hexdigest()[:16]}"
+
+
+def fingerprint_inputs(tokenizer_info_path: Path, task_folders: Iterable[Path]) -> str:
+    """A hash over what the sample is built from, without reading the token data.
+
+    Each task file's size and modification time (the tokenizer replaces folders atomically,
+    so a re-tokenized task gets new ones), plus the bytes of each task's ``metadata.json``
+    (its cache record) and of ``tokenizer_info.json``.
+    """
+    digest = hashlib.sha256()
+    digest.update(tokenizer_info_path.read_bytes())
+    for folder in task_folders:
+        digest.update(b"\0task\0" + folder.name.encode())
+        for entry in sorted(folder.iterdir(), key=lambda item: item.name):
+            if not entry.is_file():
+                continue
+            stat = entry.stat()
+            digest.update(f"{entry.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+            if entry.name == "metadata.json":
+                digest.update(entry.read_bytes())
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Marker:
+    """The ``data_io`` block of ``metadata.json``: what produced this output."""
+
+    inputs: str
+    config: Mapping[str, Any]
+    code: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"inputs": self.inputs, "config": dict(self.config), "code": self.code}
+
+
+def read_marker(target: Path) -> dict[str, Any] | None:
+    """The ``data_io`` block of an existing output, or ``None`` (absent, foreign, unreadable)."""
+    try:
+        metadata = json.loads((target / "metadata.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    block = metadata.get(MARKER_KEY) if isinstance(metadata, dict) else None
+    return block if isinstance(block, dict) else None
+
+
+def is_reusable(target: Path, marker: Marker, expected_files: Mapping[str, int | None]) -> bool:
+    """True when ``target`` was built from the same inputs, config and code, and is intact."""
+    if read_marker(target) != marker.as_dict():
+        return False
+    for relative, size in expected_files.items():
+        path = target / relative
+        if not path.is_file() or (size is not None and path.stat().st_size != size):
+            return False
+    return True
+
+
+def looks_like_sampled_output(target: Path) -> bool:
+    """True when every entry of ``target`` is one a sampler writes (safe to replace)."""
+    for entry in target.iterdir():
+        if entry.name in _OWN_NAMES:
+            continue
+        if entry.is_dir() and entry.name.startswith("epoch_"):
+            continue
+        return False
+    return True
+
+
+def tree_size(path: Path) -> int:
+    if not path.exists():
+        return 0
+    if path.is_file():
+        return path.stat().st_size
+    return sum(entry.stat().st_size for entry in path.rglob("*") if entry.is_file())
+
+
+def prepare_parent(target: Path) -> Path:
+    """Create the target's parent folder; explain a missing ``/dev/shm`` instead of faking it."""
+    parent = target.parent
+    shm = Path("/dev/shm")
+    if (target == shm or shm in target.parents) and not shm.is_dir():
+        raise OutputError(
+            f"/dev/shm does not exist on this machine, so output_path={str(target)!r} cannot "
+            f"be written; pass output_path=<folder> (a RAM disk if you have one, else a local "
+            f"disk folder)"
+        )
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create {parent} for output_path: {exc}") from exc
+    return parent
+
+
+def check_target(target: Path) -> None:
+    """Refuse to replace a folder that the sampler did not write."""
+    if target.exists() and (not target.is_dir() or not looks_like_sampled_output(target)):
+        raise OutputError(
+            f"output_path {str(target)!r} exists and holds files the sampler does not write; "
+            f"remove it or choose another output_path"
+        )
+
+
+def ensure_space(
+    target: Path,
+    needed: int,
+    *,
+    probe: FreeSpaceProbe = free_bytes,
+    log: Callable[[str], None] = lambda message: print(message, file=sys.stderr),
+) -> None:
+    """Fail clearly unless the target's file system can hold ``needed`` more bytes.
+
+    The new output is built beside the old one; when only the old (stale) output stands in
+    the way, it is deleted first (it is about to be replaced anyway) and that is reported.
+    """
+    parent = target.parent
+    available = probe(parent)
+    if available >= needed:
+        return
+    reclaimable = tree_size(target)
+    if target.exists() and available + reclaimable >= needed:
+        log(
+            f"sample: {parent} has {_gib(available)} free, the new output needs "
+            f"{_gib(needed)}: deleting the stale output {target} ({_gib(reclaimable)}) first"
+        )
+        shutil.rmtree(target)
+        if probe(parent) >= needed:
+            return
+        available = probe(parent)
+    raise OutputError(
+        f"not enough space for the sampled output: {parent} has {_gib(available)} free, "
+        f"{_gib(needed)} needed; free space there (e.g. old outputs in /dev/shm) or pass "
+        f"output_path=<folder on a larger file system>"
+    )
+
+
+def _gib(count: int) -> str:
+    return f"{count / 2**30:.2f} GiB"
+
+
+def staging_path(target: Path) -> Path:
+    return target.parent / f".{target.name}{STAGING_INFIX}{os.getpid()}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_staging(target: Path, log: Callable[[str], None]) -> None:
+    """Delete staging/retired folders left by sampler runs that died (their pid is gone)."""
+    for infix in (STAGING_INFIX, RETIRED_INFIX):
+        for entry in target.parent.glob(f".{target.name}{infix}*"):
+            pid_text = entry.name.rsplit(infix, 1)[-1]
+            if pid_text.isdigit() and int(pid_text) != os.getpid() and _pid_alive(int(pid_text)):
+                continue
+            log(f"sample: removing {entry}, left by an interrupted run")
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def make_staging(target: Path) -> Path:
+    staging = staging_path(target)
+    if staging.exists():
+        shutil.rmtree(staging)
+    try:
+        staging.mkdir()
+    except OSError as exc:
+        raise OutputError(f"cannot create the staging folder {staging}: {exc}") from exc
+    return staging
+
+
+def write_json_atomic(path: Path, payload: Mapping[str, Any]) -> None:
+    """Write JSON to ``path`` via a temporary name in the same folder."""
+    temporary = path.with_name(f".{path.name}{STAGING_INFIX}{os.getpid()}")
+    temporary.write_text(json.dumps(payload, separators=(",", ":")), encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def publish(staging: Path, target: Path) -> None:
+    """Move the complete ``staging`` folder to ``target``, replacing an old output.
+
+    A folder cannot be renamed over a non-empty one, so the old output is first renamed
+    aside, then the new one into place, then the old one deleted: at every instant ``target``
+    is either absent or a complete output.
+    """
+    retired = None
+    if target.exists():
+        retired = target.parent / f".{target.name}{RETIRED_INFIX}{os.getpid()}"
+        os.rename(target, retired)
+    os.rename(staging, target)
+    if retired is not None:
+        shutil.rmtree(retired, ignore_errors=True)

@@ -1,0 +1,245 @@
+"""The sampler's analytics: Markdown on stdout (formats.md §4 step 7) and a PNG of lengths.
+
+The coverage tables keep the original's layout (category table with a GLOBAL row, task table,
+global summary; percentages relative to GLOBAL) so that reports stay comparable across
+versions. Added: rows dropped and truncated per task and why, the prefix rules that overlap,
+and a figure with the length distributions and tokens per category.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import TextIO
+
+import numpy as np
+
+from data_io.sampling.algorithm import DROP_REASONS, FilteredTask, Rows
+
+GLOBAL = "GLOBAL"
+
+
+@dataclass
+class CoverageStats:
+    """Rows and tokens of a task or category after filtering, and how much was sampled."""
+
+    rows: int = 0
+    toks: int = 0
+    inst_toks: int = 0
+    resp_toks: int = 0
+    cov_rows: int = 0  # sampled rows over all epochs, with repeats
+    cov_toks: int = 0
+    cov_inst: int = 0
+    cov_resp: int = 0
+    unique_cov_rows: int = 0  # rows sampled at least once
+    unique_cov_toks: int = 0
+
+    def add(self, other: CoverageStats) -> None:
+        for item in fields(self):
+            setattr(self, item.name, getattr(self, item.name) + getattr(other, item.name))
+
+
+def task_stats(item: FilteredTask, coverage: np.ndarray) -> CoverageStats:
+    inst, resp = item.inst_len, item.resp_len
+    stats = CoverageStats(rows=item.rows, inst_toks=int(inst.sum()), resp_toks=int(resp.sum()))
+    stats.toks = stats.inst_toks + stats.resp_toks
+    stats.cov_rows = int(coverage.sum())
+    stats.cov_inst = int(np.dot(inst, coverage)) if item.rows else 0
+    stats.cov_resp = int(np.dot(resp, coverage)) if item.rows else 0
+    stats.cov_toks = stats.cov_inst + stats.cov_resp
+    covered = coverage > 0
+    stats.unique_cov_rows = int(covered.sum())
+    stats.unique_cov_toks = int(inst[covered].sum() + resp[covered].sum())
+    return stats
+
+
+@dataclass
+class Analytics:
+    """Everything the report prints, computed once from the filtered tasks and coverage."""
+
+    tasks: dict[str, CoverageStats]
+    categories: dict[str, CoverageStats]  # includes GLOBAL
+    filtered: Sequence[FilteredTask]
+
+    @classmethod
+    def build(cls, filtered: Sequence[FilteredTask], rows: Rows, coverage: np.ndarray) -> Analytics:
+        tasks: dict[str, CoverageStats] = {}
+        categories: dict[str, CoverageStats] = {GLOBAL: CoverageStats()}
+        for item, base in zip(filtered, rows.task_base, strict=True):
+            stats = task_stats(item, coverage[base : base + item.rows])
+            tasks[item.task.name] = stats
+            categories[GLOBAL].add(stats)
+            categories.setdefault(item.task.category, CoverageStats()).add(stats)
+        return cls(tasks=tasks, categories=categories, filtered=filtered)
+
+    @property
+    def total(self) -> CoverageStats:
+        return self.categories[GLOBAL]
+
+
+def _num(value: int) -> str:
+    return f"{value:,}"
+
+
+def _num_pct(value: int, total: int) -> str:
+    return f"{_num(value)} ({value / max(1, total):.1%})"
+
+
+def _coverage_table(out: TextIO, title: str, data: dict[str, CoverageStats], ref: CoverageStats):
+    header = (
+        "| Name | Rows (%) | Tokens (%) | Cov Rows (%) | Cov Toks (%) | Cov IToks (%) "
+        "| Cov RToks (%) |"
+    )
+    print(f"\n### {title} Coverage Stats", file=out)
+    print(header, file=out)
+    print("".join(char if char == "|" else "-" for char in header), file=out)
+    for name, s in sorted(data.items()):
+        print(
+            f"| **{name}** | {_num_pct(s.rows, ref.rows)} | {_num_pct(s.toks, ref.toks)} "
+            f"| {_num_pct(s.cov_rows, ref.cov_rows)} | {_num_pct(s.cov_toks, ref.cov_toks)} "
+            f"| {_num_pct(s.cov_inst, ref.cov_inst)} | {_num_pct(s.cov_resp, ref.cov_resp)} |",
+            file=out,
+        )
+
+
+def _drop_table(out: TextIO, filtered: Sequence[FilteredTask]) -> None:
+    print("\n### Dropped and Truncated Rows", file=out)
+    affected = [
+        item for item in filtered if item.truncated or any(item.drops.get(r) for r in DROP_REASONS)
+    ]
+    if not affected:
+        print("No row was dropped or truncated.", file=out)
+        return
+    print(
+        "Rows are counted under the first reason that applies; truncated rows are kept with "
+        "their response cut to fit the context.\n",
+        file=out,
+    )
+    header = "| Task | Source rows | Kept | Truncated | " + " | ".join(DROP_REASONS) + " |"
+    print(header, file=out)
+    print("".join(char if char == "|" else "-" for char in header), file=out)
+    totals = np.zeros(3 + len(DROP_REASONS), dtype=np.int64)
+    for item in affected:
+        values = [item.task.rows, item.rows, item.truncated] + [
+            item.drops.get(reason, 0) for reason in DROP_REASONS
+        ]
+        totals += values
+        print(f"| {item.task.name} | " + " | ".join(_num(v) for v in values) + " |", file=out)
+    print("| **total** | " + " | ".join(f"**{_num(int(v))}**" for v in totals) + " |", file=out)
+
+
+def write_markdown(
+    out: TextIO,
+    analytics: Analytics,
+    *,
+    notes: Sequence[str] = (),
+    overlaps: Sequence[str] = (),
+    plot: Path | None = None,
+) -> None:
+    """Print the whole report (the only thing the sampler writes to stdout)."""
+    _coverage_table(out, "Category", analytics.categories, analytics.total)
+    _coverage_table(out, "Task", analytics.tasks, analytics.total)
+    _drop_table(out, analytics.filtered)
+    if overlaps:
+        print("\n### Tasks Matched by Several Prefixes", file=out)
+        for line in overlaps:
+            print(f"- {line}", file=out)
+    total = analytics.total
+    print("\n### Global Summary", file=out)
+    print(
+        f"**Total Unique Tokens Sampled:** {_num(total.unique_cov_toks)} out of "
+        f"{_num(total.toks)} ({total.unique_cov_toks / max(1, total.toks):.2%})",
+        file=out,
+    )
+    print(
+        f"**Total Unique Rows Sampled:** {_num(total.unique_cov_rows)} out of "
+        f"{_num(total.rows)} ({total.unique_cov_rows / max(1, total.rows):.2%})",
+        file=out,
+    )
+    for note in notes:
+        print(f"\n{note}", file=out)
+    if plot is not None:
+        print(f"\n![Length distributions and tokens per category]({plot})", file=out)
+    print(file=out)
+
+
+def preload_matplotlib() -> None:
+    """Import matplotlib with the Agg backend (called early, from a helper thread)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot
+
+
+def _plain_log_axis(axis) -> None:
+    """Log scale with plain-number labels and no minor ticks (minor ticks and mathtext
+    labels are what makes rendering a log axis slow)."""
+    from matplotlib.ticker import FuncFormatter, NullLocator
+
+    axis.set_major_formatter(
+        FuncFormatter(lambda value, _pos: f"{value:,.0f}" if value >= 1 else f"{value:g}")
+    )
+    axis.set_minor_locator(NullLocator())
+
+
+def write_plot(
+    path: Path, filtered: Sequence[FilteredTask], rows: Rows, coverage: np.ndarray, epochs: int
+) -> None:
+    """PNG: instruction/response/total length histograms (corpus vs sampled per epoch) and
+    tokens per category (corpus vs sampled per epoch). Written to a temporary name, renamed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(2, 2, figsize=(12, 8))
+    figure.subplots_adjust(left=0.17, right=0.98, top=0.92, bottom=0.06, hspace=0.3, wspace=0.25)
+    weights = coverage / max(1, epochs)
+    series = (
+        ("instruction", rows.inst_len),
+        ("response", rows.resp_len),
+        ("total", rows.inst_len + rows.resp_len),
+    )
+    for axis, (label, lengths) in zip(axes.flat, series, strict=False):
+        if len(lengths):
+            top = max(2, int(lengths.max()) + 1)
+            bins = np.unique(np.geomspace(1, top, 60).astype(np.int64))
+            corpus, _ = np.histogram(lengths, bins=bins)
+            sampled, _ = np.histogram(lengths, bins=bins, weights=weights)
+            axis.stairs(corpus, bins, label="corpus (after filtering)")
+            axis.stairs(sampled, bins, label="sampled per epoch")
+            axis.set_xscale("log")
+            axis.set_yscale("log")
+            _plain_log_axis(axis.xaxis)
+            _plain_log_axis(axis.yaxis)
+        axis.set_title(f"{label} length (tokens)")
+        axis.set_ylabel("rows")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    if handles:
+        figure.legend(handles, labels, loc="upper center", ncols=2, frameon=False)
+    categories: dict[str, list[float]] = {}
+    for item, base in zip(filtered, rows.task_base, strict=True):
+        cov = coverage[base : base + item.rows]
+        lengths = item.inst_len + item.resp_len
+        entry = categories.setdefault(item.task.category, [0.0, 0.0])
+        entry[0] += float(lengths.sum())
+        entry[1] += float(np.dot(lengths, cov)) / max(1, epochs) if item.rows else 0.0
+    axis = axes.flat[3]
+    # Empty categories get no bar on the log axis (zero tokens).
+    names = sorted(categories)
+    positions = np.arange(len(names))
+    axis.barh(positions - 0.2, [categories[n][0] for n in names], height=0.4, label="corpus")
+    axis.barh(
+        positions + 0.2, [categories[n][1] for n in names], height=0.4, label="sampled per epoch"
+    )
+    axis.set_yticks(positions, names, fontsize=7)
+    if any(value[0] for value in categories.values()):
+        axis.set_xscale("log")
+        _plain_log_axis(axis.xaxis)
+    axis.set_title("tokens per category")
+    axis.legend(loc="best")
+    temporary = path.with_name(f".{path.name}.tmp")
+    figure.savefig(temporary, format="png", dpi=80)
+    plt.close(figure)
+    temporary.replace(path)

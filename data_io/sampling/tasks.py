@@ -1,0 +1,204 @@
+"""Reading and validating the tokenizer's output (formats.md §3) for the sampler.
+
+One task per sub-folder of ``tokenized_path``, in sorted name order; folders whose name starts
+with ``.`` are the tokenizer's temporary folders and are ignored. Only the four small index
+arrays are loaded; of ``tokens.npy`` only the header is read (dtype, length, where the data
+starts), because the pool copy streams it later. Anything inconsistent fails here, naming the
+task and file, so that a bad corpus never produces a silently wrong sample.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from data_io.errors import InputError
+from data_io.prefix_config import PrefixConfig, PrefixRule
+
+INDEX_NAMES = ("inst_start", "inst_len", "resp_start", "resp_len")
+TASK_FILES = ("tokens.npy", *(f"{name}.npy" for name in INDEX_NAMES))
+# Token dtypes the tokenizer writes: <u4 by default, <u2 (or u1) with --token-dtype auto.
+TOKEN_DTYPES = (np.dtype("<u4"), np.dtype("<u2"), np.dtype("u1"))
+_DEFAULT_RULE = PrefixRule(prefix="")
+
+
+@dataclass(frozen=True)
+class TokenFile:
+    """Where a task's ``tokens.npy`` keeps its data, read from the header only."""
+
+    path: Path
+    dtype: np.dtype
+    length: int
+    data_offset: int
+
+
+@dataclass
+class Task:
+    """One tokenized source file: its rows (int64, unfiltered) and its sampling rule."""
+
+    name: str
+    rule: PrefixRule
+    matched: bool  # False when no prefix matched and the defaults apply
+    inst_start: np.ndarray
+    inst_len: np.ndarray
+    resp_start: np.ndarray
+    resp_len: np.ndarray
+    tokens: TokenFile
+
+    @property
+    def rows(self) -> int:
+        return len(self.inst_start)
+
+    @property
+    def category(self) -> str:
+        """The report's grouping: the name up to the first ``__``."""
+        return self.name.split("__", 1)[0]
+
+
+def load_tokenizer_info(tokenized_path: Path) -> dict[str, Any]:
+    """``tokenizer_info.json`` as a dict (kept verbatim: the trainer reads it back)."""
+    path = tokenized_path / "tokenizer_info.json"
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(
+            f"{path} is missing: {tokenized_path} is not a tokenizer output folder "
+            f"(run `data_io tokenize` first, or fix tokenized_path)"
+        ) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path} cannot be read as JSON: {exc}") from exc
+    if not isinstance(info, dict):
+        raise InputError(f"{path} must hold a JSON object, got {type(info).__name__}")
+    vocab_size = info.get("vocab_size")
+    if vocab_size is not None and (
+        not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 1
+    ):
+        raise InputError(f"{path}: 'vocab_size' must be a positive integer, got {vocab_size!r}")
+    return info
+
+
+def read_token_header(path: Path, task: str) -> TokenFile:
+    """Dtype, length and data offset of a 1-D ``tokens.npy`` without reading its data."""
+    try:
+        with path.open("rb") as handle:
+            version = np.lib.format.read_magic(handle)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(handle)
+            elif version == (2, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(handle)
+            else:
+                raise InputError(
+                    f"task {task}: {path} uses .npy version {version}; expected 1.0/2.0"
+                )
+            data_offset = handle.tell()
+    except FileNotFoundError:
+        raise InputError(f"task {task}: {path} is missing (re-run the tokenizer)") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"task {task}: {path} is not a valid .npy file: {exc}") from exc
+    if len(shape) != 1 or fortran:
+        raise InputError(f"task {task}: {path} must be a 1-D array, got shape {shape}")
+    if dtype not in TOKEN_DTYPES:
+        raise InputError(
+            f"task {task}: {path} has dtype {dtype.str}; token ids must be <u4, <u2 or u1"
+        )
+    expected_size = data_offset + shape[0] * dtype.itemsize
+    actual_size = path.stat().st_size
+    if actual_size < expected_size:
+        raise InputError(
+            f"task {task}: {path} is truncated ({actual_size} bytes, header promises "
+            f"{expected_size}); re-run the tokenizer"
+        )
+    return TokenFile(path=path, dtype=dtype, length=int(shape[0]), data_offset=data_offset)
+
+
+def _load_index(path: Path, task: str) -> np.ndarray:
+    try:
+        array = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise InputError(f"task {task}: {path} is missing (re-run the tokenizer)") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"task {task}: {path} is not a valid .npy file: {exc}") from exc
+    if array.ndim != 1 or array.dtype.kind not in "ui":
+        raise InputError(
+            f"task {task}: {path} must be a 1-D integer array (<u8), got "
+            f"{array.dtype.str} with shape {array.shape}"
+        )
+    if array.size and array.dtype.kind == "i" and int(array.min()) < 0:
+        bad = int(np.argmax(array < 0))
+        raise InputError(f"task {task}: {path} row {bad} is negative ({int(array[bad])})")
+    unsigned64 = array.dtype.itemsize == 8 and array.dtype.kind == "u"
+    if array.size and unsigned64 and int(array.max()) > np.iinfo(np.int64).max:
+        raise InputError(f"task {task}: {path} holds a value above 2**63")
+    return array.astype(np.int64, copy=False)
+
+
+def _check_rows(task: str, folder: Path, arrays: dict[str, np.ndarray], tokens: TokenFile) -> None:
+    lengths = {name: len(array) for name, array in arrays.items()}
+    if len(set(lengths.values())) != 1:
+        raise InputError(
+            f"task {task}: the index arrays in {folder} disagree on the row count {lengths}; "
+            f"re-run the tokenizer"
+        )
+    for kind in ("inst", "resp"):
+        start, length = arrays[f"{kind}_start"], arrays[f"{kind}_len"]
+        end = start + length
+        if end.size and int(end.max()) > tokens.length:
+            row = int(np.argmax(end > tokens.length))
+            raise InputError(
+                f"task {task}: row {row} has {kind}_start {int(start[row])} + {kind}_len "
+                f"{int(length[row])} beyond the {tokens.length} tokens of {tokens.path}"
+            )
+    total = int(arrays["inst_len"].sum()) + int(arrays["resp_len"].sum())
+    if total != tokens.length:
+        raise InputError(
+            f"task {task}: the rows cover {total} tokens but {tokens.path} holds "
+            f"{tokens.length}; rows must be stored back to back (formats.md §3)"
+        )
+
+
+def task_folders(tokenized_path: Path) -> list[Path]:
+    """The task folders in sorted name order, skipping the tokenizer's ``.``-folders."""
+    return sorted(
+        (entry for entry in tokenized_path.iterdir() if entry.is_dir()),
+        key=lambda entry: entry.name,
+    )
+
+
+def is_temporary(folder: Path) -> bool:
+    return folder.name.startswith(".")
+
+
+def read_task(folder: Path, prefix_config: PrefixConfig) -> Task:
+    name = folder.name
+    tokens = read_token_header(folder / "tokens.npy", name)
+    arrays = {key: _load_index(folder / f"{key}.npy", name) for key in INDEX_NAMES}
+    _check_rows(name, folder, arrays, tokens)
+    rule = prefix_config.match(name)
+    return Task(
+        name=name,
+        rule=rule or _DEFAULT_RULE,
+        matched=rule is not None,
+        tokens=tokens,
+        **arrays,
+    )
+
+
+def read_tasks(
+    tokenized_path: Path, prefix_config: PrefixConfig, *, progress: bool = True
+) -> list[Task]:
+    """Every task under ``tokenized_path``, validated, in sorted name order."""
+    folders = [folder for folder in task_folders(tokenized_path) if not is_temporary(folder)]
+    return [
+        read_task(folder, prefix_config)
+        for folder in tqdm(folders, desc="Reading indices", unit="task", disable=not progress)
+    ]
+
+
+def task_names(tasks: Iterable[Task]) -> list[str]:
+    return [task.name for task in tasks]

@@ -1,0 +1,169 @@
+"""Stage 2: train a byte-level BPE (or unigram) tokenizer on cleaned rows (formats.md §2).
+
+Training runs in the Rust core with the GIL released; this module reads
+``prefix_config.yaml`` (per-file text limits), calls it, and provides the
+``data_io train-tokenizer`` sub-command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from data_io.errors import ConfigError
+
+DEFAULT_VOCAB_SIZE = 65536
+DEFAULT_TRUNCATE_LEN = 10_000
+DEFAULT_LIMIT_MUL_FACTOR = 10
+DEFAULT_PREFIX_CONFIG = "prefix_config.yaml"
+MIN_FREQUENCY = 2
+
+
+@dataclass(frozen=True)
+class TrainFileResult:
+    task: str
+    rows: int
+    texts_available: int
+    texts_used: int
+    bad_rows: int
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    output: str
+    vocab_size: int
+    texts_used: int
+    seconds: float
+    files: list[TrainFileResult]
+
+    @classmethod
+    def from_json(cls, text: str) -> TrainResult:
+        raw = json.loads(text)
+        raw["files"] = [TrainFileResult(**f) for f in raw["files"]]
+        return cls(**raw)
+
+
+def default_special_tokens() -> list[str]:
+    from data_io import _core
+
+    return list(_core.DEFAULT_SPECIAL_TOKENS)
+
+
+def train_tokenizer(
+    inputs: Sequence[str | Path],
+    output: str | Path,
+    *,
+    tokenizer_type: str = "bpe",
+    vocab_size: int = DEFAULT_VOCAB_SIZE,
+    seed: int = 0,
+    prefix_config: str | Path | None = DEFAULT_PREFIX_CONFIG,
+    truncate_len: int = DEFAULT_TRUNCATE_LEN,
+    limit_mul_factor: int = DEFAULT_LIMIT_MUL_FACTOR,
+    special_tokens: Sequence[str] | None = None,
+    on_error: str = "fail",
+    threads: int | None = None,
+    progress: bool | None = None,
+) -> TrainResult:
+    """Train on the instruction and response texts of every row under ``inputs``.
+
+    Writes ``output`` (a tokenizers JSON) and ``config.json`` beside it, so that
+    ``transformers.AutoTokenizer`` loads the folder. ``prefix_config=None`` uses every text.
+    """
+    if tokenizer_type not in ("bpe", "unigram"):
+        raise ConfigError(f"tokenizer type must be 'bpe' or 'unigram', not {tokenizer_type!r}")
+    for name, value in (("truncate_len", truncate_len), ("limit_mul_factor", limit_mul_factor)):
+        if value < 1:
+            raise ConfigError(f"{name} must be at least 1, not {value}")
+    if seed < 0:
+        raise ConfigError(f"seed must be non-negative, not {seed}")
+    output = Path(output)
+    if output.suffix != ".json":
+        raise ConfigError(f"output {output} must be a .json file (e.g. OUT/tokenizer.json)")
+    from data_io import _core
+
+    report = _core.train_tokenizer(
+        [str(p) for p in inputs],
+        str(output),
+        kind=tokenizer_type,
+        vocab_size=vocab_size,
+        seed=seed,
+        prefix_limits=_prefix_limits(prefix_config),
+        truncate_len=truncate_len,
+        limit_mul_factor=limit_mul_factor,
+        special_tokens=list(default_special_tokens() if special_tokens is None else special_tokens),
+        min_frequency=MIN_FREQUENCY,
+        on_error=on_error,
+        threads=threads,
+        progress=sys.stderr.isatty() if progress is None else progress,
+    )
+    return TrainResult.from_json(report)
+
+
+def _prefix_limits(prefix_config: str | Path | None) -> list[tuple[str, int | None]]:
+    if prefix_config is None:
+        return []
+    from data_io.prefix_config import load_prefix_config
+
+    return [(rule.prefix, rule.max_per_file) for rule in load_prefix_config(prefix_config).rules]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "train-tokenizer",
+        help="train a byte-level BPE or unigram tokenizer on cleaned rows",
+        description="Train a tokenizer on the instruction/response texts under DIR....",
+    )
+    parser.add_argument("inputs", nargs="+", metavar="DIR", help="folders of cleaned rows")
+    parser.add_argument("-o", "--output", required=True, metavar="OUT/tokenizer.json")
+    parser.add_argument("--tokenizer-type", choices=("bpe", "unigram"), default="bpe")
+    parser.add_argument("--vocab-size", type=int, default=DEFAULT_VOCAB_SIZE)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--prefix-config",
+        default=DEFAULT_PREFIX_CONFIG,
+        help="per-file limits (max_per_file); 'none' uses every text (default: %(default)s)",
+    )
+    parser.add_argument("--truncate-len", type=int, default=DEFAULT_TRUNCATE_LEN)
+    parser.add_argument("--limit-mul-factor", type=int, default=DEFAULT_LIMIT_MUL_FACTOR)
+    parser.add_argument(
+        "--special-tokens",
+        nargs="+",
+        default=None,
+        help="special tokens registered first, in order (default: the 31 of formats.md §2)",
+    )
+    parser.add_argument("--on-error", choices=("fail", "skip"), default="fail")
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("-q", "--quiet", action="store_true")
+    parser.set_defaults(run=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    prefix_config = None if args.prefix_config.lower() == "none" else args.prefix_config
+    result = train_tokenizer(
+        args.inputs,
+        args.output,
+        tokenizer_type=args.tokenizer_type,
+        vocab_size=args.vocab_size,
+        seed=args.seed,
+        prefix_config=prefix_config,
+        truncate_len=args.truncate_len,
+        limit_mul_factor=args.limit_mul_factor,
+        special_tokens=args.special_tokens,
+        on_error=args.on_error,
+        threads=args.threads,
+        progress=False if args.quiet else None,
+    )
+    if not args.quiet:
+        limited = [f for f in result.files if f.texts_used < f.texts_available]
+        bad = sum(f.bad_rows for f in result.files)
+        print(
+            f"train-tokenizer -> {result.output} (+ config.json): vocab {result.vocab_size:,}, "
+            f"{result.texts_used:,} texts from {len(result.files)} file(s) "
+            f"({len(limited)} limited by max_per_file), {bad} bad row(s) skipped, "
+            f"{result.seconds:.1f} s"
+        )
+    return 0

@@ -1,0 +1,1 @@
+"""Cleaners of the Platypus collection (``data/Platypus/*.jsonl``)."""

@@ -1,0 +1,215 @@
+//! The row layout of formats.md §3:
+//!
+//! ```text
+//! instruction = [BOQ] + [id(tag) for tag in condition.split(",")] + encode(instruction) + [EOQ]
+//! response    = encode(response) + [EOA]
+//! ```
+
+use serde::Serialize;
+
+use crate::encoder::TextEncoder;
+use crate::error::{Error, Result};
+
+/// The special-token strings of the layout, as given on the command line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LayoutTokens {
+    pub boq: String,
+    pub eoq: String,
+    pub eoa: String,
+    /// (tag, token) pairs; the order is kept in outputs and fingerprints.
+    pub conditions: Vec<(String, String)>,
+}
+
+impl Default for LayoutTokens {
+    fn default() -> Self {
+        LayoutTokens {
+            boq: "<|im_start|>".into(),
+            eoq: "<|im_end|>".into(),
+            eoa: "<|box_end|>".into(),
+            conditions: [
+                ("direct", "<|object_ref_start|>"),
+                ("cot", "<|object_ref_end|>"),
+                ("noisy", "<|quad_start|>"),
+                ("synth", "<|quad_end|>"),
+            ]
+            .iter()
+            .map(|(t, k)| (t.to_string(), k.to_string()))
+            .collect(),
+        }
+    }
+}
+
+/// The layout's tokens resolved to ids of one tokenizer.
+#[derive(Debug, Clone)]
+pub struct Specials {
+    pub boq: u32,
+    pub eoq: u32,
+    pub eoa: u32,
+    pub conditions: Vec<(String, u32)>,
+}
+
+impl Specials {
+    /// Resolve every token up front: a tokenizer that lacks one is rejected before any file
+    /// is read.
+    pub fn resolve(encoder: &dyn TextEncoder, tokens: &LayoutTokens) -> Result<Specials> {
+        let mut missing = Vec::new();
+        let mut id = |token: &str, option: String| {
+            encoder.token_id(token).unwrap_or_else(|| {
+                missing.push(format!("{token:?} ({option})"));
+                0
+            })
+        };
+        let boq = id(&tokens.boq, "--boq".into());
+        let eoq = id(&tokens.eoq, "--eoq".into());
+        let eoa = id(&tokens.eoa, "--eoa".into());
+        let conditions = tokens
+            .conditions
+            .iter()
+            .map(|(tag, token)| (tag.clone(), id(token, format!("--conditions {tag}=..."))))
+            .collect();
+        if !missing.is_empty() {
+            return Err(Error::Tokenizer(format!(
+                "the tokenizer has no token for {}; train it with these special tokens or pass \
+                 tokens it has",
+                missing.join(", ")
+            )));
+        }
+        for (i, (tag, _)) in tokens.conditions.iter().enumerate() {
+            if tag.is_empty() || tag.contains(',') {
+                return Err(Error::Config(format!(
+                    "condition tag {tag:?} is invalid: tags are non-empty and contain no comma"
+                )));
+            }
+            if tokens.conditions[..i].iter().any(|(t, _)| t == tag) {
+                return Err(Error::Config(format!("condition tag {tag:?} is given twice")));
+            }
+        }
+        Ok(Specials {
+            boq,
+            eoq,
+            eoa,
+            conditions,
+        })
+    }
+
+    fn condition_id(&self, tag: &str) -> Option<u32> {
+        self.conditions
+            .iter()
+            .find_map(|(t, id)| (t == tag).then_some(*id))
+    }
+
+    fn known_tags(&self) -> String {
+        let tags: Vec<_> = self.conditions.iter().map(|(t, _)| t.as_str()).collect();
+        tags.join(", ")
+    }
+}
+
+/// One row's tokens: the instruction part then the response part, back to back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedRow {
+    pub tokens: Vec<u32>,
+    pub inst_len: usize,
+}
+
+impl EncodedRow {
+    pub fn resp_len(&self) -> usize {
+        self.tokens.len() - self.inst_len
+    }
+}
+
+/// Encode one row. The error is a message; the caller adds file and line.
+pub fn encode_row(
+    encoder: &dyn TextEncoder,
+    specials: &Specials,
+    condition: &str,
+    instruction: &str,
+    response: &str,
+) -> Result<EncodedRow, String> {
+    let instruction_ids = encoder.encode(instruction)?;
+    let response_ids = encoder.encode(response)?;
+    let mut tokens = Vec::with_capacity(instruction_ids.len() + response_ids.len() + 8);
+    tokens.push(specials.boq);
+    // An empty condition means "no tags"; an empty tag inside a list ("cot,") is an error.
+    if !condition.is_empty() {
+        for tag in condition.split(',') {
+            let id = specials.condition_id(tag).ok_or_else(|| {
+                format!(
+                    "unknown condition tag {tag:?} in condition {condition:?}; known tags: {}. \
+                     Fix the row or map the tag with --conditions {tag}=<token>",
+                    specials.known_tags()
+                )
+            })?;
+            tokens.push(id);
+        }
+    }
+    tokens.extend_from_slice(&instruction_ids);
+    tokens.push(specials.eoq);
+    let inst_len = tokens.len();
+    tokens.extend_from_slice(&response_ids);
+    tokens.push(specials.eoa);
+    Ok(EncodedRow { tokens, inst_len })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A toy encoder: one token per byte (id = byte + 100); specials from a fixed table.
+    pub(crate) struct ByteEncoder;
+
+    pub(crate) const TOY_SPECIALS: [&str; 7] = [
+        "<|im_start|>",
+        "<|im_end|>",
+        "<|box_end|>",
+        "<|object_ref_start|>",
+        "<|object_ref_end|>",
+        "<|quad_start|>",
+        "<|quad_end|>",
+    ];
+
+    impl TextEncoder for ByteEncoder {
+        fn encode(&self, text: &str) -> Result<Vec<u32>, String> {
+            Ok(text.bytes().map(|b| b as u32 + 100).collect())
+        }
+        fn token_id(&self, token: &str) -> Option<u32> {
+            TOY_SPECIALS.iter().position(|s| *s == token).map(|i| i as u32)
+        }
+        fn vocab_size(&self) -> usize {
+            356
+        }
+    }
+
+    #[test]
+    fn layout_matches_the_spec() {
+        let specials = Specials::resolve(&ByteEncoder, &LayoutTokens::default()).unwrap();
+        let row = encode_row(&ByteEncoder, &specials, "cot,noisy", "ab", "c").unwrap();
+        assert_eq!(row.tokens, vec![0, 4, 5, 197, 198, 1, 199, 2]);
+        assert_eq!(row.inst_len, 6);
+        assert_eq!(row.resp_len(), 2);
+        let no_tags = encode_row(&ByteEncoder, &specials, "", "", "").unwrap();
+        assert_eq!(no_tags.tokens, vec![0, 1, 2]);
+        assert_eq!(no_tags.inst_len, 2);
+    }
+
+    #[test]
+    fn unknown_and_empty_tags_are_errors() {
+        let specials = Specials::resolve(&ByteEncoder, &LayoutTokens::default()).unwrap();
+        let err = encode_row(&ByteEncoder, &specials, "cot,math", "a", "b").unwrap_err();
+        assert!(err.contains("unknown condition tag \"math\""), "{err}");
+        assert!(err.contains("known tags: direct, cot, noisy, synth"));
+        let err = encode_row(&ByteEncoder, &specials, "cot,", "a", "b").unwrap_err();
+        assert!(err.contains("unknown condition tag \"\""), "{err}");
+    }
+
+    #[test]
+    fn missing_special_tokens_are_rejected_up_front() {
+        let tokens = LayoutTokens {
+            eoa: "<|nope|>".into(),
+            conditions: vec![("math".into(), "<|also_nope|>".into())],
+            ..LayoutTokens::default()
+        };
+        let err = Specials::resolve(&ByteEncoder, &tokens).unwrap_err().to_string();
+        assert!(err.contains("\"<|nope|>\" (--eoa)"), "{err}");
+        assert!(err.contains("\"<|also_nope|>\" (--conditions math=...)"), "{err}");
+    }
+}

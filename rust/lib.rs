@@ -1,0 +1,18 @@
+//! Rust core of data_io: streaming readers of cleaned rows, the tokenized layout, incremental
+//! parallel tokenization and tokenizer training. Plain Rust, tested with `cargo test`; the
+//! Python bindings live in `bindings.rs` alone, behind the `python` feature.
+
+pub mod cache;
+pub mod encoder;
+pub mod error;
+pub mod layout;
+pub mod progress;
+pub mod reader;
+pub mod task_writer;
+pub mod tokenize;
+pub mod train;
+
+#[cfg(feature = "python")]
+mod bindings;
+
+pub use error::{Error, ErrorKind, Result};

@@ -1,0 +1,189 @@
+//! Writes one task folder's arrays (formats.md §3) as streams: tokens and offsets go to disk
+//! batch by batch, and each `.npy` header gets its final length when the writer finishes.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+use npyz::{NpyWriter, WriterBuilder};
+use serde::Serialize;
+
+use crate::error::{Error, IoContext, Result};
+use crate::layout::EncodedRow;
+
+/// Element type of `tokens.npy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TokenDtype {
+    Uint16,
+    Uint32,
+}
+
+impl TokenDtype {
+    pub fn name(self) -> &'static str {
+        match self {
+            TokenDtype::Uint16 => "uint16",
+            TokenDtype::Uint32 => "uint32",
+        }
+    }
+
+    /// The smallest dtype that holds every id below `vocab_size`.
+    pub fn smallest_for(vocab_size: usize) -> TokenDtype {
+        if vocab_size <= 1 << 16 {
+            TokenDtype::Uint16
+        } else {
+            TokenDtype::Uint32
+        }
+    }
+}
+
+pub const ARRAY_FILES: [&str; 5] = [
+    "tokens.npy",
+    "inst_start.npy",
+    "inst_len.npy",
+    "resp_start.npy",
+    "resp_len.npy",
+];
+
+type Npy<T> = NpyWriter<T, BufWriter<File>>;
+
+enum TokenSink {
+    U16(Npy<u16>),
+    U32(Npy<u32>),
+}
+
+pub struct TaskWriter {
+    dir: PathBuf,
+    tokens: TokenSink,
+    inst_start: Npy<u64>,
+    inst_len: Npy<u64>,
+    resp_start: Npy<u64>,
+    resp_len: Npy<u64>,
+    offset: u64,
+    rows: u64,
+}
+
+fn open_npy<T: npyz::AutoSerialize>(dir: &Path, name: &str) -> Result<Npy<T>> {
+    let path = dir.join(name);
+    let file = File::create(&path).ctx("cannot create", &path)?;
+    npyz::WriteOptions::new()
+        .default_dtype()
+        .writer(BufWriter::with_capacity(1 << 20, file))
+        .begin_1d()
+        .ctx("cannot write", &path)
+}
+
+impl TaskWriter {
+    /// Start writing the arrays into `dir` (an existing, empty folder).
+    pub fn create(dir: &Path, dtype: TokenDtype) -> Result<Self> {
+        let tokens = match dtype {
+            TokenDtype::Uint16 => TokenSink::U16(open_npy(dir, ARRAY_FILES[0])?),
+            TokenDtype::Uint32 => TokenSink::U32(open_npy(dir, ARRAY_FILES[0])?),
+        };
+        Ok(TaskWriter {
+            dir: dir.to_path_buf(),
+            tokens,
+            inst_start: open_npy(dir, ARRAY_FILES[1])?,
+            inst_len: open_npy(dir, ARRAY_FILES[2])?,
+            resp_start: open_npy(dir, ARRAY_FILES[3])?,
+            resp_len: open_npy(dir, ARRAY_FILES[4])?,
+            offset: 0,
+            rows: 0,
+        })
+    }
+
+    pub fn push(&mut self, row: &EncodedRow) -> Result<()> {
+        let path = self.dir.join(ARRAY_FILES[0]);
+        match &mut self.tokens {
+            TokenSink::U32(w) => w.extend(row.tokens.iter().copied()),
+            TokenSink::U16(w) => {
+                if let Some(big) = row.tokens.iter().find(|&&t| t > u16::MAX as u32) {
+                    return Err(Error::Output(format!(
+                        "token id {big} does not fit uint16; use --token-dtype uint32"
+                    )));
+                }
+                w.extend(row.tokens.iter().map(|&t| t as u16))
+            }
+        }
+        .ctx("cannot write", &path)?;
+        let inst_len = row.inst_len as u64;
+        let resp_len = row.resp_len() as u64;
+        let write = |w: &mut Npy<u64>, v: u64, name: &str| {
+            w.push(&v).ctx("cannot write", &self.dir.join(name))
+        };
+        write(&mut self.inst_start, self.offset, ARRAY_FILES[1])?;
+        write(&mut self.inst_len, inst_len, ARRAY_FILES[2])?;
+        write(&mut self.resp_start, self.offset + inst_len, ARRAY_FILES[3])?;
+        write(&mut self.resp_len, resp_len, ARRAY_FILES[4])?;
+        self.offset += inst_len + resp_len;
+        self.rows += 1;
+        Ok(())
+    }
+
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    pub fn tokens(&self) -> u64 {
+        self.offset
+    }
+
+    /// Patch every header with its final length and flush.
+    pub fn finish(self) -> Result<()> {
+        let dir = self.dir;
+        let finish = |r: std::io::Result<()>, name: &str| r.ctx("cannot finish", &dir.join(name));
+        match self.tokens {
+            TokenSink::U16(w) => finish(w.finish(), ARRAY_FILES[0])?,
+            TokenSink::U32(w) => finish(w.finish(), ARRAY_FILES[0])?,
+        }
+        finish(self.inst_start.finish(), ARRAY_FILES[1])?;
+        finish(self.inst_len.finish(), ARRAY_FILES[2])?;
+        finish(self.resp_start.finish(), ARRAY_FILES[3])?;
+        finish(self.resp_len.finish(), ARRAY_FILES[4])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_u64(path: &Path) -> Vec<u64> {
+        let bytes = std::fs::read(path).unwrap();
+        npyz::NpyFile::new(&bytes[..]).unwrap().into_vec().unwrap()
+    }
+
+    #[test]
+    fn writes_offsets_back_to_back_in_both_dtypes() {
+        for dtype in [TokenDtype::Uint16, TokenDtype::Uint32] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut writer = TaskWriter::create(dir.path(), dtype).unwrap();
+            writer.push(&EncodedRow { tokens: vec![1, 2, 3, 4, 5], inst_len: 3 }).unwrap();
+            writer.push(&EncodedRow { tokens: vec![6, 7], inst_len: 1 }).unwrap();
+            writer.finish().unwrap();
+            assert_eq!(read_u64(&dir.path().join("inst_start.npy")), vec![0, 5]);
+            assert_eq!(read_u64(&dir.path().join("inst_len.npy")), vec![3, 1]);
+            assert_eq!(read_u64(&dir.path().join("resp_start.npy")), vec![3, 6]);
+            assert_eq!(read_u64(&dir.path().join("resp_len.npy")), vec![2, 1]);
+            let bytes = std::fs::read(dir.path().join("tokens.npy")).unwrap();
+            let npy = npyz::NpyFile::new(&bytes[..]).unwrap();
+            assert_eq!(npy.shape(), &[7]);
+            let descr = format!("{:?}", npy.dtype());
+            assert!(descr.contains(if dtype == TokenDtype::Uint16 { "2" } else { "4" }), "{descr}");
+        }
+    }
+
+    #[test]
+    fn empty_task_has_empty_arrays() {
+        let dir = tempfile::tempdir().unwrap();
+        TaskWriter::create(dir.path(), TokenDtype::Uint32).unwrap().finish().unwrap();
+        assert!(read_u64(&dir.path().join("inst_len.npy")).is_empty());
+    }
+
+    #[test]
+    fn uint16_overflow_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut writer = TaskWriter::create(dir.path(), TokenDtype::Uint16).unwrap();
+        let err = writer.push(&EncodedRow { tokens: vec![70_000], inst_len: 1 }).unwrap_err();
+        assert!(err.to_string().contains("does not fit uint16"));
+    }
+}

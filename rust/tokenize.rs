@@ -1,0 +1,509 @@
+//! `data_io tokenize`: cleaned rows -> one folder of token arrays per source file
+//! (formats.md §3), incrementally, crash-safely and on every core.
+//!
+//! Parallelism is two-level on one rayon pool: files run in parallel (largest first), and the
+//! rows of each batch of a file are encoded in parallel and written in source order, so one
+//! huge file still uses every core.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use indicatif::ProgressBar;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::cache::{self, Decision, Existing, Fingerprint, SourceStat, TaskRecord};
+use crate::encoder::{HfEncoder, TextEncoder};
+use crate::error::{Error, ErrorKind, IoContext, Result};
+use crate::layout::{encode_row, EncodedRow, LayoutTokens, Specials};
+use crate::progress::bytes_bar;
+use crate::reader::{task_files, RowReader};
+use crate::task_writer::{TaskWriter, TokenDtype};
+
+/// Prefixes of this tool's temporary folders inside the output; hidden, so readers skip them.
+const TMP_PREFIX: &str = ".data_io-tmp-";
+const OLD_PREFIX: &str = ".data_io-old-";
+const LOCK_FILE: &str = ".data_io.lock";
+pub const TOKENIZER_INFO: &str = "tokenizer_info.json";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnError {
+    /// The first bad row fails its file; the run exits non-zero.
+    Fail,
+    /// Bad rows are skipped, counted per file and recorded in the task's metadata.
+    Skip,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DtypeChoice {
+    /// `<u4`, as the original wrote.
+    Uint32,
+    /// The smallest dtype that holds the vocabulary (uint16 up to 65,536 tokens).
+    Auto,
+}
+
+#[derive(Debug, Clone)]
+pub struct TokenizeOptions {
+    pub inputs: Vec<PathBuf>,
+    pub output: PathBuf,
+    /// A tokenizer JSON file (the Python facade resolves folders and Hub ids).
+    pub tokenizer_path: PathBuf,
+    pub layout: LayoutTokens,
+    pub on_error: OnError,
+    /// Worker threads; `None` uses every core.
+    pub threads: Option<usize>,
+    pub token_dtype: DtypeChoice,
+    pub progress: bool,
+    pub batch_rows: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Tokenized,
+    Unchanged,
+    Failed,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FileReport {
+    pub task: String,
+    pub source: String,
+    pub status: Status,
+    /// Why the file was (re-)tokenized, or why it failed.
+    pub reason: String,
+    pub rows: u64,
+    pub tokens: u64,
+    pub bad_rows: u64,
+    pub bad_row_examples: Vec<String>,
+    pub warnings: Vec<String>,
+    pub bytes: u64,
+    pub seconds: f64,
+    pub error: Option<String>,
+    /// "input", "config", "tokenizer" or "output": picks the Python exception class.
+    pub error_kind: Option<&'static str>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TokenizeReport {
+    pub output: String,
+    pub tokenizer_path: String,
+    pub vocab_size: usize,
+    pub token_dtype: &'static str,
+    pub threads: usize,
+    pub seconds: f64,
+    pub files: Vec<FileReport>,
+    pub removed_orphans: Vec<String>,
+    /// Folders in the output that this tool did not write, with the reason they were kept.
+    pub left_alone: Vec<String>,
+}
+
+/// One input file and the folder it becomes.
+#[derive(Debug, Clone)]
+struct Task {
+    name: String,
+    source: PathBuf,
+    stat: SourceStat,
+}
+
+/// Everything the per-file work shares.
+struct Context<'a> {
+    options: &'a TokenizeOptions,
+    encoder: &'a dyn TextEncoder,
+    specials: Specials,
+    dtype: TokenDtype,
+    fingerprint: Fingerprint,
+    options_json: serde_json::Value,
+}
+
+pub fn tokenize(options: &TokenizeOptions) -> Result<TokenizeReport> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(options.threads.unwrap_or(0))
+        .build()
+        .map_err(|e| Error::Config(format!("cannot start {:?} threads: {e}", options.threads)))?;
+    pool.install(|| run(options, pool.current_num_threads()))
+}
+
+fn run(options: &TokenizeOptions, threads: usize) -> Result<TokenizeReport> {
+    let started = Instant::now();
+    let encoder = HfEncoder::from_file(&options.tokenizer_path)?;
+    let specials = Specials::resolve(&encoder, &options.layout)?;
+    let vocab_size = encoder.vocab_size();
+    let dtype = match options.token_dtype {
+        DtypeChoice::Uint32 => TokenDtype::Uint32,
+        DtypeChoice::Auto => TokenDtype::smallest_for(vocab_size),
+    };
+    let tasks = discover_tasks(&options.inputs)?;
+    let options_json = serde_json::json!({
+        "format_version": cache::FORMAT_VERSION,
+        "layout": options.layout,
+        "token_dtype": dtype,
+    });
+    let ctx = Context {
+        options,
+        encoder: &encoder,
+        specials,
+        dtype,
+        fingerprint: Fingerprint {
+            tokenizer_blake3: cache::file_blake3(&options.tokenizer_path)?,
+            options_blake3: cache::bytes_blake3(options_json.to_string().as_bytes()),
+            fail_on_bad_rows: options.on_error == OnError::Fail,
+        },
+        options_json,
+    };
+
+    fs::create_dir_all(&options.output).ctx("cannot create output folder", &options.output)?;
+    let _lock = lock_output(&options.output)?;
+    remove_stale_temporaries(&options.output)?;
+
+    // Plan: which tasks are fresh, which must be (re-)tokenized, which are blocked.
+    let plans: Vec<(Task, Result<Decision>)> = tasks
+        .into_par_iter()
+        .map(|task| {
+            let decision = plan(&ctx, &task);
+            (task, decision)
+        })
+        .collect();
+    let mut reports = Vec::new();
+    let mut work = Vec::new();
+    for (task, decision) in plans {
+        match decision {
+            Ok(Decision::Fresh { .. }) => reports.push(unchanged_report(&ctx, &task)),
+            Ok(Decision::Stale(reason)) => work.push((task, reason)),
+            Err(e) => reports.push(failed_report(&task, &e, 0.0)),
+        }
+    }
+    let names: BTreeSet<String> = reports
+        .iter()
+        .map(|r| r.task.clone())
+        .chain(work.iter().map(|(t, _)| t.name.clone()))
+        .collect();
+    let (removed_orphans, left_alone) = remove_orphans(&options.output, &names)?;
+
+    // Largest first, so that the last file to finish is a small one.
+    work.sort_by(|a, b| b.0.stat.size.cmp(&a.0.stat.size).then(a.0.name.cmp(&b.0.name)));
+    let total_bytes = work.iter().map(|(t, _)| t.stat.size).sum();
+    let bar = bytes_bar(total_bytes, options.progress, "tokenize");
+    let files_done = AtomicUsize::new(0);
+    let n_work = work.len();
+    bar.set_message(format!("0/{n_work} files"));
+    let done: Vec<FileReport> = work
+        .par_iter()
+        .map(|(task, reason)| {
+            let report = tokenize_task(&ctx, task, reason, &bar);
+            let n = files_done.fetch_add(1, Ordering::Relaxed) + 1;
+            bar.set_message(format!("{n}/{n_work} files"));
+            report
+        })
+        .collect();
+    bar.finish_and_clear();
+    reports.extend(done);
+    reports.sort_by(|a, b| a.task.cmp(&b.task));
+
+    write_tokenizer_info(&ctx, vocab_size)?;
+    Ok(TokenizeReport {
+        output: options.output.display().to_string(),
+        tokenizer_path: options.tokenizer_path.display().to_string(),
+        vocab_size,
+        token_dtype: dtype.name(),
+        threads,
+        seconds: started.elapsed().as_secs_f64(),
+        files: reports,
+        removed_orphans,
+        left_alone,
+    })
+}
+
+fn discover_tasks(inputs: &[PathBuf]) -> Result<Vec<Task>> {
+    task_files(inputs)?
+        .into_iter()
+        .map(|(name, source)| {
+            let stat = SourceStat::of(&source)?;
+            Ok(Task { name, source, stat })
+        })
+        .collect()
+}
+
+fn plan(ctx: &Context<'_>, task: &Task) -> Result<Decision> {
+    let dir = ctx.options.output.join(&task.name);
+    match cache::inspect(&dir) {
+        Existing::Absent => Ok(Decision::Stale("new")),
+        Existing::Original => Ok(Decision::Stale("written by another version")),
+        Existing::Foreign(why) => Err(Error::Output(format!(
+            "{} exists but {why}; data_io only replaces folders it wrote. Move it away and re-run",
+            dir.display()
+        ))),
+        Existing::Ours(record) => {
+            let decision = cache::decide(&record, &dir, &task.source, task.stat, &ctx.fingerprint)?;
+            if let Decision::Fresh { touch: true } = decision {
+                let mut record = *record;
+                record.source_mtime = task.stat.mtime_seconds();
+                record.source_mtime_ns = task.stat.mtime_ns;
+                cache::write_json_atomic(&dir.join(cache::METADATA), &record)?;
+            }
+            Ok(decision)
+        }
+    }
+}
+
+fn tokenize_task(ctx: &Context<'_>, task: &Task, reason: &str, bar: &ProgressBar) -> FileReport {
+    let started = Instant::now();
+    let tmp = ctx
+        .options
+        .output
+        .join(format!("{TMP_PREFIX}{}-{}", task.name, std::process::id()));
+    let mut bytes_reported = 0;
+    let result = write_task(ctx, task, &tmp, bar, &mut bytes_reported);
+    bar.inc(task.stat.size.saturating_sub(bytes_reported));
+    match result {
+        Ok(record) => FileReport {
+            task: task.name.clone(),
+            source: task.source.display().to_string(),
+            status: Status::Tokenized,
+            reason: reason.to_string(),
+            rows: record.rows,
+            tokens: record.tokens,
+            bad_rows: record.bad_rows,
+            bad_row_examples: record.bad_row_examples,
+            warnings: record.warnings,
+            bytes: task.stat.size,
+            seconds: started.elapsed().as_secs_f64(),
+            error: None,
+            error_kind: None,
+        },
+        Err(e) => {
+            let _ = fs::remove_dir_all(&tmp);
+            failed_report(task, &e, started.elapsed().as_secs_f64())
+        }
+    }
+}
+
+/// Encode one file into `tmp`, then rename `tmp` over the task folder.
+fn write_task(
+    ctx: &Context<'_>,
+    task: &Task,
+    tmp: &Path,
+    bar: &ProgressBar,
+    bytes_reported: &mut u64,
+) -> Result<TaskRecord> {
+    if tmp.exists() {
+        fs::remove_dir_all(tmp).ctx("cannot remove", tmp)?;
+    }
+    fs::create_dir(tmp).ctx("cannot create", tmp)?;
+    let source_blake3 = cache::file_blake3(&task.source)?;
+    let mut reader = RowReader::open(&task.source, ctx.options.batch_rows)?;
+    let mut writer = TaskWriter::create(tmp, ctx.dtype)?;
+    let mut bad_rows = 0u64;
+    let mut bad_row_examples = Vec::new();
+    let mut warnings = Vec::new();
+    while let Some(batch) = reader.next() {
+        let batch = batch?;
+        let encoded: Vec<Result<EncodedRow>> = (0..batch.len())
+            .into_par_iter()
+            .map(|i| {
+                let row = batch.row(i)?;
+                encode_row(
+                    ctx.encoder,
+                    &ctx.specials,
+                    &row.condition,
+                    &row.instruction,
+                    &row.response,
+                )
+                .map_err(|message| Error::bad_row(&task.source, batch.location(i), message))
+            })
+            .collect();
+        for row in encoded {
+            match row {
+                Ok(row) => writer.push(&row)?,
+                Err(e) if ctx.options.on_error == OnError::Skip && e.kind() == ErrorKind::Input => {
+                    bad_rows += 1;
+                    if bad_row_examples.len() < 10 {
+                        bad_row_examples.push(e.to_string());
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let done = reader.bytes_done();
+        bar.inc(done.saturating_sub(*bytes_reported));
+        *bytes_reported = done.max(*bytes_reported);
+    }
+    if writer.rows() + bad_rows == 0 {
+        if ctx.options.on_error == OnError::Fail {
+            return Err(Error::bad_file(
+                &task.source,
+                "the file holds no rows; remove it, or pass --on-error skip to keep an empty task",
+            ));
+        }
+        warnings.push("empty file: the task has no rows".to_string());
+    }
+    let (rows, tokens) = (writer.rows(), writer.tokens());
+    writer.finish()?;
+    let record = TaskRecord {
+        source_mtime: task.stat.mtime_seconds(),
+        source_size: task.stat.size,
+        tool: cache::TOOL.into(),
+        format_version: cache::FORMAT_VERSION,
+        source_path: task.source.display().to_string(),
+        source_mtime_ns: task.stat.mtime_ns,
+        source_blake3,
+        tokenizer_blake3: ctx.fingerprint.tokenizer_blake3.clone(),
+        options_blake3: ctx.fingerprint.options_blake3.clone(),
+        options: ctx.options_json.clone(),
+        token_dtype: ctx.dtype.name().into(),
+        rows,
+        tokens,
+        bad_rows,
+        bad_row_examples,
+        warnings,
+    };
+    cache::write_json_atomic(&tmp.join(cache::METADATA), &record)?;
+    replace_dir(tmp, &ctx.options.output, &task.name)?;
+    Ok(record)
+}
+
+/// Put the finished `tmp` folder in place of `output/name`: a folder is complete or absent.
+fn replace_dir(tmp: &Path, output: &Path, name: &str) -> Result<()> {
+    let target = output.join(name);
+    if target.exists() {
+        let old = output.join(format!("{OLD_PREFIX}{name}-{}", std::process::id()));
+        fs::rename(&target, &old).ctx("cannot move aside", &target)?;
+        fs::rename(tmp, &target).ctx("cannot rename into place", &target)?;
+        fs::remove_dir_all(&old).ctx("cannot remove", &old)
+    } else {
+        fs::rename(tmp, &target).ctx("cannot rename into place", &target)
+    }
+}
+
+/// One run at a time per output folder; the lock goes with the process.
+fn lock_output(output: &Path) -> Result<fs::File> {
+    let path = output.join(LOCK_FILE);
+    let file = fs::File::create(&path).ctx("cannot create", &path)?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(fs::TryLockError::WouldBlock) => Err(Error::Output(format!(
+            "another data_io tokenize is writing {}; wait for it to finish",
+            output.display()
+        ))),
+        Err(fs::TryLockError::Error(e)) => Err(Error::io("cannot lock", &path, e)),
+    }
+}
+
+/// Folders left by a crashed run: ours by name, never finished, safe to delete.
+fn remove_stale_temporaries(output: &Path) -> Result<()> {
+    for entry in fs::read_dir(output).ctx("cannot list", output)? {
+        let entry = entry.ctx("cannot list", output)?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with(TMP_PREFIX) || name.starts_with(OLD_PREFIX) {
+            fs::remove_dir_all(entry.path()).ctx("cannot remove", &entry.path())?;
+        }
+    }
+    Ok(())
+}
+
+/// Delete folders whose source is gone, but only those this tool wrote.
+fn remove_orphans(output: &Path, tasks: &BTreeSet<String>) -> Result<(Vec<String>, Vec<String>)> {
+    let mut removed = Vec::new();
+    let mut left_alone = Vec::new();
+    let mut entries: Vec<_> = fs::read_dir(output)
+        .ctx("cannot list", output)?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+        .filter(|(name, _)| !name.starts_with('.') && !tasks.contains(name))
+        .collect();
+    entries.sort();
+    for (name, path) in entries {
+        match cache::inspect(&path) {
+            Existing::Ours(_) => {
+                fs::remove_dir_all(&path).ctx("cannot remove orphan", &path)?;
+                removed.push(name);
+            }
+            Existing::Original => left_alone.push(format!(
+                "{name} (an orphan written by another tool version; delete it by hand if unwanted)"
+            )),
+            Existing::Foreign(why) => left_alone.push(format!("{name} ({why})")),
+            Existing::Absent => {}
+        }
+    }
+    Ok((removed, left_alone))
+}
+
+fn write_tokenizer_info(ctx: &Context<'_>, vocab_size: usize) -> Result<()> {
+    let layout = &ctx.options.layout;
+    let condition_mapping: serde_json::Map<String, serde_json::Value> = layout
+        .conditions
+        .iter()
+        .map(|(tag, token)| (tag.clone(), token.clone().into()))
+        .collect();
+    let condition_ids: serde_json::Map<String, serde_json::Value> = ctx
+        .specials
+        .conditions
+        .iter()
+        .map(|(tag, id)| (tag.clone(), (*id).into()))
+        .collect();
+    let info = serde_json::json!({
+        "tokenizer_path": ctx.options.tokenizer_path.display().to_string(),
+        "boq": layout.boq,
+        "eoq": layout.eoq,
+        "eoa": layout.eoa,
+        "condition_mapping": condition_mapping,
+        "vocab_size": vocab_size,
+        "boq_id": ctx.specials.boq,
+        "eoq_id": ctx.specials.eoq,
+        "eoa_id": ctx.specials.eoa,
+        "condition_ids": condition_ids,
+        "token_dtype": ctx.dtype.name(),
+        "tokenizer_blake3": ctx.fingerprint.tokenizer_blake3,
+    });
+    cache::write_json_atomic(&ctx.options.output.join(TOKENIZER_INFO), &info)
+}
+
+fn unchanged_report(ctx: &Context<'_>, task: &Task) -> FileReport {
+    let dir = ctx.options.output.join(&task.name);
+    let (rows, tokens, bad_rows, warnings) = match cache::inspect(&dir) {
+        Existing::Ours(r) => (r.rows, r.tokens, r.bad_rows, r.warnings),
+        _ => (0, 0, 0, Vec::new()),
+    };
+    FileReport {
+        task: task.name.clone(),
+        source: task.source.display().to_string(),
+        status: Status::Unchanged,
+        reason: "unchanged".into(),
+        rows,
+        tokens,
+        bad_rows,
+        bad_row_examples: Vec::new(),
+        warnings,
+        bytes: task.stat.size,
+        seconds: 0.0,
+        error: None,
+        error_kind: None,
+    }
+}
+
+fn failed_report(task: &Task, error: &Error, seconds: f64) -> FileReport {
+    FileReport {
+        task: task.name.clone(),
+        source: task.source.display().to_string(),
+        status: Status::Failed,
+        reason: "failed".into(),
+        rows: 0,
+        tokens: 0,
+        bad_rows: 0,
+        bad_row_examples: Vec::new(),
+        warnings: Vec::new(),
+        bytes: task.stat.size,
+        seconds,
+        error: Some(error.to_string()),
+        error_kind: Some(match error.kind() {
+            ErrorKind::Input => "input",
+            ErrorKind::Config => "config",
+            ErrorKind::Tokenizer => "tokenizer",
+            ErrorKind::Output => "output",
+        }),
+    }
+}

@@ -1,0 +1,13 @@
+"""Stratified sampling on a training node (the original's entry point, same options).
+
+    python sample_tokenized.py epochs=10 > show_analytics.md
+
+Same as ``data_io sample ...``; see ``data_io/sampling`` and docs/sampling.md.
+"""
+
+import sys
+
+from data_io.sampling import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""`data_io clean`: --list, names, --all, and its errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from data_io.cleaning import registry
+from data_io.cleaning.registry import CLEANER_MODULES, entries, find, name_of
+from data_io.cli import main
+
+from .upstream import read_jsonl, read_parquet, write_json, write_parquet
+
+
+def _raw_data(root: Path) -> None:
+    for name in ("math", "reading", "law", "science", "physics"):
+        write_json(
+            root / "raw_data" / "Platypus" / "ARB" / f"{name}.json",
+            [{"instruction": name, "response": "r"}],
+        )
+    write_parquet(
+        root / "raw_data" / "FLAN" / "t0_zsopt_data" / "part.0.parquet",
+        {"_task_name": ["t/1"], "inputs": ["i"], "targets": ["o"]},
+    )
+
+
+def test_registry_names() -> None:
+    names = [name_of(module) for module in CLEANER_MODULES]
+    assert len(names) == 25 == len(set(names))
+    assert find("GSM8K_TRAIN").module == "pipe.clean_gsm8k_train"
+    assert find("pipe_clustered.clean_flan").name == "flan"
+    written = {entry.name for entry in entries() if entry.cleaner is not None}
+    assert {"gsm8k_train", "arb", "flan", "ampsmathematica"} <= written
+
+
+def test_list(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _raw_data(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["clean", "--list"]) == 0
+    listing = capsys.readouterr().out
+    for module in CLEANER_MODULES:
+        assert module in listing
+    assert "source: raw raw_data/Platypus/ARB/{math.json," in listing
+    assert "[present: raw_data/Platypus/ARB]" in listing
+    assert "[missing: raw_data/amps.tar.gz]" in listing
+    assert "no local copy at raw_data/hub/openai/gsm8k: streams from the Hub" in listing
+    assert "output: data_clustered/flan/<file>.parquet" in listing
+
+
+def test_all_runs_the_cleaners_whose_sources_are_present(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _raw_data(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert main(["clean", "--all", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "arb: 5 records read, 5 rows written to 5 file(s)" in out
+    assert "flan: 1 records read, 1 rows written to 1 file(s)" in out
+    assert "gsm8k_train" not in out
+    assert read_jsonl(tmp_path / "data" / "Platypus" / "arb_law.jsonl") == [
+        {
+            "condition": "direct",
+            "instruction": "Choose the correct option letter.\n\nlaw",
+            "response": "r",
+        }
+    ]
+    assert read_parquet(tmp_path / "data_clustered" / "flan" / "t0_zsopt_data__t_1.parquet") == [
+        {"condition": "direct", "instruction": "i", "response": "o"}
+    ]
+
+
+def test_names_with_source_and_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _raw_data(tmp_path)
+    out = tmp_path / "elsewhere"
+    assert (
+        main(
+            ["clean", "arb", "--source", str(tmp_path / "raw_data/Platypus/ARB"), "--out", str(out)]
+        )
+        == 0
+    )
+    assert sorted(p.name for p in out.iterdir()) == [
+        "arb_law.jsonl",
+        "arb_math.jsonl",
+        "arb_physics.jsonl",
+        "arb_reading.jsonl",
+        "arb_science.jsonl",
+    ]
+
+
+def test_one_failure_fails_the_run_but_not_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _raw_data(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["clean", "ampsmathematica", "arb", "--quiet"]) == 1
+    captured = capsys.readouterr()
+    assert "clean ampsmathematica: error: raw input not found: raw_data/amps.tar.gz" in captured.err
+    assert "1 of 2 cleaner(s) failed: ampsmathematica" in captured.out
+    assert (tmp_path / "data" / "Platypus" / "arb_math.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["clean"], "name the cleaners to run, or pass --all"),
+        (["clean", "--all", "arb"], "name the cleaners to run, or pass --all"),
+        (["clean", "arb", "flan", "--out", "x"], "--source and --out apply to one cleaner"),
+        (["clean", "nope"], "no cleaner called 'nope'; known cleaners: amps_khan, gsm8k_train"),
+        (["clean", "not_yet"], "not written yet: not_yet"),
+    ],
+)
+def test_usage_errors(
+    argv: list[str],
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A registered module that does not exist yet, as the unwritten cleaners are.
+    monkeypatch.setattr(registry, "CLEANER_MODULES", (*CLEANER_MODULES, "pipe.clean_not_yet"))
+    assert main(argv) == 1
+    assert message in capsys.readouterr().err

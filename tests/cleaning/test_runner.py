@@ -1,0 +1,217 @@
+"""data_io.cleaning.runner: drops, assertions, validation, order, summary, bounded memory."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from data_io.cleaning import (
+    Cleaner,
+    Drop,
+    LocalFiles,
+    Record,
+    Row,
+    jsonl_file,
+    read_jsonl,
+    require,
+    run_cleaner,
+)
+from data_io.errors import InputError
+
+from .upstream import read_jsonl as read_output
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _source(tmp_path: Path, items: list[dict]) -> Path:
+    folder = tmp_path / "raw"
+    folder.mkdir(exist_ok=True)
+    with (folder / "a.jsonl").open("w", encoding="utf-8") as handle:
+        for item in items:
+            handle.write(json.dumps(item) + "\n")
+    return folder
+
+
+def _cleaner(clean) -> Cleaner:
+    return Cleaner(
+        name="toy",
+        source=LocalFiles(
+            "raw_data/toy", reader=read_jsonl, include=("*.jsonl",), how_to_get="make toy"
+        ),
+        output=jsonl_file("data/toy.jsonl"),
+        clean=clean,
+        batch_rows=2,
+    )
+
+
+def _toy(record: Record) -> Iterator[Row | Drop | pa.Table]:
+    kind = record["kind"]
+    require(kind != "broken", "kind must not be 'broken'")
+    if kind == "skip":
+        yield Drop("skipped on purpose")
+    elif kind == "table":
+        yield pa.table(
+            {"condition": ["direct"], "instruction": [record["q"]], "response": ["from a table"]}
+        )
+    elif kind == "two":
+        yield Row("cot", record["q"], "long")
+        yield Row("direct", record["q"], "short")
+    else:
+        yield Row(kind, record["q"], record.get("a", "-"))
+
+
+ITEMS = [
+    {"kind": "noisy,cot", "q": "1"},
+    {"kind": "skip", "q": "2"},
+    {"kind": "two", "q": "3"},
+    {"kind": "table", "q": "4"},
+    {"kind": "skip", "q": "5"},
+    {"kind": "direct", "q": "6", "a": "six"},
+]
+
+
+def test_order_drops_and_summary(tmp_path: Path) -> None:
+    out = tmp_path / "toy.jsonl"
+    report = run_cleaner(_cleaner(_toy), _source(tmp_path, ITEMS), out, progress=False)
+    assert read_output(out) == [
+        {"condition": "noisy,cot", "instruction": "1", "response": "-"},
+        {"condition": "cot", "instruction": "3", "response": "long"},
+        {"condition": "direct", "instruction": "3", "response": "short"},
+        {"condition": "direct", "instruction": "4", "response": "from a table"},
+        {"condition": "direct", "instruction": "6", "response": "six"},
+    ]
+    assert report.records == 6 and report.rows_written == 5
+    assert dict(report.drops) == {"skipped on purpose": 2}
+    assert report.format().splitlines() == [
+        "toy: 6 records read, 5 rows written to 1 file(s), 2 records dropped",
+        f"  wrote {out} (5 rows)",
+        "  dropped 2: skipped on purpose",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        (
+            {"kind": "broken", "q": "x"},
+            r"toy: assertion failed at .*a\.jsonl line 3: kind must not be 'broken'",
+        ),
+        ({"kind": "", "q": "x"}, r"bad row from .*a\.jsonl line 3: the condition is empty"),
+        ({"kind": "cot,Synth", "q": "x"}, r"line 3: unknown condition tag\(s\) \['Synth'\]"),
+        ({"kind": "cot", "q": 7}, r"line 3: instruction is int, not a string"),
+        ({"kind": "cot", "q": "\ud800"}, r"line 3 has a instruction that is not valid Unicode"),
+        ({"kind": "cot"}, r"cannot clean .*a\.jsonl line 3: KeyError: 'q'"),
+        (
+            {"kind": "table", "q": None},
+            r"bad table from .*line 3: column instruction has type null, not a string type",
+        ),
+    ],
+)
+def test_bad_rows_stop_the_run_and_name_the_record(
+    tmp_path: Path, item: dict, message: str
+) -> None:
+    out = tmp_path / "toy.jsonl"
+    out.write_text("previous\n")
+    items = [ITEMS[0], ITEMS[1], item, ITEMS[2]]
+    with pytest.raises(InputError, match=message):
+        run_cleaner(_cleaner(_toy), _source(tmp_path, items), out, progress=False)
+    assert out.read_text() == "previous\n"
+    assert [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name] == []
+
+
+def test_unknown_yield_is_rejected(tmp_path: Path) -> None:
+    def clean(record: Record):
+        yield {"condition": "cot"}
+
+    with pytest.raises(InputError, match="yielded a dict"):
+        run_cleaner(_cleaner(clean), _source(tmp_path, ITEMS), tmp_path / "o.jsonl", progress=False)
+
+
+def test_malformed_source_line(tmp_path: Path) -> None:
+    folder = _source(tmp_path, ITEMS[:2])
+    with (folder / "a.jsonl").open("a") as handle:
+        handle.write("{not json\n")
+    with pytest.raises(InputError, match=r"a\.jsonl line 3: not valid UTF-8 JSON"):
+        run_cleaner(_cleaner(_toy), folder, tmp_path / "o.jsonl", progress=False)
+
+
+def test_missing_source_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(
+        InputError,
+        match=r"(?s)raw input not found: raw_data/toy\nGet it with:\n  make toy\nor pass --source",
+    ):
+        run_cleaner(_cleaner(_toy), progress=False)
+    (tmp_path / "raw_data" / "toy").mkdir(parents=True)
+    with pytest.raises(InputError, match=r"files matching \['\*\.jsonl'\] not found"):
+        run_cleaner(_cleaner(_toy), progress=False)
+
+
+# The child streams 40 batches of 8,192 rows of ~3 KB (about 1 GB of text) through a vectorised
+# cleaner into 50 grouped Parquet files and through per-row Python into one JSON Lines file,
+# then prints its peak RSS. Holding either output would take far more than the bound below.
+_STREAM_A_LOT = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    import pyarrow as pa
+    from data_io.cleaning import Cleaner, Record, Row, jsonl_file, parquet_files, run_cleaner
+
+    BATCHES, ROWS = 40, 8192
+    out = Path(sys.argv[1])
+
+    class Synthetic:
+        default = "synthetic"
+        def describe(self): return "synthetic"
+        def present(self, override=None): return True
+        def records(self, override=None):
+            for b in range(BATCHES):
+                keys = pa.array([f"task{(b * 7 + i) % 50}" for i in range(ROWS)])
+                text = pa.array([f"{b}-{i}-" + "x" * 3000 for i in range(ROWS)])
+                yield Record(pa.table({"text": text, "key": keys}), "synthetic", b * ROWS, "synthetic", rows=ROWS)
+
+    def grouped(record):
+        t = record.data
+        yield pa.table({"condition": pa.repeat(pa.scalar("direct", pa.string()), t.num_rows),
+                        "instruction": t["text"], "response": t["text"], "file": t["key"]})
+
+    def rows(record):
+        for text in record.data["text"].to_pylist()[:2048]:
+            yield Row("cot", text, text)
+
+    options = {"buffer_bytes": 32 << 20, "row_group_bytes": 8 << 20}
+    a = run_cleaner(Cleaner("g", Synthetic(), parquet_files(""), grouped), None, out / "grouped",
+                    progress=False, writer_options=options)
+    b = run_cleaner(Cleaner("r", Synthetic(), jsonl_file(""), rows), None, out / "rows.jsonl",
+                    progress=False, writer_options=options)
+    # VmHWM is this program's own peak; ru_maxrss would include the forking parent's.
+    status = Path("/proc/self/status").read_text()
+    peak_kib = int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1])
+    print(a.rows_written, b.rows_written, peak_kib * 1024)
+    """
+)
+
+
+def test_memory_stays_bounded_by_a_batch(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _STREAM_A_LOT, str(tmp_path)],
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    grouped_rows, jsonl_rows, peak = (int(v) for v in done.stdout.split())
+    assert grouped_rows == 40 * 8192 and jsonl_rows == 40 * 2048
+    written = sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file())
+    text = 40 * 8192 * 2 * 3000 + 40 * 2048 * 2 * 3000  # ~2.5 GB of strings went through
+    assert peak < 700 << 20, f"peak RSS {peak >> 20} MiB for {text >> 20} MiB of text"
+    assert len(list((tmp_path / "grouped").iterdir())) == 50 and written > 0

@@ -1,0 +1,204 @@
+"""data_io.cleaning.sources: readers, listings, Hub copies, the Hub fallback."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import tarfile
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from data_io.cleaning import (
+    HubDataset,
+    LocalFiles,
+    parquet_batches,
+    parquet_rows,
+    read_csv_rows,
+    read_json_object,
+    read_text_lines,
+    tar_members,
+)
+from data_io.errors import InputError
+
+from .upstream import write_hub_copy, write_json, write_parquet
+
+
+def _all(source, override=None) -> list:
+    return [(record.file, record.index, record.data) for record in source.records(override)]
+
+
+def test_listing_is_sorted_and_recursive(tmp_path: Path) -> None:
+    for name in ("b/2.json", "a/z/3.json", "a/1.json", "c.json", "a/skip.txt"):
+        write_json(tmp_path / name, {"name": name})
+    source = LocalFiles("unused", reader=read_json_object, include=("**/*.json",))
+    assert [file for file, _, _ in _all(source, tmp_path)] == [
+        "a/1.json",
+        "a/z/3.json",
+        "b/2.json",
+        "c.json",
+    ]
+    top = LocalFiles("unused", reader=read_json_object, include=("*.json",))
+    assert [file for file, _, _ in _all(top, tmp_path)] == ["c.json"]
+
+
+def test_text_csv_and_parquet_readers(tmp_path: Path) -> None:
+    (tmp_path / "t.txt").write_bytes("q1\r\na1\nq2 é\na2".encode())
+    text = LocalFiles("unused", reader=read_text_lines, include=("t.txt",))
+    assert _all(text, tmp_path) == [
+        ("t.txt", 1, "q1"),
+        ("t.txt", 2, "a1"),
+        ("t.txt", 3, "q2 é"),
+        ("t.txt", 4, "a2"),
+    ]
+    (tmp_path / "s.csv").write_text('source,question,answer\nx,"a,b",1\ny,c,2\n')
+    csv_source = LocalFiles("unused", reader=read_csv_rows, include=("s.csv",))
+    assert [data for _, _, data in _all(csv_source, tmp_path)] == [
+        {"source": "x", "question": "a,b", "answer": "1"},
+        {"source": "y", "question": "c", "answer": "2"},
+    ]
+    write_parquet(tmp_path / "p.parquet", {"a": ["1", "2", "3"], "b": [1, 2, 3]})
+    rows = LocalFiles("unused", reader=parquet_rows, include=("p.parquet",))
+    assert _all(rows, tmp_path) == [
+        ("p.parquet", i, {"a": str(i + 1), "b": i + 1}) for i in range(3)
+    ]
+    batches = LocalFiles("unused", reader=parquet_batches(2), include=("p.parquet",))
+    got = list(batches.records(tmp_path))
+    assert [(r.index, r.rows) for r in got] == [(0, 2), (2, 1)]
+    assert got[0].where().endswith("p.parquet rows 0-1")
+
+
+def test_bad_text_and_parquet_are_named(tmp_path: Path) -> None:
+    (tmp_path / "t.txt").write_bytes(b"ok\n\xff\n")
+    with pytest.raises(InputError, match=r"t\.txt: not valid UTF-8"):
+        _all(LocalFiles("unused", reader=read_text_lines, include=("t.txt",)), tmp_path)
+    (tmp_path / "p.parquet").write_bytes(b"PAR1 this is not parquet")
+    with pytest.raises(InputError, match=r"p\.parquet: not a readable Parquet file"):
+        _all(LocalFiles("unused", reader=parquet_rows, include=("p.parquet",)), tmp_path)
+
+
+@pytest.mark.parametrize("compress", [None, gzip.compress, bz2.compress, lzma.compress])
+def test_tar_members_any_compression(tmp_path: Path, compress) -> None:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name, data in (("a/keep.txt", b"one"), ("a/skip.json", b"{}"), ("b/keep.txt", b"two")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    raw = buffer.getvalue()
+    path = tmp_path / "x.tar"
+    path.write_bytes(compress(raw) if compress else raw)
+    source = LocalFiles(str(path), reader=tar_members(keep=lambda name: name.endswith(".txt")))
+    records = list(source.records())
+    assert [(r.file, r.index, r.data.data) for r in records] == [
+        ("a/keep.txt", 0, b"one"),
+        ("b/keep.txt", 1, b"two"),
+    ]
+    assert records[1].where() == f"{path} member 1"
+
+
+def test_single_file_and_folder_mismatch(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="is a folder; this source is a single file"):
+        LocalFiles("x.tar.gz", reader=tar_members()).files(tmp_path)
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(InputError, match="is not a folder; this source is a folder"):
+        LocalFiles("dir", reader=read_text_lines, include=("*",)).files(tmp_path / "f")
+
+
+def test_hub_copy_all_splits_configs_and_batches(tmp_path: Path) -> None:
+    root = write_hub_copy(
+        tmp_path / "copy",
+        {
+            ("alpha", "train"): [{"x": "a0"}, {"x": "a1"}],
+            ("alpha", "test"): [{"x": "a2"}],
+            ("beta", "train"): [{"x": "b0"}],
+        },
+    )
+    every = HubDataset("owner/name", splits=None, all_configs=True)
+    assert _all(every, root) == [
+        ("alpha/train", 0, {"x": "a0"}),
+        ("alpha/train", 1, {"x": "a1"}),
+        ("alpha/test", 0, {"x": "a2"}),
+        ("beta/train", 0, {"x": "b0"}),
+    ]
+    batches = list(HubDataset("owner/name", config="alpha", batch_rows=5).records(root))
+    assert len(batches) == 1 and isinstance(batches[0].data, pa.Table)
+    assert batches[0].data.column("x").to_pylist() == ["a0", "a1"]
+    missing_split = HubDataset("owner/name", config="alpha", splits=("validation",))
+    with pytest.raises(
+        InputError, match=r"cannot load config alpha, split validation of Hub dataset owner/name"
+    ):
+        _all(missing_split, root)
+
+
+def test_hub_without_copy_or_network(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    source = HubDataset("owner/absent", config="main")
+    assert not source.present()
+    with pytest.raises(InputError) as caught:
+        _all(source)
+    assert (
+        "hf download owner/absent --repo-type dataset --local-dir raw_data/hub/owner/absent"
+        in str(caught.value)
+    )
+
+
+def test_local_files_fetched_from_a_hub_repo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import huggingface_hub
+
+    calls = []
+
+    def fake_download(repo_id, *, repo_type, allow_patterns, local_dir):
+        calls.append((repo_id, repo_type, allow_patterns))
+        Path(local_dir).mkdir(parents=True)
+        (Path(local_dir) / "train.csv").write_text("q,a\n1,2\n")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_download)
+    source = LocalFiles(
+        "raw_data/hub/o/r", reader=read_csv_rows, include=("train.csv",), hub_repo="o/r"
+    )
+    assert [data for _, _, data in _all(source)] == [{"q": "1", "a": "2"}]
+    assert calls == [("o/r", "dataset", ["train.csv"])]
+    assert _all(source) and len(calls) == 1  # the local copy is reused
+
+    def offline(*args, **kwargs):
+        raise OSError("offline")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
+    other = LocalFiles(
+        "raw_data/hub/o/s",
+        reader=read_csv_rows,
+        include=("train.csv",),
+        hub_repo="o/s",
+        how_to_get="hf download o/s",
+    )
+    with pytest.raises(
+        InputError, match=r"(?s)Hub repository o/s unreachable: offline.*hf download o/s"
+    ):
+        _all(other)
+    assert not (tmp_path / "raw_data" / "hub" / "o" / "s").exists()
+
+
+def test_parquet_damaged_after_the_first_row_group(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "p.parquet"
+    table = pa.table({"a": [f"text {i} " * 50 for i in range(4)]})
+    pq.write_table(table, path, row_group_size=2, compression="snappy", use_dictionary=False)
+    column = pq.ParquetFile(path).metadata.row_group(1).column(0)
+    start, size = column.data_page_offset, column.total_compressed_size
+    data = bytearray(path.read_bytes())
+    data[start + 40 : start + size - 1] = b"\xff" * (size - 41)  # the page body, not its header
+    path.write_bytes(bytes(data))
+    source = LocalFiles("unused", reader=parquet_batches(2), include=("p.parquet",))
+    records = source.records(tmp_path)
+    assert next(records).rows == 2
+    with pytest.raises(InputError, match=r"p\.parquet: unreadable after row 2"):
+        next(records)

@@ -1,0 +1,175 @@
+"""Bad sampled folders and bad settings fail at construction with a message that says where."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sampled_fixture import write_sampled
+
+from data_io.errors import ConfigError, InputError
+from data_io.loader import SampledDataset
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    return write_sampled(tmp_path / "s", n_rows=40, epochs=2).path
+
+
+def edit_meta(folder: Path, **changes: object) -> None:
+    meta = json.loads((folder / "metadata.json").read_text())
+    meta.update(changes)
+    (folder / "metadata.json").write_text(json.dumps(meta))
+
+
+def edit_index(folder: Path, name: str, values: np.ndarray, epoch: int = 0) -> None:
+    np.save(folder / f"epoch_{epoch}" / f"{name}.npy", values)
+
+
+def load_index(folder: Path, name: str, epoch: int = 0) -> np.ndarray:
+    return np.load(folder / f"epoch_{epoch}" / f"{name}.npy")
+
+
+def test_missing_things(tmp_path: Path, folder: Path) -> None:
+    with pytest.raises(InputError, match="no such sampled folder"):
+        SampledDataset(tmp_path / "nowhere")
+    with pytest.raises(InputError, match=r"epoch 5 was not sampled \(sampled epochs: 0, 1\)"):
+        SampledDataset(folder, epoch=5)
+    (folder / "epoch_1" / "resp_len.npy").unlink()
+    with pytest.raises(InputError, match=r"epoch_1/resp_len.npy: missing resp_len"):
+        SampledDataset(folder, epoch=1)
+    (folder / "tokens.npy").unlink()
+    with pytest.raises(InputError, match=r"tokens\.npy: missing token pool"):
+        SampledDataset(folder)
+    (folder / "metadata.json").unlink()
+    with pytest.raises(InputError, match=r"metadata\.json: missing"):
+        SampledDataset(folder)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"vocab_size": 4096}, "'vocab_size' must be null"),
+        ({"max_seq_len": "65"}, "'max_seq_len' must be an integer"),
+        ({"max_seq_len": 1}, "'max_seq_len' must be >= 2"),
+        ({"total_length": None}, "'total_length' must be an integer"),
+        ({"tokenizer_info": []}, "'tokenizer_info' must be an object"),
+        ({"tokenizer_info": {"vocab_size": -3}}, "tokenizer_info.vocab_size must be a positive"),
+    ],
+)
+def test_bad_metadata(folder: Path, changes: dict, message: str) -> None:
+    edit_meta(folder, **changes)
+    with pytest.raises(InputError, match=message):
+        SampledDataset(folder)
+
+
+def test_metadata_not_json(folder: Path) -> None:
+    (folder / "metadata.json").write_text("{not json")
+    with pytest.raises(InputError, match=r"metadata\.json: not valid JSON"):
+        SampledDataset(folder)
+    (folder / "metadata.json").write_text("[1, 2]")
+    with pytest.raises(InputError, match="expected a JSON object"):
+        SampledDataset(folder)
+
+
+def test_extra_metadata_keys_are_fine(folder: Path) -> None:
+    edit_meta(folder, sampler_version="x", per_task={"a": 1})
+    assert SampledDataset(folder, batch_max_length=128).num_steps() > 0
+
+
+def test_array_shapes_and_dtypes(folder: Path) -> None:
+    edit_index(folder, "inst_len", load_index(folder, "inst_len")[:-1])
+    with pytest.raises(
+        InputError, match=r"disagree in length \(inst_start.npy=40, inst_len.npy=39"
+    ):
+        SampledDataset(folder)
+    edit_index(folder, "inst_len", load_index(folder, "inst_len", epoch=1).astype(np.float64))
+    with pytest.raises(InputError, match="inst_len must hold integers, got dtype float64"):
+        SampledDataset(folder)
+    edit_index(folder, "inst_len", load_index(folder, "inst_len", epoch=1).reshape(4, 10))
+    with pytest.raises(InputError, match=r"inst_len must be 1-D, got shape \(4, 10\)"):
+        SampledDataset(folder)
+    np.save(folder / "tokens.npy", np.zeros(10, dtype=np.float32))
+    with pytest.raises(InputError, match="token pool must hold integers"):
+        SampledDataset(folder)
+    (folder / "tokens.npy").write_bytes(b"not an npy file")
+    with pytest.raises(InputError, match=r"tokens\.npy: not a readable \.npy array"):
+        SampledDataset(folder)
+
+
+@pytest.mark.parametrize(
+    ("name", "row", "value", "message"),
+    [
+        ("inst_len", 7, 0, "inst_len.npy row 7: inst_len=0"),
+        ("resp_len", 3, 0, "resp_len.npy row 3: resp_len=0"),
+        ("inst_start", 11, -5, "inst_start.npy row 11: inst_start=-5 is negative"),
+        ("resp_start", 2, -1, "resp_start.npy row 2: resp_start=-1 is negative"),
+        (
+            "inst_start",
+            9,
+            10**9,
+            "inst_start.npy row 9: instruction .* runs past the end of tokens.npy",
+        ),
+        (
+            "resp_start",
+            30,
+            10**9,
+            "resp_start.npy row 30: response .* runs past the end of tokens.npy",
+        ),
+        (
+            "resp_len",
+            5,
+            60,
+            "inst_len.npy row 5: inst_len \\+ resp_len = .* exceeds max_seq_len=65",
+        ),
+    ],
+)
+def test_bad_rows_named(folder: Path, name: str, row: int, value: int, message: str) -> None:
+    values = load_index(folder, name)
+    values[row] = value
+    edit_index(folder, name, values)
+    with pytest.raises(InputError, match=message):
+        SampledDataset(folder)
+    SampledDataset(folder, epoch=1)  # the other epoch is fine
+
+
+def test_row_longer_than_batch_max_length_is_named(folder: Path) -> None:
+    il, rl = load_index(folder, "inst_len"), load_index(folder, "resp_len")
+    longest = int(np.argmax(il + rl))
+    size = int(il[longest] + rl[longest])
+    with pytest.raises(
+        InputError, match=f"row {longest}: {size - 1} tokens .* batch_max_length={size - 2}"
+    ):
+        SampledDataset(folder, batch_max_length=size - 2)
+    SampledDataset(folder, batch_max_length=size - 1)  # exactly fits when packed
+    with pytest.raises(InputError, match=f"row {longest}: {size} tokens"):
+        SampledDataset(folder, layout="causal_padded", batch_size=2, batch_max_length=size - 1)
+
+
+def test_token_id_outside_vocabulary(folder: Path) -> None:
+    tokens = np.load(folder / "tokens.npy")
+    tokens[5] = 4096  # vocab_size in the fixture's metadata
+    np.save(folder / "tokens.npy", tokens)
+    ds = SampledDataset(folder, batch_max_length=128)
+    with pytest.raises(InputError, match="token id 4096, outside the vocabulary"):
+        list(ds)
+    assert len(list(SampledDataset(folder, batch_max_length=128, check_token_ids=False))) > 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"layout": "packed"}, "layout must be one of"),
+        ({"epoch": -1}, "epoch must be a non-negative integer"),
+        ({"batch_size": 4}, "batch_size applies to layout='causal_padded' only"),
+        ({"layout": "causal_padded"}, "needs batch_size >= 1"),
+        ({"rank": 0}, "give both rank and world_size"),
+        ({"rank": 2, "world_size": 2}, "need 0 <= rank < world_size"),
+        ({"batch_max_length": 0}, "batch_max_length must be >= 1"),
+    ],
+)
+def test_bad_settings(folder: Path, kwargs: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        SampledDataset(folder, **kwargs)

@@ -1,0 +1,84 @@
+"""The sampler's key=value configuration: defaults, overrides, and every rejection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from data_io.errors import ConfigError
+from data_io.sampling.config import CONFIG_KEYS, SampleConfig, parse_overrides
+
+
+@pytest.fixture
+def inputs(tmp_path: Path) -> list[str]:
+    (tmp_path / "tok").mkdir()
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("- prefix: a\n")
+    return [f"tokenized_path={tmp_path / 'tok'}", f"prefix_config_path={rules}"]
+
+
+def test_defaults_are_the_originals() -> None:
+    config = SampleConfig()
+    assert config.tokenized_path == "data_tokenized_bpe_65k"
+    assert config.output_path == "/dev/shm/sampled"
+    assert config.prefix_config_path == "prefix_config.yaml"
+    assert (config.seed, config.epochs, config.context_size, config.min_resp_length) == (
+        0,
+        10,
+        4097,
+        2,
+    )
+    assert config.short_truncated == "drop"
+    assert config.reuse is True
+
+
+def test_overrides_are_typed(inputs: list[str]) -> None:
+    config = parse_overrides(
+        [*inputs, "epochs=3", "seed=42", "context_size=1025", "short_truncated=keep", "reuse=false"]
+    )
+    assert (config.epochs, config.seed, config.context_size) == (3, 42, 1025)
+    assert config.short_truncated == "keep" and config.reuse is False
+
+
+@pytest.mark.parametrize(
+    ("override", "fragments"),
+    [
+        ("epoch=3", ["'epoch'", "valid keys", "epochs"]),
+        ("epochs=ten", ["'epochs'", "ten"]),
+        ("epochs=1.5", ["'epochs'"]),
+        ("seed=abc", ["'seed'"]),
+        ("reuse=maybe", ["'reuse'"]),
+        ("epochs=0", ["'epochs'", ">= 1"]),
+        ("epochs=-2", ["'epochs'"]),
+        ("context_size=1", ["'context_size'", ">= 2"]),
+        ("min_resp_length=0", ["'min_resp_length'"]),
+        ("seed=-1", ["'seed'"]),
+        ("short_truncated=truncate", ["'short_truncated'", "drop", "keep"]),
+        ("epochs", ["'epochs'", "key=value"]),
+        ("--epochs=3", ["key=value"]),
+    ],
+)
+def test_bad_values_name_the_key(inputs: list[str], override: str, fragments: list[str]) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_overrides([*inputs, override])
+    for fragment in fragments:
+        assert fragment in str(info.value)
+
+
+def test_missing_tokenized_path_names_the_key(tmp_path: Path, inputs: list[str]) -> None:
+    with pytest.raises(ConfigError, match=r"'tokenized_path'.*not a directory"):
+        parse_overrides([inputs[1], f"tokenized_path={tmp_path / 'nope'}"])
+
+
+def test_missing_prefix_config_names_the_key(tmp_path: Path, inputs: list[str]) -> None:
+    with pytest.raises(ConfigError, match=r"'prefix_config_path'.*does not exist"):
+        parse_overrides([inputs[0], f"prefix_config_path={tmp_path / 'nope.yaml'}"])
+
+
+def test_every_key_is_documented_in_help() -> None:
+    from data_io.sampling.config import config_help
+
+    text = config_help()
+    for key in CONFIG_KEYS:
+        assert f"{key}=" in text

@@ -1,0 +1,167 @@
+"""The Markdown analytics and the PNG: numbers re-derived independently from the outputs."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import numpy as np
+
+from data_io.sampling import parse_overrides, sample
+from data_io.sampling.synthetic import SyntheticTask, write_corpus
+
+RULES = """
+- prefix: cat__cot_
+- prefix: cat__
+  max_per_file: 3
+- prefix: rep
+  repeat: 4
+"""
+
+
+def _setup(tmp_path: Path) -> tuple[Path, Path]:
+    tasks = {
+        "cat__a.parquet": SyntheticTask(np.full(10, 4), np.array([5] * 8 + [1, 1])),
+        "cat__cot_b.parquet": SyntheticTask(np.full(4, 3), np.full(4, 6)),
+        "cat__cot_c.parquet": SyntheticTask(np.full(2, 3), np.full(2, 6)),
+        "rep.jsonl": SyntheticTask(np.array([2, 30]), np.array([3, 9])),
+        "zero.jsonl": SyntheticTask(np.zeros(0), np.zeros(0)),
+    }
+    corpus = write_corpus(tmp_path / "tok", tasks, vocab_size=300)
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(RULES)
+    return corpus, rules
+
+
+def _sample(tmp_path: Path, *extra: str):
+    corpus, rules = _setup(tmp_path)
+    config = parse_overrides(
+        [
+            f"tokenized_path={corpus}",
+            f"output_path={tmp_path / 'out'}",
+            f"prefix_config_path={rules}",
+            "epochs=3",
+            "context_size=35",
+            *extra,
+        ]
+    )
+    stdout = io.StringIO()
+    result = sample(config, stdout=stdout, progress=False)
+    return result, stdout.getvalue()
+
+
+def _table(report: str, title: str) -> dict[str, list[str]]:
+    section = report.split(f"### {title}")[1].split("\n### ")[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if (
+            line.startswith("| ")
+            and not line.startswith("| Name")
+            and not line.startswith("| Task")
+        ):
+            rows[cells[0].strip("*")] = cells[1:]
+    return rows
+
+
+def test_task_and_category_tables_match_the_epoch_files(tmp_path: Path) -> None:
+    result, report = _sample(tmp_path)
+    out = tmp_path / "out"
+    # Independent count: how often each pool offset was sampled, from the epoch files.
+    starts = np.concatenate([np.load(out / f"epoch_{e}" / "inst_start.npy") for e in range(3)])
+    lens = np.concatenate(
+        [
+            np.load(out / f"epoch_{e}" / "inst_len.npy")
+            + np.load(out / f"epoch_{e}" / "resp_len.npy")
+            for e in range(3)
+        ]
+    )
+    # Tasks occupy the pool in name order; their spans follow from the source sizes.
+    names = [
+        "cat__a.parquet",
+        "cat__cot_b.parquet",
+        "cat__cot_c.parquet",
+        "rep.jsonl",
+        "zero.jsonl",
+    ]
+    sizes = [10 * 4 + 8 * 5 + 2, 4 * 9, 2 * 9, 2 + 3 + 30 + 9, 0]
+    bounds = np.cumsum([0, *sizes])
+    tasks = _table(report, "Task Coverage Stats")
+    assert list(tasks) == sorted(names)
+    total_cov = len(starts)
+    for index, name in enumerate(names):
+        mine = (starts >= bounds[index]) & (starts < bounds[index + 1])
+        cov_rows, cov_toks = int(mine.sum()), int(lens[mine].sum())
+        assert tasks[name][2] == f"{cov_rows:,} ({cov_rows / max(1, total_cov):.1%})"
+        assert tasks[name][3].startswith(f"{cov_toks:,} (")
+    # cat__a keeps 8 rows (2 short responses), capped at 3 per epoch: 9 sampled rows.
+    assert tasks["cat__a.parquet"][0].startswith("8 (")
+    assert tasks["cat__a.parquet"][2].startswith("9 (")
+    # rep.jsonl: row 2 (30 + 9 > 35) is truncated to 5, repeated 4 times per epoch.
+    assert tasks["rep.jsonl"][2].startswith("24 (")
+    categories = _table(report, "Category Coverage Stats")
+    assert list(categories) == ["GLOBAL", "cat", "rep.jsonl", "zero.jsonl"]
+    assert categories["GLOBAL"][2] == f"{total_cov:,} (100.0%)"
+    assert categories["cat"][2].startswith(f"{9 + 3 * 6:,} (")
+    assert result.analytics.total.cov_rows == total_cov
+
+
+def test_drops_truncations_and_overlaps_are_reported_once(tmp_path: Path) -> None:
+    _, report = _sample(tmp_path)
+    drops = _table(report, "Dropped and Truncated Rows")
+    assert drops["cat__a.parquet"] == ["10", "8", "0", "2", "0", "0", "0"]
+    assert drops["rep.jsonl"] == ["2", "2", "1", "0", "0", "0", "0"]
+    assert "cat__cot_b.parquet" not in drops  # untouched tasks are not listed
+    assert drops["total"] == ["**12**", "**10**", "**1**", "**2**", "**0**", "**0**", "**0**"]
+    overlap_lines = [line for line in report.splitlines() if "also 'cat__'" in line]
+    assert len(overlap_lines) == 1
+    assert overlap_lines[0].startswith("- 2 task(s) match 'cat__cot_'")
+
+
+def test_global_summary_and_plot(tmp_path: Path) -> None:
+    result, report = _sample(tmp_path)
+    summary = report.split("### Global Summary")[1]
+    total = result.analytics.total
+    assert (
+        f"**Total Unique Rows Sampled:** {total.unique_cov_rows:,} out of {total.rows:,}" in summary
+    )
+    assert total.unique_cov_rows == total.rows  # everything sampled at least once here
+    plot = tmp_path / "out" / "analytics.png"
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"]({plot})" in report
+    assert re.search(r"`.*out`: 180 tokens \(uint16\), 3 epochs of \d+ rows", report)
+
+
+def test_plot_can_go_elsewhere_or_be_disabled(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "figs" / "lengths.png"
+    elsewhere.parent.mkdir()
+    result, report = _sample(tmp_path, f"plot_path={elsewhere}")
+    assert elsewhere.exists() and result.plot_path == elsewhere
+    assert not (tmp_path / "out" / "analytics.png").exists()
+    result, report = _sample(tmp_path / "b", "plot=false")
+    assert result.plot_path is None and "![" not in report
+    assert not (tmp_path / "b" / "out" / "analytics.png").exists()
+
+
+def test_nothing_dropped_says_so(tmp_path: Path) -> None:
+    corpus = write_corpus(
+        tmp_path / "tok", {"t.jsonl": SyntheticTask(np.full(3, 3), np.full(3, 3))}, vocab_size=20
+    )
+    rules = tmp_path / "r.yaml"
+    rules.write_text("")
+    stdout = io.StringIO()
+    sample(
+        parse_overrides(
+            [
+                f"tokenized_path={corpus}",
+                f"output_path={tmp_path / 'o'}",
+                f"prefix_config_path={rules}",
+                "plot=false",
+            ]
+        ),
+        stdout=stdout,
+        progress=False,
+    )
+    assert "No row was dropped or truncated." in stdout.getvalue()
+    assert "Matched by Several Prefixes" not in stdout.getvalue()
