@@ -72,9 +72,7 @@ impl SourceStat {
 
 pub fn file_blake3(path: &Path) -> Result<String> {
     let mut hasher = blake3::Hasher::new();
-    hasher
-        .update_mmap(path)
-        .map_err(|e| Error::read(path, e))?;
+    hasher.update_mmap(path).map_err(|e| Error::read(path, e))?;
     Ok(hasher.finalize().to_hex().to_string())
 }
 
@@ -94,7 +92,9 @@ pub struct Fingerprint {
 #[derive(Debug)]
 pub enum Decision {
     /// Up to date; `touch` says the record needs the new mtime (content was unchanged).
-    Fresh { touch: bool },
+    Fresh {
+        touch: bool,
+    },
     Stale(&'static str),
 }
 
@@ -149,7 +149,9 @@ pub fn decide(
         return Ok(Decision::Stale("the layout options changed"));
     }
     if fingerprint.fail_on_bad_rows && record.bad_rows > 0 {
-        return Ok(Decision::Stale("it skipped bad rows and --on-error is fail"));
+        return Ok(Decision::Stale(
+            "it skipped bad rows and --on-error is fail",
+        ));
     }
     if ARRAY_FILES.iter().any(|f| !task_dir.join(f).is_file()) {
         return Ok(Decision::Stale("an array file is missing"));
@@ -221,12 +223,21 @@ mod tests {
         let decision = |r: &TaskRecord, s: SourceStat, f: &Fingerprint| {
             format!("{:?}", decide(r, &task, &source, s, f).unwrap())
         };
-        assert_eq!(decision(&rec, stat, &fp("tok", "opt", true)), "Fresh { touch: false }");
+        assert_eq!(
+            decision(&rec, stat, &fp("tok", "opt", true)),
+            "Fresh { touch: false }"
+        );
         assert!(decision(&rec, stat, &fp("new", "opt", true)).contains("tokenizer changed"));
         assert!(decision(&rec, stat, &fp("tok", "new", true)).contains("options changed"));
         // Touched but identical: the hash decides, and the record is refreshed.
-        let touched = SourceStat { mtime_ns: stat.mtime_ns + 5, ..stat };
-        assert_eq!(decision(&rec, touched, &fp("tok", "opt", true)), "Fresh { touch: true }");
+        let touched = SourceStat {
+            mtime_ns: stat.mtime_ns + 5,
+            ..stat
+        };
+        assert_eq!(
+            decision(&rec, touched, &fp("tok", "opt", true)),
+            "Fresh { touch: true }"
+        );
         // Same size and mtime but another content is caught when the mtime moved.
         fs::write(&source, b"CONTENT").unwrap();
         assert!(decision(&rec, touched, &fp("tok", "opt", true)).contains("source changed"));
@@ -241,17 +252,27 @@ mod tests {
     #[test]
     fn inspect_tells_ours_original_and_foreign_apart() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(matches!(inspect(&dir.path().join("none")), Existing::Absent));
+        assert!(matches!(
+            inspect(&dir.path().join("none")),
+            Existing::Absent
+        ));
         let original = dir.path().join("orig");
         fs::create_dir(&original).unwrap();
-        fs::write(original.join(METADATA), r#"{"source_mtime": 1, "source_size": 2}"#).unwrap();
+        fs::write(
+            original.join(METADATA),
+            r#"{"source_mtime": 1, "source_size": 2}"#,
+        )
+        .unwrap();
         assert!(matches!(inspect(&original), Existing::Original));
         let foreign = dir.path().join("foreign");
         fs::create_dir(&foreign).unwrap();
         assert!(matches!(inspect(&foreign), Existing::Foreign(_)));
         let ours = dir.path().join("ours");
         fs::create_dir(&ours).unwrap();
-        let stat = SourceStat { size: 1, mtime_ns: 2 };
+        let stat = SourceStat {
+            size: 1,
+            mtime_ns: 2,
+        };
         write_json_atomic(&ours.join(METADATA), &record(stat, "h".into())).unwrap();
         assert!(matches!(inspect(&ours), Existing::Ours(_)));
     }

@@ -138,7 +138,10 @@ mod tests {
         let e = Error::bad_row(Path::new("a/b.jsonl"), Location::Line(7), "bad JSON");
         assert_eq!(e.to_string(), "a/b.jsonl:line 7: bad JSON");
         assert_eq!(e.kind(), ErrorKind::Input);
-        let many = Error::Many(vec![e, Error::bad_file(Path::new("c.parquet"), "truncated")]);
+        let many = Error::Many(vec![
+            e,
+            Error::bad_file(Path::new("c.parquet"), "truncated"),
+        ]);
         assert!(many.to_string().contains("2 input file(s) failed"));
         assert!(many.to_string().contains("c.parquet: truncated"));
     }

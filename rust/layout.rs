@@ -81,7 +81,9 @@ impl Specials {
                 )));
             }
             if tokens.conditions[..i].iter().any(|(t, _)| t == tag) {
-                return Err(Error::Config(format!("condition tag {tag:?} is given twice")));
+                return Err(Error::Config(format!(
+                    "condition tag {tag:?} is given twice"
+                )));
             }
         }
         Ok(Specials {
@@ -172,7 +174,10 @@ pub(crate) mod tests {
             Ok(text.bytes().map(|b| b as u32 + 100).collect())
         }
         fn token_id(&self, token: &str) -> Option<u32> {
-            TOY_SPECIALS.iter().position(|s| *s == token).map(|i| i as u32)
+            TOY_SPECIALS
+                .iter()
+                .position(|s| *s == token)
+                .map(|i| i as u32)
         }
         fn vocab_size(&self) -> usize {
             356
@@ -208,8 +213,13 @@ pub(crate) mod tests {
             conditions: vec![("math".into(), "<|also_nope|>".into())],
             ..LayoutTokens::default()
         };
-        let err = Specials::resolve(&ByteEncoder, &tokens).unwrap_err().to_string();
+        let err = Specials::resolve(&ByteEncoder, &tokens)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("\"<|nope|>\" (--eoa)"), "{err}");
-        assert!(err.contains("\"<|also_nope|>\" (--conditions math=...)"), "{err}");
+        assert!(
+            err.contains("\"<|also_nope|>\" (--conditions math=...)"),
+            "{err}"
+        );
     }
 }

@@ -157,8 +157,18 @@ mod tests {
         for dtype in [TokenDtype::Uint16, TokenDtype::Uint32] {
             let dir = tempfile::tempdir().unwrap();
             let mut writer = TaskWriter::create(dir.path(), dtype).unwrap();
-            writer.push(&EncodedRow { tokens: vec![1, 2, 3, 4, 5], inst_len: 3 }).unwrap();
-            writer.push(&EncodedRow { tokens: vec![6, 7], inst_len: 1 }).unwrap();
+            writer
+                .push(&EncodedRow {
+                    tokens: vec![1, 2, 3, 4, 5],
+                    inst_len: 3,
+                })
+                .unwrap();
+            writer
+                .push(&EncodedRow {
+                    tokens: vec![6, 7],
+                    inst_len: 1,
+                })
+                .unwrap();
             writer.finish().unwrap();
             assert_eq!(read_u64(&dir.path().join("inst_start.npy")), vec![0, 5]);
             assert_eq!(read_u64(&dir.path().join("inst_len.npy")), vec![3, 1]);
@@ -168,14 +178,24 @@ mod tests {
             let npy = npyz::NpyFile::new(&bytes[..]).unwrap();
             assert_eq!(npy.shape(), &[7]);
             let descr = format!("{:?}", npy.dtype());
-            assert!(descr.contains(if dtype == TokenDtype::Uint16 { "2" } else { "4" }), "{descr}");
+            assert!(
+                descr.contains(if dtype == TokenDtype::Uint16 {
+                    "2"
+                } else {
+                    "4"
+                }),
+                "{descr}"
+            );
         }
     }
 
     #[test]
     fn empty_task_has_empty_arrays() {
         let dir = tempfile::tempdir().unwrap();
-        TaskWriter::create(dir.path(), TokenDtype::Uint32).unwrap().finish().unwrap();
+        TaskWriter::create(dir.path(), TokenDtype::Uint32)
+            .unwrap()
+            .finish()
+            .unwrap();
         assert!(read_u64(&dir.path().join("inst_len.npy")).is_empty());
     }
 
@@ -183,7 +203,12 @@ mod tests {
     fn uint16_overflow_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let mut writer = TaskWriter::create(dir.path(), TokenDtype::Uint16).unwrap();
-        let err = writer.push(&EncodedRow { tokens: vec![70_000], inst_len: 1 }).unwrap_err();
+        let err = writer
+            .push(&EncodedRow {
+                tokens: vec![70_000],
+                inst_len: 1,
+            })
+            .unwrap_err();
         assert!(err.to_string().contains("does not fit uint16"));
     }
 }

@@ -184,7 +184,12 @@ fn run(options: &TokenizeOptions, threads: usize) -> Result<TokenizeReport> {
     let (removed_orphans, left_alone) = remove_orphans(&options.output, &names)?;
 
     // Largest first, so that the last file to finish is a small one.
-    work.sort_by(|a, b| b.0.stat.size.cmp(&a.0.stat.size).then(a.0.name.cmp(&b.0.name)));
+    work.sort_by(|a, b| {
+        b.0.stat
+            .size
+            .cmp(&a.0.stat.size)
+            .then(a.0.name.cmp(&b.0.name))
+    });
     let total_bytes = work.iter().map(|(t, _)| t.stat.size).sum();
     let bar = bytes_bar(total_bytes, options.progress, "tokenize");
     let files_done = AtomicUsize::new(0);

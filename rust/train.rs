@@ -148,7 +148,9 @@ fn run(options: &TrainOptions) -> Result<TrainReport> {
     let mut trainer = new_trainer(options)?;
     let failure: Mutex<Option<Error>> = Mutex::new(None);
     let reports: Mutex<Vec<TrainFileReport>> = Mutex::new(Vec::new());
-    let texts = plans.iter().flat_map(|plan| FileTexts::new(plan, options, &failure, &reports));
+    let texts = plans
+        .iter()
+        .flat_map(|plan| FileTexts::new(plan, options, &failure, &reports));
     tokenizer
         .train(&mut trainer, texts.flatten())
         .map_err(|e| Error::Tokenizer(format!("training failed: {e}")))?;
@@ -182,7 +184,9 @@ fn validate(options: &TrainOptions) -> Result<()> {
     }
     let mut seen = HashSet::new();
     if let Some(dup) = options.special_tokens.iter().find(|t| !seen.insert(*t)) {
-        return Err(Error::Config(format!("special token {dup:?} is given twice")));
+        return Err(Error::Config(format!(
+            "special token {dup:?} is given twice"
+        )));
     }
     Ok(())
 }
@@ -301,9 +305,8 @@ impl<'a> FileTexts<'a> {
             self.next_row += 1;
             let row = match batch.row(i) {
                 Ok(row) => row,
-                Err(e) if self.options.on_error == OnError::Skip => {
+                Err(_) if self.options.on_error == OnError::Skip => {
                     self.bad_rows += 1;
-                    let _ = e;
                     continue;
                 }
                 Err(e) => return Err(e),
@@ -420,7 +423,10 @@ fn new_trainer(options: &TrainOptions) -> Result<TrainerWrapper> {
 
 /// Write the tokenizer and `config.json` beside it, each through a temporary name.
 fn save(tokenizer: &Tokenizer, output: &Path) -> Result<()> {
-    let folder = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let folder = output
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     fs::create_dir_all(folder).ctx("cannot create", folder)?;
     let tmp = output.with_extension(format!("json.tmp-{}", std::process::id()));
     tokenizer

@@ -25,7 +25,7 @@ import shutil
 import sys
 import tarfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -136,16 +136,30 @@ def read_text_lines(path: Path, rel: str) -> Iterator[Record]:
             raise InputError(f"{path}: not valid UTF-8 ({exc})") from exc
 
 
-def parquet_batches(batch_rows: int = 16_384) -> Reader:
-    """A reader yielding each Parquet file as Arrow record batches of at most ``batch_rows`` rows."""
+def parquet_batches(batch_rows: int = 16_384, columns: Sequence[str] | None = None) -> Reader:
+    """A reader yielding each Parquet file as Arrow record batches of at most ``batch_rows`` rows.
+
+    ``columns``: read only these (a large unused column, such as SYNTH's reasoning traces, is
+    then never decoded); a file lacking one of them is an error naming the file.
+    """
 
     def read(path: Path, rel: str) -> Iterator[Record]:
         try:
             parquet = pq.ParquetFile(path, buffer_size=1 << 20, pre_buffer=False)
         except Exception as exc:  # pyarrow raises ArrowInvalid/OSError variants
             raise InputError(f"{path}: not a readable Parquet file ({exc})") from exc
+        if columns is not None:
+            # pyarrow silently skips a requested column that the file lacks.
+            missing = [name for name in columns if name not in parquet.schema_arrow.names]
+            if missing:
+                raise InputError(
+                    f"{path}: column(s) {missing} missing (found {parquet.schema_arrow.names}); "
+                    "is this the right dataset?"
+                )
         first = 0
-        batches = parquet.iter_batches(batch_size=batch_rows)
+        batches = parquet.iter_batches(
+            batch_size=batch_rows, columns=list(columns) if columns is not None else None
+        )
         while True:
             try:
                 batch = next(batches)

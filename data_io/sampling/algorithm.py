@@ -157,7 +157,14 @@ class Rows:
 
 
 class EpochSampler:
-    """Steps 3–5: yields, per epoch, the row ids of that epoch in their final order."""
+    """Steps 3–5: yields, per epoch, the row ids of that epoch in their final order.
+
+    Step 5's ``perm = rng.permutation(rows_in_epoch)`` followed by ``rows[perm]`` is done as
+    ``rng.shuffle(rows)`` on the epoch's row ids: ``permutation(n)`` is ``shuffle(arange(n))``,
+    and the Fisher–Yates swaps (and so the draws) depend only on ``n``, not on the values
+    moved, so the result and the generator state after it are the same, without the
+    ``arange``, the extra gather and their two large temporaries.
+    """
 
     def __init__(self, filtered: Sequence[FilteredTask], seed: int) -> None:
         self._rng = np.random.Generator(np.random.Philox(seed))
@@ -173,7 +180,8 @@ class EpochSampler:
         """Rows in every epoch (the fixed buffer size: the original used the corpus size)."""
         return sum(self._wants)
 
-    def _take(self, index: int, pieces: list[np.ndarray]) -> None:
+    def _take(self, index: int, out: np.ndarray, position: int) -> int:
+        """Step 4 for one task: its rows of this epoch into ``out`` from ``position`` on."""
         n, want, base = self._rows[index], self._wants[index], self._bases[index]
         got = 0
         while got < want:
@@ -184,17 +192,23 @@ class EpochSampler:
                 self._cursors[index] = 0
             cursor = self._cursors[index]
             take = min(n - cursor, want - got)
-            pieces.append(perm[cursor : cursor + take] + base)
+            start = position + got
+            np.add(perm[cursor : cursor + take], base, out=out[start : start + take])
             self._cursors[index] = cursor + take
             got += take
+        return position + got
 
-    def next_epoch(self) -> np.ndarray:
-        pieces: list[np.ndarray] = []
+    def next_epoch(self, out: np.ndarray | None = None) -> np.ndarray:
+        """The next epoch's row ids, written into ``out`` (int64, ``rows_per_epoch`` long)
+        when given, so that a caller can recycle its buffers."""
+        rows = np.empty(self.rows_per_epoch, dtype=np.int64) if out is None else out
+        if rows.shape != (self.rows_per_epoch,) or rows.dtype != np.int64:
+            raise ValueError(f"epoch buffer must be int64 of length {self.rows_per_epoch}")
+        position = 0
         for index in range(len(self._rows)):
-            self._take(index, pieces)
-        rows = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
-        order = self._rng.permutation(len(rows))
-        return rows[order]
+            position = self._take(index, rows, position)
+        self._rng.shuffle(rows)  # == rows[rng.permutation(len(rows))], see the class doc
+        return rows
 
     def epochs(self, count: int) -> Iterator[np.ndarray]:
         for _ in range(count):
@@ -211,13 +225,19 @@ class EpochArrays:
     resp_len: np.ndarray
 
     @classmethod
+    def empty(cls, length: int) -> EpochArrays:
+        """Reusable buffers for :meth:`gather_into` (one set per writer thread)."""
+        return cls(*(np.empty(length, dtype=np.int64) for _ in range(4)))
+
+    @classmethod
     def gather(cls, rows: Rows, row_ids: np.ndarray) -> EpochArrays:
-        return cls(
-            inst_start=np.take(rows.inst_start, row_ids),
-            inst_len=np.take(rows.inst_len, row_ids),
-            resp_start=np.take(rows.resp_start, row_ids),
-            resp_len=np.take(rows.resp_len, row_ids),
-        )
+        return cls.empty(len(row_ids)).gather_into(rows, row_ids)
+
+    def gather_into(self, rows: Rows, row_ids: np.ndarray) -> EpochArrays:
+        """Fill these buffers with the rows ``row_ids`` (np.take releases the GIL)."""
+        for name, buffer in self.items():
+            np.take(getattr(rows, name), row_ids, out=buffer)
+        return self
 
     def items(self) -> list[tuple[str, np.ndarray]]:
         return [

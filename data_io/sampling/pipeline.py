@@ -25,7 +25,6 @@ from data_io.errors import DataIoError, OutputError
 from data_io.prefix_config import format_overlaps, load_prefix_config
 from data_io.sampling import output
 from data_io.sampling.algorithm import (
-    EpochArrays,
     EpochSampler,
     FilteredTask,
     Rows,
@@ -33,6 +32,7 @@ from data_io.sampling.algorithm import (
     mean_tokens_per_epoch,
 )
 from data_io.sampling.config import SampleConfig
+from data_io.sampling.epoch_writer import INDEX_DTYPE, EpochWriter
 from data_io.sampling.pool import CopyJob, PoolWriter, npy_header, pool_dtype
 from data_io.sampling.report import Analytics, preload_matplotlib, write_markdown, write_plot
 from data_io.sampling.tasks import (
@@ -44,7 +44,6 @@ from data_io.sampling.tasks import (
     task_folders,
 )
 
-INDEX_DTYPE = np.dtype("<i8")
 PLOT_NAME = "analytics.png"
 REPORT_NAME = "analytics.md"  # the Markdown report, kept so that a reused output can show it
 
@@ -94,12 +93,6 @@ def _expected_files(epochs: int, rows_per_epoch: int, pool_bytes: int) -> dict[s
         for name in INDEX_NAMES:
             files[f"epoch_{epoch}/{name}.npy"] = epoch_bytes
     return files
-
-
-def _save_epoch(folder: Path, arrays: EpochArrays) -> None:
-    folder.mkdir()
-    for name, array in arrays.items():
-        np.save(folder / f"{name}.npy", array.astype(INDEX_DTYPE, copy=False))
 
 
 def sample(
@@ -238,33 +231,46 @@ def _build(
             staging / "tokens.npy", jobs, pool_tokens, dtype, progress=copy_bar.update
         )
         if plot is not None:
-            # matplotlib takes ~1 s to import: do it while the epochs are drawn (the shuffles
+            # matplotlib takes ~0.5 s to import: do it while the epochs are drawn (the shuffles
             # release the GIL), so that only the rendering is left at the end.
             threading.Thread(target=preload_matplotlib, name="import-mpl", daemon=True).start()
-        with ThreadPoolExecutor(max_workers=copy_workers, thread_name_prefix="pool") as executor:
-            copies = [executor.submit(writer.work) for _ in range(copy_workers)]
+        # Three kinds of work overlap: the copy threads stream the pool; the "epochs" thread
+        # gathers and writes each epoch while the main thread draws the next one; then the
+        # main thread renders the report while the "epochs" thread joins the copy, and
+        # finally helps with the copy itself. All but the drawing and the rendering release
+        # the GIL, so on 2 cores both stay busy until the end.
+        with (
+            ThreadPoolExecutor(max_workers=copy_workers, thread_name_prefix="pool") as copier,
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="epochs") as epoch_thread,
+        ):
+            copies = [copier.submit(writer.work) for _ in range(copy_workers)]
+            epoch_writer = EpochWriter(staging, rows, sampler.rows_per_epoch, epoch_thread)
             try:
                 coverage = np.zeros(rows.total, dtype=np.int64)
-                epochs = tqdm(
-                    sampler.epochs(config.epochs), total=config.epochs, desc="Sampling epochs",
-                    unit="epoch", disable=not progress, position=0,
-                )  # fmt: skip
-                for epoch, row_ids in enumerate(epochs):
+                for epoch in tqdm(
+                    range(config.epochs), desc="Sampling epochs", unit="epoch",
+                    disable=not progress, position=0,
+                ):  # fmt: skip
+                    row_ids = sampler.next_epoch(out=epoch_writer.buffer())
                     coverage += np.bincount(row_ids, minlength=rows.total)
-                    _save_epoch(staging / f"epoch_{epoch}", EpochArrays.gather(rows, row_ids))
+                    epoch_writer.submit(epoch, row_ids)
+                copies.append(epoch_thread.submit(writer.work))  # after the last epoch
                 analytics = Analytics.build(filtered, rows, coverage)
                 if plot is not None:
                     plot_file = staging / plot.name if plot_in_output else plot
                     write_plot(plot_file, filtered, rows, coverage, config.epochs)
                 writer.work()  # the main thread's own work is done: help with the copy
+                epoch_writer.wait()
             except BaseException:
                 writer.cancelled.set()  # no point finishing the copy
+                epoch_thread.shutdown(wait=False, cancel_futures=True)
                 raise
             finally:
                 # Surfaces a copy failure (no space, bad input) once the copy has stopped.
                 try:
                     for copy in copies:
-                        copy.result()
+                        if not copy.cancelled():  # the epochs thread's share, on failure
+                            copy.result()
                 finally:
                     writer.close()
                     copy_bar.close()

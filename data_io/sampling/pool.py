@@ -22,9 +22,12 @@ import numpy as np
 from data_io.errors import InputError, OutputError
 from data_io.sampling.tasks import TokenFile
 
-# 1 Mi tokens per read (4 MiB of <u4 in, 2 MiB of <u2 out, per worker): small enough that the
-# convert and write passes find the chunk in cache, large enough that syscalls do not count.
-CHUNK_ELEMENTS = 1 << 20
+# 128 Ki tokens per read (512 KiB of <u4 in, 256 KiB of <u2 out, per worker): both buffers
+# stay in a core's L2 cache, so the kernel's copy into the read buffer, the conversion and the
+# kernel's copy out of the write buffer never go to DRAM for them. Measured on the 1.7B-token
+# benchmark: 2.5 s CPU for the copy, against 3.3 s with 1 Mi-token (4 MiB) chunks, whose
+# buffers spill out of L2; much smaller chunks pay for the extra syscalls.
+CHUNK_ELEMENTS = 1 << 17
 KERNEL_COPY_BYTES = 64 << 20  # per copy_file_range call (no user-space buffer involved)
 PIECE_ELEMENTS = 16 << 20  # tasks are split into pieces of 16 Mi tokens to balance workers
 POOL_DTYPES = (np.dtype("u1"), np.dtype("<u2"), np.dtype("<i4"))

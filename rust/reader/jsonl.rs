@@ -255,12 +255,18 @@ mod tests {
     #[test]
     fn bad_rows_name_the_line_and_the_problem() {
         let mut data = Vec::new();
-        data.extend_from_slice(b"{\"condition\":\"cot\",\"instruction\":\"q\",\"response\":\"a\"}\n");
+        data.extend_from_slice(
+            b"{\"condition\":\"cot\",\"instruction\":\"q\",\"response\":\"a\"}\n",
+        );
         data.extend_from_slice(b"{not json}\n");
         data.extend_from_slice(b"{\"condition\":\"cot\",\"instruction\":\"q\"}\n");
-        data.extend_from_slice(b"{\"condition\":\"cot\",\"instruction\":null,\"response\":\"a\"}\n");
+        data.extend_from_slice(
+            b"{\"condition\":\"cot\",\"instruction\":null,\"response\":\"a\"}\n",
+        );
         data.extend_from_slice(b"{\"condition\":\"cot\",\"instruction\":3,\"response\":\"a\"}\n");
-        data.extend_from_slice(b"{\"condition\":\"cot\",\"instruction\":\"\xff\",\"response\":\"a\"}\n");
+        data.extend_from_slice(
+            b"{\"condition\":\"cot\",\"instruction\":\"\xff\",\"response\":\"a\"}\n",
+        );
         data.extend_from_slice(b"[1,2]\n");
         let rows = all_rows(&data);
         assert!(rows[0].is_ok());
@@ -268,7 +274,11 @@ mod tests {
             .iter()
             .map(|r| r.as_ref().unwrap_err().to_string())
             .collect();
-        assert!(messages[0].contains(":line 2: malformed JSON"), "{}", messages[0]);
+        assert!(
+            messages[0].contains(":line 2: malformed JSON"),
+            "{}",
+            messages[0]
+        );
         assert!(messages[1].contains(":line 3: missing field \"response\""));
         assert!(messages[2].contains(":line 4: field \"instruction\" is null"));
         assert!(messages[3].contains(":line 5: field \"instruction\" is a number"));

@@ -200,7 +200,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         std::fs::create_dir_all(root.join("b/sub")).unwrap();
-        for name in ["z.jsonl", "a.parquet", "b/sub/c.jsonl", "notes.txt", ".hidden.jsonl"] {
+        for name in [
+            "z.jsonl",
+            "a.parquet",
+            "b/sub/c.jsonl",
+            "notes.txt",
+            ".hidden.jsonl",
+        ] {
             std::fs::write(root.join(name), b"").unwrap();
         }
         let found: Vec<_> = discover(root)

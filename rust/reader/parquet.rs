@@ -113,7 +113,9 @@ impl Iterator for ParquetReader {
             return None;
         }
         let result = match self.inner.next()? {
-            Ok(batch) => ParquetBatch::new(Arc::clone(&self.path), self.rows_done, &batch, self.columns),
+            Ok(batch) => {
+                ParquetBatch::new(Arc::clone(&self.path), self.rows_done, &batch, self.columns)
+            }
             Err(e) => Err(Error::bad_file(
                 &self.path,
                 format!(
@@ -148,11 +150,8 @@ impl ParquetBatch {
             let array = batch.column(positions[k]);
             match array.data_type() {
                 // Dictionary-encoded strings are decoded once per batch into plain strings.
-                DataType::Dictionary(_, _) => {
-                    arrow_cast::cast(array, &DataType::LargeUtf8).map_err(|e| {
-                        Error::bad_file(&path, format!("column \"{}\": {e}", FIELDS[k]))
-                    })
-                }
+                DataType::Dictionary(_, _) => arrow_cast::cast(array, &DataType::LargeUtf8)
+                    .map_err(|e| Error::bad_file(&path, format!("column \"{}\": {e}", FIELDS[k]))),
                 _ => Ok(Arc::clone(array)),
             }
         };
@@ -178,13 +177,15 @@ impl ParquetBatch {
 
     pub fn row(&self, i: usize) -> Result<RowText<'_>> {
         let field = |k: usize| -> Result<Cow<'_, str>> {
-            string_at(&self.columns[k], i).map(Cow::Borrowed).ok_or_else(|| {
-                Error::bad_row(
-                    &self.path,
-                    self.location(i),
-                    format!("field \"{}\" is null; expected a string", FIELDS[k]),
-                )
-            })
+            string_at(&self.columns[k], i)
+                .map(Cow::Borrowed)
+                .ok_or_else(|| {
+                    Error::bad_row(
+                        &self.path,
+                        self.location(i),
+                        format!("field \"{}\" is null; expected a string", FIELDS[k]),
+                    )
+                })
         };
         Ok(RowText {
             condition: field(0)?,
@@ -221,13 +222,16 @@ mod tests {
             .map(|(n, a)| Field::new(*n, a.data_type().clone(), true))
             .collect();
         let schema = Arc::new(Schema::new(fields));
-        let batch =
-            RecordBatch::try_new(Arc::clone(&schema), columns.into_iter().map(|(_, a)| a).collect())
-                .unwrap();
+        let batch = RecordBatch::try_new(
+            Arc::clone(&schema),
+            columns.into_iter().map(|(_, a)| a).collect(),
+        )
+        .unwrap();
         let props = WriterProperties::builder()
             .set_max_row_group_row_count(Some(row_group))
             .build();
-        let mut writer = ArrowWriter::try_new(File::create(path).unwrap(), schema, Some(props)).unwrap();
+        let mut writer =
+            ArrowWriter::try_new(File::create(path).unwrap(), schema, Some(props)).unwrap();
         writer.write(&batch).unwrap();
         writer.close().unwrap();
     }
@@ -237,9 +241,11 @@ mod tests {
         for batch in ParquetReader::open(path, batch_rows).unwrap() {
             let batch = batch.unwrap();
             for i in 0..batch.len() {
-                out.push(batch.row(i).map(|r| {
-                    (r.condition.into(), r.instruction.into(), r.response.into())
-                }));
+                out.push(
+                    batch
+                        .row(i)
+                        .map(|r| (r.condition.into(), r.instruction.into(), r.response.into())),
+                );
             }
         }
         out
@@ -255,17 +261,32 @@ mod tests {
         write(
             &path,
             vec![
-                ("response", Arc::new(StringViewArray::from_iter_values(&resp)) as ArrayRef),
-                ("extra", Arc::new(StringArray::from_iter_values(&resp)) as ArrayRef),
-                ("instruction", Arc::new(LargeStringArray::from_iter_values(&inst)) as ArrayRef),
-                ("condition", Arc::new(StringArray::from_iter_values(vec!["cot"; n])) as ArrayRef),
+                (
+                    "response",
+                    Arc::new(StringViewArray::from_iter_values(&resp)) as ArrayRef,
+                ),
+                (
+                    "extra",
+                    Arc::new(StringArray::from_iter_values(&resp)) as ArrayRef,
+                ),
+                (
+                    "instruction",
+                    Arc::new(LargeStringArray::from_iter_values(&inst)) as ArrayRef,
+                ),
+                (
+                    "condition",
+                    Arc::new(StringArray::from_iter_values(vec!["cot"; n])) as ArrayRef,
+                ),
             ],
             3,
         );
         let rows = read_all(&path, 4);
         assert_eq!(rows.len(), n);
         for (i, row) in rows.into_iter().enumerate() {
-            assert_eq!(row.unwrap(), ("cot".into(), inst[i].clone(), resp[i].clone()));
+            assert_eq!(
+                row.unwrap(),
+                ("cot".into(), inst[i].clone(), resp[i].clone())
+            );
         }
     }
 
@@ -276,16 +297,29 @@ mod tests {
         write(
             &path,
             vec![
-                ("condition", Arc::new(StringArray::from(vec![Some("cot"), Some("cot"), Some("")])) as ArrayRef),
-                ("instruction", Arc::new(StringArray::from(vec![Some("a"), Some("b"), Some("c")])) as ArrayRef),
-                ("response", Arc::new(StringArray::from(vec![Some("x"), None, Some("z")])) as ArrayRef),
+                (
+                    "condition",
+                    Arc::new(StringArray::from(vec![Some("cot"), Some("cot"), Some("")]))
+                        as ArrayRef,
+                ),
+                (
+                    "instruction",
+                    Arc::new(StringArray::from(vec![Some("a"), Some("b"), Some("c")])) as ArrayRef,
+                ),
+                (
+                    "response",
+                    Arc::new(StringArray::from(vec![Some("x"), None, Some("z")])) as ArrayRef,
+                ),
             ],
             2,
         );
         let rows = read_all(&path, 2);
         assert!(rows[0].is_ok() && rows[2].is_ok());
         let message = rows[1].as_ref().unwrap_err().to_string();
-        assert!(message.ends_with(":row 1: field \"response\" is null; expected a string"), "{message}");
+        assert!(
+            message.ends_with(":row 1: field \"response\" is null; expected a string"),
+            "{message}"
+        );
     }
 
     #[test]
@@ -294,7 +328,10 @@ mod tests {
         let missing = dir.path().join("missing.parquet");
         write(
             &missing,
-            vec![("condition", Arc::new(StringArray::from(vec!["cot"])) as ArrayRef)],
+            vec![(
+                "condition",
+                Arc::new(StringArray::from(vec!["cot"])) as ArrayRef,
+            )],
             8,
         );
         let err = ParquetReader::open(&missing, 8).err().unwrap().to_string();
@@ -304,19 +341,34 @@ mod tests {
         write(
             &typed,
             vec![
-                ("condition", Arc::new(StringArray::from(vec!["cot"])) as ArrayRef),
-                ("instruction", Arc::new(arrow_array::Int64Array::from(vec![1])) as ArrayRef),
-                ("response", Arc::new(StringArray::from(vec!["a"])) as ArrayRef),
+                (
+                    "condition",
+                    Arc::new(StringArray::from(vec!["cot"])) as ArrayRef,
+                ),
+                (
+                    "instruction",
+                    Arc::new(arrow_array::Int64Array::from(vec![1])) as ArrayRef,
+                ),
+                (
+                    "response",
+                    Arc::new(StringArray::from(vec!["a"])) as ArrayRef,
+                ),
             ],
             8,
         );
         let err = ParquetReader::open(&typed, 8).err().unwrap().to_string();
-        assert!(err.contains("column \"instruction\" has type Int64"), "{err}");
+        assert!(
+            err.contains("column \"instruction\" has type Int64"),
+            "{err}"
+        );
 
         let truncated = dir.path().join("truncated.parquet");
         let bytes = std::fs::read(&typed).unwrap();
         std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
-        let err = ParquetReader::open(&truncated, 8).err().unwrap().to_string();
+        let err = ParquetReader::open(&truncated, 8)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains("not a readable Parquet file"), "{err}");
 
         let empty = dir.path().join("empty.parquet");

@@ -1,0 +1,98 @@
+"""A real prose corpus that this repository can rebuild offline: the reStructuredText sources of
+the Python 3.11 documentation, from Debian's ``python3.11-doc`` package.
+
+Rows are consecutive paragraph pairs of each page (instruction = a paragraph, response = the
+next one), so the text is natural English prose with code blocks. Used by
+``benchmarks/tokenize.py`` and by ``trained_tokenizers/build.py``.
+
+    python benchmarks/corpus.py OUT_DIR   # writes OUT_DIR/{big.jsonl,big.parquet,many/*.jsonl}
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+PACKAGE = "python3.11-doc"
+SOURCES = "usr/share/doc/python3.11/html/_sources"
+CONDITIONS = ("direct", "cot", "noisy", "synth", "cot,noisy", "")
+DEFAULT_CACHE = Path.home() / ".cache" / "data_io" / "python-docs"
+
+
+def docs_sources(cache: Path = DEFAULT_CACHE) -> Path:
+    """The extracted ``_sources`` folder, downloading the package with apt-get once."""
+    extracted = cache / "x"
+    sources = extracted / SOURCES
+    if sources.is_dir():
+        return sources
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache) as tmp:
+        try:
+            subprocess.run(
+                ["apt-get", "download", PACKAGE], cwd=tmp, check=True, capture_output=True
+            )
+        except (OSError, subprocess.CalledProcessError) as exc:
+            raise SystemExit(
+                f"cannot download {PACKAGE} with apt-get ({exc}); install it "
+                f"(apt-get install {PACKAGE}) or extract its .deb into {extracted}"
+            ) from exc
+        deb = next(Path(tmp).glob("*.deb"))
+        subprocess.run(["dpkg-deb", "-x", str(deb), str(extracted)], check=True)
+    return sources
+
+
+def docs_rows(sources: Path) -> list[dict[str, str]]:
+    """Paragraph-pair rows of every page, in sorted page order (deterministic)."""
+    rows = []
+    for page in sorted(sources.rglob("*.rst.txt")):
+        paragraphs = [p.strip() for p in page.read_text(encoding="utf-8").split("\n\n")]
+        paragraphs = [p for p in paragraphs if len(p) > 40]
+        for i in range(0, len(paragraphs) - 1, 2):
+            rows.append(
+                {
+                    "condition": CONDITIONS[len(rows) % len(CONDITIONS)],
+                    "instruction": paragraphs[i],
+                    "response": paragraphs[i + 1],
+                }
+            )
+    return rows
+
+
+def write_jsonl(path: Path, rows: list[dict[str, str]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def write_parquet(path: Path, rows: list[dict[str, str]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=4096)
+
+
+def build(out: Path, copies: int = 4, many_files: int = 64) -> dict[str, Path]:
+    """Write the benchmark inputs: one big file (the corpus repeated ``copies`` times) as JSONL
+    and Parquet, and the same rows split into ``many_files`` small JSONL files."""
+    rows = docs_rows(docs_sources())
+    big = rows * copies
+    paths = {"big_jsonl": out / "big" / "big.jsonl", "big_parquet": out / "bigpq" / "big.parquet"}
+    write_jsonl(paths["big_jsonl"], big)
+    write_parquet(paths["big_parquet"], big)
+    many = out / "many"
+    per_file = -(-len(big) // many_files)
+    for k in range(many_files):
+        write_jsonl(many / f"part_{k:03d}.jsonl", big[k * per_file : (k + 1) * per_file])
+    paths["many"] = many
+    return paths
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1] if len(sys.argv) > 1 else "work/corpus")
+    for name, path in build(target).items():
+        print(f"{name}: {path}")

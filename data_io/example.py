@@ -1,0 +1,152 @@
+"""``data_io example``: every stage on the embedded example, in a work folder.
+
+clean (raw inputs in upstream schemas -> rows) -> train a tokenizer -> tokenize -> sample ->
+load one batch. The embedded cleaned rows (``example_data/rows``: JSONL and Parquet,
+multilingual text, code, special-token strings inside text) join the cleaned rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import shutil
+from pathlib import Path
+
+from rich.console import Console
+
+EXAMPLE_DATA = Path(__file__).resolve().parent / "example_data"
+REPO_PREFIX_CONFIG = Path(__file__).resolve().parent.parent / "prefix_config.yaml"
+EXAMPLE_VOCAB = 2048
+EXAMPLE_CONTEXT = 513
+EXAMPLE_EPOCHS = 2
+
+# (cleaner name, raw input under example_data/raw, output relative to the work folder)
+EXAMPLE_CLEANERS = (
+    ("gsm8k_train", "hub/openai/gsm8k", "data/gsm8k_train.jsonl"),
+    ("arb", "Platypus/ARB", "data/Platypus"),
+    ("flan", "FLAN", "data_clustered/flan"),
+    ("ampsmathematica", "amps.tar.gz", "data_clustered/ampsmathematica"),
+)
+
+
+def run_example(workdir: Path, console: Console | None = None) -> None:
+    console = console or Console(highlight=False)
+    workdir = Path(workdir)
+    if workdir.exists():
+        shutil.rmtree(workdir)
+    workdir.mkdir(parents=True)
+    step = 0
+
+    def header(title: str) -> None:
+        nonlocal step
+        step += 1
+        console.rule(f"[bold]{step}. {title}")
+
+    header("clean: raw upstream inputs -> instruction/response rows")
+    _clean(workdir, console)
+    shutil.copytree(EXAMPLE_DATA / "rows" / "data", workdir / "data", dirs_exist_ok=True)
+    shutil.copytree(
+        EXAMPLE_DATA / "rows" / "data_clustered", workdir / "data_clustered", dirs_exist_ok=True
+    )
+    inputs = [workdir / "data", workdir / "data_clustered"]
+    files = sorted(p.relative_to(workdir) for d in inputs for p in d.rglob("*") if p.is_file())
+    console.print(f"{len(files)} files of rows (cleaned + embedded): " + ", ".join(map(str, files)))
+
+    header("train-tokenizer: byte-level BPE")
+    from data_io.train_tokenizer import train_tokenizer
+
+    tokenizer = workdir / "trained_tokenizers" / "example" / "tokenizer.json"
+    trained = train_tokenizer(
+        inputs, tokenizer, vocab_size=EXAMPLE_VOCAB, prefix_config=None, progress=False
+    )
+    console.print(
+        f"{tokenizer} (+ config.json): vocab {trained.vocab_size:,} from "
+        f"{trained.texts_used:,} texts in {trained.seconds:.1f} s"
+    )
+
+    header("tokenize: rows -> per-file token arrays (run twice: the second run is incremental)")
+    from data_io.tokenize import tokenize
+    from data_io.tokenize_summary import print_summary
+
+    tokenized = workdir / "data_tokenized_example"
+    tokenize(inputs, tokenized, tokenizer_path=tokenizer, progress=False)
+    result = tokenize(inputs, tokenized, tokenizer_path=tokenizer, progress=False)
+    print_summary(result, console)
+    _show_decoded_row(tokenizer, tokenized, console)
+
+    header("sample: stratified epochs + token pool (Markdown report in analytics.md)")
+    from data_io.sampling import parse_overrides, sample
+
+    sampled = workdir / "sampled"
+    prefix_config = (
+        REPO_PREFIX_CONFIG if REPO_PREFIX_CONFIG.is_file() else _empty_prefix_config(workdir)
+    )
+    report = io.StringIO()
+    sampled_result = sample(
+        parse_overrides(
+            [
+                f"tokenized_path={tokenized}",
+                f"output_path={sampled}",
+                f"prefix_config_path={prefix_config}",
+                f"epochs={EXAMPLE_EPOCHS}",
+                f"context_size={EXAMPLE_CONTEXT}",
+            ]
+        ),
+        stdout=report,
+        progress=False,
+    )
+    (workdir / "analytics.md").write_text(report.getvalue(), encoding="utf-8")
+    console.print(
+        f"{sampled} : {sampled_result.rows_per_epoch} rows per epoch, "
+        f"{sampled_result.total_length:,} tokens per epoch; report in {workdir / 'analytics.md'}"
+    )
+
+    header("load: one packed prefix-LM batch from epoch 0")
+    from data_io.loader import SampledDataset, format_batch
+
+    dataset = SampledDataset(sampled, epoch=0, batch_max_length=EXAMPLE_CONTEXT - 1)
+    console.print(format_batch(next(iter(dataset))), markup=False)
+    console.rule("[bold green]example done")
+
+
+def _clean(workdir: Path, console: Console) -> None:
+    from data_io.cleaning import run_cleaner
+    from data_io.cleaning.registry import find
+
+    for name, raw, out in EXAMPLE_CLEANERS:
+        report = run_cleaner(
+            find(name).cleaner, EXAMPLE_DATA / "raw" / raw, workdir / out, progress=False
+        )
+        console.print(report.format(), markup=False)
+
+
+def _show_decoded_row(tokenizer: Path, tokenized: Path, console: Console) -> None:
+    import numpy as np
+    from tokenizers import Tokenizer
+
+    task = tokenized / "data__translations.jsonl"
+    tokens = np.load(task / "tokens.npy", mmap_mode="r")
+    start, inst_len, resp_len = (
+        int(np.load(task / f"{k}.npy")[5]) for k in ("inst_start", "inst_len", "resp_len")
+    )
+    tok = Tokenizer.from_file(str(tokenizer))
+    ids = tokens[start : start + inst_len + resp_len].tolist()
+    console.print(f"row 5 of {task.name}: {inst_len} instruction + {resp_len} response tokens")
+    console.print(f"  ids:     {ids[:24]}{' …' if len(ids) > 24 else ''}", markup=False)
+    console.print(
+        f"  decoded: {json.dumps(tok.decode(ids, skip_special_tokens=False), ensure_ascii=False)}",
+        markup=False,
+    )
+
+
+def _empty_prefix_config(workdir: Path) -> Path:
+    path = workdir / "prefix_config.yaml"
+    path.write_text("[]\n", encoding="utf-8")
+    return path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("example", help="run every stage on the embedded example")
+    parser.add_argument("--workdir", default="work/example", type=Path)
+    parser.set_defaults(run=lambda args: run_example(args.workdir) or 0)

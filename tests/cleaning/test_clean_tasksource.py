@@ -1,0 +1,137 @@
+"""pipe_clustered.clean_tasksource on a local copy in the `hf download` layout."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from data_io.cleaning import safe_name
+from data_io.errors import InputError
+from pipe_clustered.clean_tasksource import CLEANER, EXCLUDED, TASKS
+
+from .upstream import read_parquet, write_hub_copy
+
+SAFE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-. ")
+
+
+def _row(task: str | None, inputs: str | None, targets: str | None) -> dict:
+    return {"inputs": inputs, "targets": targets, "languages": ["en"], "task": task}
+
+
+TRAIN = [
+    _row("recast/recast_ner", "Premise: Paris is a city.\nLabel?", "entailment."),
+    _row("WANLI", "Does A entail B?", "neutral"),
+    _row("dynasent/dynabench.dynasent.r1.all/r1", "Sentiment of 'meh'?", "neutral.."),
+    _row("recast/recast_ner", "Second row.", "not-entailment"),
+    _row("sen-making/1", "Which is odd?", "."),
+    _row("lexical_relation_classification/BLESS", "dog : animal ?", "hypernym.\n"),
+    _row("reclor", "  Passage…  ", " B. "),
+    # Excluded by the original (commented out), unknown, and null tasks are dropped.
+    _row("lexical_relation_classification/K&H+N", "x", "y"),
+    _row("hh-rlhf", "x", "y"),
+    _row("not_a_task", "x", "y"),
+    _row(None, "x", "y"),
+    # An allowed task with a null field is dropped too.
+    _row("WANLI", None, "y"),
+    _row("WANLI", "x", None),
+]
+
+EXPECTED = {
+    "WANLI.parquet": [
+        {"condition": "direct", "instruction": "Does A entail B?", "response": "neutral"},
+    ],
+    # "/" and other characters outside [A-Za-z0-9_-. ] become "_".
+    "dynasent_dynabench.dynasent.r1.all_r1.parquet": [
+        {"condition": "direct", "instruction": "Sentiment of 'meh'?", "response": "neutral."},
+    ],
+    "lexical_relation_classification_BLESS.parquet": [
+        # Only a "." at the very end is removed.
+        {"condition": "direct", "instruction": "dog : animal ?", "response": "hypernym.\n"},
+    ],
+    "recast_recast_ner.parquet": [
+        {
+            "condition": "direct",
+            "instruction": "Premise: Paris is a city.\nLabel?",
+            "response": "entailment",
+        },
+        {"condition": "direct", "instruction": "Second row.", "response": "not-entailment"},
+    ],
+    "reclor.parquet": [
+        {"condition": "direct", "instruction": "  Passage…  ", "response": " B. "},
+    ],
+    "sen-making_1.parquet": [
+        {"condition": "direct", "instruction": "Which is odd?", "response": ""},
+    ],
+}
+
+
+def _copy(root: Path, train: list[dict]) -> Path:
+    # Other splits exist upstream; only train is used.
+    return write_hub_copy(
+        root,
+        {
+            ("default", "train"): train,
+            ("default", "validation"): [_row("WANLI", "unused", "unused")],
+        },
+    )
+
+
+def _independent(train: list[dict]) -> dict[str, list[dict]]:
+    """The expected output re-derived with plain Python from cleaners.md §3.24."""
+    expected: dict[str, list[dict]] = {}
+    for row in train:
+        if row["task"] not in TASKS or row["inputs"] is None or row["targets"] is None:
+            continue
+        targets = row["targets"][:-1] if row["targets"].endswith(".") else row["targets"]
+        name = "".join(c if c in SAFE else "_" for c in row["task"]) + ".parquet"
+        expected.setdefault(name, []).append(
+            {"condition": "direct", "instruction": row["inputs"], "response": targets}
+        )
+    return dict(sorted(expected.items()))
+
+
+@pytest.mark.parametrize("batch_rows", [16_384, 1, 4])
+def test_rows_per_task(tmp_path: Path, batch_rows: int) -> None:
+    source = _copy(tmp_path / "tasksource-instruct-v0", TRAIN)
+    cleaner = dataclasses.replace(
+        CLEANER, source=dataclasses.replace(CLEANER.source, batch_rows=batch_rows)
+    )
+    report = cleaner.run(source, tmp_path / "out", progress=False)
+    written = {path.name: read_parquet(path) for path, _ in report.files}
+    assert written == EXPECTED
+    assert written == _independent(TRAIN)
+    assert report.records == 13
+    assert dict(report.drops) == {"task not in the allow-list": 4, "null inputs or targets": 2}
+    assert sum(report.drops.values()) + report.rows_written == report.records
+
+
+def test_allow_list() -> None:
+    assert len(TASKS) == 194
+    assert len(set(TASKS)) == 194
+    assert len(EXCLUDED) == len(set(EXCLUDED)) == 58
+    assert not set(TASKS) & set(EXCLUDED)
+    # No two tasks share an output file.
+    assert len({safe_name(task) for task in TASKS}) == 194
+    # A few spelled out in full, brace groups included.
+    for task in (
+        "robust_nli/ST_LM",
+        "universal_dependencies/en_ewt/deprel",
+        "crowdflower/sentiment_nuclear_power",
+        "ontonotes_english/SpeedOfMagic--ontonotes_english",
+        "dnd_style_intents",
+        "reclor",
+    ):
+        assert task in TASKS
+
+
+def test_missing_column_names_the_rows(tmp_path: Path) -> None:
+    rows = [{"task": "WANLI", "inputs": "x"}]
+    source = write_hub_copy(tmp_path / "tasksource", {("default", "train"): rows})
+    with pytest.raises(InputError) as caught:
+        CLEANER.run(source, tmp_path / "out", progress=False)
+    message = str(caught.value)
+    assert "default/train row" in message
+    assert "['targets'] missing" in message
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())

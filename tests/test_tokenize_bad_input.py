@@ -1,0 +1,168 @@
+"""Bad input to data_io.tokenize: every error names file and line/row; nothing is lost."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from data_io.errors import InputError
+from data_io.tokenize import tokenize
+from tests.tokenize_oracle import expected_layout, load_task, task_metadata
+
+GOOD = {"condition": "cot", "instruction": "What is 2+2?", "response": "4"}
+
+# (bad line, expected message fragment) — each placed on line 3 of a JSONL file.
+BAD_LINES = [
+    (b"{not json}", "line 3: malformed JSON"),
+    (b'{"condition": "cot", "instruction": "q"}', 'line 3: missing field "response"'),
+    (
+        b'{"condition": "cot", "instruction": null, "response": "a"}',
+        'line 3: field "instruction" is null',
+    ),
+    (
+        b'{"condition": "cot", "instruction": ["q"], "response": "a"}',
+        'line 3: field "instruction" is an array',
+    ),
+    (
+        b'{"condition": 1, "instruction": "q", "response": "a"}',
+        'line 3: field "condition" is a number',
+    ),
+    (b'{"condition": "cot", "instruction": "\xff\xfe", "response": "a"}', "line 3: invalid UTF-8"),
+    (
+        b'{"condition": "math", "instruction": "q", "response": "a"}',
+        'line 3: unknown condition tag "math"',
+    ),
+    (
+        b'{"condition": "cot,", "instruction": "q", "response": "a"}',
+        'line 3: unknown condition tag ""',
+    ),
+    (b'"just a string"', "line 3: expected a JSON object, found a string"),
+]
+
+
+def write_jsonl_with(folder: Path, bad_line: bytes, name: str = "bad.jsonl") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    good = json.dumps(GOOD).encode()
+    path = folder / name
+    path.write_bytes(b"\n".join([good, good, bad_line, good]) + b"\n")
+    return path
+
+
+@pytest.mark.parametrize(("bad_line", "message"), BAD_LINES)
+def test_fail_mode_names_file_and_line(
+    small_tokenizer: Path, tmp_path: Path, bad_line: bytes, message: str
+):
+    path = write_jsonl_with(tmp_path / "rows", bad_line)
+    with pytest.raises(InputError) as info:
+        tokenize(
+            [tmp_path / "rows"], tmp_path / "out", tokenizer_path=small_tokenizer, progress=False
+        )
+    assert f"{path}:{message}" in str(info.value)
+    assert not (tmp_path / "out" / "bad.jsonl").exists()
+    assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".data_io-tmp")]
+
+
+@pytest.mark.parametrize(("bad_line", "message"), BAD_LINES)
+def test_skip_mode_skips_counts_and_records(
+    small_tokenizer: Path, tmp_path: Path, bad_line: bytes, message: str
+):
+    write_jsonl_with(tmp_path / "rows", bad_line)
+    result = tokenize(
+        [tmp_path / "rows"],
+        tmp_path / "out",
+        tokenizer_path=small_tokenizer,
+        on_error="skip",
+        progress=False,
+    )
+    (report,) = result.files
+    assert report.status == "tokenized" and report.rows == 3 and report.bad_rows == 1
+    assert message in report.bad_row_examples[0]
+    meta = task_metadata(tmp_path / "out" / "bad.jsonl")
+    assert meta["bad_rows"] == 1 and message in meta["bad_row_examples"][0]
+    got = load_task(tmp_path / "out" / "bad.jsonl")
+    np.testing.assert_array_equal(
+        got["tokens"], expected_layout(small_tokenizer, [GOOD] * 3)["tokens"]
+    )
+
+
+def test_skipped_rows_are_rechecked_when_the_policy_becomes_fail(
+    small_tokenizer: Path, tmp_path: Path
+):
+    write_jsonl_with(tmp_path / "rows", b"{oops")
+    tokenize(
+        [tmp_path / "rows"],
+        tmp_path / "out",
+        tokenizer_path=small_tokenizer,
+        on_error="skip",
+        progress=False,
+    )
+    with pytest.raises(InputError, match="malformed JSON"):
+        tokenize(
+            [tmp_path / "rows"], tmp_path / "out", tokenizer_path=small_tokenizer, progress=False
+        )
+
+
+def test_a_failing_file_leaves_the_other_outputs_intact(small_tokenizer: Path, tmp_path: Path):
+    rows = tmp_path / "rows"
+    write_jsonl_with(rows, json.dumps(GOOD).encode(), "fine.jsonl")
+    write_jsonl_with(rows, json.dumps(GOOD).encode(), "later_bad.jsonl")
+    tokenize([rows], tmp_path / "out", tokenizer_path=small_tokenizer, progress=False)
+    before = (tmp_path / "out" / "later_bad.jsonl" / "tokens.npy").read_bytes()
+    write_jsonl_with(rows, b"{broken", "later_bad.jsonl")
+    write_jsonl_with(rows, json.dumps(GOOD).encode(), "new.jsonl")
+    with pytest.raises(InputError, match="1 of 3 file"):
+        tokenize([rows], tmp_path / "out", tokenizer_path=small_tokenizer, progress=False)
+    # The failed file's previous output is untouched; the new file was still done.
+    assert (tmp_path / "out" / "later_bad.jsonl" / "tokens.npy").read_bytes() == before
+    assert (tmp_path / "out" / "new.jsonl" / "tokens.npy").exists()
+
+
+def test_empty_files_fail_or_become_empty_tasks(small_tokenizer: Path, tmp_path: Path):
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    (rows / "empty.jsonl").write_bytes(b"")
+    (rows / "blank.jsonl").write_bytes(b"\n\n")
+    with pytest.raises(InputError, match=r"blank\.jsonl: the file holds no rows") as info:
+        tokenize([rows], tmp_path / "out", tokenizer_path=small_tokenizer, progress=False)
+    assert "empty.jsonl: the file holds no rows" in str(info.value)
+    result = tokenize(
+        [rows], tmp_path / "out", tokenizer_path=small_tokenizer, on_error="skip", progress=False
+    )
+    assert all(f.status == "tokenized" and f.rows == 0 and f.warnings for f in result.files)
+    assert load_task(tmp_path / "out" / "empty.jsonl")["tokens"].shape == (0,)
+
+
+def _parquet(path: Path, **columns) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table(columns), path)
+
+
+def test_parquet_problems_name_file_and_row(small_tokenizer: Path, tmp_path: Path):
+    rows = tmp_path / "rows"
+    _parquet(
+        rows / "nulls.parquet",
+        condition=["cot", "cot", "cot"],
+        instruction=["a", "b", "c"],
+        response=["x", None, "z"],
+    )
+    _parquet(rows / "missing.parquet", condition=["cot"], instruction=["a"])
+    _parquet(rows / "typed.parquet", condition=["cot"], instruction=["a"], response=[3])
+    good = rows / "good.parquet"
+    _parquet(good, condition=["cot"] * 50, instruction=["a"] * 50, response=["b"] * 50)
+    (rows / "truncated.parquet").write_bytes(good.read_bytes()[:-30])
+    (rows / "empty.parquet").write_bytes(b"")
+    with pytest.raises(InputError) as info:
+        tokenize([rows], tmp_path / "out", tokenizer_path=small_tokenizer, progress=False)
+    message = str(info.value)
+    assert f'{rows / "nulls.parquet"}:row 1: field "response" is null' in message
+    assert f'{rows / "missing.parquet"}: missing column "response"' in message
+    assert f'{rows / "typed.parquet"}: column "response" has type Int64' in message
+    assert f"{rows / 'truncated.parquet'}: not a readable Parquet file" in message
+    assert f"{rows / 'empty.parquet'}: not a readable Parquet file" in message
+    assert "5 of 6 file(s) failed" in message
+    assert (tmp_path / "out" / "good.parquet" / "tokens.npy").exists()
