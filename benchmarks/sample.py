@@ -3,8 +3,10 @@
 Builds (once, cached under --corpus) a tokenized corpus in the tokenizer's layout: tens of task
 folders named after prefix_config.yaml's prefixes, ~1.4M rows, ~1.7B tokens, vocab 65,536,
 tokens.npy as <u4 (the tokenizer's default) or <u2 (--token-dtype). Then times the sampler as
-a subprocess (wall clock and peak RSS from wait4) twice: a fresh build, then a re-run that must
-reuse the output. Prints a Markdown table; the sampler's own report goes to --report.
+a subprocess (wall clock, user and system CPU, peak RSS from wait4): --runs fresh builds
+(median and range: a shared machine is noisy), then a re-run that must reuse the output.
+Prints a Markdown table, with a digest of the epoch arrays (it must not change when the code
+is optimised); the sampler's own report goes to --report.
 
     .venv/bin/python benchmarks/sample.py                   # full size (writes ~7 GB + ~3.4 GB)
     .venv/bin/python benchmarks/sample.py --scale 0.05      # quick check
@@ -15,17 +17,26 @@ Reference (issue 3): the original takes 8.0 s and 8.3 GB peak RSS for this size 
 
 from __future__ import annotations
 
-import argparse
-import hashlib
-import json
 import os
-import shutil
-import subprocess
 import sys
-import time
-from pathlib import Path
 
-import numpy as np
+# This folder holds tokenize.py (the tokenizer's benchmark), which as the script's folder on
+# sys.path would shadow the standard library's tokenize (imported by dataclasses, inspect,
+# tracebacks): take the folder off the path before anything else is imported.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [entry for entry in sys.path if os.path.abspath(entry or os.curdir) != _HERE]
+
+import argparse  # noqa: E402
+import hashlib  # noqa: E402
+import json  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -77,8 +88,22 @@ def ensure_corpus(path: Path, rows: int, tokens: int, token_dtype: str) -> None:
     print(f"built corpus in {time.perf_counter() - started:.1f} s", file=sys.stderr)
 
 
-def run_sampler(corpus: Path, output: Path, report: Path, epochs: int) -> tuple[float, int, float]:
-    """Wall seconds, peak RSS bytes and CPU seconds (user + system) of one sampler run."""
+@dataclass(frozen=True)
+class Timing:
+    """One sampler run: wall seconds, CPU seconds (user, system) and peak RSS bytes."""
+
+    wall: float
+    user: float
+    system: float
+    peak_rss: int
+
+    @property
+    def cpu(self) -> float:
+        return self.user + self.system
+
+
+def run_sampler(corpus: Path, output: Path, report: Path, epochs: int) -> Timing:
+    """Time one sampler run as a subprocess (``wait4`` gives its CPU time and peak RSS)."""
     command = [
         sys.executable,
         str(ROOT / "sample_tokenized.py"),
@@ -95,7 +120,23 @@ def run_sampler(corpus: Path, output: Path, report: Path, epochs: int) -> tuple[
         wall = time.perf_counter() - started
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"sampler failed: {' '.join(command)}")
-    return wall, usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime
+    return Timing(wall, usage.ru_utime, usage.ru_stime, usage.ru_maxrss * 1024)
+
+
+def describe(runs: list[Timing]) -> str:
+    """``median (min-max)`` of wall and CPU over the runs, and the largest peak RSS."""
+
+    def spread(values: list[float]) -> str:
+        if len(values) == 1:
+            return f"{values[0]:.2f} s"
+        return f"{statistics.median(values):.2f} s ({min(values):.2f}-{max(values):.2f})"
+
+    return (
+        f"{spread([run.wall for run in runs])} wall, {spread([run.cpu for run in runs])} CPU "
+        f"(user {statistics.median([run.user for run in runs]):.2f} + system "
+        f"{statistics.median([run.system for run in runs]):.2f}), "
+        f"{max(run.peak_rss for run in runs) / 2**30:.2f} GiB peak RSS"
+    )
 
 
 def epoch_digest(output: Path, epochs: int) -> str:
@@ -119,34 +160,34 @@ def main() -> int:
     parser.add_argument("--output", type=Path, default=default_out)
     parser.add_argument("--report", type=Path, default=Path("/tmp/data_io_bench/report.md"))
     parser.add_argument("--keep", action="store_true", help="keep the output afterwards")
+    parser.add_argument(
+        "--runs", type=int, default=3, help="fresh builds to time (the machine is noisy)"
+    )
     args = parser.parse_args()
 
     rows, tokens = int(args.rows * args.scale), int(args.tokens * args.scale)
     corpus = args.corpus.with_name(f"{args.corpus.name}-{rows}-{args.token_dtype[1:]}")
     args.report.parent.mkdir(parents=True, exist_ok=True)
     ensure_corpus(corpus, rows, tokens, args.token_dtype)
-    shutil.rmtree(args.output, ignore_errors=True)
     load = os.getloadavg()[0]
-    fresh_wall, fresh_rss, fresh_cpu = run_sampler(corpus, args.output, args.report, args.epochs)
-    reuse_wall, reuse_rss, reuse_cpu = run_sampler(corpus, args.output, args.report, args.epochs)
+    fresh = []
+    for _ in range(args.runs):
+        shutil.rmtree(args.output, ignore_errors=True)
+        fresh.append(run_sampler(corpus, args.output, args.report, args.epochs))
+    reuse = run_sampler(corpus, args.output, args.report, args.epochs)
     metadata = json.loads((args.output / "metadata.json").read_text())
     print(
         f"| corpus | {rows:,} rows, {tokens:,} tokens ({args.token_dtype}), output {args.output} |"
     )
     print("|---|---|")
     # CPU time is reported too: on a shared machine the wall clock includes waiting for cores.
-    print(
-        f"| fresh build | {fresh_wall:.2f} s wall, {fresh_cpu:.2f} s CPU, "
-        f"{fresh_rss / 2**30:.2f} GiB peak RSS |"
-    )
-    print(
-        f"| re-run (reuse) | {reuse_wall:.2f} s wall, {reuse_cpu:.2f} s CPU, "
-        f"{reuse_rss / 2**30:.2f} GiB peak RSS |"
-    )
-    print(f"| machine | {os.cpu_count()} CPUs, load average {load:.1f} before the run |")
+    print(f"| fresh build ({len(fresh)} runs: median (min-max)) | {describe(fresh)} |")
+    print(f"| re-run (reuse) | {describe([reuse])} |")
+    print(f"| machine | {os.cpu_count()} CPUs, load average {load:.1f} before the runs |")
     print(f"| pool | {metadata['num_tokens']:,} tokens as {metadata['token_dtype']} |")
     print(
-        f"| epochs | {args.epochs} x {metadata['rows_per_epoch']:,} rows, digest {epoch_digest(args.output, args.epochs)} |"
+        f"| epochs | {args.epochs} x {metadata['rows_per_epoch']:,} rows, digest "
+        f"{epoch_digest(args.output, args.epochs)} |"
     )
     if not args.keep:
         shutil.rmtree(args.output, ignore_errors=True)

@@ -11,6 +11,7 @@ second, end to end (reading rows included for every contender).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -19,10 +20,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+_HERE = Path(__file__).resolve().parent
+# This file's name shadows the standard library's `tokenize` (imported by pandas, linecache, ...):
+# take its folder off the import path and load the corpus helper by its path instead.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+_spec = importlib.util.spec_from_file_location("corpus", _HERE / "corpus.py")
+corpus = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(corpus)
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
-
-import corpus
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKENIZER = ROOT / "trained_tokenizers" / "bpe" / "tokenizer.json"

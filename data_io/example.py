@@ -31,7 +31,7 @@ EXAMPLE_CLEANERS = (
 
 
 def run_example(workdir: Path, console: Console | None = None) -> None:
-    console = console or Console(highlight=False)
+    console = console or Console(highlight=False, soft_wrap=True)
     workdir = Path(workdir)
     if workdir.exists():
         shutil.rmtree(workdir)
@@ -65,14 +65,17 @@ def run_example(workdir: Path, console: Console | None = None) -> None:
         f"{trained.texts_used:,} texts in {trained.seconds:.1f} s"
     )
 
-    header("tokenize: rows -> per-file token arrays (run twice: the second run is incremental)")
+    header("tokenize: rows -> per-file token arrays, then an incremental re-run")
     from data_io.tokenize import tokenize
     from data_io.tokenize_summary import print_summary
 
     tokenized = workdir / "data_tokenized_example"
-    tokenize(inputs, tokenized, tokenizer_path=tokenizer, progress=False)
-    result = tokenize(inputs, tokenized, tokenizer_path=tokenizer, progress=False)
-    print_summary(result, console)
+    print_summary(tokenize(inputs, tokenized, tokenizer_path=tokenizer, progress=False), console)
+    again = tokenize(inputs, tokenized, tokenizer_path=tokenizer, progress=False)
+    console.print(
+        f"re-run: {len(again.with_status('unchanged'))} of {len(again.files)} files "
+        f"unchanged, nothing re-tokenized ({again.seconds:.2f} s)"
+    )
     _show_decoded_row(tokenizer, tokenized, console)
 
     header("sample: stratified epochs + token pool (Markdown report in analytics.md)")
@@ -125,7 +128,7 @@ def _show_decoded_row(tokenizer: Path, tokenized: Path, console: Console) -> Non
     import numpy as np
     from tokenizers import Tokenizer
 
-    task = tokenized / "data__translations.jsonl"
+    task = tokenized / "translations.jsonl"
     tokens = np.load(task / "tokens.npy", mmap_mode="r")
     start, inst_len, resp_len = (
         int(np.load(task / f"{k}.npy")[5]) for k in ("inst_start", "inst_len", "resp_len")

@@ -12,7 +12,7 @@ MAX_LISTED = 15
 
 
 def print_summary(result: TokenizeResult, console: Console | None = None) -> None:
-    console = console or Console(highlight=False)
+    console = console or Console(highlight=False, soft_wrap=True)
     done = result.with_status("tokenized")
     unchanged = result.with_status("unchanged")
     failed = result.failed
@@ -23,9 +23,13 @@ def print_summary(result: TokenizeResult, console: Console | None = None) -> Non
         f"vocab {result.vocab_size:,}, tokens {result.token_dtype}, {result.threads} threads)"
     )
     console.print(
-        f"{len(done)} tokenized, {len(unchanged)} unchanged, {len(failed)} failed; "
-        f"{sum(f.rows for f in done):,} rows, {sum(f.tokens for f in done):,} tokens, "
-        f"{read_bytes / 1e6:,.1f} MB in {result.seconds:.2f} s ({rate:,.1f} MB/s)"
+        f"{len(result.files)} files: {len(done)} tokenized, {len(unchanged)} unchanged, "
+        f"{len(failed)} failed; the output holds {sum(f.rows for f in result.files):,} rows, "
+        f"{sum(f.tokens for f in result.files):,} tokens"
+    )
+    console.print(
+        f"this run: {sum(f.rows for f in done):,} rows, {sum(f.tokens for f in done):,} tokens "
+        f"from {read_bytes / 1e6:,.1f} MB in {result.seconds:.2f} s ({rate:,.1f} MB/s)"
     )
     listed = [*failed, *done]
     if listed:

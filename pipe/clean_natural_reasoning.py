@@ -30,7 +30,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from data_io.cleaning import Cleaner, Drop, HubDataset, Record, jsonl_file
-from data_io.cleaning.text import count_true, py_strip
+from data_io.cleaning.tables import apply_rules, columns_of, rows_table
+from data_io.cleaning.text import py_strip
 
 CONDITION = "noisy,direct"
 FIELDS = ("question", "reference_answer")
@@ -39,37 +40,20 @@ PROOF_MARKERS = ("prove", "show that")
 
 
 def clean(record: Record) -> Iterator[pa.Table | Drop]:
-    table: pa.Table = record.data
-    missing = [name for name in FIELDS if name not in table.column_names]
-    if missing:
-        raise KeyError(f"column(s) {missing} missing (found {table.column_names})")
-    question, reference = (table.column(name) for name in FIELDS)
+    question, reference = columns_of(record.data, FIELDS)
     answer = py_strip(reference)
-
-    has_question = pc.is_valid(question)
-    has_answer = pc.fill_null(pc.greater(pc.utf8_length(answer), 0), False)
     lowered = pc.utf8_lower(question)
-    proof = pc.fill_null(
-        pc.or_(*(pc.match_substring(lowered, marker) for marker in PROOF_MARKERS)), False
-    )
+    proof = pc.or_(*(pc.match_substring(lowered, marker) for marker in PROOF_MARKERS))
     # Each dropped item is counted under the first rule it fails, in this order.
-    answered = pc.and_(has_question, has_answer)
-    keep = pc.and_(answered, pc.invert(proof))
-    for reason, count in (
-        ("null question", table.num_rows - count_true(has_question)),
-        ("no reference answer", count_true(pc.and_(has_question, pc.invert(has_answer)))),
-        ("proof question", count_true(pc.and_(answered, proof))),
-    ):
-        if count:
-            yield Drop(reason, count)
-    instructions = pc.filter(question, keep)
-    yield pa.table(
-        {
-            "condition": pa.repeat(pa.scalar(CONDITION, pa.string()), len(instructions)),
-            "instruction": instructions,
-            "response": pc.filter(answer, keep),
-        }
+    keep, drops = apply_rules(
+        (
+            ("null question", pc.is_valid(question)),
+            ("no reference answer", pc.greater(pc.utf8_length(answer), 0)),
+            ("proof question", pc.invert(proof)),
+        )
     )
+    yield from drops
+    yield rows_table(CONDITION, pc.filter(question, keep), pc.filter(answer, keep))
 
 
 CLEANER = Cleaner(

@@ -40,7 +40,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from data_io.cleaning import Cleaner, Drop, HubDataset, Record, jsonl_file
-from data_io.cleaning.text import count_true, py_strip
+from data_io.cleaning.tables import apply_rules, columns_of, rows_table
+from data_io.cleaning.text import py_strip
 
 VALID = "Yes"
 PROOF = "proof"
@@ -62,72 +63,60 @@ def _true(mask: pa.ChunkedArray) -> pa.ChunkedArray:
 
 
 def clean(record: Record) -> Iterator[pa.Table | Drop]:
-    table: pa.Table = record.data
-    missing = [name for name in FIELDS if name not in table.column_names]
-    if missing:
-        raise KeyError(f"column(s) {missing} missing (found {table.column_names})")
-    column = table.column
-    problem, solution, answer = column("problem"), column("solution"), column("answer")
+    synthetic, problem_valid, solution_valid, problem, solution, answer, question_type = columns_of(
+        record.data, FIELDS
+    )
     stripped_problem, stripped_solution = py_strip(problem), py_strip(solution)
 
-    # The keep rules, in the order their drops are counted under.
-    rules = (
-        ("synthetic", _true(pc.equal(column("synthetic"), False))),
-        ("problem not valid", _true(pc.equal(column("problem_is_valid"), VALID))),
-        ("solution not valid", _true(pc.equal(column("solution_is_valid"), VALID))),
+    # The keep rules, in the order their drops are counted under (a null never holds).
+    kept, drops = apply_rules(
         (
-            "null problem, solution or answer",
-            pc.and_(pc.and_(pc.is_valid(problem), pc.is_valid(solution)), pc.is_valid(answer)),
-        ),
-        (
-            "contains http",
-            pc.invert(
-                _true(
-                    pc.or_(
-                        pc.match_substring(problem, "http"), pc.match_substring(solution, "http")
-                    )
-                )
+            ("synthetic", pc.equal(synthetic, False)),
+            ("problem not valid", pc.equal(problem_valid, VALID)),
+            ("solution not valid", pc.equal(solution_valid, VALID)),
+            (
+                "null problem, solution or answer",
+                pc.and_(pc.and_(pc.is_valid(problem), pc.is_valid(solution)), pc.is_valid(answer)),
             ),
-        ),
-        (
-            "translation artefact",
-            pc.invert(_true(pc.match_substring(solution, TRANSLATION_ARTEFACT))),
-        ),
-        (
-            "empty problem or solution",
-            _true(
+            (
+                "contains http",
+                pc.invert(
+                    _true(
+                        pc.or_(
+                            pc.match_substring(problem, "http"),
+                            pc.match_substring(solution, "http"),
+                        )
+                    )
+                ),
+            ),
+            (
+                "translation artefact",
+                pc.invert(_true(pc.match_substring(solution, TRANSLATION_ARTEFACT))),
+            ),
+            (
+                "empty problem or solution",
                 pc.and_(
                     pc.greater(pc.utf8_length(stripped_problem), 0),
                     pc.greater(pc.utf8_length(stripped_solution), 0),
-                )
+                ),
             ),
-        ),
+        )
     )
-    kept = pa.chunked_array([pa.array(np.ones(table.num_rows, dtype=bool))])
-    for reason, holds in rules:
-        failed = count_true(pc.and_(kept, pc.invert(holds)))
-        if failed:
-            yield Drop(reason, failed)
-        kept = pc.and_(kept, holds)
+    yield from drops
 
     problem = pc.filter(stripped_problem, kept)
     solution = pc.filter(stripped_solution, kept)
     answer = pc.filter(answer, kept)
-    proof = pc.or_(
-        _true(pc.equal(pc.filter(column("question_type"), kept), PROOF)), pc.equal(answer, PROOF)
-    )
+    proof = pc.or_(_true(pc.equal(pc.filter(question_type, kept), PROOF)), pc.equal(answer, PROOF))
     answer = py_strip(answer)
-    has_answer = pc.greater(pc.utf8_length(answer), 0)
-    direct = pc.and_(pc.invert(proof), has_answer)
-    for reason, count in (
-        ("no direct row: proof", count_true(proof)),
+    # The cot row of an item is written either way; these rules only decide its direct row.
+    direct, drops = apply_rules(
         (
-            "no direct row: empty answer",
-            count_true(pc.and_(pc.invert(proof), pc.invert(has_answer))),
-        ),
-    ):
-        if count:
-            yield Drop(reason, count)
+            ("no direct row: proof", pc.invert(proof)),
+            ("no direct row: empty answer", pc.greater(pc.utf8_length(answer), 0)),
+        )
+    )
+    yield from drops
 
     # Item i gives its cot row (key 2i) and, when it has one, its direct row (key 2i + 1).
     items = len(problem)
@@ -135,21 +124,15 @@ def clean(record: Record) -> Iterator[pa.Table | Drop]:
         [2 * np.arange(items), 2 * np.flatnonzero(direct.to_numpy(zero_copy_only=False)) + 1]
     )
     directs = int(len(keys) - items)
-    rows = pa.table(
-        {
-            "condition": pa.concat_arrays(
-                [
-                    pa.repeat(pa.scalar("noisy,cot", pa.string()), items),
-                    pa.repeat(pa.scalar("noisy,direct", pa.string()), directs),
-                ]
-            ),
-            "instruction": pa.chunked_array(
-                [*problem.chunks, *pc.filter(problem, direct).chunks], type=problem.type
-            ),
-            "response": pa.chunked_array(
-                [*solution.chunks, *pc.filter(answer, direct).chunks], type=solution.type
-            ),
-        }
+    rows = rows_table(
+        pa.concat_arrays(
+            [
+                pa.repeat(pa.scalar("noisy,cot", pa.string()), items),
+                pa.repeat(pa.scalar("noisy,direct", pa.string()), directs),
+            ]
+        ),
+        pa.chunked_array([*problem.chunks, *pc.filter(problem, direct).chunks], type=problem.type),
+        pa.chunked_array([*solution.chunks, *pc.filter(answer, direct).chunks], type=solution.type),
     )
     yield rows.take(pa.array(np.argsort(keys, kind="stable")))
 

@@ -19,31 +19,16 @@ Quirks, decided:
 from collections.abc import Iterator
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from data_io.cleaning import Cleaner, Drop, HubDataset, Record, jsonl_file
+from data_io.cleaning.tables import as_is_rows
 
 CONDITION = "synth,direct"
 FIELDS = ("problem_statement", "answer")
 
 
 def clean(record: Record) -> Iterator[pa.Table | Drop]:
-    table: pa.Table = record.data
-    missing = [name for name in FIELDS if name not in table.column_names]
-    if missing:
-        raise KeyError(f"column(s) {missing} missing (found {table.column_names})")
-    problem, answer = (table.column(name) for name in FIELDS)
-    if problem.null_count or answer.null_count:
-        kept = table.filter(pc.and_(pc.is_valid(problem), pc.is_valid(answer)))
-        yield Drop("null problem_statement or answer", table.num_rows - kept.num_rows)
-        problem, answer = (kept.column(name) for name in FIELDS)
-    yield pa.table(
-        {
-            "condition": pa.repeat(pa.scalar(CONDITION, pa.string()), len(problem)),
-            "instruction": problem,
-            "response": answer,
-        }
-    )
+    return as_is_rows(record.data, FIELDS, CONDITION, "null problem_statement or answer")
 
 
 CLEANER = Cleaner(

@@ -18,31 +18,16 @@ Quirks, decided:
 from collections.abc import Iterator
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from data_io.cleaning import Cleaner, Drop, HubDataset, Record, jsonl_file
+from data_io.cleaning.tables import as_is_rows
 
 CONDITION = "direct"
 FIELDS = ("question", "answer")
 
 
 def clean(record: Record) -> Iterator[pa.Table | Drop]:
-    table: pa.Table = record.data
-    missing = [name for name in FIELDS if name not in table.column_names]
-    if missing:
-        raise KeyError(f"column(s) {missing} missing (found {table.column_names})")
-    question, answer = (table.column(name) for name in FIELDS)
-    if question.null_count or answer.null_count:
-        kept = table.filter(pc.and_(pc.is_valid(question), pc.is_valid(answer)))
-        yield Drop("null question or answer", table.num_rows - kept.num_rows)
-        question, answer = (kept.column(name) for name in FIELDS)
-    yield pa.table(
-        {
-            "condition": pa.repeat(pa.scalar(CONDITION, pa.string()), len(question)),
-            "instruction": question,
-            "response": answer,
-        }
-    )
+    return as_is_rows(record.data, FIELDS, CONDITION, "null question or answer")
 
 
 CLEANER = Cleaner(

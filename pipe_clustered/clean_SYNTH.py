@@ -37,6 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from data_io.cleaning import Cleaner, Drop, LocalFiles, Record, parquet_batches, parquet_files
+from data_io.cleaning.tables import apply_rules, rows_table
 
 #: ``exercise`` value -> condition, exact strings (cleaners.md §3.16).
 CONDITIONS: dict[str, str] = {
@@ -57,32 +58,21 @@ _EXERCISES = pa.array(list(CONDITIONS), pa.string())
 _CONDITION_VALUES = pa.array(list(CONDITIONS.values()), pa.string())
 
 
-def _drop(keep: pa.ChunkedArray | pa.Array, rule: pa.Array, reason: str) -> tuple[pa.Array, Drop]:
-    """``keep`` narrowed by ``rule`` (True = passes); the Drop counts rows it newly removes."""
-    narrowed = pc.and_(keep, rule)
-    removed = pc.sum(keep).as_py() or 0
-    removed -= pc.sum(narrowed).as_py() or 0
-    return narrowed, Drop(reason, removed)
-
-
 def clean(record: Record) -> Iterator[pa.Table | Drop]:
     batch: pa.RecordBatch = record.data
     language, url, exercise, query, constraints, answer = (batch.column(c) for c in COLUMNS)
 
-    keep = pa.repeat(pa.scalar(True), batch.num_rows)
-    dropped = []
-    rules = (
+    keep, dropped = apply_rules(
         (
-            pc.and_(pc.and_(pc.is_valid(language), pc.is_valid(url)), pc.is_valid(exercise)),
-            "null language, query_seed_url or exercise",
-        ),
-        (pc.equal(language, "en"), "language is not en"),
-        (pc.invert(pc.match_substring(url, SELF_KNOWLEDGE)), "Pleias self-knowledge seed"),
-        (pc.not_equal(exercise, "cooking"), "cooking exercise"),
+            (
+                "null language, query_seed_url or exercise",
+                pc.and_(pc.and_(pc.is_valid(language), pc.is_valid(url)), pc.is_valid(exercise)),
+            ),
+            ("language is not en", pc.equal(language, "en")),
+            ("Pleias self-knowledge seed", pc.invert(pc.match_substring(url, SELF_KNOWLEDGE))),
+            ("cooking exercise", pc.not_equal(exercise, "cooking")),
+        )
     )
-    for rule, reason in rules:
-        keep, drop = _drop(keep, pc.fill_null(rule, False), reason)
-        dropped.append(drop)
 
     # Exercises without a condition: counted per value (a short, bounded list of reasons).
     mapped = pc.is_in(exercise, value_set=_EXERCISES)
@@ -97,12 +87,9 @@ def clean(record: Record) -> Iterator[pa.Table | Drop]:
         pc.and_(pc.is_valid(query), pc.is_valid(answer)),
         pc.or_(pc.invert(is_rag), pc.is_valid(constraints)),
     )
-    keep, drop = _drop(
-        keep, pc.fill_null(text_ok, False), "null query, constraints or synthetic_answer"
-    )
-    dropped.append(drop)
-
-    yield from (drop for drop in dropped if drop.count)
+    keep, more = apply_rules((("null query, constraints or synthetic_answer", text_ok),), keep)
+    yield from dropped
+    yield from more
     kept = batch.filter(keep)
     if not kept.num_rows:
         return
@@ -110,15 +97,11 @@ def clean(record: Record) -> Iterator[pa.Table | Drop]:
     rag = pc.equal(exercise, "rag")
     # The rag join uses constraints only where it is read, so a null elsewhere is harmless.
     joined = pc.binary_join_element_wise(query, pc.fill_null(constraints, ""), "")
-    yield pa.table(
-        {
-            "condition": pc.take(_CONDITION_VALUES, pc.index_in(exercise, value_set=_EXERCISES)),
-            "instruction": pc.if_else(rag, joined, query),
-            "response": kept.column("synthetic_answer"),
-            "file": pa.repeat(
-                pa.scalar(PurePosixPath(record.file).stem, pa.string()), kept.num_rows
-            ),
-        }
+    yield rows_table(
+        pc.take(_CONDITION_VALUES, pc.index_in(exercise, value_set=_EXERCISES)),
+        pc.if_else(rag, joined, query),
+        kept.column("synthetic_answer"),
+        file=PurePosixPath(record.file).stem,
     )
 
 

@@ -12,7 +12,7 @@ naming the split and row.
 
 Vectorised: each batch of 1,024 rows is filtered and rewritten with Arrow compute functions
 (RE2's lazy ``.*?`` with ``(?s)`` removes the same spans as Python's ``re.DOTALL``); no Python
-loop over rows. OpenThoughts2 (``clean_openthoughts2``) reuses the helpers below.
+loop over rows. OpenThoughts2 (``clean_openthoughts2``) reuses :func:`answer_rows`.
 
 Quirks, decided:
 - kept: the unstripped response (a deliberate copy of the original's bytes; stripping would
@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from data_io.cleaning import Cleaner, CleanerAssertion, Drop, HubDataset, Record, parquet_file
+from data_io.cleaning.tables import apply_rules, columns_of, count_true, first_true, rows_table
 
 CONDITION = "synth,cot"
 #: A ``<think>...</think>`` span: lazy, and ``.`` matches newlines (RE2 syntax, as Python's).
@@ -38,24 +39,6 @@ THINK_SPAN = r"(?s)<think>.*?</think>"
 UNCLOSED = "unclosed <think>"
 EMPTY_ANSWER = "empty answer after removing <think>"
 FIELDS = ("category", "input", "output")
-
-
-def columns(batch: pa.Table, names: tuple[str, ...]) -> list[pa.ChunkedArray]:
-    """The named columns of ``batch``; a missing one is reported with the columns found."""
-    missing = [name for name in names if name not in batch.column_names]
-    if missing:
-        raise KeyError(f"column(s) {missing} missing (found {batch.column_names})")
-    return [batch.column(name) for name in names]
-
-
-def true_count(mask: pa.ChunkedArray | pa.Array) -> int:
-    """How many values of a boolean mask are true (nulls count as false)."""
-    return int(pc.sum(pc.fill_null(mask, False)).as_py() or 0)
-
-
-def first_true(mask: pa.ChunkedArray | pa.Array) -> int:
-    """Position of the first true value of a mask that has one."""
-    return int(pc.index(pc.fill_null(mask, False), True).as_py())
 
 
 def remove_think(text: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
@@ -68,35 +51,25 @@ def answer_rows(instruction: pa.ChunkedArray, output: pa.ChunkedArray) -> Iterat
     rows whose answer is unusable (counted)."""
     response = remove_think(output)
     unclosed = pc.match_substring(response, "<think>")
-    empty = pc.and_not(pc.equal(pc.utf8_trim_whitespace(response), ""), unclosed)
-    for reason, mask in ((UNCLOSED, unclosed), (EMPTY_ANSWER, empty)):
-        if count := true_count(mask):
-            yield Drop(reason, count)
-    keep = pc.invert(pc.or_(unclosed, empty))
-    instruction, response = instruction.filter(keep), response.filter(keep)
-    if len(response) == 0:
-        return
-    yield pa.table(
-        {
-            "condition": pa.repeat(pa.scalar(CONDITION, pa.string()), len(response)),
-            "instruction": instruction,
-            "response": response,
-        }
-    )
+    empty = pc.equal(pc.utf8_trim_whitespace(response), "")
+    keep, drops = apply_rules(((UNCLOSED, pc.invert(unclosed)), (EMPTY_ANSWER, pc.invert(empty))))
+    yield from drops
+    if count_true(keep):
+        yield rows_table(CONDITION, instruction.filter(keep), response.filter(keep))
 
 
 def clean(record: Record) -> Iterator[pa.Table | Drop]:
-    batch: pa.Table = record.data
-    category, instruction, output = columns(batch, FIELDS)
-    math = pc.fill_null(pc.equal(category, "math"), False)
-    if other := batch.num_rows - true_count(math):
-        yield Drop("category is not math", other)
-    complete = pc.and_(math, pc.and_(pc.is_valid(instruction), pc.is_valid(output)))
-    if nulls := true_count(math) - true_count(complete):
-        yield Drop("null field", nulls)
+    category, instruction, output = columns_of(record.data, FIELDS)
+    complete, drops = apply_rules(
+        (
+            ("category is not math", pc.equal(category, "math")),
+            ("null field", pc.and_(pc.is_valid(instruction), pc.is_valid(output))),
+        )
+    )
+    yield from drops
     thinks = pc.count_substring(output, "<think>")
     wrong = pc.and_(complete, pc.not_equal(thinks, 1))
-    if true_count(wrong):
+    if count_true(wrong):
         row = first_true(wrong)
         raise CleanerAssertion(
             f"{record.file} row {record.index + row}: output contains '<think>' "

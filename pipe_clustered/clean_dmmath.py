@@ -31,6 +31,7 @@ from pathlib import Path, PurePosixPath
 import pyarrow as pa
 
 from data_io.cleaning import Cleaner, LocalFiles, Record, parquet_files, require, safe_name
+from data_io.cleaning.tables import rows_table
 from data_io.errors import InputError
 
 SPLITS = ("train-easy", "train-medium", "train-hard")
@@ -97,14 +98,11 @@ def clean(record: Record) -> Iterator[pa.Table]:
     )
     split = PurePosixPath(record.file).parent.name
     module = PurePosixPath(record.file).stem
-    pairs = len(lines) // 2
-    yield pa.table(
-        {
-            "condition": pa.repeat(pa.scalar("direct", pa.string()), pairs),
-            "instruction": pa.array(lines[0::2], pa.string()),
-            "response": pa.array(lines[1::2], pa.string()),
-            "file": pa.repeat(pa.scalar(safe_name(f"{split}__{module}"), pa.string()), pairs),
-        }
+    yield rows_table(
+        "direct",
+        pa.array(lines[0::2], pa.string()),
+        pa.array(lines[1::2], pa.string()),
+        file=safe_name(f"{split}__{module}"),
     )
 
 

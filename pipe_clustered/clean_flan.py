@@ -31,6 +31,7 @@ from data_io.cleaning import (
     parquet_files,
     safe_names,
 )
+from data_io.cleaning.tables import columns_of, drop_nulls, rows_table
 
 _DIRECT = (
     "dialog_fsopt_data",
@@ -61,23 +62,11 @@ def clean(record: Record) -> Iterator[pa.Table | Drop]:
     if condition is None:
         yield Drop("subset not used", batch.num_rows)
         return
-    missing = [name for name in FIELDS if name not in batch.schema.names]
-    if missing:
-        raise KeyError(f"column(s) {missing} missing (found {batch.schema.names})")
-    task, inputs, targets = (batch.column(name) for name in FIELDS)
-    if task.null_count or inputs.null_count or targets.null_count:
-        complete = pc.and_(pc.and_(pc.is_valid(task), pc.is_valid(inputs)), pc.is_valid(targets))
-        kept = batch.filter(complete)
-        yield Drop("null field", batch.num_rows - kept.num_rows)
-        task, inputs, targets = (kept.column(name) for name in FIELDS)
-    yield pa.table(
-        {
-            "condition": pa.repeat(pa.scalar(condition, pa.string()), len(task)),
-            "instruction": inputs,
-            "response": targets,
-            "file": pc.binary_join_element_wise(f"{subset}__", safe_names(task), ""),
-        }
-    )
+    batch, drops = drop_nulls(batch, FIELDS, "null field")
+    yield from drops
+    task, inputs, targets = columns_of(batch, FIELDS)
+    file = pc.binary_join_element_wise(f"{subset}__", safe_names(task), "")
+    yield rows_table(condition, inputs, targets, file=file)
 
 
 CLEANER = Cleaner(

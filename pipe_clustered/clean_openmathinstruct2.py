@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from data_io.cleaning import Cleaner, Drop, HubDataset, Record, parquet_files
+from data_io.cleaning.tables import apply_rules, columns_of, count_true, drop_nulls, rows_table
 
 FIELDS = ("problem", "generated_solution", "expected_answer", "problem_source")
 
@@ -35,44 +36,29 @@ FIELDS = ("problem", "generated_solution", "expected_answer", "problem_source")
 ORIGINAL_SOURCES = pa.array(["math", "gsm8k"], pa.string())
 
 
-def _rows(condition: str, file: str, instruction: pa.Array, response: pa.Array) -> pa.Table:
-    count = len(instruction)
-    return pa.table(
-        {
-            "condition": pa.repeat(pa.scalar(condition, pa.string()), count),
-            "instruction": instruction,
-            "response": response,
-            "file": pa.repeat(pa.scalar(file, pa.string()), count),
-        }
-    )
-
-
 def clean(record: Record) -> Iterator[pa.Table | Drop]:
-    batch: pa.Table = record.data
-    missing = [name for name in FIELDS if name not in batch.column_names]
-    if missing:
-        raise KeyError(f"column(s) {missing} missing (found {batch.column_names})")
-    problem, solution = batch.column("problem"), batch.column("generated_solution")
-    complete = pc.and_(pc.is_valid(problem), pc.is_valid(solution))
-    if not pc.all(complete).as_py():
-        kept = batch.filter(complete)
-        yield Drop("null problem or generated_solution", batch.num_rows - kept.num_rows)
-        batch = kept
-    problem, solution, answer, source = (batch.column(name) for name in FIELDS)
-    yield _rows("synth,cot", "cot", problem, solution)
+    columns_of(record.data, FIELDS)  # every field present, or the run stops naming the missing
+    batch, drops = drop_nulls(
+        record.data, ("problem", "generated_solution"), "null problem or generated_solution"
+    )
+    yield from drops
+    problem, solution, answer, source = columns_of(batch, FIELDS)
+    yield rows_table("synth,cot", problem, solution, file="cot")
 
-    augmented = pc.invert(pc.fill_null(pc.is_in(source, value_set=ORIGINAL_SOURCES), False))
-    original = batch.num_rows - (pc.sum(augmented).as_py() or 0)
-    if original:
-        yield Drop("no direct row: problem_source is math or gsm8k", original)
-    with_answer = pc.and_(augmented, pc.is_valid(answer))
-    null_answers = (pc.sum(augmented).as_py() or 0) - (pc.sum(with_answer).as_py() or 0)
-    if null_answers:
-        yield Drop("no direct row: null expected_answer", null_answers)
-    direct = batch.filter(with_answer)
-    if direct.num_rows:
-        yield _rows(
-            "synth,direct", "direct", direct.column("problem"), direct.column("expected_answer")
+    direct, drops = apply_rules(
+        (
+            (
+                "no direct row: problem_source is math or gsm8k",
+                # A null source is not math or gsm8k (the original's ``not in`` test).
+                pc.invert(pc.fill_null(pc.is_in(source, value_set=ORIGINAL_SOURCES), False)),
+            ),
+            ("no direct row: null expected_answer", pc.is_valid(answer)),
+        )
+    )
+    yield from drops
+    if count_true(direct):
+        yield rows_table(
+            "synth,direct", problem.filter(direct), answer.filter(direct), file="direct"
         )
 
 

@@ -30,34 +30,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from data_io.cleaning import Cleaner, CleanerAssertion, Drop, HubDataset, Record, parquet_file
-from pipe_clustered.clean_acereason import answer_rows, columns, first_true, true_count
+from data_io.cleaning.tables import apply_rules, columns_of, count_true, first_true
+from pipe_clustered.clean_acereason import answer_rows
 
 #: Sources of code data, which this corpus leaves out.
 CODE_SOURCES = ("dolphin", "evolcodegolf", "glaive", "magicoder", "sharegpt", "codefeedback")
 #: Already in the corpus through OpenMathInstruct-2.
 MATH_SOURCE = "nvidia_math"
+CODE = pa.array(CODE_SOURCES, pa.string())
 ROLES = ("user", "assistant")
-
-
-def _source_drops(source: pa.ChunkedArray) -> tuple[pa.ChunkedArray, list[Drop]]:
-    """The mask of rows whose source is kept, and the drops for the others."""
-    code = pc.fill_null(pc.is_in(source, value_set=pa.array(CODE_SOURCES)), False)
-    math = pc.fill_null(pc.equal(source, MATH_SOURCE), False)
-    drops = [
-        Drop(reason, count)
-        for reason, count in (
-            ("code source", true_count(code)),
-            (f"{MATH_SOURCE} source (covered by OpenMathInstruct-2)", true_count(math)),
-        )
-        if count
-    ]
-    return pc.invert(pc.or_(code, math)), drops
 
 
 def _check_turns(record: Record, turns: pa.ChunkedArray, positions: pa.Array) -> None:
     """The §4 assertions; ``positions`` maps each row of ``turns`` to its row in the batch."""
     counts = pc.fill_null(pc.list_value_length(turns), 0)
-    if true_count(wrong := pc.not_equal(counts, 2)):
+    if count_true(wrong := pc.not_equal(counts, 2)):
         row = first_true(wrong)
         raise CleanerAssertion(
             f"{record.file} row {record.index + positions[row].as_py()}: "
@@ -65,7 +52,7 @@ def _check_turns(record: Record, turns: pa.ChunkedArray, positions: pa.Array) ->
         )
     speakers = [pc.struct_field(pc.list_element(turns, i), "from") for i in range(2)]
     right = pc.and_(pc.equal(speakers[0], ROLES[0]), pc.equal(speakers[1], ROLES[1]))
-    if true_count(wrong := pc.invert(pc.fill_null(right, False))):
+    if count_true(wrong := pc.invert(pc.fill_null(right, False))):
         row = first_true(wrong)
         found = tuple(speaker[row].as_py() for speaker in speakers)
         raise CleanerAssertion(
@@ -75,19 +62,23 @@ def _check_turns(record: Record, turns: pa.ChunkedArray, positions: pa.Array) ->
 
 
 def clean(record: Record) -> Iterator[pa.Table | Drop]:
-    batch: pa.Table = record.data
-    source, conversations = columns(batch, ("source", "conversations"))
-    kept, drops = _source_drops(source)
+    source, conversations = columns_of(record.data, ("source", "conversations"))
+    # A null source is neither a code source nor nvidia_math: the row is kept.
+    kept, drops = apply_rules(
+        (
+            ("code source", pc.invert(pc.fill_null(pc.is_in(source, value_set=CODE), False))),
+            (
+                f"{MATH_SOURCE} source (covered by OpenMathInstruct-2)",
+                pc.invert(pc.fill_null(pc.equal(source, MATH_SOURCE), False)),
+            ),
+        )
+    )
     yield from drops
     turns = conversations.filter(kept)
     _check_turns(record, turns, pc.indices_nonzero(kept))
     user, assistant = (
         pc.struct_field(pc.list_element(turns, i), "value") for i in range(len(ROLES))
     )
-    complete = pc.and_(pc.is_valid(user), pc.is_valid(assistant))
-    if nulls := len(user) - true_count(complete):
-        yield Drop("null field", nulls)
-    user, assistant = user.filter(complete), assistant.filter(complete)
     code_like = pc.or_(
         pc.or_(
             pc.match_substring(user, "python", ignore_case=True),
@@ -95,9 +86,13 @@ def clean(record: Record) -> Iterator[pa.Table | Drop]:
         ),
         pc.match_substring(assistant, "```"),
     )
-    if count := true_count(code_like):
-        yield Drop("mentions python or has a code fence", count)
-    keep = pc.invert(code_like)
+    keep, drops = apply_rules(
+        (
+            ("null field", pc.and_(pc.is_valid(user), pc.is_valid(assistant))),
+            ("mentions python or has a code fence", pc.invert(code_like)),
+        )
+    )
+    yield from drops
     yield from answer_rows(user.filter(keep), assistant.filter(keep))
 
 

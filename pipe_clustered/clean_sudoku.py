@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from data_io.cleaning import Cleaner, LocalFiles, Record, parquet_file, require
+from data_io.cleaning.tables import first_true, rows_table
 from data_io.errors import InputError
 
 PROMPT = "Solve the Sudoku\n\n"
@@ -67,7 +68,7 @@ def _check_lengths(record: Record, column: str) -> None:
     lengths = pc.utf8_length(record.data.column(column))
     bad = pc.not_equal(lengths, CELLS)
     if pc.any(bad).as_py():
-        row = pc.index(bad, True).as_py()
+        row = first_true(bad)
         require(
             False,
             f"data row {record.index + row}: {column} has {lengths[row].as_py()} characters, "
@@ -80,12 +81,8 @@ def clean(record: Record) -> Iterator[pa.Table]:
     _check_lengths(record, "answer")
     batch: pa.RecordBatch = record.data
     puzzle = pc.replace_substring(batch.column("question"), ".", "0")
-    yield pa.table(
-        {
-            "condition": pa.repeat(pa.scalar("direct", pa.string()), batch.num_rows),
-            "instruction": pc.binary_join_element_wise(PROMPT, puzzle, ""),
-            "response": batch.column("answer"),
-        }
+    yield rows_table(
+        "direct", pc.binary_join_element_wise(PROMPT, puzzle, ""), batch.column("answer")
     )
 
 

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from data_io.cleaning import Cleaner, Drop, HubDataset, Record, parquet_files, safe_names
+from data_io.cleaning.tables import apply_rules, columns_of, count_true, rows_table
 
 #: The allow-list (cleaners.md §3.24), in the original's order: 194 task names.
 TASKS: tuple[str, ...] = (
@@ -295,29 +296,22 @@ _ALLOWED = pa.array(TASKS, pa.string())
 
 
 def clean(record: Record) -> Iterator[pa.Table | Drop]:
-    batch: pa.Table = record.data
-    missing = [name for name in FIELDS if name not in batch.column_names]
-    if missing:
-        raise KeyError(f"column(s) {missing} missing (found {batch.column_names})")
-    allowed = pc.fill_null(pc.is_in(batch.column("task"), value_set=_ALLOWED), False)
-    kept = batch.filter(allowed)
-    if kept.num_rows < batch.num_rows:
-        yield Drop("task not in the allow-list", batch.num_rows - kept.num_rows)
-    complete = pc.and_(pc.is_valid(kept.column("inputs")), pc.is_valid(kept.column("targets")))
-    if not pc.all(complete).as_py():
-        before = kept.num_rows
-        kept = kept.filter(complete)
-        yield Drop("null inputs or targets", before - kept.num_rows)
-    if not kept.num_rows:
+    task, inputs, targets = columns_of(record.data, FIELDS)
+    keep, drops = apply_rules(
+        (
+            ("task not in the allow-list", pc.is_in(task, value_set=_ALLOWED)),
+            ("null inputs or targets", pc.and_(pc.is_valid(inputs), pc.is_valid(targets))),
+        )
+    )
+    yield from drops
+    if not count_true(keep):
         return
-    yield pa.table(
-        {
-            "condition": pa.repeat(pa.scalar("direct", pa.string()), kept.num_rows),
-            "instruction": kept.column("inputs"),
-            # RE2's \z is the very end of the text: "a.\n" keeps its ".", as endswith(".") says.
-            "response": pc.replace_substring_regex(kept.column("targets"), r"\.\z", ""),
-            "file": safe_names(kept.column("task")),
-        }
+    yield rows_table(
+        "direct",
+        inputs.filter(keep),
+        # RE2's \z is the very end of the text: "a.\n" keeps its ".", as endswith(".") says.
+        pc.replace_substring_regex(targets.filter(keep), r"\.\z", ""),
+        file=safe_names(task.filter(keep)),
     )
 
 

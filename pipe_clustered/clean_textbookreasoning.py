@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from data_io.cleaning import Cleaner, Drop, HubDataset, Record, parquet_files
+from data_io.cleaning.tables import apply_rules, columns_of, count_true, drop_nulls, rows_table
 
 FIELDS = ("question", "answer", "reference_answer")
 
@@ -34,48 +35,25 @@ FIELDS = ("question", "answer", "reference_answer")
 PROOF_MARKERS = ("prove", "show that")
 
 
-def _rows(condition: str, file: str, instruction: pa.Array, response: pa.Array) -> pa.Table:
-    count = len(instruction)
-    return pa.table(
-        {
-            "condition": pa.repeat(pa.scalar(condition, pa.string()), count),
-            "instruction": instruction,
-            "response": response,
-            "file": pa.repeat(pa.scalar(file, pa.string()), count),
-        }
-    )
-
-
 def clean(record: Record) -> Iterator[pa.Table | Drop]:
-    batch: pa.Table = record.data
-    missing = [name for name in FIELDS if name not in batch.column_names]
-    if missing:
-        raise KeyError(f"column(s) {missing} missing (found {batch.column_names})")
-    complete = pc.and_(pc.is_valid(batch.column("question")), pc.is_valid(batch.column("answer")))
-    if not pc.all(complete).as_py():
-        kept = batch.filter(complete)
-        yield Drop("null question or answer", batch.num_rows - kept.num_rows)
-        batch = kept
-    question, answer, reference = (batch.column(name) for name in FIELDS)
-    yield _rows("synth,cot", "cot", question, answer)
+    columns_of(record.data, FIELDS)  # every field present, or the run stops naming the missing
+    batch, drops = drop_nulls(record.data, ("question", "answer"), "null question or answer")
+    yield from drops
+    question, answer, reference = columns_of(batch, FIELDS)
+    yield rows_table("synth,cot", question, answer, file="cot")
 
     lowered = pc.utf8_lower(question)
     proof = pc.or_(*(pc.match_substring(lowered, marker) for marker in PROOF_MARKERS))
-    proofs = pc.sum(proof).as_py() or 0
-    if proofs:
-        yield Drop("no direct row: proof question", proofs)
-    wanted = pc.invert(proof)
-    with_reference = pc.and_(wanted, pc.is_valid(reference))
-    null_references = batch.num_rows - proofs - (pc.sum(with_reference).as_py() or 0)
-    if null_references:
-        yield Drop("no direct row: null reference_answer", null_references)
-    direct = batch.filter(with_reference)
-    if direct.num_rows:
-        yield _rows(
-            "noisy,direct",
-            "direct",
-            direct.column("question"),
-            direct.column("reference_answer"),
+    direct, drops = apply_rules(
+        (
+            ("no direct row: proof question", pc.invert(proof)),
+            ("no direct row: null reference_answer", pc.is_valid(reference)),
+        )
+    )
+    yield from drops
+    if count_true(direct):
+        yield rows_table(
+            "noisy,direct", question.filter(direct), reference.filter(direct), file="direct"
         )
 
 

@@ -87,6 +87,40 @@ def test_same_dtype_copy_through_the_kernel_and_fallback(tmp_path: Path, monkeyp
     assert np.load(tmp_path / "b.npy").tolist() == expected
 
 
+def test_same_dtype_copy_by_splice_then_read_write(tmp_path: Path, monkeypatch) -> None:
+    """Disk -> tmpfs has no copy_file_range (EXDEV): splice, in many pipe-sized steps and
+    pieces; where splice is refused too (even half-way through a step), read + write."""
+
+    def unsupported(*_args, **_kwargs):
+        raise OSError(18, "Invalid cross-device link")
+
+    monkeypatch.setattr(pool.os, "copy_file_range", unsupported)
+    monkeypatch.setattr(pool, "SPLICE_BYTES", 4096 + 6)  # not a multiple of a page
+    monkeypatch.setattr(pool, "PIECE_ELEMENTS", 50_000)
+    rng = np.random.default_rng(1)
+    arrays = [rng.integers(0, 65_535, size).astype(U2) for size in (3, 123_457, 0, 77_777)]
+    jobs, offset = [], 0
+    for index, array in enumerate(arrays):
+        jobs.append(CopyJob(f"t{index}", _token_file(tmp_path, f"t{index}", array), offset))
+        offset += len(array)
+    expected = np.concatenate(arrays).tolist()
+    write_pool(tmp_path / "spliced.npy", jobs, offset, U2, workers=2)
+    assert np.load(tmp_path / "spliced.npy").tolist() == expected
+
+    real_splice, calls = pool.os.splice, {"n": 0}
+
+    def splice_refused_later(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] > 5 and "offset_dst" in kwargs:  # after data entered the pipe
+            raise OSError(22, "Invalid argument")
+        return real_splice(*args, **kwargs)
+
+    monkeypatch.setattr(pool.os, "splice", splice_refused_later)
+    write_pool(tmp_path / "fallback.npy", jobs, offset, U2)
+    assert np.load(tmp_path / "fallback.npy").tolist() == expected
+    assert calls["n"] > 5
+
+
 def test_id_too_large_for_the_pool_is_refused(tmp_path: Path) -> None:
     values = np.array([1, 2, 70_000, 3], dtype=U4)
     job = CopyJob("big.jsonl", _token_file(tmp_path, "big", values), 0)

@@ -165,3 +165,21 @@ def test_nothing_dropped_says_so(tmp_path: Path) -> None:
     )
     assert "No row was dropped or truncated." in stdout.getvalue()
     assert "Matched by Several Prefixes" not in stdout.getvalue()
+
+
+def test_length_histogram_equals_numpy_histogram() -> None:
+    """The PNG's bincount-based histogram is np.histogram's, counts and weighted sums."""
+    from data_io.sampling.report import length_bins, length_histogram
+
+    rng = np.random.default_rng(4)
+    for trial in range(60):
+        lengths = rng.integers(0, int(rng.integers(1, 20_000)), int(rng.integers(1, 3000)))
+        weights = rng.integers(0, 5, len(lengths)) / 3
+        bins = length_bins(lengths)
+        if trial % 3 == 0 and len(bins) > 6:
+            bins = bins[2:-3]  # values below the first and above the last edge are left out
+        assert length_histogram(lengths, bins).tolist() == np.histogram(lengths, bins)[0].tolist()
+        expected = np.histogram(lengths, bins, weights=weights)[0]
+        assert np.allclose(length_histogram(lengths, bins, weights), expected, rtol=0, atol=1e-9)
+    zeros = np.zeros(5, dtype=np.int64)  # only empty rows: nothing is counted, no crash
+    assert length_histogram(zeros, length_bins(zeros)).tolist() == [0]

@@ -4,7 +4,9 @@ A cleaner module (``pipe/clean_*.py``, ``pipe_clustered/clean_*.py``) defines on
 :class:`Cleaner`: its :mod:`source <data_io.cleaning.sources>`, its
 :mod:`output <data_io.cleaning.writers>` and a function turning one source :class:`Record` into
 :class:`Row` / :class:`Drop` objects (or Arrow tables). :mod:`data_io.cleaning.runner` does the
-streaming, validation, drop counting, atomic writing and the summary. See docs/cleaning.md.
+streaming, validation, drop counting, atomic writing and the summary. Vectorised cleaners build
+on :mod:`~data_io.cleaning.tables` (columns, null and rule filters with drop counts, the rows
+table) and :mod:`~data_io.cleaning.text` (``str.strip`` on Arrow columns). See docs/cleaning.md.
 """
 
 from data_io.cleaning.naming import safe_name, safe_names
@@ -24,6 +26,16 @@ from data_io.cleaning.sources import (
     read_text_lines,
     tar_members,
 )
+from data_io.cleaning.tables import (
+    apply_rules,
+    as_is_rows,
+    columns_of,
+    count_true,
+    drop_nulls,
+    first_true,
+    rows_table,
+)
+from data_io.cleaning.text import py_strip
 from data_io.cleaning.writers import jsonl_file, jsonl_files, parquet_file, parquet_files
 
 __all__ = [
@@ -37,18 +49,26 @@ __all__ = [
     "Record",
     "Row",
     "TarMember",
+    "apply_rules",
+    "as_is_rows",
+    "columns_of",
+    "count_true",
+    "drop_nulls",
+    "first_true",
     "jsonl_file",
     "jsonl_files",
     "parquet_batches",
     "parquet_file",
     "parquet_files",
     "parquet_rows",
+    "py_strip",
     "read_csv_rows",
     "read_json_array",
     "read_json_object",
     "read_jsonl",
     "read_text_lines",
     "require",
+    "rows_table",
     "run_cleaner",
     "safe_name",
     "safe_names",

@@ -415,23 +415,25 @@ class HubDataset:
         else:
             configs = [self.config]
         for config in configs:
+            # ``None`` is the dataset's only (unnamed) config; ``datasets`` calls it "default".
+            config_name = config or "default"
             splits = self.splits
             if splits is None:
                 whole = self._open(
-                    f"config {config}",
+                    f"config {config_name}",
                     location,
                     lambda c=config: datasets.load_dataset(location, c, streaming=self.streaming),
                 )
                 splits = tuple(whole.keys())
             for split in splits:
                 dataset = self._open(
-                    f"config {config}, split {split}",
+                    f"config {config_name}, split {split}",
                     location,
                     lambda c=config, s=split: datasets.load_dataset(
                         location, c, split=s, streaming=self.streaming
                     ),
                 )
-                yield from self._split_records(dataset, f"{config or 'default'}/{split}", location)
+                yield from self._split_records(dataset, f"{config_name}/{split}", location)
 
     def _guarded(self, tables: Iterator[Any], origin: str) -> Iterator[Any]:
         """``tables``, with a read failure in the middle of a split reported with its location."""

@@ -24,8 +24,3 @@ def python_whitespace() -> str:
 def py_strip(column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     """``str.strip()`` applied to every string of ``column``; nulls stay null."""
     return pc.utf8_trim(column, characters=python_whitespace())
-
-
-def count_true(mask: pa.Array | pa.ChunkedArray) -> int:
-    """How many values of a boolean column are true (nulls count as false)."""
-    return int(pc.sum(mask).as_py() or 0)

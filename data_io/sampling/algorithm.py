@@ -186,6 +186,17 @@ class EpochSampler:
         got = 0
         while got < want:
             perm = self._perms[index]
+            if (perm is None or self._cursors[index] >= n) and want - got >= n:
+                # A fresh permutation used whole: shuffle the task's row ids in place in
+                # ``out`` (same draws as ``permutation(n)``, see the class doc), with no
+                # permutation array to allocate, offset and keep (its cursor would be n).
+                start = position + got
+                ids = out[start : start + n]
+                np.add(np.arange(n, dtype=np.int64), base, out=ids)
+                self._rng.shuffle(ids)
+                self._perms[index], self._cursors[index] = None, 0
+                got += n
+                continue
             if perm is None or self._cursors[index] >= n:
                 perm = self._rng.permutation(n)
                 self._perms[index] = perm

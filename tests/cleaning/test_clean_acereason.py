@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-from data_io.errors import InputError
 from pipe_clustered.clean_acereason import CLEANER
 
-from .upstream import read_parquet, write_hub_copy
+from .upstream import read_parquet, row, run_expecting_error, with_batch_rows, write_hub_copy
 
 
 def _item(category: str | None, question: str | None, output: str | None) -> dict:
@@ -35,13 +33,9 @@ TRAIN = [
     _item("math", "Last", "<think>\n\n</think>Done"),
 ]
 EXPECTED = [
-    {"condition": "synth,cot", "instruction": "What is 2+2?", "response": "\n\nThe answer is $4$."},
-    {
-        "condition": "synth,cot",
-        "instruction": "  Ünï  ",
-        "response": "Before  after </think> end\n",
-    },
-    {"condition": "synth,cot", "instruction": "Last", "response": "Done"},
+    row("synth,cot", "What is 2+2?", "\n\nThe answer is $4$."),
+    row("synth,cot", "  Ünï  ", "Before  after </think> end\n"),
+    row("synth,cot", "Last", "Done"),
 ]
 
 
@@ -54,7 +48,7 @@ def _independent(items: list[dict]) -> list[dict]:
         response = re.sub(r"<think>.*?</think>", "", item["output"], flags=re.DOTALL)
         if "<think>" in response or not response.strip():
             continue
-        rows.append({"condition": "synth,cot", "instruction": item["input"], "response": response})
+        rows.append(row("synth,cot", item["input"], response))
     return rows
 
 
@@ -79,8 +73,7 @@ def test_rows(tmp_path: Path) -> None:
 
 def test_batch_size_does_not_change_the_output(tmp_path: Path) -> None:
     source = write_hub_copy(tmp_path / "AceReason", {("default", "train"): TRAIN})
-    one = dataclasses.replace(CLEANER, source=dataclasses.replace(CLEANER.source, batch_rows=1))
-    report = one.run(source, tmp_path / "all.parquet", progress=False)
+    report = with_batch_rows(CLEANER, 1).run(source, tmp_path / "all.parquet", progress=False)
     assert read_parquet(tmp_path / "all.parquet") == EXPECTED
     assert report.records == 9 and sum(report.drops.values()) == 6
 
@@ -92,21 +85,16 @@ def test_assertion_names_the_row(tmp_path: Path, output: str, times: int) -> Non
     items = [*TRAIN, _item("math", "bad", output)]
     source = write_hub_copy(tmp_path / "AceReason", {("default", "train"): items})
     # Batches of 4 rows: the bad row is row 9, the second row of the third batch.
-    small = dataclasses.replace(CLEANER, source=dataclasses.replace(CLEANER.source, batch_rows=4))
-    out = tmp_path / "all.parquet"
-    with pytest.raises(InputError) as caught:
-        small.run(source, out, progress=False)
-    message = str(caught.value)
-    assert "assertion failed" in message
-    assert (
-        f"default/train row 9: output contains '<think>' {times} times, expected exactly 1"
-        in message
+    run_expecting_error(
+        with_batch_rows(CLEANER, 4),
+        source,
+        tmp_path / "all.parquet",
+        "assertion failed",
+        f"default/train row 9: output contains '<think>' {times} times, expected exactly 1",
     )
-    assert not out.exists()
 
 
 def test_missing_column_is_named(tmp_path: Path) -> None:
     items = [{"category": "math", "input": "q", "answer": "<think></think>a"}]
     source = write_hub_copy(tmp_path / "AceReason", {("default", "train"): items})
-    with pytest.raises(InputError, match=r"column\(s\) \['output'\] missing"):
-        CLEANER.run(source, tmp_path / "all.parquet", progress=False)
+    run_expecting_error(CLEANER, source, tmp_path / "all.parquet", "column(s) ['output'] missing")

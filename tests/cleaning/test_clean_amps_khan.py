@@ -9,7 +9,7 @@ import pytest
 from data_io.errors import InputError
 from pipe.clean_amps_khan import CLEANER
 
-from .upstream import read_jsonl, write_json
+from .upstream import read_jsonl, row, run_expecting_error, write_json
 
 # Written in an order other than the sorted one: the output follows sorted paths.
 FILES = {
@@ -26,19 +26,15 @@ FILES = {
     "top.json": {"problem": "", "hints": ["\n"]},
 }
 EXPECTED = [
-    {"condition": "noisy,cot", "instruction": "No hints at all", "response": ""},
-    {
-        "condition": "noisy,cot",
-        "instruction": "Ünïcode: $\\frac12 + \\frac13$?",
-        "response": "$\\frac56$",
-    },
-    {
-        "condition": "noisy,cot",
-        "instruction": "Solve $x^2 - 5x + 6 = 0$. ",
-        "response": "Factor the quadratic.\n$(x-2)(x-3) = 0$\n$x = 2$ or $x = 3$",
-    },
-    {"condition": "noisy,cot", "instruction": "Nested", "response": "x"},
-    {"condition": "noisy,cot", "instruction": "", "response": ""},
+    row("noisy,cot", "No hints at all", ""),
+    row("noisy,cot", "Ünïcode: $\\frac12 + \\frac13$?", "$\\frac56$"),
+    row(
+        "noisy,cot",
+        "Solve $x^2 - 5x + 6 = 0$. ",
+        "Factor the quadratic.\n$(x-2)(x-3) = 0$\n$x = 2$ or $x = 3$",
+    ),
+    row("noisy,cot", "Nested", "x"),
+    row("noisy,cot", "", ""),
 ]
 
 
@@ -55,11 +51,7 @@ def test_rows_in_sorted_path_order(tmp_path: Path) -> None:
     report = CLEANER.run(source, out, progress=False)
     assert read_jsonl(out) == EXPECTED
     independent = [
-        {
-            "condition": "noisy,cot",
-            "instruction": FILES[name]["problem"],
-            "response": "\n".join(FILES[name]["hints"]).strip(),
-        }
+        row("noisy,cot", FILES[name]["problem"], "\n".join(FILES[name]["hints"]).strip())
         for name in sorted(FILES, key=lambda name: Path(name).parts)
     ]
     assert independent == EXPECTED
@@ -77,13 +69,13 @@ def test_rows_in_sorted_path_order(tmp_path: Path) -> None:
 )
 def test_bad_file_is_named(tmp_path: Path, value: dict, problem: str) -> None:
     source = _tree(tmp_path / "khan", {**FILES, "quadratic_formula/5.json": value})
-    out = tmp_path / "out.jsonl"
-    with pytest.raises(InputError) as caught:
-        CLEANER.run(source, out, progress=False)
-    message = str(caught.value)
-    assert f"{source}/quadratic_formula/5.json object 0" in message
-    assert problem in message
-    assert not out.exists()
+    run_expecting_error(
+        CLEANER,
+        source,
+        tmp_path / "out.jsonl",
+        f"{source}/quadratic_formula/5.json object 0",
+        problem,
+    )
 
 
 def test_not_json_is_named(tmp_path: Path) -> None:
@@ -98,9 +90,11 @@ def test_not_json_is_named(tmp_path: Path) -> None:
 
 def test_missing_tree_says_how_to_get_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(InputError) as caught:
-        CLEANER.run(progress=False)
-    message = str(caught.value)
-    assert "raw input not found: raw_data/amps/khan" in message
-    assert "tar -xzf raw_data/amps.tar.gz -C raw_data" in message
+    run_expecting_error(
+        CLEANER,
+        None,
+        None,
+        "raw input not found: raw_data/amps/khan",
+        "tar -xzf raw_data/amps.tar.gz -C raw_data",
+    )
     assert not (tmp_path / "data").exists()

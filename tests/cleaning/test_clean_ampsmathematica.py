@@ -9,7 +9,7 @@ import pytest
 from data_io.errors import InputError
 from pipe_clustered.clean_ampsmathematica import CLEANER
 
-from .upstream import read_parquet, write_tar_gz
+from .upstream import read_outputs, row, write_tar_gz
 
 MEMBERS = [
     ("amps/khan/algebra/1.json", b'{"problem": "khan", "hints": []}'),
@@ -32,20 +32,16 @@ MEMBERS = [
 ]
 EXPECTED = {
     "algebra_polynomial_roots.parquet": [
-        {"condition": "noisy,direct", "instruction": "Find x: x^2 = 4", "response": "$x = \\pm 2$"},
-        {"condition": "noisy,direct", "instruction": "Solve 2x = 6", "response": "3"},
+        row("noisy,direct", "Find x: x^2 = 4", "$x = \\pm 2$"),
+        row("noisy,direct", "Solve 2x = 6", "3"),
     ],
     # The folder pair above the file names the output, unsanitised; "w_steps" means CoT.
     "calculus_derivatives_w_steps.parquet": [
-        {
-            "condition": "noisy,cot",
-            "instruction": "d/dx x^2",
-            "response": "Step 1 ...\n2x\nAnswer: again",
-        },
+        row("noisy,cot", "d/dx x^2", "Step 1 ...\n2x\nAnswer: again"),
     ],
     # A 3-component path passes the path rule (cleaners.md §3.18).
     "topic_subtask.parquet": [
-        {"condition": "noisy,direct", "instruction": "short path", "response": "ok"},
+        row("noisy,direct", "short path", "ok"),
     ],
 }
 
@@ -53,7 +49,7 @@ EXPECTED = {
 def test_rows_per_folder_pair(tmp_path: Path) -> None:
     archive = write_tar_gz(tmp_path / "amps.tar.gz", MEMBERS)
     report = CLEANER.run(archive, tmp_path / "out", progress=False)
-    assert {path.name: read_parquet(path) for path, _ in report.files} == EXPECTED
+    assert read_outputs(report) == EXPECTED
     assert report.records == 9  # the .txt members
     assert dict(report.drops) == {
         "no 'Answer:'": 1,

@@ -9,7 +9,7 @@ import pytest
 from data_io.errors import InputError
 from pipe.clean_platypus.clean_arb import CLEANER
 
-from .upstream import read_jsonl, write_json
+from .upstream import read_outputs, row, run_expecting_error, write_json
 
 ITEMS = {
     "math.json": [
@@ -24,30 +24,16 @@ ITEMS = {
 # Instruction = description + blank line + instruction; response kept as-is (not stripped).
 EXPECTED = {
     "arb_math.jsonl": [
-        {
-            "condition": "cot",
-            "instruction": "Solve the math problem.\n\nCompute $\\int_0^1 x\\,dx$.",
-            "response": " $1/2$ \n",
-        },
-        {"condition": "cot", "instruction": "Solve the math problem.\n\n2+2", "response": "4"},
+        row("cot", "Solve the math problem.\n\nCompute $\\int_0^1 x\\,dx$.", " $1/2$ \n"),
+        row("cot", "Solve the math problem.\n\n2+2", "4"),
     ],
     "arb_reading.jsonl": [
-        {
-            "condition": "cot",
-            "instruction": "Solve the reading comprehension problem.\n\nRead: «texte».",
-            "response": "B",
-        }
+        row("cot", "Solve the reading comprehension problem.\n\nRead: «texte».", "B")
     ],
     "arb_law.jsonl": [
-        {
-            "condition": "direct",
-            "instruction": "Choose the correct option letter.\n\nWhich option?\nA) x\nB) y",
-            "response": "A",
-        }
+        row("direct", "Choose the correct option letter.\n\nWhich option?\nA) x\nB) y", "A")
     ],
-    "arb_physics.jsonl": [
-        {"condition": "cot", "instruction": "Solve the physics problem.\n\n", "response": ""}
-    ],
+    "arb_physics.jsonl": [row("cot", "Solve the physics problem.\n\n", "")],
 }
 
 
@@ -64,7 +50,7 @@ def test_rows_per_file(tmp_path: Path) -> None:
     out.mkdir()
     (out / "openbookqa.jsonl").write_text("another cleaner's file\n")
     report = CLEANER.run(source, out, progress=False)
-    written = {path.name: read_jsonl(path) for path, _ in report.files}
+    written = read_outputs(report)
     # science.json is an empty array: nothing to write, so no file.
     assert written == EXPECTED
     assert sorted(p.name for p in out.iterdir()) == sorted([*EXPECTED, "openbookqa.jsonl"])
@@ -82,11 +68,13 @@ def test_missing_file_is_named(tmp_path: Path) -> None:
 
 def test_missing_folder_says_how_to_get_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(InputError) as caught:
-        CLEANER.run(progress=False)
-    message = str(caught.value)
-    assert "raw_data/Platypus/ARB" in message
-    assert "hf download imone/ARB --repo-type dataset --local-dir raw_data/Platypus/ARB" in message
+    run_expecting_error(
+        CLEANER,
+        None,
+        None,
+        "raw_data/Platypus/ARB",
+        "hf download imone/ARB --repo-type dataset --local-dir raw_data/Platypus/ARB",
+    )
     assert not (tmp_path / "data").exists()
 
 

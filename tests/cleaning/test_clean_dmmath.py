@@ -10,7 +10,7 @@ import pipe_clustered.clean_dmmath as dmmath
 from data_io.errors import InputError
 from pipe_clustered.clean_dmmath import CLEANER
 
-from .upstream import read_parquet
+from .upstream import read_outputs, row, run_expecting_error
 
 SAFE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-. ")
 
@@ -30,19 +30,19 @@ FILES = {
 
 EXPECTED = {
     "train-easy__algebra__linear_1d.parquet": [
-        {"condition": "direct", "instruction": "Solve 2*x = 4 for x.", "response": "2"},
-        {"condition": "direct", "instruction": "Solve -3*y + 9 = 0 for y.", "response": "3"},
+        row("direct", "Solve 2*x = 4 for x.", "2"),
+        row("direct", "Solve -3*y + 9 = 0 for y.", "3"),
     ],
     "train-easy__arithmetic__add_or_sub.parquet": [
-        {"condition": "direct", "instruction": "What is 1 + 2?", "response": "3"},
-        {"condition": "direct", "instruction": "What is 5 - 7?", "response": "-2"},
+        row("direct", "What is 1 + 2?", "3"),
+        row("direct", "What is 5 - 7?", "-2"),
     ],
     "train-medium__algebra__linear_1d.parquet": [
-        {"condition": "direct", "instruction": "Solve 0 = 5*k - 10.", "response": "2"},
+        row("direct", "Solve 0 = 5*k - 10.", "2"),
     ],
     # The name is sanitised: "+", "(" and ")" become "_", the space stays.
     "train-hard__numbers__base_conv _v2_.parquet": [
-        {"condition": "direct", "instruction": "Écrire 10 en base 2.", "response": "1010"},
+        row("direct", "Écrire 10 en base 2.", "1010"),
     ],
 }
 
@@ -65,16 +65,14 @@ def _independent(root: Path) -> dict[str, list[dict]]:
             assert len(lines) % 2 == 0
             name = "".join(c if c in SAFE else "_" for c in f"{split}__{path.stem}")
             for question, answer in zip(lines[0::2], lines[1::2], strict=True):
-                expected.setdefault(f"{name}.parquet", []).append(
-                    {"condition": "direct", "instruction": question, "response": answer}
-                )
+                expected.setdefault(f"{name}.parquet", []).append(row("direct", question, answer))
     return expected
 
 
 def test_rows_per_split_and_module(tmp_path: Path) -> None:
     source = _raw(tmp_path / "mathematics_dataset-v1.0")
     report = CLEANER.run(source, tmp_path / "out", progress=False)
-    written = {path.name: read_parquet(path) for path, _ in report.files}
+    written = read_outputs(report)
     assert written == EXPECTED
     assert written == _independent(source)
     assert (report.records, report.rows_written, dict(report.drops)) == (6, 6, {})
@@ -85,20 +83,20 @@ def test_chunking_does_not_change_pairs(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setattr(dmmath, "_CHUNK_BYTES", 1)
     source = _raw(tmp_path / "mathematics_dataset-v1.0")
     report = CLEANER.run(source, tmp_path / "out", progress=False)
-    assert {path.name: read_parquet(path) for path, _ in report.files} == EXPECTED
+    assert read_outputs(report) == EXPECTED
 
 
 def test_odd_line_count_names_the_file_and_line(tmp_path: Path) -> None:
     files = {**FILES, "train-medium/calculus__differentiate.txt": b"d/dx x^2?\n2*x\nd/dx 3*x?\n"}
     source = _raw(tmp_path / "mathematics_dataset-v1.0", files)
-    out = tmp_path / "out"
-    with pytest.raises(InputError) as caught:
-        CLEANER.run(source, out, progress=False)
-    message = str(caught.value)
-    assert "assertion failed" in message
-    assert "train-medium/calculus__differentiate.txt pair 1" in message
-    assert "odd number of lines (3): line 3 is a question without an answer line" in message
-    assert not out.exists() or not any(out.iterdir())
+    run_expecting_error(
+        CLEANER,
+        source,
+        tmp_path / "out",
+        "assertion failed",
+        "train-medium/calculus__differentiate.txt pair 1",
+        "odd number of lines (3): line 3 is a question without an answer line",
+    )
 
 
 def test_a_trailing_blank_line_is_a_line(tmp_path: Path) -> None:

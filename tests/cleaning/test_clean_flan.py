@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 from data_io.cleaning import parquet_batches
 from pipe_clustered.clean_flan import CLEANER
 
-from .upstream import read_parquet, write_json, write_parquet
+from .upstream import read_outputs, read_parquet, row, write_json, write_parquet
 
 SAFE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-. ")
 
@@ -74,16 +74,12 @@ def _independent(root: Path) -> dict[str, list[dict]]:
         if subset not in conditions:
             continue
         table = pq.read_table(root / name).to_pylist()
-        for row in table:
-            if None in (row["_task_name"], row["inputs"], row["targets"]):
+        for item in table:
+            if None in (item["_task_name"], item["inputs"], item["targets"]):
                 continue
-            safe = "".join(c if c in SAFE else "_" for c in row["_task_name"])
+            safe = "".join(c if c in SAFE else "_" for c in item["_task_name"])
             expected.setdefault(f"{subset}__{safe}.parquet", []).append(
-                {
-                    "condition": conditions[subset],
-                    "instruction": row["inputs"],
-                    "response": row["targets"],
-                }
+                row(conditions[subset], item["inputs"], item["targets"])
             )
     return expected
 
@@ -91,7 +87,7 @@ def _independent(root: Path) -> dict[str, list[dict]]:
 def test_rows_per_task_file(tmp_path: Path) -> None:
     source = _raw(tmp_path / "FLAN")
     report = CLEANER.run(source, tmp_path / "flan", progress=False)
-    written = {path.name: read_parquet(path) for path, _ in report.files}
+    written = read_outputs(report)  # also checks each file's schema
     assert written == _independent(source)
     # The file names of cleaners.md §1.3, spelled out.
     assert sorted(written) == [
@@ -108,13 +104,6 @@ def test_rows_per_task_file(tmp_path: Path) -> None:
     ]
     assert report.records == 11
     assert dict(report.drops) == {"null field": 1, "subset not used": 2}
-    for path, _ in report.files:
-        schema = pq.read_schema(path)
-        assert [(f.name, str(f.type)) for f in schema] == [
-            ("condition", "string"),
-            ("instruction", "string"),
-            ("response", "string"),
-        ]
 
 
 def test_output_does_not_depend_on_batching_or_open_files(tmp_path: Path) -> None:

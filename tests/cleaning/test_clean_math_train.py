@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from data_io.errors import InputError
 from pipe.clean_math_train import CLEANER, boxed_answer
 
-from .upstream import read_jsonl, write_hub_copy
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from .upstream import (
+    assert_offline_run_names_hub_download,
+    read_jsonl,
+    row,
+    run_expecting_error,
+    write_hub_copy,
+)
 
 
 def _item(problem: str | None, solution: str | None) -> dict:
@@ -47,12 +48,8 @@ SPLITS = {
 }
 
 
-def _cot(problem: str, solution: str) -> dict:
-    return {"condition": "cot", "instruction": problem, "response": solution}
-
-
-def _direct(problem: str, answer: str) -> dict:
-    return {"condition": "direct", "instruction": problem, "response": answer}
+_cot = partial(row, "cot")
+_direct = partial(row, "direct")
 
 
 EXPECTED = [
@@ -113,28 +110,16 @@ def test_boxed_answer(solution: str, answer: str | None) -> None:
 def test_missing_field_names_the_row(tmp_path: Path) -> None:
     # Not the upstream schema: "answer" instead of "solution".
     splits = {("algebra", "train"): [{"problem": "q", "answer": "1"}]}
-    out = tmp_path / "out.jsonl"
-    with pytest.raises(InputError) as caught:
-        CLEANER.run(write_hub_copy(tmp_path / "copy", splits), out, progress=False)
-    message = str(caught.value)
-    assert "algebra/train row 0" in message
-    assert "KeyError: 'solution'" in message
-    assert not out.exists()
+    run_expecting_error(
+        CLEANER,
+        write_hub_copy(tmp_path / "copy", splits),
+        tmp_path / "out.jsonl",
+        "algebra/train row 0",
+        "KeyError: 'solution'",
+    )
 
 
 def test_module_without_network_or_copy_says_what_to_download(tmp_path: Path) -> None:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO_ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-m", "pipe.clean_math_train"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
+    assert_offline_run_names_hub_download(
+        "pipe.clean_math_train", tmp_path, "EleutherAI/hendrycks_math"
     )
-    assert done.returncode == 1
-    assert (
-        "hf download EleutherAI/hendrycks_math --repo-type dataset "
-        "--local-dir raw_data/hub/EleutherAI/hendrycks_math"
-    ) in done.stderr
-    assert not (tmp_path / "data").exists()

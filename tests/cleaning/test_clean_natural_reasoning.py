@@ -3,23 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
-
-from data_io.errors import InputError
 from pipe.clean_natural_reasoning import CLEANER
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    # Lines end at b"\n" only: str.splitlines would also split at \x1c, \x85, \u2028, ...,
-    # which JSON strings may hold unescaped.
-    return [json.loads(line) for line in path.read_bytes().split(b"\n")[:-1]]
+from .upstream import assert_offline_run_names_hub_download, read_jsonl, row, run_expecting_error
 
 
 def _item(question: str | None, reference: str | None) -> dict:
@@ -47,31 +35,11 @@ ITEMS = [
     _item("Separators\x1c\x1f are whitespace to Python", "\x1c\x1d 42 \x1e\x1f"),
 ]
 EXPECTED = [
-    {
-        "condition": "noisy,direct",
-        "instruction": "What is the boiling point of water at sea level? ",
-        "response": "100 °C",
-    },
-    {
-        "condition": "noisy,direct",
-        "instruction": "  Ünïcode question, kept as-is  ",
-        "response": "réponse",
-    },
-    {
-        "condition": "noisy,direct",
-        "instruction": "Zero-width space is not whitespace",
-        "response": "\u200bkept\u200b",
-    },
-    {
-        "condition": "noisy,direct",
-        "instruction": "Shows that? 'show  that' with two spaces is not a marker",
-        "response": "ok",
-    },
-    {
-        "condition": "noisy,direct",
-        "instruction": "Separators\x1c\x1f are whitespace to Python",
-        "response": "42",
-    },
+    row("noisy,direct", "What is the boiling point of water at sea level? ", "100 °C"),
+    row("noisy,direct", "  Ünïcode question, kept as-is  ", "réponse"),
+    row("noisy,direct", "Zero-width space is not whitespace", "\u200bkept\u200b"),
+    row("noisy,direct", "Shows that? 'show  that' with two spaces is not a marker", "ok"),
+    row("noisy,direct", "Separators\x1c\x1f are whitespace to Python", "42"),
 ]
 
 
@@ -94,9 +62,7 @@ def _independent(items: list[dict]) -> list[dict]:
             continue
         if "prove" in question.lower() or "show that" in question.lower():
             continue
-        rows.append(
-            {"condition": "noisy,direct", "instruction": question, "response": reference.strip()}
-        )
+        rows.append(row("noisy,direct", question, reference.strip()))
     return rows
 
 
@@ -143,28 +109,16 @@ def test_many_batches_keep_source_order(tmp_path: Path) -> None:
 
 def test_missing_field_names_the_rows(tmp_path: Path) -> None:
     items = [{"question": "q", "answer": "not the upstream name"}]
-    out = tmp_path / "out.jsonl"
-    with pytest.raises(InputError) as caught:
-        CLEANER.run(_copy(tmp_path / "copy", items), out, progress=False)
-    message = str(caught.value)
-    assert "default/train row 0" in message
-    assert "column(s) ['reference_answer'] missing" in message
-    assert not out.exists()
+    run_expecting_error(
+        CLEANER,
+        _copy(tmp_path / "copy", items),
+        tmp_path / "out.jsonl",
+        "default/train row 0",
+        "column(s) ['reference_answer'] missing",
+    )
 
 
 def test_module_without_network_or_copy_says_what_to_download(tmp_path: Path) -> None:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO_ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-m", "pipe.clean_natural_reasoning"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
+    assert_offline_run_names_hub_download(
+        "pipe.clean_natural_reasoning", tmp_path, "facebook/natural_reasoning"
     )
-    assert done.returncode == 1
-    assert (
-        "hf download facebook/natural_reasoning --repo-type dataset "
-        "--local-dir raw_data/hub/facebook/natural_reasoning"
-    ) in done.stderr
-    assert not (tmp_path / "data").exists()

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
-
-from data_io.errors import InputError
 from pipe.clean_no_robots import CLEANER
 
-from .upstream import read_jsonl, write_hub_copy
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from .upstream import (
+    assert_offline_run_names_hub_download,
+    read_jsonl,
+    row,
+    run_expecting_error,
+    write_hub_copy,
+)
 
 
 def _conversation(*turns: tuple[str, str], category: str = "Chat") -> dict:
@@ -57,13 +55,9 @@ TRAIN = [
 TEST = [_conversation(("system", ""), ("user", "From the test split"), ("assistant", "Kept."))]
 # Every split in the dataset's order (train, then test); nothing stripped.
 EXPECTED = [
-    {
-        "condition": "cot",
-        "instruction": "  Write a haiku about rain. ",
-        "response": "Soft rain on the roof\n",
-    },
-    {"condition": "cot", "instruction": "You are Ünï, a terse bot.\n\nHi!", "response": "Hello."},
-    {"condition": "cot", "instruction": "\n\nFrom the test split", "response": "Kept."},
+    row("cot", "  Write a haiku about rain. ", "Soft rain on the roof\n"),
+    row("cot", "You are Ünï, a terse bot.\n\nHi!", "Hello."),
+    row("cot", "\n\nFrom the test split", "Kept."),
 ]
 
 
@@ -85,28 +79,17 @@ def test_first_exchange_of_every_split(tmp_path: Path) -> None:
 
 def test_null_messages_names_the_row(tmp_path: Path) -> None:
     train = [*TRAIN[:2], {**TRAIN[0], "messages": None}]
-    out = tmp_path / "out.jsonl"
-    with pytest.raises(InputError) as caught:
-        CLEANER.run(_copy(tmp_path / "copy", train, TEST), out, progress=False)
-    message = str(caught.value)
-    assert "cannot clean" in message and "default/train row 2" in message
-    assert "TypeError" in message
-    assert not out.exists()
+    run_expecting_error(
+        CLEANER,
+        _copy(tmp_path / "copy", train, TEST),
+        tmp_path / "out.jsonl",
+        "cannot clean",
+        "default/train row 2",
+        "TypeError",
+    )
 
 
 def test_module_without_network_or_copy_says_what_to_download(tmp_path: Path) -> None:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO_ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-m", "pipe.clean_no_robots"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
+    assert_offline_run_names_hub_download(
+        "pipe.clean_no_robots", tmp_path, "HuggingFaceH4/no_robots"
     )
-    assert done.returncode == 1
-    assert (
-        "hf download HuggingFaceH4/no_robots --repo-type dataset "
-        "--local-dir raw_data/hub/HuggingFaceH4/no_robots"
-    ) in done.stderr
-    assert not (tmp_path / "data").exists()

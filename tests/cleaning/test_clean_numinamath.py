@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
-import pytest
-
-from data_io.errors import InputError
 from pipe.clean_numinamath import CLEANER
 
-from .upstream import read_jsonl, write_hub_copy
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from .upstream import (
+    assert_offline_run_names_hub_download,
+    read_jsonl,
+    row,
+    run_expecting_error,
+    write_hub_copy,
+)
 
 
 def _item(
@@ -66,12 +65,8 @@ TRAIN = [
 ]
 
 
-def _cot(problem: str, solution: str) -> dict:
-    return {"condition": "noisy,cot", "instruction": problem, "response": solution}
-
-
-def _direct(problem: str, answer: str) -> dict:
-    return {"condition": "noisy,direct", "instruction": problem, "response": answer}
+_cot = partial(row, "noisy,cot")
+_direct = partial(row, "noisy,direct")
 
 
 EXPECTED = [
@@ -110,17 +105,9 @@ def _independent(items: list[dict]) -> list[dict]:
         if not keep:
             continue
         problem = x["problem"].strip()
-        rows.append(
-            {"condition": "noisy,cot", "instruction": problem, "response": x["solution"].strip()}
-        )
+        rows.append(row("noisy,cot", problem, x["solution"].strip()))
         if x["question_type"] != "proof" and x["answer"] != "proof" and x["answer"].strip():
-            rows.append(
-                {
-                    "condition": "noisy,direct",
-                    "instruction": problem,
-                    "response": x["answer"].strip(),
-                }
-            )
+            rows.append(row("noisy,direct", problem, x["answer"].strip()))
     return rows
 
 
@@ -162,27 +149,14 @@ def test_many_batches_equal_the_plain_python_rules(tmp_path: Path) -> None:
 def test_missing_column_names_the_row(tmp_path: Path) -> None:
     items = [{key: value for key, value in _item().items() if key != "synthetic"}]
     source = write_hub_copy(tmp_path / "copy", {("default", "train"): items})
-    out = tmp_path / "out.jsonl"
-    with pytest.raises(InputError) as caught:
-        CLEANER.run(source, out, progress=False)
-    message = str(caught.value)
-    assert "default/train row 0" in message and "column(s) ['synthetic'] missing" in message
-    assert not out.exists()
+    run_expecting_error(
+        CLEANER,
+        source,
+        tmp_path / "out.jsonl",
+        "default/train row 0",
+        "column(s) ['synthetic'] missing",
+    )
 
 
 def test_module_without_network_or_copy_says_what_to_download(tmp_path: Path) -> None:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO_ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-m", "pipe.clean_numinamath"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 1
-    assert (
-        "hf download AI-MO/NuminaMath-1.5 --repo-type dataset "
-        "--local-dir raw_data/hub/AI-MO/NuminaMath-1.5"
-    ) in done.stderr
-    assert not (tmp_path / "data").exists()
+    assert_offline_run_names_hub_download("pipe.clean_numinamath", tmp_path, "AI-MO/NuminaMath-1.5")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -10,7 +9,7 @@ import pytest
 from data_io.errors import InputError
 from pipe.clean_platypus.clean_openbookqa import CLEANER
 
-from .upstream import read_jsonl, write_hub_copy
+from .upstream import jsonl_bytes, read_jsonl, row, run_expecting_error, write_hub_copy
 
 
 def _item(stem: str, texts: list[str], key: str, fact: str | None, **extra: object) -> dict:
@@ -40,23 +39,18 @@ PREAMBLE = (
     "Based on the given fact, which of the following option is the correct answer to the question?"
 )
 EXPECTED = [
-    {
-        "condition": "direct",
-        "instruction": f"{PREAMBLE}\n\nThe sun is \nA: hot\nB: cold\nC: blue\nD: small"
-        "\n\nFact: the sun is a star",
-        "response": "A",
-    },
-    {
-        "condition": "direct",
-        "instruction": f"{PREAMBLE}\n\n  Wåter boils at\n \nA:  100 °C\nB: 0 °C \nC: \nD: 50"
+    row(
+        "direct",
+        f"{PREAMBLE}\n\nThe sun is \nA: hot\nB: cold\nC: blue\nD: small\n\nFact: the sun is a star",
+        "A",
+    ),
+    row(
+        "direct",
+        f"{PREAMBLE}\n\n  Wåter boils at\n \nA:  100 °C\nB: 0 °C \nC: \nD: 50"
         "\n\nFact:  water boils at 100 °C ",
-        "response": "A",
-    },
-    {
-        "condition": "direct",
-        "instruction": f"{PREAMBLE}\n\nThree options only \nA: a\nB: b\nC: c\n\nFact: f",
-        "response": "B",
-    },
+        "A",
+    ),
+    row("direct", f"{PREAMBLE}\n\nThree options only \nA: a\nB: b\nC: c\n\nFact: f", "B"),
 ]
 
 
@@ -86,7 +80,7 @@ def _independent(items: list[dict]) -> list[dict]:
         for position, choice in enumerate(item["choices"]["text"]):
             text += "\n" + "ABCDEFGH"[position] + ": " + choice
         text += "\n\nFact: " + item["fact1"]
-        rows.append({"condition": "direct", "instruction": text, "response": item["answerKey"]})
+        rows.append(row("direct", text, item["answerKey"]))
     return rows
 
 
@@ -95,9 +89,7 @@ def test_rows_and_bytes(tmp_path: Path) -> None:
     out = tmp_path / "Platypus" / "openbookqa.jsonl"
     report = CLEANER.run(source, out, progress=False)
     assert read_jsonl(out) == EXPECTED == _independent([*TRAIN, *VALIDATION])
-    assert out.read_bytes() == "".join(
-        json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n" for row in EXPECTED
-    ).encode("utf-8")
+    assert out.read_bytes() == jsonl_bytes(EXPECTED)
     assert (report.records, report.rows_written, dict(report.drops)) == (4, 3, {"null field": 1})
 
 
@@ -116,12 +108,9 @@ def test_rows_and_bytes(tmp_path: Path) -> None:
 )
 def test_inconsistent_rows_are_named(tmp_path: Path, bad: dict, message: str) -> None:
     source = _copy(tmp_path / "openbookqa", TRAIN, [*VALIDATION, bad])
-    out = tmp_path / "openbookqa.jsonl"
-    with pytest.raises(InputError) as caught:
-        CLEANER.run(source, out, progress=False)
-    assert "additional/validation row 1" in str(caught.value)
-    assert message in str(caught.value)
-    assert not out.exists()
+    run_expecting_error(
+        CLEANER, source, tmp_path / "openbookqa.jsonl", "additional/validation row 1", message
+    )
 
 
 def test_non_string_field_is_named(tmp_path: Path) -> None:
@@ -133,6 +122,6 @@ def test_non_string_field_is_named(tmp_path: Path) -> None:
 
 
 def test_missing_copy_says_what_to_download(tmp_path: Path) -> None:
-    with pytest.raises(InputError) as caught:
-        CLEANER.run(tmp_path / "nowhere", tmp_path / "out.jsonl", progress=False)
-    assert "--source" in str(caught.value) and "allenai/openbookqa" in str(caught.value)
+    run_expecting_error(
+        CLEANER, tmp_path / "nowhere", tmp_path / "out.jsonl", "--source", "allenai/openbookqa"
+    )

@@ -3,16 +3,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from pathlib import Path
 
 import pytest
 
-from data_io.errors import InputError
 from pipe_clustered.clean_openthoughts2 import CLEANER
 
-from .upstream import read_parquet, write_hub_copy
+from .upstream import read_parquet, row, run_expecting_error, with_batch_rows, write_hub_copy
 
 
 def _item(source: str | None, *turns: tuple[str | None, str | None]) -> dict:
@@ -47,9 +45,9 @@ TRAIN = [
     _pair(None, "  Ünï  ", "Plain answer.\n"),
 ]
 EXPECTED = [
-    {"condition": "synth,cot", "instruction": "Solve x+1=2.", "response": "\n\nx = 1"},
-    {"condition": "synth,cot", "instruction": "What does ```a``` mean?", "response": "Backticks."},
-    {"condition": "synth,cot", "instruction": "  Ünï  ", "response": "Plain answer.\n"},
+    row("synth,cot", "Solve x+1=2.", "\n\nx = 1"),
+    row("synth,cot", "What does ```a``` mean?", "Backticks."),
+    row("synth,cot", "  Ünï  ", "Plain answer.\n"),
 ]
 EXCLUDED = {
     "dolphin",
@@ -76,7 +74,7 @@ def _independent(items: list[dict]) -> list[dict]:
         response = re.sub(r"<think>.*?</think>", "", answer, flags=re.DOTALL)
         if "<think>" in response or not response.strip():
             continue
-        rows.append({"condition": "synth,cot", "instruction": question, "response": response})
+        rows.append(row("synth,cot", question, response))
     return rows
 
 
@@ -100,8 +98,9 @@ def test_rows(tmp_path: Path) -> None:
 
 
 def test_batch_size_does_not_change_the_output(tmp_path: Path) -> None:
-    one = dataclasses.replace(CLEANER, source=dataclasses.replace(CLEANER.source, batch_rows=1))
-    report = one.run(_copy(tmp_path / "ot2", TRAIN), tmp_path / "all.parquet", progress=False)
+    report = with_batch_rows(CLEANER, 1).run(
+        _copy(tmp_path / "ot2", TRAIN), tmp_path / "all.parquet", progress=False
+    )
     assert read_parquet(tmp_path / "all.parquet") == EXPECTED
     assert sum(report.drops.values()) == 9
 
@@ -128,10 +127,10 @@ def test_assertions_name_the_row(tmp_path: Path, bad: dict, message: str) -> Non
     # Batches of 5: the bad row (12) is in the third batch, after an excluded row (10) that
     # would also break the shape rule and must not be the one reported.
     items = [*TRAIN[:10], _item("magicoder", ("user", "x")), TRAIN[10], bad]
-    small = dataclasses.replace(CLEANER, source=dataclasses.replace(CLEANER.source, batch_rows=5))
-    out = tmp_path / "all.parquet"
-    with pytest.raises(InputError) as caught:
-        small.run(_copy(tmp_path / "ot2", items), out, progress=False)
-    text = str(caught.value)
-    assert "assertion failed" in text and f"default/train row 12: {message}" in text
-    assert not out.exists()
+    run_expecting_error(
+        with_batch_rows(CLEANER, 5),
+        _copy(tmp_path / "ot2", items),
+        tmp_path / "all.parquet",
+        "assertion failed",
+        f"default/train row 12: {message}",
+    )

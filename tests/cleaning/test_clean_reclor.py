@@ -10,7 +10,7 @@ import pytest
 from data_io.errors import InputError
 from pipe.clean_platypus.clean_reclor import CLEANER
 
-from .upstream import read_jsonl, write_json
+from .upstream import read_jsonl, row, run_expecting_error, write_json
 
 
 def _item(context: str | None, question: str, answers: list[str], label: int) -> dict:
@@ -31,21 +31,9 @@ TRAIN = [
 ]
 VALIDATION = [_item("P", "Q", ["a", "b", "c", "d"], 3)]
 EXPECTED = [
-    {
-        "condition": "direct",
-        "instruction": "Which is assumed?\n\nAll birds fly.\n\nOptions:\nA: a\nB: b\nC: c\nD: d",
-        "response": "C",
-    },
-    {
-        "condition": "direct",
-        "instruction": "  Which?  \n\n Ça va.\n\n\nOptions:\nA:  x \nB: y\n\nC: \nD: zé",
-        "response": "A",
-    },
-    {
-        "condition": "direct",
-        "instruction": "Q\n\nP\n\nOptions:\nA: a\nB: b\nC: c\nD: d",
-        "response": "D",
-    },
+    row("direct", "Which is assumed?\n\nAll birds fly.\n\nOptions:\nA: a\nB: b\nC: c\nD: d", "C"),
+    row("direct", "  Which?  \n\n Ça va.\n\n\nOptions:\nA:  x \nB: y\n\nC: \nD: zé", "A"),
+    row("direct", "Q\n\nP\n\nOptions:\nA: a\nB: b\nC: c\nD: d", "D"),
 ]
 
 
@@ -65,7 +53,7 @@ def _independent(items: list[dict]) -> list[dict]:
         text = item["question"] + "\n\n" + item["context"] + "\n\nOptions:"
         for i, answer in enumerate(item["answers"]):
             text += "\n" + "ABCD"[i] + ": " + answer
-        rows.append({"condition": "direct", "instruction": text, "response": "ABCD"[item["label"]]})
+        rows.append(row("direct", text, "ABCD"[item["label"]]))
     return rows
 
 
@@ -82,13 +70,14 @@ def test_label_out_of_range_is_named(tmp_path: Path, label: int) -> None:
     source = _copy(
         tmp_path / "reclor", TRAIN, [*VALIDATION, _item("P", "Q", ["a", "b", "c", "d"], label)]
     )
-    out = tmp_path / "reclor.jsonl"
-    with pytest.raises(InputError) as caught:
-        CLEANER.run(source, out, progress=False)
-    message = str(caught.value)
-    assert "assertion failed" in message and "default/validation row 1" in message
-    assert f"label {label} is not the index of one of the 4 answers" in message
-    assert not out.exists()
+    run_expecting_error(
+        CLEANER,
+        source,
+        tmp_path / "reclor.jsonl",
+        "assertion failed",
+        "default/validation row 1",
+        f"label {label} is not the index of one of the 4 answers",
+    )
 
 
 def test_missing_copy_says_what_to_download(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 from data_io.errors import InputError
 from pipe.clean_platypus.clean_scibench import CLEANER
 
-from .upstream import read_jsonl, write_json
+from .upstream import read_jsonl, row, run_expecting_error, write_json
 
 FILES: dict[str, list[dict]] = {
     # Written first but read second: listings are sorted.
@@ -53,19 +53,15 @@ FILES: dict[str, list[dict]] = {
     ],
 }
 EXPECTED = [
-    {"condition": "direct", "instruction": "Molar volume of CO$_2$?", "response": "0.366"},
-    {
-        "condition": "cot",
-        "instruction": "Molar volume of CO$_2$?",
-        "response": "Use van der Waals.\r\nSo 0.366.",
-    },
-    {"condition": "direct", "instruction": "Molar volume of CO$_2$?", "response": "0.366"},
-    {"condition": "cot", "instruction": "p2", "response": "s2"},
-    {"condition": "direct", "instruction": "p2", "response": "-6.9"},
-    {"condition": "cot", "instruction": "p3", "response": "s3"},
-    {"condition": "direct", "instruction": "p3", "response": "$1.0 \\times 10^5$"},
-    {"condition": "cot", "instruction": "p4", "response": "s4"},
-    {"condition": "direct", "instruction": "Heat?", "response": "5"},
+    row("direct", "Molar volume of CO$_2$?", "0.366"),
+    row("cot", "Molar volume of CO$_2$?", "Use van der Waals.\r\nSo 0.366."),
+    row("direct", "Molar volume of CO$_2$?", "0.366"),
+    row("cot", "p2", "s2"),
+    row("direct", "p2", "-6.9"),
+    row("cot", "p3", "s3"),
+    row("direct", "p3", "$1.0 \\times 10^5$"),
+    row("cot", "p4", "s4"),
+    row("direct", "Heat?", "5"),
 ]
 
 
@@ -94,9 +90,9 @@ def _independent(root: Path) -> list[dict]:
             if not problem:
                 continue
             if solution:
-                rows.append({"condition": "cot", "instruction": problem, "response": solution})
+                rows.append(row("cot", problem, solution))
             if answer:
-                rows.append({"condition": "direct", "instruction": problem, "response": answer})
+                rows.append(row("direct", problem, answer))
     return rows
 
 
@@ -120,22 +116,23 @@ def test_non_string_field_is_named(tmp_path: Path) -> None:
             {"problem_text": "p", "answer_number": 3.5},
         ]
     }
-    out = tmp_path / "scibench.jsonl"
-    with pytest.raises(InputError) as caught:
-        CLEANER.run(_clone(tmp_path / "scibench", files), out, progress=False)
-    message = str(caught.value)
-    assert "dataset/original/stat.json item 1" in message
-    assert "answer_number is float, not a string" in message
-    assert not out.exists()
+    run_expecting_error(
+        CLEANER,
+        _clone(tmp_path / "scibench", files),
+        tmp_path / "scibench.jsonl",
+        "dataset/original/stat.json item 1",
+        "answer_number is float, not a string",
+    )
 
 
 def test_missing_clone_says_how_to_get_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(InputError) as caught:
-        CLEANER.run(progress=False)
-    assert "raw_data/Platypus/scibench" in str(caught.value)
-    assert "git clone https://github.com/mandyyyyii/scibench raw_data/Platypus/scibench" in str(
-        caught.value
+    run_expecting_error(
+        CLEANER,
+        None,
+        None,
+        "raw_data/Platypus/scibench",
+        "git clone https://github.com/mandyyyyii/scibench raw_data/Platypus/scibench",
     )
     (tmp_path / "raw_data" / "Platypus" / "scibench" / "dataset" / "original").mkdir(parents=True)
     with pytest.raises(

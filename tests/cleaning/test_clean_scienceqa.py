@@ -9,10 +9,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from data_io.errors import InputError
 from pipe.clean_platypus.clean_scienceqa import CLEANER
 
-from .upstream import read_jsonl
+from .upstream import read_jsonl, row, run_expecting_error
 
 COT = "Solve the following question using the information provided in the lecture."
 DIRECT = (
@@ -57,28 +56,20 @@ SPLITS = {
     ],
 }
 EXPECTED = [
-    {
-        "condition": "cot",
-        "instruction": f"{COT}\n\nWhich is a gas?\nOptions:\nA: steam\nB: ice\n\nLecture: Matter has states.",
-        "response": "Steam is a gas.\n\nAnswer: A",
-    },
-    {
-        "condition": "direct",
-        "instruction": f"{DIRECT}\n\nWhich is a gas?\nOptions:\nA: steam\nB: ice\n\nLecture: Matter has states.",
-        "response": "A",
-    },
-    {
-        "condition": "cot",
-        "instruction": "2 + 2?\nOptions:\nA: 3\nB: 4\nC: 5",
-        "response": "Adding gives 4.\n\nAnswer: B",
-    },
-    {"condition": "direct", "instruction": "2 + 2?\nOptions:\nA: 3\nB: 4\nC: 5", "response": "B"},
-    {
-        "condition": "direct",
-        "instruction": f"{DIRECT}\n\nPick C\nOptions:\nA: a\nB: b\nC: c\n\nLecture: L",
-        "response": "C",
-    },
-    {"condition": "direct", "instruction": "Ünï?\nOptions:\nA: yes\nB: no", "response": "B"},
+    row(
+        "cot",
+        f"{COT}\n\nWhich is a gas?\nOptions:\nA: steam\nB: ice\n\nLecture: Matter has states.",
+        "Steam is a gas.\n\nAnswer: A",
+    ),
+    row(
+        "direct",
+        f"{DIRECT}\n\nWhich is a gas?\nOptions:\nA: steam\nB: ice\n\nLecture: Matter has states.",
+        "A",
+    ),
+    row("cot", "2 + 2?\nOptions:\nA: 3\nB: 4\nC: 5", "Adding gives 4.\n\nAnswer: B"),
+    row("direct", "2 + 2?\nOptions:\nA: 3\nB: 4\nC: 5", "B"),
+    row("direct", f"{DIRECT}\n\nPick C\nOptions:\nA: a\nB: b\nC: c\n\nLecture: L", "C"),
+    row("direct", "Ünï?\nOptions:\nA: yes\nB: no", "B"),
 ]
 
 # The upstream schema: `answer` is int8, `choices` a list of strings.
@@ -123,17 +114,9 @@ def _independent(splits: dict[str, list[dict]]) -> list[dict]:
             tail = "\n\nLecture: " + lecture if lecture else ""
             if solution:
                 head = COT + "\n\n" if lecture else ""
-                rows.append(
-                    {
-                        "condition": "cot",
-                        "instruction": head + body + tail,
-                        "response": solution + "\n\nAnswer: " + letter,
-                    }
-                )
+                rows.append(row("cot", head + body + tail, solution + "\n\nAnswer: " + letter))
             head = DIRECT + "\n\n" if lecture else ""
-            rows.append(
-                {"condition": "direct", "instruction": head + body + tail, "response": letter}
-            )
+            rows.append(row("direct", head + body + tail, letter))
     return rows
 
 
@@ -159,10 +142,10 @@ def test_answer_out_of_range_is_named(tmp_path: Path, answer: int) -> None:
         **SPLITS,
         "validation": [*SPLITS["validation"], _item("q", ["a", "b"], answer, "", "")],
     }
-    out = tmp_path / "out.jsonl"
-    with pytest.raises(InputError) as caught:
-        CLEANER.run(_copy(tmp_path / "s", splits), out, progress=False)
-    message = str(caught.value)
-    assert "default/validation row 1" in message
-    assert f"answer {answer} is not the index of one of the 2 choices" in message
-    assert not out.exists()
+    run_expecting_error(
+        CLEANER,
+        _copy(tmp_path / "s", splits),
+        tmp_path / "out.jsonl",
+        "default/validation row 1",
+        f"answer {answer} is not the index of one of the 2 choices",
+    )

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -16,9 +13,13 @@ import pipe_clustered.clean_sudoku as sudoku
 from data_io.errors import InputError
 from pipe_clustered.clean_sudoku import CLEANER
 
-from .upstream import read_parquet
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from .upstream import (
+    assert_says_what_to_download,
+    read_parquet,
+    row,
+    run_expecting_error,
+    run_module_offline,
+)
 
 SOLVED = "534678912672195348198342567859761423426853791713924856961537284287419635345286179"
 PUZZLE = "53..7....6..195....98....6.8...6...34..8.3..17...2...6.6....28....419..5....8..79"
@@ -33,17 +34,9 @@ ROWS = [
     ('odd "source", quoted', DIGITS.replace("0", "."), DIGITS, ""),
 ]
 EXPECTED = [
-    {
-        "condition": "direct",
-        "instruction": "Solve the Sudoku\n\n" + PUZZLE.replace(".", "0"),
-        "response": SOLVED,
-    },
-    {
-        "condition": "direct",
-        "instruction": "Solve the Sudoku\n\n" + HARD.replace(".", "0"),
-        "response": HARD_SOLVED,
-    },
-    {"condition": "direct", "instruction": "Solve the Sudoku\n\n" + DIGITS, "response": DIGITS},
+    row("direct", "Solve the Sudoku\n\n" + PUZZLE.replace(".", "0"), SOLVED),
+    row("direct", "Solve the Sudoku\n\n" + HARD.replace(".", "0"), HARD_SOLVED),
+    row("direct", "Solve the Sudoku\n\n" + DIGITS, DIGITS),
 ]
 
 
@@ -68,13 +61,7 @@ def _independent(folder: Path) -> list[dict]:
         rows = []
         for _source, question, answer, _rating in reader:
             assert len(question) == 81 and len(answer) == 81
-            rows.append(
-                {
-                    "condition": "direct",
-                    "instruction": "Solve the Sudoku\n\n" + question.replace(".", "0"),
-                    "response": answer,
-                }
-            )
+            rows.append(row("direct", "Solve the Sudoku\n\n" + question.replace(".", "0"), answer))
     return rows
 
 
@@ -106,13 +93,14 @@ def test_columns_are_taken_by_position(tmp_path: Path) -> None:
 )
 def test_assertion_names_the_row(tmp_path: Path, row: tuple[str, ...], message: str) -> None:
     source = _csv(tmp_path / "sudoku-extreme", [*ROWS[:2], row])
-    out = tmp_path / "out" / "all.parquet"
-    with pytest.raises(InputError) as caught:
-        CLEANER.run(source, out, progress=False)
-    assert "assertion failed" in str(caught.value)
-    assert "train.csv rows 0-2" in str(caught.value)
-    assert message in str(caught.value)
-    assert not out.exists()
+    run_expecting_error(
+        CLEANER,
+        source,
+        tmp_path / "out" / "all.parquet",
+        "assertion failed",
+        "train.csv rows 0-2",
+        message,
+    )
 
 
 def test_wrong_field_count_names_the_file(tmp_path: Path) -> None:
@@ -129,17 +117,11 @@ def test_missing_train_csv(tmp_path: Path) -> None:
 
 
 def test_module_offline_without_copy_says_what_to_download(tmp_path: Path) -> None:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO_ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-m", "pipe_clustered.clean_sudoku", "--quiet"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
+    done = run_module_offline("pipe_clustered.clean_sudoku", tmp_path, "--quiet")
+    assert_says_what_to_download(
+        done,
+        "Hub repository sapientinc/sudoku-extreme unreachable",
+        "hf download sapientinc/sudoku-extreme train.csv --repo-type dataset",
     )
-    assert done.returncode == 1
-    assert "Hub repository sapientinc/sudoku-extreme unreachable" in done.stderr
-    assert "hf download sapientinc/sudoku-extreme train.csv --repo-type dataset" in done.stderr
     assert not (tmp_path / "data_clustered").exists()
     assert not (tmp_path / "raw_data").exists() or not any((tmp_path / "raw_data").rglob("*.csv"))

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
 
 from data_io.cleaning import safe_name
-from data_io.errors import InputError
 from pipe_clustered.clean_tasksource import CLEANER, EXCLUDED, TASKS
 
-from .upstream import read_parquet, write_hub_copy
+from .upstream import read_outputs, row, run_expecting_error, with_batch_rows, write_hub_copy
 
 SAFE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-. ")
 
@@ -40,29 +38,25 @@ TRAIN = [
 
 EXPECTED = {
     "WANLI.parquet": [
-        {"condition": "direct", "instruction": "Does A entail B?", "response": "neutral"},
+        row("direct", "Does A entail B?", "neutral"),
     ],
     # "/" and other characters outside [A-Za-z0-9_-. ] become "_".
     "dynasent_dynabench.dynasent.r1.all_r1.parquet": [
-        {"condition": "direct", "instruction": "Sentiment of 'meh'?", "response": "neutral."},
+        row("direct", "Sentiment of 'meh'?", "neutral."),
     ],
     "lexical_relation_classification_BLESS.parquet": [
         # Only a "." at the very end is removed.
-        {"condition": "direct", "instruction": "dog : animal ?", "response": "hypernym.\n"},
+        row("direct", "dog : animal ?", "hypernym.\n"),
     ],
     "recast_recast_ner.parquet": [
-        {
-            "condition": "direct",
-            "instruction": "Premise: Paris is a city.\nLabel?",
-            "response": "entailment",
-        },
-        {"condition": "direct", "instruction": "Second row.", "response": "not-entailment"},
+        row("direct", "Premise: Paris is a city.\nLabel?", "entailment"),
+        row("direct", "Second row.", "not-entailment"),
     ],
     "reclor.parquet": [
-        {"condition": "direct", "instruction": "  Passage…  ", "response": " B. "},
+        row("direct", "  Passage…  ", " B. "),
     ],
     "sen-making_1.parquet": [
-        {"condition": "direct", "instruction": "Which is odd?", "response": ""},
+        row("direct", "Which is odd?", ""),
     ],
 }
 
@@ -81,25 +75,20 @@ def _copy(root: Path, train: list[dict]) -> Path:
 def _independent(train: list[dict]) -> dict[str, list[dict]]:
     """The expected output re-derived with plain Python from cleaners.md §3.24."""
     expected: dict[str, list[dict]] = {}
-    for row in train:
-        if row["task"] not in TASKS or row["inputs"] is None or row["targets"] is None:
+    for item in train:
+        if item["task"] not in TASKS or item["inputs"] is None or item["targets"] is None:
             continue
-        targets = row["targets"][:-1] if row["targets"].endswith(".") else row["targets"]
-        name = "".join(c if c in SAFE else "_" for c in row["task"]) + ".parquet"
-        expected.setdefault(name, []).append(
-            {"condition": "direct", "instruction": row["inputs"], "response": targets}
-        )
+        targets = item["targets"][:-1] if item["targets"].endswith(".") else item["targets"]
+        name = "".join(c if c in SAFE else "_" for c in item["task"]) + ".parquet"
+        expected.setdefault(name, []).append(row("direct", item["inputs"], targets))
     return dict(sorted(expected.items()))
 
 
 @pytest.mark.parametrize("batch_rows", [16_384, 1, 4])
 def test_rows_per_task(tmp_path: Path, batch_rows: int) -> None:
     source = _copy(tmp_path / "tasksource-instruct-v0", TRAIN)
-    cleaner = dataclasses.replace(
-        CLEANER, source=dataclasses.replace(CLEANER.source, batch_rows=batch_rows)
-    )
-    report = cleaner.run(source, tmp_path / "out", progress=False)
-    written = {path.name: read_parquet(path) for path, _ in report.files}
+    report = with_batch_rows(CLEANER, batch_rows).run(source, tmp_path / "out", progress=False)
+    written = read_outputs(report)
     assert written == EXPECTED
     assert written == _independent(TRAIN)
     assert report.records == 13
@@ -129,9 +118,6 @@ def test_allow_list() -> None:
 def test_missing_column_names_the_rows(tmp_path: Path) -> None:
     rows = [{"task": "WANLI", "inputs": "x"}]
     source = write_hub_copy(tmp_path / "tasksource", {("default", "train"): rows})
-    with pytest.raises(InputError) as caught:
-        CLEANER.run(source, tmp_path / "out", progress=False)
-    message = str(caught.value)
-    assert "default/train row" in message
-    assert "['targets'] missing" in message
-    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+    run_expecting_error(
+        CLEANER, source, tmp_path / "out", "default/train row", "['targets'] missing"
+    )

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
 
-from data_io.errors import InputError
 from pipe_clustered.clean_textbookreasoning import CLEANER
 
-from .upstream import read_parquet, write_hub_copy
+from .upstream import read_outputs, row, run_expecting_error, with_batch_rows, write_hub_copy
 
 
 def _row(question: str | None, answer: str | None, reference: str | None) -> dict:
@@ -42,7 +40,7 @@ TRAIN = [
 
 EXPECTED = {
     "cot.parquet": [
-        {"condition": "synth,cot", "instruction": q, "response": a}
+        row("synth,cot", q, a)
         for q, a in [
             ("What is the SI unit of force?", "The newton (N), since F = ma."),
             ("Prove that √2 is irrational.", "Suppose √2 = p/q…"),
@@ -57,7 +55,7 @@ EXPECTED = {
         ]
     ],
     "direct.parquet": [
-        {"condition": "noisy,direct", "instruction": q, "response": a}
+        row("noisy,direct", q, a)
         for q, a in [
             ("What is the SI unit of force?", "N"),
             ("Show  that this differs.", "yes"),
@@ -78,33 +76,22 @@ DROPS = {
 def _independent(train: list[dict]) -> dict[str, list[dict]]:
     """The expected output re-derived with plain Python (str.lower) from cleaners.md §3.25."""
     cot, direct = [], []
-    for row in train:
-        if row["question"] is None or row["answer"] is None:
+    for item in train:
+        if item["question"] is None or item["answer"] is None:
             continue
-        cot.append(
-            {"condition": "synth,cot", "instruction": row["question"], "response": row["answer"]}
-        )
-        lowered = row["question"].lower()
-        if "prove" in lowered or "show that" in lowered or row["reference_answer"] is None:
+        cot.append(row("synth,cot", item["question"], item["answer"]))
+        lowered = item["question"].lower()
+        if "prove" in lowered or "show that" in lowered or item["reference_answer"] is None:
             continue
-        direct.append(
-            {
-                "condition": "noisy,direct",
-                "instruction": row["question"],
-                "response": row["reference_answer"],
-            }
-        )
+        direct.append(row("noisy,direct", item["question"], item["reference_answer"]))
     return {"cot.parquet": cot, "direct.parquet": direct}
 
 
 @pytest.mark.parametrize("batch_rows", [16_384, 1, 5])
 def test_cot_and_direct_rows(tmp_path: Path, batch_rows: int) -> None:
     source = write_hub_copy(tmp_path / "TextbookReasoning", {("default", "train"): TRAIN})
-    cleaner = dataclasses.replace(
-        CLEANER, source=dataclasses.replace(CLEANER.source, batch_rows=batch_rows)
-    )
-    report = cleaner.run(source, tmp_path / "out", progress=False)
-    written = {path.name: read_parquet(path) for path, _ in report.files}
+    report = with_batch_rows(CLEANER, batch_rows).run(source, tmp_path / "out", progress=False)
+    written = read_outputs(report)
     assert written == EXPECTED
     assert written == _independent(TRAIN)
     assert report.records == 12
@@ -114,9 +101,6 @@ def test_cot_and_direct_rows(tmp_path: Path, batch_rows: int) -> None:
 def test_missing_column_names_the_rows(tmp_path: Path) -> None:
     rows = [{"question": "q", "answer": "a"}]
     source = write_hub_copy(tmp_path / "TextbookReasoning", {("default", "train"): rows})
-    with pytest.raises(InputError) as caught:
-        CLEANER.run(source, tmp_path / "out", progress=False)
-    message = str(caught.value)
-    assert "default/train row" in message
-    assert "['reference_answer'] missing" in message
-    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+    run_expecting_error(
+        CLEANER, source, tmp_path / "out", "default/train row", "['reference_answer'] missing"
+    )

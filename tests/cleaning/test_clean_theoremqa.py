@@ -9,7 +9,7 @@ import pytest
 from data_io.errors import InputError
 from pipe.clean_platypus.clean_theoremqa import CLEANER
 
-from .upstream import read_jsonl, write_hub_copy
+from .upstream import read_jsonl, row, write_hub_copy
 
 PNG = {"bytes": b"\x89PNG\r\n\x1a\nfake", "path": "img.png"}
 
@@ -34,10 +34,10 @@ TEST = [
     _item("Null answer", None),
 ]
 EXPECTED = [
-    {"condition": "direct", "instruction": "How many bits in a byte?", "response": "8"},
-    {"condition": "direct", "instruction": "  Compute ∫x dx from 0 to 1.\n", "response": " 0.5 "},
-    {"condition": "direct", "instruction": "List them.", "response": "[1, 2, 3]"},
-    {"condition": "direct", "instruction": "True?", "response": "True"},
+    row("direct", "How many bits in a byte?", "8"),
+    row("direct", "  Compute ∫x dx from 0 to 1.\n", " 0.5 "),
+    row("direct", "List them.", "[1, 2, 3]"),
+    row("direct", "True?", "True"),
 ]
 
 
@@ -48,7 +48,7 @@ def test_rows(tmp_path: Path) -> None:
     assert read_jsonl(out) == EXPECTED
     # Re-derived: the text-only items with both fields, in order.
     assert [
-        {"condition": "direct", "instruction": i["Question"], "response": i["Answer"]}
+        row("direct", i["Question"], i["Answer"])
         for i in TEST
         if i["Picture"] is None and i["Question"] is not None and i["Answer"] is not None
     ] == EXPECTED

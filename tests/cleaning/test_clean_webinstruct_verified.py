@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
-
-from data_io.errors import InputError
 from pipe.clean_webinstruct_verified import CLEANER
 
-from .upstream import read_jsonl, write_hub_copy
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from .upstream import (
+    assert_offline_run_names_hub_download,
+    jsonl_bytes,
+    read_jsonl,
+    row,
+    run_expecting_error,
+    run_module_offline,
+    write_hub_copy,
+)
 
 
 def _item(question: str | None, answer: str | None, **extra: object) -> dict:
@@ -40,10 +39,10 @@ TRAIN = [
 ]
 # Both fields as-is (not stripped), condition plain "direct"; null items dropped.
 EXPECTED = [
-    {"condition": "direct", "instruction": "  What is 2 + 2? ", "response": " 4\n"},
-    {"condition": "direct", "instruction": "Ünïcode – énergie en J ?", "response": "3.2e-19 J"},
-    {"condition": "direct", "instruction": "", "response": ""},
-    {"condition": "direct", "instruction": "Multi\nline", "response": "Line one\nLine two"},
+    row("direct", "  What is 2 + 2? ", " 4\n"),
+    row("direct", "Ünïcode – énergie en J ?", "3.2e-19 J"),
+    row("direct", "", ""),
+    row("direct", "Multi\nline", "Line one\nLine two"),
 ]
 
 
@@ -58,7 +57,7 @@ def _copy(root: Path, train: list[dict]) -> Path:
 def _independent(train: list[dict]) -> list[dict]:
     """The expected rows re-derived in plain Python from cleaners.md §3.9."""
     return [
-        {"condition": "direct", "instruction": item["question"], "response": item["answer"]}
+        row("direct", item["question"], item["answer"])
         for item in train
         if item["question"] is not None and item["answer"] is not None
     ]
@@ -68,10 +67,7 @@ def test_rows_and_bytes(tmp_path: Path) -> None:
     out = tmp_path / "out" / "webinstruct_verified.jsonl"
     report = CLEANER.run(_copy(tmp_path / "copy", TRAIN), out, progress=False)
     assert read_jsonl(out) == EXPECTED == _independent(TRAIN)
-    expected_bytes = "".join(
-        json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n" for row in EXPECTED
-    ).encode("utf-8")
-    assert out.read_bytes() == expected_bytes
+    assert out.read_bytes() == jsonl_bytes(EXPECTED)
     assert report.records == 6 and report.rows_written == 4
     assert dict(report.drops) == {"null question or answer": 2}
 
@@ -86,40 +82,24 @@ def test_many_batches_keep_source_order(tmp_path: Path) -> None:
 
 def test_missing_column_names_the_rows(tmp_path: Path) -> None:
     train = [{"question": "q", "response": "not the upstream name"}]
-    out = tmp_path / "out.jsonl"
-    with pytest.raises(InputError) as caught:
-        CLEANER.run(_copy(tmp_path / "copy", train), out, progress=False)
-    message = str(caught.value)
-    assert "default/train row 0" in message
-    assert "column(s) ['answer'] missing" in message
-    assert not out.exists()
-
-
-def _module(cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO_ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "pipe.clean_webinstruct_verified"],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
+    run_expecting_error(
+        CLEANER,
+        _copy(tmp_path / "copy", train),
+        tmp_path / "out.jsonl",
+        "default/train row 0",
+        "column(s) ['answer'] missing",
     )
 
 
 def test_module_without_network_or_copy_says_what_to_download(tmp_path: Path) -> None:
-    done = _module(tmp_path)
-    assert done.returncode == 1
-    assert (
-        "hf download TIGER-Lab/WebInstruct-verified --repo-type dataset "
-        "--local-dir raw_data/hub/TIGER-Lab/WebInstruct-verified"
-    ) in done.stderr
-    assert not (tmp_path / "data").exists()
+    assert_offline_run_names_hub_download(
+        "pipe.clean_webinstruct_verified", tmp_path, "TIGER-Lab/WebInstruct-verified"
+    )
 
 
 def test_module_reads_the_default_local_copy(tmp_path: Path) -> None:
     _copy(tmp_path / "raw_data" / "hub" / "TIGER-Lab" / "WebInstruct-verified", TRAIN)
-    done = _module(tmp_path)
+    done = run_module_offline("pipe.clean_webinstruct_verified", tmp_path)
     assert done.returncode == 0, done.stderr
     assert read_jsonl(tmp_path / "data" / "webinstruct_verified.jsonl") == EXPECTED
     assert "6 records read, 4 rows written" in done.stdout

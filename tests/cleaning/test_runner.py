@@ -26,9 +26,8 @@ from data_io.cleaning import (
 )
 from data_io.errors import InputError
 
+from .upstream import REPO_ROOT
 from .upstream import read_jsonl as read_output
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _source(tmp_path: Path, items: list[dict]) -> Path:

@@ -134,6 +134,22 @@ def test_hub_copy_all_splits_configs_and_batches(tmp_path: Path) -> None:
         _all(missing_split, root)
 
 
+def test_hub_error_without_a_config_calls_it_default(tmp_path: Path) -> None:
+    root = write_hub_copy(tmp_path / "copy", {("default", "train"): [{"x": "a"}]})
+    with pytest.raises(InputError) as caught:
+        _all(HubDataset("owner/name", splits=("validation",)), root)
+    message = str(caught.value)
+    assert "cannot load config default, split validation of Hub dataset owner/name" in message
+    assert "None" not in message.split("\n", 1)[0]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(InputError) as caught:
+        _all(HubDataset("owner/name", splits=None), empty)
+    message = str(caught.value)
+    assert "cannot load config default of Hub dataset owner/name" in message
+    assert "config None" not in message
+
+
 def test_hub_without_copy_or_network(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

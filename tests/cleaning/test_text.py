@@ -7,7 +7,7 @@ import sys
 
 import pyarrow as pa
 
-from data_io.cleaning.text import count_true, py_strip, python_whitespace
+from data_io.cleaning.text import py_strip, python_whitespace
 
 
 def test_whitespace_is_what_str_strip_removes() -> None:
@@ -28,9 +28,3 @@ def test_py_strip_equals_str_strip() -> None:
     values = pa.chunked_array([texts[:1000], [*texts[1000:], None]])
     stripped = py_strip(values).to_pylist()
     assert stripped == [*(text.strip() for text in texts), None]
-
-
-def test_count_true() -> None:
-    assert count_true(pa.array([True, None, False, True])) == 2
-    assert count_true(pa.array([], pa.bool_())) == 0
-    assert count_true(pa.chunked_array([[True], [True, None]])) == 2

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
@@ -25,7 +24,8 @@ from data_io.cleaning.writers import (
 )
 from data_io.errors import OutputError
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from .upstream import REPO_ROOT, jsonl_bytes, read_jsonl
+
 TRICKY = [
     'quote " backslash \\ slash /',
     "controls \x00\x01\x08\x0c\x1f\x7f tab\tnew\nline\r",
@@ -60,10 +60,7 @@ def test_jsonl_bytes_are_compact_utf8_json(tmp_path: Path) -> None:
         {"condition": "cot", "instruction": i, "response": r}
         for i, r in zip(TRICKY, reversed(TRICKY), strict=True)
     ] + [{"condition": "direct", "instruction": "second", "response": "batch"}]
-    independent = "".join(
-        json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n" for row in expected
-    )
-    assert out.read_bytes() == independent.encode("utf-8")
+    assert out.read_bytes() == jsonl_bytes(expected)
 
 
 def test_parquet_has_three_string_columns(tmp_path: Path) -> None:
@@ -107,10 +104,7 @@ def test_keyed_output_matches_plain_grouping(tmp_path: Path, fmt: str, options: 
             {"condition": condition, "instruction": instruction, "response": response}
         )
     if fmt == "jsonl":
-        got = {
-            path.name: [json.loads(line) for line in path.read_text().splitlines()]
-            for path, _ in written
-        }
+        got = {path.name: read_jsonl(path) for path, _ in written}
     else:
         got = {path.name: pq.read_table(path).to_pylist() for path, _ in written}
     assert got == expected
