@@ -46,11 +46,13 @@ fmt: install
 	$(VENV)/bin/ruff check --fix .
 	cargo fmt
 
+# Run as modules: `python benchmarks/X.py` would put benchmarks/ first on the import path, where
+# benchmarks/tokenize.py shadows the standard library's tokenize module.
 bench: build
-	$(PY) benchmarks/tokenize.py
-	@for b in sample loader clean; do \
-		if [ -f benchmarks/$$b.py ]; then $(PY) benchmarks/$$b.py || exit 1; fi; \
-	done
+	$(PY) -m benchmarks.tokenize
+	$(PY) -m benchmarks.sample
+	$(PY) -m benchmarks.loader
+	$(PY) -m benchmarks.clean
 
 clean:
 	rm -rf $(VENV) target work data_io/_core*.so

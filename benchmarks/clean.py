@@ -10,8 +10,8 @@ Two cleaners, each run as ``python -m <module> --source ... --out ...`` in a chi
 Peak RSS is the child's own high-water mark (``VmHWM``, read when it exits; ``ru_maxrss`` would
 include the parent's at fork time). Inputs are generated with pyarrow, without a Python loop.
 
-    python benchmarks/clean.py                      # 5,000,000 rows per cleaner
-    python benchmarks/clean.py --rows 200000        # a quick run while developing
+    python -m benchmarks.clean                      # 5,000,000 rows per cleaner
+    python -m benchmarks.clean --rows 200000        # a quick run while developing
 """
 
 from __future__ import annotations

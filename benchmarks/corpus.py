@@ -5,14 +5,13 @@ Rows are consecutive paragraph pairs of each page (instruction = a paragraph, re
 next one), so the text is natural English prose with code blocks. Used by
 ``benchmarks/tokenize.py`` and by ``trained_tokenizers/build.py``.
 
-    python benchmarks/corpus.py OUT_DIR   # writes OUT_DIR/{big.jsonl,big.parquet,many/*.jsonl}
+    python -m benchmarks.corpus OUT_DIR   # writes OUT_DIR/{big.jsonl,big.parquet,many/*.jsonl}
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -92,7 +91,16 @@ def build(out: Path, copies: int = 4, many_files: int = 64) -> dict[str, Path]:
     return paths
 
 
-if __name__ == "__main__":
-    target = Path(sys.argv[1] if len(sys.argv) > 1 else "work/corpus")
-    for name, path in build(target).items():
+def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Build the Python-docs benchmark corpus.")
+    parser.add_argument("out", type=Path, nargs="?", default=Path("work/corpus"))
+    parser.add_argument("--copies", type=int, default=4)
+    args = parser.parse_args()
+    for name, path in build(args.out, copies=args.copies).items():
         print(f"{name}: {path}")
+
+
+if __name__ == "__main__":
+    main()

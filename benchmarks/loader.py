@@ -5,8 +5,8 @@ Measures, per worker process (iterating in-process is exactly what one DataLoade
 * time from constructing the dataset to its first batch, for a 10M-row epoch;
 * the cost of resuming mid-epoch and of planning a whole epoch's packing.
 
-    .venv/bin/python benchmarks/loader.py            # 1M pool rows, 10M-row epoch
-    .venv/bin/python benchmarks/loader.py --quick    # 100k / 1M, for a smoke run
+    .venv/bin/python -m benchmarks.loader            # 1M pool rows, 10M-row epoch
+    .venv/bin/python -m benchmarks.loader --quick    # 100k / 1M, for a smoke run
 
 Targets (issue 4): >= 2M tokens/s per worker; first batch <= 1 s after construction at 10M rows.
 Timings on a shared machine vary: run it on an idle one for figures you quote.

@@ -1,7 +1,7 @@
 """One training step of a tiny model on CUDA from data_io.loader batches, and host→device speed.
 
-    .venv/bin/python benchmarks/loader_gpu_step.py                  # generates a tiny sampled folder
-    .venv/bin/python benchmarks/loader_gpu_step.py --path /dev/shm/sampled --epoch 0
+    .venv/bin/python -m benchmarks.loader_gpu_step                  # generates a tiny sampled folder
+    .venv/bin/python -m benchmarks.loader_gpu_step --path /dev/shm/sampled --epoch 0
 
 For each layout it builds a DataLoader (pinned memory, 2 workers), moves batches to the GPU,
 runs forward + backward + an optimizer step of a one-block transformer whose attention mask is

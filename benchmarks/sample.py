@@ -8,8 +8,8 @@ a subprocess (wall clock, user and system CPU, peak RSS from wait4): --runs fres
 Prints a Markdown table, with a digest of the epoch arrays (it must not change when the code
 is optimised); the sampler's own report goes to --report.
 
-    .venv/bin/python benchmarks/sample.py                   # full size (writes ~7 GB + ~3.4 GB)
-    .venv/bin/python benchmarks/sample.py --scale 0.05      # quick check
+    .venv/bin/python -m benchmarks.sample                   # full size (writes ~7 GB + ~3.4 GB)
+    .venv/bin/python -m benchmarks.sample --scale 0.05      # quick check
 
 Reference (issue 3): the original takes 8.0 s and 8.3 GB peak RSS for this size on a 2-core,
 24 GB machine; the targets are <= 2 s and <= 1 GB with identical epoch arrays.

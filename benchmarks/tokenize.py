@@ -5,7 +5,7 @@ Input: the Python 3.11 documentation as rows (benchmarks/corpus.py): one big JSO
 same as Parquet, and the same rows in 64 small JSONL files. Figures are MB of input file per
 second, end to end (reading rows included for every contender).
 
-    python benchmarks/tokenize.py [--workdir work/bench_tokenize] [--copies 4]
+    python -m benchmarks.tokenize [--workdir work/bench_tokenize] [--copies 4]
 """
 
 from __future__ import annotations

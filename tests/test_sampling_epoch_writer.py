@@ -150,3 +150,34 @@ def test_epoch_write_failure_leaves_no_output(tmp_path: Path, monkeypatch) -> No
         sample(config, stdout=io.StringIO(), progress=False)
     assert not (tmp_path / "out").exists()
     assert [entry.name for entry in tmp_path.iterdir() if entry.name.startswith(".out")] == []
+
+
+def test_coverage_counted_before_the_shuffle_equals_bincount_of_the_epoch() -> None:
+    """``next_epoch(coverage=...)`` counts each row as often as the epoch holds it (repeats,
+    caps walking through a permutation across epochs), and does not change the draws."""
+    from data_io.prefix_config import PrefixRule
+    from data_io.sampling.algorithm import filter_tasks
+    from data_io.sampling.tasks import Task, TokenFile
+
+    tasks = []
+    for index, (rows, rule) in enumerate(
+        [(7, PrefixRule("a", repeat=3)), (20, PrefixRule("b", max_per_file=6)), (5, None)]
+    ):
+        lengths = np.full(rows, 3, dtype=np.int64)
+        starts = np.arange(rows, dtype=np.int64) * 6
+        token_file = TokenFile(Path("unused"), np.dtype("<u2"), rows * 6, 128)
+        tasks.append(
+            Task(f"{index}", rule or PrefixRule(""), rule is not None, starts, lengths,
+                 starts + 3, lengths, token_file)
+        )  # fmt: skip
+    filtered = filter_tasks(tasks, context_size=100, min_resp_length=2, short_truncated="drop")
+    counted, plain = EpochSampler(filtered, seed=4), EpochSampler(filtered, seed=4)
+    coverage = np.zeros(32, dtype=np.int64)
+    expected = np.zeros(32, dtype=np.int64)
+    for _epoch in range(5):
+        ids = counted.next_epoch(coverage=coverage)
+        assert ids.tolist() == plain.next_epoch().tolist()
+        expected += np.bincount(ids, minlength=32)
+        assert coverage.tolist() == expected.tolist()
+    assert coverage[:7].tolist() == [15] * 7  # repeat 3, five epochs
+    assert coverage[7:27].sum() == 30 and coverage[7:27].max() - coverage[7:27].min() <= 1

@@ -11,10 +11,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(
+    0, str(ROOT)
+)  # benchmarks/ as a package: its tokenize.py must not shadow the stdlib's
 
-import corpus  # noqa: E402
-
+from benchmarks import corpus  # noqa: E402
 from data_io.train_tokenizer import train_tokenizer  # noqa: E402
 
 WORK = ROOT / "work" / "tokenizer_corpus"

@@ -253,8 +253,7 @@ def _build(
                     range(config.epochs), desc="Sampling epochs", unit="epoch",
                     disable=not progress, position=0,
                 ):  # fmt: skip
-                    row_ids = sampler.next_epoch(out=epoch_writer.buffer())
-                    coverage += np.bincount(row_ids, minlength=rows.total)
+                    row_ids = sampler.next_epoch(out=epoch_writer.buffer(), coverage=coverage)
                     epoch_writer.submit(epoch, row_ids)
                 copies.append(epoch_thread.submit(writer.work))  # after the last epoch
                 analytics = Analytics.build(filtered, rows, coverage)
