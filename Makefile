@@ -40,6 +40,7 @@ lint: install
 	$(VENV)/bin/ruff format --check .
 	cargo fmt --check
 	cargo clippy --release --all-targets -- -D warnings
+	cargo clippy --release --features python -- -D warnings
 
 fmt: install
 	$(VENV)/bin/ruff format .

@@ -42,7 +42,7 @@ def jsonl_texts(path: Path) -> list[str]:
     return texts
 
 
-def timed(fn: Callable[[], object], repeat: int = 2) -> float:
+def timed(fn: Callable[[], object], repeat: int = 3) -> float:
     """Best of ``repeat`` wall times (the machine is shared and noisy)."""
     best = float("inf")
     for _ in range(repeat):
