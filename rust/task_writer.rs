@@ -93,7 +93,12 @@ impl TaskWriter {
     }
 
     pub fn push(&mut self, row: &EncodedRow) -> Result<()> {
-        let path = self.dir.join(ARRAY_FILES[0]);
+        // Paths for error messages are built only on error: this runs once per row.
+        let dir = &self.dir;
+        let failed = |name: &str| {
+            let path = dir.join(name);
+            move |e| Error::io("cannot write", &path, e)
+        };
         match &mut self.tokens {
             TokenSink::U32(w) => w.extend(row.tokens.iter().copied()),
             TokenSink::U16(w) => {
@@ -105,16 +110,19 @@ impl TaskWriter {
                 w.extend(row.tokens.iter().map(|&t| t as u16))
             }
         }
-        .ctx("cannot write", &path)?;
+        .map_err(|e| failed(ARRAY_FILES[0])(e))?;
         let inst_len = row.inst_len as u64;
         let resp_len = row.resp_len() as u64;
-        let write = |w: &mut Npy<u64>, v: u64, name: &str| {
-            w.push(&v).ctx("cannot write", &self.dir.join(name))
-        };
-        write(&mut self.inst_start, self.offset, ARRAY_FILES[1])?;
-        write(&mut self.inst_len, inst_len, ARRAY_FILES[2])?;
-        write(&mut self.resp_start, self.offset + inst_len, ARRAY_FILES[3])?;
-        write(&mut self.resp_len, resp_len, ARRAY_FILES[4])?;
+        let values = [self.offset, inst_len, self.offset + inst_len, resp_len];
+        let writers = [
+            &mut self.inst_start,
+            &mut self.inst_len,
+            &mut self.resp_start,
+            &mut self.resp_len,
+        ];
+        for ((writer, value), name) in writers.into_iter().zip(values).zip(&ARRAY_FILES[1..]) {
+            writer.push(&value).map_err(|e| failed(name)(e))?;
+        }
         self.offset += inst_len + resp_len;
         self.rows += 1;
         Ok(())

@@ -160,7 +160,7 @@ fn run(options: &TokenizeOptions, threads: usize) -> Result<TokenizeReport> {
     remove_stale_temporaries(&options.output)?;
 
     // Plan: which tasks are fresh, which must be (re-)tokenized, which are blocked.
-    let plans: Vec<(Task, Result<Decision>)> = tasks
+    let plans: Vec<(Task, Result<Plan>)> = tasks
         .into_par_iter()
         .map(|task| {
             let decision = plan(&ctx, &task);
@@ -171,8 +171,8 @@ fn run(options: &TokenizeOptions, threads: usize) -> Result<TokenizeReport> {
     let mut work = Vec::new();
     for (task, decision) in plans {
         match decision {
-            Ok(Decision::Fresh { .. }) => reports.push(unchanged_report(&ctx, &task)),
-            Ok(Decision::Stale(reason)) => work.push((task, reason)),
+            Ok((Decision::Fresh { .. }, record)) => reports.push(unchanged_report(&task, record)),
+            Ok((Decision::Stale(reason), _)) => work.push((task, reason)),
             Err(e) => reports.push(failed_report(&task, &e, 0.0)),
         }
     }
@@ -232,24 +232,27 @@ fn discover_tasks(inputs: &[PathBuf]) -> Result<Vec<Task>> {
         .collect()
 }
 
-fn plan(ctx: &Context<'_>, task: &Task) -> Result<Decision> {
+/// Whether a task must be (re-)tokenized, with the record of its folder when it is ours.
+type Plan = (Decision, Option<TaskRecord>);
+
+fn plan(ctx: &Context<'_>, task: &Task) -> Result<Plan> {
     let dir = ctx.options.output.join(&task.name);
     match cache::inspect(&dir) {
-        Existing::Absent => Ok(Decision::Stale("new")),
-        Existing::Original => Ok(Decision::Stale("written by another version")),
+        Existing::Absent => Ok((Decision::Stale("new"), None)),
+        Existing::Original => Ok((Decision::Stale("written by another version"), None)),
         Existing::Foreign(why) => Err(Error::Output(format!(
             "{} exists but {why}; data_io only replaces folders it wrote. Move it away and re-run",
             dir.display()
         ))),
         Existing::Ours(record) => {
+            let mut record = *record;
             let decision = cache::decide(&record, &dir, &task.source, task.stat, &ctx.fingerprint)?;
             if let Decision::Fresh { touch: true } = decision {
-                let mut record = *record;
                 record.source_mtime = task.stat.mtime_seconds();
                 record.source_mtime_ns = task.stat.mtime_ns;
                 cache::write_json_atomic(&dir.join(cache::METADATA), &record)?;
             }
-            Ok(decision)
+            Ok((decision, Some(record)))
         }
     }
 }
@@ -467,12 +470,10 @@ fn write_tokenizer_info(ctx: &Context<'_>, vocab_size: usize) -> Result<()> {
     cache::write_json_atomic(&ctx.options.output.join(TOKENIZER_INFO), &info)
 }
 
-fn unchanged_report(ctx: &Context<'_>, task: &Task) -> FileReport {
-    let dir = ctx.options.output.join(&task.name);
-    let (rows, tokens, bad_rows, warnings) = match cache::inspect(&dir) {
-        Existing::Ours(r) => (r.rows, r.tokens, r.bad_rows, r.warnings),
-        _ => (0, 0, 0, Vec::new()),
-    };
+fn unchanged_report(task: &Task, record: Option<TaskRecord>) -> FileReport {
+    let (rows, tokens, bad_rows, warnings) = record.map_or((0, 0, 0, Vec::new()), |r| {
+        (r.rows, r.tokens, r.bad_rows, r.warnings)
+    });
     FileReport {
         task: task.name.clone(),
         source: task.source.display().to_string(),
