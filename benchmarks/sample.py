@@ -139,6 +139,38 @@ def describe(runs: list[Timing]) -> str:
     )
 
 
+def io_floor(corpus: Path, output: Path, pool_bytes: int) -> tuple[float, float]:
+    """CPU seconds of the pool's bare I/O, measured beside the runs: reading every source
+    ``tokens.npy`` (512 KiB reads) and writing ``pool_bytes`` to a new file next to the
+    output (512 KiB writes), one thread, no conversion. No sampler can copy the pool for less
+    on this machine; on tmpfs the writes are serialised by the kernel (one inode lock)."""
+    buffer = bytearray(512 << 10)
+    started = time.process_time()
+    for path in sorted(corpus.glob("*/tokens.npy")):
+        descriptor = os.open(path, os.O_RDONLY)
+        try:
+            position = 0
+            while read := os.preadv(descriptor, [buffer], position):
+                position += read
+        finally:
+            os.close(descriptor)
+    reading = time.process_time() - started
+    scratch = output.with_name(output.name + ".io-floor")
+    descriptor = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    started = time.process_time()
+    try:
+        position = 0
+        while position < pool_bytes:
+            position += os.pwrite(
+                descriptor, buffer[: min(len(buffer), pool_bytes - position)], position
+            )
+        writing = time.process_time() - started
+    finally:
+        os.close(descriptor)
+        scratch.unlink()
+    return reading, writing
+
+
 def epoch_digest(output: Path, epochs: int) -> str:
     digest = hashlib.sha256()
     for epoch in range(epochs):
@@ -176,6 +208,8 @@ def main() -> int:
         fresh.append(run_sampler(corpus, args.output, args.report, args.epochs))
     reuse = run_sampler(corpus, args.output, args.report, args.epochs)
     metadata = json.loads((args.output / "metadata.json").read_text())
+    pool_bytes = (args.output / "tokens.npy").stat().st_size
+    floor_read, floor_write = io_floor(corpus, args.output, pool_bytes)
     print(
         f"| corpus | {rows:,} rows, {tokens:,} tokens ({args.token_dtype}), output {args.output} |"
     )
@@ -183,6 +217,11 @@ def main() -> int:
     # CPU time is reported too: on a shared machine the wall clock includes waiting for cores.
     print(f"| fresh build ({len(fresh)} runs: median (min-max)) | {describe(fresh)} |")
     print(f"| re-run (reuse) | {describe([reuse])} |")
+    print(
+        f"| pool I/O floor (one thread, no conversion) | reading the sources {floor_read:.2f} s "
+        f"CPU + writing {pool_bytes / 1e9:.1f} GB to {args.output.parent} {floor_write:.2f} s "
+        f"CPU = {floor_read + floor_write:.2f} s |"
+    )
     print(f"| machine | {os.cpu_count()} CPUs, load average {load:.1f} before the runs |")
     print(f"| pool | {metadata['num_tokens']:,} tokens as {metadata['token_dtype']} |")
     print(

@@ -1,8 +1,12 @@
 """Type stubs of the private Rust extension. Use the typed facade instead:
-``data_io.tokenize.tokenize`` and ``data_io.train_tokenizer.train_tokenizer``."""
+``data_io.tokenize.tokenize``, ``data_io.train_tokenizer.train_tokenizer`` and
+``data_io.sampling`` (whose ``rng``, ``algorithm`` and ``pool`` modules wrap the rest)."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from os import PathLike
+
+import numpy as np
+from numpy.typing import NDArray
 
 DEFAULT_SPECIAL_TOKENS: list[str]
 SPLIT_REGEX: str
@@ -41,3 +45,42 @@ def train_tokenizer(
     progress: bool,
 ) -> str:
     """Train a tokenizer and write it (and config.json beside it); returns the report as JSON."""
+
+class Philox:
+    """numpy's Philox state (the fields of ``Philox.state``), advanced by ``shuffle``.
+    Use ``data_io.sampling.rng.PhiloxShuffler``."""
+
+    def __init__(
+        self,
+        state: tuple[Sequence[int], Sequence[int], Sequence[int], int, bool, int],
+    ) -> None: ...
+    def state(
+        self,
+    ) -> tuple[
+        tuple[int, int, int, int], tuple[int, int], tuple[int, int, int, int], int, bool, int
+    ]:
+        """counter, key, buffer, buffer_pos, has_uint32, uinteger."""
+    def shuffle(self, array: NDArray[np.int64]) -> None:
+        """Shuffle a contiguous 1-D int64 array in place, as ``Generator.shuffle`` would."""
+
+def gather_epoch(
+    table: NDArray[np.int64],
+    row_ids: NDArray[np.int64],
+    inst_start: NDArray[np.int64],
+    inst_len: NDArray[np.int64],
+    resp_start: NDArray[np.int64],
+    resp_len: NDArray[np.int64],
+) -> None:
+    """Fill the four columns with the rows ``row_ids`` of the ``(rows, 4)`` table."""
+
+def copy_token_pool(
+    path: str,
+    header_len: int,
+    token_dtype: str,
+    sources: Sequence[tuple[str, str, str, int, int, int]],
+    *,
+    readers: int,
+    progress: Callable[[int], bool],
+) -> None:
+    """Copy (task, path, dtype, data_offset, length, pool_offset) sources into the pool file;
+    ``progress(tokens)`` returning False cancels."""

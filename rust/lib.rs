@@ -1,6 +1,7 @@
 //! Rust core of data_io: streaming readers of cleaned rows, the tokenized layout, incremental
-//! parallel tokenization and tokenizer training. Plain Rust, tested with `cargo test`; the
-//! Python bindings live in `bindings.rs` alone, behind the `python` feature.
+//! parallel tokenization, tokenizer training and the sampler's heavy loops. Plain Rust, tested
+//! with `cargo test`; the Python bindings live in `bindings.rs` alone, behind the `python`
+//! feature.
 
 pub mod cache;
 pub mod encoder;
@@ -8,6 +9,7 @@ pub mod error;
 pub mod layout;
 pub mod progress;
 pub mod reader;
+pub mod sampling;
 pub mod task_writer;
 pub mod tokenize;
 pub mod train;

@@ -11,7 +11,7 @@ import pytest
 
 from data_io.errors import OutputError
 from data_io.sampling import epoch_writer, parse_overrides, sample
-from data_io.sampling.algorithm import EpochSampler, Rows
+from data_io.sampling.algorithm import EpochArrays, EpochSampler, Rows
 from data_io.sampling.epoch_writer import EpochWriter, write_npy
 from data_io.sampling.pool import npy_header
 from data_io.sampling.synthetic import random_task, write_corpus
@@ -181,3 +181,19 @@ def test_coverage_counted_before_the_shuffle_equals_bincount_of_the_epoch() -> N
         assert coverage.tolist() == expected.tolist()
     assert coverage[:7].tolist() == [15] * 7  # repeat 3, five epochs
     assert coverage[7:27].sum() == 30 and coverage[7:27].max() - coverage[7:27].min() <= 1
+
+
+@pytest.mark.parametrize("count", [0, 1, 40, 100_000])
+def test_gather_matches_numpy_take(count: int) -> None:
+    rows = _rows(count)
+    row_ids = np.random.default_rng(1).integers(0, max(count, 1), 3 * count)
+    arrays = EpochArrays.gather(rows, row_ids)
+    for name, gathered in arrays.items():
+        np.testing.assert_array_equal(gathered, np.take(getattr(rows, name), row_ids))
+
+
+def test_gather_refuses_ids_outside_the_rows() -> None:
+    rows = _rows(10)
+    for bad in (-1, 10):
+        with pytest.raises(ValueError, match="outside the 10 rows"):
+            EpochArrays.gather(rows, np.array([0, bad, 3], dtype=np.int64))

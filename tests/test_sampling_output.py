@@ -112,16 +112,13 @@ def test_failure_mid_write_leaves_old_output_untouched(tmp_path: Path, monkeypat
     _run(_config(tmp_path, corpus))
     before = _snapshot(tmp_path / "out")
 
-    calls = {"n": 0}
-    real_copy = pool.copy_task
+    real_copy = pool.copy_tokens
 
-    def failing_copy(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise OSError(28, "No space left on device")
-        return real_copy(*args, **kwargs)
+    def failing_copy(path, header_len, dtype, jobs, **kwargs):
+        real_copy(path, header_len, dtype, jobs[:1], **kwargs)  # part of the pool is written
+        raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(pool, "copy_task", failing_copy)
+    monkeypatch.setattr(pool, "copy_tokens", failing_copy)
     with pytest.raises(OutputError, match="No space left"):
         _run(_config(tmp_path, corpus, "seed=9"))
     assert _snapshot(tmp_path / "out") == before  # previous complete output still there
@@ -146,12 +143,12 @@ import sys, time
 from pathlib import Path
 from data_io.sampling import parse_overrides, pool, sample
 
-real = pool.copy_task
+real = pool.copy_tokens
 def slow_copy(*args, **kwargs):
     real(*args, **kwargs)
     Path(sys.argv[2]).write_text("copying")  # tell the parent we are mid-write
     time.sleep(60)
-pool.copy_task = slow_copy
+pool.copy_tokens = slow_copy
 sample(parse_overrides(sys.argv[1].split()), progress=False)
 """
 
@@ -197,12 +194,12 @@ import sys, time
 from pathlib import Path
 from data_io.sampling import main, pool
 
-real = pool.copy_task
+real = pool.copy_tokens
 def slow_copy(*args, **kwargs):
     real(*args, **kwargs)
     Path(sys.argv[2]).write_text("copying")
     time.sleep(4)  # long enough for the parent to signal; short for the test
-pool.copy_task = slow_copy
+pool.copy_tokens = slow_copy
 sys.exit(main([*sys.argv[1].split(), "--quiet"]))
 """
 

@@ -1,13 +1,15 @@
-"""The token pool: dtype choice (the original's defect fixed) and the chunked copy."""
+"""The token pool: dtype choice (the original's defect fixed) and the Rust copy (windows,
+conversion, range checks, bad sources, write failures, cancellation)."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from data_io.errors import InputError
+from data_io.errors import InputError, OutputError
 from data_io.sampling import pool
 from data_io.sampling.pool import CopyJob, pool_dtype, write_pool
 from data_io.sampling.tasks import read_token_header
@@ -45,87 +47,87 @@ def _token_file(tmp_path: Path, name: str, values: np.ndarray):
     return read_token_header(path, name)
 
 
+def _jobs(tmp_path: Path, arrays: list[np.ndarray]) -> tuple[list[CopyJob], int]:
+    jobs, offset = [], 0
+    for index, array in enumerate(arrays):
+        jobs.append(CopyJob(f"t{index}", _token_file(tmp_path, f"t{index}", array), offset))
+        offset += len(array)
+    return jobs, offset
+
+
+# The Rust copy works in windows of 256 Ki tokens: these sizes give several windows per
+# task, partial last windows and an empty task.
+SIZES = (300_001, 5, 0, 262_145)
+
+
 @pytest.mark.parametrize("target", [U1, U2, I4])
-def test_copy_converts_in_bounded_chunks(tmp_path: Path, monkeypatch, target: np.dtype) -> None:
-    monkeypatch.setattr(pool, "CHUNK_ELEMENTS", 7)  # many chunks, a partial last one
-    monkeypatch.setattr(pool, "PIECE_ELEMENTS", 10)  # tasks split across workers
+@pytest.mark.parametrize("readers", [0, 1, 3])
+def test_copy_converts_every_source_dtype(tmp_path: Path, target: np.dtype, readers: int) -> None:
     rng = np.random.default_rng(0)
     limit = min(int(np.iinfo(target).max), 2**20)
+    source_dtypes = (U4, U2, U4, U1)
     arrays = [
-        rng.integers(0, limit, 23).astype(U4),
-        rng.integers(0, min(limit, 65_535), 5).astype(U2),
-        np.zeros(0, dtype=U4),
-        rng.integers(0, min(limit, 255), 16).astype(U1),
+        rng.integers(0, min(limit, int(np.iinfo(dtype).max)), size, endpoint=True).astype(dtype)
+        for size, dtype in zip(SIZES, source_dtypes, strict=True)
     ]
-    jobs, offset = [], 0
-    for index, array in enumerate(arrays):
-        jobs.append(CopyJob(f"t{index}", _token_file(tmp_path, f"t{index}", array), offset))
-        offset += len(array)
-    seen = []
-    for workers in (1, 2):
-        out = tmp_path / f"pool{workers}.npy"
-        write_pool(out, jobs, offset, target, workers=workers, progress=seen.append)
-        loaded = np.load(out)
-        assert loaded.dtype == target
-        assert loaded.tolist() == np.concatenate([a.astype(np.int64) for a in arrays]).tolist()
-    assert sum(seen) == 2 * offset
+    jobs, total = _jobs(tmp_path, arrays)
+    seen: list[int] = []
+    out = tmp_path / "pool.npy"
+    write_pool(out, jobs, total, target, readers=readers, progress=seen.append)
+    loaded = np.load(out)
+    assert loaded.dtype == target
+    expected = np.concatenate([array.astype(np.int64) for array in arrays])
+    np.testing.assert_array_equal(loaded.astype(np.int64), expected)
+    assert sum(seen) == total  # every token reported once
 
 
-def test_same_dtype_copy_through_the_kernel_and_fallback(tmp_path: Path, monkeypatch) -> None:
-    values = np.arange(1000, dtype=U2)
-    job = CopyJob("t", _token_file(tmp_path, "t", values), 5)
-    other = CopyJob("u", _token_file(tmp_path, "u", np.array([7, 8, 9, 10, 11], dtype=U2)), 0)
-    write_pool(tmp_path / "a.npy", [other, job], 1005, U2)
-    expected = [7, 8, 9, 10, 11, *range(1000)]
-    assert np.load(tmp_path / "a.npy").tolist() == expected
-
-    def unsupported(*_args):
-        raise OSError(18, "Invalid cross-device link")
-
-    monkeypatch.setattr(pool.os, "copy_file_range", unsupported)
-    write_pool(tmp_path / "b.npy", [other, job], 1005, U2)
-    assert np.load(tmp_path / "b.npy").tolist() == expected
-
-
-def test_same_dtype_copy_by_splice_then_read_write(tmp_path: Path, monkeypatch) -> None:
-    """Disk -> tmpfs has no copy_file_range (EXDEV): splice, in many pipe-sized steps and
-    pieces; where splice is refused too (even half-way through a step), read + write."""
-
-    def unsupported(*_args, **_kwargs):
-        raise OSError(18, "Invalid cross-device link")
-
-    monkeypatch.setattr(pool.os, "copy_file_range", unsupported)
-    monkeypatch.setattr(pool, "SPLICE_BYTES", 4096 + 6)  # not a multiple of a page
-    monkeypatch.setattr(pool, "PIECE_ELEMENTS", 50_000)
+def test_same_dtype_copy(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
-    arrays = [rng.integers(0, 65_535, size).astype(U2) for size in (3, 123_457, 0, 77_777)]
-    jobs, offset = [], 0
-    for index, array in enumerate(arrays):
-        jobs.append(CopyJob(f"t{index}", _token_file(tmp_path, f"t{index}", array), offset))
-        offset += len(array)
-    expected = np.concatenate(arrays).tolist()
-    write_pool(tmp_path / "spliced.npy", jobs, offset, U2, workers=2)
-    assert np.load(tmp_path / "spliced.npy").tolist() == expected
-
-    real_splice, calls = pool.os.splice, {"n": 0}
-
-    def splice_refused_later(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] > 5 and "offset_dst" in kwargs:  # after data entered the pipe
-            raise OSError(22, "Invalid argument")
-        return real_splice(*args, **kwargs)
-
-    monkeypatch.setattr(pool.os, "splice", splice_refused_later)
-    write_pool(tmp_path / "fallback.npy", jobs, offset, U2)
-    assert np.load(tmp_path / "fallback.npy").tolist() == expected
-    assert calls["n"] > 5
+    arrays = [rng.integers(0, 65_535, size).astype(U2) for size in SIZES]
+    jobs, total = _jobs(tmp_path, arrays)
+    write_pool(tmp_path / "pool.npy", jobs, total, U2, readers=2)
+    np.testing.assert_array_equal(np.load(tmp_path / "pool.npy"), np.concatenate(arrays))
 
 
 def test_id_too_large_for_the_pool_is_refused(tmp_path: Path) -> None:
     values = np.array([1, 2, 70_000, 3], dtype=U4)
     job = CopyJob("big.jsonl", _token_file(tmp_path, "big", values), 0)
-    with pytest.raises(InputError, match=r"task big\.jsonl: .* token 2 is 70000"):
+    with pytest.raises(InputError, match=r"big\.npy: task big\.jsonl: token 2 is 70000, above"):
         write_pool(tmp_path / "pool.npy", [job], 4, U2)
+
+
+def test_id_too_large_in_a_later_window_names_its_position(tmp_path: Path) -> None:
+    values = np.zeros(600_000, dtype=U4)
+    values[555_555] = 300
+    job = CopyJob("t", _token_file(tmp_path, "t", values), 0)
+    with pytest.raises(InputError, match=r"token 555555 is 300, above the uint8 pool's maximum"):
+        write_pool(tmp_path / "pool.npy", [job], len(values), U1, readers=2)
+
+
+def test_source_shorter_than_its_header_is_refused(tmp_path: Path) -> None:
+    token_file = _token_file(tmp_path, "t", np.arange(1000, dtype=U4))
+    with token_file.path.open("r+b") as handle:  # truncated after the header was read
+        handle.truncate(token_file.data_offset + 400)
+    with pytest.raises(InputError, match="fewer than the 1000 tokens its header declares"):
+        write_pool(tmp_path / "pool.npy", [CopyJob("t", token_file, 0)], 1000, U2)
+
+
+@pytest.mark.parametrize("readers", [0, 1])
+def test_write_failure_is_an_output_error(tmp_path: Path, readers: int) -> None:
+    job = CopyJob("t", _token_file(tmp_path, "t", np.arange(10, dtype=U2)), 0)
+    with pytest.raises(OutputError, match="cannot write the token pool /dev/full"):
+        pool.copy_tokens(
+            Path("/dev/full"), 0, U2, [job], readers=readers, progress=lambda _n: None,
+            cancelled=threading.Event(),
+        )  # fmt: skip
+
+
+def test_cancelled_copy_stops_with_an_error(tmp_path: Path) -> None:
+    job = CopyJob("t", _token_file(tmp_path, "t", np.arange(10, dtype=U2)), 0)
+    cancelled = threading.Event()
+    cancelled.set()
+    with pytest.raises(OutputError, match="cancelled"):
+        write_pool(tmp_path / "pool.npy", [job], 10, U2, cancelled=cancelled)
 
 
 def test_header_is_a_valid_npy(tmp_path: Path) -> None:

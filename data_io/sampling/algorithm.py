@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from data_io import _core
+from data_io.sampling.rng import PhiloxShuffler
 from data_io.sampling.tasks import Task
 
 # Why a row is dropped, in the order the checks are made (a row counts under the first).
@@ -133,6 +135,15 @@ class Rows:
     resp_len: np.ndarray
     task_base: np.ndarray  # first row id of each task
     task_rows: np.ndarray  # rows of each task
+    # The four columns side by side, (rows, 4): an epoch's gather then reads one cache line
+    # per row instead of four.
+    table: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        columns = (self.inst_start, self.inst_len, self.resp_start, self.resp_len)
+        self.table = (
+            np.stack(columns, axis=1) if self.inst_start.size else np.zeros((0, 4), np.int64)
+        )
 
     @classmethod
     def concat(cls, filtered: Sequence[FilteredTask]) -> Rows:
@@ -167,7 +178,7 @@ class EpochSampler:
     """
 
     def __init__(self, filtered: Sequence[FilteredTask], seed: int) -> None:
-        self._rng = np.random.Generator(np.random.Philox(seed))
+        self._rng = PhiloxShuffler(seed)  # numpy's Generator(Philox(seed)), in Rust
         self._rows = [item.rows for item in filtered]
         self._wants = [item.rows_per_epoch for item in filtered]
         bases = np.cumsum([0, *self._rows])
@@ -252,9 +263,10 @@ class EpochArrays:
         return cls.empty(len(row_ids)).gather_into(rows, row_ids)
 
     def gather_into(self, rows: Rows, row_ids: np.ndarray) -> EpochArrays:
-        """Fill these buffers with the rows ``row_ids`` (np.take releases the GIL)."""
-        for name, buffer in self.items():
-            np.take(getattr(rows, name), row_ids, out=buffer)
+        """Fill these buffers with the rows ``row_ids`` (one pass in Rust, without the GIL)."""
+        _core.gather_epoch(
+            rows.table, row_ids, self.inst_start, self.inst_len, self.resp_start, self.resp_len
+        )
         return self
 
     def items(self) -> list[tuple[str, np.ndarray]]:

@@ -1,14 +1,15 @@
 """The sampling run end to end: read, filter, sample epochs, copy the pool, report, publish.
 
-Three streams of work overlap on a 2-core node: a copy thread streams the token pool (I/O and
-dtype conversion, which release the GIL); an "epochs" thread gathers and writes each epoch's
-index arrays (``np.take`` and writes, GIL-free too) while the main thread draws the next one
-(the Philox shuffles: one serial chain through a single generator); then the main thread
-renders the report while the others finish the copy, which it joins last.
+Three streams of work overlap on a 2-core node: a "pool" thread copies the token pool (in the
+Rust core, without the GIL); an "epochs" thread gathers and writes
+each epoch's index arrays while the main thread draws the next one (the Philox shuffles: one
+serial chain through a single generator); then the main thread renders the report while the
+others finish, and joins them last. All of it but the rendering releases the GIL.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -35,7 +36,7 @@ from data_io.sampling.algorithm import (
 )
 from data_io.sampling.config import SampleConfig
 from data_io.sampling.epoch_writer import INDEX_DTYPE, EpochWriter
-from data_io.sampling.pool import CopyJob, PoolWriter, npy_header, pool_dtype
+from data_io.sampling.pool import CopyJob, npy_header, pool_dtype, write_pool
 from data_io.sampling.report import Analytics, preload_matplotlib, write_markdown, write_plot
 from data_io.sampling.tasks import (
     INDEX_NAMES,
@@ -103,15 +104,16 @@ def sample(
     stdout: TextIO | None = None,
     progress: bool = True,
     free_space: output.FreeSpaceProbe = output.free_bytes,
-    copy_workers: int | None = None,
+    copy_readers: int | None = None,
 ) -> SampleResult:
     """Run the sampler for a validated config; the Markdown report goes to ``stdout``."""
     stdout = stdout if stdout is not None else sys.stdout
-    if copy_workers is None:
-        # One copy thread beside the main thread (its read/convert/write steps release the
-        # GIL). The copy is memory-bandwidth bound: a second copy thread measured no faster
-        # on 2 cores, while it slows the main thread; more cores leave room for it.
-        copy_workers = 1 if (os.cpu_count() or 1) <= 2 else 2
+    if copy_readers is None:
+        # On 2 cores the "pool" thread reads, converts and writes alone: the cheapest in CPU,
+        # while the other core draws, gathers and renders (measured 3.65 s against 3.78 s
+        # with a separate reader thread, which costs ~0.8 s more CPU in cross-core traffic).
+        # With cores to spare, reader threads feed a thread that only writes.
+        copy_readers = 0 if (os.cpu_count() or 1) <= 2 else 2
     tokenized = Path(config.tokenized_path)
     prefix_config = load_prefix_config(config.prefix_config_path)
     tokenizer_info = load_tokenizer_info(tokenized)
@@ -173,7 +175,7 @@ def sample(
         coverage, analytics, text = _build(
             config, tasks, filtered, rows, sampler, target, plot, marker, tokenizer_info,
             dtype=dtype, pool_tokens=pool_tokens, needed=sum(size or 0 for size in expected.values()) + (8 << 20),
-            free_space=free_space, copy_workers=copy_workers, progress=progress,
+            free_space=free_space, copy_readers=copy_readers, progress=progress,
             notes=notes, overlaps=overlaps,
         )  # fmt: skip
         total_length = mean_tokens_per_epoch(rows, coverage, config.epochs)
@@ -208,7 +210,7 @@ def _build(
     pool_tokens: int,
     needed: int,
     free_space: output.FreeSpaceProbe,
-    copy_workers: int,
+    copy_readers: int,
     progress: bool,
     notes: list[str],
     overlaps: list[str],
@@ -223,29 +225,28 @@ def _build(
         jobs = [
             CopyJob(task=item.task.name, source=item.task.tokens, pool_offset=item.pool_offset)
             for item in filtered
-            if item.task.tokens.length
         ]
         copy_bar = tqdm(
             total=pool_tokens, desc="Writing tokens", unit="tok", unit_scale=True,
             disable=not progress, position=1, leave=False,
         )  # fmt: skip
-        writer = PoolWriter(
-            staging / "tokens.npy", jobs, pool_tokens, dtype, progress=copy_bar.update
-        )
+        cancel_copy = threading.Event()
         if plot is not None:
-            # matplotlib takes ~0.5 s to import: do it while the epochs are drawn (the shuffles
+            # matplotlib takes ~0.4 s to import: do it while the epochs are drawn (the shuffles
             # release the GIL), so that only the rendering is left at the end.
             threading.Thread(target=preload_matplotlib, name="import-mpl", daemon=True).start()
-        # Three kinds of work overlap: the copy threads stream the pool; the "epochs" thread
-        # gathers and writes each epoch while the main thread draws the next one; then the
-        # main thread renders the report while the "epochs" thread joins the copy, and
-        # finally helps with the copy itself. All but the drawing and the rendering release
-        # the GIL, so on 2 cores both stay busy until the end.
+        # Three streams of work overlap: the "pool" thread copies the token pool (in the
+        # Rust core); the "epochs" thread gathers and writes each epoch
+        # while the main thread draws the next one; then the main thread renders the report.
+        # All but the rendering release the GIL.
         with (
-            ThreadPoolExecutor(max_workers=copy_workers, thread_name_prefix="pool") as copier,
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="pool") as pool_thread,
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="epochs") as epoch_thread,
         ):
-            copies = [copier.submit(writer.work) for _ in range(copy_workers)]
+            copy = pool_thread.submit(
+                write_pool, staging / "tokens.npy", jobs, pool_tokens, dtype,
+                readers=copy_readers, progress=copy_bar.update, cancelled=cancel_copy,
+            )  # fmt: skip
             epoch_writer = EpochWriter(staging, rows, sampler.rows_per_epoch, epoch_thread)
             try:
                 coverage = np.zeros(rows.total, dtype=np.int64)
@@ -253,28 +254,26 @@ def _build(
                     range(config.epochs), desc="Sampling epochs", unit="epoch",
                     disable=not progress, position=0,
                 ):  # fmt: skip
+                    if copy.done():
+                        copy.result()  # a failed copy (bad token id, no space) stops the run
                     row_ids = sampler.next_epoch(out=epoch_writer.buffer(), coverage=coverage)
                     epoch_writer.submit(epoch, row_ids)
-                copies.append(epoch_thread.submit(writer.work))  # after the last epoch
                 analytics = Analytics.build(filtered, rows, coverage)
                 if plot is not None:
                     plot_file = staging / plot.name if plot_in_output else plot
                     write_plot(plot_file, filtered, rows, coverage, config.epochs)
-                writer.work()  # the main thread's own work is done: help with the copy
                 epoch_writer.wait()
+                copy.result()  # surfaces a copy failure once the copy has stopped
             except BaseException:
-                writer.cancelled.set()  # no point finishing the copy
+                cancel_copy.set()  # no point finishing the copy
                 epoch_thread.shutdown(wait=False, cancel_futures=True)
+                # Wait for the copy to stop; its own error, if any, is only the cancellation
+                # or comes second to the one being raised.
+                with contextlib.suppress(Exception):
+                    copy.result()
                 raise
             finally:
-                # Surfaces a copy failure (no space, bad input) once the copy has stopped.
-                try:
-                    for copy in copies:
-                        if not copy.cancelled():  # the epochs thread's share, on failure
-                            copy.result()
-                finally:
-                    writer.close()
-                    copy_bar.close()
+                copy_bar.close()
         metadata = {
             # The original's keys, same meaning; the trainer asserts vocab_size is null.
             "tokenizer_info": tokenizer_info,
