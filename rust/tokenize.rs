@@ -20,7 +20,7 @@ use crate::encoder::{HfEncoder, TextEncoder};
 use crate::error::{Error, ErrorKind, IoContext, Result};
 use crate::layout::{encode_row, EncodedRow, LayoutTokens, Specials};
 use crate::progress::bytes_bar;
-use crate::reader::{task_files, RowReader};
+use crate::reader::{task_files, Batch, RowReader};
 use crate::task_writer::{TaskWriter, TokenDtype};
 
 /// Prefixes of this tool's temporary folders inside the output; hidden, so readers skip them.
@@ -303,42 +303,55 @@ fn write_task(
     fs::create_dir(tmp).ctx("cannot create", tmp)?;
     let source_blake3 = cache::file_blake3(&task.source)?;
     let mut reader = RowReader::open(&task.source, ctx.options.batch_rows)?;
-    let mut writer = TaskWriter::create(tmp, ctx.dtype)?;
-    let mut bad_rows = 0u64;
-    let mut bad_row_examples = Vec::new();
+    let mut sink = RowSink {
+        writer: TaskWriter::create(tmp, ctx.dtype)?,
+        on_error: ctx.options.on_error,
+        bad_rows: 0,
+        bad_row_examples: Vec::new(),
+    };
     let mut warnings = Vec::new();
-    while let Some(batch) = reader.next() {
-        let batch = batch?;
-        let encoded: Vec<Result<EncodedRow>> = (0..batch.len())
-            .into_par_iter()
-            .map(|i| {
-                let row = batch.row(i)?;
-                encode_row(
-                    ctx.encoder,
-                    &ctx.specials,
-                    &row.condition,
-                    &row.instruction,
-                    &row.response,
-                )
-                .map_err(|message| Error::bad_row(&task.source, batch.location(i), message))
-            })
-            .collect();
-        for row in encoded {
-            match row {
-                Ok(row) => writer.push(&row)?,
-                Err(e) if ctx.options.on_error == OnError::Skip && e.kind() == ErrorKind::Input => {
-                    bad_rows += 1;
-                    if bad_row_examples.len() < 10 {
-                        bad_row_examples.push(e.to_string());
-                    }
+    // A three-stage pipeline: while the rows of batch k are encoded in parallel, this thread
+    // writes batch k-1 (in source order) and reads batch k+1. Reading and writing are serial
+    // work; run between the batches they would leave cores idle (Amdahl's law).
+    let mut next = reader.next();
+    let mut pending: Option<Vec<Result<EncodedRow>>> = None;
+    loop {
+        let batch = match next.take() {
+            None => break,
+            Some(Ok(batch)) => batch,
+            Some(Err(error)) => {
+                // Bad rows of the batch before come first in the file: report them first.
+                if let Some(rows) = pending.take() {
+                    sink.write(rows)?;
                 }
-                Err(e) => return Err(e),
+                return Err(error);
             }
-        }
+        };
+        let mut encoded = Vec::new();
+        // The encoding is spawned into the pool (other threads pick it up at once); this
+        // thread writes and reads meanwhile (the writer is not `Send`), then joins the
+        // encoding until the scope ends.
+        let (written, following) = rayon::in_place_scope(|scope| {
+            scope.spawn(|_| encoded = encode_batch(ctx, task, &batch));
+            let written = pending.take().map_or(Ok(()), |rows| sink.write(rows));
+            (written, reader.next())
+        });
+        written?;
+        pending = Some(encoded);
+        next = following;
         let done = reader.bytes_done();
         bar.inc(done.saturating_sub(*bytes_reported));
         *bytes_reported = done.max(*bytes_reported);
     }
+    if let Some(rows) = pending.take() {
+        sink.write(rows)?;
+    }
+    let RowSink {
+        writer,
+        bad_rows,
+        bad_row_examples,
+        ..
+    } = sink;
     if writer.rows() + bad_rows == 0 {
         if ctx.options.on_error == OnError::Fail {
             return Err(Error::bad_file(
@@ -371,6 +384,50 @@ fn write_task(
     cache::write_json_atomic(&tmp.join(cache::METADATA), &record)?;
     replace_dir(tmp, &ctx.options.output, &task.name)?;
     Ok(record)
+}
+
+/// Encode the rows of one batch in parallel (results in source order).
+fn encode_batch(ctx: &Context<'_>, task: &Task, batch: &Batch) -> Vec<Result<EncodedRow>> {
+    (0..batch.len())
+        .into_par_iter()
+        .map(|i| {
+            let row = batch.row(i)?;
+            encode_row(
+                ctx.encoder,
+                &ctx.specials,
+                &row.condition,
+                &row.instruction,
+                &row.response,
+            )
+            .map_err(|message| Error::bad_row(&task.source, batch.location(i), message))
+        })
+        .collect()
+}
+
+/// Where encoded rows go: the task's writer, or (under `--on-error skip`) the bad-row count.
+struct RowSink {
+    writer: TaskWriter,
+    on_error: OnError,
+    bad_rows: u64,
+    bad_row_examples: Vec<String>,
+}
+
+impl RowSink {
+    fn write(&mut self, rows: Vec<Result<EncodedRow>>) -> Result<()> {
+        for row in rows {
+            match row {
+                Ok(row) => self.writer.push(&row)?,
+                Err(e) if self.on_error == OnError::Skip && e.kind() == ErrorKind::Input => {
+                    self.bad_rows += 1;
+                    if self.bad_row_examples.len() < 10 {
+                        self.bad_row_examples.push(e.to_string());
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Put the finished `tmp` folder in place of `output/name`: a folder is complete or absent.
