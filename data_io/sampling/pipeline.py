@@ -1,10 +1,10 @@
 """The sampling run end to end: read, filter, sample epochs, copy the pool, report, publish.
 
 Three streams of work overlap on a 2-core node: a "pool" thread copies the token pool (in the
-Rust core, without the GIL); an "epochs" thread gathers and writes
-each epoch's index arrays while the main thread draws the next one (the Philox shuffles: one
-serial chain through a single generator); then the main thread renders the report while the
-others finish, and joins them last. All of it but the rendering releases the GIL.
+Rust core, without the GIL); an "epochs" thread gathers and writes each epoch's index arrays
+while the main thread draws the next one (the Philox shuffles: one serial chain through a
+single generator); then the main thread renders the report while the others finish, and joins
+them last. All of it but the rendering releases the GIL.
 """
 
 from __future__ import annotations
@@ -235,10 +235,8 @@ def _build(
             # matplotlib takes ~0.4 s to import: do it while the epochs are drawn (the shuffles
             # release the GIL), so that only the rendering is left at the end.
             threading.Thread(target=preload_matplotlib, name="import-mpl", daemon=True).start()
-        # Three streams of work overlap: the "pool" thread copies the token pool (in the
-        # Rust core); the "epochs" thread gathers and writes each epoch
-        # while the main thread draws the next one; then the main thread renders the report.
-        # All but the rendering release the GIL.
+        # Three streams of work overlap (see the module's doc): the pool copy, the epochs'
+        # gathers and writes, and the main thread's draws and then rendering.
         with (
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="pool") as pool_thread,
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="epochs") as epoch_thread,

@@ -64,22 +64,24 @@ pub fn gather_epoch(table: &[RowRecord], row_ids: &[i64], out: EpochColumns<'_>)
 mod tests {
     use super::*;
 
-    fn columns(len: usize) -> [Vec<i64>; 4] {
-        [vec![0; len], vec![0; len], vec![0; len], vec![0; len]]
-    }
-
-    #[test]
-    fn gathers_each_column_in_row_id_order() {
-        let table: Vec<RowRecord> = (0..100).map(|i| [i, 10 * i, 100 * i, 1000 * i]).collect();
-        let ids: Vec<i64> = (0..100).rev().step_by(3).collect();
-        let [mut a, mut b, mut c, mut d] = columns(ids.len());
+    /// Output columns of `len` rows, and a run of `gather_epoch` into them.
+    fn gather(table: &[RowRecord], ids: &[i64], len: usize) -> Result<[Vec<i64>; 4]> {
+        let [mut a, mut b, mut c, mut d] = [vec![0; len], vec![0; len], vec![0; len], vec![0; len]];
         let out = EpochColumns {
             inst_start: &mut a,
             inst_len: &mut b,
             resp_start: &mut c,
             resp_len: &mut d,
         };
-        gather_epoch(&table, &ids, out).expect("valid ids");
+        gather_epoch(table, ids, out)?;
+        Ok([a, b, c, d])
+    }
+
+    #[test]
+    fn gathers_each_column_in_row_id_order() {
+        let table: Vec<RowRecord> = (0..100).map(|i| [i, 10 * i, 100 * i, 1000 * i]).collect();
+        let ids: Vec<i64> = (0..100).rev().step_by(3).collect();
+        let [a, b, c, d] = gather(&table, &ids, ids.len()).expect("valid ids");
         for (position, &id) in ids.iter().enumerate() {
             assert_eq!(
                 [a[position], b[position], c[position], d[position]],
@@ -92,23 +94,9 @@ mod tests {
     fn rejects_ids_outside_the_table_and_short_columns() {
         let table: Vec<RowRecord> = vec![[0; 4]; 3];
         for bad in [-1i64, 3] {
-            let [mut a, mut b, mut c, mut d] = columns(2);
-            let out = EpochColumns {
-                inst_start: &mut a,
-                inst_len: &mut b,
-                resp_start: &mut c,
-                resp_len: &mut d,
-            };
-            let error = gather_epoch(&table, &[0, bad], out).expect_err("out of range");
+            let error = gather(&table, &[0, bad], 2).expect_err("out of range");
             assert!(error.to_string().contains("position 1"), "{error}");
         }
-        let [mut a, mut b, mut c, mut d] = columns(1);
-        let out = EpochColumns {
-            inst_start: &mut a,
-            inst_len: &mut b,
-            resp_start: &mut c,
-            resp_len: &mut d,
-        };
-        assert!(gather_epoch(&table, &[0, 1], out).is_err());
+        assert!(gather(&table, &[0, 1], 1).is_err());
     }
 }
