@@ -232,16 +232,15 @@ struct OpenSource(Option<(usize, File)>);
 
 impl OpenSource {
     fn get(&mut self, index: usize, source: &PoolSource) -> Result<&File> {
-        if self.0.as_ref().map(|(at, _)| *at) != Some(index) {
-            self.0 = Some((index, open_source(source)?));
+        let slot = &mut self.0;
+        if slot.as_ref().map(|(at, _)| *at) != Some(index) {
+            *slot = None; // another source: close this one
         }
-        match &self.0 {
-            Some((_, file)) => Ok(file),
-            None => Err(Error::read(
-                &source.path,
-                std::io::ErrorKind::NotFound.into(),
-            )),
-        }
+        let (_, file) = match slot {
+            Some(open) => open,
+            None => slot.insert((index, open_source(source)?)),
+        };
+        Ok(file)
     }
 }
 
