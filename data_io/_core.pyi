@@ -56,9 +56,7 @@ class Philox:
     ) -> None: ...
     def state(
         self,
-    ) -> tuple[
-        tuple[int, int, int, int], tuple[int, int], tuple[int, int, int, int], int, bool, int
-    ]:
+    ) -> tuple[list[int], list[int], list[int], int, bool, int]:
         """counter, key, buffer, buffer_pos, has_uint32, uinteger."""
     def shuffle(self, array: NDArray[np.int64]) -> None:
         """Shuffle a contiguous 1-D int64 array in place, as ``Generator.shuffle`` would."""

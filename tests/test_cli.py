@@ -99,36 +99,13 @@ def test_bad_arguments_are_usage_errors(tmp_path: Path, capsys):
 
 def test_train_tokenizer_command(tmp_path: Path, capsys):
     out = tmp_path / "tok" / "tokenizer.json"
-    assert (
-        main(
-            [
-                "train-tokenizer",
-                str(EXAMPLE_ROWS),
-                "-o",
-                str(out),
-                "--vocab-size",
-                "400",
-                "--prefix-config",
-                "none",
-            ]
-        )
-        == 0
-    )
+
+    def train(vocab_size: int) -> int:
+        arguments = ["train-tokenizer", str(EXAMPLE_ROWS), "-o", str(out)]
+        return main([*arguments, "--vocab-size", str(vocab_size), "--prefix-config", "none"])
+
+    assert train(400) == 0
     assert "vocab 400" in capsys.readouterr().out
     assert out.is_file() and (out.parent / "config.json").is_file()
-    assert (
-        main(
-            [
-                "train-tokenizer",
-                str(EXAMPLE_ROWS),
-                "-o",
-                str(out),
-                "--vocab-size",
-                "10",
-                "--prefix-config",
-                "none",
-            ]
-        )
-        == 1
-    )
+    assert train(10) == 1
     assert "too small" in capsys.readouterr().err

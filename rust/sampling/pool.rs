@@ -244,8 +244,32 @@ impl OpenSource {
     }
 }
 
-/// Progress not yet reported, in tokens.
-struct Unreported(u64);
+/// One thread's progress: reported every `PROGRESS_TOKENS` tokens and when it finishes; a
+/// `false` from the callback cancels the copy.
+struct Progress<'a> {
+    report: &'a (dyn Fn(u64) -> bool + Sync),
+    unreported: u64,
+}
+
+impl Progress<'_> {
+    fn add(&mut self, tokens: usize) -> Result<()> {
+        self.unreported += tokens as u64;
+        if self.unreported >= PROGRESS_TOKENS {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if self.unreported > 0 {
+            if !(self.report)(self.unreported) {
+                return Err(Error::Output("the token pool copy was cancelled".into()));
+            }
+            self.unreported = 0;
+        }
+        Ok(())
+    }
+}
 
 impl Reader<'_> {
     /// The next piece to copy, unless none is left or the copy was cancelled.
@@ -258,15 +282,11 @@ impl Reader<'_> {
             .copied()
     }
 
-    fn report(&self, unreported: &mut Unreported, count: usize, force: bool) -> Result<()> {
-        unreported.0 += count as u64;
-        if unreported.0 > 0 && (force || unreported.0 >= PROGRESS_TOKENS) {
-            if !(self.progress)(unreported.0) {
-                return Err(Error::Output("the token pool copy was cancelled".into()));
-            }
-            unreported.0 = 0;
+    fn new_progress(&self) -> Progress<'_> {
+        Progress {
+            report: self.progress,
+            unreported: 0,
         }
-        Ok(())
     }
 
     /// One thread reads, converts and writes every piece.
@@ -274,7 +294,7 @@ impl Reader<'_> {
         let mut buffer = vec![0u64; buffer_words(self.target.token_type)];
         let mut scratch = vec![0u64; buffer_words(TokenType::U32)];
         let mut open = OpenSource::default();
-        let mut unreported = Unreported(0);
+        let mut progress = self.new_progress();
         while let Some(piece) = self.claim() {
             let source = &self.sources[piece.source];
             self.fill(
@@ -285,9 +305,9 @@ impl Reader<'_> {
                 &mut scratch,
             )?;
             write_piece(out, self.target, source, piece, &buffer)?;
-            self.report(&mut unreported, piece.count, false)?;
+            progress.add(piece.count)?;
         }
-        self.report(&mut unreported, 0, true)
+        progress.flush()
     }
 
     /// A reader thread of the threaded mode; its error goes to the writer, which stops.
@@ -305,7 +325,7 @@ impl Reader<'_> {
         }
         let mut scratch = vec![0u64; buffer_words(TokenType::U32)];
         let mut open = OpenSource::default();
-        let mut unreported = Unreported(0);
+        let mut progress = self.new_progress();
         while let Some(piece) = self.claim() {
             let source = &self.sources[piece.source];
             let file = open.get(piece.source, source)?;
@@ -323,9 +343,9 @@ impl Reader<'_> {
             if to_writer.send(Ok(filled)).is_err() {
                 return Ok(());
             }
-            self.report(&mut unreported, piece.count, false)?;
+            progress.add(piece.count)?;
         }
-        self.report(&mut unreported, 0, true)
+        progress.flush()
     }
 
     /// Read one piece and convert it into `buffer` in the pool's dtype.
