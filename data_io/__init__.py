@@ -10,7 +10,25 @@ the stage modules that need them.
 
 from data_io.errors import ConfigError, DataIoError, InputError, OutputError, TokenizerError
 
-__version__ = "0.1.0"
+# pyproject.toml's [project] version, used when the package is run from a checkout that was
+# never installed (no distribution metadata to read).
+_SOURCE_VERSION = "0.1.0"
+
+
+def __getattr__(name: str) -> str:
+    # ``__version__`` is looked up on first use: importlib.metadata costs ~60 ms to import,
+    # and importing the package must stay cheap.
+    if name != "__version__":
+        raise AttributeError(f"module 'data_io' has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version("data_io")
+    except PackageNotFoundError:
+        found = _SOURCE_VERSION
+    globals()["__version__"] = found
+    return found
+
 
 __all__ = [
     "ConfigError",

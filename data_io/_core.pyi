@@ -26,7 +26,8 @@ def tokenize(
     progress: bool,
     batch_rows: int,
 ) -> str:
-    """Tokenize every .jsonl/.parquet file under ``inputs``; returns the run report as JSON."""
+    """Tokenize every .jsonl (.jsonl.gz, .jsonl.zst; any case) and .parquet file under
+    ``inputs``; returns the run report as JSON."""
 
 def train_tokenizer(
     inputs: Sequence[str | PathLike[str]],
@@ -44,7 +45,8 @@ def train_tokenizer(
     threads: int | None,
     progress: bool,
 ) -> str:
-    """Train a tokenizer and write it (and config.json beside it); returns the report as JSON."""
+    """Train a tokenizer and write it (and config.json, tokenizer_config.json beside it);
+    returns the report as JSON."""
 
 class Philox:
     """numpy's Philox state (the fields of ``Philox.state``), advanced by ``shuffle``.
@@ -79,6 +81,7 @@ def copy_token_pool(
     *,
     readers: int,
     progress: Callable[[int], bool],
+    vocab_size: int | None = None,
 ) -> None:
     """Copy (task, path, dtype, data_offset, length, pool_offset) sources into the pool file;
-    ``progress(tokens)`` returning False cancels."""
+    ``progress(tokens)`` returning False cancels; ids must be below ``vocab_size`` if given."""

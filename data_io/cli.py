@@ -2,13 +2,17 @@
 
 Each stage module exposes ``register(subparsers)``, which adds its sub-command and sets
 ``run`` (a function taking the parsed namespace and returning an exit code) as a default.
+``exit_quietly_on_closed_stdout`` is shared with the other entry points (``python -m
+pipe.clean_*``, ``sample_tokenized.py``) so that ``... | head`` ends quietly everywhere.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+from collections.abc import Callable
 
 # Stage modules, in pipeline order. Each one owns its sub-command.
 _STAGE_MODULES = (
@@ -18,21 +22,41 @@ _STAGE_MODULES = (
     "data_io.sampling",
     "data_io.example",
 )
+# What a shell reports for a process killed by SIGPIPE (128 + 13): `yes | head` exits so.
+EXIT_CLOSED_STDOUT = 141
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from data_io import __version__
+
     parser = argparse.ArgumentParser(
         prog="data_io",
         description="Data preparation for LLM pretraining: clean, train a tokenizer, "
-        "tokenize, sample, load.",
+        "tokenize, sample, load. Each stage is a sub-command; `data_io COMMAND --help` "
+        "describes its options and defaults.",
+        epilog="Pipeline: clean -> train-tokenizer -> tokenize -> sample -> load (the "
+        "data_io.loader Python API). `data_io example` runs every stage on the embedded "
+        "example data.",
     )
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"%(prog)s {__version__}",
+        help="print the version and exit",
+    )
+    subparsers = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", title="commands"
+    )
     for name in _STAGE_MODULES:
         importlib.import_module(name).register(subparsers)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    return exit_quietly_on_closed_stdout(lambda: _run(argv))
+
+
+def _run(argv: list[str] | None) -> int:
     from data_io.errors import DataIoError
 
     parser = build_parser()
@@ -40,11 +64,54 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.run(args) or 0)
     except DataIoError as exc:
+        if _from_closed_stdout(exc):
+            raise  # not an error of the stage: the reader went away
         print(f"data_io {args.command}: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"data_io {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def exit_quietly_on_closed_stdout(command: Callable[[], int]) -> int:
+    """Run ``command``; when the reader of stdout has gone (``| head``), exit 141 silently.
+
+    Without this, Python prints a BrokenPipeError traceback, and a second one when it flushes
+    stdout at exit. stdout is flushed here, so a closed pipe surfaces inside the guard (also
+    after ``--help``, which exits through SystemExit), then pointed at /dev/null so that the
+    interpreter's own final flush has nowhere to fail.
+    """
+    try:
+        try:
+            return command()
+        finally:
+            sys.stdout.flush()
+    except Exception as exc:
+        if not _from_closed_stdout(exc):
+            raise
+        _discard_stdout()
+        return EXIT_CLOSED_STDOUT
+
+
+def _from_closed_stdout(exc: BaseException) -> bool:
+    """True when ``exc`` is, or was raised while handling, a write to a closed pipe."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, BrokenPipeError):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _discard_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        # stdout is not a real file (a test's capture, a closed stream): nothing to redirect.
+        pass
 
 
 if __name__ == "__main__":

@@ -15,11 +15,26 @@ from pathlib import Path
 
 from rich.console import Console
 
+from data_io.errors import OutputError
+
 EXAMPLE_DATA = Path(__file__).resolve().parent / "example_data"
 REPO_PREFIX_CONFIG = Path(__file__).resolve().parent.parent / "prefix_config.yaml"
 EXAMPLE_VOCAB = 2048
 EXAMPLE_CONTEXT = 513
 EXAMPLE_EPOCHS = 2
+DEFAULT_WORKDIR = Path("work/example")
+# Written first into a work folder the example made: only such a folder is cleared on a re-run.
+WORKDIR_MARKER = ".data_io-example"
+# Everything the example writes in its work folder; a re-run removes these and nothing else.
+EXAMPLE_OUTPUTS = (
+    "data",
+    "data_clustered",
+    "trained_tokenizers",
+    "data_tokenized_example",
+    "sampled",
+    "analytics.md",
+    "prefix_config.yaml",
+)
 
 # (cleaner name, raw input under example_data/raw, output relative to the work folder)
 EXAMPLE_CLEANERS = (
@@ -33,9 +48,7 @@ EXAMPLE_CLEANERS = (
 def run_example(workdir: Path, console: Console | None = None) -> None:
     console = console or Console(highlight=False, soft_wrap=True)
     workdir = Path(workdir)
-    if workdir.exists():
-        shutil.rmtree(workdir)
-    workdir.mkdir(parents=True)
+    prepare_workdir(workdir)
     step = 0
 
     def header(title: str) -> None:
@@ -113,6 +126,47 @@ def run_example(workdir: Path, console: Console | None = None) -> None:
     console.rule("[bold green]example done")
 
 
+def prepare_workdir(workdir: Path) -> None:
+    """Make ``workdir`` ready for a fresh run without deleting anything the example did not write.
+
+    A new or empty folder is taken over (marked); a folder marked by an earlier run has that
+    run's outputs removed; any other folder is refused, since its files are someone else's.
+    """
+    if workdir.exists() and not workdir.is_dir():
+        raise OutputError(
+            f"--workdir {workdir}: exists and is not a folder; pass a new or empty folder"
+        )
+    marker = workdir / WORKDIR_MARKER
+    if workdir.is_dir() and not marker.is_file():
+        foreign = sorted(entry.name for entry in workdir.iterdir())
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (", …" if len(foreign) > 5 else "")
+            raise OutputError(
+                f"--workdir {workdir}: the folder is not empty ({shown}) and was not made by "
+                f"`data_io example` (no {WORKDIR_MARKER} file), so the example will not write "
+                "into it; pass a new or empty folder, or remove its contents yourself"
+            )
+    try:
+        workdir.mkdir(parents=True, exist_ok=True)
+        marker.write_text(
+            "This folder was made by `data_io example`; a re-run deletes the example's outputs "
+            f"here ({', '.join(EXAMPLE_OUTPUTS)}) and keeps everything else.\n",
+            encoding="utf-8",
+        )
+        for name in EXAMPLE_OUTPUTS:
+            _remove(workdir / name)
+    except OSError as exc:
+        raise OutputError(f"--workdir {workdir}: cannot prepare the folder: {exc}") from exc
+
+
+def _remove(path: Path) -> None:
+    # A link is removed, never followed: what it points to is not the example's.
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)
+
+
 def _clean(workdir: Path, console: Console) -> None:
     from data_io.cleaning import run_cleaner
     from data_io.cleaning.registry import find
@@ -150,6 +204,20 @@ def _empty_prefix_config(workdir: Path) -> Path:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("example", help="run every stage on the embedded example")
-    parser.add_argument("--workdir", default="work/example", type=Path)
+    parser = subparsers.add_parser(
+        "example",
+        help="run every stage on the embedded example",
+        description="Clean the embedded raw inputs, train a tokenizer, tokenize (twice: the "
+        "second run is incremental), sample two epochs and load one packed batch, all inside "
+        "the work folder.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument(
+        "--workdir",
+        default=DEFAULT_WORKDIR,
+        type=Path,
+        help="folder for every output; must be new, empty, or made by an earlier run of the "
+        f"example (marked by a {WORKDIR_MARKER} file), whose outputs are then replaced while "
+        "other files are kept",
+    )
     parser.set_defaults(run=lambda args: run_example(args.workdir) or 0)

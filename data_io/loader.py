@@ -40,7 +40,9 @@ from data_io.packing import MultipackPlanner, PackingSummary
 from data_io.sampled_folder import (
     INDEX_NAMES,
     EpochIndex,
+    FolderIdentity,
     SampledMetadata,
+    folder_identity,
     open_epoch,
     open_tokens,
     read_metadata,
@@ -57,7 +59,19 @@ __all__ = [
 
 Layout = Literal["prefixlm_packed", "causal_padded"]
 _LAYOUTS = ("prefixlm_packed", "causal_padded")
-_STATE_VERSION = 1
+# 2: states record the sampled folder's identity ("folder"); 1 did not (see load_state_dict).
+_STATE_VERSION = 2
+_LEGACY_STATE_VERSION = 1
+_STATE_KEYS = (
+    "version",
+    "epoch",
+    "config",
+    "folder",
+    "base_step",
+    "num_workers",
+    "worker_id",
+    "yielded",
+)
 
 
 def _resolve_rank(rank: int | None, world_size: int | None) -> tuple[int, int]:
@@ -119,6 +133,8 @@ class SampledDataset(IterableDataset):
         self.check_token_ids = bool(check_token_ids)
 
         self.metadata: SampledMetadata = read_metadata(self.path)
+        # Recorded in every state: a state from another sample must not resume this one.
+        self.identity: FolderIdentity = folder_identity(self.path, self.metadata)
         packed = layout == "prefixlm_packed"
         if batch_max_length is None:
             batch_max_length = (
@@ -144,7 +160,7 @@ class SampledDataset(IterableDataset):
 
     # -- opening -------------------------------------------------------------------------
     def _set_epoch(self, epoch: int) -> None:
-        tokens = open_tokens(self.path)
+        tokens = open_tokens(self.path, self.metadata)
         index = open_epoch(self.path, epoch, int(tokens.shape[0]), self.metadata)
         self.epoch = epoch
         self.num_rows = index.rows
@@ -342,63 +358,106 @@ class SampledDataset(IterableDataset):
             "num_rows": self.num_rows,
         }
 
-    def state_dict(self) -> dict[str, Any]:
-        """Where this copy stands: the next batch is exactly what a resumed copy yields first."""
-        if self._resume is not None:  # loaded but not iterated yet: still the loaded position
-            return dict(self._resume)
+    def _folder_record(self) -> dict[str, Any]:
+        """The ``folder`` entry of a state: identity, plus the path for error messages only."""
+        return {**self.identity.as_dict(), "path": str(self.path)}
+
+    def _state(self, base_step: int, workers: int, worker_id: int, yielded: int) -> dict[str, Any]:
         return {
             "version": _STATE_VERSION,
             "epoch": self.epoch,
             "config": self._fingerprint(),
-            "base_step": self._base_step,
-            "num_workers": self._stride,
-            "worker_id": self._offset,
-            "yielded": self._yielded,
+            "folder": self._folder_record(),
+            "base_step": base_step,
+            "num_workers": workers,
+            "worker_id": worker_id,
+            "yielded": yielded,
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Resume from ``state_dict()`` (switching epoch if it names another one)."""
-        if not isinstance(state, dict) or state.get("version") != _STATE_VERSION:
-            raise ConfigError(f"not a SampledDataset state (version {_STATE_VERSION}): {state!r}")
-        saved = state.get("config", {})
+    def state_dict(self) -> dict[str, Any]:
+        """Where this copy stands: the next batch is exactly what a resumed copy yields first."""
+        if self._resume is not None:  # loaded but not iterated yet: still the loaded position
+            return dict(self._resume)
+        return self._state(self._base_step, self._stride, self._offset, self._yielded)
+
+    def load_state_dict(self, state: dict[str, Any], *, check_folder: bool = True) -> None:
+        """Resume from ``state_dict()`` (switching epoch if it names another one).
+
+        The state must come from this sampled folder (same sampler marker, or for a folder
+        without one the same content) and the same loader settings. ``check_folder=False``
+        skips the folder check (the row count is still checked): for a state saved before
+        folders were recorded (state version 1), or the same sample rebuilt from copies of
+        the tokenized data whose file times differ, when you know the rows are the same.
+        """
+        version = state.get("version") if isinstance(state, dict) else None
+        if version not in (_STATE_VERSION, _LEGACY_STATE_VERSION):
+            raise ConfigError(
+                f"not a SampledDataset state (version {_STATE_VERSION}): {state!r}; pass what "
+                "SampledDataset.state_dict() or ResumableDataLoader.state_dict() returned"
+            )
+        # "folder" is absent from legacy states only; _check_folder explains that case.
+        missing = [k for k in _STATE_KEYS if k not in state and k != "folder"]
+        if missing or not isinstance(state["config"], dict):
+            raise ConfigError(
+                f"not a complete SampledDataset state (missing {', '.join(missing) or 'config'})"
+                "; pass what SampledDataset.state_dict() or ResumableDataLoader.state_dict() "
+                "returned, unmodified"
+            )
+        self._check_settings(state)
+        if check_folder:
+            self._check_folder(state)
+        if state["epoch"] != self.epoch:
+            self._set_epoch(int(state["epoch"]))
+        saved_rows = state["config"].get("num_rows")
+        if saved_rows != self.num_rows:
+            raise ConfigError(
+                f"cannot resume: epoch {self.epoch} of {self.path} has {self.num_rows} rows, the "
+                f"saved state had {saved_rows}; the sampled folder was rebuilt. Resume on the "
+                "folder the state was saved on, or start this epoch from step 0"
+            )
+        # Stored as a current state: a legacy one is re-labelled with this folder, which the
+        # caller vouched for with check_folder=False.
+        self._resume = {k: state[k] for k in _STATE_KEYS if k in state}
+        self._resume.update(version=_STATE_VERSION, folder=self._folder_record())
+
+    def _check_settings(self, state: dict[str, Any]) -> None:
+        saved = state["config"]
         mine = self._fingerprint()
         differ = {
             k: (saved.get(k), v) for k, v in mine.items() if k != "num_rows" and saved.get(k) != v
         }
         if differ:
             details = ", ".join(f"{k}: saved {a!r}, now {b!r}" for k, (a, b) in differ.items())
-            raise ConfigError(f"cannot resume: the loader settings changed ({details})")
-        if state["epoch"] != self.epoch:
-            self._set_epoch(int(state["epoch"]))
-        if saved.get("num_rows") != self.num_rows:
             raise ConfigError(
-                f"cannot resume: epoch {self.epoch} now has {self.num_rows} rows, the saved state "
-                f"had {saved.get('num_rows')}; the sampled folder was rebuilt"
+                f"cannot resume: the loader settings changed ({details}); resume with the "
+                "settings the state was saved with"
             )
-        self._resume = {
-            k: state[k]
-            for k in (
-                "version",
-                "epoch",
-                "config",
-                "base_step",
-                "num_workers",
-                "worker_id",
-                "yielded",
+
+    def _check_folder(self, state: dict[str, Any]) -> None:
+        """Refuse a state saved on another sample (another seed, corpus, or sampler build)."""
+        saved = state.get("folder")
+        here = _where(self._folder_record(), self.epoch)
+        if not isinstance(saved, dict):
+            raise ConfigError(
+                f"cannot resume: this state (version {state.get('version')}) was saved by an "
+                f"older data_io that did not record which sampled folder it came from, so it "
+                f"cannot be checked against {here}. If you are sure it was saved on this "
+                "folder's sample, pass check_folder=False to load_state_dict; otherwise start "
+                "the epoch from step 0"
             )
-        }
+        if (saved.get("kind"), saved.get("digest")) == (self.identity.kind, self.identity.digest):
+            return
+        raise ConfigError(
+            f"cannot resume: the state was saved on sampled folder "
+            f"{_where(saved, state.get('epoch'))} and is being loaded into {here}; they hold "
+            "different samples, so the saved position would pick other rows. Resume on the "
+            "folder the state was saved on (or re-run the sampler there with the same inputs "
+            "and config), or start this folder's epoch from step 0"
+        )
 
     def global_state(self, next_step: int) -> dict[str, Any]:
         """A worker-independent state whose next batch is global step ``next_step``."""
-        return {
-            "version": _STATE_VERSION,
-            "epoch": self.epoch,
-            "config": self._fingerprint(),
-            "base_step": int(next_step),
-            "num_workers": 1,
-            "worker_id": 0,
-            "yielded": 0,
-        }
+        return self._state(int(next_step), 1, 0, 0)
 
 
 class ResumableDataLoader(DataLoader):
@@ -448,10 +507,21 @@ class ResumableDataLoader(DataLoader):
             return dict(dataset._resume)
         return dataset.global_state(self._start + self._served)
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: dict[str, Any], *, check_folder: bool = True) -> None:
+        """See ``SampledDataset.load_state_dict``."""
         dataset = self.dataset
         assert isinstance(dataset, SampledDataset)
-        dataset.load_state_dict(state)
+        dataset.load_state_dict(state, check_folder=check_folder)
+
+
+def _where(folder: dict[str, Any], epoch: object) -> str:
+    """A state's folder record as a message reads it: path, seed, epoch, identity."""
+    if folder.get("kind") == "content":
+        seed = "original-format folder, seed not recorded"
+    else:
+        seed = f"seed {folder.get('seed', 'not recorded')}"
+    identity = f"{folder.get('kind')} {str(folder.get('digest'))[:12]}"
+    return f"{folder.get('path', '?')} ({seed}, epoch {epoch}, {identity})"
 
 
 def split_scalars(batch: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], dict[str, int]]:

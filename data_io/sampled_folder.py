@@ -9,6 +9,7 @@ kept open (callers re-open lazily in each process).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable
@@ -23,7 +24,9 @@ from data_io.errors import InputError
 __all__ = [
     "INDEX_NAMES",
     "EpochIndex",
+    "FolderIdentity",
     "SampledMetadata",
+    "folder_identity",
     "open_epoch",
     "open_tokens",
     "read_metadata",
@@ -31,6 +34,15 @@ __all__ = [
 
 INDEX_NAMES = ("inst_start", "inst_len", "resp_start", "resp_len")
 _RESAMPLE = "re-run `data_io sample` to rebuild the folder"
+# The sampler's marker block in metadata.json (data_io.sampling.output.MARKER_KEY; not imported,
+# so that the loader does not pull in the sampler).
+_MARKER_KEY = "data_io"
+_MARKER_FIELDS = ("inputs", "config", "code")
+# The content fingerprint of a folder without a marker hashes this many evenly spaced runs of
+# consecutive elements per array (the first and last included). Runs, not single elements: a
+# memory-mapped read costs a page fault whether it takes 8 bytes or 4 KiB.
+_FINGERPRINT_RUNS = 64
+_FINGERPRINT_RUN = 512
 
 
 @dataclass(frozen=True)
@@ -41,6 +53,19 @@ class SampledMetadata:
     total_length: int
     vocab_size: int | None  # tokenizer_info.vocab_size, used to check token ids
     tokenizer_info: dict[str, Any]
+    # Written by this project's sampler only; None in a folder from the original pipeline.
+    marker: dict[str, Any] | None = None  # inputs' fingerprint, config, code version
+    epochs: int | None = None
+    rows_per_epoch: int | None = None
+    num_tokens: int | None = None
+    token_dtype: str | None = None
+
+    @property
+    def seed(self) -> int | None:
+        """The sampler's seed, when the marker records it."""
+        config = (self.marker or {}).get("config")
+        seed = config.get("seed") if isinstance(config, dict) else None
+        return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
 
 
 @dataclass(frozen=True)
@@ -99,7 +124,33 @@ def read_metadata(folder: Path) -> SampledMetadata:
         raise InputError(
             f"{path}: tokenizer_info.vocab_size must be a positive integer, got {vocab!r}"
         )
-    return SampledMetadata(max_seq_len, total_length, vocab, info)
+    marker = raw.get(_MARKER_KEY)
+    if marker is None:
+        # A folder written by the original pipeline: none of the keys below exist there.
+        return SampledMetadata(max_seq_len, total_length, vocab, info)
+    if not isinstance(marker, dict) or any(k not in marker for k in _MARKER_FIELDS):
+        raise InputError(
+            f"{path}: the sampler's {_MARKER_KEY!r} block must be an object with keys "
+            f"{', '.join(_MARKER_FIELDS)}, got {marker!r}; {_RESAMPLE}"
+        )
+    # The sampler writes these with its marker, in the same file: a folder with the marker and
+    # without them was not written by it.
+    dtype = raw.get("token_dtype")
+    if not isinstance(dtype, str):
+        raise InputError(
+            f"{path}: key 'token_dtype' must be a dtype name, got {dtype!r}; {_RESAMPLE}"
+        )
+    return SampledMetadata(
+        max_seq_len,
+        total_length,
+        vocab,
+        info,
+        marker=marker,
+        epochs=need_int("epochs", 1),
+        rows_per_epoch=need_int("rows_per_epoch", 0),
+        num_tokens=need_int("num_tokens", 0),
+        token_dtype=dtype,
+    )
 
 
 def _load_1d(path: Path, what: str) -> np.ndarray:
@@ -116,9 +167,34 @@ def _load_1d(path: Path, what: str) -> np.ndarray:
     return array
 
 
-def open_tokens(folder: Path) -> np.ndarray:
-    """Memory-map ``tokens.npy`` (any integer dtype; the sampler writes uint8/uint16/int32)."""
-    return _load_1d(folder / "tokens.npy", "token pool")
+def open_tokens(folder: Path, meta: SampledMetadata | None = None) -> np.ndarray:
+    """Memory-map ``tokens.npy`` (any integer dtype; the sampler writes uint8/uint16/int32).
+
+    With ``meta``, also check that the dtype can hold every id of the vocabulary (a pool written
+    for a smaller vocabulary would have wrapped ids around) and agrees with what metadata.json
+    says the sampler wrote.
+    """
+    path = folder / "tokens.npy"
+    tokens = _load_1d(path, "token pool")
+    if meta is None:
+        return tokens
+    if meta.vocab_size is not None and np.iinfo(tokens.dtype).max < meta.vocab_size - 1:
+        raise InputError(
+            f"{path}: dtype {tokens.dtype} holds ids up to {np.iinfo(tokens.dtype).max}, but "
+            f"tokenizer_info.vocab_size in metadata.json is {meta.vocab_size} (largest id "
+            f"{meta.vocab_size - 1}); the pool belongs to another tokenizer: {_RESAMPLE}"
+        )
+    if meta.token_dtype is not None and np.dtype(tokens.dtype).name != meta.token_dtype:
+        raise InputError(
+            f"{path}: dtype {tokens.dtype}, but metadata.json says the sampler wrote "
+            f"{meta.token_dtype}; the file was replaced after sampling: {_RESAMPLE}"
+        )
+    if meta.num_tokens is not None and tokens.shape[0] != meta.num_tokens:
+        raise InputError(
+            f"{path}: {tokens.shape[0]} tokens, but metadata.json says the sampler wrote "
+            f"{meta.num_tokens}; the file is truncated or was replaced: {_RESAMPLE}"
+        )
+    return tokens
 
 
 def _sampled_epochs(folder: Path) -> list[int]:
@@ -134,6 +210,12 @@ def open_epoch(
     if not edir.is_dir():
         have = _sampled_epochs(folder)
         listed = ", ".join(map(str, have)) if have else "none"
+        if meta.epochs is not None and epoch < meta.epochs:
+            # The marker promises this epoch: the folder lost it after sampling.
+            raise InputError(
+                f"{edir}: missing, though metadata.json says epochs 0..{meta.epochs - 1} were "
+                f"sampled (present: {listed}); the folder is incomplete: {_RESAMPLE}"
+            )
         raise InputError(
             f"{edir}: epoch {epoch} was not sampled (sampled epochs: {listed}); "
             f"re-run `data_io sample` with epochs={epoch + 1} or more, or ask for a sampled epoch"
@@ -143,6 +225,12 @@ def open_epoch(
     if len(set(rows.values())) != 1:
         sizes = ", ".join(f"{k}.npy={v}" for k, v in rows.items())
         raise InputError(f"{edir}: the four index arrays disagree in length ({sizes}); {_RESAMPLE}")
+    if meta.rows_per_epoch is not None and rows["inst_start"] != meta.rows_per_epoch:
+        raise InputError(
+            f"{edir}: {rows['inst_start']} rows in each index array, but metadata.json says "
+            f"the sampler wrote {meta.rows_per_epoch} per epoch; the epoch was replaced or "
+            f"truncated after sampling: {_RESAMPLE}"
+        )
     index = EpochIndex(**arrays)
     if check:
         _check_rows(edir, index, n_tokens, meta.max_seq_len)
@@ -205,3 +293,63 @@ def _check_rows(edir: Path, index: EpochIndex, n_tokens: int, max_seq_len: int) 
             f"inst_len + resp_len = {il[r] + rl[r]} exceeds max_seq_len={max_seq_len} in metadata.json"
         ),
     )
+
+
+@dataclass(frozen=True)
+class FolderIdentity:
+    """What a sampled folder holds, as a digest: two folders with equal digests hold the same rows.
+
+    ``kind`` is ``"marker"`` when the digest comes from the sampler's metadata marker (inputs'
+    fingerprint, config with the seed, code version: the sampler is deterministic, so these
+    determine the content), ``"content"`` for a folder from the original pipeline (no marker),
+    where it is a sampled hash of the files themselves. The folder's path is not part of it: a
+    state stays valid when the same sample is rebuilt elsewhere (another node's RAM disk).
+    """
+
+    kind: str
+    digest: str
+    seed: int | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "digest": self.digest, "seed": self.seed}
+
+
+def folder_identity(folder: Path, meta: SampledMetadata) -> FolderIdentity:
+    """The identity of ``folder`` (cheap: no pass over the token pool or the epoch arrays)."""
+    if meta.marker is not None:
+        canonical = json.dumps(meta.marker, sort_keys=True, separators=(",", ":"))
+        return FolderIdentity("marker", hashlib.sha256(canonical.encode()).hexdigest(), meta.seed)
+    return FolderIdentity("content", _content_digest(folder), None)
+
+
+def _content_digest(folder: Path) -> str:
+    """A hash over metadata.json and each array's header and a fixed sample of its elements.
+
+    Another seed or another corpus reorders or moves rows everywhere in the epoch arrays (the
+    sampler shuffles each epoch as a whole), so the evenly spaced samples differ; reading 64
+    runs per file keeps this to milliseconds even for 10-million-row epochs.
+    """
+    digest = hashlib.sha256((folder / "metadata.json").read_bytes())
+    arrays = [folder / "tokens.npy"]
+    for epoch in _sampled_epochs(folder):
+        arrays += [folder / f"epoch_{epoch}" / f"{name}.npy" for name in INDEX_NAMES]
+    for path in arrays:
+        digest.update(b"\0" + path.relative_to(folder).as_posix().encode() + b"\0")
+        digest.update(_array_sample(path))
+    return digest.hexdigest()
+
+
+def _array_sample(path: Path) -> bytes:
+    try:
+        array = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError):
+        # Unreadable here; the checks name it if the loader ever needs this file.
+        return b"unreadable"
+    flat = array.reshape(-1)
+    n = flat.shape[0]
+    header = f"{array.dtype.str}{array.shape}".encode()
+    if n <= _FINGERPRINT_RUNS * _FINGERPRINT_RUN:
+        return header + np.ascontiguousarray(flat).tobytes()
+    starts = np.linspace(0, n - _FINGERPRINT_RUN, _FINGERPRINT_RUNS).astype(np.int64)
+    runs = (np.ascontiguousarray(flat[s : s + _FINGERPRINT_RUN]).tobytes() for s in starts)
+    return header + b"".join(runs)

@@ -27,6 +27,8 @@ DEFAULT_CONDITIONS: dict[str, str] = {
     "synth": "<|quad_end|>",
 }
 DEFAULT_BATCH_ROWS = 4096
+# How many tasks or files a message lists by name; the rest are counted.
+MAX_LISTED = 15
 
 _ERROR_CLASSES: dict[str, type[DataIoError]] = {
     "input": InputError,
@@ -67,7 +69,17 @@ class TokenizeResult:
     seconds: float
     files: list[FileResult]
     removed_orphans: list[str] = field(default_factory=list)
+    # Task folders not produced by this run that stay, "name (reason)": only a folder whose
+    # recorded source file is gone is removed.
+    kept: list[str] = field(default_factory=list)
     left_alone: list[str] = field(default_factory=list)
+    # The run's input roots (absolute) and the files under them that are not rows.
+    inputs: list[str] = field(default_factory=list)
+    skipped_files: list[str] = field(default_factory=list)
+    # Task folders tokenized with another tokenizer or options than tokenizer_info.json says,
+    # "name (why)", and the command that repairs the folder (None when nothing is mixed).
+    mixed: list[str] = field(default_factory=list)
+    repair_command: str | None = None
 
     @classmethod
     def from_json(cls, text: str) -> TokenizeResult:
@@ -82,16 +94,52 @@ class TokenizeResult:
     def failed(self) -> list[FileResult]:
         return self.with_status("failed")
 
+    @property
+    def mixed_warning(self) -> str | None:
+        """What is mixed in the output folder and how to repair it, or None."""
+        if not self.mixed:
+            return None
+        listed = "\n".join(f"  - {task}" for task in self.mixed[:MAX_LISTED])
+        more = (
+            f"\n  ... and {len(self.mixed) - MAX_LISTED} more"
+            if len(self.mixed) > MAX_LISTED
+            else ""
+        )
+        return (
+            f"the output {self.output} is MIXED: {len(self.mixed)} task folder(s) do not match "
+            f"its tokenizer_info.json (tokenizer {self.tokenizer_path}); a model trained on it "
+            f"sees two tokenizations:\n{listed}{more}\n"
+            f"Repair it (fix the failed files first, if any) with:\n  {self.repair_command}"
+        )
+
     def raise_for_failures(self) -> None:
-        """Raise the error of the failed files (all of them in one message), if any."""
+        """Raise if any file failed (all of them in one message, with the mixed-folder
+        warning), or if the output holds no row at all."""
         failed = self.failed
         if not failed:
+            self._raise_if_no_rows()
             return
         lines = "\n".join(f"  - {f.error}" for f in failed)
         error_class = _ERROR_CLASSES.get(failed[0].error_kind or "input", InputError)
+        mixed = f"\n{self.mixed_warning}" if self.mixed else ""
         error = error_class(
             f"{len(failed)} of {len(self.files)} file(s) failed; the other outputs are intact "
-            f"and a re-run redoes only what is missing:\n{lines}"
+            f"and a re-run redoes only what is missing:\n{lines}{mixed}"
+        )
+        error.result = self  # type: ignore[attr-defined]
+        raise error
+
+    def _raise_if_no_rows(self) -> None:
+        # Every file empty or all its rows bad (under --on-error skip): the tasks are valid
+        # but hold nothing to train on. Fine only if the folder has other tasks.
+        if self.kept or any(f.rows for f in self.files):
+            return
+        bad = sum(f.bad_rows for f in self.files)
+        why = f"all {bad:,} row(s) were bad and skipped" if bad else "every file is empty"
+        error = InputError(
+            f"no rows at all: {len(self.files)} input file(s) under {', '.join(self.inputs)} "
+            f"and {why}; the output {self.output} holds no training data. Check the inputs "
+            f"(run with --on-error fail to see the first bad row)"
         )
         error.result = self  # type: ignore[attr-defined]
         raise error
@@ -128,12 +176,14 @@ def tokenize(
     batch_rows: int = DEFAULT_BATCH_ROWS,
     check: bool = True,
 ) -> TokenizeResult:
-    """Tokenize every ``.jsonl``/``.parquet`` file under ``inputs`` into ``output``.
+    """Tokenize every ``.jsonl`` (also ``.jsonl.gz``, ``.jsonl.zst``; any case) and
+    ``.parquet`` file under ``inputs`` into ``output``.
 
-    Incremental: files whose content, tokenizer and options are unchanged are kept; folders
-    of deleted sources are removed (only those data_io wrote). With ``check`` (default), a
-    failed file raises after the others are done; the result is attached as ``.result``.
-    ``progress=None`` shows a bar when stderr is a terminal.
+    Incremental: files whose content, tokenizer and options are unchanged are kept; a task
+    folder not produced by this run is removed only if data_io wrote it and its recorded
+    source file is gone (others are kept and listed in ``kept``). With ``check`` (default), a
+    failed file, or no row at all, raises after the others are done; the result is attached
+    as ``.result``. ``progress=None`` shows a bar when stderr is a terminal.
     """
     if on_error not in ("fail", "skip"):
         raise ConfigError(f"on_error must be 'fail' or 'skip', not {on_error!r}")
@@ -170,28 +220,68 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "tokenize",
         help="tokenize cleaned rows into per-file token arrays (incremental)",
-        description="Tokenize every .jsonl/.parquet file under DIR... into OUT/<task>/*.npy.",
+        description="Tokenize every .jsonl, .jsonl.gz, .jsonl.zst or .parquet file (any case) "
+        "under DIR... into OUT/<task>/*.npy. Other files are listed as skipped; task folders "
+        "of other inputs are kept unless their source file is gone.",
     )
-    parser.add_argument("inputs", nargs="+", metavar="DIR", help="folders of cleaned rows")
-    parser.add_argument("-o", "--output", required=True, metavar="OUT")
+    parser.add_argument(
+        "inputs", nargs="+", metavar="DIR", help="folders (or files) of cleaned rows"
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="OUT",
+        help="output folder, outside every input folder (required)",
+    )
     parser.add_argument(
         "--tokenizer-path",
         default=DEFAULT_TOKENIZER,
         help="tokenizer.json, a folder holding one, or a Hub id (default: %(default)s)",
     )
-    parser.add_argument("--boq", default=DEFAULT_BOQ, help="begin-of-question token")
-    parser.add_argument("--eoq", default=DEFAULT_EOQ, help="end-of-question token")
-    parser.add_argument("--eoa", default=DEFAULT_EOA, help="end-of-answer token")
+    parser.add_argument(
+        "--boq", default=DEFAULT_BOQ, help="begin-of-question token (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--eoq", default=DEFAULT_EOQ, help="end-of-question token (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--eoa", default=DEFAULT_EOA, help="end-of-answer token (default: %(default)s)"
+    )
     parser.add_argument(
         "--conditions",
         default=",".join(f"{k}={v}" for k, v in DEFAULT_CONDITIONS.items()),
         help="condition tag to token map, TAG=TOKEN,... (default: %(default)s)",
     )
-    parser.add_argument("--on-error", choices=("fail", "skip"), default="fail")
-    parser.add_argument("--threads", type=int, default=None, help="default: every core")
-    parser.add_argument("--token-dtype", choices=("uint32", "auto"), default="uint32")
-    parser.add_argument("--batch-rows", type=int, default=DEFAULT_BATCH_ROWS)
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
+    parser.add_argument(
+        "--on-error",
+        choices=("fail", "skip"),
+        default="fail",
+        help="a bad row fails its file (the run exits non-zero), or is skipped and counted "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=None, help="worker threads (default: every core)"
+    )
+    parser.add_argument(
+        "--token-dtype",
+        choices=("uint32", "auto"),
+        default="uint32",
+        help="tokens.npy element type: uint32 as the original, or auto, the smallest that "
+        "holds the vocabulary (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--batch-rows",
+        type=int,
+        default=DEFAULT_BATCH_ROWS,
+        help="rows read and encoded per batch (default: %(default)s)",
+    )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress bar and no summary; errors are still printed (default: off)",
+    )
     parser.set_defaults(run=_run)
 
 
@@ -215,5 +305,8 @@ def _run(args: argparse.Namespace) -> int:
     )
     if not args.quiet:
         print_summary(result)
+    elif result.mixed and not result.failed:
+        # Not per-file chatter: the folder is unfit for training until repaired.
+        print(f"data_io tokenize: warning: {result.mixed_warning}", file=sys.stderr)
     result.raise_for_failures()
     return 0

@@ -1,21 +1,34 @@
-"""The one-screen summary printed at the end of ``data_io tokenize``."""
+"""The one-screen summary printed at the end of ``data_io tokenize``.
+
+Sizes are in decimal megabytes (MB = 10^6 bytes), as on the progress bar.
+"""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
 
-from data_io.tokenize import TokenizeResult
+from data_io.tokenize import MAX_LISTED, TokenizeResult
 
-# Enough to see what happened on one screen; the rest is counted, not listed.
-MAX_LISTED = 15
+# Skipped input files are only counted, with this many named as examples.
+SKIPPED_EXAMPLES = 3
 
 
 def print_summary(result: TokenizeResult, console: Console | None = None) -> None:
     console = console or Console(highlight=False, soft_wrap=True)
+    _print_totals(result, console)
+    _print_table(result, console)
+    _print_bad_rows_and_warnings(result, console)
+    _print_folders(result, console)
+    for f in result.failed:
+        console.print(f"[red]failed[/red] {f.error}")
+    if result.mixed_warning:
+        console.print(f"[bold red]warning:[/bold red] {result.mixed_warning}")
+
+
+def _print_totals(result: TokenizeResult, console: Console) -> None:
     done = result.with_status("tokenized")
     unchanged = result.with_status("unchanged")
-    failed = result.failed
     read_bytes = sum(f.bytes for f in done)
     rate = read_bytes / result.seconds / 1e6 if result.seconds > 0 else 0.0
     console.print(
@@ -24,46 +37,66 @@ def print_summary(result: TokenizeResult, console: Console | None = None) -> Non
     )
     console.print(
         f"{len(result.files)} files: {len(done)} tokenized, {len(unchanged)} unchanged, "
-        f"{len(failed)} failed; the output holds {sum(f.rows for f in result.files):,} rows, "
-        f"{sum(f.tokens for f in result.files):,} tokens"
+        f"{len(result.failed)} failed; the output holds {sum(f.rows for f in result.files):,} "
+        f"rows, {sum(f.tokens for f in result.files):,} tokens"
     )
     console.print(
         f"this run: {sum(f.rows for f in done):,} rows, {sum(f.tokens for f in done):,} tokens "
         f"from {read_bytes / 1e6:,.1f} MB in {result.seconds:.2f} s ({rate:,.1f} MB/s)"
     )
-    listed = [*failed, *done]
-    if listed:
-        table = Table(show_edge=False, pad_edge=False)
-        for column in ("task", "status", "why", "rows", "tokens", "bad rows", "s"):
-            table.add_column(column, justify="right" if column[0] in "rtbs" else "left")
-        for f in listed[:MAX_LISTED]:
-            table.add_row(
-                f.task,
-                f.status,
-                f.reason,
-                f"{f.rows:,}",
-                f"{f.tokens:,}",
-                f"{f.bad_rows:,}",
-                f"{f.seconds:.2f}",
-            )
-        console.print(table)
-        if len(listed) > MAX_LISTED:
-            console.print(f"... and {len(listed) - MAX_LISTED} more")
+    if result.skipped_files:
+        examples = ", ".join(result.skipped_files[:SKIPPED_EXAMPLES])
+        console.print(
+            f"[yellow]skipped {len(result.skipped_files):,} input file(s)[/yellow] that are not "
+            f".jsonl, .jsonl.gz, .jsonl.zst or .parquet, e.g. {examples}"
+        )
+
+
+def _print_table(result: TokenizeResult, console: Console) -> None:
+    listed = [*result.failed, *result.with_status("tokenized")]
+    if not listed:
+        return
+    table = Table(show_edge=False, pad_edge=False)
+    for column in ("task", "status", "why", "rows", "tokens", "bad rows", "s"):
+        table.add_column(column, justify="right" if column[0] in "rtbs" else "left")
+    for f in listed[:MAX_LISTED]:
+        table.add_row(
+            f.task,
+            f.status,
+            f.reason,
+            f"{f.rows:,}",
+            f"{f.tokens:,}",
+            f"{f.bad_rows:,}",
+            f"{f.seconds:.2f}",
+        )
+    console.print(table)
+    if len(listed) > MAX_LISTED:
+        console.print(f"... and {len(listed) - MAX_LISTED} more")
+
+
+def _print_bad_rows_and_warnings(result: TokenizeResult, console: Console) -> None:
     bad = [f for f in result.files if f.bad_rows]
     if bad:
         console.print(f"[yellow]skipped {sum(f.bad_rows for f in bad):,} bad row(s):[/yellow]")
         for f in bad[:MAX_LISTED]:
-            first = f.bad_row_examples[0] if f.bad_row_examples else ""
+            first = f.bad_row_examples[0] if f.bad_row_examples else "(no example recorded)"
             console.print(f"  {f.task}: {f.bad_rows:,} (first: {first})")
     for f in result.files:
         for warning in f.warnings:
             console.print(f"[yellow]warning[/yellow] {f.task}: {warning}")
+
+
+def _print_folders(result: TokenizeResult, console: Console) -> None:
     if result.removed_orphans:
         console.print(
-            f"removed {len(result.removed_orphans)} orphan folder(s): "
+            f"removed {len(result.removed_orphans)} orphan folder(s) (their source file is gone): "
             + ", ".join(result.removed_orphans[:MAX_LISTED])
         )
+    if result.kept:
+        console.print(f"kept {len(result.kept)} task folder(s) not in this run's inputs:")
+        for item in result.kept[:MAX_LISTED]:
+            console.print(f"  {item}")
+        if len(result.kept) > MAX_LISTED:
+            console.print(f"  ... and {len(result.kept) - MAX_LISTED} more")
     if result.left_alone:
         console.print("left alone (not written by data_io): " + "; ".join(result.left_alone))
-    for f in failed:
-        console.print(f"[red]failed[/red] {f.error}")

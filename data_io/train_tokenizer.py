@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from data_io.errors import ConfigError
@@ -30,6 +30,8 @@ class TrainFileResult:
     texts_available: int
     texts_used: int
     bad_rows: int
+    # Whether limit_mul_factor x max_per_file cut this file's texts (bad rows do not count).
+    limited: bool
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,13 @@ class TrainResult:
     texts_used: int
     seconds: float
     files: list[TrainFileResult]
+    # Files under the inputs that are not rows (by name), not read.
+    skipped_files: list[str] = field(default_factory=list)
+
+    @property
+    def limited(self) -> list[TrainFileResult]:
+        """The files whose texts max_per_file limited."""
+        return [f for f in self.files if f.limited]
 
     @classmethod
     def from_json(cls, text: str) -> TrainResult:
@@ -70,8 +79,10 @@ def train_tokenizer(
 ) -> TrainResult:
     """Train on the instruction and response texts of every row under ``inputs``.
 
-    Writes ``output`` (a tokenizers JSON) and ``config.json`` beside it, so that
-    ``transformers.AutoTokenizer`` loads the folder. ``prefix_config=None`` uses every text.
+    Writes ``output`` (a tokenizers JSON), and ``config.json`` and ``tokenizer_config.json``
+    beside it, so that ``transformers.AutoTokenizer`` loads the folder and agrees with
+    ``data_io tokenize``. ``prefix_config=None`` uses every text. Inputs without any row file,
+    or without a single usable text, raise and write nothing.
     """
     if tokenizer_type not in ("bpe", "unigram"):
         raise ConfigError(f"tokenizer type must be 'bpe' or 'unigram', not {tokenizer_type!r}")
@@ -115,29 +126,76 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "train-tokenizer",
         help="train a byte-level BPE or unigram tokenizer on cleaned rows",
-        description="Train a tokenizer on the instruction/response texts under DIR....",
+        description="Train a tokenizer on the instruction/response texts of every .jsonl, "
+        ".jsonl.gz, .jsonl.zst or .parquet file (any case) under DIR...; writes "
+        "tokenizer.json, config.json and tokenizer_config.json.",
     )
-    parser.add_argument("inputs", nargs="+", metavar="DIR", help="folders of cleaned rows")
-    parser.add_argument("-o", "--output", required=True, metavar="OUT/tokenizer.json")
-    parser.add_argument("--tokenizer-type", choices=("bpe", "unigram"), default="bpe")
-    parser.add_argument("--vocab-size", type=int, default=DEFAULT_VOCAB_SIZE)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "inputs", nargs="+", metavar="DIR", help="folders (or files) of cleaned rows"
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="OUT/tokenizer.json",
+        help="the tokenizer file to write; the other two go beside it (required)",
+    )
+    parser.add_argument(
+        "--tokenizer-type",
+        choices=("bpe", "unigram"),
+        default="bpe",
+        help="model type (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--vocab-size",
+        type=int,
+        default=DEFAULT_VOCAB_SIZE,
+        help="target vocabulary size, special tokens included (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the per-file choice of texts (default: %(default)s)",
+    )
     parser.add_argument(
         "--prefix-config",
         default=DEFAULT_PREFIX_CONFIG,
         help="per-file limits (max_per_file); 'none' uses every text (default: %(default)s)",
     )
-    parser.add_argument("--truncate-len", type=int, default=DEFAULT_TRUNCATE_LEN)
-    parser.add_argument("--limit-mul-factor", type=int, default=DEFAULT_LIMIT_MUL_FACTOR)
+    parser.add_argument(
+        "--truncate-len",
+        type=int,
+        default=DEFAULT_TRUNCATE_LEN,
+        help="each text is cut to its first N characters (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--limit-mul-factor",
+        type=int,
+        default=DEFAULT_LIMIT_MUL_FACTOR,
+        help="per file at most this many times max_per_file texts (default: %(default)s)",
+    )
     parser.add_argument(
         "--special-tokens",
         nargs="+",
         default=None,
         help="special tokens registered first, in order (default: the 31 of formats.md §2)",
     )
-    parser.add_argument("--on-error", choices=("fail", "skip"), default="fail")
-    parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("-q", "--quiet", action="store_true")
+    parser.add_argument(
+        "--on-error",
+        choices=("fail", "skip"),
+        default="fail",
+        help="a bad row fails the run, or is skipped and counted (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=None, help="worker threads (default: every core)"
+    )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress bar and no summary; errors are still printed (default: off)",
+    )
     parser.set_defaults(run=_run)
 
 
@@ -158,12 +216,21 @@ def _run(args: argparse.Namespace) -> int:
         progress=False if args.quiet else None,
     )
     if not args.quiet:
-        limited = [f for f in result.files if f.texts_used < f.texts_available]
-        bad = sum(f.bad_rows for f in result.files)
-        print(
-            f"train-tokenizer -> {result.output} (+ config.json): vocab {result.vocab_size:,}, "
-            f"{result.texts_used:,} texts from {len(result.files)} file(s) "
-            f"({len(limited)} limited by max_per_file), {bad} bad row(s) skipped, "
-            f"{result.seconds:.1f} s"
-        )
+        print(summary_line(result))
+        if result.skipped_files:
+            print(
+                f"skipped {len(result.skipped_files):,} input file(s) that are not rows, e.g. "
+                + ", ".join(result.skipped_files[:3])
+            )
     return 0
+
+
+def summary_line(result: TrainResult) -> str:
+    """One line: what was written, from how many texts and files."""
+    bad = sum(f.bad_rows for f in result.files)
+    return (
+        f"train-tokenizer -> {result.output} (+ config.json, tokenizer_config.json): "
+        f"vocab {result.vocab_size:,}, {result.texts_used:,} texts from {len(result.files)} "
+        f"file(s) ({len(result.limited)} limited by max_per_file), {bad} bad row(s) skipped, "
+        f"{result.seconds:.1f} s"
+    )

@@ -51,7 +51,8 @@ fn parse_on_error(value: &str) -> Result<OnError, Error> {
     }
 }
 
-/// Tokenize every .jsonl/.parquet file under `inputs` into `output`; returns the report as JSON.
+/// Tokenize every row file (.jsonl, .jsonl.gz, .jsonl.zst, .parquet) under `inputs` into `output`;
+/// returns the report as JSON.
 #[pyfunction]
 #[pyo3(signature = (inputs, output, tokenizer_path, *, boq, eoq, eoa, conditions, on_error,
                     threads, token_dtype, progress, batch_rows))]
@@ -248,9 +249,12 @@ fn gather_epoch(
 type PoolSourceArgs = (String, PathBuf, String, u64, u64, u64);
 
 /// Copy every task's tokens into the pool file (created with its header and size).
-/// `progress(tokens)` is called now and then; a false return cancels the copy.
+/// `progress(tokens)` is called now and then; a false return cancels the copy. Ids at or
+/// above `vocab_size` (when given) are refused like ids the pool's dtype cannot hold.
 #[pyfunction]
-#[pyo3(signature = (path, header_len, token_dtype, sources, *, readers, progress))]
+#[pyo3(signature = (path, header_len, token_dtype, sources, *, readers, progress,
+                    vocab_size = None))]
+#[allow(clippy::too_many_arguments)]
 fn copy_token_pool(
     py: Python<'_>,
     path: PathBuf,
@@ -259,12 +263,14 @@ fn copy_token_pool(
     sources: Vec<PoolSourceArgs>,
     readers: usize,
     progress: Py<PyAny>,
+    vocab_size: Option<u64>,
 ) -> PyResult<()> {
     let parsed = (|| -> Result<(PoolTarget, Vec<PoolSource>), Error> {
         let target = PoolTarget {
             path,
             header_len,
             token_type: TokenType::from_numpy(token_dtype)?,
+            vocab_size,
         };
         let sources = sources
             .into_iter()

@@ -56,6 +56,9 @@ pub enum Error {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// Bad input that is not one file's fault (e.g. no rows at all across the inputs).
+    #[error("{0}")]
+    Input(String),
     #[error("{0}")]
     Config(String),
     #[error("{0}")]
@@ -78,7 +81,7 @@ fn join_lines(errors: &[Error]) -> String {
 impl Error {
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::BadRow { .. } | Error::BadFile { .. } => ErrorKind::Input,
+            Error::BadRow { .. } | Error::BadFile { .. } | Error::Input(_) => ErrorKind::Input,
             Error::Io { .. } => ErrorKind::Output,
             Error::Config(_) => ErrorKind::Config,
             Error::Tokenizer(_) => ErrorKind::Tokenizer,

@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use indicatif::ProgressBar;
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -19,7 +18,7 @@ use crate::cache::{self, Decision, Existing, Fingerprint, SourceStat, TaskRecord
 use crate::encoder::{HfEncoder, TextEncoder};
 use crate::error::{Error, ErrorKind, IoContext, Result};
 use crate::layout::{encode_row, EncodedRow, LayoutTokens, Specials};
-use crate::progress::bytes_bar;
+use crate::progress::{bytes_bar, ByteProgress};
 use crate::reader::{task_files, Batch, RowReader};
 use crate::task_writer::{TaskWriter, TokenDtype};
 
@@ -97,8 +96,20 @@ pub struct TokenizeReport {
     pub seconds: f64,
     pub files: Vec<FileReport>,
     pub removed_orphans: Vec<String>,
+    /// Task folders not produced by this run that were kept, each with the reason
+    /// (`"name (reason)"`): only a folder whose recorded source is gone is removed.
+    pub kept: Vec<String>,
     /// Folders in the output that this tool did not write, with the reason they were kept.
     pub left_alone: Vec<String>,
+    /// The input roots of this run, absolute.
+    pub inputs: Vec<String>,
+    /// Files under the inputs that are not rows (by name), not read.
+    pub skipped_files: Vec<String>,
+    /// Task folders whose tokenizer or options differ from this run's (`"name (why)"`): the
+    /// output mixes two tokenizations until `repair_command` has run successfully.
+    pub mixed: Vec<String>,
+    /// The command that makes every task match `tokenizer_info.json`, when `mixed` is not empty.
+    pub repair_command: Option<String>,
 }
 
 /// One input file and the folder it becomes.
@@ -127,8 +138,24 @@ pub fn tokenize(options: &TokenizeOptions) -> Result<TokenizeReport> {
     pool.install(|| run(options, pool.current_num_threads()))
 }
 
-fn run(options: &TokenizeOptions, threads: usize) -> Result<TokenizeReport> {
+fn run(given: &TokenizeOptions, threads: usize) -> Result<TokenizeReport> {
     let started = Instant::now();
+    // Before anything is created or deleted: which files, and is the output clear of them.
+    let inputs = task_files(&given.inputs)?;
+    let output = absolute_path(&given.output)?;
+    check_output_outside_inputs(&output, &inputs.roots)?;
+    // Records and tokenizer_info.json name absolute paths, valid from any working folder.
+    let options = &TokenizeOptions {
+        inputs: inputs.roots.clone(),
+        output,
+        tokenizer_path: fs::canonicalize(&given.tokenizer_path).map_err(|e| {
+            Error::Tokenizer(format!(
+                "cannot open tokenizer {}: {e}",
+                given.tokenizer_path.display()
+            ))
+        })?,
+        ..given.clone()
+    };
     let encoder = HfEncoder::from_file(&options.tokenizer_path)?;
     let specials = Specials::resolve(&encoder, &options.layout)?;
     let vocab_size = encoder.vocab_size();
@@ -136,7 +163,7 @@ fn run(options: &TokenizeOptions, threads: usize) -> Result<TokenizeReport> {
         DtypeChoice::Uint32 => TokenDtype::Uint32,
         DtypeChoice::Auto => TokenDtype::smallest_for(vocab_size),
     };
-    let tasks = discover_tasks(&options.inputs)?;
+    let tasks = discover_tasks(&inputs.tasks)?;
     let options_json = serde_json::json!({
         "format_version": cache::FORMAT_VERSION,
         "layout": options.layout,
@@ -181,7 +208,13 @@ fn run(options: &TokenizeOptions, threads: usize) -> Result<TokenizeReport> {
         .map(|r| r.task.clone())
         .chain(work.iter().map(|(t, _)| t.name.clone()))
         .collect();
-    let (removed_orphans, left_alone) = remove_orphans(&options.output, &names)?;
+    let pruned = remove_orphans(&options.output, &names)?;
+    let info = tokenizer_info(&ctx, vocab_size, &info_inputs(&ctx, &pruned.kept));
+    // Before the first task folder is replaced: a run killed midway then leaves an info that
+    // names the new tokenizer, and the tasks not yet redone visibly mismatch it.
+    if !work.is_empty() {
+        write_tokenizer_info(&ctx, &info)?;
+    }
 
     // Largest first, so that the last file to finish is a small one.
     work.sort_by(|a, b| {
@@ -198,7 +231,7 @@ fn run(options: &TokenizeOptions, threads: usize) -> Result<TokenizeReport> {
     let done: Vec<FileReport> = work
         .par_iter()
         .map(|(task, reason)| {
-            let report = tokenize_task(&ctx, task, reason, &bar);
+            let report = tokenize_task(&ctx, task, reason, &ByteProgress::new(&bar));
             let n = files_done.fetch_add(1, Ordering::Relaxed) + 1;
             bar.set_message(format!("{n}/{n_work} files"));
             report
@@ -208,7 +241,9 @@ fn run(options: &TokenizeOptions, threads: usize) -> Result<TokenizeReport> {
     reports.extend(done);
     reports.sort_by(|a, b| a.task.cmp(&b.task));
 
-    write_tokenizer_info(&ctx, vocab_size)?;
+    write_tokenizer_info(&ctx, &info)?;
+    let mixed = mismatched_tasks(&ctx)?;
+    let repair_command = (!mixed.is_empty()).then(|| repair_command(&ctx, &info));
     Ok(TokenizeReport {
         output: options.output.display().to_string(),
         tokenizer_path: options.tokenizer_path.display().to_string(),
@@ -217,17 +252,73 @@ fn run(options: &TokenizeOptions, threads: usize) -> Result<TokenizeReport> {
         threads,
         seconds: started.elapsed().as_secs_f64(),
         files: reports,
-        removed_orphans,
-        left_alone,
+        removed_orphans: pruned.removed,
+        kept: pruned.kept.into_iter().map(|k| k.describe()).collect(),
+        left_alone: pruned.left_alone,
+        inputs: display_all(&options.inputs),
+        skipped_files: display_all(&inputs.skipped),
+        mixed,
+        repair_command,
     })
 }
 
-fn discover_tasks(inputs: &[PathBuf]) -> Result<Vec<Task>> {
-    task_files(inputs)?
-        .into_iter()
+fn display_all(paths: &[PathBuf]) -> Vec<String> {
+    paths.iter().map(|p| p.display().to_string()).collect()
+}
+
+/// `path` made absolute, with links resolved in the part that exists (the output folder
+/// may not exist yet), so that it can be compared with the canonical input roots.
+fn absolute_path(path: &Path) -> Result<PathBuf> {
+    let absolute = std::path::absolute(path).ctx("cannot resolve", path)?;
+    let mut existing = absolute.as_path();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                existing = parent;
+            }
+            _ => return Ok(absolute),
+        }
+    }
+    let mut resolved = fs::canonicalize(existing).ctx("cannot resolve", existing)?;
+    resolved.extend(rest.iter().rev());
+    Ok(resolved)
+}
+
+/// An output equal to, inside or around an input would read its own outputs as inputs on
+/// the next run, or replace input files with task folders.
+fn check_output_outside_inputs(output: &Path, roots: &[PathBuf]) -> Result<()> {
+    for root in roots {
+        let relation = if output == root {
+            "is the input"
+        } else if output.starts_with(root) {
+            "is inside the input"
+        } else if root.starts_with(output) {
+            "contains the input"
+        } else {
+            continue;
+        };
+        return Err(Error::Config(format!(
+            "the output folder {} {relation} {}; choose an output folder outside every input \
+             folder (e.g. a sibling such as data_tokenized_<name>)",
+            output.display(),
+            root.display()
+        )));
+    }
+    Ok(())
+}
+
+fn discover_tasks(files: &[(String, PathBuf)]) -> Result<Vec<Task>> {
+    files
+        .iter()
         .map(|(name, source)| {
-            let stat = SourceStat::of(&source)?;
-            Ok(Task { name, source, stat })
+            let stat = SourceStat::of(source)?;
+            Ok(Task {
+                name: name.clone(),
+                source: source.clone(),
+                stat,
+            })
         })
         .collect()
 }
@@ -257,15 +348,20 @@ fn plan(ctx: &Context<'_>, task: &Task) -> Result<Plan> {
     }
 }
 
-fn tokenize_task(ctx: &Context<'_>, task: &Task, reason: &str, bar: &ProgressBar) -> FileReport {
+fn tokenize_task(
+    ctx: &Context<'_>,
+    task: &Task,
+    reason: &str,
+    progress: &ByteProgress,
+) -> FileReport {
     let started = Instant::now();
     let tmp = ctx
         .options
         .output
         .join(format!("{TMP_PREFIX}{}-{}", task.name, std::process::id()));
-    let mut bytes_reported = 0;
-    let result = write_task(ctx, task, &tmp, bar, &mut bytes_reported);
-    bar.inc(task.stat.size.saturating_sub(bytes_reported));
+    let result = write_task(ctx, task, &tmp, progress);
+    // The file's whole share, however far reading got (a failed file is done too).
+    progress.advance_to(task.stat.size);
     match result {
         Ok(record) => FileReport {
             task: task.name.clone(),
@@ -294,15 +390,14 @@ fn write_task(
     ctx: &Context<'_>,
     task: &Task,
     tmp: &Path,
-    bar: &ProgressBar,
-    bytes_reported: &mut u64,
+    progress: &ByteProgress,
 ) -> Result<TaskRecord> {
     if tmp.exists() {
         fs::remove_dir_all(tmp).ctx("cannot remove", tmp)?;
     }
     fs::create_dir(tmp).ctx("cannot create", tmp)?;
     let source_blake3 = cache::file_blake3(&task.source)?;
-    let mut reader = RowReader::open(&task.source, ctx.options.batch_rows)?;
+    let mut reader = RowReader::open(&task.source, ctx.options.batch_rows, progress.clone())?;
     let mut sink = RowSink {
         writer: TaskWriter::create(tmp, ctx.dtype)?,
         on_error: ctx.options.on_error,
@@ -339,9 +434,6 @@ fn write_task(
         written?;
         pending = Some(encoded);
         next = following;
-        let done = reader.bytes_done();
-        bar.inc(done.saturating_sub(*bytes_reported));
-        *bytes_reported = done.max(*bytes_reported);
     }
     if let Some(rows) = pending.take() {
         sink.write(rows)?;
@@ -469,10 +561,32 @@ fn remove_stale_temporaries(output: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Delete folders whose source is gone, but only those this tool wrote.
-fn remove_orphans(output: &Path, tasks: &BTreeSet<String>) -> Result<(Vec<String>, Vec<String>)> {
-    let mut removed = Vec::new();
-    let mut left_alone = Vec::new();
+/// A task folder not produced by this run that stays.
+struct Kept {
+    name: String,
+    /// The source its record names, when it names one that exists.
+    source: Option<PathBuf>,
+    reason: String,
+}
+
+impl Kept {
+    fn describe(&self) -> String {
+        format!("{} ({})", self.name, self.reason)
+    }
+}
+
+#[derive(Default)]
+struct Pruned {
+    removed: Vec<String>,
+    kept: Vec<Kept>,
+    left_alone: Vec<String>,
+}
+
+/// Remove the task folders not produced by this run that are provably orphaned: written by
+/// data_io, and the absolute source their record names no longer exists. Anything else is
+/// kept and reported: a run over a subset of the usual inputs must not delete the others.
+fn remove_orphans(output: &Path, tasks: &BTreeSet<String>) -> Result<Pruned> {
+    let mut pruned = Pruned::default();
     let mut entries: Vec<_> = fs::read_dir(output)
         .ctx("cannot list", output)?
         .filter_map(|e| e.ok())
@@ -483,21 +597,172 @@ fn remove_orphans(output: &Path, tasks: &BTreeSet<String>) -> Result<(Vec<String
     entries.sort();
     for (name, path) in entries {
         match cache::inspect(&path) {
-            Existing::Ours(_) => {
-                fs::remove_dir_all(&path).ctx("cannot remove orphan", &path)?;
-                removed.push(name);
-            }
-            Existing::Original => left_alone.push(format!(
-                "{name} (an orphan written by another tool version; delete it by hand if unwanted)"
-            )),
-            Existing::Foreign(why) => left_alone.push(format!("{name} ({why})")),
+            Existing::Ours(record) => match orphan_check(&record.source_path) {
+                Ok(()) => {
+                    fs::remove_dir_all(&path).ctx("cannot remove orphan", &path)?;
+                    pruned.removed.push(name);
+                }
+                Err((source, reason)) => pruned.kept.push(Kept {
+                    name,
+                    source,
+                    reason,
+                }),
+            },
+            Existing::Original => pruned.kept.push(Kept {
+                name,
+                source: None,
+                reason: "written by the original pipeline, whose record names no source; \
+                         delete it by hand if unwanted"
+                    .into(),
+            }),
+            Existing::Foreign(why) => pruned.left_alone.push(format!("{name} ({why})")),
             Existing::Absent => {}
         }
     }
-    Ok((removed, left_alone))
+    Ok(pruned)
 }
 
-fn write_tokenizer_info(ctx: &Context<'_>, vocab_size: usize) -> Result<()> {
+/// `Ok` when the recorded source is provably gone; otherwise why the folder stays (and the
+/// source, when it exists).
+fn orphan_check(source_path: &str) -> std::result::Result<(), (Option<PathBuf>, String)> {
+    let source = PathBuf::from(source_path);
+    if !source.is_absolute() {
+        return Err((
+            None,
+            format!(
+                "its record names the relative source path {source_path:?}, which cannot be \
+                 checked; delete the folder by hand if that file is gone"
+            ),
+        ));
+    }
+    match source.try_exists() {
+        Ok(false) => Ok(()),
+        Ok(true) => Err((
+            Some(source),
+            format!(
+                "its source {source_path} still exists but is not under this run's inputs; add \
+                 its folder to the inputs to update it, or delete the task folder by hand"
+            ),
+        )),
+        Err(e) => Err((
+            None,
+            format!("cannot tell whether its source {source_path} exists ({e})"),
+        )),
+    }
+}
+
+/// The inputs `tokenizer_info.json` names: this run's roots, plus the roots of the previous
+/// info that hold the source of a kept task, so that the repair command covers every task.
+fn info_inputs(ctx: &Context<'_>, kept: &[Kept]) -> Vec<PathBuf> {
+    let mut inputs = ctx.options.inputs.clone();
+    let previous: Vec<PathBuf> = fs::read_to_string(ctx.options.output.join(TOKENIZER_INFO))
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|info| info.get("inputs").cloned())
+        .and_then(|value| serde_json::from_value(value).ok())
+        .unwrap_or_default();
+    for root in previous {
+        let holds_kept = kept
+            .iter()
+            .filter_map(|k| k.source.as_deref())
+            .any(|source| source.starts_with(&root));
+        if holds_kept && !inputs.contains(&root) {
+            inputs.push(root);
+        }
+    }
+    inputs
+}
+
+/// The task folders whose tokenizer or options hash differs from this run's, or that cannot
+/// be checked (written by the original pipeline).
+fn mismatched_tasks(ctx: &Context<'_>) -> Result<Vec<String>> {
+    let output = &ctx.options.output;
+    let mut mixed = Vec::new();
+    let mut entries: Vec<_> = fs::read_dir(output)
+        .ctx("cannot list", output)?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+        .filter(|(name, _)| !name.starts_with('.'))
+        .collect();
+    entries.sort();
+    for (name, path) in entries {
+        let why = match cache::inspect(&path) {
+            Existing::Ours(record) => {
+                if record.tokenizer_blake3 != ctx.fingerprint.tokenizer_blake3 {
+                    "another tokenizer"
+                } else if record.options_blake3 != ctx.fingerprint.options_blake3 {
+                    "other layout options"
+                } else {
+                    continue;
+                }
+            }
+            Existing::Original => "the original pipeline, no record of its tokenizer",
+            Existing::Foreign(_) | Existing::Absent => continue,
+        };
+        mixed.push(format!("{name} (tokenized with {why})"));
+    }
+    Ok(mixed)
+}
+
+/// `data_io tokenize <inputs> -o <out> --tokenizer-path <tokenizer>` plus the options that
+/// differ from the defaults, shell-quoted: the run that makes every task match.
+fn repair_command(ctx: &Context<'_>, info: &serde_json::Value) -> String {
+    let mut words: Vec<String> = vec!["data_io".into(), "tokenize".into()];
+    if let Some(inputs) = info.get("inputs").and_then(|v| v.as_array()) {
+        words.extend(inputs.iter().filter_map(|v| v.as_str()).map(String::from));
+    }
+    words.push("-o".into());
+    words.push(ctx.options.output.display().to_string());
+    words.push("--tokenizer-path".into());
+    words.push(ctx.options.tokenizer_path.display().to_string());
+    let layout = &ctx.options.layout;
+    let default = LayoutTokens::default();
+    for (flag, value, default) in [
+        ("--boq", &layout.boq, &default.boq),
+        ("--eoq", &layout.eoq, &default.eoq),
+        ("--eoa", &layout.eoa, &default.eoa),
+    ] {
+        if value != default {
+            words.push(flag.into());
+            words.push(value.clone());
+        }
+    }
+    if layout.conditions != default.conditions {
+        let pairs: Vec<String> = layout
+            .conditions
+            .iter()
+            .map(|(tag, token)| format!("{tag}={token}"))
+            .collect();
+        words.push("--conditions".into());
+        words.push(pairs.join(","));
+    }
+    if ctx.dtype != TokenDtype::Uint32 {
+        words.push("--token-dtype".into());
+        words.push("auto".into());
+    }
+    words
+        .iter()
+        .map(|w| shell_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `word` as one POSIX shell word.
+fn shell_quote(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:=,@+%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// `tokenizer_info.json`: the original keys (the HRM-Text trainer reads them) plus what a
+/// consumer needs to check every task against the run: `tool`, `format_version`,
+/// `tokenizer_blake3` and `options_blake3` (the same values as each task's record) and
+/// `inputs` (absolute roots, for the repair command).
+fn tokenizer_info(ctx: &Context<'_>, vocab_size: usize, inputs: &[PathBuf]) -> serde_json::Value {
     let layout = &ctx.options.layout;
     let condition_mapping: serde_json::Map<String, serde_json::Value> = layout
         .conditions
@@ -510,7 +775,7 @@ fn write_tokenizer_info(ctx: &Context<'_>, vocab_size: usize) -> Result<()> {
         .iter()
         .map(|(tag, id)| (tag.clone(), (*id).into()))
         .collect();
-    let info = serde_json::json!({
+    serde_json::json!({
         "tokenizer_path": ctx.options.tokenizer_path.display().to_string(),
         "boq": layout.boq,
         "eoq": layout.eoq,
@@ -523,14 +788,31 @@ fn write_tokenizer_info(ctx: &Context<'_>, vocab_size: usize) -> Result<()> {
         "condition_ids": condition_ids,
         "token_dtype": ctx.dtype.name(),
         "tokenizer_blake3": ctx.fingerprint.tokenizer_blake3,
-    });
-    cache::write_json_atomic(&ctx.options.output.join(TOKENIZER_INFO), &info)
+        "tool": cache::TOOL,
+        "format_version": cache::FORMAT_VERSION,
+        "options_blake3": ctx.fingerprint.options_blake3,
+        "inputs": display_all(inputs),
+    })
+}
+
+/// Write `info` unless the file already holds exactly it (a run with nothing to do leaves
+/// the output untouched).
+fn write_tokenizer_info(ctx: &Context<'_>, info: &serde_json::Value) -> Result<()> {
+    let path = ctx.options.output.join(TOKENIZER_INFO);
+    let current = fs::read_to_string(&path)
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok());
+    if current.as_ref() == Some(info) {
+        return Ok(());
+    }
+    cache::write_json_atomic(&path, info)
 }
 
 fn unchanged_report(task: &Task, record: Option<TaskRecord>) -> FileReport {
-    let (rows, tokens, bad_rows, warnings) = record.map_or((0, 0, 0, Vec::new()), |r| {
-        (r.rows, r.tokens, r.bad_rows, r.warnings)
-    });
+    let (rows, tokens, bad_rows, bad_row_examples, warnings) = record
+        .map_or((0, 0, 0, Vec::new(), Vec::new()), |r| {
+            (r.rows, r.tokens, r.bad_rows, r.bad_row_examples, r.warnings)
+        });
     FileReport {
         task: task.name.clone(),
         source: task.source.display().to_string(),
@@ -539,7 +821,7 @@ fn unchanged_report(task: &Task, record: Option<TaskRecord>) -> FileReport {
         rows,
         tokens,
         bad_rows,
-        bad_row_examples: Vec::new(),
+        bad_row_examples,
         warnings,
         bytes: task.stat.size,
         seconds: 0.0,

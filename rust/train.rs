@@ -28,6 +28,7 @@ use tokenizers::processors::PostProcessorWrapper;
 use tokenizers::{AddedToken, SplitDelimiterBehavior, Tokenizer};
 
 use crate::error::{Error, IoContext, Result};
+use crate::progress::ByteProgress;
 use crate::reader::{task_files, Batch, RowReader, DEFAULT_BATCH_ROWS};
 use crate::tokenize::OnError;
 
@@ -102,6 +103,8 @@ pub struct TrainFileReport {
     pub texts_available: u64,
     pub texts_used: u64,
     pub bad_rows: u64,
+    /// Whether `limit_mul_factor × max_per_file` cut this file's texts (bad rows do not).
+    pub limited: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -111,6 +114,8 @@ pub struct TrainReport {
     pub texts_used: u64,
     pub seconds: f64,
     pub files: Vec<TrainFileReport>,
+    /// Files under the inputs that are not rows (by name), not read.
+    pub skipped_files: Vec<String>,
 }
 
 pub fn train(options: &TrainOptions) -> Result<TrainReport> {
@@ -124,10 +129,10 @@ pub fn train(options: &TrainOptions) -> Result<TrainReport> {
 fn run(options: &TrainOptions) -> Result<TrainReport> {
     let started = Instant::now();
     validate(options)?;
-    let files = task_files(&options.inputs)?;
+    let inputs = task_files(&options.inputs)?;
     // Choose each file's texts first (a counting pass), so training reads only what it uses.
-    let mut plans = Vec::with_capacity(files.len());
-    for (task, path) in files {
+    let mut plans = Vec::with_capacity(inputs.tasks.len());
+    for (task, path) in inputs.tasks {
         let rows = count_rows(&path)?;
         let texts_available = 2 * rows;
         let chosen = match limit_for(options, &task) {
@@ -158,14 +163,40 @@ fn run(options: &TrainOptions) -> Result<TrainReport> {
         return Err(error);
     }
     let files = reports.into_inner().unwrap_or_else(|p| p.into_inner());
-    save(&tokenizer, &options.output)?;
+    let texts_used = files.iter().map(|f| f.texts_used).sum();
+    if texts_used == 0 {
+        // A tokenizer of the special tokens and the byte alphabet alone would load fine and
+        // silently tokenize everything byte by byte.
+        return Err(nothing_to_train_on(&files));
+    }
+    save(&tokenizer, &options.output, &options.special_tokens)?;
     Ok(TrainReport {
         output: options.output.display().to_string(),
         vocab_size: tokenizer.get_vocab_size(true),
-        texts_used: files.iter().map(|f| f.texts_used).sum(),
+        texts_used,
         seconds: started.elapsed().as_secs_f64(),
         files,
+        skipped_files: inputs
+            .skipped
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
     })
+}
+
+fn nothing_to_train_on(files: &[TrainFileReport]) -> Error {
+    let rows: u64 = files.iter().map(|f| f.rows).sum();
+    let bad: u64 = files.iter().map(|f| f.bad_rows).sum();
+    let why = if bad > 0 {
+        format!("all {bad} row(s) were bad and skipped (--on-error skip); run with --on-error fail to see the first error")
+    } else {
+        format!("they hold {rows} row(s)")
+    };
+    Error::Input(format!(
+        "no text to train on: {} input file(s), {why}; nothing was written. Point \
+         train-tokenizer at folders of cleaned rows",
+        files.len()
+    ))
 }
 
 fn validate(options: &TrainOptions) -> Result<()> {
@@ -219,7 +250,7 @@ fn choose_texts(seed: u64, task: &str, available: u64, limit: u64) -> Vec<u64> {
 }
 
 fn count_rows(path: &Path) -> Result<u64> {
-    match RowReader::open(path, DEFAULT_BATCH_ROWS)? {
+    match RowReader::open(path, DEFAULT_BATCH_ROWS, ByteProgress::none())? {
         RowReader::Parquet(reader) => Ok(reader.total_rows()),
         reader @ RowReader::Jsonl(_) => {
             let mut rows = 0u64;
@@ -272,7 +303,7 @@ impl<'a> FileTexts<'a> {
             texts_used: 0,
             bad_rows: 0,
         };
-        match RowReader::open(&plan.path, DEFAULT_BATCH_ROWS) {
+        match RowReader::open(&plan.path, DEFAULT_BATCH_ROWS, ByteProgress::none()) {
             Ok(reader) => this.reader = Some(reader),
             Err(e) => this.fail(e),
         }
@@ -351,6 +382,7 @@ impl Iterator for FileTexts<'_> {
                         texts_available: 2 * self.plan.rows,
                         texts_used: self.texts_used,
                         bad_rows: self.bad_rows,
+                        limited: self.plan.chosen.is_some(),
                     });
                 }
                 None
@@ -421,8 +453,9 @@ fn new_trainer(options: &TrainOptions) -> Result<TrainerWrapper> {
     })
 }
 
-/// Write the tokenizer and `config.json` beside it, each through a temporary name.
-fn save(tokenizer: &Tokenizer, output: &Path) -> Result<()> {
+/// Write the tokenizer, and `config.json` and `tokenizer_config.json` beside it, each
+/// through a temporary name.
+fn save(tokenizer: &Tokenizer, output: &Path, special_tokens: &[String]) -> Result<()> {
     let folder = output
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -436,7 +469,52 @@ fn save(tokenizer: &Tokenizer, output: &Path) -> Result<()> {
     crate::cache::write_json_atomic(
         &folder.join("config.json"),
         &serde_json::json!({"model_type": "qwen3"}),
+    )?;
+    crate::cache::write_json_atomic(
+        &folder.join("tokenizer_config.json"),
+        &tokenizer_config(special_tokens),
     )
+}
+
+/// The pipeline's tokens by role (formats.md §3 defaults), for `transformers`.
+const ROLES: [(&str, &str); 4] = [
+    ("pad_token", "<|PAD|>"),
+    ("bos_token", "<|im_start|>"),
+    ("eos_token", "<|box_end|>"),
+    ("eoq_token", "<|im_end|>"),
+];
+
+/// What `transformers.AutoTokenizer` needs to agree with `data_io tokenize`. Without it, the
+/// folder's `config.json` (qwen3) makes it a Qwen2 tokenizer with eos/pad `<|endoftext|>`,
+/// and special-token strings inside text become control tokens. Roles whose token is not
+/// among `special_tokens` are left out rather than pointing at a missing token.
+pub fn tokenizer_config(special_tokens: &[String]) -> serde_json::Value {
+    let has = |token: &str| special_tokens.iter().any(|t| t == token);
+    let mut config = serde_json::json!({
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        // data_io encodes special-token strings inside text as text: data cannot inject a
+        // control token. This makes transformers do the same.
+        "split_special_tokens": true,
+        "clean_up_tokenization_spaces": false,
+        "add_bos_token": false,
+        "add_eos_token": false,
+    });
+    let mut extra = serde_json::Map::new();
+    for (role, token) in ROLES {
+        if !has(token) {
+            continue;
+        }
+        if role == "eoq_token" {
+            // Not a role transformers knows: exposed as `tokenizer.eoq_token`.
+            extra.insert(role.into(), token.into());
+        } else {
+            config[role] = token.into();
+        }
+    }
+    if !extra.is_empty() {
+        config["extra_special_tokens"] = extra.into();
+    }
+    config
 }
 
 #[cfg(test)]

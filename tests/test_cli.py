@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from data_io.cli import build_parser, main
+from data_io.cli import EXIT_CLOSED_STDOUT, build_parser, exit_quietly_on_closed_stdout, main
+from data_io.errors import OutputError
 from tests.conftest import EXAMPLE_ROWS
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_every_stage_has_a_subcommand():
@@ -109,3 +115,100 @@ def test_train_tokenizer_command(tmp_path: Path, capsys):
     assert out.is_file() and (out.parent / "config.json").is_file()
     assert train(10) == 1
     assert "too small" in capsys.readouterr().err
+
+
+# -- the top level: --version, --help, a closed stdout --------------------------------------
+
+
+def test_version_prints_the_package_version(capsys):
+    import data_io
+
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"data_io {data_io.__version__}"
+    assert data_io.__version__[0].isdigit()
+
+
+def test_version_falls_back_without_installed_metadata(monkeypatch):
+    import importlib.metadata
+
+    import data_io
+
+    def missing(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.delitem(data_io.__dict__, "__version__", raising=False)
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    assert data_io.__getattr__("__version__") == data_io._SOURCE_VERSION
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        data_io.__getattr__("nope")
+
+
+def test_help_describes_commands_and_example_defaults(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    top = capsys.readouterr().out
+    assert "--version" in top and "COMMAND --help" in top
+    with pytest.raises(SystemExit):
+        main(["example", "--help"])
+    example = " ".join(capsys.readouterr().out.split())  # undo argparse's line wrapping
+    assert "--workdir WORKDIR folder for every output" in example
+    assert "(default: work/example)" in example
+
+
+def run_with_closed_stdout(*argv: str) -> subprocess.CompletedProcess:
+    """Run a command whose stdout is a pipe nobody reads any more (as after `| head -1`)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # closed before the child writes: every write fails, no timing involved
+    try:
+        return subprocess.run(
+            [sys.executable, *argv],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("-m", "data_io", "clean", "--list"),
+        ("-m", "data_io", "--help"),
+        ("-m", "data_io", "--version"),
+        ("-m", "pipe.clean_gsm8k_train", "--help"),
+        ("sample_tokenized.py", "--help"),
+    ],
+)
+def test_closed_stdout_ends_quietly(argv):
+    done = run_with_closed_stdout(*argv)
+    assert done.stderr == ""  # no BrokenPipeError traceback, no "Exception ignored"
+    # 141 when the closed pipe was noticed (128 + SIGPIPE, as a shell reports `yes | head`),
+    # 0 when argparse already swallowed the failed write of --help.
+    assert done.returncode in (0, EXIT_CLOSED_STDOUT)
+
+
+def test_clean_list_into_closed_pipe_exits_141():
+    assert run_with_closed_stdout("-m", "data_io", "clean", "--list").returncode == 141
+
+
+def test_closed_stdout_guard_sees_wrapped_pipe_errors(capsys):
+    def wrapped() -> int:
+        try:
+            raise BrokenPipeError(32, "Broken pipe")
+        except BrokenPipeError as exc:
+            raise OutputError("writing the report failed") from exc
+
+    assert exit_quietly_on_closed_stdout(wrapped) == EXIT_CLOSED_STDOUT
+    assert exit_quietly_on_closed_stdout(lambda: 3) == 3
+
+    def other_error() -> int:
+        raise OutputError("disk full")
+
+    with pytest.raises(OutputError, match="disk full"):  # other errors are not swallowed
+        exit_quietly_on_closed_stdout(other_error)
+    assert capsys.readouterr().err == ""

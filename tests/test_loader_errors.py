@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -173,3 +174,85 @@ def test_token_id_outside_vocabulary(folder: Path) -> None:
 def test_bad_settings(folder: Path, kwargs: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         SampledDataset(folder, **kwargs)
+
+
+# -- provenance: what the sampler's metadata promises about the folder -----------------------
+
+
+def add_marker(folder: Path, epochs: int = 2) -> None:
+    """Give a fixture folder the keys this project's sampler writes beside its marker."""
+    tokens = np.load(folder / "tokens.npy", mmap_mode="r")
+    edit_meta(
+        folder,
+        data_io={"inputs": "f" * 64, "config": {"seed": 4, "epochs": epochs}, "code": "0.1.0+x"},
+        epochs=epochs,
+        rows_per_epoch=len(load_index(folder, "inst_len")),
+        num_tokens=len(tokens),
+        token_dtype=tokens.dtype.name,
+    )
+
+
+def test_marked_folder_loads(folder: Path) -> None:
+    add_marker(folder)
+    ds = SampledDataset(folder, epoch=1, batch_max_length=128)
+    assert ds.metadata.seed == 4 and ds.identity.kind == "marker"
+    assert ds.num_steps() > 0
+
+
+def test_token_dtype_too_narrow_for_the_vocabulary(tmp_path: Path) -> None:
+    # No marker needed: the vocabulary size is in every metadata.json.
+    path = write_sampled(tmp_path / "s", n_rows=20, dtype="uint8", vocab_size=256).path
+    SampledDataset(path, batch_max_length=128)  # largest id 255 fits uint8
+    edit_meta(path, tokenizer_info={"tokenizer_path": "x", "vocab_size": 257})
+    with pytest.raises(
+        InputError,
+        match=r"tokens\.npy: dtype uint8 holds ids up to 255, but tokenizer_info\.vocab_size "
+        r"in metadata\.json is 257 \(largest id 256\).*re-run `data_io sample`",
+    ):
+        SampledDataset(path)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"token_dtype": "int32"}, r"dtype uint16, but metadata.json says the sampler wrote int32"),
+        ({"num_tokens": 10}, r"tokens\.npy: \d+ tokens, but .* wrote 10; the file is truncated"),
+        ({"rows_per_epoch": 41}, r"epoch_0: 40 rows in each index array, but .* wrote 41"),
+        ({"epochs": 0}, r"key 'epochs' must be >= 1"),
+        ({"epochs": None}, r"key 'epochs' must be an integer, got None; re-run"),
+        ({"token_dtype": 16}, r"key 'token_dtype' must be a dtype name"),
+        ({"data_io": "yes"}, r"'data_io' block must be an object with keys inputs, config, code"),
+        ({"data_io": {"inputs": "x"}}, r"'data_io' block must be an object"),
+    ],
+)
+def test_marked_folder_disagrees_with_its_files(folder: Path, changes: dict, message: str) -> None:
+    add_marker(folder)
+    edit_meta(folder, **changes)
+    with pytest.raises(InputError, match=message):
+        SampledDataset(folder)
+
+
+def test_epoch_lost_after_sampling_is_not_a_missing_epoch(folder: Path) -> None:
+    add_marker(folder)
+    shutil.rmtree(folder / "epoch_1")
+    with pytest.raises(
+        InputError,
+        match=r"epoch_1: missing, though metadata\.json says epochs 0\.\.1 were sampled "
+        r"\(present: 0\); the folder is incomplete",
+    ):
+        SampledDataset(folder, epoch=1)
+    # Asking beyond what was sampled is still the other message.
+    with pytest.raises(InputError, match=r"epoch 2 was not sampled .* epochs=3"):
+        SampledDataset(folder, epoch=2)
+
+
+def test_rows_per_epoch_checked_in_every_epoch(folder: Path) -> None:
+    add_marker(folder)
+    for name in ("inst_start", "inst_len", "resp_start", "resp_len"):
+        edit_index(folder, name, load_index(folder, name, epoch=1)[:30], epoch=1)
+    SampledDataset(folder, epoch=0)
+    with pytest.raises(InputError, match=r"epoch_1: 30 rows .* wrote 40 per epoch"):
+        SampledDataset(folder, epoch=1)
+    ds = SampledDataset(folder, epoch=0)
+    with pytest.raises(InputError, match=r"epoch_1: 30 rows"):
+        ds.set_epoch(1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -56,8 +57,48 @@ def test_errors_exit_non_zero_with_the_key(tmp_path: Path, corpus: Path, entry: 
     assert done.returncode == 1 and "'tokenized_path'" in done.stderr
 
 
-def test_help_lists_the_options() -> None:
-    done = _run("sample_tokenized.py", "--help")
+@pytest.mark.parametrize("entry", [["sample_tokenized.py"], ["-m", "data_io", "sample"]])
+def test_help_describes_every_option_with_its_default(entry: list[str]) -> None:
+    from data_io.sampling.config import CONFIG_KEYS, KEY_HELP
+
+    done = _run(*entry, "--help")
     assert done.returncode == 0
-    for key in ("tokenized_path=", "epochs=10", "short_truncated='drop'", "reuse=True"):
-        assert key in done.stdout
+    text = " ".join(done.stdout.split())  # argparse and textwrap rewrap the lines
+    for shown in ("epochs=10", "short_truncated=drop", "reuse=true", "allow_empty=false"):
+        assert f" {shown} " in text
+    for key in CONFIG_KEYS:
+        assert " ".join(KEY_HELP[key].split()) in text, key
+    assert "-q, --quiet no progress bars (default: shown" in text
+
+
+def _screen(stream: str) -> list[str]:
+    """What a terminal shows after ``stream``: carriage returns, newlines, cursor-up (the
+    codes tqdm uses) and overwriting text."""
+    lines, row, col = [""], 0, 0
+    for token in re.findall(r"\x1b\[A|\r|\n|[^\r\n\x1b]+", stream):
+        if token == "\r":
+            col = 0
+        elif token == "\n":
+            row, col = row + 1, 0
+            lines.extend([""] * (row + 1 - len(lines)))
+        elif token == "\x1b[A":
+            row = max(0, row - 1)
+        else:
+            line = lines[row].ljust(col)
+            lines[row] = line[:col] + token + line[col + len(token) :]
+            col += len(token)
+    return [line.rstrip() for line in lines]
+
+
+def test_no_progress_bar_is_left_unfinished(tmp_path: Path, corpus: Path) -> None:
+    """The epochs bar and the copy bar below it used to leave "Writing tokens: 0%" behind."""
+    done = subprocess.run(
+        [sys.executable, "sample_tokenized.py", f"tokenized_path={corpus}",
+         f"output_path={tmp_path / 'o'}"],
+        cwd=ROOT, capture_output=True, timeout=300,
+    )  # fmt: skip
+    stderr = done.stderr.decode()  # bytes: text mode would turn every "\r" into "\n"
+    assert done.returncode == 0, stderr
+    assert "Writing tokens" in stderr  # the bars were drawn (tqdm draws to a pipe too)
+    screen = [line for line in _screen(stderr) if "%|" in line]
+    assert screen and all("100%|" in line for line in screen), screen

@@ -80,5 +80,10 @@ def test_every_key_is_documented_in_help() -> None:
     from data_io.sampling.config import config_help
 
     text = config_help()
+    lines = text.splitlines()
     for key in CONFIG_KEYS:
-        assert f"{key}=" in text
+        (line,) = [index for index, line in enumerate(lines) if line.startswith(f"  {key}=")]
+        # The default as typed, then a description indented below it.
+        assert lines[line + 1].startswith("      ") and lines[line + 1].strip()
+    for shown in ("  reuse=true\n", "  plot_path=null\n", "  short_truncated=drop\n"):
+        assert shown in text + "\n"

@@ -137,3 +137,54 @@ def test_header_is_a_valid_npy(tmp_path: Path) -> None:
         path = tmp_path / "h.npy"
         path.write_bytes(header + np.arange(12345).astype(dtype).tobytes())
         assert np.load(path, mmap_mode="r").shape == (12345,)
+
+
+# An id at or above vocab_size fits the pool's dtype but is no word of the vocabulary (a task
+# of another tokenizer): the copy refuses it, naming task, file and position; the read-only
+# pre-check (used before deleting a previous output) says the same.
+VOCAB_CASES = [
+    # (source dtype, pool dtype, vocab_size, bad position, bad value)
+    (U2, U2, 1000, 300_500, 1000),  # same dtype: checked without converting
+    (U4, U2, 1000, 7, 65_000),  # converted
+    (U1, U1, 200, 3, 255),  # uint8 pool with a vocabulary below 256
+    (U4, I4, 70_000, 262_150, 70_001),  # a later window of an int32 pool
+]
+
+
+@pytest.mark.parametrize(("source", "target", "vocab", "at", "value"), VOCAB_CASES)
+@pytest.mark.parametrize("readers", [0, 2])
+def test_ids_at_or_above_vocab_size_are_refused(
+    tmp_path: Path, source, target, vocab: int, at: int, value: int, readers: int
+) -> None:
+    values = (np.arange(300_600) % vocab).astype(source)
+    values[at] = value
+    good = CopyJob("good.jsonl", _token_file(tmp_path, "good", np.array([vocab - 1], source)), 0)
+    bad = CopyJob("bad.jsonl", _token_file(tmp_path, "bad", values), 1)
+    expected = (
+        rf"bad\.npy: task bad\.jsonl: token {at} is {value}, not below vocab_size {vocab} of "
+        r"tokenizer_info\.json: this task was tokenized with a different"
+    )
+    with pytest.raises(InputError, match=expected):
+        write_pool(
+            tmp_path / "pool.npy", [good, bad], 1 + len(values), target, readers=readers,
+            vocab_size=vocab,
+        )  # fmt: skip
+    with pytest.raises(InputError, match=expected):
+        pool.check_token_ids([good, bad], target, vocab, chunk=100_000)
+
+
+@pytest.mark.parametrize("vocab", [1000, 65_536, None])
+def test_largest_id_of_the_vocabulary_is_accepted(tmp_path: Path, vocab: int | None) -> None:
+    largest = 65_535 if vocab is None else vocab - 1
+    values = np.array([0, largest, 5, largest], dtype=U4)
+    job = CopyJob("t", _token_file(tmp_path, "t", values), 0)
+    write_pool(tmp_path / "pool.npy", [job], 4, U2, vocab_size=vocab)
+    np.testing.assert_array_equal(np.load(tmp_path / "pool.npy"), values)
+    pool.check_token_ids([job], U2, vocab)  # nothing to report
+
+
+def test_id_limit() -> None:
+    assert pool.id_limit(U2, None) == 65_535
+    assert pool.id_limit(U2, 65_536) == 65_535
+    assert pool.id_limit(U2, 1000) == 999
+    assert pool.id_limit(U1, 300) == 255  # the dtype is the tighter bound

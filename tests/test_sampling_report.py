@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import re
 from pathlib import Path
 
@@ -113,7 +114,9 @@ def test_drops_truncations_and_overlaps_are_reported_once(tmp_path: Path) -> Non
     assert drops["cat__a.parquet"] == ["10", "8", "0", "2", "0", "0", "0"]
     assert drops["rep.jsonl"] == ["2", "2", "1", "0", "0", "0", "0"]
     assert "cat__cot_b.parquet" not in drops  # untouched tasks are not listed
-    assert drops["total"] == ["**12**", "**10**", "**1**", "**2**", "**0**", "**0**", "**0**"]
+    # The total is over every task, listed or not: source rows add up to the corpus.
+    total = drops["total, all 5 tasks"]
+    assert total == ["**18**", "**16**", "**1**", "**2**", "**0**", "**0**", "**0**"]
     overlap_lines = [line for line in report.splitlines() if "also 'cat__'" in line]
     assert len(overlap_lines) == 1
     assert overlap_lines[0].startswith("- 2 task(s) match 'cat__cot_'")
@@ -127,10 +130,71 @@ def test_global_summary_and_plot(tmp_path: Path) -> None:
         f"**Total Unique Rows Sampled:** {total.unique_cov_rows:,} out of {total.rows:,}" in summary
     )
     assert total.unique_cov_rows == total.rows  # everything sampled at least once here
+    # Separate list items: plain consecutive lines would render as one paragraph.
+    assert "\n- **Total Unique Tokens Sampled:** " in summary
+    assert "\n- **Total Unique Rows Sampled:** " in summary
     plot = tmp_path / "out" / "analytics.png"
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert f"]({plot})" in report
+    # Relative links: from the current folder on stdout (``> show_analytics.md``), from the
+    # output folder in the stored copy beside the figure.
+    assert f"]({os.path.relpath(plot)})" in report
+    stored = (tmp_path / "out" / "analytics.md").read_text()
+    assert "![Length distributions and tokens per category](analytics.png)" in stored
     assert re.search(r"`.*out`: 180 tokens \(uint16\), 3 epochs of \d+ rows", report)
+
+
+def test_reused_output_links_the_plot_from_the_current_folder(tmp_path: Path, monkeypatch) -> None:
+    corpus, rules = _setup(tmp_path)
+    config = parse_overrides(
+        [
+            f"tokenized_path={corpus}",
+            f"output_path={tmp_path / 'out'}",
+            f"prefix_config_path={rules}",
+        ]
+    )
+    sample(config, stdout=io.StringIO(), progress=False)
+    monkeypatch.chdir(tmp_path)
+    stdout = io.StringIO()
+    assert sample(config, stdout=stdout, progress=False).reused
+    assert "](out/analytics.png)" in stdout.getvalue()
+
+
+def test_plot_marks_the_context_and_shows_every_category(tmp_path: Path, monkeypatch) -> None:
+    from matplotlib.figure import Figure
+
+    figures: list[Figure] = []
+    real_savefig = Figure.savefig
+
+    def keep(self, *args, **kwargs):
+        figures.append(self)
+        return real_savefig(self, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+    # One category a million times larger than another: both bars must be on the axis.
+    tasks = {
+        "big__a.jsonl": SyntheticTask(np.full(2000, 500), np.full(2000, 500)),
+        "tiny__b.jsonl": SyntheticTask(np.full(1, 2), np.full(1, 2)),
+    }
+    corpus = write_corpus(tmp_path / "tok", tasks, vocab_size=300)
+    (tmp_path / "rules.yaml").write_text("")
+    config = parse_overrides(
+        [
+            f"tokenized_path={corpus}",
+            f"output_path={tmp_path / 'out'}",
+            f"prefix_config_path={tmp_path / 'rules.yaml'}",
+            "epochs=1",
+            "context_size=2049",
+        ]
+    )
+    sample(config, stdout=io.StringIO(), progress=False)
+    (figure,) = figures
+    lengths, bars = figure.axes[0], figure.axes[3]
+    assert bars.get_legend() is None  # no legend over the bars
+    (legend,) = figure.legends
+    labels = [text.get_text() for text in legend.get_texts()]
+    assert labels == ["corpus (after filtering)", "sampled per epoch", "context_size (2,049)"]
+    assert [line.get_xdata()[0] for line in lengths.get_lines()] == [2049]
+    assert bars.get_xlim()[0] <= 4  # the tiny category's 4 tokens are visible
 
 
 def test_plot_can_go_elsewhere_or_be_disabled(tmp_path: Path) -> None:
@@ -138,6 +202,7 @@ def test_plot_can_go_elsewhere_or_be_disabled(tmp_path: Path) -> None:
     elsewhere.parent.mkdir()
     result, report = _sample(tmp_path, f"plot_path={elsewhere}")
     assert elsewhere.exists() and result.plot_path == elsewhere
+    assert f"]({os.path.relpath(elsewhere)})" in report
     assert not (tmp_path / "out" / "analytics.png").exists()
     result, report = _sample(tmp_path / "b", "plot=false")
     assert result.plot_path is None and "![" not in report
@@ -183,3 +248,11 @@ def test_length_histogram_equals_numpy_histogram() -> None:
         assert np.allclose(length_histogram(lengths, bins, weights), expected, rtol=0, atol=1e-9)
     zeros = np.zeros(5, dtype=np.int64)  # only empty rows: nothing is counted, no crash
     assert length_histogram(zeros, length_bins(zeros)).tolist() == [0]
+
+
+def test_token_axis_labels_are_compact() -> None:
+    from data_io.sampling.report import _compact_number
+
+    assert [_compact_number(v) for v in (0.5, 1, 999, 1000, 25_000, 1e6, 2.5e6, 3e9)] == [
+        "0.5", "1", "999", "1k", "25k", "1M", "2.5M", "3G",
+    ]  # fmt: skip

@@ -59,8 +59,19 @@ def _break(tmp_path: Path, name: str, array: np.ndarray, task: str = "a.jsonl") 
         ("inst_len.npy", np.array([[3, 4]], dtype="<u8"), "1-D integer"),
         ("inst_len.npy", np.array([3.0, 4.0]), "1-D integer"),
         ("inst_start.npy", np.array([0, -5], dtype="<i8"), "row 1 is negative"),
-        ("resp_start.npy", np.array([3, 100], dtype="<u8"), "row 1 has resp_start 100"),
+        (
+            "resp_start.npy",
+            np.array([3, 100], dtype="<u8"),
+            "has resp_start 100, not inst_start 5 + inst_len 4 = 9",
+        ),
+        # An instruction length that disagrees with where its response starts.
+        (
+            "inst_len.npy",
+            np.array([3, 5], dtype="<u8"),
+            "resp_start 9, not inst_start 5 + inst_len 5",
+        ),
         ("resp_len.npy", np.array([2, 4], dtype="<u8"), "rows cover 13 tokens"),
+        ("resp_len.npy", np.array([2, 6], dtype="<u8"), "row 1 of"),
         ("tokens.npy", np.arange(14, dtype="<i8"), "dtype <i8"),
         ("tokens.npy", np.arange(14, dtype="<u4").reshape(2, 7), "1-D"),
     ],
@@ -73,6 +84,29 @@ def test_bad_task_files_name_task_and_file(
         read_tasks(corpus, RULES, progress=False)
     assert "task a.jsonl" in str(info.value)
     assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("inst_start", "resp_start", "fragment"),
+    [
+        ([0, 6], [3, 10], "row 1 of {folder} starts at 6 but row 0 ends at 5"),  # a gap
+        ([0, 4], [3, 8], "row 1 of {folder} starts at 4 but row 0 ends at 5"),  # an overlap
+        ([1, 5], [4, 9], "row 0 of {folder} starts at 1 but row 0 must start at 0"),
+    ],
+)
+def test_rows_must_be_back_to_back(
+    tmp_path: Path, inst_start: list[int], resp_start: list[int], fragment: str
+) -> None:
+    """Consistent within each row, but not laid out as formats.md §3 says."""
+    corpus = _corpus(tmp_path)
+    np.save(corpus / "a.jsonl" / "inst_start.npy", np.array(inst_start, dtype="<u8"))
+    np.save(corpus / "a.jsonl" / "resp_start.npy", np.array(resp_start, dtype="<u8"))
+    with pytest.raises(InputError) as info:
+        read_tasks(corpus, RULES, progress=False)
+    message = str(info.value)
+    assert message.startswith("task a.jsonl: ")
+    assert fragment.format(folder=corpus / "a.jsonl") in message
+    assert "back to back" in message and "re-run the tokenizer" in message
 
 
 def test_missing_file_is_reported(tmp_path: Path) -> None:

@@ -130,11 +130,27 @@ def test_empty_files_fail_or_become_empty_tasks(small_tokenizer: Path, tmp_path:
     with pytest.raises(InputError, match=r"blank\.jsonl: the file holds no rows") as info:
         tokenize([rows], tmp_path / "out", tokenizer_path=small_tokenizer, progress=False)
     assert "empty.jsonl: the file holds no rows" in str(info.value)
+    # Under skip they become empty tasks; but no row at all in the whole output is an error.
+    with pytest.raises(InputError, match="no rows at all: 2 input file") as info:
+        tokenize(
+            [rows],
+            tmp_path / "out",
+            tokenizer_path=small_tokenizer,
+            on_error="skip",
+            progress=False,
+        )
+    result = info.value.result
+    assert all(f.status == "tokenized" and f.rows == 0 and f.warnings for f in result.files)
+    assert load_task(tmp_path / "out" / "empty.jsonl")["tokens"].shape == (0,)
+    write_jsonl_with(rows, json.dumps(GOOD).encode(), "good.jsonl")
     result = tokenize(
         [rows], tmp_path / "out", tokenizer_path=small_tokenizer, on_error="skip", progress=False
     )
-    assert all(f.status == "tokenized" and f.rows == 0 and f.warnings for f in result.files)
-    assert load_task(tmp_path / "out" / "empty.jsonl")["tokens"].shape == (0,)
+    assert {f.task: f.rows for f in result.files} == {
+        "blank.jsonl": 0,
+        "empty.jsonl": 0,
+        "good.jsonl": 4,
+    }
 
 
 def _parquet(path: Path, **columns) -> None:

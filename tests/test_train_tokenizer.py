@@ -11,7 +11,7 @@ from tokenizers import Tokenizer
 
 from data_io import _core
 from data_io.errors import ConfigError, InputError
-from data_io.train_tokenizer import train_tokenizer
+from data_io.train_tokenizer import summary_line, train_tokenizer
 from tests.conftest import EXAMPLE_ROWS
 
 SAMPLES = [
@@ -151,3 +151,131 @@ def test_bad_options_and_bad_rows(tmp_path: Path):
         [rows], out, vocab_size=300, prefix_config=None, on_error="skip", progress=False
     )
     assert result.files[0].bad_rows == 1
+
+
+def test_no_text_at_all_fails_and_writes_nothing(tmp_path: Path):
+    out = tmp_path / "t" / "tokenizer.json"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(
+        ConfigError, match=r"no \.jsonl, \.jsonl\.gz, \.jsonl\.zst or \.parquet files"
+    ):
+        train_tokenizer([empty], out, vocab_size=300, prefix_config=None, progress=False)
+    (empty / "blank.jsonl").write_text("\n")
+    with pytest.raises(InputError, match="no text to train on: 1 input file"):
+        train_tokenizer([empty], out, vocab_size=300, prefix_config=None, progress=False)
+    (empty / "bad.jsonl").write_text("{oops\n[1, 2]\n")
+    with pytest.raises(InputError, match=r"all 2 row\(s\) were bad and skipped"):
+        train_tokenizer(
+            [empty], out, vocab_size=300, prefix_config=None, on_error="skip", progress=False
+        )
+    assert not out.parent.exists()
+
+
+def test_limited_counts_only_files_cut_by_max_per_file(tmp_path: Path):
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    good = '{"condition": "", "instruction": "alpha beta", "response": "gamma delta"}\n'
+    (rows / "capped.jsonl").write_text(good * 10)
+    (rows / "with_bad.jsonl").write_text(good * 3 + "{oops\n")
+    (rows / "under_cap.jsonl").write_text(good * 2)
+    config = tmp_path / "prefix_config.yaml"
+    config.write_text(
+        "- prefix: capped\n  max_per_file: 1\n- prefix: under_cap\n  max_per_file: 100\n"
+    )
+    result = train_tokenizer(
+        [rows],
+        tmp_path / "t" / "tokenizer.json",
+        vocab_size=300,
+        prefix_config=config,
+        limit_mul_factor=3,
+        on_error="skip",
+        progress=False,
+    )
+    per_file = {f.task: f for f in result.files}
+    assert per_file["capped.jsonl"].limited and per_file["capped.jsonl"].texts_used == 3
+    # Bad rows make texts_used < texts_available, but that is not max_per_file's doing.
+    assert per_file["with_bad.jsonl"].bad_rows == 1 and not per_file["with_bad.jsonl"].limited
+    assert not per_file["under_cap.jsonl"].limited
+    assert [f.task for f in result.limited] == ["capped.jsonl"]
+    assert "(1 limited by max_per_file)" in summary_line(result)
+
+
+def test_compressed_inputs_and_skipped_files_are_shared_with_tokenize(tmp_path: Path):
+    import gzip
+
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    good = '{"condition": "", "instruction": "alpha beta", "response": "gamma delta"}\n'
+    (rows / "a.JSONL.GZ").write_bytes(b"\xef\xbb\xbf" + gzip.compress(good.encode() * 4))
+    (rows / "b.jsonl").write_bytes(b"\xef\xbb\xbf" + good.encode() * 4)
+    (rows / "notes.txt").write_text("x")
+    with pytest.raises(InputError, match=r"a\.JSONL\.GZ: corrupt or truncated gzip data"):
+        train_tokenizer(
+            [rows], tmp_path / "t" / "tokenizer.json", vocab_size=300, prefix_config=None
+        )
+    (rows / "a.JSONL.GZ").write_bytes(gzip.compress(b"\xef\xbb\xbf" + good.encode() * 4))
+    result = train_tokenizer(
+        [rows], tmp_path / "t" / "tokenizer.json", vocab_size=300, prefix_config=None
+    )
+    assert {f.task: f.rows for f in result.files} == {"a.JSONL.GZ": 4, "b.jsonl": 4}
+    assert result.skipped_files == [str(rows / "notes.txt")]
+
+
+def test_tokenizer_config_makes_transformers_agree_with_data_io(
+    small_tokenizer: Path, tmp_path: Path
+):
+    from transformers import AutoTokenizer
+
+    from data_io.tokenize import tokenize
+    from tests.tokenize_oracle import load_task
+
+    config = json.loads((small_tokenizer.parent / "tokenizer_config.json").read_text())
+    assert config["split_special_tokens"] is True
+    assert (config["pad_token"], config["eos_token"], config["bos_token"]) == (
+        "<|PAD|>",
+        "<|box_end|>",
+        "<|im_start|>",
+    )
+    tok = AutoTokenizer.from_pretrained(str(small_tokenizer.parent))
+    assert (tok.pad_token, tok.eos_token, tok.bos_token) == (
+        "<|PAD|>",
+        "<|box_end|>",
+        "<|im_start|>",
+    )
+    assert tok.eos_token_id == tok.convert_tokens_to_ids("<|box_end|>") == 11
+    text = "ask <|im_start|> and <|box_end|> as text"
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    (rows / "a.jsonl").write_text(
+        json.dumps({"condition": "", "instruction": "", "response": text}) + "\n"
+    )
+    tokenize([rows], tmp_path / "out", tokenizer_path=small_tokenizer, progress=False)
+    task = load_task(tmp_path / "out" / "a.jsonl")
+    start, length = int(task["resp_start"][0]), int(task["resp_len"][0])
+    data_io_ids = task["tokens"][start : start + length - 1].tolist()  # without EOA
+    assert tok.encode(text) == tok(text)["input_ids"] == data_io_ids
+    assert 6 not in data_io_ids  # <|im_start|> stayed text
+
+
+def test_the_shipped_tokenizer_has_the_same_tokenizer_config(small_tokenizer: Path):
+    shipped = Path(__file__).resolve().parent.parent / "trained_tokenizers" / "bpe"
+    assert json.loads((shipped / "tokenizer_config.json").read_text()) == json.loads(
+        (small_tokenizer.parent / "tokenizer_config.json").read_text()
+    )
+
+
+def test_custom_special_tokens_leave_out_roles_they_lack(tmp_path: Path):
+    out = tmp_path / "t" / "tokenizer.json"
+    train_tokenizer(
+        [EXAMPLE_ROWS],
+        out,
+        vocab_size=400,
+        special_tokens=["<|PAD|>", "<|eos|>"],
+        prefix_config=None,
+        progress=False,
+    )
+    config = json.loads((out.parent / "tokenizer_config.json").read_text())
+    assert config["pad_token"] == "<|PAD|>"
+    assert "eos_token" not in config and "bos_token" not in config
+    assert "extra_special_tokens" not in config

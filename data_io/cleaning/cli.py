@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from data_io.cleaning.registry import Entry, entries, find
@@ -17,14 +18,23 @@ def register(subparsers: Any) -> None:
         help="raw datasets -> cleaned rows (data/*.jsonl, data_clustered/**/*.parquet)",
         description="Run the dataset cleaners (python -m pipe.clean_* does the same for one).",
     )
-    parser.add_argument("names", nargs="*", metavar="NAME", help="cleaners to run (see --list)")
     parser.add_argument(
-        "--list", action="store_true", help="list the cleaners, their sources and outputs"
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help="cleaners to run: names or module paths, see --list (default: none; name some or "
+        "pass --all)",
+    )
+    parser.add_argument(
+        "--list",
+        action="store_true",
+        help="list the cleaners, their sources and outputs, and stop (default: off)",
     )
     parser.add_argument(
         "--all",
         action="store_true",
-        help="run every cleaner whose local source is present (raw_data/..., raw_data/hub/<repo>)",
+        help="run every cleaner whose local source is present (raw_data/..., "
+        "raw_data/hub/<repo>) (default: off)",
     )
     add_run_arguments(parser)
     parser.set_defaults(run=run)
@@ -69,9 +79,13 @@ def run(args: argparse.Namespace) -> int:
     failed = []
     for entry in chosen:
         assert entry.cleaner is not None
-        if run_and_report(entry.cleaner, args.source, args.out, progress=not args.quiet) != 0:
+        if run_and_report(entry.cleaner, args.source, args.out, quiet=args.quiet) != 0:
             failed.append(entry.name)
     if failed:
-        print(f"clean: {len(failed)} of {len(chosen)} cleaner(s) failed: {', '.join(failed)}")
+        print(
+            f"clean: {len(failed)} of {len(chosen)} cleaner(s) failed: {', '.join(failed)} "
+            "(their errors are above)",
+            file=sys.stderr,
+        )
         return 1
     return 0

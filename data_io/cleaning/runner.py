@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from data_io.cleaning.rows import (
     row_problem,
     table_problem,
 )
-from data_io.cleaning.sources import Record, Source
+from data_io.cleaning.sources import HubDataset, Record, Source
 from data_io.cleaning.writers import OutputSpec, OutputWriter
 from data_io.errors import DataIoError, InputError
 
@@ -73,25 +73,45 @@ class Cleaner:
             prog=f"clean {self.name}", description=self.description or f"Clean {self.name}."
         )
         add_run_arguments(parser, self)
-        args = parser.parse_args(argv)
-        return run_and_report(self, args.source, args.out, progress=not args.quiet)
+
+        def command() -> int:
+            args = parser.parse_args(argv)
+            return run_and_report(self, args.source, args.out, quiet=args.quiet)
+
+        # Shared with `data_io`: `python -m pipe.clean_x | head` ends without a traceback.
+        from data_io.cli import exit_quietly_on_closed_stdout
+
+        return exit_quietly_on_closed_stdout(command)
 
 
 def add_run_arguments(parser: argparse.ArgumentParser, cleaner: Cleaner | None = None) -> None:
-    source = f" (default: {cleaner.source.default})" if cleaner else ""
-    out = f" (default: {cleaner.output.path})" if cleaner else ""
+    """--source, --out and --quiet, with their defaults: ``cleaner``'s own paths when there is
+    one cleaner (``python -m pipe.clean_x``), else where each cleaner's are listed."""
+    each = "each cleaner's own, shown by --list"
+    source = cleaner.source.default if cleaner else each
+    out = cleaner.output.path if cleaner else each
+    hub = cleaner is None or isinstance(cleaner.source, HubDataset)
+    streams = "; a Hub dataset with no local copy there streams from the Hub" if hub else ""
     parser.add_argument(
         "--source",
         type=Path,
+        metavar="PATH",
         help="a local copy of the input: for a Hub dataset the folder `hf download` made, "
-        f"for raw data the file or folder named in cleaners.md{source}",
+        f"for raw data the file or folder named in cleaners.md (default: {source}{streams})",
     )
     parser.add_argument(
         "--out",
         type=Path,
-        help=f"output file (cleaners writing one file) or folder (cleaners writing several){out}",
+        metavar="PATH",
+        help="output file (cleaners writing one file) or folder (cleaners writing several) "
+        f"(default: {out})",
     )
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print nothing but errors: no progress bar, no summary (default: a progress bar "
+        "on a terminal, and a summary of each cleaner on stdout)",
+    )
 
 
 @dataclass
@@ -162,11 +182,30 @@ def run_cleaner(
     writer_options: dict[str, Any] | None = None,
 ) -> CleanReport:
     """Run ``cleaner``; raises :class:`DataIoError` (nothing committed) when anything fails."""
+    records = cleaner.source.records(source)  # fails here, with the download hint, if missing
+    try:
+        return _clean_records(cleaner, records, out, progress, writer_options)
+    finally:
+        # A reader stopped by an error must release its threads now: an unfinished Arrow scan
+        # collected during interpreter shutdown aborts the process ("terminate called without an
+        # active exception", apache/arrow#45214). Closing the generator chain runs the readers'
+        # own clean-up (``finally`` blocks) in order.
+        close = getattr(records, "close", None)
+        if close is not None:
+            close()
+
+
+def _clean_records(
+    cleaner: Cleaner,
+    records: Iterator[Record],
+    out: Path | None,
+    progress: bool | None,
+    writer_options: dict[str, Any] | None,
+) -> CleanReport:
     name = cleaner.name
     keyed = cleaner.output.keyed
     report = CleanReport(name)
     checker = ConditionChecker()
-    records = cleaner.source.records(source)  # fails here, with the download hint, if missing
     batch = _RowBatch(keyed)
     disable = True if progress is False else None  # None: tqdm shows it only on a terminal
     with (
@@ -224,16 +263,20 @@ def run_cleaner(
 
 
 def run_and_report(
-    cleaner: Cleaner, source: Path | None, out: Path | None, *, progress: bool | None = None
+    cleaner: Cleaner, source: Path | None, out: Path | None, *, quiet: bool = False
 ) -> int:
-    """Run one cleaner, print its summary (stdout) or its error (stderr); the exit code."""
+    """Run one cleaner, print its summary (stdout) or its error (stderr); the exit code.
+
+    ``quiet``: no progress bar and no summary; an error is still printed.
+    """
     try:
-        report = run_cleaner(cleaner, source, out, progress=None if progress else False)
+        report = run_cleaner(cleaner, source, out, progress=False if quiet else None)
     except DataIoError as exc:
         print(f"clean {cleaner.name}: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"clean {cleaner.name}: interrupted; nothing was written", file=sys.stderr)
         return 130
-    print(report.format())
+    if not quiet:
+        print(report.format())
     return 0

@@ -33,6 +33,14 @@ from typing import Any, BinaryIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from data_io.cleaning.hub import (
+    damage_of,
+    failed_file_log,
+    hub_unreachable,
+    local_path,
+    offline_by_environment,
+    wait_for_abandoned_reads,
+)
 from data_io.errors import DataIoError, InputError
 
 #: Local copies of Hub datasets are looked for here (``raw_data/hub/<owner>/<name>``).
@@ -300,6 +308,13 @@ class LocalFiles:
         """Download the ``include`` files of ``hub_repo`` into ``root`` (a temporary name first)."""
         from huggingface_hub import snapshot_download
 
+        reason = hub_unreachable()  # at once, instead of ~20 s of retries in snapshot_download
+        if reason is not None:
+            offline = "" if offline_by_environment() else "; without network, set HF_HUB_OFFLINE=1"
+            raise self._missing(
+                root,
+                f"raw input (and Hub repository {self.hub_repo} unreachable: {reason}{offline})",
+            )
         partial = root.with_name(f"{root.name}.tmp-{os.getpid()}")
         try:
             snapshot_download(
@@ -371,10 +386,16 @@ class HubDataset:
         return (override or Path(self.default)).exists()
 
     def _hint(self) -> str:
+        """How to get a local copy (for a failure while reading from the Hub)."""
+        offline = (
+            ""
+            if offline_by_environment()
+            else "\nOn a machine without network, set HF_HUB_OFFLINE=1: nothing then tries the Hub."
+        )
         return (
             f"To work without network access, download it first:\n"
             f"  hf download {self.repo_id} --repo-type dataset --local-dir {self.default}\n"
-            f"(the cleaner reads that folder when it exists), or pass --source FOLDER."
+            f"(the cleaner reads that folder when it exists), or pass --source FOLDER.{offline}"
         )
 
     def _location(self, override: Path | None) -> str:
@@ -388,20 +409,72 @@ class HubDataset:
         local = Path(self.default)
         return str(local) if local.is_dir() else self.repo_id
 
+    def _require_hub(self) -> None:
+        """Fail at once, before ``datasets`` spends ~20 s retrying, when the Hub is unreachable."""
+        reason = hub_unreachable()
+        if reason is not None:
+            raise InputError(
+                f"Hub dataset {self.repo_id}: no local copy at {self.default}, and the Hub cannot "
+                f"be used ({reason}).\n{self._hint()}"
+            )
+
+    def _failure(
+        self, what: str, location: str, exc: Exception, file: str | None, after: int | None = None
+    ) -> InputError:
+        """The error for a failed ``datasets`` call: the file it failed on when known and, for a
+        local copy, what is wrong with that file rather than a download hint. ``after``: rows of
+        the split read before the failure (None: it failed while opening)."""
+        cause = f"{type(exc).__name__}: {exc}"
+        if after is not None:
+            what = f"{what}, after {after:,} rows"
+        if file is None and isinstance(exc, OSError) and exc.filename:
+            file = str(exc.filename)
+        path = local_path(file) if file is not None else None
+        local = Path(location).is_dir()
+        if local and path is not None and path.exists():
+            return self._damaged_file(path, location, what, cause)
+        if local:
+            return InputError(
+                f"cannot load {what} of Hub dataset {self.repo_id} from the local copy "
+                f"{location}: {cause}\nCheck that {location} is a complete copy of {self.repo_id}, "
+                f"as `hf download {self.repo_id} --repo-type dataset --local-dir {location}` makes "
+                "it: its README.md names the configs, splits and their data files."
+            )
+        where = f" (file {file})" if file is not None else ""
+        return InputError(
+            f"cannot load {what} of Hub dataset {self.repo_id}{where}: {cause}\n{self._hint()}"
+        )
+
+    def _damaged_file(self, path: Path, location: str, what: str, cause: str) -> InputError:
+        """A file of a local copy that failed to read: which, what seems wrong, how to replace it
+        (not "download a copy": there is one)."""
+        rel = _relative_to(path, location)
+        shown = path if rel is None else Path(location) / rel
+        fix = (
+            "Replace it with an intact copy of that file."
+            if rel is None
+            else f"Replace it with an intact copy: `hf download {self.repo_id} {rel} "
+            f"--repo-type dataset --local-dir {location}` fetches only that file."
+        )
+        return InputError(
+            f"{shown}: cannot read this file of the local copy of {self.repo_id} ({what}): "
+            f"{cause}\n{damage_of(path)}. {fix}"
+        )
+
     def _open(self, what: str, location: str, call: Callable[[], Any]) -> Any:
         """Run a ``datasets`` call that resolves files, turning its failure into an InputError."""
-        try:
-            return call()
-        except DataIoError:
-            raise
-        except Exception as exc:  # datasets/hub raise many types (ConnectionError, ValueError, ...)
-            raise InputError(
-                f"cannot load {what} of Hub dataset {self.repo_id} from {location}: "
-                f"{type(exc).__name__}: {exc}\n{self._hint()}"
-            ) from exc
+        with failed_file_log() as log:
+            try:
+                return call()
+            except DataIoError:
+                raise
+            except Exception as exc:  # datasets/hub raise many types (ConnectionError, ValueError)
+                raise self._failure(what, location, exc, log.file) from exc
 
     def records(self, override: Path | None = None) -> Iterator[Record]:
         location = self._location(override)  # checked before the first record is asked for
+        if not Path(location).is_dir():  # no local copy: it streams from the Hub
+            self._require_hub()
         return self._records(location)
 
     def _records(self, location: str) -> Iterator[Record]:
@@ -426,43 +499,65 @@ class HubDataset:
                 )
                 splits = tuple(whole.keys())
             for split in splits:
+                what = f"config {config_name}, split {split}"
                 dataset = self._open(
-                    f"config {config_name}, split {split}",
+                    what,
                     location,
                     lambda c=config, s=split: datasets.load_dataset(
                         location, c, split=s, streaming=self.streaming
                     ),
                 )
-                yield from self._split_records(dataset, f"{config_name}/{split}", location)
+                yield from self._split_records(dataset, f"{config_name}/{split}", what, location)
 
-    def _guarded(self, tables: Iterator[Any], origin: str) -> Iterator[Any]:
-        """``tables``, with a read failure in the middle of a split reported with its location."""
+    def _guarded(self, tables: Iterator[Any], what: str, location: str) -> Iterator[Any]:
+        """``tables``, with a read failure in the middle of a split reported with its location.
+
+        ``tables`` is closed on the way out, early exit included: an unfinished Arrow scan left
+        for the interpreter's shutdown to collect aborts the process (apache/arrow#45214).
+        """
         count = 0
-        while True:
-            try:
-                table = next(tables)
-            except StopIteration:
-                return
-            except DataIoError:
-                raise
-            except Exception as exc:  # network drop, corrupt shard: many possible types
-                raise InputError(
-                    f"{origin}: reading failed after {count} rows: {type(exc).__name__}: {exc}"
-                ) from exc
-            count += table.num_rows
-            yield table
+        finished = False
+        try:
+            while True:
+                with failed_file_log() as log:
+                    try:
+                        table = next(tables)
+                    except StopIteration:
+                        finished = True
+                        return
+                    except DataIoError:
+                        raise
+                    except Exception as exc:  # network drop, corrupt shard: many possible types
+                        raise self._failure(what, location, exc, log.file, count) from exc
+                count += table.num_rows
+                yield table
+        finally:
+            close = getattr(tables, "close", None)
+            if close is not None:
+                close()
+            if not finished:
+                wait_for_abandoned_reads()
 
-    def _split_records(self, dataset: Any, name: str, location: str) -> Iterator[Record]:
+    def _split_records(self, dataset: Any, name: str, what: str, location: str) -> Iterator[Record]:
         origin = f"{location} {name}"
         rows = self.batch_rows or _HUB_READ_ROWS
         first = 0
-        for table in self._guarded(dataset.with_format("arrow").iter(batch_size=rows), origin):
+        tables = dataset.with_format("arrow").iter(batch_size=rows)
+        for table in self._guarded(tables, what, location):
             if self.batch_rows:
                 yield Record(table, name, first, origin, rows=table.num_rows)
             else:
                 for offset, row in enumerate(table.to_pylist()):
                     yield Record(row, name, first + offset, origin)
             first += table.num_rows
+
+
+def _relative_to(path: Path, folder: str) -> str | None:
+    """``path`` relative to ``folder`` (both resolved), or None when it lies elsewhere."""
+    try:
+        return path.resolve().relative_to(Path(folder).resolve()).as_posix()
+    except (ValueError, OSError):
+        return None
 
 
 Source = LocalFiles | HubDataset

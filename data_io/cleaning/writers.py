@@ -20,6 +20,7 @@ Memory stays bounded however large the input and however many output files there
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import os
 import re
@@ -93,7 +94,64 @@ def _temporary(final: Path, suffix: str = "") -> Path:
 
 
 def _unlink(path: Path) -> None:
-    path.unlink(missing_ok=True)
+    """Remove a temporary file, best effort: clean-up must never hide the error that caused it
+    (an output under a regular file, say, cannot even be looked up)."""
+    with contextlib.suppress(OSError):
+        path.unlink(missing_ok=True)
+
+
+# How to fix an output that cannot be written, by errno. ENOTDIR/EEXIST (a file where a folder
+# should be) name the file in the way, found by :func:`_file_in_the_way`.
+_OUTPUT_FIXES = {
+    errno.EACCES: "no permission to write there: pass --out with a writable location, or fix "
+    "the folder's permissions",
+    errno.EPERM: "writing there is not permitted: pass --out with a writable location",
+    errno.EROFS: "the file system is read-only: pass --out with a location on a writable disk",
+    errno.ENOSPC: "the disk is full: free some space, or pass --out with a location on another disk",
+    errno.EDQUOT: "the disk quota is used up: free some space, or pass --out with another location",
+    errno.ENOENT: "files cannot be created there (a virtual or vanished folder?): pass --out "
+    "with a location in an ordinary writable folder",
+}
+
+
+def output_error(target: Path, exc: OSError) -> OutputError:
+    """One line: the output that cannot be written, why (from ``exc``'s errno), how to fix it."""
+    blocker = _file_in_the_way(target)
+    if blocker is not None:
+        fix = f"{blocker} is a file, not a folder: pass --out with another location, or move it"
+    else:
+        fix = _OUTPUT_FIXES.get(
+            exc.errno or 0, "pass --out with a location where files can be created"
+        )
+    reason = exc.strerror or str(exc)
+    return OutputError(f"cannot write the output {target} ({reason}): {fix}")
+
+
+def _file_in_the_way(target: Path) -> Path | None:
+    """The first of ``target``'s parent folders that exists as something other than a folder."""
+    for parent in reversed(target.parents):
+        if parent.exists() and not parent.is_dir():
+            return parent
+    return None
+
+
+def _check_writable(target: Path, folder: Path) -> None:
+    """Fail before any input is read when no file can be created in ``folder`` (or, when it does
+    not exist yet, in its nearest existing parent, where it would be created). A probe file is
+    created and removed: permission bits say nothing for root, nor about a read-only mount."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise output_error(target, NotADirectoryError(errno.ENOTDIR, "Not a directory"))
+    probe = existing / f".{target.name}.probe.tmp-{os.getpid()}"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass  # a probe of ours, left by a run with the same pid: the folder is writable
+    except OSError as exc:
+        raise output_error(target, exc) from exc
+    _unlink(probe)
 
 
 def _as_row_table(table: pa.Table) -> pa.Table:
@@ -274,6 +332,7 @@ class OutputWriter:
             if self.path.is_dir():
                 raise OutputError(f"--out {self.path} is a folder: this cleaner writes one file")
             self._sink("")  # created up front so that an empty run still writes an empty file
+        _check_writable(self.path, self.path if spec.keyed else self.path.parent)
 
     def _prepare(self) -> None:
         """Create the output folder on first use, so that a run failing early leaves nothing."""
@@ -283,7 +342,7 @@ class OutputWriter:
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise OutputError(f"cannot create the output folder for {self.path}: {exc}") from exc
+            raise output_error(self.path, exc) from exc
         prefix = "" if self.spec.keyed else f"{self.path.name}.tmp-"
         _remove_stale_temporaries(folder, prefix)
         self._prepared = True
@@ -337,7 +396,7 @@ class OutputWriter:
             if self._pending_bytes > self._buffer_bytes:
                 self._flush_largest()
         except OSError as exc:
-            raise OutputError(f"cannot write under {self.path}: {exc}") from exc
+            raise output_error(self.path, exc) from exc
 
     def _flush_largest(self) -> None:
         """Flush the fullest buffers until half the budget is free."""
@@ -358,13 +417,15 @@ class OutputWriter:
                 written.append((sink.final, sink.rows))
         except OSError as exc:
             self.abort()
-            raise OutputError(f"cannot finish the output under {self.path}: {exc}") from exc
+            raise output_error(self.path, exc) from exc
         self._done = True
         return written
 
     def abort(self) -> None:
+        """Remove every temporary file, best effort (the error that led here is the one to show)."""
         for sink in self._sinks.values():
-            sink.abort()
+            with contextlib.suppress(OSError):
+                sink.abort()
         self._open.clear()
         self._done = True
 

@@ -27,7 +27,7 @@ _DESCRIPTION = (
 
 
 def _epilog() -> str:
-    return "options (key=default):\n" + config_help()
+    return "configuration (key=value arguments, shown with their defaults):\n" + config_help()
 
 
 def _terminate(signum: int, _frame: object) -> None:
@@ -44,6 +44,17 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "overrides", nargs="*", metavar="key=value",
+        help="configuration: any of the keys below (default: all defaults)",
+    )  # fmt: skip
+    parser.add_argument(
+        "-q", "--quiet", action="store_true",
+        help="no progress bars (default: shown; notes and errors still go to stderr)",
+    )  # fmt: skip
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``data_io sample key=value ...``."""
     parser = subparsers.add_parser(
@@ -53,8 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("overrides", nargs="*", metavar="key=value", help="configuration")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    _add_arguments(parser)
     parser.set_defaults(run=_run)
 
 
@@ -66,8 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("overrides", nargs="*", metavar="key=value", help="configuration")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    _add_arguments(parser)
     args = parser.parse_args(argv)
     try:
         return _run(args)

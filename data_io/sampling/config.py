@@ -7,6 +7,7 @@ lacked. Unknown keys, wrong types and impossible values raise :class:`ConfigErro
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -41,9 +42,34 @@ class SampleConfig:
     plot: bool = True
     # Where it goes; null = <output_path>/analytics.png, inside the output.
     plot_path: str | None = None
+    # An empty sample (no task, or every row dropped) is refused; true publishes it anyway.
+    allow_empty: bool = False
 
 
 CONFIG_KEYS: tuple[str, ...] = tuple(f.name for f in fields(SampleConfig))
+
+# What each key does, for --help (every key must have one: tests/test_sampling_config.py).
+KEY_HELP: dict[str, str] = {
+    "tokenized_path": "the tokenizer's output folder (data_io tokenize -o); read only",
+    "output_path": "where the sample is written (a RAM disk on training nodes); a previous "
+    "sample there is kept until the new one is complete (when space is short it is deleted "
+    "first, after every check, and that is said); must not be tokenized_path, be inside "
+    "it, contain it, or be a mount point itself",
+    "prefix_config_path": "YAML list of rules per task-name prefix: max_per_file, "
+    "long_context (truncate/drop), repeat",
+    "seed": "seed of the Philox generator (same inputs and seed: same epochs)",
+    "epochs": "number of epoch_<k> folders to write",
+    "context_size": "longest row in tokens (4096 + 1 for the autoregressive shift); longer "
+    "rows are truncated or dropped as the prefix rule says",
+    "min_resp_length": "rows whose response is shorter are dropped (2 = one content token + EOA)",
+    "short_truncated": "'drop' removes rows that truncation leaves with a 1-token response "
+    "(they crash FlashAttention's backward when a batch holds only such rows); 'keep' "
+    "reproduces the original sampler",
+    "reuse": "reuse a complete output built from the same inputs, config and code; false rebuilds",
+    "plot": "write a PNG of length distributions and tokens per category",
+    "plot_path": "where the PNG goes; null = <output_path>/analytics.png",
+    "allow_empty": "publish an empty sample (no task, or every row dropped) instead of failing",
+}
 
 
 def parse_overrides(overrides: Sequence[str]) -> SampleConfig:
@@ -103,7 +129,18 @@ def validate(config: SampleConfig) -> None:
         )
 
 
+def _cli_value(value: object) -> str:
+    """A default as it is typed on the command line (true, null, plain strings)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return "null" if value is None else str(value)
+
+
 def config_help() -> str:
-    """One line per key with its default, for ``--help``."""
+    """Each key with its default, as typed on the command line, and what it does."""
     defaults = SampleConfig()
-    return "\n".join(f"  {key}={getattr(defaults, key)!r}" for key in CONFIG_KEYS)
+    return "\n".join(
+        f"  {key}={_cli_value(getattr(defaults, key))}\n"
+        + textwrap.fill(KEY_HELP[key], width=92, initial_indent=" " * 6, subsequent_indent=" " * 6)
+        for key in CONFIG_KEYS
+    )

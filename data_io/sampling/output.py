@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from data_io.errors import OutputError
+from data_io.errors import ConfigError, OutputError
 
 MARKER_KEY = "data_io"
 STAGING_INFIX = ".tmp-"
@@ -152,11 +152,14 @@ def ensure_space(
     *,
     probe: FreeSpaceProbe = free_bytes,
     log: Callable[[str], None] = lambda message: print(message, file=sys.stderr),
+    before_delete: Callable[[], None] = lambda: None,
 ) -> None:
     """Fail clearly unless the target's file system can hold ``needed`` more bytes.
 
-    The new output is built beside the old one; when only the old (stale) output stands in
-    the way, it is deleted first (it is about to be replaced anyway) and that is reported.
+    The new output is built beside the old one, which stays until the new one is complete.
+    Only when the old output alone stands in the way is it deleted first: that is said
+    before, and ``before_delete`` runs first (the caller's last checks: once the old output
+    is gone, a failing build leaves none).
     """
     parent = target.parent
     available = probe(parent)
@@ -166,17 +169,56 @@ def ensure_space(
     if target.exists() and available + reclaimable >= needed:
         log(
             f"sample: {parent} has {_gib(available)} free, the new output needs "
-            f"{_gib(needed)}: deleting the stale output {target} ({_gib(reclaimable)}) first"
+            f"{_gib(needed)}: no room to keep the previous output until the new one is "
+            f"complete; deleting the stale output {target} ({_gib(reclaimable)}) first, once "
+            f"the inputs are checked (if this run then fails, there is no sampled output "
+            f"until a run succeeds; free space or pass output_path=<elsewhere> to avoid this)"
         )
+        before_delete()
         shutil.rmtree(target)
-        if probe(parent) >= needed:
-            return
         available = probe(parent)
+        if available >= needed:
+            return
     raise OutputError(
         f"not enough space for the sampled output: {parent} has {_gib(available)} free, "
         f"{_gib(needed)} needed; free space there (e.g. old outputs in /dev/shm) or pass "
         f"output_path=<folder on a larger file system>"
     )
+
+
+def check_separate(target: Path, tokenized: Path) -> None:
+    """Refuse an output that is, holds or sits inside the tokenized input: the build
+    would read what it is replacing (or the tokenizer's folder would gain a stray task)."""
+    out, source = target.resolve(), tokenized.resolve()
+    if out == source:
+        relation = "is"
+    elif source in out.parents:
+        relation = "is inside"
+    elif out in source.parents:
+        relation = "contains"
+    else:
+        return
+    raise ConfigError(
+        f"config key 'output_path': {str(target)!r} {relation} tokenized_path "
+        f"{str(tokenized)!r}; the sampled output must be a separate folder (e.g. "
+        f"output_path=/dev/shm/sampled)"
+    )
+
+
+def is_mount_point(path: Path) -> bool:
+    return os.path.ismount(path)
+
+
+def check_not_mount_point(target: Path) -> None:
+    """Refuse a target that is a mount point (``/dev/shm``, a tmpfs mounted there): the
+    output is built beside the target and renamed into place, and a mount point can be
+    neither renamed nor replaced (the build beside it would also be on another file system)."""
+    if target.exists() and is_mount_point(target):
+        raise ConfigError(
+            f"config key 'output_path': {str(target)!r} is a mount point; the sampler builds "
+            f"the output beside it and renames it into place, which a mount point cannot be. "
+            f"Pass a folder inside it, e.g. output_path={str(target / 'sampled')!r}"
+        )
 
 
 def _gib(count: int) -> str:

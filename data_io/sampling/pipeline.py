@@ -24,8 +24,9 @@ from typing import TextIO
 import numpy as np
 from tqdm import tqdm
 
-from data_io.errors import DataIoError, OutputError
+from data_io.errors import ConfigError, DataIoError, InputError, OutputError
 from data_io.prefix_config import format_overlaps, load_prefix_config
+from data_io.provenance import check_provenance
 from data_io.sampling import output
 from data_io.sampling.algorithm import (
     EpochSampler,
@@ -36,8 +37,15 @@ from data_io.sampling.algorithm import (
 )
 from data_io.sampling.config import SampleConfig
 from data_io.sampling.epoch_writer import INDEX_DTYPE, EpochWriter
-from data_io.sampling.pool import CopyJob, npy_header, pool_dtype, write_pool
-from data_io.sampling.report import Analytics, preload_matplotlib, write_markdown, write_plot
+from data_io.sampling.pool import CopyJob, check_token_ids, npy_header, pool_dtype, write_pool
+from data_io.sampling.report import (
+    Analytics,
+    plot_link,
+    preload_matplotlib,
+    relink_plot,
+    write_markdown,
+    write_plot,
+)
 from data_io.sampling.tasks import (
     INDEX_NAMES,
     Task,
@@ -88,6 +96,53 @@ def _marker_config(config: SampleConfig, tasks: list[Task]) -> dict[str, object]
     return settings
 
 
+def _for_stdout(stored: str, plot: Path | None, target: Path) -> str:
+    """The stored report as printed: stdout is usually redirected to a file in the current
+    folder (``> show_analytics.md``), so the figure is linked from there."""
+    if plot is None:
+        return stored
+    return relink_plot(stored, plot_link(plot, target), plot_link(plot, Path.cwd()))
+
+
+def _check_not_empty(
+    config: SampleConfig, tokenized: Path, filtered: list[FilteredTask], per_epoch: int
+) -> None:
+    """An empty sample is a mistake (wrong folder, a context that drops every row), not a
+    result to publish over a good one; ``allow_empty=true`` asks for it explicitly."""
+    if not filtered:
+        raise InputError(
+            f"tokenized_path {str(tokenized)!r} holds no task folders, so the sample would be "
+            f"empty; point tokenized_path at the tokenizer's output (run `data_io tokenize` "
+            f"first), or pass allow_empty=true"
+        )
+    if per_epoch:
+        return
+    source_rows = sum(item.task.rows for item in filtered)
+    if not source_rows:
+        raise InputError(
+            f"the sample would be empty: the {len(filtered)} task(s) in {tokenized} hold no "
+            f"rows; re-tokenize non-empty sources, or pass allow_empty=true"
+        )
+    if sum(item.rows for item in filtered):
+        raise ConfigError(
+            f"the sample would be empty: {len(filtered)} task(s) in {tokenized} keep rows, but "
+            f"the rules of {config.prefix_config_path} take none of them (max_per_file: 0); "
+            f"change the rules, or pass allow_empty=true"
+        )
+    drops: dict[str, int] = {}
+    for item in filtered:
+        for reason, count in item.drops.items():
+            drops[reason] = drops.get(reason, 0) + count
+    reasons = "; ".join(f"{reason}: {count:,}" for reason, count in drops.items() if count)
+    raise ConfigError(
+        f"the sample would be empty: every one of the {source_rows:,} rows of the "
+        f"{len(filtered)} task(s) in {tokenized} is dropped with "
+        f"context_size={config.context_size}, min_resp_length={config.min_resp_length} "
+        f"({reasons}); raise context_size, lower min_resp_length or change the long_context "
+        f"rules of {config.prefix_config_path}, or pass allow_empty=true"
+    )
+
+
 def _expected_files(epochs: int, rows_per_epoch: int, pool_bytes: int) -> dict[str, int | None]:
     """Every file a complete output has, with its size where it is known in advance."""
     epoch_bytes = len(npy_header(INDEX_DTYPE, rows_per_epoch)) + rows_per_epoch * 8
@@ -115,8 +170,16 @@ def sample(
         # With cores to spare, reader threads feed a thread that only writes.
         copy_readers = 0 if (os.cpu_count() or 1) <= 2 else 2
     tokenized = Path(config.tokenized_path)
+    target = Path(config.output_path).absolute()
+    # Everything is checked before anything is written or deleted: paths, config,
+    # provenance, task arrays, emptiness, then (in _build) space and, if the previous output
+    # must go first, the token ids.
+    output.check_separate(target, tokenized)
+    output.check_not_mount_point(target)
     prefix_config = load_prefix_config(config.prefix_config_path)
     tokenizer_info = load_tokenizer_info(tokenized)
+    folders = [folder for folder in task_folders(tokenized) if not is_temporary(folder)]
+    check_provenance(tokenized, tokenizer_info, folders)
     tasks = read_tasks(tokenized, prefix_config, progress=progress)
     overlaps = format_overlaps(prefix_config.overlaps(task.name for task in tasks))
     for line in overlaps:
@@ -131,13 +194,13 @@ def sample(
     rows = Rows.concat(filtered)
     sampler = EpochSampler(filtered, config.seed)
     per_epoch = sampler.rows_per_epoch
+    if not config.allow_empty:
+        _check_not_empty(config, tokenized, filtered, per_epoch)
     pool_tokens = sum(task.tokens.length for task in tasks)
     dtype = pool_dtype(tokenizer_info.get("vocab_size"), [task.tokens.dtype for task in tasks])
     pool_bytes = len(npy_header(dtype, pool_tokens)) + pool_tokens * dtype.itemsize
 
-    target = Path(config.output_path).absolute()
     plot = _plot_target(config, target)
-    folders = [folder for folder in task_folders(tokenized) if not is_temporary(folder)]
     marker = output.Marker(
         inputs=output.fingerprint_inputs(tokenized / "tokenizer_info.json", folders),
         config=_marker_config(config, tasks),
@@ -158,7 +221,7 @@ def sample(
             f"code: reusing it (reuse=false rebuilds)"
         )
         # The analytics were stored with the output: print them instead of redrawing.
-        text = (target / REPORT_NAME).read_text(encoding="utf-8")
+        text = _for_stdout((target / REPORT_NAME).read_text(encoding="utf-8"), plot, target)
         text += (
             f"**Reused:** the output at `{target}` is complete and was built from the same "
             f"inputs, config and code; pass `reuse=false` to rebuild.\n\n"
@@ -215,17 +278,23 @@ def _build(
     notes: list[str],
     overlaps: list[str],
 ) -> tuple[np.ndarray, Analytics, str]:
+    vocab_size = tokenizer_info.get("vocab_size")
+    jobs = [
+        CopyJob(task=item.task.name, source=item.task.tokens, pool_offset=item.pool_offset)
+        for item in filtered
+    ]
     output.prepare_parent(target)
     output.check_target(target)
     output.remove_stale_staging(target, _log)
-    output.ensure_space(target, needed, probe=free_space, log=_log)
+    output.ensure_space(
+        target, needed, probe=free_space, log=_log,
+        # The one check the copy makes as it goes: made up front when the previous output
+        # has to be deleted before the copy can start.
+        before_delete=lambda: check_token_ids(jobs, dtype, vocab_size),
+    )  # fmt: skip
     staging = output.make_staging(target)
     plot_in_output = plot is not None and plot.parent == target
     try:
-        jobs = [
-            CopyJob(task=item.task.name, source=item.task.tokens, pool_offset=item.pool_offset)
-            for item in filtered
-        ]
         copy_bar = tqdm(
             total=pool_tokens, desc="Writing tokens", unit="tok", unit_scale=True,
             disable=not progress, position=1, leave=False,
@@ -244,13 +313,16 @@ def _build(
             copy = pool_thread.submit(
                 write_pool, staging / "tokens.npy", jobs, pool_tokens, dtype,
                 readers=copy_readers, progress=copy_bar.update, cancelled=cancel_copy,
+                vocab_size=vocab_size,
             )  # fmt: skip
             epoch_writer = EpochWriter(staging, rows, sampler.rows_per_epoch, epoch_thread)
             try:
                 coverage = np.zeros(rows.total, dtype=np.int64)
+                # Transient, like the copy's bar below it: a bar left on screen ends with a
+                # newline, which would strand the copy bar's line (at "0%") above the cursor.
                 for epoch in tqdm(
                     range(config.epochs), desc="Sampling epochs", unit="epoch",
-                    disable=not progress, position=0,
+                    disable=not progress, position=0, leave=False,
                 ):  # fmt: skip
                     if copy.done():
                         copy.result()  # a failed copy (bad token id, no space) stops the run
@@ -259,7 +331,9 @@ def _build(
                 analytics = Analytics.build(filtered, rows, coverage)
                 if plot is not None:
                     plot_file = staging / plot.name if plot_in_output else plot
-                    write_plot(plot_file, filtered, rows, coverage, config.epochs)
+                    write_plot(
+                        plot_file, filtered, rows, coverage, config.epochs, config.context_size
+                    )
                 epoch_writer.wait()
                 copy.result()  # surfaces a copy failure once the copy has stopped
             except BaseException:
@@ -286,7 +360,9 @@ def _build(
             output.MARKER_KEY: marker.as_dict(),
         }
         report = io.StringIO()
-        write_markdown(report, analytics, notes=notes, overlaps=overlaps, plot=plot)
+        # The stored copy links the figure from the output folder, where it lies.
+        link = None if plot is None else plot_link(plot, target)
+        write_markdown(report, analytics, notes=notes, overlaps=overlaps, plot_link=link)
         (staging / REPORT_NAME).write_text(report.getvalue(), encoding="utf-8")
         # Last: a folder with this marker is complete (it is published right after).
         output.write_json_atomic(staging / "metadata.json", metadata)
@@ -300,4 +376,4 @@ def _build(
         # Crash safety: nothing half-written survives; the old output (if any) is untouched.
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return coverage, analytics, report.getvalue()
+    return coverage, analytics, _for_stdout(report.getvalue(), plot, target)

@@ -46,6 +46,50 @@ def pool_dtype(vocab_size: int | None, source_dtypes: Sequence[np.dtype]) -> np.
     raise InputError(f"vocab_size {vocab_size} does not fit the int32 token pool")
 
 
+def id_limit(dtype: np.dtype, vocab_size: int | None) -> int:
+    """The largest id the pool accepts: the dtype's maximum, or ``vocab_size - 1`` if lower."""
+    largest = int(np.iinfo(dtype).max)
+    return largest if vocab_size is None else min(largest, vocab_size - 1)
+
+
+def check_token_ids(
+    jobs: Sequence[CopyJob], dtype: np.dtype, vocab_size: int | None, *, chunk: int = 1 << 24
+) -> None:
+    """The copy's range check alone, read-only: for a run that must delete the previous
+    output before it can copy (the copy itself checks as it goes, at no extra cost)."""
+    limit = id_limit(dtype, vocab_size)
+    for job in jobs:
+        source = job.source
+        if source.length == 0 or int(np.iinfo(source.dtype).max) <= limit:
+            continue
+        data = np.memmap(
+            source.path, dtype=source.dtype, mode="r", offset=source.data_offset,
+            shape=(source.length,),
+        )  # fmt: skip
+        for start in range(0, source.length, chunk):
+            piece = data[start : start + chunk]
+            if int(piece.max()) > limit:
+                at = int(np.argmax(piece > limit))
+                raise InputError(
+                    f"{source.path}: task {job.task}: token {start + at} is "
+                    f"{int(piece[at])}, {_why_out_of_range(dtype, vocab_size)}"
+                )
+
+
+def _why_out_of_range(dtype: np.dtype, vocab_size: int | None) -> str:
+    # The same words as the Rust copy's error (rust/sampling/pool.rs).
+    if vocab_size is not None and vocab_size - 1 < int(np.iinfo(dtype).max):
+        return (
+            f"not below vocab_size {vocab_size} of tokenizer_info.json: this task was "
+            f"tokenized with a different (larger) tokenizer than the rest; re-tokenize it with "
+            f"the tokenizer of tokenizer_info.json (data_io tokenize ... --tokenizer-path <it>)"
+        )
+    return (
+        f"above the {dtype.name} pool's maximum {int(np.iinfo(dtype).max)} (vocab_size in "
+        f"tokenizer_info.json is too small for this data)"
+    )
+
+
 def npy_header(dtype: np.dtype, length: int) -> bytes:
     """The .npy header of a 1-D array (version 1.0, padded to 64 bytes like numpy's)."""
     import io
@@ -74,9 +118,11 @@ def copy_tokens(
     readers: int,
     progress: Callable[[int], object],
     cancelled: threading.Event,
+    vocab_size: int | None = None,
 ) -> None:
     """Copy every job into the pool file (which has its header and final size already).
-    Token ids that do not fit ``dtype`` are refused (``InputError``), never wrapped."""
+    Token ids that do not fit ``dtype``, or are not below ``vocab_size`` (when given), are
+    refused (``InputError`` naming task, file and token position), never wrapped."""
 
     def report(count: int) -> bool:
         progress(count)
@@ -89,8 +135,9 @@ def copy_tokens(
         if job.source.length
     ]  # fmt: skip
     _core.copy_token_pool(
-        str(path), header_len, dtype.str, sources, readers=readers, progress=report
-    )
+        str(path), header_len, dtype.str, sources, readers=readers, progress=report,
+        vocab_size=vocab_size,
+    )  # fmt: skip
 
 
 def write_pool(
@@ -102,8 +149,10 @@ def write_pool(
     readers: int = 0,
     progress: Callable[[int], object] = lambda _count: None,
     cancelled: threading.Event | None = None,
+    vocab_size: int | None = None,
 ) -> None:
-    """Write the whole pool to ``path`` (a staging name; the caller publishes it)."""
+    """Write the whole pool to ``path`` (a staging name; the caller publishes it); ids must
+    be below ``vocab_size`` when it is given."""
     header = npy_header(dtype, total_tokens)
     try:
         with path.open("wb") as handle:
@@ -114,5 +163,5 @@ def write_pool(
         raise OutputError(f"cannot create the token pool {path}: {exc}") from exc
     copy_tokens(
         path, len(header), dtype, jobs, readers=readers, progress=progress,
-        cancelled=cancelled or threading.Event(),
+        cancelled=cancelled or threading.Event(), vocab_size=vocab_size,
     )  # fmt: skip

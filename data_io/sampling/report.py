@@ -8,6 +8,8 @@ and a figure with the length distributions and tokens per category.
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -119,14 +121,34 @@ def _drop_table(out: TextIO, filtered: Sequence[FilteredTask]) -> None:
     header = "| Task | Source rows | Kept | Truncated | " + " | ".join(DROP_REASONS) + " |"
     print(header, file=out)
     print("".join(char if char == "|" else "-" for char in header), file=out)
-    totals = np.zeros(3 + len(DROP_REASONS), dtype=np.int64)
     for item in affected:
-        values = [item.task.rows, item.rows, item.truncated] + [
-            item.drops.get(reason, 0) for reason in DROP_REASONS
-        ]
-        totals += values
-        print(f"| {item.task.name} | " + " | ".join(_num(v) for v in values) + " |", file=out)
-    print("| **total** | " + " | ".join(f"**{_num(int(v))}**" for v in totals) + " |", file=out)
+        print(
+            f"| {item.task.name} | " + " | ".join(_num(v) for v in _drop_row(item)) + " |", file=out
+        )
+    # Over every task, listed or not: "Source rows" and "Kept" then add up to the corpus.
+    totals = np.sum([_drop_row(item) for item in filtered], axis=0, dtype=np.int64)
+    label = f"**total, all {len(filtered)} tasks**"
+    print(f"| {label} | " + " | ".join(f"**{_num(int(v))}**" for v in totals) + " |", file=out)
+
+
+def _drop_row(item: FilteredTask) -> list[int]:
+    return [item.task.rows, item.rows, item.truncated] + [
+        item.drops.get(reason, 0) for reason in DROP_REASONS
+    ]
+
+
+PLOT_ALT = "Length distributions and tokens per category"
+
+
+def plot_link(plot: Path, base: Path) -> str:
+    """The image's path as the Markdown file at ``base`` (a folder) should link it:
+    relative, so that the report and its figure can be moved or served together."""
+    return Path(os.path.relpath(plot, base)).as_posix()
+
+
+def relink_plot(text: str, old_link: str, new_link: str) -> str:
+    """The report ``text`` with its image link changed (for a copy written elsewhere)."""
+    return text.replace(f"![{PLOT_ALT}]({old_link})", f"![{PLOT_ALT}]({new_link})")
 
 
 def write_markdown(
@@ -135,9 +157,10 @@ def write_markdown(
     *,
     notes: Sequence[str] = (),
     overlaps: Sequence[str] = (),
-    plot: Path | None = None,
+    plot_link: str | None = None,
 ) -> None:
-    """Print the whole report (the only thing the sampler writes to stdout)."""
+    """Print the whole report (the only thing the sampler writes to stdout); ``plot_link``
+    is the figure's path relative to where the report goes (:func:`plot_link`)."""
     _coverage_table(out, "Category", analytics.categories, analytics.total)
     _coverage_table(out, "Task", analytics.tasks, analytics.total)
     _drop_table(out, analytics.filtered)
@@ -146,21 +169,22 @@ def write_markdown(
         for line in overlaps:
             print(f"- {line}", file=out)
     total = analytics.total
-    print("\n### Global Summary", file=out)
+    # A list: consecutive lines would render as one paragraph.
+    print("\n### Global Summary\n", file=out)
     print(
-        f"**Total Unique Tokens Sampled:** {_num(total.unique_cov_toks)} out of "
+        f"- **Total Unique Tokens Sampled:** {_num(total.unique_cov_toks)} out of "
         f"{_num(total.toks)} ({total.unique_cov_toks / max(1, total.toks):.2%})",
         file=out,
     )
     print(
-        f"**Total Unique Rows Sampled:** {_num(total.unique_cov_rows)} out of "
+        f"- **Total Unique Rows Sampled:** {_num(total.unique_cov_rows)} out of "
         f"{_num(total.rows)} ({total.unique_cov_rows / max(1, total.rows):.2%})",
         file=out,
     )
     for note in notes:
         print(f"\n{note}", file=out)
-    if plot is not None:
-        print(f"\n![Length distributions and tokens per category]({plot})", file=out)
+    if plot_link is not None:
+        print(f"\n![{PLOT_ALT}]({plot_link})", file=out)
     print(file=out)
 
 
@@ -170,14 +194,24 @@ def preload_matplotlib() -> None:
     import matplotlib.figure  # noqa: F401
 
 
-def _plain_log_axis(axis) -> None:
+def _plain_number(value: float, _pos: object = None) -> str:
+    return f"{value:,.0f}" if value >= 1 else f"{value:g}"
+
+
+def _compact_number(value: float, _pos: object = None) -> str:
+    """1k, 1M, 1G: the token axis spans many decades, whose full numbers would collide."""
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if value >= scale:
+            return f"{value / scale:g}{suffix}"
+    return _plain_number(value)
+
+
+def _plain_log_axis(axis, formatter=_plain_number) -> None:
     """Log scale with plain-number labels and no minor ticks (minor ticks and mathtext
     labels are what makes rendering a log axis slow)."""
     from matplotlib.ticker import FuncFormatter, NullLocator
 
-    axis.set_major_formatter(
-        FuncFormatter(lambda value, _pos: f"{value:,.0f}" if value >= 1 else f"{value:g}")
-    )
+    axis.set_major_formatter(FuncFormatter(formatter))
     axis.set_minor_locator(NullLocator())
 
 
@@ -204,10 +238,16 @@ def length_histogram(
 
 
 def write_plot(
-    path: Path, filtered: Sequence[FilteredTask], rows: Rows, coverage: np.ndarray, epochs: int
+    path: Path,
+    filtered: Sequence[FilteredTask],
+    rows: Rows,
+    coverage: np.ndarray,
+    epochs: int,
+    context_size: int | None = None,
 ) -> None:
-    """PNG: instruction/response/total length histograms (corpus vs sampled per epoch) and
-    tokens per category (corpus vs sampled per epoch). Written to a temporary name, renamed.
+    """PNG: instruction/response/total length histograms (corpus vs sampled per epoch, the
+    context limit marked) and tokens per category (same two series, one legend for all).
+    Written to a temporary name, renamed.
 
     Uses matplotlib's object API (a ``Figure`` and the Agg canvas), not pyplot: no global
     figure registry, so it may run in any thread.
@@ -236,11 +276,17 @@ def write_plot(
             axis.set_yscale("log")
             _plain_log_axis(axis.xaxis)
             _plain_log_axis(axis.yaxis)
+            if context_size is not None:
+                axis.axvline(
+                    context_size, color="0.4", linestyle="--", linewidth=1,
+                    label=f"context_size ({context_size:,})",
+                )  # fmt: skip
         axis.set_title(f"{label} length (tokens)")
         axis.set_ylabel("rows")
+    # One legend above all panels: inside an axis it covers bars or steps.
     handles, labels = axes.flat[0].get_legend_handles_labels()
     if handles:
-        figure.legend(handles, labels, loc="upper center", ncols=2, frameon=False)
+        figure.legend(handles, labels, loc="upper center", ncols=len(handles), frameon=False)
     categories: dict[str, list[float]] = {}
     for item, base in zip(filtered, rows.task_base, strict=True):
         cov = coverage[base : base + item.rows]
@@ -252,16 +298,18 @@ def write_plot(
     # Empty categories get no bar on the log axis (zero tokens).
     names = sorted(categories)
     positions = np.arange(len(names))
-    axis.barh(positions - 0.2, [categories[n][0] for n in names], height=0.4, label="corpus")
-    axis.barh(
-        positions + 0.2, [categories[n][1] for n in names], height=0.4, label="sampled per epoch"
-    )
+    # Same colours and order as the histograms' two series, so the figure legend fits.
+    axis.barh(positions - 0.2, [categories[n][0] for n in names], height=0.4)
+    axis.barh(positions + 0.2, [categories[n][1] for n in names], height=0.4)
     axis.set_yticks(positions, names, fontsize=7)
-    if any(value[0] for value in categories.values()):
+    positive = [value for entry in categories.values() for value in entry if value > 0]
+    if positive:
         axis.set_xscale("log")
-        _plain_log_axis(axis.xaxis)
+        _plain_log_axis(axis.xaxis, _compact_number)
+        # Start a decade below the smallest bar: autoscaling a log axis may start near the
+        # largest bars and hide the small categories.
+        axis.set_xlim(left=10 ** math.floor(math.log10(min(positive) / 2)))
     axis.set_title("tokens per category")
-    axis.legend(loc="best")
     temporary = path.with_name(f".{path.name}.tmp")
     # zlib level 1: a few tens of KB more than the default level 6, at a quarter of the time.
     figure.savefig(temporary, format="png", dpi=80, pil_kwargs={"compress_level": 1})

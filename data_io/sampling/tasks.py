@@ -139,22 +139,46 @@ def _load_index(path: Path, task: str) -> np.ndarray:
 
 
 def _check_rows(task: str, folder: Path, arrays: dict[str, np.ndarray], tokens: TokenFile) -> None:
+    """The row layout of formats.md §3: each response right after its instruction, rows back
+    to back from 0, covering ``tokens.npy`` exactly. Vectorised: a pass over the index arrays."""
     lengths = {name: len(array) for name, array in arrays.items()}
     if len(set(lengths.values())) != 1:
         raise InputError(
             f"task {task}: the index arrays in {folder} disagree on the row count {lengths}; "
             f"re-run the tokenizer"
         )
-    for kind in ("inst", "resp"):
-        start, length = arrays[f"{kind}_start"], arrays[f"{kind}_len"]
-        end = start + length
-        if end.size and int(end.max()) > tokens.length:
-            row = int(np.argmax(end > tokens.length))
-            raise InputError(
-                f"task {task}: row {row} has {kind}_start {int(start[row])} + {kind}_len "
-                f"{int(length[row])} beyond the {tokens.length} tokens of {tokens.path}"
-            )
-    total = int(arrays["inst_len"].sum()) + int(arrays["resp_len"].sum())
+    inst_start, inst_len = arrays["inst_start"], arrays["inst_len"]
+    resp_start, resp_len = arrays["resp_start"], arrays["resp_len"]
+    inst_end = inst_start + inst_len
+    detached = np.flatnonzero(resp_start != inst_end)
+    if detached.size:
+        row = int(detached[0])
+        raise InputError(
+            f"task {task}: row {row} of {folder} has resp_start {int(resp_start[row])}, not "
+            f"inst_start {int(inst_start[row])} + inst_len {int(inst_len[row])} = "
+            f"{int(inst_end[row])}: a response must follow its instruction (formats.md §3; "
+            f"{detached.size} such row(s)); re-run the tokenizer"
+        )
+    row_end = resp_start + resp_len
+    previous_end = np.concatenate(([0], row_end[:-1]))
+    gaps = np.flatnonzero(inst_start != previous_end)
+    if gaps.size:
+        row = int(gaps[0])
+        where = (
+            "row 0 must start at 0" if row == 0 else f"row {row - 1} ends at {previous_end[row]}"
+        )
+        raise InputError(
+            f"task {task}: row {row} of {folder} starts at {int(inst_start[row])} but {where}: "
+            f"rows must be stored back to back (formats.md §3; {gaps.size} such row(s)); "
+            f"re-run the tokenizer"
+        )
+    if row_end.size and int(row_end[-1]) > tokens.length:
+        row = int(np.argmax(row_end > tokens.length))
+        raise InputError(
+            f"task {task}: row {row} of {folder} ends at token {int(row_end[row])}, beyond the "
+            f"{tokens.length} tokens of {tokens.path}; re-run the tokenizer"
+        )
+    total = int(row_end[-1]) if row_end.size else 0
     if total != tokens.length:
         raise InputError(
             f"task {task}: the rows cover {total} tokens but {tokens.path} holds "

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,37 +11,90 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{RowText, FIELDS};
+use super::{Compression, RowText, FIELDS};
 use crate::error::{Error, Location, Result};
+use crate::progress::ByteProgress;
 
 /// Batches stop growing at this many bytes even if they hold fewer rows than asked: long
 /// rows (books, code files) must not make a batch huge.
 const BATCH_BYTES: usize = 8 << 20;
+/// Read size from disk; progress moves in steps of at most this much.
+const READ_BUFFER: usize = 1 << 20;
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 pub struct JsonlReader {
     path: Arc<PathBuf>,
-    reader: BufReader<File>,
+    compression: Compression,
+    reader: Box<dyn BufRead + Send>,
     batch_rows: usize,
     line_no: u64,
-    bytes_done: u64,
     finished: bool,
 }
 
+/// The file's bytes as they are read, reported to the progress bar (before decompression,
+/// so that a compressed file's share of the bar is its size on disk).
+struct Counting {
+    file: File,
+    progress: ByteProgress,
+}
+
+impl Read for Counting {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.file.read(buf)?;
+        self.progress.advance(n as u64);
+        Ok(n)
+    }
+}
+
 impl JsonlReader {
-    pub fn open(path: &Path, batch_rows: usize) -> Result<Self> {
+    pub fn open(
+        path: &Path,
+        compression: Compression,
+        batch_rows: usize,
+        progress: ByteProgress,
+    ) -> Result<Self> {
         let file = File::open(path).map_err(|e| Error::read(path, e))?;
+        let raw = BufReader::with_capacity(READ_BUFFER, Counting { file, progress });
+        let reader: Box<dyn BufRead + Send> = match compression {
+            Compression::None => Box::new(raw),
+            // Multi-member: `cat a.gz b.gz` is a valid gzip file of both.
+            Compression::Gzip => Box::new(BufReader::with_capacity(
+                READ_BUFFER,
+                flate2::bufread::MultiGzDecoder::new(raw),
+            )),
+            Compression::Zstd => Box::new(BufReader::with_capacity(
+                READ_BUFFER,
+                zstd::stream::read::Decoder::with_buffer(raw).map_err(|e| {
+                    Error::bad_file(path, format!("cannot start zstd decompression: {e}"))
+                })?,
+            )),
+        };
         Ok(JsonlReader {
             path: Arc::new(path.to_path_buf()),
-            reader: BufReader::with_capacity(1 << 20, file),
+            compression,
+            reader,
             batch_rows: batch_rows.max(1),
             line_no: 0,
-            bytes_done: 0,
             finished: false,
         })
     }
 
-    pub fn bytes_done(&self) -> u64 {
-        self.bytes_done
+    /// A read error: on a compressed file almost always corrupt or truncated data, so say
+    /// how far reading got.
+    fn read_error(&self, error: std::io::Error) -> Error {
+        let format = match self.compression {
+            Compression::None => return Error::read(&self.path, error),
+            Compression::Gzip => "gzip",
+            Compression::Zstd => "zstd",
+        };
+        Error::bad_file(
+            &self.path,
+            format!(
+                "corrupt or truncated {format} data after line {} ({error}); re-create or \
+                 re-download the file",
+                self.line_no
+            ),
+        )
     }
 
     fn read_batch(&mut self) -> Result<Option<JsonlBatch>> {
@@ -51,24 +104,28 @@ impl JsonlReader {
             lines: Vec::new(),
         };
         while batch.lines.len() < self.batch_rows && batch.buf.len() < BATCH_BYTES {
-            let start = batch.buf.len();
-            let n = self
-                .reader
-                .read_until(b'\n', &mut batch.buf)
-                .map_err(|e| Error::read(&self.path, e))?;
+            let line_start = batch.buf.len();
+            let mut start = line_start;
+            let n = match self.reader.read_until(b'\n', &mut batch.buf) {
+                Ok(n) => n,
+                Err(e) => return Err(self.read_error(e)),
+            };
             if n == 0 {
                 self.finished = true;
                 break;
             }
             self.line_no += 1;
-            self.bytes_done += n as u64;
+            // Editors on Windows start UTF-8 files with a byte-order mark; it is not data.
+            if self.line_no == 1 && batch.buf[start..].starts_with(UTF8_BOM) {
+                start += UTF8_BOM.len();
+            }
             let mut end = batch.buf.len();
             while end > start && matches!(batch.buf[end - 1], b'\n' | b'\r') {
                 end -= 1;
             }
             // Blank lines carry no row (a trailing newline, an editor's empty last line).
             if batch.buf[start..end].iter().all(u8::is_ascii_whitespace) {
-                batch.buf.truncate(start);
+                batch.buf.truncate(line_start);
                 continue;
             }
             batch.lines.push((self.line_no, start..end));
@@ -214,7 +271,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("rows.jsonl");
         File::create(&path).unwrap().write_all(bytes).unwrap();
-        let reader = JsonlReader::open(&path, batch_rows).unwrap();
+        let reader =
+            JsonlReader::open(&path, Compression::None, batch_rows, ByteProgress::none()).unwrap();
         (dir, reader)
     }
 
@@ -292,5 +350,89 @@ mod tests {
         assert!(reader.next().is_none());
         let (_dir, mut reader) = reader_over(b"\n\n", 8);
         assert!(reader.next().is_none());
+    }
+
+    const ROW: &str = "{\"condition\":\"cot\",\"instruction\":\"q\",\"response\":\"a\"}\n";
+
+    fn read_file(path: &Path, compression: Compression) -> Result<Vec<String>> {
+        let reader = JsonlReader::open(path, compression, 2, ByteProgress::none())?;
+        let mut out = Vec::new();
+        for batch in reader {
+            let batch = batch?;
+            for i in 0..batch.len() {
+                out.push(batch.row(i)?.instruction.into_owned());
+            }
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn gzip_and_zstd_files_stream_like_plain_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = ROW.repeat(5);
+        let gz = dir.path().join("rows.jsonl.gz");
+        let mut encoder =
+            flate2::write::GzEncoder::new(File::create(&gz).unwrap(), Default::default());
+        encoder.write_all(text.as_bytes()).unwrap();
+        encoder.finish().unwrap();
+        // A second gzip member appended: still one file of rows.
+        let member = std::fs::read(&gz).unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&gz)
+            .unwrap()
+            .write_all(&member)
+            .unwrap();
+        assert_eq!(read_file(&gz, Compression::Gzip).unwrap().len(), 10);
+        let zst = dir.path().join("rows.jsonl.zst");
+        std::fs::write(&zst, zstd::stream::encode_all(text.as_bytes(), 3).unwrap()).unwrap();
+        assert_eq!(read_file(&zst, Compression::Zstd).unwrap(), vec!["q"; 5]);
+    }
+
+    #[test]
+    fn corrupt_or_truncated_compressed_files_name_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = ROW.repeat(20_000);
+        let zst = dir.path().join("rows.jsonl.zst");
+        let packed = zstd::stream::encode_all(text.as_bytes(), 3).unwrap();
+        std::fs::write(&zst, &packed[..packed.len() - 20]).unwrap();
+        let err = read_file(&zst, Compression::Zstd).unwrap_err().to_string();
+        assert!(
+            err.contains("rows.jsonl.zst: corrupt or truncated zstd data after line"),
+            "{err}"
+        );
+        let gz = dir.path().join("rows.jsonl.gz");
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), Default::default());
+        encoder.write_all(text.as_bytes()).unwrap();
+        let packed = encoder.finish().unwrap();
+        std::fs::write(&gz, &packed[..packed.len() / 2]).unwrap();
+        let err = read_file(&gz, Compression::Gzip).unwrap_err().to_string();
+        assert!(
+            err.contains("rows.jsonl.gz: corrupt or truncated gzip data after line"),
+            "{err}"
+        );
+        std::fs::write(&gz, b"plain text, not gzip\n").unwrap();
+        let err = read_file(&gz, Compression::Gzip).unwrap_err().to_string();
+        assert!(err.contains("gzip data after line 0"), "{err}");
+    }
+
+    #[test]
+    fn a_byte_order_mark_at_the_start_is_not_data() {
+        let mut data = UTF8_BOM.to_vec();
+        data.extend_from_slice(ROW.as_bytes());
+        data.extend_from_slice(ROW.as_bytes());
+        let rows = all_rows(&data);
+        assert_eq!(rows.len(), 2);
+        assert!(rows.iter().all(|r| r.is_ok()));
+        // Only at the very start: a BOM inside the file is a bad row, not silently dropped.
+        let mut late = ROW.as_bytes().to_vec();
+        late.extend_from_slice(UTF8_BOM);
+        late.extend_from_slice(ROW.as_bytes());
+        let rows = all_rows(&late);
+        assert!(rows[1]
+            .as_ref()
+            .unwrap_err()
+            .to_string()
+            .contains(":line 2:"));
     }
 }

@@ -11,6 +11,7 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Location, Result};
+use crate::progress::ByteProgress;
 
 pub use self::jsonl::{JsonlBatch, JsonlReader};
 pub use self::parquet::{ParquetBatch, ParquetReader};
@@ -26,20 +27,37 @@ pub struct RowText<'a> {
 /// Names of the three fields, in the order of `RowText`.
 pub const FIELDS: [&str; 3] = ["condition", "instruction", "response"];
 
-/// Input formats, chosen by file extension.
+/// How a JSONL file is stored on disk; decompression streams, so memory stays bounded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    Gzip,
+    Zstd,
+}
+
+/// Input formats, chosen by the end of the file name, case-insensitively.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
-    Jsonl,
+    Jsonl(Compression),
     Parquet,
 }
 
+/// The file-name endings read as rows, for messages.
+pub const SUPPORTED: &str = ".jsonl, .jsonl.gz, .jsonl.zst or .parquet";
+
 impl Format {
     pub fn of(path: &Path) -> Option<Format> {
-        match path.extension()?.to_str()? {
-            "jsonl" => Some(Format::Jsonl),
-            "parquet" => Some(Format::Parquet),
-            _ => None,
-        }
+        // `a.JSONL` is as much a JSONL file as `a.jsonl`: exports from other systems vary.
+        let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+        [
+            (".jsonl", Format::Jsonl(Compression::None)),
+            (".jsonl.gz", Format::Jsonl(Compression::Gzip)),
+            (".jsonl.zst", Format::Jsonl(Compression::Zstd)),
+            (".parquet", Format::Parquet),
+        ]
+        .into_iter()
+        .find(|(suffix, _)| name.len() > suffix.len() && name.ends_with(suffix))
+        .map(|(_, format)| format)
     }
 }
 
@@ -86,24 +104,23 @@ pub enum RowReader {
 }
 
 impl RowReader {
-    /// Open `path` by its extension (`.jsonl` or `.parquet`).
-    pub fn open(path: &Path, batch_rows: usize) -> Result<RowReader> {
+    /// Open `path` by its name (see `Format`); reading advances `progress` by the bytes of
+    /// the file consumed.
+    pub fn open(path: &Path, batch_rows: usize, progress: ByteProgress) -> Result<RowReader> {
         match Format::of(path) {
-            Some(Format::Jsonl) => Ok(RowReader::Jsonl(JsonlReader::open(path, batch_rows)?)),
-            Some(Format::Parquet) => Ok(RowReader::Parquet(ParquetReader::open(path, batch_rows)?)),
+            Some(Format::Jsonl(compression)) => Ok(RowReader::Jsonl(JsonlReader::open(
+                path,
+                compression,
+                batch_rows,
+                progress,
+            )?)),
+            Some(Format::Parquet) => Ok(RowReader::Parquet(ParquetReader::open(
+                path, batch_rows, progress,
+            )?)),
             None => Err(Error::bad_file(
                 path,
-                "unsupported file type; expected .jsonl or .parquet",
+                format!("unsupported file type; expected {SUPPORTED}"),
             )),
-        }
-    }
-
-    /// How far into the source file reading has got, in bytes (exact for JSONL, estimated
-    /// from the row count for Parquet); drives progress bars.
-    pub fn bytes_done(&self) -> u64 {
-        match self {
-            RowReader::Jsonl(r) => r.bytes_done(),
-            RowReader::Parquet(r) => r.bytes_done(),
         }
     }
 }
@@ -119,19 +136,31 @@ impl Iterator for RowReader {
     }
 }
 
-/// Every `.jsonl`/`.parquet` file under `root` (recursively, following links), sorted by path
-/// so that runs are deterministic. A file given directly is returned as is.
-pub fn discover(root: &Path) -> Result<Vec<PathBuf>> {
+/// What a walk of the input roots found.
+#[derive(Debug, Default)]
+pub struct Inputs {
+    /// The input roots, canonical (absolute, links resolved): records name their sources by
+    /// absolute path, so that a later run can tell whether a source still exists.
+    pub roots: Vec<PathBuf>,
+    /// (task name, source file), in root order then path order.
+    pub tasks: Vec<(String, PathBuf)>,
+    /// Visible files that are not rows (by name); listed so that nothing is skipped silently.
+    pub skipped: Vec<PathBuf>,
+}
+
+/// The row files under `root` (recursively, following links) and the other visible files,
+/// each sorted by path so that runs are deterministic. A file given directly is a row file
+/// if its name says so.
+fn discover(root: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
+    let (mut files, mut skipped) = (Vec::new(), Vec::new());
+    let mut sort = |path: PathBuf| match Format::of(&path) {
+        Some(_) => files.push(path),
+        None => skipped.push(path),
+    };
     if root.is_file() {
-        return Ok(vec![root.to_path_buf()]);
+        sort(root.to_path_buf());
+        return Ok((files, skipped));
     }
-    if !root.is_dir() {
-        return Err(Error::Config(format!(
-            "input {} does not exist; pass folders (or files) of cleaned .jsonl/.parquet rows",
-            root.display()
-        )));
-    }
-    let mut files = Vec::new();
     let is_hidden = |entry: &walkdir::DirEntry| {
         entry.depth() > 0
             && entry
@@ -149,34 +178,42 @@ pub fn discover(root: &Path) -> Result<Vec<PathBuf>> {
         let entry = entry.map_err(|e| {
             Error::Config(format!("cannot list input folder {}: {e}", root.display()))
         })?;
-        if entry.file_type().is_file() && Format::of(entry.path()).is_some() {
-            files.push(entry.into_path());
+        if entry.file_type().is_file() {
+            sort(entry.into_path());
         }
     }
-    Ok(files)
+    Ok((files, skipped))
+}
+
+/// `root` made absolute with links resolved; a missing root is a configuration error.
+fn canonical_root(root: &Path) -> Result<PathBuf> {
+    std::fs::canonicalize(root).map_err(|e| {
+        Error::Config(if e.kind() == std::io::ErrorKind::NotFound {
+            format!(
+                "input {} does not exist; pass folders (or files) of cleaned rows ({SUPPORTED})",
+                root.display()
+            )
+        } else {
+            format!("cannot resolve input {}: {e}", root.display())
+        })
+    })
 }
 
 /// The files under `inputs` with their task names: the path relative to its root with every
-/// `/` replaced by `__`, extension kept (`Platypus/arb.jsonl` -> `Platypus__arb.jsonl`).
-/// Two files with the same task name are an error.
-pub fn task_files(inputs: &[PathBuf]) -> Result<Vec<(String, PathBuf)>> {
+/// `/` replaced by `__`, full file name kept (`Platypus/arb.jsonl.gz` ->
+/// `Platypus__arb.jsonl.gz`). Two files with the same task name are an error, and so are
+/// inputs that hold no row file at all (a wrong folder must not look like an empty corpus).
+pub fn task_files(inputs: &[PathBuf]) -> Result<Inputs> {
     if inputs.is_empty() {
         return Err(Error::Config("no input folders given".into()));
     }
-    let mut tasks = Vec::new();
+    let mut found = Inputs::default();
     let mut seen: std::collections::HashMap<String, PathBuf> = Default::default();
-    for root in inputs {
-        for source in discover(root)? {
-            let relative = if root.is_file() {
-                PathBuf::from(source.file_name().unwrap_or_default())
-            } else {
-                source.strip_prefix(root).unwrap_or(&source).to_path_buf()
-            };
-            let name = relative
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy())
-                .collect::<Vec<_>>()
-                .join("__");
+    for given in inputs {
+        let root = canonical_root(given)?;
+        let (files, skipped) = discover(&root)?;
+        for source in files {
+            let name = task_name(&root, &source);
             if let Some(previous) = seen.insert(name.clone(), source.clone()) {
                 return Err(Error::Config(format!(
                     "two input files map to the task name {name:?}: {} and {}; task names must be \
@@ -185,36 +222,128 @@ pub fn task_files(inputs: &[PathBuf]) -> Result<Vec<(String, PathBuf)>> {
                     source.display()
                 )));
             }
-            tasks.push((name, source));
+            found.tasks.push((name, source));
         }
+        found.skipped.extend(skipped);
+        found.roots.push(root);
     }
-    Ok(tasks)
+    if found.tasks.is_empty() {
+        return Err(no_row_files(&found));
+    }
+    Ok(found)
+}
+
+fn task_name(root: &Path, source: &Path) -> String {
+    let relative = if root.is_file() {
+        PathBuf::from(source.file_name().unwrap_or_default())
+    } else {
+        source.strip_prefix(root).unwrap_or(source).to_path_buf()
+    };
+    relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("__")
+}
+
+fn no_row_files(found: &Inputs) -> Error {
+    let roots: Vec<String> = found
+        .roots
+        .iter()
+        .map(|r| r.display().to_string())
+        .collect();
+    let others = match found.skipped.len() {
+        0 => "they hold no files at all".to_string(),
+        n => format!(
+            "they hold {n} other file(s), e.g. {}",
+            examples(&found.skipped, 3)
+        ),
+    };
+    Error::Config(format!(
+        "no {SUPPORTED} files under the input(s) {} ({others}); nothing was read, written or \
+         deleted. Pass the folders that hold the cleaned rows",
+        roots.join(", ")
+    ))
+}
+
+/// The first `n` paths, comma-separated, for messages.
+pub fn examples(paths: &[PathBuf], n: usize) -> String {
+    let shown: Vec<String> = paths
+        .iter()
+        .take(n)
+        .map(|p| p.display().to_string())
+        .collect();
+    shown.join(", ")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn relative(root: &Path, paths: &[PathBuf]) -> Vec<String> {
+        let root = std::fs::canonicalize(root).unwrap();
+        paths
+            .iter()
+            .map(|p| {
+                p.strip_prefix(&root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect()
+    }
+
     #[test]
-    fn discover_is_sorted_recursive_and_filters_extensions() {
+    fn formats_are_chosen_by_name_case_insensitively() {
+        let of = |name: &str| Format::of(Path::new(name));
+        assert_eq!(of("a.jsonl"), Some(Format::Jsonl(Compression::None)));
+        assert_eq!(of("dir/A.JSONL"), Some(Format::Jsonl(Compression::None)));
+        assert_eq!(of("a.jsonl.gz"), Some(Format::Jsonl(Compression::Gzip)));
+        assert_eq!(of("a.JSONL.ZST"), Some(Format::Jsonl(Compression::Zstd)));
+        assert_eq!(of("a.Parquet"), Some(Format::Parquet));
+        for other in [
+            "a.json",
+            "a.gz",
+            "a.jsonl.bz2",
+            ".jsonl",
+            "jsonl",
+            "a.parquet.tmp",
+        ] {
+            assert_eq!(of(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn discover_is_sorted_recursive_and_lists_what_it_skips() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         std::fs::create_dir_all(root.join("b/sub")).unwrap();
+        std::fs::create_dir_all(root.join(".cache")).unwrap();
         for name in [
             "z.jsonl",
             "a.parquet",
-            "b/sub/c.jsonl",
+            "b/sub/c.jsonl.gz",
+            "b/D.JSONL",
             "notes.txt",
+            "b/rows.json",
             ".hidden.jsonl",
+            ".cache/x.txt",
         ] {
             std::fs::write(root.join(name), b"").unwrap();
         }
-        let found: Vec<_> = discover(root)
-            .unwrap()
-            .into_iter()
-            .map(|p| p.strip_prefix(root).unwrap().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(found, ["a.parquet", "b/sub/c.jsonl", "z.jsonl"]);
+        let found = task_files(&[root.into()]).unwrap();
+        let sources: Vec<PathBuf> = found.tasks.iter().map(|(_, p)| p.clone()).collect();
+        assert_eq!(
+            relative(root, &sources),
+            ["a.parquet", "b/D.JSONL", "b/sub/c.jsonl.gz", "z.jsonl"]
+        );
+        let names: Vec<&str> = found.tasks.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            ["a.parquet", "b__D.JSONL", "b__sub__c.jsonl.gz", "z.jsonl"]
+        );
+        assert_eq!(relative(root, &found.skipped), ["b/rows.json", "notes.txt"]);
+        assert!(sources.iter().all(|p| p.is_absolute()));
     }
 
     #[test]
@@ -226,6 +355,7 @@ mod tests {
         std::fs::write(b.path().join("x.parquet"), b"").unwrap();
         let names: Vec<_> = task_files(&[a.path().into(), b.path().into()])
             .unwrap()
+            .tasks
             .into_iter()
             .map(|(n, _)| n)
             .collect();
@@ -236,8 +366,25 @@ mod tests {
     }
 
     #[test]
+    fn inputs_without_row_files_are_an_error_naming_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = task_files(&[dir.path().into()]).unwrap_err().to_string();
+        assert!(
+            err.contains("no .jsonl, .jsonl.gz, .jsonl.zst or .parquet files"),
+            "{err}"
+        );
+        assert!(err.contains("hold no files at all"), "{err}");
+        std::fs::write(dir.path().join("rows.csv"), b"").unwrap();
+        let err = task_files(&[dir.path().into()]).unwrap_err().to_string();
+        assert!(
+            err.contains("1 other file(s), e.g. ") && err.contains("rows.csv"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn missing_root_is_a_config_error() {
-        let err = discover(Path::new("/definitely/not/here")).unwrap_err();
+        let err = task_files(&[PathBuf::from("/definitely/not/here")]).unwrap_err();
         assert!(err.to_string().contains("does not exist"));
     }
 }

@@ -1,5 +1,10 @@
 //! Parquet rows: the three columns are projected and read in record batches; strings are
 //! borrowed straight from the Arrow buffers (no copy).
+//!
+//! Arrow validates UTF-8 a page (or a whole dictionary) at a time, so one invalid value would
+//! fail every row around it without naming one. When a batch fails to decode, the file is
+//! re-read from that row with Parquet's plain column readers (`RawRows`), which return the
+//! bytes unvalidated; each value is then checked on its own and a bad one is a bad row.
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -7,13 +12,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_array::{Array, ArrayRef, LargeBinaryArray, RecordBatch};
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
+use parquet::column::reader::{get_typed_column_reader, ColumnReaderImpl};
+use parquet::data_type::{ByteArray, ByteArrayType};
+use parquet::file::reader::{FileReader, SerializedFileReader};
 
 use super::{RowText, FIELDS};
 use crate::error::{Error, Location, Result};
+use crate::progress::ByteProgress;
 
 pub struct ParquetReader {
     path: Arc<PathBuf>,
@@ -23,11 +32,15 @@ pub struct ParquetReader {
     total_rows: u64,
     rows_done: u64,
     file_size: u64,
+    progress: ByteProgress,
+    batch_rows: usize,
+    /// Set once Arrow failed to decode a batch: the rest is read unvalidated.
+    raw: Option<Box<RawRows>>,
     finished: bool,
 }
 
 impl ParquetReader {
-    pub fn open(path: &Path, batch_rows: usize) -> Result<Self> {
+    pub fn open(path: &Path, batch_rows: usize, progress: ByteProgress) -> Result<Self> {
         let file = File::open(path).map_err(|e| Error::read(path, e))?;
         let file_size = file.metadata().map_err(|e| Error::read(path, e))?.len();
         let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| {
@@ -79,6 +92,9 @@ impl ParquetReader {
             total_rows,
             rows_done: 0,
             file_size,
+            progress,
+            batch_rows: batch_rows.max(1),
+            raw: None,
             finished: false,
         })
     }
@@ -87,7 +103,8 @@ impl ParquetReader {
         self.total_rows
     }
 
-    pub fn bytes_done(&self) -> u64 {
+    /// Estimated from the rows read: Parquet decodes a row group's columns at once.
+    fn bytes_done(&self) -> u64 {
         if self.total_rows == 0 {
             return 0;
         }
@@ -105,6 +122,47 @@ fn is_string_type(dt: &DataType) -> bool {
     }
 }
 
+impl ParquetReader {
+    fn next_batch(&mut self) -> Option<Result<ParquetBatch>> {
+        if let Some(raw) = &mut self.raw {
+            return match raw.next_batch(self.batch_rows) {
+                Ok(Some(columns)) => Some(Ok(ParquetBatch {
+                    path: Arc::clone(&self.path),
+                    first_row: self.rows_done,
+                    columns,
+                })),
+                Ok(None) => None,
+                Err(e) => Some(Err(self.decode_error(e))),
+            };
+        }
+        match self.inner.next()? {
+            Ok(batch) => Some(ParquetBatch::new(
+                Arc::clone(&self.path),
+                self.rows_done,
+                &batch,
+                self.columns,
+            )),
+            Err(arrow_error) => match RawRows::open(&self.path, self.rows_done) {
+                Ok(raw) => {
+                    self.raw = Some(Box::new(raw));
+                    self.next_batch()
+                }
+                Err(_) => Some(Err(self.decode_error(arrow_error))),
+            },
+        }
+    }
+
+    fn decode_error(&self, error: impl std::fmt::Display) -> Error {
+        Error::bad_file(
+            &self.path,
+            format!(
+                "cannot decode rows after row {} (truncated or corrupt file?): {error}",
+                self.rows_done
+            ),
+        )
+    }
+}
+
 impl Iterator for ParquetReader {
     type Item = Result<ParquetBatch>;
 
@@ -112,24 +170,145 @@ impl Iterator for ParquetReader {
         if self.finished {
             return None;
         }
-        let result = match self.inner.next()? {
-            Ok(batch) => {
-                ParquetBatch::new(Arc::clone(&self.path), self.rows_done, &batch, self.columns)
-            }
-            Err(e) => Err(Error::bad_file(
-                &self.path,
-                format!(
-                    "cannot decode rows after row {} (truncated or corrupt file?): {e}",
-                    self.rows_done
-                ),
-            )),
-        };
+        let result = self.next_batch()?;
         match &result {
-            Ok(batch) => self.rows_done += batch.len() as u64,
+            Ok(batch) => {
+                self.rows_done += batch.len() as u64;
+                self.progress.advance_to(self.bytes_done());
+            }
             Err(_) => self.finished = true,
         }
         Some(result)
     }
+}
+
+/// The three columns read with Parquet's plain column readers: byte strings, not validated
+/// as UTF-8, one row group at a time.
+struct RawRows {
+    file: SerializedFileReader<File>,
+    /// Leaf column index of each of FIELDS.
+    leaves: [usize; 3],
+    /// The definition level of a present value, per column (0: the column is required).
+    max_levels: [i16; 3],
+    /// The next row group to open.
+    next_group: usize,
+    readers: Vec<ColumnReaderImpl<ByteArrayType>>,
+    left_in_group: u64,
+}
+
+type ParquetResult<T> = parquet::errors::Result<T>;
+
+impl RawRows {
+    /// Positioned at row `start` of the file.
+    fn open(path: &Path, start: u64) -> ParquetResult<Self> {
+        let file = SerializedFileReader::new(File::open(path)?)?;
+        let schema = file.metadata().file_metadata().schema_descr_ptr();
+        let leaf = |name: &str| {
+            schema
+                .columns()
+                .iter()
+                .position(|c| c.path().parts() == [name])
+                .ok_or_else(|| parquet::errors::ParquetError::General(format!("no column {name}")))
+        };
+        let leaves = [leaf(FIELDS[0])?, leaf(FIELDS[1])?, leaf(FIELDS[2])?];
+        let max_levels = leaves.map(|leaf| schema.column(leaf).max_def_level());
+        let mut raw = RawRows {
+            file,
+            leaves,
+            max_levels,
+            next_group: 0,
+            readers: Vec::new(),
+            left_in_group: 0,
+        };
+        raw.skip(start)?;
+        Ok(raw)
+    }
+
+    fn skip(&mut self, mut rows: u64) -> ParquetResult<()> {
+        // Whole row groups are skipped without reading them.
+        let metadata = self.file.metadata();
+        while self.next_group < metadata.num_row_groups() {
+            let group_rows = metadata.row_group(self.next_group).num_rows().max(0) as u64;
+            if rows < group_rows {
+                break;
+            }
+            rows -= group_rows;
+            self.next_group += 1;
+        }
+        if rows > 0 && self.open_group()? {
+            for reader in &mut self.readers {
+                reader.skip_records(rows as usize)?;
+            }
+            self.left_in_group -= rows.min(self.left_in_group);
+        }
+        Ok(())
+    }
+
+    /// Open the next row group; false at the end of the file.
+    fn open_group(&mut self) -> ParquetResult<bool> {
+        if self.next_group >= self.file.num_row_groups() {
+            return Ok(false);
+        }
+        let group = self.file.get_row_group(self.next_group)?;
+        self.left_in_group = group.metadata().num_rows().max(0) as u64;
+        self.readers = self
+            .leaves
+            .iter()
+            .map(|&leaf| group.get_column_reader(leaf).map(get_typed_column_reader))
+            .collect::<ParquetResult<_>>()?;
+        self.next_group += 1;
+        Ok(true)
+    }
+
+    fn next_batch(&mut self, batch_rows: usize) -> ParquetResult<Option<[ArrayRef; 3]>> {
+        while self.left_in_group == 0 {
+            if !self.open_group()? {
+                return Ok(None);
+            }
+        }
+        let rows = (batch_rows as u64).min(self.left_in_group) as usize;
+        let mut columns = Vec::with_capacity(3);
+        for (k, reader) in self.readers.iter_mut().enumerate() {
+            columns.push(read_column(reader, rows, self.max_levels[k], FIELDS[k])?);
+        }
+        self.left_in_group -= rows as u64;
+        let [a, b, c]: [ArrayRef; 3] = columns
+            .try_into()
+            .map_err(|_| parquet::errors::ParquetError::General("expected three columns".into()))?;
+        Ok(Some([a, b, c]))
+    }
+}
+
+/// `rows` values of one column as a binary array (nulls where the definition level says so).
+fn read_column(
+    reader: &mut ColumnReaderImpl<ByteArrayType>,
+    rows: usize,
+    max_level: i16,
+    name: &str,
+) -> ParquetResult<ArrayRef> {
+    let mut levels = Vec::new();
+    let mut values: Vec<ByteArray> = Vec::new();
+    let (records, _, _) = reader.read_records(rows, Some(&mut levels), None, &mut values)?;
+    if records != rows {
+        return Err(parquet::errors::ParquetError::General(format!(
+            "column {name} holds {records} of the {rows} rows its row group announces"
+        )));
+    }
+    let mut next_value = values.iter();
+    // A required column has no levels: every row holds a value.
+    let array: LargeBinaryArray = if max_level == 0 {
+        values.iter().map(|v| Some(v.data())).collect()
+    } else {
+        levels
+            .iter()
+            .map(|&level| {
+                (level == max_level)
+                    .then(|| next_value.next().map(|v| v.data()))
+                    .flatten()
+            })
+            .collect()
+    };
+    Ok(Arc::new(array))
 }
 
 /// The three string columns of one record batch.
@@ -177,15 +356,20 @@ impl ParquetBatch {
 
     pub fn row(&self, i: usize) -> Result<RowText<'_>> {
         let field = |k: usize| -> Result<Cow<'_, str>> {
-            string_at(&self.columns[k], i)
-                .map(Cow::Borrowed)
-                .ok_or_else(|| {
-                    Error::bad_row(
-                        &self.path,
-                        self.location(i),
-                        format!("field \"{}\" is null; expected a string", FIELDS[k]),
-                    )
-                })
+            let bad = |message: String| Error::bad_row(&self.path, self.location(i), message);
+            match string_at(&self.columns[k], i) {
+                Some(Ok(text)) => Ok(Cow::Borrowed(text)),
+                Some(Err(e)) => Err(bad(format!(
+                    "field \"{}\" is not valid UTF-8 (at byte {} of the value); files must be \
+                     UTF-8 encoded",
+                    FIELDS[k],
+                    e.valid_up_to()
+                ))),
+                None => Err(bad(format!(
+                    "field \"{}\" is null; expected a string",
+                    FIELDS[k]
+                ))),
+            }
         };
         Ok(RowText {
             condition: field(0)?,
@@ -195,15 +379,17 @@ impl ParquetBatch {
     }
 }
 
-/// The string at `i`, or None for null. The column types were checked when the file was opened.
-fn string_at(array: &ArrayRef, i: usize) -> Option<&str> {
+/// The string at `i`, or None for null. The column types were checked when the file was
+/// opened; binary columns come from `RawRows` and are validated here, value by value.
+fn string_at(array: &ArrayRef, i: usize) -> Option<Result<&str, std::str::Utf8Error>> {
     if array.is_null(i) {
         return None;
     }
     match array.data_type() {
-        DataType::Utf8 => Some(array.as_string::<i32>().value(i)),
-        DataType::LargeUtf8 => Some(array.as_string::<i64>().value(i)),
-        DataType::Utf8View => Some(array.as_string_view().value(i)),
+        DataType::Utf8 => Some(Ok(array.as_string::<i32>().value(i))),
+        DataType::LargeUtf8 => Some(Ok(array.as_string::<i64>().value(i))),
+        DataType::Utf8View => Some(Ok(array.as_string_view().value(i))),
+        DataType::LargeBinary => Some(std::str::from_utf8(array.as_binary::<i64>().value(i))),
         _ => None,
     }
 }
@@ -238,7 +424,7 @@ mod tests {
 
     fn read_all(path: &Path, batch_rows: usize) -> Vec<Result<(String, String, String)>> {
         let mut out = Vec::new();
-        for batch in ParquetReader::open(path, batch_rows).unwrap() {
+        for batch in ParquetReader::open(path, batch_rows, ByteProgress::none()).unwrap() {
             let batch = batch.unwrap();
             for i in 0..batch.len() {
                 out.push(
@@ -334,7 +520,10 @@ mod tests {
             )],
             8,
         );
-        let err = ParquetReader::open(&missing, 8).err().unwrap().to_string();
+        let err = ParquetReader::open(&missing, 8, ByteProgress::none())
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains("missing column \"instruction\""), "{err}");
 
         let typed = dir.path().join("typed.parquet");
@@ -356,7 +545,10 @@ mod tests {
             ],
             8,
         );
-        let err = ParquetReader::open(&typed, 8).err().unwrap().to_string();
+        let err = ParquetReader::open(&typed, 8, ByteProgress::none())
+            .err()
+            .unwrap()
+            .to_string();
         assert!(
             err.contains("column \"instruction\" has type Int64"),
             "{err}"
@@ -365,7 +557,7 @@ mod tests {
         let truncated = dir.path().join("truncated.parquet");
         let bytes = std::fs::read(&typed).unwrap();
         std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
-        let err = ParquetReader::open(&truncated, 8)
+        let err = ParquetReader::open(&truncated, 8, ByteProgress::none())
             .err()
             .unwrap()
             .to_string();
@@ -373,6 +565,82 @@ mod tests {
 
         let empty = dir.path().join("empty.parquet");
         std::fs::write(&empty, b"").unwrap();
-        assert!(ParquetReader::open(&empty, 8).is_err());
+        assert!(ParquetReader::open(&empty, 8, ByteProgress::none()).is_err());
+    }
+
+    /// A string column holding invalid UTF-8 at row `bad`, as a careless writer produces it.
+    fn invalid_utf8_column(n: usize, bad: usize) -> ArrayRef {
+        let values: Vec<Vec<u8>> = (0..n)
+            .map(|i| match i == bad {
+                true => b"caf\xe9".to_vec(),
+                false => format!("text {i}").into_bytes(),
+            })
+            .collect();
+        let binary = arrow_array::BinaryArray::from_iter_values(values);
+        // SAFETY: deliberately invalid UTF-8 for the test; it is only written to a file, the
+        // reader under test never trusts it.
+        let data = unsafe {
+            binary
+                .into_data()
+                .into_builder()
+                .data_type(DataType::Utf8)
+                .build_unchecked()
+        };
+        Arc::new(StringArray::from(data))
+    }
+
+    #[test]
+    fn invalid_utf8_is_a_bad_row_with_its_number_and_the_rest_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rows.parquet");
+        let n = 10;
+        write(
+            &path,
+            vec![
+                (
+                    "condition",
+                    Arc::new(StringArray::from(vec![Some("cot"); n])) as ArrayRef,
+                ),
+                ("instruction", invalid_utf8_column(n, 6)),
+                (
+                    "response",
+                    Arc::new(StringArray::from(
+                        (0..n)
+                            .map(|i| (i != 8).then(|| format!("answer {i}")))
+                            .collect::<Vec<_>>(),
+                    )) as ArrayRef,
+                ),
+            ],
+            4,
+        );
+        let rows = read_all(&path, 3);
+        assert_eq!(rows.len(), n);
+        for (i, row) in rows.iter().enumerate() {
+            match i {
+                6 => {
+                    let message = row.as_ref().unwrap_err().to_string();
+                    assert!(
+                        message.ends_with(
+                            ":row 6: field \"instruction\" is not valid UTF-8 (at byte 3 of \
+                             the value); files must be UTF-8 encoded"
+                        ),
+                        "{message}"
+                    );
+                }
+                8 => {
+                    let message = row.as_ref().unwrap_err().to_string();
+                    assert!(
+                        message.contains(":row 8: field \"response\" is null"),
+                        "{message}"
+                    );
+                }
+                _ => {
+                    let (condition, instruction, response) = row.as_ref().unwrap();
+                    assert_eq!(condition, "cot");
+                    assert_eq!(instruction, &format!("text {i}"));
+                    assert_eq!(response, &format!("answer {i}"));
+                }
+            }
+        }
     }
 }

@@ -103,6 +103,25 @@ pub struct PoolTarget {
     pub path: PathBuf,
     pub header_len: u64,
     pub token_type: TokenType,
+    /// `vocab_size` of `tokenizer_info.json`, when known: every id must be below it. An id
+    /// past it would fit the pool's dtype and only fail in the trainer's embedding lookup,
+    /// hours later; here it is caught while the copy touches every id anyway.
+    pub vocab_size: Option<u64>,
+}
+
+impl PoolTarget {
+    /// The largest id the pool accepts: the dtype's maximum, or `vocab_size - 1` if lower.
+    fn max_id(&self) -> u64 {
+        let by_type = self.token_type.max_id();
+        self.vocab_size
+            .map_or(by_type, |size| by_type.min(size.saturating_sub(1)))
+    }
+
+    /// Whether the vocabulary, not the dtype, sets `max_id` (for the error message).
+    fn limited_by_vocab(&self) -> bool {
+        self.vocab_size
+            .is_some_and(|size| size.saturating_sub(1) < self.token_type.max_id())
+    }
 }
 
 /// A piece of one source: tokens `start..start + count`.
@@ -370,22 +389,48 @@ impl Reader<'_> {
                 Error::read(&source.path, e)
             }
         })?;
-        if same {
-            return Ok(());
-        }
-        convert(scratch, buffer, piece.count, source.token_type, out_type).map_err(|(at, value)| {
-            Error::bad_file(
-                &source.path,
-                format!(
-                    "task {}: token {} is {value}, above the {} pool's maximum {} \
-                     (vocab_size in tokenizer_info.json is too small for this data)",
-                    source.task,
-                    piece.start + at as u64,
-                    out_type.name(),
-                    out_type.max_id()
-                ),
+        let limit = self.target.max_id();
+        let checked = if same {
+            // No conversion; the ids still need checking when the vocabulary is smaller
+            // than the dtype (a source dtype never holds more than its own maximum).
+            if limit >= source.token_type.max_id() {
+                return Ok(());
+            }
+            check(buffer, piece.count, source.token_type, limit)
+        } else {
+            convert(
+                scratch,
+                buffer,
+                piece.count,
+                source.token_type,
+                out_type,
+                limit,
             )
-        })
+        };
+        checked.map_err(|(at, value)| self.out_of_range(source, piece.start + at as u64, value))
+    }
+
+    /// The error for token `position` of `source` being `value`, past what the pool accepts.
+    fn out_of_range(&self, source: &PoolSource, position: u64, value: u64) -> Error {
+        let target = self.target;
+        let why = match target.vocab_size {
+            Some(size) if target.limited_by_vocab() => format!(
+                "not below vocab_size {size} of tokenizer_info.json: this task was \
+                 tokenized with a different (larger) tokenizer than the rest; re-tokenize it \
+                 with the tokenizer of tokenizer_info.json (data_io tokenize ... \
+                 --tokenizer-path <it>)"
+            ),
+            _ => format!(
+                "above the {} pool's maximum {} (vocab_size in tokenizer_info.json is too \
+                 small for this data)",
+                target.token_type.name(),
+                target.token_type.max_id()
+            ),
+        };
+        Error::bad_file(
+            &source.path,
+            format!("task {}: token {position} is {value}, {why}", source.task),
+        )
     }
 }
 
@@ -439,26 +484,32 @@ token!(u16);
 token!(u32);
 token!(i32);
 
-/// The conversion loop. Every pool maximum is `2^k - 1`, so "a token exceeds it" is "a token
-/// has a bit outside it": an OR over the piece, which vectorises with any instruction set,
-/// and the common case never branches.
+/// The first token above `limit`, as `(position, value)`. The scan is a max over the piece,
+/// which vectorises with any instruction set, and the common case never branches; only a
+/// piece that fails is scanned again for the position.
+#[inline(always)]
+fn first_above<S: Token>(source: &[S], limit: u32) -> std::result::Result<(), (usize, u64)> {
+    let largest = source
+        .iter()
+        .fold(0u32, |largest, &token| largest.max(token.to_u32()));
+    if largest <= limit {
+        return Ok(());
+    }
+    let at = source
+        .iter()
+        .position(|&token| token.to_u32() > limit)
+        .unwrap_or(0);
+    Err((at, u64::from(source[at].to_u32())))
+}
+
+/// The conversion loop: the range check, then the copy into the pool's dtype.
 #[inline(always)]
 fn convert_typed<S: Token, D: Token>(
     source: &[S],
     target: &mut [D],
     limit: u32,
 ) -> std::result::Result<(), (usize, u64)> {
-    let outside = source
-        .iter()
-        .fold(0u32, |bits, &token| bits | token.to_u32())
-        & !limit;
-    if outside != 0 {
-        let at = source
-            .iter()
-            .position(|&token| token.to_u32() > limit)
-            .unwrap_or(0);
-        return Err((at, u64::from(source[at].to_u32())));
-    }
+    first_above(source, limit)?;
     for (out, &token) in target.iter_mut().zip(source) {
         *out = D::from_u32(token.to_u32());
     }
@@ -493,16 +544,56 @@ fn typed<S: Token, D: Token>(
     convert_typed(source, target, limit)
 }
 
-/// Convert `count` tokens from `input` (as `from`) into `output` (as `to`); on a token
-/// that does not fit, `Err((position, value))` of the first one.
+/// The range check alone (AVX2 when available, like the conversion).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn first_above_avx2<S: Token>(source: &[S], limit: u32) -> std::result::Result<(), (usize, u64)> {
+    first_above(source, limit)
+}
+
+fn checked<S: Token>(
+    input: &[u64],
+    count: usize,
+    limit: u32,
+) -> std::result::Result<(), (usize, u64)> {
+    let source = &bytemuck::cast_slice::<u64, S>(input)[..count];
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has just been checked for AVX2.
+        return unsafe { first_above_avx2(source, limit) };
+    }
+    first_above(source, limit)
+}
+
+/// Check `count` tokens of `input` (as `of`) against `limit`, without converting; on a
+/// token above it, `Err((position, value))` of the first one.
+fn check(
+    input: &[u64],
+    count: usize,
+    of: TokenType,
+    limit: u64,
+) -> std::result::Result<(), (usize, u64)> {
+    let limit = u32::try_from(limit).unwrap_or(u32::MAX);
+    match of {
+        TokenType::U8 => checked::<u8>(input, count, limit),
+        TokenType::U16 => checked::<u16>(input, count, limit),
+        TokenType::U32 => checked::<u32>(input, count, limit),
+        TokenType::I32 => checked::<i32>(input, count, limit),
+    }
+}
+
+/// Convert `count` tokens from `input` (as `from`) into `output` (as `to`), refusing ids
+/// above `limit` (at most `to`'s maximum); on such a token, `Err((position, value))` of the
+/// first one.
 fn convert(
     input: &[u64],
     output: &mut [u64],
     count: usize,
     from: TokenType,
     to: TokenType,
+    limit: u64,
 ) -> std::result::Result<(), (usize, u64)> {
-    let limit = u32::try_from(to.max_id()).unwrap_or(u32::MAX);
+    let limit = u32::try_from(limit.min(to.max_id())).unwrap_or(u32::MAX);
     macro_rules! dispatch_to {
         ($source:ty) => {
             match to {
@@ -563,6 +654,7 @@ mod tests {
             path,
             header_len: 16,
             token_type,
+            vocab_size: None,
         }
     }
 
@@ -654,6 +746,61 @@ mod tests {
             let error = copy_pool(std::slice::from_ref(&fine), &target, readers, &|_| false)
                 .expect_err("cancelled");
             assert!(error.to_string().contains("cancelled"), "{error}");
+        }
+    }
+
+    #[test]
+    fn refuses_ids_at_or_above_the_vocabulary() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // A vocabulary of 1000 in a uint16 pool: ids 1000.. fit the dtype but not the
+        // vocabulary. Same dtype (check only) and converting sources, every mode.
+        let mut tokens: Vec<u32> = (0..(PIECE_TOKENS as u32 + 50)).map(|i| i % 1000).collect();
+        let bad_at = PIECE_TOKENS + 7;
+        tokens[bad_at] = 1000;
+        for in_type in [TokenType::U16, TokenType::U32] {
+            let sources = vec![
+                source(dir.path(), "ok", &[999, 0, 5], in_type, 0),
+                source(dir.path(), "bad", &tokens, in_type, 3),
+            ];
+            for readers in [0, 2] {
+                let mut target = target(dir.path(), TokenType::U16, 3 + tokens.len() as u64);
+                target.vocab_size = Some(1000);
+                let error =
+                    copy_pool(&sources, &target, readers, &|_| true).expect_err("past vocab");
+                let message = error.to_string();
+                assert!(
+                    message.contains(&format!(
+                        "task bad: token {bad_at} is 1000, not below vocab_size 1000"
+                    )),
+                    "{message}"
+                );
+                assert!(message.contains("--tokenizer-path"), "{message}");
+                assert_eq!(error.kind(), crate::error::ErrorKind::Input);
+            }
+        }
+    }
+
+    #[test]
+    fn accepts_the_largest_id_of_the_vocabulary() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // 65,536 ids in uint16 (the dtype's limit is the vocabulary's), and 200 in uint8.
+        for (vocab, out_type, in_type) in [
+            (65_536u64, TokenType::U16, TokenType::U16),
+            (200, TokenType::U8, TokenType::U8),
+            (200, TokenType::U8, TokenType::U32),
+        ] {
+            let largest = vocab as u32 - 1;
+            let sources = vec![source(dir.path(), "t", &[0, largest, 1], in_type, 0)];
+            let mut target = target(dir.path(), out_type, 3);
+            target.vocab_size = Some(vocab);
+            copy_pool(&sources, &target, 0, &|_| true).expect("every id is below vocab_size");
+            assert_eq!(read_pool(&target), vec![0, largest, 1]);
+            // One more is refused, in the same layout.
+            let over = vec![source(dir.path(), "t", &[0, largest + 1], in_type, 0)];
+            if u64::from(largest + 1) <= in_type.max_id() {
+                let error = copy_pool(&over, &target, 0, &|_| true).expect_err("over");
+                assert!(error.to_string().contains("token 1 is"), "{error}");
+            }
         }
     }
 }

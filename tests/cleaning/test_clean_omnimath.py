@@ -71,7 +71,8 @@ def test_malformed_line_names_the_file_and_row(tmp_path: Path) -> None:
         CLEANER,
         root,
         tmp_path / "out.jsonl",
-        f"{root} default/test: reading failed",
+        f"{root / 'test.jsonl'}: cannot read this file of the local copy of KbsdJames/Omni-MATH",
+        "(config default, split test, after",
         "JSON parse error",
         "row 4",
     )

@@ -114,7 +114,7 @@ def test_module_without_network_or_copy_says_what_to_download(tmp_path: Path) ->
 
 def test_module_reads_the_default_local_copy(tmp_path: Path) -> None:
     _copy(tmp_path / "raw_data" / "hub" / "nvidia" / "OpenMathInstruct-2", TRAIN)
-    done = run_module_offline(MODULE, tmp_path, "--quiet")
+    done = run_module_offline(MODULE, tmp_path)
     assert done.returncode == 0, done.stderr
     out = tmp_path / "data_clustered" / "openmathinstruct2"
     assert {path.name: read_parquet(path) for path in out.iterdir()} == EXPECTED

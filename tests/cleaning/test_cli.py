@@ -10,7 +10,7 @@ from data_io.cleaning import registry
 from data_io.cleaning.registry import CLEANER_MODULES, entries, find, name_of
 from data_io.cli import main
 
-from .upstream import read_jsonl, read_parquet, write_json, write_parquet
+from .upstream import read_jsonl, read_parquet, run_module_offline, write_json, write_parquet
 
 
 def _raw_data(root: Path) -> None:
@@ -56,7 +56,7 @@ def test_all_runs_the_cleaners_whose_sources_are_present(
     _raw_data(tmp_path)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    assert main(["clean", "--all", "--quiet"]) == 0
+    assert main(["clean", "--all"]) == 0
     out = capsys.readouterr().out
     assert "arb: 5 records read, 5 rows written to 5 file(s)" in out
     assert "flan: 1 records read, 1 rows written to 1 file(s)" in out
@@ -99,7 +99,8 @@ def test_one_failure_fails_the_run_but_not_the_others(
     assert main(["clean", "ampsmathematica", "arb", "--quiet"]) == 1
     captured = capsys.readouterr()
     assert "clean ampsmathematica: error: raw input not found: raw_data/amps.tar.gz" in captured.err
-    assert "1 of 2 cleaner(s) failed: ampsmathematica" in captured.out
+    assert "1 of 2 cleaner(s) failed: ampsmathematica" in captured.err
+    assert captured.out == ""  # --quiet: nothing but the errors
     assert (tmp_path / "data" / "Platypus" / "arb_math.jsonl").exists()
 
 
@@ -123,3 +124,60 @@ def test_usage_errors(
     monkeypatch.setattr(registry, "CLEANER_MODULES", (*CLEANER_MODULES, "pipe.clean_not_yet"))
     assert main(argv) == 1
     assert message in capsys.readouterr().err
+
+
+def test_quiet_prints_nothing_on_success(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _raw_data(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["clean", "arb", "flan", "--quiet"]) == 0
+    assert capsys.readouterr() == ("", "")
+    assert len(list((tmp_path / "data" / "Platypus").glob("arb_*.jsonl"))) == 5
+
+
+def test_module_quiet_prints_nothing_but_errors(tmp_path: Path) -> None:
+    _raw_data(tmp_path)
+    done = run_module_offline("pipe.clean_platypus.clean_arb", tmp_path, "--quiet")
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    loud = run_module_offline("pipe.clean_platypus.clean_arb", tmp_path)
+    assert "wrote data/Platypus/arb_law.jsonl (1 rows)" in loud.stdout
+    failed = run_module_offline("pipe_clustered.clean_ampsmathematica", tmp_path, "--quiet")
+    assert failed.returncode == 1 and failed.stdout == ""
+    assert "raw input not found: raw_data/amps.tar.gz" in failed.stderr
+
+
+def _options(help_text: str) -> dict[str, str]:
+    """Each option of an argparse help text with its (joined) description."""
+    options: dict[str, str] = {}
+    current = None
+    for line in help_text.splitlines():
+        stripped = line.strip()
+        if line.startswith("  ") and not line.startswith("    ") and stripped[:1] in "-N":
+            current = stripped.split()[0].rstrip(",")
+            options[current] = " ".join(stripped.split()[1:])
+        elif current is not None and line.startswith("    "):
+            options[current] += " " + stripped
+        else:
+            current = None
+    return options
+
+
+def test_help_gives_every_option_a_description_and_default(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["clean", "--help"])
+    options = _options(capsys.readouterr().out)
+    assert set(options) == {"-h", "NAME", "--list", "--all", "--source", "--out", "--quiet"}
+    for name, text in options.items():
+        if name != "-h":
+            assert "(default:" in text, f"{name}: {text}"
+    assert "print nothing but errors" in options["--quiet"]
+    gsm8k = find("gsm8k_train").cleaner
+    assert gsm8k is not None
+    with pytest.raises(SystemExit):
+        gsm8k.main(["--help"])
+    options = _options(capsys.readouterr().out)
+    assert "(default: raw_data/hub/openai/gsm8k;" in options["--source"]
+    assert "(default: data/gsm8k_train.jsonl)" in options["--out"]

@@ -32,7 +32,7 @@ def test_all_cleaners_run_on_it(
     shutil.copytree(DEFAULT, tmp_path / "raw_data")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    assert main(["clean", "--all", "--quiet"]) == 0
+    assert main(["clean", "--all"]) == 0
     summary = capsys.readouterr().out
     for name in ("gsm8k_train", "arb", "flan", "ampsmathematica"):
         assert f"{name}: " in summary

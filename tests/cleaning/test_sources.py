@@ -6,7 +6,11 @@ import bz2
 import gzip
 import io
 import lzma
+import os
+import subprocess
+import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,11 +24,12 @@ from data_io.cleaning import (
     read_csv_rows,
     read_json_object,
     read_text_lines,
+    sources,
     tar_members,
 )
 from data_io.errors import InputError
 
-from .upstream import write_hub_copy, write_json, write_parquet
+from .upstream import REPO_ROOT, write_hub_copy, write_json, write_parquet
 
 
 def _all(source, override=None) -> list:
@@ -176,6 +181,9 @@ def test_local_files_fetched_from_a_hub_repo(
         (Path(local_dir) / "train.csv").write_text("q,a\n1,2\n")
 
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    monkeypatch.setattr(sources, "hub_unreachable", lambda: None)  # a Hub that answers
     monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_download)
     source = LocalFiles(
         "raw_data/hub/o/r", reader=read_csv_rows, include=("train.csv",), hub_repo="o/r"
@@ -200,6 +208,17 @@ def test_local_files_fetched_from_a_hub_repo(
     ):
         _all(other)
     assert not (tmp_path / "raw_data" / "hub" / "o" / "s").exists()
+    # An unreachable Hub: no download is tried at all, and HF_HUB_OFFLINE=1 is suggested.
+    monkeypatch.setattr(sources, "hub_unreachable", lambda: "http://hub does not answer")
+    with pytest.raises(InputError) as caught:
+        _all(other)
+    message = str(caught.value)
+    assert (
+        "Hub repository o/s unreachable: http://hub does not answer; without network, set "
+        in message
+    )
+    assert "HF_HUB_OFFLINE=1" in message and "hf download o/s" in message
+    assert len(calls) == 1
 
 
 def test_parquet_damaged_after_the_first_row_group(tmp_path: Path) -> None:
@@ -218,3 +237,146 @@ def test_parquet_damaged_after_the_first_row_group(tmp_path: Path) -> None:
     assert next(records).rows == 2
     with pytest.raises(InputError, match=r"p\.parquet: unreadable after row 2"):
         next(records)
+
+
+# A damaged file in a local `hf download` copy: the error names that file and says what is wrong
+# with it, and does not tell the user to download a copy that is already there.
+
+
+def _gsm8k_copy(root: Path, rows: int = 3) -> Path:
+    items = [{"question": f"q{i}", "answer": f"a #### {i}"} for i in range(rows)]
+    return write_hub_copy(root, {("main", "train"): items})
+
+
+def _local_copy_error(source: HubDataset, root: Path) -> str:
+    with pytest.raises(InputError) as caught:
+        _all(source, root)
+    message = str(caught.value)
+    assert "download it first" not in message and "To work without network" not in message
+    return message
+
+
+@pytest.mark.parametrize(
+    ("damage", "diagnosis"),
+    [
+        (lambda data: data[: len(data) // 2], "truncated: its Parquet footer is missing"),
+        (lambda data: b"", "it is empty"),
+        (lambda data: b"version https://git-lfs.github.com/spec/v1\noid x\n", "Git LFS pointer"),
+        (lambda data: b"<html>not found</html>", "not a Parquet file"),
+    ],
+)
+def test_damaged_parquet_in_a_local_copy_is_named(tmp_path: Path, damage, diagnosis: str) -> None:
+    root = _gsm8k_copy(tmp_path / "copy")
+    bad = root / "main" / "train-00000-of-00001.parquet"
+    bad.write_bytes(damage(bad.read_bytes()))
+    message = _local_copy_error(HubDataset("openai/gsm8k", config="main"), root)
+    assert message.startswith(
+        f"{bad}: cannot read this file of the local copy of openai/gsm8k (config main, split train"
+    )
+    assert diagnosis in message
+    assert (
+        "hf download openai/gsm8k main/train-00000-of-00001.parquet --repo-type dataset "
+        f"--local-dir {root}` fetches only that file"
+    ) in message
+
+
+def test_damaged_second_shard_is_named_not_the_first(tmp_path: Path) -> None:
+    root = _gsm8k_copy(tmp_path / "copy", rows=5)
+    good = root / "main" / "train-00000-of-00001.parquet"
+    second = root / "main" / "train-00001-of-00001.parquet"
+    second.write_bytes(good.read_bytes()[:-10])
+    message = _local_copy_error(HubDataset("openai/gsm8k", config="main"), root)
+    assert message.startswith(f"{second}: cannot read this file")
+    assert str(good) not in message
+
+
+def test_malformed_json_lines_in_a_local_copy_name_the_file(tmp_path: Path) -> None:
+    root = tmp_path / "copy"
+    root.mkdir()
+    (root / "README.md").write_text("---\nlicense: mit\n---\n")
+    (root / "test.jsonl").write_text('{"q": "a"}\n{"q": broken\n', encoding="utf-8")
+    message = _local_copy_error(HubDataset("o/r", splits=("test",)), root)
+    assert message.startswith(f"{root / 'test.jsonl'}: cannot read this file of the local copy")
+    assert "(config default, split test, after 0 rows)" in message
+    assert "not valid JSONL" in message
+
+
+def test_local_copy_without_the_split_says_to_check_the_copy(tmp_path: Path) -> None:
+    root = _gsm8k_copy(tmp_path / "copy")
+    message = _local_copy_error(
+        HubDataset("openai/gsm8k", config="main", splits=("validation",)), root
+    )
+    assert "cannot load config main, split validation of Hub dataset openai/gsm8k" in message
+    assert f"from the local copy {root}" in message
+    assert f"Check that {root} is a complete copy of openai/gsm8k" in message
+
+
+# Offline: one quick check, then the message; never the retry loop of datasets/huggingface_hub.
+
+
+def _offline_run(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pipe.clean_gsm8k_train", "--quiet"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), **env},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
+def test_unreachable_hub_fails_at_once_and_mentions_hf_hub_offline(tmp_path: Path) -> None:
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+    }
+    # Port 9 (discard) on this machine: refused at once, whatever network the test machine has.
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "pipe.clean_gsm8k_train", "--quiet"],
+        cwd=tmp_path,
+        env={**env, "PYTHONPATH": str(REPO_ROOT), "HF_ENDPOINT": "http://127.0.0.1:9"},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert time.monotonic() - started < 15  # generous: the retry loop alone takes ~20 s
+    assert done.returncode == 1, done.stderr
+    assert "Retrying" not in done.stderr and "Traceback" not in done.stderr
+    assert done.stderr.startswith(
+        "clean gsm8k_train: error: Hub dataset openai/gsm8k: no local copy at "
+        "raw_data/hub/openai/gsm8k, and the Hub cannot be used (http://127.0.0.1:9 does not answer"
+    )
+    assert "hf download openai/gsm8k --repo-type dataset --local-dir raw_data/hub/openai/gsm8k" in (
+        done.stderr
+    )
+    assert "set HF_HUB_OFFLINE=1" in done.stderr
+    assert not (tmp_path / "data").exists()
+
+
+def test_hf_hub_offline_fails_without_any_request(tmp_path: Path) -> None:
+    done = _offline_run(tmp_path, HF_HUB_OFFLINE="1", HF_ENDPOINT="http://127.0.0.1:9")
+    assert done.returncode == 1
+    assert "the Hub cannot be used (HF_HUB_OFFLINE is set)" in done.stderr
+    assert "does not answer" not in done.stderr  # no probe was made
+    assert "set HF_HUB_OFFLINE=1" not in done.stderr  # it is set already
+
+
+def test_local_copy_needs_no_hub(tmp_path: Path) -> None:
+    _gsm8k_copy(tmp_path / "raw_data" / "hub" / "openai" / "gsm8k")
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "pipe.clean_gsm8k_train"],
+        cwd=tmp_path,
+        env={**env, "PYTHONPATH": str(REPO_ROOT), "HF_ENDPOINT": "http://127.0.0.1:9"},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "gsm8k_train: 3 records read, 3 rows written" in done.stdout
+    assert "Retrying" not in done.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import random
 import signal
@@ -215,3 +216,112 @@ def test_temporaries_of_live_processes_are_kept(tmp_path: Path) -> None:
         writer.write(_table(["cot"], ["q"], ["a"], ["y"]))
         writer.commit()
     assert alive.exists() and (tmp_path / "y.parquet").exists()
+
+
+# An output that cannot be written: one line saying what, where and how to fix it, before any
+# input is read, whoever runs it (root included: a file in the way stops root too).
+
+
+@pytest.mark.parametrize(
+    ("spec", "below"),
+    [
+        (jsonl_file, "out.jsonl"),
+        (jsonl_file, "deeper/out.jsonl"),
+        (parquet_file, "out.parquet"),
+        (parquet_files, "folder"),
+        (jsonl_files, "a/b"),
+    ],
+)
+def test_output_under_a_regular_file(tmp_path: Path, spec, below: str) -> None:
+    blocker = tmp_path / "plain-file"
+    blocker.write_text("not a folder")
+    target = blocker / below
+    with pytest.raises(OutputError) as caught:
+        OutputWriter(spec(str(target)))
+    message = str(caught.value)
+    assert message == (
+        f"cannot write the output {target} (Not a directory): {blocker} is a file, not a folder: "
+        "pass --out with another location, or move it"
+    )
+    assert blocker.read_text() == "not a folder"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain-file"]
+
+
+@pytest.mark.parametrize(
+    ("code", "fix"),
+    [
+        (errno.EACCES, "no permission to write there"),
+        (errno.EPERM, "writing there is not permitted"),
+        (errno.EROFS, "the file system is read-only"),
+        (errno.ENOSPC, "the disk is full"),
+        (errno.EDQUOT, "the disk quota is used up"),
+        (errno.ENOENT, "files cannot be created there"),
+        (errno.EIO, "pass --out with a location where files can be created"),
+    ],
+)
+def test_unwritable_output_folder_is_reported_before_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int, fix: str
+) -> None:
+    """The probe file meets the error a read-only mount or missing permission gives (simulated:
+    permission bits do not stop root, and a test cannot mount a read-only file system)."""
+    real_open = os.open
+
+    def refusing_open(path, flags, *args):
+        if ".probe.tmp-" in os.fspath(path):
+            raise OSError(code, os.strerror(code), os.fspath(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", refusing_open)
+    for spec, target in ((jsonl_file, tmp_path / "x.jsonl"), (parquet_files, tmp_path / "new")):
+        with pytest.raises(OutputError) as caught:
+            OutputWriter(spec(str(target)))
+        message = str(caught.value)
+        assert message.startswith(f"cannot write the output {target} ({os.strerror(code)}): ")
+        assert fix in message and "\n" not in message
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_failure_while_writing_is_one_line_and_cleans_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A disk that fills up in the middle: the same one-line error; the temporary file goes."""
+    import polars as pl
+
+    def full(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(pl.DataFrame, "write_ndjson", full)
+    target = tmp_path / "x.jsonl"
+    with pytest.raises(OutputError) as caught, OutputWriter(jsonl_file(str(target))) as writer:
+        writer.write(_table(["direct"], ["i"], ["r"]))
+    assert str(caught.value).startswith(f"cannot write the output {target} (No space left")
+    assert "the disk is full" in str(caught.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("out", ["plain-file/x.jsonl", "/proc/data_io-test/x.jsonl"])
+def test_cleaner_with_an_unwritable_out_ends_with_one_line(tmp_path: Path, out: str) -> None:
+    """The whole command: exit code 1, one line on stderr, no traceback, nothing written."""
+    from .upstream import write_hub_copy
+
+    (tmp_path / "plain-file").write_text("x")
+    write_hub_copy(
+        tmp_path / "raw_data" / "hub" / "openai" / "gsm8k",
+        {("main", "train"): [{"question": "q", "answer": "a #### 1"}]},
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pipe.clean_gsm8k_train", "--out", out],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"clean gsm8k_train: error: cannot write the output {out} (")
+    assert "pass --out with" in lines[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain-file", "raw_data"]

@@ -1,0 +1,186 @@
+"""Talking to the Hugging Face Hub through ``datasets``: is it reachable, and which file failed.
+
+- :func:`hub_unreachable`: ``datasets`` and ``huggingface_hub`` retry a failed connection five
+  times with back-off (about 20 s) before they give up, for every cleaner. One quick request,
+  made once per process, tells an offline machine at once.
+- :func:`failed_file_log`: when ``datasets`` cannot read a data file it logs the file's path and
+  re-raises an exception that does not name it. This catches that log record, so that our error
+  names the file, and keeps the duplicate line off stderr.
+- :func:`damage_of`: a guess, from its first and last bytes, at what is wrong with a local file
+  that failed to read (empty, a Git LFS pointer, a truncated Parquet file, ...).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gc
+import io
+import logging
+import os
+import re
+import time
+import weakref
+from collections.abc import Iterator
+from pathlib import Path
+
+#: Seconds the reachability probe waits: long enough for a slow link, far below the retries.
+HUB_PROBE_SECONDS = 5.0
+
+# The values huggingface_hub reads as "true" for its boolean environment switches.
+_TRUE = {"1", "ON", "YES", "TRUE"}
+
+
+def offline_by_environment() -> bool:
+    """``HF_HUB_OFFLINE`` (or its older name ``HF_DATASETS_OFFLINE``) is set to a true value."""
+    return any(
+        os.environ.get(name, "").strip().upper() in _TRUE
+        for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+    )
+
+
+def hub_unreachable() -> str | None:
+    """Why the Hub cannot be used (``HF_HUB_OFFLINE`` set, or no answer), or None when it can."""
+    if offline_by_environment():
+        return "HF_HUB_OFFLINE is set"
+    from huggingface_hub import constants
+
+    return _probe(constants.ENDPOINT)
+
+
+@functools.cache
+def _probe(endpoint: str) -> str | None:
+    """One HEAD request to the Hub's endpoint, with a short timeout and no retries; cached, so a
+    run of several cleaners asks once. Any HTTP answer (even an error status) means reachable."""
+    from huggingface_hub.utils import get_session
+
+    try:
+        get_session().head(endpoint, timeout=HUB_PROBE_SECONDS)
+    except Exception as exc:  # connection refused, DNS failure, timeout, proxy error: all "no"
+        return f"{endpoint} does not answer: {type(exc).__name__}: {exc}"
+    return None
+
+
+class _FailedFile(logging.Filter):
+    """Remembers the first file an ERROR record of ``datasets`` names, and drops that record.
+
+    ``datasets``' packaged readers (Parquet, JSON, CSV, Arrow, text) all log
+    ``... file '<path>' with error ...`` just before re-raising a reader's exception.
+    """
+
+    _QUOTED = re.compile(r"'([^']+)'")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.file: str | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.ERROR:
+            return True
+        match = self._QUOTED.search(record.getMessage())
+        if match is None:
+            return True
+        if self.file is None:
+            self.file = match.group(1)
+        return False  # our InputError says it, with the file and what to do
+
+
+class _Discard(logging.Handler):
+    """A handler that prints nothing (``logging.NullHandler`` would skip its filters too)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def failed_file_log() -> Iterator[_FailedFile]:
+    """Within the block, ``.file`` of the yielded object is the data file ``datasets`` failed on.
+
+    The filter sits on our own handler (so that the record is seen even if ``datasets``' default
+    handler was removed) and on the handlers already there (so that they do not print it).
+    """
+    logger = logging.getLogger("datasets")
+    caught = _FailedFile()
+    ours = _Discard()
+    handlers = [*logger.handlers, ours]
+    for handler in handlers:
+        handler.addFilter(caught)
+    logger.addHandler(ours)
+    try:
+        yield caught
+    finally:
+        logger.removeHandler(ours)
+        for handler in handlers:
+            handler.removeFilter(caught)
+
+
+def local_path(file: str) -> Path | None:
+    """The local path in a file name ``datasets`` logged, or None when it names a remote file.
+
+    In a chained name (``zip://member::/data/x.zip``) the last link is the file on disk.
+    """
+    name = file.split("::")[-1]
+    name = name.removeprefix("file://")
+    if "://" in name:
+        return None
+    return Path(name)
+
+
+def damage_of(path: Path) -> str:
+    """What seems wrong with ``path``, a local data file that failed to read."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as handle:
+            head = handle.read(64)
+            handle.seek(max(size - 4, 0))
+            tail = handle.read(4)
+    except OSError as exc:
+        return f"it cannot be opened ({exc.strerror or exc})"
+    if size == 0:
+        return "it is empty (an interrupted download?)"
+    if head.startswith(b"version https://git-lfs"):
+        return "it is a Git LFS pointer, not the data (a `git clone` made without git-lfs?)"
+    if path.suffix == ".parquet":
+        if not head.startswith(b"PAR1"):
+            return "it is not a Parquet file (it does not start with PAR1)"
+        if tail != b"PAR1":
+            return "it is truncated: its Parquet footer is missing (an interrupted download?)"
+        return "its Parquet data is damaged"
+    kind = path.suffix.lstrip(".").upper() or "data"
+    return f"its content is not valid {kind} (damaged, truncated, or not what its name says)"
+
+
+def wait_for_abandoned_reads(timeout: float = 30.0) -> None:
+    """Wait until Arrow's worker threads let go of the files of a scan stopped half-way.
+
+    ``datasets`` gives Arrow Python file objects to read. When the scan is stopped early (a row
+    error), Arrow's worker threads may still hold such a file for a moment; if they let go of it
+    while the interpreter is shutting down, taking the GIL ends the worker inside a C++ destructor
+    and the process aborts ("terminate called without an active exception", apache/arrow#45214).
+    A full collection frees the scan's objects caught in reference cycles; then every closed file
+    that no Python object refers to any more (so only native code holds it) is waited for.
+    """
+    gc.collect()
+    held = _natively_held_files()
+    deadline = time.monotonic() + timeout
+    while any(ref() is not None for ref in held) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _natively_held_files() -> list[weakref.ref[io.IOBase]]:
+    objects = gc.get_objects()
+    files = [obj for obj in objects if isinstance(obj, io.IOBase) and _is_closed(obj)]
+    del objects  # it refers to every object: it must not count as a referrer below
+    held = []
+    for file in files:
+        referrers = [ref for ref in gc.get_referrers(file) if ref is not files]
+        if not referrers:
+            held.append(weakref.ref(file))
+    return held
+
+
+def _is_closed(file: io.IOBase) -> bool:
+    try:
+        return bool(file.closed)
+    except Exception:  # a file object half torn down: not one a scan is reading
+        return False

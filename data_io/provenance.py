@@ -1,0 +1,247 @@
+"""Provenance of a tokenized folder: were all its tasks made by one tokenizer run?
+
+A tokenized folder is written task by task, so a re-tokenize with a new tokenizer that was
+killed midway, or that failed on one file, leaves tasks of two vocabularies side by side;
+their ids mean different words, and a sample mixing them trains on noise. Each task's
+``metadata.json`` (the tokenizer's cache record, ``rust/cache.rs`` ``TaskRecord``) says which
+tokenizer and options made it, and ``tokenizer_info.json`` says which the folder claims.
+
+The rule (:func:`check_provenance`):
+
+- ``tokenizer_info.json`` with hashes (``tokenizer_blake3``, ``options_blake3``): every task
+  must have a data_io record with the same hashes;
+- without hashes (a folder of the original pipeline): tasks without a data_io record are
+  accepted (legacy), but data_io records that disagree with each other, or legacy tasks
+  mixed with data_io ones, are refused;
+- each task's ``tokens.npy`` dtype must be the one its record names.
+
+Only small files are read (the JSON files and the ``.npy`` headers), so consumers call it
+before anything else.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from data_io.errors import InputError
+
+TOOL = "data_io"
+METADATA = "metadata.json"
+TOKENIZER_INFO = "tokenizer_info.json"
+HASH_KEYS = ("tokenizer_blake3", "options_blake3")
+# Tasks named per group in a refusal (the rest are counted).
+SHOWN_TASKS = 5
+
+
+@dataclass(frozen=True)
+class Origin:
+    """What made a task: a data_io run (its hashes) or something else (``legacy``)."""
+
+    tokenizer_blake3: str | None = None
+    options_blake3: str | None = None
+    legacy: bool = False
+
+    def describe(self) -> str:
+        if self.legacy:
+            return "no data_io record (original pipeline, or metadata.json absent/unreadable)"
+        return (
+            f"data_io, tokenizer blake3 {_short(self.tokenizer_blake3)}, "
+            f"options blake3 {_short(self.options_blake3)}"
+        )
+
+
+LEGACY = Origin(legacy=True)
+
+
+@dataclass(frozen=True)
+class TaskOrigin:
+    """One task's origin as read from its ``metadata.json``."""
+
+    name: str
+    origin: Origin
+    token_dtype: str | None  # recorded by data_io, None for legacy tasks
+    source_path: str | None
+
+
+def _short(digest: str | None) -> str:
+    return "(none)" if digest is None else digest[:12]
+
+
+def read_task_origin(folder: Path) -> TaskOrigin:
+    """The origin recorded in ``folder/metadata.json``; legacy when it is not data_io's."""
+    try:
+        record = json.loads((folder / METADATA).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        record = None
+    if not isinstance(record, dict) or record.get("tool") != TOOL:
+        return TaskOrigin(folder.name, LEGACY, None, None)
+    hashes = {key: record.get(key) for key in HASH_KEYS}
+    origin = Origin(
+        **{key: value if isinstance(value, str) else None for key, value in hashes.items()}
+    )
+    dtype = record.get("token_dtype")
+    source = record.get("source_path")
+    return TaskOrigin(
+        folder.name,
+        origin,
+        dtype if isinstance(dtype, str) else None,
+        source if isinstance(source, str) else None,
+    )
+
+
+def info_origin(info: Mapping[str, Any]) -> Origin | None:
+    """The origin ``tokenizer_info.json`` claims, or ``None`` when it carries no hash."""
+    hashes = {key: info.get(key) for key in HASH_KEYS}
+    if not any(isinstance(value, str) for value in hashes.values()):
+        return None
+    return Origin(
+        **{key: value if isinstance(value, str) else None for key, value in hashes.items()}
+    )
+
+
+def _matches(task: Origin, claimed: Origin) -> bool:
+    """A data_io task matches every hash the info carries (an older info may lack one)."""
+    if task.legacy:
+        return False
+    return all(
+        getattr(claimed, key) is None or getattr(task, key) == getattr(claimed, key)
+        for key in HASH_KEYS
+    )
+
+
+def check_provenance(
+    tokenized_path: Path, info: Mapping[str, Any], task_folders: Sequence[Path]
+) -> list[TaskOrigin]:
+    """Refuse a folder whose tasks do not all come from the run ``tokenizer_info.json`` names.
+
+    ``info`` is the parsed ``tokenizer_info.json``, ``task_folders`` the task folders (not
+    the tokenizer's temporary ones). Raises one :class:`InputError` that groups the tasks by
+    origin and gives the repair command; then one naming the tasks whose ``tokens.npy``
+    dtype differs from their record.
+    """
+    tasks = [read_task_origin(folder) for folder in task_folders]
+    claimed = info_origin(info)
+    groups: dict[Origin, list[str]] = {}
+    for task in tasks:
+        groups.setdefault(task.origin, []).append(task.name)
+    if claimed is not None:
+        consistent = all(_matches(origin, claimed) for origin in groups)
+    else:
+        consistent = len(groups) <= 1  # all legacy, or one data_io run
+    if not consistent:
+        raise InputError(_mixed_message(tokenized_path, info, claimed, groups, tasks))
+    _check_dtypes(tokenized_path, info, tasks, task_folders)
+    return tasks
+
+
+def _listing(names: Sequence[str]) -> str:
+    shown = ", ".join(names[:SHOWN_TASKS])
+    more = len(names) - SHOWN_TASKS
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def _mixed_message(
+    tokenized_path: Path,
+    info: Mapping[str, Any],
+    claimed: Origin | None,
+    groups: Mapping[Origin, list[str]],
+    tasks: Sequence[TaskOrigin],
+) -> str:
+    info_path = tokenized_path / TOKENIZER_INFO
+    lines = [
+        f"{tokenized_path} mixes tasks of different tokenizer runs (their token ids mean "
+        f"different things); the tasks by origin:"
+    ]
+    on_info_side = False
+    for origin, names in sorted(groups.items(), key=lambda item: -len(item[1])):
+        side = ""
+        if claimed is not None and _matches(origin, claimed):
+            side = f"  <- the run {TOKENIZER_INFO} names"
+            on_info_side = True
+        lines.append(f"  - {origin.describe()}: {len(names)} task(s): {_listing(names)}{side}")
+    tokenizer = info.get("tokenizer_path")
+    tokenizer_text = str(tokenizer) if isinstance(tokenizer, str) else "<tokenizer.json>"
+    if claimed is None:
+        lines.append(
+            f"{info_path} records no tokenizer hash (original pipeline), so it sides with no "
+            f"group; it names tokenizer {tokenizer_text}."
+        )
+    elif not on_info_side:
+        lines.append(
+            f"{info_path} names tokenizer {tokenizer_text} ({claimed.describe()}), which "
+            f"matches none of the tasks."
+        )
+    lines.append(
+        "A tokenize run was probably interrupted or failed on some files. Finish it: re-run "
+        "the tokenizer over the same inputs (only the tasks that differ are redone):\n"
+        f"  {repair_command(tokenized_path, info, tasks)}\n"
+        "(or the same command with the tokenizer you meant to use), then sample again."
+    )
+    return "\n".join(lines)
+
+
+def repair_command(
+    tokenized_path: Path, info: Mapping[str, Any], tasks: Sequence[TaskOrigin] = ()
+) -> str:
+    """``data_io tokenize <inputs...> -o <tokenized_path> --tokenizer-path <tokenizer>``."""
+    inputs = info.get("inputs")
+    if isinstance(inputs, list) and inputs and all(isinstance(item, str) for item in inputs):
+        roots = [shlex.quote(item) for item in inputs]
+    else:
+        found = sorted({root for task in tasks if (root := _input_root(task)) is not None})
+        roots = [shlex.quote(item) for item in found] or ["<input folders>"]
+    tokenizer = info.get("tokenizer_path")
+    tokenizer_arg = shlex.quote(tokenizer) if isinstance(tokenizer, str) else "<tokenizer.json>"
+    return (
+        f"data_io tokenize {' '.join(roots)} -o {shlex.quote(str(tokenized_path))} "
+        f"--tokenizer-path {tokenizer_arg}"
+    )
+
+
+def _input_root(task: TaskOrigin) -> str | None:
+    """The input root a task's source came from: the ancestor of ``source_path`` relative to
+    which the path, ``/`` replaced by ``__``, is the task name (formats.md §3)."""
+    if task.source_path is None:
+        return None
+    source = Path(task.source_path)
+    for root in source.parents:
+        if source.relative_to(root).as_posix().replace("/", "__") == task.name:
+            return str(root)
+    return None
+
+
+def _check_dtypes(
+    tokenized_path: Path,
+    info: Mapping[str, Any],
+    tasks: Sequence[TaskOrigin],
+    task_folders: Sequence[Path],
+) -> None:
+    """Each recorded ``token_dtype`` against the ``tokens.npy`` header (a few bytes each)."""
+    # Imported here: data_io.sampling imports this module (a top-level import would cycle).
+    from data_io.sampling.tasks import read_token_header
+
+    wrong = []
+    for task, folder in zip(tasks, task_folders, strict=True):
+        if task.token_dtype is None:
+            continue
+        actual = read_token_header(folder / "tokens.npy", task.name).dtype
+        try:
+            recorded = np.dtype(task.token_dtype)
+        except TypeError:
+            recorded = None
+        if recorded != actual:
+            wrong.append(f"{task.name} ({actual.name}, record says {task.token_dtype})")
+    if wrong:
+        raise InputError(
+            f"{len(wrong)} task(s) of {tokenized_path} hold a tokens.npy whose dtype differs from "
+            f"the token_dtype of their metadata.json (the file was replaced after tokenizing): "
+            f"{_listing(wrong)}; delete those task folders and re-run the tokenizer: "
+            f"{repair_command(tokenized_path, info, tasks)}"
+        )

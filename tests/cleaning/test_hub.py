@@ -1,0 +1,146 @@
+"""data_io.cleaning.hub: the Hub reachability check, the failed-file log, damage diagnosis."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from data_io.cleaning import hub
+from data_io.cleaning.hub import (
+    damage_of,
+    failed_file_log,
+    hub_unreachable,
+    local_path,
+    offline_by_environment,
+)
+
+
+def _parquet(path: Path) -> bytes:
+    pq.write_table(pa.table({"a": ["x" * 100] * 10}), path)
+    return path.read_bytes()
+
+
+def test_damage_of_names_what_is_wrong(tmp_path: Path) -> None:
+    good = _parquet(tmp_path / "good.parquet")
+    cases = {
+        "empty.parquet": b"",
+        "lfs.parquet": b"version https://git-lfs.github.com/spec/v1\noid sha256:ab\nsize 9\n",
+        "html.parquet": b"<!DOCTYPE html><html>rate limited</html>",
+        "cut.parquet": good[: len(good) // 2],
+        "inside.parquet": good[:4] + b"\xff" * (len(good) - 8) + good[-4:],
+        "rows.jsonl": b'{"a": 1}\n{"a": \n',
+    }
+    expected = {
+        "empty.parquet": "it is empty",
+        "lfs.parquet": "Git LFS pointer",
+        "html.parquet": "not a Parquet file",
+        "cut.parquet": "truncated: its Parquet footer is missing",
+        "inside.parquet": "its Parquet data is damaged",
+        "rows.jsonl": "not valid JSONL",
+    }
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+        assert expected[name] in damage_of(tmp_path / name), name
+    assert "cannot be opened" in damage_of(tmp_path / "absent.parquet")
+
+
+def test_local_path_of_logged_names() -> None:
+    assert local_path("/data/copy/train.parquet") == Path("/data/copy/train.parquet")
+    assert local_path("file:///data/x.json.gz") == Path("/data/x.json.gz")
+    assert local_path("zip://a.json::/data/x.zip") == Path("/data/x.zip")
+    assert local_path("gzip://a.json::hf://datasets/o/r/a.json.gz") is None
+    assert local_path("hf://datasets/o/r@main/train.parquet") is None
+    assert local_path("https://huggingface.co/x.parquet") is None
+
+
+class _Collect(logging.Handler):
+    """Stands for datasets' own stderr handler: what it would print."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def test_failed_file_log_catches_the_file_and_silences_only_that() -> None:
+    parent = logging.getLogger("datasets")
+    printed = _Collect()
+    parent.addHandler(printed)
+    logger = logging.getLogger("datasets.packaged_modules.parquet.parquet")
+    try:
+        with failed_file_log() as log:
+            logger.warning("a warning about '/not/this' is left alone")
+            logger.error("Failed to read file '/copy/train-0.parquet' with error ArrowInvalid: x")
+            logger.error("Failed to read file '/copy/train-1.parquet' with error ArrowInvalid: x")
+            logger.error("an error naming no file is left alone")
+        assert log.file == "/copy/train-0.parquet"  # the first failure: the one raised
+        assert printed.messages == [
+            "a warning about '/not/this' is left alone",
+            "an error naming no file is left alone",
+        ]
+        logger.error("Failed to read file '/copy/later.parquet'")  # outside: not filtered
+        assert printed.messages[-1] == "Failed to read file '/copy/later.parquet'"
+        assert parent.handlers[-1] is printed  # our handler was removed
+        assert not printed.filters
+    finally:
+        parent.removeHandler(printed)
+
+
+def test_failed_file_log_without_any_datasets_handler() -> None:
+    parent = logging.getLogger("datasets")
+    saved = parent.handlers[:]
+    for handler in saved:
+        parent.removeHandler(handler)
+    try:
+        with failed_file_log() as log:
+            logging.getLogger("datasets.x").error("Failed to load JSON from file '/c/a.jsonl'")
+        assert log.file == "/c/a.jsonl"
+    finally:
+        for handler in saved:
+            parent.addHandler(handler)
+
+
+@pytest.mark.parametrize("value", ["1", "ON", "yes", "True"])
+def test_offline_by_environment(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", value)
+    assert offline_by_environment()
+    assert hub_unreachable() == "HF_HUB_OFFLINE is set"
+
+
+def test_not_offline_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    assert not offline_by_environment()
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    assert offline_by_environment()
+
+
+def test_probe_says_why_and_asks_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import huggingface_hub.utils
+
+    calls = []
+
+    class Session:
+        def head(self, url: str, timeout: float) -> None:
+            calls.append((url, timeout))
+            raise ConnectionError("Name or service not known")
+
+    monkeypatch.setattr(huggingface_hub.utils, "get_session", Session)
+    hub._probe.cache_clear()
+    try:
+        first = hub._probe("http://hub.invalid")
+        assert (
+            first
+            == "http://hub.invalid does not answer: ConnectionError: Name or service not known"
+        )
+        assert hub._probe("http://hub.invalid") == first
+        assert calls == [("http://hub.invalid", hub.HUB_PROBE_SECONDS)]
+    finally:
+        hub._probe.cache_clear()

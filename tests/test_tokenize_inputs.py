@@ -1,0 +1,171 @@
+"""Which input files data_io.tokenize reads: any-case .jsonl/.parquet, .jsonl.gz and
+.jsonl.zst streamed; every other visible file listed as skipped; BOMs; corrupt archives."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from data_io.errors import InputError
+from data_io.tokenize import tokenize
+from tests.tokenize_oracle import expected_layout, load_task
+
+ROWS = [
+    {"condition": "cot", "instruction": "What is 2+2?", "response": "4"},
+    {"condition": "", "instruction": "Say ünïcode 日本", "response": "ok"},
+]
+JSONL = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in ROWS).encode()
+
+
+def zstd(data: bytes) -> bytes:
+    """A standard zstd frame (pyarrow's codec; the zstandard module is not installed)."""
+    return pa.compress(data, codec="zstd", asbytes=True)
+
+
+def run(rows: Path, out: Path, tokenizer: Path, **kwargs):
+    return tokenize([rows], out, tokenizer_path=tokenizer, progress=False, **kwargs)
+
+
+def test_compressed_and_any_case_files_are_read_like_plain_jsonl(
+    small_tokenizer: Path, tmp_path: Path
+):
+    rows = tmp_path / "rows"
+    (rows / "a").mkdir(parents=True)
+    (rows / "a" / "b.jsonl.gz").write_bytes(gzip.compress(JSONL))
+    (rows / "c.jsonl.zst").write_bytes(zstd(JSONL))
+    (rows / "UPPER.JSONL").write_bytes(JSONL)
+    (rows / "plain.jsonl").write_bytes(JSONL)
+    result = run(rows, tmp_path / "out", small_tokenizer)
+    names = sorted(f.task for f in result.files)
+    # The task keeps the full file name, compression suffix included.
+    assert names == ["UPPER.JSONL", "a__b.jsonl.gz", "c.jsonl.zst", "plain.jsonl"]
+    want = expected_layout(small_tokenizer, ROWS)
+    for name in names:
+        got = load_task(tmp_path / "out" / name)
+        for key, array in want.items():
+            np.testing.assert_array_equal(got[key].astype(np.uint64), array, err_msg=name)
+    assert result.skipped_files == []
+
+
+def test_other_files_are_listed_as_skipped_and_hidden_ones_ignored(
+    small_tokenizer: Path, tmp_path: Path
+):
+    rows = tmp_path / "rows"
+    (rows / "sub").mkdir(parents=True)
+    (rows / ".git").mkdir()
+    (rows / "ok.jsonl").write_bytes(JSONL)
+    for name in ["rows.json", "sub/rows.jsonl.bz2", "README.md", ".hidden.txt", ".git/config"]:
+        (rows / name).write_text("x")
+    result = run(rows, tmp_path / "out", small_tokenizer)
+    assert result.skipped_files == [
+        str(rows / "README.md"),
+        str(rows / "rows.json"),
+        str(rows / "sub" / "rows.jsonl.bz2"),
+    ]
+
+
+def test_a_byte_order_mark_is_stripped(small_tokenizer: Path, tmp_path: Path):
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    (rows / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + JSONL)
+    (rows / "bom.jsonl.gz").write_bytes(gzip.compress(b"\xef\xbb\xbf" + JSONL))
+    result = run(rows, tmp_path / "out", small_tokenizer)
+    assert [f.rows for f in result.files] == [2, 2]
+    want = expected_layout(small_tokenizer, ROWS)["tokens"]
+    np.testing.assert_array_equal(load_task(tmp_path / "out" / "bom.jsonl")["tokens"], want)
+
+
+@pytest.mark.parametrize("suffix", [".jsonl.gz", ".jsonl.zst"])
+def test_a_corrupt_archive_names_the_file_and_the_line_reached(
+    small_tokenizer: Path, tmp_path: Path, suffix: str
+):
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    many = JSONL * 5000
+    packed = gzip.compress(many) if suffix == ".jsonl.gz" else zstd(many)
+    path = rows / f"broken{suffix}"
+    path.write_bytes(packed[: len(packed) // 2])
+    (rows / "fine.jsonl").write_bytes(JSONL)
+    with pytest.raises(InputError) as info:
+        run(rows, tmp_path / "out", small_tokenizer, on_error="skip")
+    kind = "gzip" if suffix == ".jsonl.gz" else "zstd"
+    assert f"{path}: corrupt or truncated {kind} data after line " in str(info.value)
+    assert not (tmp_path / "out" / f"broken{suffix}").exists()
+    assert (tmp_path / "out" / "fine.jsonl" / "tokens.npy").exists()
+
+
+def test_a_file_that_is_not_gzip_at_all_is_an_error(small_tokenizer: Path, tmp_path: Path):
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    (rows / "fake.jsonl.gz").write_bytes(JSONL)
+    with pytest.raises(InputError, match=r"fake\.jsonl\.gz: corrupt or truncated gzip data"):
+        run(rows, tmp_path / "out", small_tokenizer)
+
+
+def test_zero_rows_in_total_fails_unless_the_folder_has_other_tasks(
+    small_tokenizer: Path, tmp_path: Path
+):
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    (rows / "empty.jsonl").write_bytes(b"")
+    (rows / "bad.jsonl").write_bytes(b"{oops\n[1]\n")
+    with pytest.raises(InputError, match="no rows at all") as info:
+        run(rows, tmp_path / "out", small_tokenizer, on_error="skip")
+    assert "all 2 row(s) were bad and skipped" in str(info.value)
+    # With tasks of another input folder kept in the output, an empty input is fine.
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "good.jsonl").write_bytes(JSONL)
+    out = tmp_path / "out2"
+    run(other, out, small_tokenizer)
+    result = run(rows, out, small_tokenizer, on_error="skip")
+    assert [k.split(" (")[0] for k in result.kept] == ["good.jsonl"]
+
+
+def _invalid_utf8_strings(values: list[bytes]) -> pa.Array:
+    """A string array holding the bytes as given, unvalidated (as careless writers do)."""
+    offsets = np.cumsum([0] + [len(v) for v in values]).astype(np.int32)
+    return pa.Array.from_buffers(
+        pa.string(), len(values), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(values))]
+    )
+
+
+@pytest.mark.parametrize("dictionary", [True, False])
+def test_invalid_utf8_in_parquet_names_the_row_and_skip_keeps_the_rest(
+    small_tokenizer: Path, tmp_path: Path, dictionary: bool
+):
+    import pyarrow.parquet as pq
+
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    texts = [f"question {i}".encode() for i in range(6)]
+    texts[4] = b"caf\xe9"
+    table = pa.table(
+        {
+            "condition": ["cot"] * 6,
+            "instruction": _invalid_utf8_strings(texts),
+            "response": [f"answer {i}" for i in range(6)],
+        }
+    )
+    path = rows / "latin1.parquet"
+    pq.write_table(table, path, row_group_size=2, use_dictionary=dictionary)
+    with pytest.raises(InputError) as info:
+        run(rows, tmp_path / "out", small_tokenizer)
+    assert f'{path}:row 4: field "instruction" is not valid UTF-8' in str(info.value)
+    result = run(rows, tmp_path / "out", small_tokenizer, on_error="skip")
+    (report,) = result.files
+    assert (report.rows, report.bad_rows) == (5, 1)
+    good = [
+        {"condition": "cot", "instruction": f"question {i}", "response": f"answer {i}"}
+        for i in range(6)
+        if i != 4
+    ]
+    np.testing.assert_array_equal(
+        load_task(tmp_path / "out" / "latin1.parquet")["tokens"],
+        expected_layout(small_tokenizer, good)["tokens"],
+    )
