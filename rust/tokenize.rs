@@ -582,20 +582,28 @@ struct Pruned {
     left_alone: Vec<String>,
 }
 
-/// Remove the task folders not produced by this run that are provably orphaned: written by
-/// data_io, and the absolute source their record names no longer exists. Anything else is
-/// kept and reported: a run over a subset of the usual inputs must not delete the others.
-fn remove_orphans(output: &Path, tasks: &BTreeSet<String>) -> Result<Pruned> {
-    let mut pruned = Pruned::default();
+/// The output's task folders (name, path) in name order; `.`-folders are our temporaries.
+fn task_dirs(output: &Path) -> Result<Vec<(String, PathBuf)>> {
     let mut entries: Vec<_> = fs::read_dir(output)
         .ctx("cannot list", output)?
         .filter_map(|e| e.ok())
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
-        .filter(|(name, _)| !name.starts_with('.') && !tasks.contains(name))
+        .filter(|(name, _)| !name.starts_with('.'))
         .collect();
     entries.sort();
-    for (name, path) in entries {
+    Ok(entries)
+}
+
+/// Remove the task folders not produced by this run that are provably orphaned: written by
+/// data_io, and the absolute source their record names no longer exists. Anything else is
+/// kept and reported: a run over a subset of the usual inputs must not delete the others.
+fn remove_orphans(output: &Path, tasks: &BTreeSet<String>) -> Result<Pruned> {
+    let mut pruned = Pruned::default();
+    for (name, path) in task_dirs(output)? {
+        if tasks.contains(&name) {
+            continue;
+        }
         match cache::inspect(&path) {
             Existing::Ours(record) => match orphan_check(&record.source_path) {
                 Ok(()) => {
@@ -678,15 +686,7 @@ fn info_inputs(ctx: &Context<'_>, kept: &[Kept]) -> Vec<PathBuf> {
 fn mismatched_tasks(ctx: &Context<'_>) -> Result<Vec<String>> {
     let output = &ctx.options.output;
     let mut mixed = Vec::new();
-    let mut entries: Vec<_> = fs::read_dir(output)
-        .ctx("cannot list", output)?
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
-        .filter(|(name, _)| !name.starts_with('.'))
-        .collect();
-    entries.sort();
-    for (name, path) in entries {
+    for (name, path) in task_dirs(output)? {
         let why = match cache::inspect(&path) {
             Existing::Ours(record) => {
                 if record.tokenizer_blake3 != ctx.fingerprint.tokenizer_blake3 {
