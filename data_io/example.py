@@ -111,6 +111,7 @@ def run_example(workdir: Path, console: Console | None = None) -> None:
         ),
         stdout=report,
         progress=False,
+        report_dir=workdir,  # the figure is linked relative to analytics.md, saved there
     )
     (workdir / "analytics.md").write_text(report.getvalue(), encoding="utf-8")
     console.print(

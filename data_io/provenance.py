@@ -13,7 +13,16 @@ The rule (:func:`check_provenance`):
 - without hashes (a folder of the original pipeline): tasks without a data_io record are
   accepted (legacy), but data_io records that disagree with each other, or legacy tasks
   mixed with data_io ones, are refused;
-- each task's ``tokens.npy`` dtype must be the one its record names.
+- each task's ``tokens.npy`` dtype must be the one its record names;
+- no two tasks may record the same ``source_path`` (one file tokenized twice, under two
+  input roots, would be sampled twice);
+- a task the tokenizer had moved aside (``.data_io-old-<task>-<pid>``) but not replaced is
+  missing: the run was interrupted. Its ``.data_io-tmp-*`` folders are only noted.
+
+A damaged task (arrays edited or cut short after tokenizing) is not fixed by re-running the
+tokenizer: its cache keys on the source and the options, not on the arrays, and keeps the
+folder. Every message about one therefore says to delete the folder first
+(:func:`damaged_task_advice`).
 
 Only small files are read (the JSON files and the ``.npy`` headers), so consumers call it
 before anything else.
@@ -36,6 +45,9 @@ TOOL = "data_io"
 METADATA = "metadata.json"
 TOKENIZER_INFO = "tokenizer_info.json"
 HASH_KEYS = ("tokenizer_blake3", "options_blake3")
+# The tokenizer's temporary folders inside its output (rust/tokenize.rs TMP_PREFIX, OLD_PREFIX).
+TMP_PREFIX = ".data_io-tmp-"
+OLD_PREFIX = ".data_io-old-"
 # Tasks named per group in a refusal (the rest are counted).
 SHOWN_TASKS = 5
 
@@ -68,6 +80,8 @@ class TaskOrigin:
     origin: Origin
     token_dtype: str | None  # recorded by data_io, None for legacy tasks
     source_path: str | None
+    rows: int | None = None  # the counts the tokenizer recorded, None for legacy tasks
+    tokens: int | None = None
 
 
 def _short(digest: str | None) -> str:
@@ -93,6 +107,21 @@ def read_task_origin(folder: Path) -> TaskOrigin:
         origin,
         dtype if isinstance(dtype, str) else None,
         source if isinstance(source, str) else None,
+        rows=_count(record.get("rows")),
+        tokens=_count(record.get("tokens")),
+    )
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def damaged_task_advice(folder: Path, repair: str) -> str:
+    """How to repair a damaged task: the tokenizer alone would keep it (see the module doc)."""
+    return (
+        f"The tokenizer's cache does not notice arrays that were changed after tokenizing, so "
+        f"re-running it alone keeps this folder: delete {folder} and re-run `{repair}` (it "
+        f"re-tokenizes only the missing task), then sample again."
     )
 
 
@@ -138,7 +167,76 @@ def check_provenance(
     if not consistent:
         raise InputError(_mixed_message(tokenized_path, info, claimed, groups, tasks))
     _check_dtypes(tokenized_path, info, tasks, task_folders)
+    _check_unique_sources(tokenized_path, info, tasks)
     return tasks
+
+
+def _check_unique_sources(
+    tokenized_path: Path, info: Mapping[str, Any], tasks: Sequence[TaskOrigin]
+) -> None:
+    """One source file under two task names (tokenized from two different input roots)
+    would be sampled twice as often as the rules say."""
+    by_source: dict[str, list[TaskOrigin]] = {}
+    for task in tasks:
+        if task.source_path is not None:
+            by_source.setdefault(task.source_path, []).append(task)
+    twice = {source: same for source, same in by_source.items() if len(same) > 1}
+    if not twice:
+        return
+    lines = [
+        f"{len(twice)} source file(s) were tokenized more than once into {tokenized_path} "
+        f"(under different input roots), so their rows would be sampled twice:"
+    ]
+    for source, same in sorted(twice.items()):
+        folders = " and ".join(
+            f"{tokenized_path / task.name} (input root {_input_root(task) or 'unknown'})"
+            for task in same
+        )
+        lines.append(f"  - {source}: {folders}")
+    lines.append(
+        "Delete the folder(s) whose name does not follow from the input roots you mean to use "
+        "(the task name is the path relative to its root, `/` replaced by `__`), then re-run "
+        f"`{repair_command(tokenized_path, info, tasks)}` with those roots, and sample again."
+    )
+    raise InputError("\n".join(lines))
+
+
+def check_interrupted_tokenize(
+    tokenized_path: Path, info: Mapping[str, Any], tasks: Sequence[TaskOrigin]
+) -> list[str]:
+    """Traces of a tokenize run that died in ``tokenized_path``; returns notes, raises if a
+    task is missing.
+
+    The tokenizer replaces a task by moving the old folder aside (``.data_io-old-<task>-<pid>``)
+    and renaming the new one into place: an old folder without its task means the run died
+    in between, and that task is absent from the sample. Half-written ``.data_io-tmp-*``
+    folders lose nothing (the next tokenize run removes them) and are only noted.
+    """
+    present = {task.name for task in tasks}
+    missing: list[str] = []
+    temporary: list[str] = []
+    for entry in sorted(tokenized_path.iterdir(), key=lambda item: item.name):
+        if entry.name.startswith(OLD_PREFIX):
+            name, _, pid = entry.name[len(OLD_PREFIX) :].rpartition("-")
+            if pid.isdigit() and name and name not in present:
+                missing.append(name)
+        elif entry.name.startswith(TMP_PREFIX):
+            temporary.append(entry.name)
+    if missing:
+        raise InputError(
+            f"a tokenize run into {tokenized_path} was interrupted while replacing "
+            f"{len(missing)} task(s), which are now missing (only the moved-aside "
+            f"{OLD_PREFIX}<task>-<pid> folder is left): {_listing(missing)}; re-run "
+            f"`{repair_command(tokenized_path, info, tasks)}` (it removes the leftovers and "
+            f"tokenizes the missing tasks again), then sample again"
+        )
+    if not temporary:
+        return []
+    return [
+        f"{tokenized_path} holds {len(temporary)} half-written folder(s) of an interrupted "
+        f"tokenize run ({_listing(temporary)}); they are not sampled, and the next "
+        f"`data_io tokenize` run into that folder removes them"
+    ]
 
 
 def _listing(names: Sequence[str]) -> str:
@@ -231,7 +329,11 @@ def _check_dtypes(
     for task, folder in zip(tasks, task_folders, strict=True):
         if task.token_dtype is None:
             continue
-        actual = read_token_header(folder / "tokens.npy", task.name).dtype
+        try:
+            actual = read_token_header(folder / "tokens.npy", task.name).dtype
+        except InputError as exc:
+            advice = damaged_task_advice(folder, repair_command(tokenized_path, info, tasks))
+            raise InputError(f"{exc}\n{advice}") from None
         try:
             recorded = np.dtype(task.token_dtype)
         except TypeError:
@@ -242,6 +344,7 @@ def _check_dtypes(
         raise InputError(
             f"{len(wrong)} task(s) of {tokenized_path} hold a tokens.npy whose dtype differs from "
             f"the token_dtype of their metadata.json (the file was replaced after tokenizing): "
-            f"{_listing(wrong)}; delete those task folders and re-run the tokenizer: "
-            f"{repair_command(tokenized_path, info, tasks)}"
+            f"{_listing(wrong)}; the tokenizer's cache does not notice this, so delete those "
+            f"task folders under {tokenized_path} and re-run "
+            f"`{repair_command(tokenized_path, info, tasks)}`, then sample again"
         )

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from data_io.errors import ConfigError, DataIoError, InputError, OutputError, TokenizerError
+from data_io.rows_cli import ROW_FILES, add_rows_and_output
 from data_io.tokenizer_files import resolve_tokenizer
 
 DEFAULT_TOKENIZER = "trained_tokenizers/bpe/tokenizer.json"
@@ -80,6 +81,10 @@ class TokenizeResult:
     # "name (why)", and the command that repairs the folder (None when nothing is mixed).
     mixed: list[str] = field(default_factory=list)
     repair_command: str | None = None
+    # What the output folder holds after the run, over every task folder (kept ones too).
+    output_tasks: int = 0
+    output_rows: int = 0
+    output_tokens: int = 0
 
     @classmethod
     def from_json(cls, text: str) -> TokenizeResult:
@@ -113,19 +118,31 @@ class TokenizeResult:
         )
 
     def raise_for_failures(self) -> None:
-        """Raise if any file failed (all of them in one message, with the mixed-folder
-        warning), or if the output holds no row at all."""
+        """Raise if any file failed or the output is MIXED (everything in one message), or if
+        the output holds no row at all.
+
+        The class is that of the first failed file's error; a MIXED output without failed
+        files raises OutputError: the folder is unfit for training until repaired.
+        """
         failed = self.failed
-        if not failed:
+        if not failed and not self.mixed:
             self._raise_if_no_rows()
             return
-        lines = "\n".join(f"  - {f.error}" for f in failed)
-        error_class = _ERROR_CLASSES.get(failed[0].error_kind or "input", InputError)
-        mixed = f"\n{self.mixed_warning}" if self.mixed else ""
-        error = error_class(
-            f"{len(failed)} of {len(self.files)} file(s) failed; the other outputs are intact "
-            f"and a re-run redoes only what is missing:\n{lines}{mixed}"
+        parts = []
+        if failed:
+            lines = "\n".join(f"  - {f.error}" for f in failed)
+            parts.append(
+                f"{len(failed)} of {len(self.files)} file(s) failed; the other outputs are "
+                f"intact and a re-run redoes only what is missing:\n{lines}"
+            )
+        if self.mixed_warning:
+            parts.append(self.mixed_warning)
+        error_class = (
+            _ERROR_CLASSES.get(failed[0].error_kind or "input", InputError)
+            if failed
+            else OutputError
         )
+        error = error_class("\n".join(parts))
         error.result = self  # type: ignore[attr-defined]
         raise error
 
@@ -182,8 +199,8 @@ def tokenize(
     Incremental: files whose content, tokenizer and options are unchanged are kept; a task
     folder not produced by this run is removed only if data_io wrote it and its recorded
     source file is gone (others are kept and listed in ``kept``). With ``check`` (default), a
-    failed file, or no row at all, raises after the others are done; the result is attached
-    as ``.result``. ``progress=None`` shows a bar when stderr is a terminal.
+    failed file, a MIXED output (see ``mixed``) or no row at all raises after all the work is
+    done; the result is attached as ``.result``. ``progress=None`` shows a bar when stderr is a terminal.
     """
     if on_error not in ("fail", "skip"):
         raise ConfigError(f"on_error must be 'fail' or 'skip', not {on_error!r}")
@@ -220,19 +237,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "tokenize",
         help="tokenize cleaned rows into per-file token arrays (incremental)",
-        description="Tokenize every .jsonl, .jsonl.gz, .jsonl.zst or .parquet file (any case) "
-        "under DIR... into OUT/<task>/*.npy. Other files are listed as skipped; task folders "
-        "of other inputs are kept unless their source file is gone.",
+        description=f"Tokenize every {ROW_FILES} under DIR... into OUT/<task>/*.npy. Other "
+        "files are listed as skipped; task folders of other inputs are kept unless their source "
+        "file is gone.",
     )
-    parser.add_argument(
-        "inputs", nargs="+", metavar="DIR", help="folders (or files) of cleaned rows"
-    )
-    parser.add_argument(
-        "-o",
-        "--output",
-        required=True,
-        metavar="OUT",
-        help="output folder, outside every input folder (required)",
+    add_rows_and_output(
+        parser, metavar="OUT", output_help="output folder, outside every input folder"
     )
     parser.add_argument(
         "--tokenizer-path",
@@ -304,9 +314,7 @@ def _run(args: argparse.Namespace) -> int:
         check=False,
     )
     if not args.quiet:
-        print_summary(result)
-    elif result.mixed and not result.failed:
-        # Not per-file chatter: the folder is unfit for training until repaired.
-        print(f"data_io tokenize: warning: {result.mixed_warning}", file=sys.stderr)
+        # Failures and the MIXED block are said once, by the error raised below.
+        print_summary(result, problems=False)
     result.raise_for_failures()
     return 0

@@ -14,16 +14,23 @@ from data_io.tokenize import MAX_LISTED, TokenizeResult
 SKIPPED_EXAMPLES = 3
 
 
-def print_summary(result: TokenizeResult, console: Console | None = None) -> None:
+def print_summary(
+    result: TokenizeResult, console: Console | None = None, *, problems: bool = True
+) -> None:
+    """Print the summary; ``problems=False`` leaves out each failed file's error and the
+    MIXED block, for a caller that raises them next (``raise_for_failures``), so that they
+    are printed once."""
     console = console or Console(highlight=False, soft_wrap=True)
     _print_totals(result, console)
     _print_table(result, console)
     _print_bad_rows_and_warnings(result, console)
     _print_folders(result, console)
+    if not problems:
+        return
     for f in result.failed:
         console.print(f"[red]failed[/red] {f.error}")
     if result.mixed_warning:
-        console.print(f"[bold red]warning:[/bold red] {result.mixed_warning}")
+        console.print(f"[bold red]error:[/bold red] {result.mixed_warning}")
 
 
 def _print_totals(result: TokenizeResult, console: Console) -> None:
@@ -37,8 +44,8 @@ def _print_totals(result: TokenizeResult, console: Console) -> None:
     )
     console.print(
         f"{len(result.files)} files: {len(done)} tokenized, {len(unchanged)} unchanged, "
-        f"{len(result.failed)} failed; the output holds {sum(f.rows for f in result.files):,} "
-        f"rows, {sum(f.tokens for f in result.files):,} tokens"
+        f"{len(result.failed)} failed; the output holds {result.output_tasks:,} task(s), "
+        f"{result.output_rows:,} rows, {result.output_tokens:,} tokens"
     )
     console.print(
         f"this run: {sum(f.rows for f in done):,} rows, {sum(f.tokens for f in done):,} tokens "

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from data_io.errors import ConfigError
+from data_io.rows_cli import ROW_FILES, add_rows_and_output
 
 DEFAULT_VOCAB_SIZE = 65536
 DEFAULT_TRUNCATE_LEN = 10_000
@@ -126,19 +127,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "train-tokenizer",
         help="train a byte-level BPE or unigram tokenizer on cleaned rows",
-        description="Train a tokenizer on the instruction/response texts of every .jsonl, "
-        ".jsonl.gz, .jsonl.zst or .parquet file (any case) under DIR...; writes "
-        "tokenizer.json, config.json and tokenizer_config.json.",
+        description=f"Train a tokenizer on the instruction/response texts of every {ROW_FILES} "
+        "under DIR...; writes tokenizer.json, config.json and tokenizer_config.json.",
     )
-    parser.add_argument(
-        "inputs", nargs="+", metavar="DIR", help="folders (or files) of cleaned rows"
-    )
-    parser.add_argument(
-        "-o",
-        "--output",
-        required=True,
+    add_rows_and_output(
+        parser,
         metavar="OUT/tokenizer.json",
-        help="the tokenizer file to write; the other two go beside it (required)",
+        output_help="the tokenizer file to write; the other two go beside it",
     )
     parser.add_argument(
         "--tokenizer-type",

@@ -7,7 +7,8 @@
 //! it differs, the content hash decides (a touched-but-identical file is not re-tokenized).
 
 use std::fs;
-use std::path::Path;
+use std::io::Seek;
+use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 use serde::{Deserialize, Serialize};
@@ -29,6 +30,10 @@ pub struct TaskRecord {
     pub tool: String,
     pub format_version: u32,
     pub source_path: String,
+    /// The input root the task name is relative to (absolute), so that a later run can name
+    /// the roots of the tasks it keeps. Absent in records of older data_io versions.
+    #[serde(default)]
+    pub source_root: Option<String>,
     pub source_mtime_ns: u128,
     pub source_blake3: String,
     pub tokenizer_blake3: String,
@@ -153,8 +158,8 @@ pub fn decide(
             "it skipped bad rows and --on-error is fail",
         ));
     }
-    if ARRAY_FILES.iter().any(|f| !task_dir.join(f).is_file()) {
-        return Ok(Decision::Stale("an array file is missing"));
+    if let Some(reason) = arrays_mismatch(record, task_dir) {
+        return Ok(Decision::Stale(reason));
     }
     if record.source_size == stat.size && record.source_mtime_ns == stat.mtime_ns {
         return Ok(Decision::Fresh { touch: false });
@@ -167,6 +172,75 @@ pub fn decide(
     } else {
         Ok(Decision::Stale("the source changed"))
     }
+}
+
+/// What the header of one `.npy` file says, and whether the file is as long as it says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NpyShape {
+    /// The numpy type string, e.g. `<u4`.
+    pub dtype: String,
+    pub shape: Vec<u64>,
+    /// Whether the file holds exactly the bytes the header announces (a truncated or
+    /// appended-to file does not).
+    pub complete: bool,
+}
+
+/// Read only the header of `path` (a few hundred bytes, whatever the array's size).
+pub fn npy_shape(path: &Path) -> std::io::Result<NpyShape> {
+    let mut file = fs::File::open(path)?;
+    let header = npyz::NpyHeader::from_reader(&mut file)?;
+    let data_start = file.stream_position()?;
+    let file_len = file.metadata()?.len();
+    let dtype = match header.dtype() {
+        npyz::DType::Plain(ty) => ty.to_string(),
+        other => other.descr(),
+    };
+    let item = header.dtype().num_bytes().unwrap_or(0) as u64;
+    let count: u64 = header.shape().iter().product();
+    let complete = count
+        .checked_mul(item)
+        .and_then(|bytes| bytes.checked_add(data_start))
+        == Some(file_len);
+    Ok(NpyShape {
+        dtype,
+        shape: header.shape().to_vec(),
+        complete,
+    })
+}
+
+/// The numpy type string of a record's `token_dtype`.
+fn token_type_string(token_dtype: &str) -> Option<&'static str> {
+    match token_dtype {
+        "uint16" => Some("<u2"),
+        "uint32" => Some("<u4"),
+        _ => None,
+    }
+}
+
+/// Why the task's arrays do not match its record (lengths, dtypes, truncation), or `None`.
+/// Headers only: cheap enough for every task of every run, and it catches a folder damaged
+/// after it was written (a shorter `tokens.npy`, an index array of another length).
+pub fn arrays_mismatch(record: &TaskRecord, task_dir: &Path) -> Option<&'static str> {
+    const DAMAGED: &str = "its arrays do not match its record";
+    let Some(token_type) = token_type_string(&record.token_dtype) else {
+        return Some(DAMAGED);
+    };
+    for (i, name) in ARRAY_FILES.iter().enumerate() {
+        let path: PathBuf = task_dir.join(name);
+        if !path.is_file() {
+            return Some("an array file is missing");
+        }
+        let (dtype, len) = if i == 0 {
+            (token_type, record.tokens)
+        } else {
+            ("<u8", record.rows)
+        };
+        match npy_shape(&path) {
+            Ok(found) if found.dtype == dtype && found.shape == [len] && found.complete => {}
+            _ => return Some(DAMAGED),
+        }
+    }
+    None
 }
 
 /// Write `value` as JSON to `path` through a temporary file and a rename.
@@ -189,6 +263,7 @@ mod tests {
             tool: TOOL.into(),
             format_version: FORMAT_VERSION,
             source_path: String::new(),
+            source_root: None,
             source_mtime_ns: stat.mtime_ns,
             source_blake3,
             tokenizer_blake3: "tok".into(),
@@ -203,6 +278,27 @@ mod tests {
         }
     }
 
+    /// A 1-D `.npy` of `values` at `path`, as the task writer and numpy write it.
+    fn write_npy<T: npyz::AutoSerialize + Copy>(path: &Path, values: &[T]) {
+        use npyz::WriterBuilder;
+        let file = fs::File::create(path).unwrap();
+        let mut writer = npyz::WriteOptions::new()
+            .default_dtype()
+            .writer(file)
+            .begin_1d()
+            .unwrap();
+        writer.extend(values.iter().copied()).unwrap();
+        writer.finish().unwrap();
+    }
+
+    /// A task folder matching `record(..)`: 1 row of 3 `<u4` tokens.
+    fn write_arrays(task: &Path) {
+        write_npy::<u32>(&task.join("tokens.npy"), &[1, 2, 3]);
+        for name in &ARRAY_FILES[1..] {
+            write_npy::<u64>(&task.join(name), &[0]);
+        }
+    }
+
     #[test]
     fn decisions_follow_content_tokenizer_and_options() {
         let dir = tempfile::tempdir().unwrap();
@@ -210,9 +306,7 @@ mod tests {
         fs::write(&source, b"content").unwrap();
         let task = dir.path().join("task");
         fs::create_dir(&task).unwrap();
-        for f in ARRAY_FILES {
-            fs::write(task.join(f), b"").unwrap();
-        }
+        write_arrays(&task);
         let stat = SourceStat::of(&source).unwrap();
         let rec = record(stat, file_blake3(&source).unwrap());
         let fp = |t: &str, o: &str, fail: bool| Fingerprint {
@@ -247,6 +341,73 @@ mod tests {
         assert!(decision(&skipped, stat, &fp("tok", "opt", false)).contains("Fresh"));
         fs::remove_file(task.join("tokens.npy")).unwrap();
         assert!(decision(&rec, stat, &fp("tok", "opt", true)).contains("missing"));
+    }
+
+    #[test]
+    fn arrays_are_checked_against_the_record_by_their_headers() {
+        let dir = tempfile::tempdir().unwrap();
+        let task = dir.path();
+        write_arrays(task);
+        let stat = SourceStat {
+            size: 1,
+            mtime_ns: 2,
+        };
+        let rec = record(stat, "h".into());
+        assert_eq!(arrays_mismatch(&rec, task), None);
+        let damaged = Some("its arrays do not match its record");
+        // The record says otherwise: more tokens, fewer rows, another dtype, unknown dtype.
+        for change in [
+            |r: &mut TaskRecord| r.tokens = 4,
+            |r: &mut TaskRecord| r.rows = 0,
+            |r: &mut TaskRecord| r.token_dtype = "uint16".into(),
+        ] {
+            let mut other = rec.clone();
+            change(&mut other);
+            assert_eq!(arrays_mismatch(&other, task), damaged);
+        }
+        let mut unknown = rec.clone();
+        unknown.token_dtype = "float32".into();
+        assert_eq!(arrays_mismatch(&unknown, task), damaged);
+        // A shorter array with a valid header, an index array of another length or dtype,
+        // a truncated file (header intact) and a file that is not .npy at all.
+        type Damage = fn(&Path);
+        let cases: [(&str, Damage); 5] = [
+            ("tokens.npy", |p| write_npy::<u32>(p, &[1, 2])),
+            ("resp_len.npy", |p| write_npy::<u64>(p, &[0, 0])),
+            ("inst_len.npy", |p| write_npy::<u32>(p, &[0])),
+            ("tokens.npy", |p| {
+                let bytes = fs::read(p).unwrap();
+                fs::write(p, &bytes[..bytes.len() - 1]).unwrap();
+            }),
+            ("inst_start.npy", |p| fs::write(p, b"not npy").unwrap()),
+        ];
+        for (name, damage) in cases {
+            write_arrays(task);
+            damage(&task.join(name));
+            assert_eq!(arrays_mismatch(&rec, task), damaged, "{name}");
+        }
+        write_arrays(task);
+        fs::remove_file(task.join("resp_start.npy")).unwrap();
+        assert_eq!(
+            arrays_mismatch(&rec, task),
+            Some("an array file is missing")
+        );
+    }
+
+    #[test]
+    fn records_of_older_versions_without_a_source_root_still_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let stat = SourceStat {
+            size: 1,
+            mtime_ns: 2,
+        };
+        let mut value = serde_json::to_value(record(stat, "h".into())).unwrap();
+        value.as_object_mut().unwrap().remove("source_root");
+        fs::write(dir.path().join(METADATA), value.to_string()).unwrap();
+        match inspect(dir.path()) {
+            Existing::Ours(record) => assert_eq!(record.source_root, None),
+            _ => panic!("an older record must load as ours"),
+        }
     }
 
     #[test]

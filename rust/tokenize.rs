@@ -19,7 +19,7 @@ use crate::encoder::{HfEncoder, TextEncoder};
 use crate::error::{Error, ErrorKind, IoContext, Result};
 use crate::layout::{encode_row, EncodedRow, LayoutTokens, Specials};
 use crate::progress::{bytes_bar, ByteProgress};
-use crate::reader::{task_files, Batch, RowReader};
+use crate::reader::{task_files, Batch, Inputs, RowReader};
 use crate::task_writer::{TaskWriter, TokenDtype};
 
 /// Prefixes of this tool's temporary folders inside the output; hidden, so readers skip them.
@@ -110,6 +110,10 @@ pub struct TokenizeReport {
     pub mixed: Vec<String>,
     /// The command that makes every task match `tokenizer_info.json`, when `mixed` is not empty.
     pub repair_command: Option<String>,
+    /// What the output folder holds after the run, over every task folder (kept ones too).
+    pub output_tasks: u64,
+    pub output_rows: u64,
+    pub output_tokens: u64,
 }
 
 /// One input file and the folder it becomes.
@@ -117,6 +121,8 @@ pub struct TokenizeReport {
 struct Task {
     name: String,
     source: PathBuf,
+    /// The input root the name is relative to.
+    root: PathBuf,
     stat: SourceStat,
 }
 
@@ -163,7 +169,7 @@ fn run(given: &TokenizeOptions, threads: usize) -> Result<TokenizeReport> {
         DtypeChoice::Uint32 => TokenDtype::Uint32,
         DtypeChoice::Auto => TokenDtype::smallest_for(vocab_size),
     };
-    let tasks = discover_tasks(&inputs.tasks)?;
+    let tasks = discover_tasks(&inputs)?;
     let options_json = serde_json::json!({
         "format_version": cache::FORMAT_VERSION,
         "layout": options.layout,
@@ -185,6 +191,8 @@ fn run(given: &TokenizeOptions, threads: usize) -> Result<TokenizeReport> {
     fs::create_dir_all(&options.output).ctx("cannot create output folder", &options.output)?;
     let _lock = lock_output(&options.output)?;
     remove_stale_temporaries(&options.output)?;
+    // Before any record or folder is written.
+    check_sources_not_held_elsewhere(&options.output, &tasks)?;
 
     // Plan: which tasks are fresh, which must be (re-)tokenized, which are blocked.
     let plans: Vec<(Task, Result<Plan>)> = tasks
@@ -244,6 +252,7 @@ fn run(given: &TokenizeOptions, threads: usize) -> Result<TokenizeReport> {
     write_tokenizer_info(&ctx, &info)?;
     let mixed = mismatched_tasks(&ctx)?;
     let repair_command = (!mixed.is_empty()).then(|| repair_command(&ctx, &info));
+    let totals = output_totals(&options.output)?;
     Ok(TokenizeReport {
         output: options.output.display().to_string(),
         tokenizer_path: options.tokenizer_path.display().to_string(),
@@ -259,6 +268,9 @@ fn run(given: &TokenizeOptions, threads: usize) -> Result<TokenizeReport> {
         skipped_files: display_all(&inputs.skipped),
         mixed,
         repair_command,
+        output_tasks: totals.tasks,
+        output_rows: totals.rows,
+        output_tokens: totals.tokens,
     })
 }
 
@@ -309,18 +321,80 @@ fn check_output_outside_inputs(output: &Path, roots: &[PathBuf]) -> Result<()> {
     Ok(())
 }
 
-fn discover_tasks(files: &[(String, PathBuf)]) -> Result<Vec<Task>> {
-    files
+fn discover_tasks(inputs: &Inputs) -> Result<Vec<Task>> {
+    inputs
+        .tasks
         .iter()
         .map(|(name, source)| {
             let stat = SourceStat::of(source)?;
+            let root = inputs.root_of(source).unwrap_or(source).to_path_buf();
             Ok(Task {
                 name: name.clone(),
                 source: source.clone(),
+                root,
                 stat,
             })
         })
         .collect()
+}
+
+/// Refuse a run that would give a source a second task folder: an existing folder, not
+/// rewritten by this run, whose record already names the source under another task name
+/// (the same file reached through another input root). Training would see its rows twice.
+fn check_sources_not_held_elsewhere(output: &Path, tasks: &[Task]) -> Result<()> {
+    let names: BTreeSet<&str> = tasks.iter().map(|t| t.name.as_str()).collect();
+    let mut holders = std::collections::HashMap::new();
+    for (name, path) in task_dirs(output)? {
+        if names.contains(name.as_str()) {
+            continue;
+        }
+        if let Existing::Ours(record) = cache::inspect(&path) {
+            let root = record_root(&record, &name);
+            holders.insert(PathBuf::from(&record.source_path), (name, path, root));
+        }
+    }
+    for task in tasks {
+        let Some((held_as, folder, root)) = holders.get(&task.source) else {
+            continue;
+        };
+        let original = root.as_ref().map_or_else(
+            || "its original input root".to_string(),
+            |r| format!("the original input root {}", r.display()),
+        );
+        return Err(Error::Config(format!(
+            "{} would become the task {:?} (input {}), but the task folder {} already holds it \
+             as {held_as:?}; one source must not be two tasks. Nothing was written. Give \
+             {original} instead of {}, or delete {} to re-tokenize the file as {:?}",
+            task.source.display(),
+            task.name,
+            task.root.display(),
+            folder.display(),
+            task.root.display(),
+            folder.display(),
+            task.name
+        )));
+    }
+    Ok(())
+}
+
+/// The input root of a task record: recorded since `source_root` exists; for older records,
+/// the source path without the trailing components whose `__`-join is the task name.
+fn record_root(record: &TaskRecord, name: &str) -> Option<PathBuf> {
+    if let Some(root) = &record.source_root {
+        return Some(PathBuf::from(root));
+    }
+    let source = Path::new(&record.source_path);
+    if !source.is_absolute() {
+        return None;
+    }
+    let parts: Vec<String> = source
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    (1..parts.len())
+        .find(|&k| parts[parts.len() - k..].join("__") == name)
+        .and_then(|k| source.ancestors().nth(k))
+        .map(Path::to_path_buf)
 }
 
 /// Whether a task must be (re-)tokenized, with the record of its folder when it is ours.
@@ -338,14 +412,31 @@ fn plan(ctx: &Context<'_>, task: &Task) -> Result<Plan> {
         Existing::Ours(record) => {
             let mut record = *record;
             let decision = cache::decide(&record, &dir, &task.source, task.stat, &ctx.fingerprint)?;
-            if let Decision::Fresh { touch: true } = decision {
-                record.source_mtime = task.stat.mtime_seconds();
-                record.source_mtime_ns = task.stat.mtime_ns;
-                cache::write_json_atomic(&dir.join(cache::METADATA), &record)?;
+            if let Decision::Fresh { touch } = decision {
+                // Same content, but the record must name where the source is now: a stale
+                // path (a renamed root) would later make the task look orphaned.
+                let (path, root) = source_names(task);
+                let moved =
+                    record.source_path != path || record.source_root.as_ref() != Some(&root);
+                if touch || moved {
+                    record.source_mtime = task.stat.mtime_seconds();
+                    record.source_mtime_ns = task.stat.mtime_ns;
+                    record.source_path = path;
+                    record.source_root = Some(root);
+                    cache::write_json_atomic(&dir.join(cache::METADATA), &record)?;
+                }
             }
             Ok((decision, Some(record)))
         }
     }
+}
+
+/// The source path and root a task's record names (absolute).
+fn source_names(task: &Task) -> (String, String) {
+    (
+        task.source.display().to_string(),
+        task.root.display().to_string(),
+    )
 }
 
 fn tokenize_task(
@@ -461,6 +552,7 @@ fn write_task(
         tool: cache::TOOL.into(),
         format_version: cache::FORMAT_VERSION,
         source_path: task.source.display().to_string(),
+        source_root: Some(task.root.display().to_string()),
         source_mtime_ns: task.stat.mtime_ns,
         source_blake3,
         tokenizer_blake3: ctx.fingerprint.tokenizer_blake3.clone(),
@@ -538,7 +630,13 @@ fn replace_dir(tmp: &Path, output: &Path, name: &str) -> Result<()> {
 /// One run at a time per output folder; the lock goes with the process.
 fn lock_output(output: &Path) -> Result<fs::File> {
     let path = output.join(LOCK_FILE);
-    let file = fs::File::create(&path).ctx("cannot create", &path)?;
+    // Opened without truncation: a refused run leaves even the lock file's mtime untouched.
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .ctx("cannot create", &path)?;
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(fs::TryLockError::WouldBlock) => Err(Error::Output(format!(
@@ -564,8 +662,8 @@ fn remove_stale_temporaries(output: &Path) -> Result<()> {
 /// A task folder not produced by this run that stays.
 struct Kept {
     name: String,
-    /// The source its record names, when it names one that exists.
-    source: Option<PathBuf>,
+    /// The input root of its source, when its record names a source that exists.
+    root: Option<PathBuf>,
     reason: String,
 }
 
@@ -610,15 +708,15 @@ fn remove_orphans(output: &Path, tasks: &BTreeSet<String>) -> Result<Pruned> {
                     fs::remove_dir_all(&path).ctx("cannot remove orphan", &path)?;
                     pruned.removed.push(name);
                 }
-                Err((source, reason)) => pruned.kept.push(Kept {
+                Err((exists, reason)) => pruned.kept.push(Kept {
+                    root: exists.then(|| record_root(&record, &name)).flatten(),
                     name,
-                    source,
                     reason,
                 }),
             },
             Existing::Original => pruned.kept.push(Kept {
                 name,
-                source: None,
+                root: None,
                 reason: "written by the original pipeline, whose record names no source; \
                          delete it by hand if unwanted"
                     .into(),
@@ -630,13 +728,13 @@ fn remove_orphans(output: &Path, tasks: &BTreeSet<String>) -> Result<Pruned> {
     Ok(pruned)
 }
 
-/// `Ok` when the recorded source is provably gone; otherwise why the folder stays (and the
-/// source, when it exists).
-fn orphan_check(source_path: &str) -> std::result::Result<(), (Option<PathBuf>, String)> {
+/// `Ok` when the recorded source is provably gone; otherwise why the folder stays (and
+/// whether the source exists).
+fn orphan_check(source_path: &str) -> std::result::Result<(), (bool, String)> {
     let source = PathBuf::from(source_path);
     if !source.is_absolute() {
         return Err((
-            None,
+            false,
             format!(
                 "its record names the relative source path {source_path:?}, which cannot be \
                  checked; delete the folder by hand if that file is gone"
@@ -646,39 +744,63 @@ fn orphan_check(source_path: &str) -> std::result::Result<(), (Option<PathBuf>, 
     match source.try_exists() {
         Ok(false) => Ok(()),
         Ok(true) => Err((
-            Some(source),
+            true,
             format!(
                 "its source {source_path} still exists but is not under this run's inputs; add \
                  its folder to the inputs to update it, or delete the task folder by hand"
             ),
         )),
         Err(e) => Err((
-            None,
+            false,
             format!("cannot tell whether its source {source_path} exists ({e})"),
         )),
     }
 }
 
-/// The inputs `tokenizer_info.json` names: this run's roots, plus the roots of the previous
-/// info that hold the source of a kept task, so that the repair command covers every task.
+/// The inputs `tokenizer_info.json` names: this run's roots, plus the roots of the kept
+/// tasks (from their records), so that the repair command covers every task. A kept root
+/// inside one of this run's roots is already covered.
 fn info_inputs(ctx: &Context<'_>, kept: &[Kept]) -> Vec<PathBuf> {
     let mut inputs = ctx.options.inputs.clone();
-    let previous: Vec<PathBuf> = fs::read_to_string(ctx.options.output.join(TOKENIZER_INFO))
-        .ok()
-        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
-        .and_then(|info| info.get("inputs").cloned())
-        .and_then(|value| serde_json::from_value(value).ok())
-        .unwrap_or_default();
-    for root in previous {
-        let holds_kept = kept
-            .iter()
-            .filter_map(|k| k.source.as_deref())
-            .any(|source| source.starts_with(&root));
-        if holds_kept && !inputs.contains(&root) {
-            inputs.push(root);
+    for root in kept.iter().filter_map(|k| k.root.as_ref()) {
+        if !inputs.iter().any(|given| root.starts_with(given)) {
+            inputs.push(root.clone());
         }
     }
     inputs
+}
+
+/// How many tasks, rows and tokens the output folder holds.
+#[derive(Default)]
+struct Totals {
+    tasks: u64,
+    rows: u64,
+    tokens: u64,
+}
+
+/// Totals over every task folder of the output: from the records of ours, from the array
+/// headers of the original pipeline's (its record holds no counts).
+fn output_totals(output: &Path) -> Result<Totals> {
+    let mut totals = Totals::default();
+    for (_, path) in task_dirs(output)? {
+        let (rows, tokens) = match cache::inspect(&path) {
+            Existing::Ours(record) => (record.rows, record.tokens),
+            Existing::Original => {
+                let length = |name: &str| {
+                    cache::npy_shape(&path.join(name))
+                        .ok()
+                        .and_then(|found| found.shape.first().copied())
+                        .unwrap_or(0)
+                };
+                (length("inst_len.npy"), length("tokens.npy"))
+            }
+            Existing::Foreign(_) | Existing::Absent => continue,
+        };
+        totals.tasks += 1;
+        totals.rows += rows;
+        totals.tokens += tokens;
+    }
+    Ok(totals)
 }
 
 /// The task folders whose tokenizer or options hash differs from this run's, or that cannot
@@ -697,7 +819,11 @@ fn mismatched_tasks(ctx: &Context<'_>) -> Result<Vec<String>> {
                     continue;
                 }
             }
-            Existing::Original => "the original pipeline, no record of its tokenizer",
+            // The repair command cannot reach it: no record of its source or root.
+            Existing::Original => {
+                "the original pipeline, no record of its tokenizer or source; delete it, or \
+                 tokenize the file it came from into this output"
+            }
             Existing::Foreign(_) | Existing::Absent => continue,
         };
         mixed.push(format!("{name} (tokenized with {why})"));
@@ -850,5 +976,53 @@ fn failed_report(task: &Task, error: &Error, seconds: f64) -> FileReport {
             ErrorKind::Tokenizer => "tokenizer",
             ErrorKind::Output => "output",
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(source_path: &str, source_root: Option<&str>) -> TaskRecord {
+        TaskRecord {
+            source_mtime: 0.0,
+            source_size: 0,
+            tool: cache::TOOL.into(),
+            format_version: cache::FORMAT_VERSION,
+            source_path: source_path.into(),
+            source_root: source_root.map(String::from),
+            source_mtime_ns: 0,
+            source_blake3: String::new(),
+            tokenizer_blake3: String::new(),
+            options_blake3: String::new(),
+            options: serde_json::Value::Null,
+            token_dtype: "uint32".into(),
+            rows: 0,
+            tokens: 0,
+            bad_rows: 0,
+            bad_row_examples: vec![],
+            warnings: vec![],
+        }
+    }
+
+    #[test]
+    fn record_root_is_recorded_or_derived_from_the_task_name() {
+        let root = |path, recorded, name| record_root(&record(path, recorded), name);
+        // Recorded: taken as is, also for a file given directly as the input.
+        assert_eq!(
+            root("/d/P/code.jsonl", Some("/d/P/code.jsonl"), "code.jsonl"),
+            Some(PathBuf::from("/d/P/code.jsonl"))
+        );
+        // Older records: as many trailing components as the task name joins.
+        assert_eq!(
+            root("/r/data/P/code.jsonl", None, "P__code.jsonl"),
+            Some(PathBuf::from("/r/data"))
+        );
+        assert_eq!(
+            root("/r/data/a__b.jsonl", None, "a__b.jsonl"),
+            Some(PathBuf::from("/r/data"))
+        );
+        assert_eq!(root("/r/data/x.jsonl", None, "other.jsonl"), None);
+        assert_eq!(root("data/P/code.jsonl", None, "P__code.jsonl"), None);
     }
 }

@@ -17,6 +17,8 @@ def test_rerun_in_its_own_folder_keeps_other_files(tmp_path: Path, capsys) -> No
     assert "example done" in capsys.readouterr().out
     assert (workdir / WORKDIR_MARKER).is_file()
     assert (workdir / "sampled" / "metadata.json").is_file()
+    # Written in the work folder (not the current one): the figure is linked from there.
+    assert "](sampled/analytics.png)" in (workdir / "analytics.md").read_text()
     # The user keeps notes in the example's folder and adds a file to one of its outputs.
     notes = workdir / "my_notes.txt"
     notes.write_text("keep me")

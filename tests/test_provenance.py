@@ -328,3 +328,145 @@ def test_repair_command_prefers_the_recorded_inputs(tmp_path: Path) -> None:
     ]
     command = repair_command(Path("/tok"), {"tokenizer_path": "t.json"}, tasks)
     assert command == "data_io tokenize /r1 /r2 -o /tok --tokenizer-path t.json"
+
+
+# -- damaged tasks: the advice must repair them -------------------------------------------
+
+
+def _repair(corpus: Path) -> str:
+    info = _info(corpus)
+    return (
+        f"data_io tokenize {' '.join(info['inputs'])} -o {corpus} "
+        f"--tokenizer-path {info['tokenizer_path']}"
+    )
+
+
+def _assert_delete_advice(message: str, corpus: Path, task: str) -> None:
+    """The tokenizer's cache keeps a damaged folder: the advice deletes it first."""
+    assert f"delete {corpus / task} and re-run `{_repair(corpus)}`" in message
+    assert "re-run the tokenizer" not in message
+
+
+def test_edited_lengths_say_delete_then_retokenize(tmp_path: Path, corpora) -> None:
+    corpus = _copy(corpora[0], tmp_path / "tok")
+    task = corpus / "data__arithmetic.jsonl"
+    resp_len = np.load(task / "resp_len.npy")
+    resp_len[1] += 1  # row 2 no longer starts where row 1 ends
+    np.save(task / "resp_len.npy", resp_len)
+    with pytest.raises(InputError) as info:
+        _sample(tmp_path, corpus)
+    message = str(info.value)
+    assert "task data__arithmetic.jsonl: row 2 of" in message and "back to back" in message
+    _assert_delete_advice(message, corpus, "data__arithmetic.jsonl")
+    assert not (tmp_path / "out").exists()
+
+
+def _truncate_task(task: Path, rows: int) -> None:
+    """Cut every array of ``task`` to its first ``rows`` rows, consistently."""
+    arrays = {name: np.load(task / f"{name}.npy") for name in ("inst_start", "inst_len")}
+    arrays |= {name: np.load(task / f"{name}.npy") for name in ("resp_start", "resp_len")}
+    end = int(arrays["resp_start"][rows - 1] + arrays["resp_len"][rows - 1])
+    for name, array in arrays.items():
+        np.save(task / f"{name}.npy", array[:rows])
+    np.save(task / "tokens.npy", np.load(task / "tokens.npy")[:end])
+
+
+def test_consistent_truncation_is_caught_by_the_record(tmp_path: Path, corpora) -> None:
+    corpus = _copy(corpora[0], tmp_path / "tok")
+    task = corpus / "data__translations.jsonl"
+    recorded = json.loads((task / "metadata.json").read_text())["rows"]
+    assert recorded > 3
+    _truncate_task(task, 3)
+    with pytest.raises(InputError) as info:
+        _sample(tmp_path, corpus)
+    message = str(info.value)
+    assert f"records {recorded} rows but the arrays of {task} hold 3" in message
+    _assert_delete_advice(message, corpus, "data__translations.jsonl")
+    assert not (tmp_path / "out").exists()
+
+
+def test_recorded_token_count_is_checked(tmp_path: Path, corpora) -> None:
+    corpus = _copy(corpora[0], tmp_path / "tok")
+    record_path = corpus / "data__arithmetic.jsonl" / "metadata.json"
+    record = json.loads(record_path.read_text())
+    tokens = record["tokens"]
+    record_path.write_text(json.dumps({**record, "tokens": tokens + 5}))
+    with pytest.raises(InputError, match=f"records {tokens + 5} tokens but the arrays of"):
+        _sample(tmp_path, corpus)
+
+
+def test_damaged_token_header_in_the_dtype_check_says_delete(tmp_path: Path, corpora) -> None:
+    corpus = _copy(corpora[0], tmp_path / "tok")
+    (corpus / "data__arithmetic.jsonl" / "tokens.npy").write_bytes(b"garbage")
+    with pytest.raises(InputError) as info:
+        _sample(tmp_path, corpus)
+    message = str(info.value)
+    assert "tokens.npy is not a valid .npy file" in message
+    _assert_delete_advice(message, corpus, "data__arithmetic.jsonl")
+
+
+# -- one source tokenized twice ------------------------------------------------------------
+
+
+def test_one_source_under_two_task_names_is_refused(tmp_path: Path, corpora) -> None:
+    corpus = _copy(corpora[0], tmp_path / "tok")
+    # As if `data/` had also been given as an input root: the same file, another name.
+    shutil.copytree(corpus / "data__arithmetic.jsonl", corpus / "arithmetic.jsonl")
+    source = json.loads((corpus / "arithmetic.jsonl" / "metadata.json").read_text())
+    with pytest.raises(InputError) as info:
+        _sample(tmp_path, corpus)
+    message = str(info.value)
+    assert "1 source file(s) were tokenized more than once" in message
+    source_path = Path(source["source_path"])
+    assert (
+        f"{source_path}: {corpus / 'arithmetic.jsonl'} (input root {source_path.parent}) and "
+        f"{corpus / 'data__arithmetic.jsonl'} (input root {source_path.parent.parent})" in message
+    )
+    assert _repair(corpus) in message
+    assert not (tmp_path / "out").exists()
+
+
+def test_distinct_sources_with_similar_names_are_accepted(tmp_path: Path) -> None:
+    corpus = tmp_path / "tok"
+    record = {"tool": "data_io", "tokenizer_blake3": "aa"}
+    folders = [
+        _fake_task(corpus, "a__x.jsonl", {**record, "source_path": "/r/a/x.jsonl"}),
+        _fake_task(corpus, "x.jsonl", {**record, "source_path": "/r/a/x.jsonl.bak"}),
+        _fake_task(corpus, "y.jsonl", record),  # no source recorded: nothing to compare
+        _fake_task(corpus, "z.jsonl", record),
+    ]
+    assert len(check_provenance(corpus, {"tokenizer_blake3": "aa"}, folders)) == 4
+
+
+# -- an interrupted tokenize run ---------------------------------------------------------------
+
+
+def test_task_moved_aside_and_not_replaced_is_missing(tmp_path: Path, corpora) -> None:
+    corpus = _copy(corpora[0], tmp_path / "tok")
+    task = "data__Platypus__code.jsonl"
+    (corpus / task).rename(corpus / f".data_io-old-{task}-4242")
+    with pytest.raises(InputError) as info:
+        _sample(tmp_path, corpus)
+    message = str(info.value)
+    assert "interrupted while replacing 1 task(s), which are now missing" in message
+    assert f"): {task}; re-run `{_repair(corpus)}`" in message
+    assert not (tmp_path / "out").exists()
+
+
+def test_moved_aside_folder_beside_its_new_task_is_harmless(tmp_path: Path, corpora) -> None:
+    """Killed after the new folder was renamed into place, before the old one was deleted."""
+    corpus = _copy(corpora[0], tmp_path / "tok")
+    task = "data__arithmetic.jsonl"
+    shutil.copytree(corpus / task, corpus / f".data_io-old-{task}-4242")
+    # A name that is not of the tokenizer's form is not taken for a task either.
+    (corpus / ".data_io-old-nopid").mkdir()
+    assert _sample(tmp_path, corpus).rows_per_epoch > 0
+
+
+def test_half_written_folders_are_noted(tmp_path: Path, corpora, capsys) -> None:
+    corpus = _copy(corpora[0], tmp_path / "tok")
+    (corpus / ".data_io-tmp-data__new.jsonl-77").mkdir()
+    assert _sample(tmp_path, corpus).rows_per_epoch > 0
+    err = capsys.readouterr().err
+    assert "1 half-written folder(s) of an interrupted tokenize run" in err
+    assert ".data_io-tmp-data__new.jsonl-77" in err and "next `data_io tokenize` run" in err

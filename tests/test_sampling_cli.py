@@ -102,3 +102,36 @@ def test_no_progress_bar_is_left_unfinished(tmp_path: Path, corpus: Path) -> Non
     assert "Writing tokens" in stderr  # the bars were drawn (tqdm draws to a pipe too)
     screen = [line for line in _screen(stderr) if "%|" in line]
     assert screen and all("100%|" in line for line in screen), screen
+
+
+@pytest.mark.parametrize(
+    ("entry", "name"),
+    [(["sample_tokenized.py"], "sample_tokenized.py"), (["-m", "data_io"], "data_io")],
+)
+def test_version(entry: list[str], name: str) -> None:
+    from data_io import __version__
+
+    done = _run(*entry, "--version")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"{name} {__version__}\n"
+
+
+@pytest.mark.parametrize("entry", [["sample_tokenized.py"], ["-m", "data_io", "sample"]])
+def test_error_after_a_progress_bar_gets_its_own_line(
+    tmp_path: Path, corpus: Path, entry: list[str]
+) -> None:
+    """stderr to a file: the error used to follow a half-drawn "Reading indices: 0%" bar on
+    the same line."""
+    inst_len = corpus / "flan__b.parquet" / "inst_len.npy"
+    np.save(inst_len, np.load(inst_len) + 1)  # every row's response now overlaps
+    done = subprocess.run(
+        [sys.executable, *entry, f"tokenized_path={corpus}", f"output_path={tmp_path / 'o'}"],
+        cwd=ROOT, capture_output=True, timeout=300,
+    )  # fmt: skip
+    stderr = done.stderr.decode()
+    assert done.returncode == 1, stderr
+    assert "Reading indices" in stderr  # a bar was drawn before the error
+    errors = [line for line in _screen(stderr) if ": error: " in line]
+    prefixes = ("sample_tokenized.py: error: task ", "data_io sample: error: task ")
+    assert len(errors) == 1 and errors[0].startswith(prefixes), errors
+    assert f"delete {corpus / 'flan__b.parquet'} and re-run" in stderr

@@ -72,8 +72,20 @@ def test_ids_outside_the_vocabulary_fail_the_run_and_publish_nothing(tmp_path: P
     message = str(info.value)
     assert f"{corpus / 'z.jsonl' / 'tokens.npy'}: task z.jsonl: token " in message
     assert f"not below vocab_size {VOCAB} of tokenizer_info.json" in message
+    _assert_honest_advice(message, corpus)
     assert not (tmp_path / "out").exists()
     assert not any(entry.name.startswith(".out") for entry in tmp_path.iterdir())
+
+
+def _assert_honest_advice(message: str, corpus: Path) -> None:
+    """An id past the vocabulary may be a damaged file or another tokenizer's output: the
+    message says both, and says to delete the task (the tokenizer's cache would keep it)."""
+    assert "either this task's tokens.npy is damaged or the task was tokenized with another" in (
+        message
+    )
+    assert "different (larger)" not in message
+    assert f"delete {corpus / 'z.jsonl'} and re-run `data_io tokenize " in message
+    assert f"-o {corpus} --tokenizer-path trained_tokenizers/synthetic/tokenizer.json`" in message
 
 
 # -- empty samples ------------------------------------------------------------------------
@@ -169,7 +181,7 @@ def test_short_space_says_so_before_deleting(tmp_path: Path, capsys) -> None:
     assert not result.reused
     log = capsys.readouterr().err
     assert "no room to keep the previous output until the new one is complete" in log
-    assert "deleting the stale output" in log
+    assert "deleting the previous output" in log
 
 
 def test_short_space_checks_the_token_ids_before_deleting(tmp_path: Path, monkeypatch) -> None:
@@ -179,8 +191,9 @@ def test_short_space_checks_the_token_ids_before_deleting(tmp_path: Path, monkey
     _add_foreign_task(corpus)
     copies: list[object] = []
     monkeypatch.setattr(pool, "copy_tokens", lambda *args, **kwargs: copies.append(args))
-    with pytest.raises(InputError, match=f"not below vocab_size {VOCAB}"):
+    with pytest.raises(InputError, match=f"not below vocab_size {VOCAB}") as info:
         _run(_config(tmp_path, corpus), free_space=_short_of_space(tmp_path / "out"))
+    _assert_honest_advice(str(info.value), corpus)  # the same words as the copy's
     assert _files(tmp_path / "out") == before  # nothing deleted
     assert copies == []  # and nothing copied
 

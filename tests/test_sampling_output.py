@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from data_io.errors import OutputError
+from data_io.errors import ConfigError, OutputError
 from data_io.sampling import output, parse_overrides, pipeline, pool, sample
 from data_io.sampling.synthetic import SyntheticTask, random_task, write_corpus
 
@@ -253,10 +253,10 @@ def test_stale_output_is_deleted_first_when_only_it_is_in_the_way(tmp_path: Path
     def probe(_path: Path) -> int:
         return 300 if target.exists() else 10**9
 
-    # 300 free + 1500 reclaimable covers 1700 needed: the stale output goes first.
+    # 300 free + 1500 reclaimable covers 1700 needed: the previous output goes first.
     output.ensure_space(target, 1700, probe=probe, log=messages.append)
     assert not target.exists()
-    assert "deleting the stale output" in messages[0]
+    assert "deleting the previous output" in messages[0]
 
 
 def test_stale_output_is_kept_when_deleting_it_would_not_help(tmp_path: Path) -> None:
@@ -354,3 +354,115 @@ def test_publish_replaces_directory_atomically(tmp_path: Path) -> None:
     output.publish(staging, target)
     assert (target / "tokens.npy").read_text() == "new"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+# -- sizes in messages ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("count", "text"),
+    [
+        (0, "0 bytes"),
+        (1023, "1,023 bytes"),
+        (2**20, "1.0 MiB"),
+        (10_800_000, "10.3 MiB"),
+        (2**30 - 1, "1024.0 MiB"),
+        (2**30, "1.00 GiB"),
+        (7_100_000_000, "6.61 GiB"),
+    ],
+)
+def test_sizes_are_shown_with_enough_precision(count: int, text: str) -> None:
+    assert output.format_size(count) == text
+
+
+def test_a_small_gap_is_visible_in_the_space_messages(tmp_path: Path) -> None:
+    """10 MB free against 12 MB needed read "0.01 GiB free, needs 0.01 GiB"."""
+    target = tmp_path / "out"
+    target.mkdir()
+    (target / "tokens.npy").write_bytes(b"x" * 1000)
+    with pytest.raises(OutputError) as info:
+        output.ensure_space(target, 12 << 20, probe=lambda _path: 10 << 20, log=lambda _m: None)
+    assert "has 10.0 MiB free, 12.0 MiB needed" in str(info.value)
+    messages: list[str] = []
+    free = {"bytes": (12 << 20) - 500}
+    output.ensure_space(
+        target, 12 << 20, probe=lambda _path: free["bytes"], log=messages.append,
+        before_delete=lambda: free.update(bytes=12 << 20),
+    )  # fmt: skip
+    assert "has 12.0 MiB free, the new output needs 12.0 MiB" in messages[0]
+    assert "deleting the previous output" in messages[0] and "(1,000 bytes)" in messages[0]
+    assert "stale" not in messages[0]
+
+
+# -- a symbolic link as output_path ---------------------------------------------------------
+
+
+def test_symlinked_output_path_is_followed_not_replaced(tmp_path: Path, capsys) -> None:
+    """`ln -s /dev/shm/real link_out`: the output goes to the link's target (the RAM disk),
+    and the link keeps pointing at it across rebuilds."""
+    corpus = _corpus(tmp_path / "tok")
+    ram = tmp_path / "ram"
+    ram.mkdir()
+    real, link = ram / "real", tmp_path / "link_out"
+    link.symlink_to(real)  # dangling until the first run
+    _run(_config(tmp_path, corpus, f"output_path={link}"))
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert (real / "tokens.npy").is_file() and (real / "epoch_1" / "resp_len.npy").is_file()
+    assert f"output_path {link} is a symbolic link" in capsys.readouterr().err
+    first = _snapshot(real)
+    result, _ = _run(_config(tmp_path, corpus, f"output_path={link}", "seed=7"))
+    assert result.output_path == real and not result.reused
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert _snapshot(real) != first
+    # Nothing left beside the link or beside its target.
+    assert sorted(entry.name for entry in tmp_path.iterdir()) == [
+        "link_out", "ram", "rules.yaml", "tok",
+    ]  # fmt: skip
+    assert [entry.name for entry in ram.iterdir()] == ["real"]
+    again, _ = _run(_config(tmp_path, corpus, f"output_path={link}", "seed=7"))
+    assert again.reused
+
+
+def test_symlink_to_a_mount_point_is_refused(tmp_path: Path, monkeypatch) -> None:
+    corpus = _corpus(tmp_path / "tok")
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    (tmp_path / "link_out").symlink_to(mount)
+    monkeypatch.setattr(output, "is_mount_point", lambda path: path == mount)
+    with pytest.raises(ConfigError, match=f"{str(mount)!r} is a mount point"):
+        _run(_config(tmp_path, corpus, f"output_path={tmp_path / 'link_out'}"))
+    assert list(mount.iterdir()) == []
+    assert (tmp_path / "link_out").is_symlink()
+
+
+def test_leftover_links_of_dead_runs_are_removed_not_followed(tmp_path: Path, capsys) -> None:
+    """An earlier version renamed a linked output aside (``.out.old-<pid>``, a link): the
+    cleanup must unlink it, and must not touch what it points to."""
+    corpus = _corpus(tmp_path / "tok")
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "tokens.npy").write_bytes(b"someone's data")
+    dead_pid = 2**30  # above any pid_max: no such process
+    (tmp_path / f".out.old-{dead_pid}").symlink_to(kept)
+    (tmp_path / f".out.tmp-{dead_pid + 1}").symlink_to(tmp_path / "nowhere")  # dangling
+    stray_file = tmp_path / f".out.old-{dead_pid + 2}"
+    stray_file.write_bytes(b"x")
+    _run(_config(tmp_path, corpus))
+    assert _leftovers(tmp_path) == []
+    assert (kept / "tokens.npy").read_bytes() == b"someone's data"
+    assert capsys.readouterr().err.count("left by an interrupted run") == 3
+    _run(_config(tmp_path, corpus, "seed=9"))
+    assert "left by an interrupted run" not in capsys.readouterr().err  # announced once
+
+
+def test_remove_entry_handles_every_kind(tmp_path: Path) -> None:
+    folder = tmp_path / "folder"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "f").write_text("x")
+    file = tmp_path / "file"
+    file.write_text("x")
+    link = tmp_path / "link"
+    link.symlink_to(folder)
+    for entry in (link, folder, file, tmp_path / "absent"):
+        output.remove_entry(entry)
+    assert list(tmp_path.iterdir()) == []

@@ -162,7 +162,8 @@ def test_ids_at_or_above_vocab_size_are_refused(
     bad = CopyJob("bad.jsonl", _token_file(tmp_path, "bad", values), 1)
     expected = (
         rf"bad\.npy: task bad\.jsonl: token {at} is {value}, not below vocab_size {vocab} of "
-        r"tokenizer_info\.json: this task was tokenized with a different"
+        r"tokenizer_info\.json: either this task's tokens\.npy is damaged or the task was "
+        r"tokenized with another tokenizer"
     )
     with pytest.raises(InputError, match=expected):
         write_pool(

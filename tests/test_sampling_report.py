@@ -256,3 +256,26 @@ def test_token_axis_labels_are_compact() -> None:
     assert [_compact_number(v) for v in (0.5, 1, 999, 1000, 25_000, 1e6, 2.5e6, 3e9)] == [
         "0.5", "1", "999", "1k", "25k", "1M", "2.5M", "3G",
     ]  # fmt: skip
+
+
+def test_report_saved_elsewhere_links_the_plot_from_there(tmp_path: Path, monkeypatch) -> None:
+    """`data_io example --workdir ex` run from another folder saves the report in ex/: the
+    link must be relative to ex/, not to the current folder."""
+    corpus, rules = _setup(tmp_path)
+    config = parse_overrides(
+        [
+            f"tokenized_path={corpus}",
+            f"output_path={tmp_path / 'out'}",
+            f"prefix_config_path={rules}",
+        ]
+    )
+    elsewhere = tmp_path / "somewhere" / "else"
+    elsewhere.mkdir(parents=True)
+    monkeypatch.chdir(elsewhere)
+    for expect_reuse in (False, True):  # built, then reused: both printed copies
+        stdout = io.StringIO()
+        result = sample(config, stdout=stdout, progress=False, report_dir=tmp_path / "reports")
+        assert result.reused is expect_reuse
+        assert "](../out/analytics.png)" in stdout.getvalue()
+    stored = (tmp_path / "out" / "analytics.md").read_text()
+    assert "](analytics.png)" in stored  # the stored copy, relative to its own folder

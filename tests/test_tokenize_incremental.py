@@ -120,7 +120,15 @@ def test_orphans_are_removed_only_if_data_io_wrote_them(
     original.mkdir()
     (original / "metadata.json").write_text('{"source_mtime": 1, "source_size": 2}')
     (out / "README.txt").write_text("a file, not a folder")
-    _, result = run(rows_dir, out, small_tokenizer)
+    # The original-pipeline folder cannot be checked against the tokenizer: the run does
+    # all its work, then fails because the output is MIXED.
+    with pytest.raises(OutputError, match="is MIXED") as info:
+        run(rows_dir, out, small_tokenizer)
+    result = info.value.result
+    assert result.mixed == [
+        "old_task.jsonl (tokenized with the original pipeline, no record of its tokenizer or "
+        "source; delete it, or tokenize the file it came from into this output)"
+    ]
     assert result.removed_orphans == ["data__arithmetic.jsonl"]
     assert not (out / "data__arithmetic.jsonl").exists()
     assert (out / "notes" / "keep.txt").read_text() == "mine"

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from data_io.errors import ConfigError, InputError
+from data_io.errors import ConfigError, InputError, OutputError
 from data_io.tokenize import tokenize
-from tests.tokenize_oracle import task_metadata
+from tests.tokenize_oracle import other_tokenizer, task_metadata
 
 GOOD = {"condition": "cot", "instruction": "What is 2+2?", "response": "4"}
 
@@ -27,16 +27,6 @@ def write_rows(path: Path, rows: int = 2, line: bytes | None = None) -> Path:
 
 def run(inputs, out: Path, tokenizer: Path, **kwargs):
     return tokenize(inputs, out, tokenizer_path=tokenizer, progress=False, **kwargs)
-
-
-def other_tokenizer(small_tokenizer: Path, folder: Path) -> Path:
-    """Same behaviour, other bytes: another tokenizer hash."""
-    folder.mkdir(parents=True)
-    data = json.loads(small_tokenizer.read_text())
-    data["truncation"] = None
-    path = folder / "tokenizer.json"
-    path.write_text(json.dumps(data))
-    return path
 
 
 def info_of(out: Path) -> dict:
@@ -99,7 +89,7 @@ def test_an_empty_input_folder_is_an_error_and_deletes_nothing(
     with pytest.raises(ConfigError) as info:
         run([empty], out, small_tokenizer)
     message = str(info.value)
-    assert f"no .jsonl, .jsonl.gz, .jsonl.zst or .parquet files under the input(s) {empty}" in (
+    assert f"no .jsonl, .jsonl.gz, .jsonl.zst or .parquet files under the input {empty}" in (
         message
     )
     assert "notes.txt" in message and "nothing was read, written or deleted" in message
@@ -134,13 +124,15 @@ def test_original_format_and_relative_source_records_are_kept_with_a_reason(
     record = task_metadata(relative)
     record["source_path"] = "data/relative.jsonl"
     (relative / "metadata.json").write_text(json.dumps(record))
-    result = run([rows_dir], out, small_tokenizer)
+    # The original folder cannot be checked against the tokenizer: the output is MIXED.
+    with pytest.raises(OutputError, match="is MIXED") as info:
+        run([rows_dir], out, small_tokenizer)
+    result = info.value.result
     assert original.exists() and relative.exists()
     kept = dict(k.split(" (", 1) for k in result.kept)
     assert "written by the original pipeline" in kept["old_task.jsonl"]
     assert "relative source path" in kept["relative.jsonl"]
-    # The original folder cannot be checked against the tokenizer: the folder is mixed.
-    assert any(m.startswith("old_task.jsonl (") for m in result.mixed)
+    assert [m.split(" (")[0] for m in result.mixed] == ["old_task.jsonl"]
 
 
 def test_a_failed_file_with_an_old_output_makes_the_folder_mixed(

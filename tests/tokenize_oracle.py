@@ -61,3 +61,13 @@ def load_task(folder: Path) -> dict[str, np.ndarray]:
 
 def task_metadata(folder: Path) -> dict:
     return json.loads((folder / "metadata.json").read_text())
+
+
+def other_tokenizer(small_tokenizer: Path, folder: Path) -> Path:
+    """Same behaviour, other bytes: another tokenizer hash."""
+    folder.mkdir(parents=True)
+    data = json.loads(small_tokenizer.read_text())
+    data["truncation"] = None
+    path = folder / "tokenizer.json"
+    path.write_text(json.dumps(data))
+    return path

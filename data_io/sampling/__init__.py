@@ -77,6 +77,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_arguments(parser)
+    from data_io import __version__
+
+    # The same line as `data_io --version`, under this entry point's name.
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {__version__}",
+        help="print the version and exit",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     try:
         return _run(args)

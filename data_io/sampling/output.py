@@ -4,6 +4,8 @@ The output is built in ``<parent>/.<name>.tmp-<pid>`` beside the target (same fi
 the final rename is atomic) and renamed into place only once every file, ``metadata.json``
 last, is written. ``metadata.json`` carries a ``data_io`` block (inputs' fingerprint, config,
 code version): a folder with a matching block is complete and current, and is reused.
+A symbolic link given as ``output_path`` is resolved first (``pipeline.resolve_output``): the
+output is built beside the link's target, so the link keeps working and stays a link.
 """
 
 from __future__ import annotations
@@ -168,10 +170,10 @@ def ensure_space(
     reclaimable = tree_size(target)
     if target.exists() and available + reclaimable >= needed:
         log(
-            f"sample: {parent} has {_gib(available)} free, the new output needs "
-            f"{_gib(needed)}: no room to keep the previous output until the new one is "
-            f"complete; deleting the stale output {target} ({_gib(reclaimable)}) first, once "
-            f"the inputs are checked (if this run then fails, there is no sampled output "
+            f"sample: {parent} has {format_size(available)} free, the new output needs "
+            f"{format_size(needed)}: no room to keep the previous output until the new one is "
+            f"complete; deleting the previous output {target} ({format_size(reclaimable)}) "
+            f"first, once the inputs are checked (if this run then fails, there is no sampled output "
             f"until a run succeeds; free space or pass output_path=<elsewhere> to avoid this)"
         )
         before_delete()
@@ -180,8 +182,8 @@ def ensure_space(
         if available >= needed:
             return
     raise OutputError(
-        f"not enough space for the sampled output: {parent} has {_gib(available)} free, "
-        f"{_gib(needed)} needed; free space there (e.g. old outputs in /dev/shm) or pass "
+        f"not enough space for the sampled output: {parent} has {format_size(available)} "
+        f"free, {format_size(needed)} needed; free space there (e.g. old outputs in /dev/shm) or pass "
         f"output_path=<folder on a larger file system>"
     )
 
@@ -221,8 +223,15 @@ def check_not_mount_point(target: Path) -> None:
         )
 
 
-def _gib(count: int) -> str:
-    return f"{count / 2**30:.2f} GiB"
+def format_size(count: int) -> str:
+    """Bytes for a message, precise enough that two sizes that differ look different:
+    GiB with two decimals from 1 GiB on, MiB with one decimal below it (``0.01 GiB free,
+    needs 0.01 GiB`` hid a gap of megabytes), whole bytes below 1 MiB."""
+    if count >= 2**30:
+        return f"{count / 2**30:.2f} GiB"
+    if count >= 2**20:
+        return f"{count / 2**20:.1f} MiB"
+    return f"{count:,} bytes"
 
 
 def staging_path(target: Path) -> Path:
@@ -247,13 +256,26 @@ def remove_stale_staging(target: Path, log: Callable[[str], None]) -> None:
             if pid_text.isdigit() and int(pid_text) != os.getpid() and _pid_alive(int(pid_text)):
                 continue
             log(f"sample: removing {entry}, left by an interrupted run")
-            shutil.rmtree(entry, ignore_errors=True)
+            remove_entry(entry)
+
+
+def remove_entry(path: Path) -> None:
+    """Remove a leftover of the sampler, whatever it is: a symbolic link (an earlier version
+    renamed a linked output_path aside) is unlinked, never followed; a folder is deleted.
+    Best effort: a leftover that cannot go is announced again by the next run."""
+    try:
+        if path.is_symlink() or not path.is_dir():
+            path.unlink(missing_ok=True)
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+    except OSError:
+        pass
 
 
 def make_staging(target: Path) -> Path:
     staging = staging_path(target)
-    if staging.exists():
-        shutil.rmtree(staging)
+    if staging.exists() or staging.is_symlink():
+        remove_entry(staging)
     try:
         staging.mkdir()
     except OSError as exc:
@@ -281,4 +303,4 @@ def publish(staging: Path, target: Path) -> None:
         os.rename(target, retired)
     os.rename(staging, target)
     if retired is not None:
-        shutil.rmtree(retired, ignore_errors=True)
+        remove_entry(retired)

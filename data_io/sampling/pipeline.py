@@ -26,7 +26,12 @@ from tqdm import tqdm
 
 from data_io.errors import ConfigError, DataIoError, InputError, OutputError
 from data_io.prefix_config import format_overlaps, load_prefix_config
-from data_io.provenance import check_provenance
+from data_io.provenance import (
+    check_interrupted_tokenize,
+    check_provenance,
+    damaged_task_advice,
+    repair_command,
+)
 from data_io.sampling import output
 from data_io.sampling.algorithm import (
     EpochSampler,
@@ -96,12 +101,33 @@ def _marker_config(config: SampleConfig, tasks: list[Task]) -> dict[str, object]
     return settings
 
 
-def _for_stdout(stored: str, plot: Path | None, target: Path) -> str:
-    """The stored report as printed: stdout is usually redirected to a file in the current
-    folder (``> show_analytics.md``), so the figure is linked from there."""
+def _for_stdout(stored: str, plot: Path | None, target: Path, report_dir: Path) -> str:
+    """The stored report as printed: it will be saved in ``report_dir`` (stdout is usually
+    redirected to a file in the current folder, ``> show_analytics.md``), so the figure is
+    linked from there."""
     if plot is None:
         return stored
-    return relink_plot(stored, plot_link(plot, target), plot_link(plot, Path.cwd()))
+    return relink_plot(stored, plot_link(plot, target), plot_link(plot, report_dir))
+
+
+def resolve_output(given: Path) -> Path:
+    """The folder the output is built in: a symbolic link is followed (the output is built
+    beside its target, on its file system, and the link keeps pointing at it), never
+    replaced by a folder. The placement checks then apply to the resolved path."""
+    resolved = given.resolve()
+    if resolved != given:
+        _log(f"sample: output_path {given} is a symbolic link (or under one): writing {resolved}")
+    return resolved
+
+
+def _with_task_advice(exc: InputError, tokenized: Path, jobs: list[CopyJob], repair: str) -> str:
+    """A token-id error of the pool copy, plus how to repair the task it names (the copy's
+    messages start with ``<tokens.npy>: task <name>:``)."""
+    message = str(exc)
+    for job in jobs:
+        if message.startswith(f"{job.source.path}: task {job.task}:"):
+            return f"{message}\n{damaged_task_advice(tokenized / job.task, repair)}"
+    return message
 
 
 def _check_not_empty(
@@ -160,8 +186,13 @@ def sample(
     progress: bool = True,
     free_space: output.FreeSpaceProbe = output.free_bytes,
     copy_readers: int | None = None,
+    report_dir: Path | None = None,
 ) -> SampleResult:
-    """Run the sampler for a validated config; the Markdown report goes to ``stdout``."""
+    """Run the sampler for a validated config; the Markdown report goes to ``stdout``.
+
+    ``report_dir``: the folder the caller saves that report in (default: the current
+    folder, where ``> show_analytics.md`` puts it); its figure link is relative to it.
+    """
     stdout = stdout if stdout is not None else sys.stdout
     if copy_readers is None:
         # On 2 cores the "pool" thread reads, converts and writes alone: the cheapest in CPU,
@@ -170,19 +201,26 @@ def sample(
         # With cores to spare, reader threads feed a thread that only writes.
         copy_readers = 0 if (os.cpu_count() or 1) <= 2 else 2
     tokenized = Path(config.tokenized_path)
-    target = Path(config.output_path).absolute()
+    report_dir = Path.cwd() if report_dir is None else Path(report_dir).absolute()
+    given = Path(config.output_path).absolute()
     # Everything is checked before anything is written or deleted: paths, config,
     # provenance, task arrays, emptiness, then (in _build) space and, if the previous output
     # must go first, the token ids.
-    output.check_separate(target, tokenized)
+    output.check_separate(given, tokenized)  # compares resolved paths, names the given one
+    target = resolve_output(given)
     output.check_not_mount_point(target)
     prefix_config = load_prefix_config(config.prefix_config_path)
     tokenizer_info = load_tokenizer_info(tokenized)
     folders = [folder for folder in task_folders(tokenized) if not is_temporary(folder)]
-    check_provenance(tokenized, tokenizer_info, folders)
-    tasks = read_tasks(tokenized, prefix_config, progress=progress)
+    origins = check_provenance(tokenized, tokenizer_info, folders)
+    repair = repair_command(tokenized, tokenizer_info, origins)
+    leftovers = check_interrupted_tokenize(tokenized, tokenizer_info, origins)
+    tasks = read_tasks(
+        tokenized, prefix_config, progress=progress,
+        origins={origin.name: origin for origin in origins}, repair=repair,
+    )  # fmt: skip
     overlaps = format_overlaps(prefix_config.overlaps(task.name for task in tasks))
-    for line in overlaps:
+    for line in [*leftovers, *overlaps]:
         _log(f"sample: note: {line}")
 
     filtered = filter_tasks(
@@ -221,7 +259,8 @@ def sample(
             f"code: reusing it (reuse=false rebuilds)"
         )
         # The analytics were stored with the output: print them instead of redrawing.
-        text = _for_stdout((target / REPORT_NAME).read_text(encoding="utf-8"), plot, target)
+        stored = (target / REPORT_NAME).read_text(encoding="utf-8")
+        text = _for_stdout(stored, plot, target, report_dir)
         text += (
             f"**Reused:** the output at `{target}` is complete and was built from the same "
             f"inputs, config and code; pass `reuse=false` to rebuild.\n\n"
@@ -235,12 +274,21 @@ def sample(
             f"**Output:** `{target}`: {pool_tokens:,} tokens ({dtype.name}), {config.epochs} "
             f"epochs of {per_epoch:,} rows."
         )
-        coverage, analytics, text = _build(
-            config, tasks, filtered, rows, sampler, target, plot, marker, tokenizer_info,
-            dtype=dtype, pool_tokens=pool_tokens, needed=sum(size or 0 for size in expected.values()) + (8 << 20),
-            free_space=free_space, copy_readers=copy_readers, progress=progress,
-            notes=notes, overlaps=overlaps,
-        )  # fmt: skip
+        jobs = [
+            CopyJob(task=item.task.name, source=item.task.tokens, pool_offset=item.pool_offset)
+            for item in filtered
+        ]
+        try:
+            coverage, analytics, stored = _build(
+                config, filtered, rows, sampler, target, plot, marker, tokenizer_info, jobs,
+                dtype=dtype, pool_tokens=pool_tokens, needed=sum(size or 0 for size in expected.values()) + (8 << 20),
+                free_space=free_space, copy_readers=copy_readers, progress=progress,
+                notes=notes, overlaps=overlaps,
+            )  # fmt: skip
+        except InputError as exc:
+            # The inputs were checked before: what is left is a token id the copy refused.
+            raise InputError(_with_task_advice(exc, tokenized, jobs, repair)) from None
+        text = _for_stdout(stored, plot, target, report_dir)
         total_length = mean_tokens_per_epoch(rows, coverage, config.epochs)
         reused = False
     stdout.write(text)
@@ -260,7 +308,6 @@ def sample(
 
 def _build(
     config: SampleConfig,
-    tasks: list[Task],
     filtered: list[FilteredTask],
     rows: Rows,
     sampler: EpochSampler,
@@ -268,6 +315,7 @@ def _build(
     plot: Path | None,
     marker: output.Marker,
     tokenizer_info: dict[str, object],
+    jobs: list[CopyJob],
     *,
     dtype: np.dtype,
     pool_tokens: int,
@@ -279,10 +327,6 @@ def _build(
     overlaps: list[str],
 ) -> tuple[np.ndarray, Analytics, str]:
     vocab_size = tokenizer_info.get("vocab_size")
-    jobs = [
-        CopyJob(task=item.task.name, source=item.task.tokens, pool_offset=item.pool_offset)
-        for item in filtered
-    ]
     output.prepare_parent(target)
     output.check_target(target)
     output.remove_stale_staging(target, _log)
@@ -320,14 +364,17 @@ def _build(
                 coverage = np.zeros(rows.total, dtype=np.int64)
                 # Transient, like the copy's bar below it: a bar left on screen ends with a
                 # newline, which would strand the copy bar's line (at "0%") above the cursor.
-                for epoch in tqdm(
+                # Closed on an error too (``with``), so that the error gets a line of its own.
+                with tqdm(
                     range(config.epochs), desc="Sampling epochs", unit="epoch",
                     disable=not progress, position=0, leave=False,
-                ):  # fmt: skip
-                    if copy.done():
-                        copy.result()  # a failed copy (bad token id, no space) stops the run
-                    row_ids = sampler.next_epoch(out=epoch_writer.buffer(), coverage=coverage)
-                    epoch_writer.submit(epoch, row_ids)
+                ) as epoch_bar:  # fmt: skip
+                    for epoch in epoch_bar:
+                        if copy.done():
+                            copy.result()  # a failed copy (bad id, no space) stops the run
+                        buffer = epoch_writer.buffer()
+                        row_ids = sampler.next_epoch(out=buffer, coverage=coverage)
+                        epoch_writer.submit(epoch, row_ids)
                 analytics = Analytics.build(filtered, rows, coverage)
                 if plot is not None:
                     plot_file = staging / plot.name if plot_in_output else plot
@@ -376,4 +423,4 @@ def _build(
         # Crash safety: nothing half-written survives; the old output (if any) is untouched.
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return coverage, analytics, _for_stdout(report.getvalue(), plot, target)
+    return coverage, analytics, report.getvalue()

@@ -77,12 +77,13 @@ def check_token_ids(
 
 
 def _why_out_of_range(dtype: np.dtype, vocab_size: int | None) -> str:
-    # The same words as the Rust copy's error (rust/sampling/pool.rs).
+    # The same words as the Rust copy's error (rust/sampling/pool.rs); the caller adds how
+    # to repair the task (it knows the tokenize command).
     if vocab_size is not None and vocab_size - 1 < int(np.iinfo(dtype).max):
         return (
-            f"not below vocab_size {vocab_size} of tokenizer_info.json: this task was "
-            f"tokenized with a different (larger) tokenizer than the rest; re-tokenize it with "
-            f"the tokenizer of tokenizer_info.json (data_io tokenize ... --tokenizer-path <it>)"
+            f"not below vocab_size {vocab_size} of tokenizer_info.json: either this task's "
+            f"tokens.npy is damaged or the task was tokenized with another tokenizer than the "
+            f"one tokenizer_info.json names"
         )
     return (
         f"above the {dtype.name} pool's maximum {int(np.iinfo(dtype).max)} (vocab_size in "

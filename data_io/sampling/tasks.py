@@ -4,13 +4,16 @@ One task per sub-folder of ``tokenized_path``, in sorted name order; folders who
 with ``.`` are the tokenizer's temporary folders and are ignored. Only the four small index
 arrays are loaded; of ``tokens.npy`` only the header is read (dtype, length, where the data
 starts), because the pool copy streams it later. Anything inconsistent fails here, naming the
-task and file, so that a bad corpus never produces a silently wrong sample.
+task and file, so that a bad corpus never produces a silently wrong sample; the tokenizer's
+record of each task (its row and token counts) is compared with the arrays too. A task that
+fails is damaged, and the error says to delete it before re-tokenizing
+(:func:`data_io.provenance.damaged_task_advice`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,7 @@ from tqdm import tqdm
 
 from data_io.errors import InputError
 from data_io.prefix_config import PrefixConfig, PrefixRule
+from data_io.provenance import TaskOrigin, damaged_task_advice, repair_command
 
 INDEX_NAMES = ("inst_start", "inst_len", "resp_start", "resp_len")
 TASK_FILES = ("tokens.npy", *(f"{name}.npy" for name in INDEX_NAMES))
@@ -98,7 +102,7 @@ def read_token_header(path: Path, task: str) -> TokenFile:
                 )
             data_offset = handle.tell()
     except FileNotFoundError:
-        raise InputError(f"task {task}: {path} is missing (re-run the tokenizer)") from None
+        raise InputError(f"task {task}: {path} is missing") from None
     except (OSError, ValueError) as exc:
         raise InputError(f"task {task}: {path} is not a valid .npy file: {exc}") from exc
     if len(shape) != 1 or fortran:
@@ -112,7 +116,7 @@ def read_token_header(path: Path, task: str) -> TokenFile:
     if actual_size < expected_size:
         raise InputError(
             f"task {task}: {path} is truncated ({actual_size} bytes, header promises "
-            f"{expected_size}); re-run the tokenizer"
+            f"{expected_size})"
         )
     return TokenFile(path=path, dtype=dtype, length=int(shape[0]), data_offset=data_offset)
 
@@ -121,7 +125,7 @@ def _load_index(path: Path, task: str) -> np.ndarray:
     try:
         array = np.load(path, allow_pickle=False)
     except FileNotFoundError:
-        raise InputError(f"task {task}: {path} is missing (re-run the tokenizer)") from None
+        raise InputError(f"task {task}: {path} is missing") from None
     except (OSError, ValueError) as exc:
         raise InputError(f"task {task}: {path} is not a valid .npy file: {exc}") from exc
     if array.ndim != 1 or array.dtype.kind not in "ui":
@@ -144,8 +148,7 @@ def _check_rows(task: str, folder: Path, arrays: dict[str, np.ndarray], tokens: 
     lengths = {name: len(array) for name, array in arrays.items()}
     if len(set(lengths.values())) != 1:
         raise InputError(
-            f"task {task}: the index arrays in {folder} disagree on the row count {lengths}; "
-            f"re-run the tokenizer"
+            f"task {task}: the index arrays in {folder} disagree on the row count {lengths}"
         )
     inst_start, inst_len = arrays["inst_start"], arrays["inst_len"]
     resp_start, resp_len = arrays["resp_start"], arrays["resp_len"]
@@ -157,7 +160,7 @@ def _check_rows(task: str, folder: Path, arrays: dict[str, np.ndarray], tokens: 
             f"task {task}: row {row} of {folder} has resp_start {int(resp_start[row])}, not "
             f"inst_start {int(inst_start[row])} + inst_len {int(inst_len[row])} = "
             f"{int(inst_end[row])}: a response must follow its instruction (formats.md §3; "
-            f"{detached.size} such row(s)); re-run the tokenizer"
+            f"{detached.size} such row(s))"
         )
     row_end = resp_start + resp_len
     previous_end = np.concatenate(([0], row_end[:-1]))
@@ -169,14 +172,13 @@ def _check_rows(task: str, folder: Path, arrays: dict[str, np.ndarray], tokens: 
         )
         raise InputError(
             f"task {task}: row {row} of {folder} starts at {int(inst_start[row])} but {where}: "
-            f"rows must be stored back to back (formats.md §3; {gaps.size} such row(s)); "
-            f"re-run the tokenizer"
+            f"rows must be stored back to back (formats.md §3; {gaps.size} such row(s))"
         )
     if row_end.size and int(row_end[-1]) > tokens.length:
         row = int(np.argmax(row_end > tokens.length))
         raise InputError(
             f"task {task}: row {row} of {folder} ends at token {int(row_end[row])}, beyond the "
-            f"{tokens.length} tokens of {tokens.path}; re-run the tokenizer"
+            f"{tokens.length} tokens of {tokens.path}"
         )
     total = int(row_end[-1]) if row_end.size else 0
     if total != tokens.length:
@@ -198,11 +200,25 @@ def is_temporary(folder: Path) -> bool:
     return folder.name.startswith(".")
 
 
-def read_task(folder: Path, prefix_config: PrefixConfig) -> Task:
+def _check_record(task: str, folder: Path, origin: TaskOrigin, rows: int, tokens: int) -> None:
+    """The counts the tokenizer recorded against the arrays: catches a task whose arrays
+    were all cut short alike, which the layout checks cannot see."""
+    for what, recorded, actual in (("rows", origin.rows, rows), ("tokens", origin.tokens, tokens)):
+        if recorded is not None and recorded != actual:
+            raise InputError(
+                f"task {task}: {folder / 'metadata.json'} records {recorded} {what} but the "
+                f"arrays of {folder} hold {actual}: the arrays were changed after tokenizing"
+            )
+
+
+def read_task(folder: Path, prefix_config: PrefixConfig, origin: TaskOrigin | None = None) -> Task:
+    """One task, validated; ``origin`` (its tokenizer record), when given, is checked too."""
     name = folder.name
     tokens = read_token_header(folder / "tokens.npy", name)
     arrays = {key: _load_index(folder / f"{key}.npy", name) for key in INDEX_NAMES}
     _check_rows(name, folder, arrays, tokens)
+    if origin is not None:
+        _check_record(name, folder, origin, len(arrays["inst_start"]), tokens.length)
     rule = prefix_config.match(name)
     return Task(
         name=name,
@@ -214,14 +230,31 @@ def read_task(folder: Path, prefix_config: PrefixConfig) -> Task:
 
 
 def read_tasks(
-    tokenized_path: Path, prefix_config: PrefixConfig, *, progress: bool = True
+    tokenized_path: Path,
+    prefix_config: PrefixConfig,
+    *,
+    progress: bool = True,
+    origins: Mapping[str, TaskOrigin] | None = None,
+    repair: str | None = None,
 ) -> list[Task]:
-    """Every task under ``tokenized_path``, validated, in sorted name order."""
+    """Every task under ``tokenized_path``, validated, in sorted name order.
+
+    ``origins``: the tokenizer's records by task name (:func:`data_io.provenance.check_provenance`);
+    ``repair``: the tokenize command that rebuilds the folder, quoted in the advice for a
+    damaged task (a generic one when not given).
+    """
     folders = [folder for folder in task_folders(tokenized_path) if not is_temporary(folder)]
-    return [
-        read_task(folder, prefix_config)
-        for folder in tqdm(folders, desc="Reading indices", unit="task", disable=not progress)
-    ]
+    origins = origins or {}
+    tasks = []
+    # Closed on an error too, so that the error starts on a line of its own.
+    with tqdm(folders, desc="Reading indices", unit="task", disable=not progress) as bar:
+        for folder in bar:
+            try:
+                tasks.append(read_task(folder, prefix_config, origins.get(folder.name)))
+            except InputError as exc:
+                advice = damaged_task_advice(folder, repair or repair_command(tokenized_path, {}))
+                raise InputError(f"{exc}\n{advice}") from None
+    return tasks
 
 
 def task_names(tasks: Iterable[Task]) -> list[str]:

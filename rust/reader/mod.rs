@@ -201,17 +201,26 @@ fn canonical_root(root: &Path) -> Result<PathBuf> {
 
 /// The files under `inputs` with their task names: the path relative to its root with every
 /// `/` replaced by `__`, full file name kept (`Platypus/arb.jsonl.gz` ->
-/// `Platypus__arb.jsonl.gz`). Two files with the same task name are an error, and so are
-/// inputs that hold no row file at all (a wrong folder must not look like an empty corpus).
+/// `Platypus__arb.jsonl.gz`). Checked before anything is read: roots must not overlap (one
+/// source would become two tasks), every root must hold a row file (a wrong or emptied
+/// folder must not look like an input whose files were all deleted), and task names must be
+/// unique.
 pub fn task_files(inputs: &[PathBuf]) -> Result<Inputs> {
     if inputs.is_empty() {
         return Err(Error::Config("no input folders given".into()));
     }
+    let roots = inputs
+        .iter()
+        .map(|given| canonical_root(given))
+        .collect::<Result<Vec<_>>>()?;
+    check_roots_disjoint(inputs, &roots)?;
     let mut found = Inputs::default();
     let mut seen: std::collections::HashMap<String, PathBuf> = Default::default();
-    for given in inputs {
-        let root = canonical_root(given)?;
+    for root in roots {
         let (files, skipped) = discover(&root)?;
+        if files.is_empty() {
+            return Err(no_row_files(&root, &skipped));
+        }
         for source in files {
             let name = task_name(&root, &source);
             if let Some(previous) = seen.insert(name.clone(), source.clone()) {
@@ -227,10 +236,53 @@ pub fn task_files(inputs: &[PathBuf]) -> Result<Inputs> {
         found.skipped.extend(skipped);
         found.roots.push(root);
     }
-    if found.tasks.is_empty() {
-        return Err(no_row_files(&found));
-    }
     Ok(found)
+}
+
+impl Inputs {
+    /// The root `source` was found under (roots do not overlap, so there is one).
+    pub fn root_of(&self, source: &Path) -> Option<&Path> {
+        self.roots
+            .iter()
+            .find(|root| source.starts_with(root))
+            .map(PathBuf::as_path)
+    }
+}
+
+/// Two roots where one is, or lies inside, the other would give one source file two task
+/// names (`data` and `data/Platypus` both yield `.../code.jsonl`, as `Platypus__code.jsonl`
+/// and `code.jsonl`), i.e. two task folders holding the same rows.
+fn check_roots_disjoint(given: &[PathBuf], roots: &[PathBuf]) -> Result<()> {
+    for i in 0..roots.len() {
+        for j in i + 1..roots.len() {
+            let (inner, outer) = if roots[j].starts_with(&roots[i]) {
+                (j, i)
+            } else if roots[i].starts_with(&roots[j]) {
+                (i, j)
+            } else {
+                continue;
+            };
+            let shown = |k: usize| format!("{} ({})", given[k].display(), roots[k].display());
+            let message = if roots[i] == roots[j] {
+                format!(
+                    "the input {} and the input {} are the same folder; give it once",
+                    shown(i),
+                    shown(j)
+                )
+            } else {
+                format!(
+                    "the input {} is inside the input {}: its files would be tokenized twice, \
+                     under two task names. Give {} alone, or {} without it",
+                    shown(inner),
+                    shown(outer),
+                    given[outer].display(),
+                    given[inner].display()
+                )
+            };
+            return Err(Error::Config(message));
+        }
+    }
+    Ok(())
 }
 
 fn task_name(root: &Path, source: &Path) -> String {
@@ -246,23 +298,16 @@ fn task_name(root: &Path, source: &Path) -> String {
         .join("__")
 }
 
-fn no_row_files(found: &Inputs) -> Error {
-    let roots: Vec<String> = found
-        .roots
-        .iter()
-        .map(|r| r.display().to_string())
-        .collect();
-    let others = match found.skipped.len() {
-        0 => "they hold no files at all".to_string(),
-        n => format!(
-            "they hold {n} other file(s), e.g. {}",
-            examples(&found.skipped, 3)
-        ),
+fn no_row_files(root: &Path, skipped: &[PathBuf]) -> Error {
+    let others = match skipped.len() {
+        0 => "it holds no files at all".to_string(),
+        n => format!("it holds {n} other file(s), e.g. {}", examples(skipped, 3)),
     };
     Error::Config(format!(
-        "no {SUPPORTED} files under the input(s) {} ({others}); nothing was read, written or \
-         deleted. Pass the folders that hold the cleaned rows",
-        roots.join(", ")
+        "no {SUPPORTED} files under the input {} ({others}); nothing was read, written or \
+         deleted. Pass only folders (or files) that hold cleaned rows: an emptied input would \
+         otherwise look like one whose files were all deleted, and its tasks would be removed",
+        root.display()
     ))
 }
 
@@ -373,13 +418,86 @@ mod tests {
             err.contains("no .jsonl, .jsonl.gz, .jsonl.zst or .parquet files"),
             "{err}"
         );
-        assert!(err.contains("hold no files at all"), "{err}");
+        assert!(err.contains("it holds no files at all"), "{err}");
         std::fs::write(dir.path().join("rows.csv"), b"").unwrap();
         let err = task_files(&[dir.path().into()]).unwrap_err().to_string();
         assert!(
             err.contains("1 other file(s), e.g. ") && err.contains("rows.csv"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn one_empty_root_among_several_is_an_error_naming_it() {
+        let full = tempfile::tempdir().unwrap();
+        let empty = tempfile::tempdir().unwrap();
+        std::fs::write(full.path().join("a.jsonl"), b"").unwrap();
+        std::fs::create_dir(empty.path().join("sub")).unwrap();
+        std::fs::write(empty.path().join("sub/.hidden.jsonl"), b"").unwrap();
+        for order in [[full.path(), empty.path()], [empty.path(), full.path()]] {
+            let inputs: Vec<PathBuf> = order.iter().map(|p| p.to_path_buf()).collect();
+            let err = task_files(&inputs).unwrap_err().to_string();
+            let root = std::fs::canonicalize(empty.path()).unwrap();
+            assert!(
+                err.contains(&format!("files under the input {} (", root.display())),
+                "{err}"
+            );
+            assert!(!err.contains(&full.path().display().to_string()), "{err}");
+        }
+    }
+
+    #[test]
+    fn overlapping_roots_are_refused_naming_both() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("data/Platypus")).unwrap();
+        std::fs::create_dir_all(root.join("data_clustered")).unwrap();
+        std::fs::write(root.join("data/a.jsonl"), b"").unwrap();
+        std::fs::write(root.join("data/Platypus/code.jsonl"), b"").unwrap();
+        std::fs::write(root.join("data_clustered/b.parquet"), b"").unwrap();
+        let data = root.join("data");
+        let platypus = root.join("data/Platypus");
+        let file = root.join("data/Platypus/code.jsonl");
+        // A sibling whose name merely starts with the other's is not inside it.
+        assert!(task_files(&[data.clone(), root.join("data_clustered")]).is_ok());
+        for (inputs, inner, outer) in [
+            (vec![data.clone(), platypus.clone()], &platypus, &data),
+            (vec![platypus.clone(), data.clone()], &platypus, &data),
+            (vec![platypus.clone(), file.clone()], &file, &platypus),
+            (vec![data.clone(), file.clone()], &file, &data),
+        ] {
+            let err = task_files(&inputs).unwrap_err();
+            assert_eq!(err.kind(), crate::error::ErrorKind::Config);
+            let err = err.to_string();
+            assert!(
+                err.contains(&format!("the input {} (", inner.display()))
+                    && err.contains(&format!("is inside the input {} (", outer.display())),
+                "{err}"
+            );
+        }
+        // The same folder twice, once through a different spelling.
+        let err = task_files(&[data.clone(), root.join("data/Platypus/..")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("are the same folder; give it once"), "{err}");
+    }
+
+    #[test]
+    fn root_of_finds_the_root_of_each_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("a/x")).unwrap();
+        std::fs::create_dir_all(root.join("b")).unwrap();
+        std::fs::write(root.join("a/x/one.jsonl"), b"").unwrap();
+        std::fs::write(root.join("b/two.jsonl"), b"").unwrap();
+        let found = task_files(&[root.join("a"), root.join("b/two.jsonl")]).unwrap();
+        let roots: Vec<_> = found
+            .tasks
+            .iter()
+            .map(|(_, source)| found.root_of(source).unwrap().to_path_buf())
+            .collect();
+        assert_eq!(roots, [root.join("a"), root.join("b/two.jsonl")]);
+        assert_eq!(found.root_of(&root.join("c.jsonl")), None);
     }
 
     #[test]

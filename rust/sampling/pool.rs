@@ -415,10 +415,9 @@ impl Reader<'_> {
         let target = self.target;
         let why = match target.vocab_size {
             Some(size) if target.limited_by_vocab() => format!(
-                "not below vocab_size {size} of tokenizer_info.json: this task was \
-                 tokenized with a different (larger) tokenizer than the rest; re-tokenize it \
-                 with the tokenizer of tokenizer_info.json (data_io tokenize ... \
-                 --tokenizer-path <it>)"
+                "not below vocab_size {size} of tokenizer_info.json: either this task's \
+                 tokens.npy is damaged or the task was tokenized with another tokenizer than \
+                 the one tokenizer_info.json names"
             ),
             _ => format!(
                 "above the {} pool's maximum {} (vocab_size in tokenizer_info.json is too \
@@ -774,7 +773,7 @@ mod tests {
                     )),
                     "{message}"
                 );
-                assert!(message.contains("--tokenizer-path"), "{message}");
+                assert!(message.contains("tokens.npy is damaged"), "{message}");
                 assert_eq!(error.kind(), crate::error::ErrorKind::Input);
             }
         }
