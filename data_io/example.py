@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from data_io.console import summary_console
 from data_io.errors import OutputError
 
 EXAMPLE_DATA = Path(__file__).resolve().parent / "example_data"
@@ -46,7 +47,7 @@ EXAMPLE_CLEANERS = (
 
 
 def run_example(workdir: Path, console: Console | None = None) -> None:
-    console = console or Console(highlight=False, soft_wrap=True)
+    console = console or summary_console()
     workdir = Path(workdir)
     prepare_workdir(workdir)
     step = 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from data_io.console import summary_console
 from data_io.tokenize import MAX_LISTED, TokenizeResult
 
 # Skipped input files are only counted, with this many named as examples.
@@ -20,7 +21,7 @@ def print_summary(
     """Print the summary; ``problems=False`` leaves out each failed file's error and the
     MIXED block, for a caller that raises them next (``raise_for_failures``), so that they
     are printed once."""
-    console = console or Console(highlight=False, soft_wrap=True)
+    console = console or summary_console()
     _print_totals(result, console)
     _print_table(result, console)
     _print_bad_rows_and_warnings(result, console)

@@ -196,6 +196,24 @@ def test_clean_list_into_closed_pipe_exits_141():
     assert run_with_closed_stdout("-m", "data_io", "clean", "--list").returncode == 141
 
 
+def test_tokenize_summary_into_closed_pipe_exits_141(tmp_path: Path, small_tokenizer: Path):
+    """The rich summary too: rich's own broken-pipe handling would exit 1 instead."""
+    done = run_with_closed_stdout(
+        "-m",
+        "data_io",
+        "tokenize",
+        str(EXAMPLE_ROWS / "data"),
+        "-o",
+        str(tmp_path / "tok"),
+        "--tokenizer-path",
+        str(small_tokenizer),
+    )
+    assert done.returncode == EXIT_CLOSED_STDOUT, done.stderr
+    assert "Traceback" not in done.stderr
+    # The work itself was done and published before the summary was printed.
+    assert (tmp_path / "tok" / "tokenizer_info.json").is_file()
+
+
 def test_closed_stdout_guard_sees_wrapped_pipe_errors(capsys):
     def wrapped() -> int:
         try:
