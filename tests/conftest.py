@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,3 +30,26 @@ def rows_dir(tmp_path: Path) -> Path:
     target = tmp_path / "rows"
     shutil.copytree(EXAMPLE_ROWS, target)
     return target
+
+
+@contextlib.contextmanager
+def mounted_tmpfs(mount_point: Path, size: str) -> Iterator[Path]:
+    """A real tmpfs of `size` at `mount_point` for the duration of the block.
+
+    Mounting needs root and mount permission (as in CI containers); elsewhere the test is
+    skipped, and each caller has a test that fakes the same condition without a mount.
+    """
+    mount_point.mkdir(exist_ok=True)
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root; a faked test covers the logic")
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount_point)],
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", str(mount_point)], check=False)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import os
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +14,7 @@ import pytest
 from data_io.errors import ConfigError, InputError
 from data_io.sampling import output, parse_overrides, pool, sample
 from data_io.sampling.synthetic import SyntheticTask, random_task, write_corpus, write_task
+from tests.conftest import mounted_tmpfs
 
 VOCAB = 500
 
@@ -261,18 +261,8 @@ def test_dev_shm_itself_is_refused(tmp_path: Path) -> None:
 
 
 def test_real_tmpfs_at_the_output_path_is_refused(tmp_path: Path) -> None:
-    mount = tmp_path / "out"
-    mount.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root; test_mount_point_output_is_refused fakes it")
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mount)],
-        capture_output=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
+    # test_mount_point_output_is_refused fakes the mount where this cannot run.
+    with mounted_tmpfs(tmp_path / "out", "64m") as mount:
         corpus = _corpus(tmp_path / "tok")
         with pytest.raises(ConfigError, match="is a mount point"):
             _run(_config(tmp_path, corpus))
@@ -280,5 +270,3 @@ def test_real_tmpfs_at_the_output_path_is_refused(tmp_path: Path) -> None:
         # A folder inside it works.
         _run(_config(tmp_path, corpus, f"output_path={mount / 'sampled'}"))
         assert (mount / "sampled" / "tokens.npy").is_file()
-    finally:
-        subprocess.run(["umount", str(mount)], check=False)

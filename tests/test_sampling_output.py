@@ -17,6 +17,7 @@ import pytest
 from data_io.errors import ConfigError, OutputError
 from data_io.sampling import output, parse_overrides, pipeline, pool, sample
 from data_io.sampling.synthetic import SyntheticTask, random_task, write_corpus
+from tests.conftest import mounted_tmpfs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -270,22 +271,9 @@ def test_stale_output_is_kept_when_deleting_it_would_not_help(tmp_path: Path) ->
 
 @pytest.fixture
 def small_tmpfs(tmp_path: Path):
-    """A real 1 MiB tmpfs (needs root and mount permission, as in CI containers)."""
-    mount_point = tmp_path / "small"
-    mount_point.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root; the fake-probe tests cover the logic")
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount_point)],
-        capture_output=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
+    """A real 1 MiB tmpfs; the fake-probe tests cover the logic where it cannot be mounted."""
+    with mounted_tmpfs(tmp_path / "small", "1m") as mount_point:
         yield mount_point
-    finally:
-        subprocess.run(["umount", str(mount_point)], check=False)
 
 
 def _big_corpus(root: Path) -> Path:
