@@ -53,3 +53,21 @@ def mounted_tmpfs(mount_point: Path, size: str) -> Iterator[Path]:
         yield mount_point
     finally:
         subprocess.run(["umount", str(mount_point)], check=False)
+
+
+def sampler_config(tmp_path: Path, corpus: Path, *extra: str):
+    """Sampler options over `corpus`, writing to `tmp_path/out`: 2 epochs, `b__` tasks capped at 5."""
+    from data_io.sampling import parse_overrides
+
+    rules = tmp_path / "rules.yaml"
+    if not rules.exists():
+        rules.write_text("- prefix: b__\n  max_per_file: 5\n")
+    return parse_overrides(
+        [
+            f"tokenized_path={corpus}",
+            f"output_path={tmp_path / 'out'}",
+            f"prefix_config_path={rules}",
+            "epochs=2",
+            *extra,
+        ]
+    )

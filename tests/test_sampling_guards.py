@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from data_io.errors import ConfigError, InputError
-from data_io.sampling import output, parse_overrides, pool, sample
+from data_io.sampling import output, pool, sample
 from data_io.sampling.synthetic import SyntheticTask, random_task, write_corpus, write_task
-from tests.conftest import mounted_tmpfs
+from tests.conftest import mounted_tmpfs, sampler_config
 
 VOCAB = 500
 
@@ -26,19 +26,7 @@ def _corpus(root: Path) -> Path:
 
 
 def _config(tmp_path: Path, corpus: Path, *extra: str):
-    rules = tmp_path / "rules.yaml"
-    if not rules.exists():
-        rules.write_text("- prefix: b__\n  max_per_file: 5\n")
-    return parse_overrides(
-        [
-            f"tokenized_path={corpus}",
-            f"output_path={tmp_path / 'out'}",
-            f"prefix_config_path={rules}",
-            "epochs=2",
-            "plot=false",
-            *extra,
-        ]
-    )
+    return sampler_config(tmp_path, corpus, "plot=false", *extra)
 
 
 def _run(config, **kwargs):

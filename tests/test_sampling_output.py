@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 
 from data_io.errors import ConfigError, OutputError
-from data_io.sampling import output, parse_overrides, pipeline, pool, sample
+from data_io.sampling import output, pipeline, pool, sample
 from data_io.sampling.synthetic import SyntheticTask, random_task, write_corpus
 from tests.conftest import mounted_tmpfs
+from tests.conftest import sampler_config as _config
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,21 +27,6 @@ def _corpus(root: Path, rows: int = 40, seed: int = 0) -> Path:
     rng = np.random.default_rng(seed)
     tasks = {"a.jsonl": random_task(rng, rows), "b__x.parquet": random_task(rng, rows // 2 + 1)}
     return write_corpus(root, tasks, vocab_size=500)
-
-
-def _config(tmp_path: Path, corpus: Path, *extra: str):
-    rules = tmp_path / "rules.yaml"
-    if not rules.exists():
-        rules.write_text("- prefix: b__\n  max_per_file: 5\n")
-    return parse_overrides(
-        [
-            f"tokenized_path={corpus}",
-            f"output_path={tmp_path / 'out'}",
-            f"prefix_config_path={rules}",
-            "epochs=2",
-            *extra,
-        ]
-    )
 
 
 def _run(config, **kwargs):
