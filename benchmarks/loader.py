@@ -1,4 +1,4 @@
-"""Benchmark of data_io.loader on a synthetic sampled corpus (formats.md §4) built in a temp dir.
+"""Benchmark of data_io.load on a synthetic sampled corpus (formats.md §4) built in a temp dir.
 
 Measures, per worker process (iterating in-process is exactly what one DataLoader worker does):
 * tokens/s delivered for both layouts at batch_max_length 4096·k (packed at world size 1 and 8);
@@ -29,8 +29,8 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from data_io.layouts import PACKED_KEYS, SCALAR_KEYS
-from data_io.loader import ResumableDataLoader, SampledDataset
+from data_io.load import ResumableDataLoader, SampledDataset
+from data_io.load.layouts import PACKED_KEYS, SCALAR_KEYS
 
 CONTEXT = 4097  # the sampler's default context_size
 

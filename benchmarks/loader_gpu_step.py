@@ -1,4 +1,4 @@
-"""One training step of a tiny model on CUDA from data_io.loader batches, and host→device speed.
+"""One training step of a tiny model on CUDA from data_io.load batches, and host→device speed.
 
     .venv/bin/python -m benchmarks.loader_gpu_step                  # generates a tiny sampled folder
     .venv/bin/python -m benchmarks.loader_gpu_step --path /dev/shm/sampled --epoch 0
@@ -26,7 +26,7 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from data_io.loader import ResumableDataLoader, SampledDataset, split_scalars
+from data_io.load import ResumableDataLoader, SampledDataset, split_scalars
 
 
 def tiny_sampled(folder: Path, rows: int = 20_000, vocab: int = 1024, seed: int = 0) -> Path:

@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         "tokenize, sample, load. Each stage is a sub-command; `data_io COMMAND --help` "
         "describes its options and defaults.",
         epilog="Pipeline: clean -> train-tokenizer -> tokenize -> sample -> load (the "
-        "data_io.loader Python API). `data_io example` runs every stage on the embedded "
+        "data_io.load Python API). `data_io example` runs every stage on the embedded "
         "example data.",
     )
     parser.add_argument(

@@ -121,7 +121,7 @@ def run_example(workdir: Path, console: Console | None = None) -> None:
     )
 
     header("load: one packed prefix-LM batch from epoch 0")
-    from data_io.loader import SampledDataset, format_batch
+    from data_io.load import SampledDataset, format_batch
 
     dataset = SampledDataset(sampled, epoch=0, batch_max_length=EXAMPLE_CONTEXT - 1)
     console.print(format_batch(next(iter(dataset))), markup=False)

@@ -11,7 +11,7 @@ import pytest
 from sampled_fixture import write_sampled
 
 from data_io.errors import ConfigError, InputError
-from data_io.loader import SampledDataset
+from data_io.load import SampledDataset
 
 
 @pytest.fixture

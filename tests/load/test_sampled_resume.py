@@ -10,7 +10,7 @@ import torch
 from sampled_fixture import Sampled, write_sampled
 
 from data_io.errors import ConfigError
-from data_io.loader import ResumableDataLoader, SampledDataset
+from data_io.load import ResumableDataLoader, SampledDataset
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:This DataLoader will create"),

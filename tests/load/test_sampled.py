@@ -13,8 +13,8 @@ from sampled_fixture import ROW_TAG, Sampled, write_sampled
 from torch.utils.data import DataLoader
 
 from data_io.errors import InputError
-from data_io.loader import SCALAR_KEYS, SampledDataset, format_batch, split_scalars
-from data_io.packing import MultipackPlanner
+from data_io.load import SCALAR_KEYS, SampledDataset, format_batch, split_scalars
+from data_io.load.packing import MultipackPlanner
 
 IGNORE = -100
 # This machine has 2 cores; 3 workers are on purpose (uneven split of the steps).
@@ -288,3 +288,12 @@ def test_set_epoch_switches_and_checks(sampled: Sampled) -> None:
     assert not torch.equal(got["input_ids"], first_of_0["input_ids"])
     with pytest.raises(InputError, match="epoch 2 was not sampled"):
         ds.set_epoch(2)
+
+
+def test_the_trainers_import_path_still_works():
+    """The HRM-Text trainer imports from data_io.loader; it must be the same objects."""
+    import data_io.load as load
+    import data_io.loader as loader
+
+    for name in load.__all__:
+        assert getattr(loader, name) is getattr(load, name), name

@@ -1,0 +1,1 @@
+"""Tests of the load stage (data_io.load), mirroring its modules."""
