@@ -295,5 +295,6 @@ def test_the_trainers_import_path_still_works():
     import data_io.load as load
     import data_io.loader as loader
 
-    for name in load.__all__:
+    assert "SampledDataset" in loader.__all__
+    for name in loader.__all__:
         assert getattr(loader, name) is getattr(load, name), name

@@ -1,0 +1,110 @@
+"""The token dtype of raw ``*.bin`` shards, read from the folder's metadata file (formats.md §6).
+
+A raw shard has no header, so its dtype must be declared; guessing it from the file size (as
+KempnerForge does: "size divisible by 4, so uint32") silently reads a uint16 shard with an even
+token count as garbage. Two declarations are understood:
+
+- ``dataset_metadata.json`` (MyPT's sharded layout), a JSON object;
+- ``metadata.yaml`` (tatm's tokenized layout), a YAML mapping;
+
+each holding ``dtype`` or ``token_dtype`` at the top level or under ``tokenized_info`` (tatm).
+They are looked for in the shard folder, then in its parent (MyPT keeps ``dataset_metadata.json``
+beside ``train/`` and ``val/``). Two files that both declare a dtype must agree.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from data_io.errors import InputError
+
+__all__ = ["METADATA_FILES", "TOKEN_DTYPES", "read_bin_dtype"]
+
+METADATA_FILES = ("dataset_metadata.json", "metadata.yaml")
+# Integer dtypes whose every value fits an int64 token id (uint64 does not).
+TOKEN_DTYPES = ("uint8", "uint16", "uint32", "int16", "int32", "int64")
+_DTYPE_KEYS = ("dtype", "token_dtype")
+_NESTED_KEY = "tokenized_info"
+_HOW_TO_DECLARE = (
+    'declare it by writing {"dtype": "uint16"} (or the dtype the shards were written with) '
+    "to dataset_metadata.json in the shard folder"
+)
+
+
+def _parse(path: Path) -> Any:
+    """The parsed content of one metadata file (JSON or YAML by its name)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, yaml.YAMLError) as err:
+        raise InputError(
+            f"{path}: cannot read the shard metadata ({err}); fix or remove it"
+        ) from err
+
+
+def _declared_dtype(path: Path, content: Any) -> np.dtype | None:
+    """The dtype string a metadata file declares, or None when it declares none."""
+    if not isinstance(content, dict):
+        raise InputError(
+            f"{path}: expected a mapping of keys to values, got {type(content).__name__}; "
+            f"{_HOW_TO_DECLARE}"
+        )
+    places = [content]
+    if isinstance(content.get(_NESTED_KEY), dict):
+        places.append(content[_NESTED_KEY])
+    for place in places:
+        for key in _DTYPE_KEYS:
+            if key in place:
+                return _check_dtype(path, key, place[key])
+    return None
+
+
+def _check_dtype(path: Path, key: str, value: Any) -> np.dtype:
+    """``value`` as a dtype, if it names one of TOKEN_DTYPES (any byte order, e.g. ``>u2``)."""
+    try:
+        dtype = np.dtype(value) if isinstance(value, str) else None
+    except TypeError:
+        dtype = None
+    if dtype is None or dtype.name not in TOKEN_DTYPES:
+        raise InputError(
+            f"{path}: {key!r} is {value!r}, not a token dtype; use one of {', '.join(TOKEN_DTYPES)}"
+        )
+    return dtype
+
+
+def _candidates(folder: Path) -> list[Path]:
+    """Existing metadata files of ``folder``; the parent's only when the folder has none."""
+    for place in (folder, folder.parent):
+        found = [place / name for name in METADATA_FILES if (place / name).is_file()]
+        if found:
+            return found
+    return []
+
+
+def read_bin_dtype(folder: Path, example: Path) -> tuple[np.dtype, Path]:
+    """The declared dtype of the ``.bin`` shards in ``folder`` and the file that declares it.
+
+    ``example`` is a shard named in the error when no dtype is declared.
+    """
+    declared: dict[Path, np.dtype] = {}
+    for path in _candidates(folder):
+        dtype = _declared_dtype(path, _parse(path))
+        if dtype is not None:
+            declared[path] = dtype
+    if not declared:
+        looked = ", ".join(str(folder / name) for name in METADATA_FILES)
+        raise InputError(
+            f"{example}: raw .bin shard without a declared token dtype (looked for {looked} and "
+            f"the same in {folder.parent}); the dtype is never guessed from the file size; "
+            f"{_HOW_TO_DECLARE}"
+        )
+    if len(set(declared.values())) > 1:
+        listed = "; ".join(f"{path} says {dtype}" for path, dtype in declared.items())
+        raise InputError(f"conflicting shard dtypes: {listed}; make them agree or remove one")
+    path, dtype = next(iter(declared.items()))
+    return dtype, path
