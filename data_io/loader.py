@@ -1,22 +1,10 @@
 """Compatibility import: the HRM-Text trainer's ``from data_io.loader import SampledDataset``.
 
-The load stage lives in ``data_io.load``; this module re-exports its public names.
+The load stage lives in ``data_io.load``; this module re-exports the sampled-folder loader's
+public names.
 """
 
-from data_io.load import (
-    IGNORE_INDEX,
-    SCALAR_KEYS,
-    ResumableDataLoader,
-    SampledDataset,
-    format_batch,
-    split_scalars,
-)
+from data_io.load import sampled as _sampled
+from data_io.load.sampled import *  # noqa: F403
 
-__all__ = [
-    "IGNORE_INDEX",
-    "SCALAR_KEYS",
-    "ResumableDataLoader",
-    "SampledDataset",
-    "format_batch",
-    "split_scalars",
-]
+__all__ = _sampled.__all__

@@ -80,6 +80,8 @@ class TaskOrigin:
     origin: Origin
     token_dtype: str | None  # recorded by data_io, None for legacy tasks
     source_path: str | None
+    # The input root the tokenizer recorded (absent in records of older versions).
+    source_root: str | None = None
     rows: int | None = None  # the counts the tokenizer recorded, None for legacy tasks
     tokens: int | None = None
 
@@ -102,11 +104,13 @@ def read_task_origin(folder: Path) -> TaskOrigin:
     )
     dtype = record.get("token_dtype")
     source = record.get("source_path")
+    root = record.get("source_root")
     return TaskOrigin(
         folder.name,
         origin,
         dtype if isinstance(dtype, str) else None,
         source if isinstance(source, str) else None,
+        source_root=root if isinstance(root, str) else None,
         rows=_count(record.get("rows")),
         tokens=_count(record.get("tokens")),
     )
@@ -305,7 +309,10 @@ def repair_command(
 
 def _input_root(task: TaskOrigin) -> str | None:
     """The input root a task's source came from: the ancestor of ``source_path`` relative to
-    which the path, ``/`` replaced by ``__``, is the task name (formats.md §3)."""
+    which the path, ``/`` replaced by ``__``, is the task name (formats.md §3). Recorded since
+    ``source_root`` exists; derived for older records."""
+    if task.source_root is not None:
+        return task.source_root
     if task.source_path is None:
         return None
     source = Path(task.source_path)

@@ -412,7 +412,11 @@ def test_one_source_under_two_task_names_is_refused(tmp_path: Path, corpora) -> 
     corpus = _copy(corpora[0], tmp_path / "tok")
     # As if `data/` had also been given as an input root: the same file, another name.
     shutil.copytree(corpus / "data__arithmetic.jsonl", corpus / "arithmetic.jsonl")
-    source = json.loads((corpus / "arithmetic.jsonl" / "metadata.json").read_text())
+    record_path = corpus / "arithmetic.jsonl" / "metadata.json"
+    source = json.loads(record_path.read_text())
+    # The record a run over `data/` would write: its root is `data/`.
+    source["source_root"] = str(Path(source["source_path"]).parent)
+    record_path.write_text(json.dumps(source))
     with pytest.raises(InputError) as info:
         _sample(tmp_path, corpus)
     message = str(info.value)
