@@ -21,6 +21,8 @@ document boundaries, 0 … context). A trailing EOS at the window's last token o
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -163,6 +165,7 @@ class MemoryMappedDataset(Dataset):
         eos_token_id: int | None = None,
         position_ids: bool = False,
         cu_seqlens: bool = False,
+        vocab_size: int | None = None,
     ) -> None:
         self.seq_len = _require_int(
             "seq_len", seq_len, 2, "a window of context + 1 tokens, the +1 for the label shift"
@@ -174,6 +177,11 @@ class MemoryMappedDataset(Dataset):
         self.eos_token_id = None if eos_token_id is None else int(eos_token_id)
         self.position_ids = position_ids
         self.cu_seqlens = cu_seqlens
+        self.vocab_size = (
+            None
+            if vocab_size is None
+            else _require_int("vocab_size", vocab_size, 1, "every token id must be below it")
+        )
         self._shards = _inspect(self.data_dir, _list_shards(self.data_dir, file_pattern))
         counts = np.array([s.tokens // self.seq_len for s in self._shards], dtype=np.int64)
         self._starts = np.concatenate(([0], np.cumsum(counts)))  # first window of each shard
@@ -244,7 +252,16 @@ class MemoryMappedDataset(Dataset):
         idx = int(idx) % n
         shard = int(np.searchsorted(self._starts, idx, side="right")) - 1
         start = (idx - int(self._starts[shard])) * self.seq_len
-        return np.array(self._map(shard)[start : start + self.seq_len], dtype=np.int64)
+        tokens = np.array(self._map(shard)[start : start + self.seq_len], dtype=np.int64)
+        if self.vocab_size is not None and int(tokens.max()) >= self.vocab_size:
+            # One max() per window: the check costs a pass over tokens already in cache.
+            where = start + int(np.argmax(tokens >= self.vocab_size))
+            raise InputError(
+                f"{self._shards[shard].path}: token {where} is id {int(tokens.max())}, not below "
+                f"vocab_size={self.vocab_size}; the shard was written with another tokenizer "
+                "(re-prepare it) or vocab_size is wrong"
+            )
+        return tokens
 
     def __getitem__(self, idx: int) -> dict[str, torch.Tensor]:
         tokens = self.window(idx)
@@ -260,6 +277,21 @@ class MemoryMappedDataset(Dataset):
             "input_ids": torch.from_numpy(tokens[:-1].copy()),
             "labels": torch.from_numpy(tokens[1:].copy()),
         }
+
+    def fingerprint(self) -> str:
+        """What this dataset yields: each shard's name, dtype and length, and the options.
+
+        Paths and mtimes are left out on purpose: a folder copied to another node resumes.
+        """
+        parts = [
+            self.seq_len,
+            self.pack_sequences,
+            self.eos_token_id,
+            self.position_ids,
+            self.cu_seqlens,
+            [[s.path.name, s.dtype.name, s.tokens] for s in self._shards],
+        ]
+        return hashlib.blake2b(json.dumps(parts).encode(), digest_size=16).hexdigest()
 
     def summary(self) -> dict[str, Any]:
         """Shards, tokens and windows, and what the window cut drops (each shard's short tail)."""

@@ -1,0 +1,282 @@
+"""``StatefulLoader``: a torch ``DataLoader`` that knows where it is and resumes anywhere.
+
+For a map-style dataset the loader drives a global order (``samplers.ShuffledOrder`` or
+``MixtureOrder``): each step takes the next ``batch_size * world_size`` indices of it and this
+rank keeps every ``world_size``-th. The indices are made in the main process, so DataLoader
+workers only fetch items and their number never changes what a batch holds. The loader counts
+the batches it has handed out and keeps the order's state after the last one: ``state_dict()``
+is that state (a few integers, the same on every rank), the dataset's fingerprint and the
+order's identity. ``load_state_dict`` continues from it:
+
+* with the same topology, exactly the batches an uninterrupted run would have yielded next;
+* with another world size, batch size or number of workers, the global order from the same
+  position: the job as a whole sees no sample twice and skips none. Which rank gets which sample
+  changes, and so does the epoch's dropped tail (``len % (batch_size * world_size)``). For a
+  mixture the same holds per source: each source continues from its own count, and the mixture
+  continues from the same point of its schedule, phases switching at their step.
+
+For an iterable (streaming) dataset the loader records what each batch says about its stream
+(``stream_id``/``stream_row``/``stream_offset``, see ``hf_text``) and hands it back to the
+dataset on resume; each rank saves its own state.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, IterableDataset
+
+from data_io.errors import ConfigError
+from data_io.load.mixture import dataset_fingerprint
+from data_io.load.samplers import MixtureOrder, ShuffledOrder, resolve_rank
+
+__all__ = ["StatefulLoader", "collate_samples"]
+
+_STATE_VERSION = 1
+_STREAM_KEYS = ("stream_id", "stream_row", "stream_offset")
+
+
+def collate_samples(samples: Sequence[Mapping[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """Stack samples into a batch; ``cu_seqlens`` become the flattened batch's boundaries.
+
+    Varlen attention kernels take one ``cu_seqlens`` for the whole ``(batch * context)`` token
+    stream, so sample ``i``'s boundaries are shifted by ``i * context`` and joined.
+    """
+    if not samples:
+        raise ValueError("cannot collate an empty batch")
+    keys = list(samples[0])
+    batch: dict[str, torch.Tensor] = {}
+    for key in keys:
+        if key == "cu_seqlens":
+            context = samples[0]["input_ids"].shape[-1]
+            parts = [samples[0]["cu_seqlens"]]
+            parts += [s["cu_seqlens"][1:] + i * context for i, s in enumerate(samples) if i]
+            batch[key] = torch.cat(parts).to(torch.int32)
+        else:
+            batch[key] = torch.stack([s[key] for s in samples])
+    return batch
+
+
+class _StepBatches:
+    """The batch sampler: this rank's indices of each step, the order's state queued beside."""
+
+    def __init__(self, loader: StatefulLoader, state: Mapping[str, Any], steps: int) -> None:
+        self._loader = loader
+        self._state = dict(state)
+        self._steps = steps
+
+    def __len__(self) -> int:
+        return self._steps
+
+    def __iter__(self) -> Iterator[list[int]]:
+        loader = self._loader
+        state = self._state
+        for _ in range(self._steps):
+            indices, _, state = loader.order.step(state, loader.samples_per_step)
+            loader._pending.append(state)
+            yield indices[loader.rank :: loader.world_size].tolist()
+
+
+class StatefulLoader:
+    """Batches of this rank, epoch by epoch, with ``state_dict``/``load_state_dict``.
+
+    ``order`` is the global order of a map-style ``dataset`` (None for an iterable dataset).
+    ``names`` name the sources of a mixture (for ``tokens_per_source``). Other keywords go to
+    ``torch.utils.data.DataLoader``.
+    """
+
+    def __init__(
+        self,
+        dataset: Any,
+        order: ShuffledOrder | MixtureOrder | None,
+        *,
+        batch_size: int,
+        rank: int | None = None,
+        world_size: int | None = None,
+        num_workers: int = 0,
+        pin_memory: bool = False,
+        prefetch_factor: int | None = 2,
+        names: Sequence[str] | None = None,
+        identity: Mapping[str, Any] | None = None,
+    ) -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
+            raise ConfigError(f"num_workers must be an integer >= 0, got {num_workers!r}")
+        self.dataset = dataset
+        self.order = order
+        self.streaming = isinstance(dataset, IterableDataset)
+        if self.streaming != (order is None):
+            raise ConfigError("an order goes with a map-style dataset, none with an iterable one")
+        self.batch_size = batch_size
+        self.rank, self.world_size = resolve_rank(rank, world_size)
+        self.num_workers = num_workers
+        self.pin_memory = bool(pin_memory)
+        self.prefetch_factor = prefetch_factor if num_workers > 0 else None
+        self.names = list(names) if names is not None else None
+        self.identity = dict(identity or {})
+        self.fingerprint = dataset_fingerprint(dataset)
+        self.state: dict[str, Any] = order.initial_state() if order is not None else {}
+        self.tokens_per_source = np.zeros(len(self.names or [None]), dtype=np.int64)
+        self._pending: deque[dict[str, Any]] = deque()
+
+    @property
+    def samples_per_step(self) -> int:
+        """Samples of one step over all ranks (the global batch)."""
+        return self.batch_size * self.world_size
+
+    def _epoch_start(self) -> dict[str, Any]:
+        """The state to start an epoch from: the current one, or the next epoch's start."""
+        assert self.order is not None
+        if self.samples_per_step > self.order.epoch_length:
+            raise ConfigError(
+                f"one step takes {self.samples_per_step} samples (batch_size {self.batch_size} x "
+                f"world_size {self.world_size}) but an epoch has {self.order.epoch_length}; "
+                "lower batch_size or add data"
+            )
+        state = dict(self.state)
+        if state["position"] + self.samples_per_step > self.order.epoch_length:
+            state["epoch"] += 1
+            state["position"] = 0
+        return state
+
+    def __len__(self) -> int:
+        """Batches left in the current epoch (streaming: unknown, raises TypeError)."""
+        if self.order is None:
+            raise TypeError("a streaming loader has no length")
+        start = self._epoch_start()
+        return (self.order.epoch_length - start["position"]) // self.samples_per_step
+
+    @property
+    def epoch(self) -> int:
+        return int(self.state.get("epoch", 0))
+
+    @property
+    def phase(self) -> int:
+        """The mixture phase of the next step (0 without phases)."""
+        if isinstance(self.order, MixtureOrder):
+            return self.order.phase_at(int(self.state["step"]))
+        return 0
+
+    @property
+    def lr_scale(self) -> float:
+        """The trainer's learning-rate multiplier for the next step (the phase's ``lr_scale``)."""
+        if isinstance(self.order, MixtureOrder):
+            return self.order.phases[self.phase].lr_scale
+        return 1.0
+
+    def _torch_loader(self, **kwargs: Any) -> DataLoader:
+        return DataLoader(
+            self.dataset,
+            num_workers=self.num_workers,
+            pin_memory=self.pin_memory,
+            prefetch_factor=self.prefetch_factor,
+            collate_fn=collate_samples,
+            **kwargs,
+        )
+
+    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
+        """One epoch from where the loader is (the rest of it after a resume)."""
+        if self.order is None:
+            yield from self._iter_stream()
+            return
+        start = self._epoch_start()
+        steps = (self.order.epoch_length - start["position"]) // self.samples_per_step
+        self._pending.clear()
+        loader = self._torch_loader(batch_sampler=_StepBatches(self, start, steps))
+        for batch in loader:
+            self.state = self._pending.popleft()
+            self._count(batch)
+            yield batch
+
+    def _iter_stream(self) -> Iterator[dict[str, torch.Tensor]]:
+        loader = self._torch_loader(batch_size=self.batch_size, drop_last=True)
+        streams = dict(self.state.get("streams", {}))
+        for batch in loader:
+            ids, rows, offsets = (batch.pop(k) for k in _STREAM_KEYS)
+            # A batch comes from one worker, i.e. one stream: its last sample is the resume point.
+            streams[int(ids[-1])] = [int(rows[-1]), int(offsets[-1])]
+            self.state = {"streams": dict(streams), "num_streams": self._num_streams()}
+            self._count(batch)
+            yield batch
+
+    def _num_streams(self) -> int:
+        return self.world_size * max(1, self.num_workers)
+
+    def _count(self, batch: Mapping[str, torch.Tensor]) -> None:
+        tokens = batch["input_ids"].shape[-1]
+        source = batch.get("dataset_idx")
+        if source is None:
+            self.tokens_per_source[0] += tokens * batch["input_ids"].shape[0]
+        else:
+            counts = torch.bincount(source, minlength=len(self.tokens_per_source)).numpy()
+            self.tokens_per_source += counts * tokens
+
+    def token_counts(self) -> dict[str, int]:
+        """Input tokens this rank has handed out, per source (since construction or resume)."""
+        names = self.names or ["all"]
+        return {n: int(c) for n, c in zip(names, self.tokens_per_source, strict=True)}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "version": _STATE_VERSION,
+            "fingerprint": self.fingerprint,
+            "identity": self.identity,
+            "order": self.order.identity() if self.order is not None else None,
+            "state": dict(self.state),
+            "batch_size": self.batch_size,
+            "world_size": self.world_size,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Continue from ``state`` (see the module docstring for what is guaranteed)."""
+        if not isinstance(state, Mapping) or state.get("version") != _STATE_VERSION:
+            raise ConfigError(
+                "not a data_io loader state (StatefulLoader.state_dict(), version "
+                f"{_STATE_VERSION}); got {type(state).__name__} "
+                f"version {state.get('version') if isinstance(state, Mapping) else None}"
+            )
+        if state.get("fingerprint") != self.fingerprint:
+            raise ConfigError(
+                f"the state was saved for other data (dataset fingerprint {state.get('fingerprint')}"
+                f", this loader's is {self.fingerprint}): the files, seq_len or packing options "
+                "differ; resume with the data and options of the run that saved it"
+            )
+        for key, mine in (("identity", self.identity), ("order", self._order_identity())):
+            theirs = state.get(key)
+            if theirs != mine:
+                diff = _differences(theirs, mine)
+                raise ConfigError(
+                    f"the state was saved with another configuration ({key}: {diff}); resume "
+                    "with the configuration of the run that saved it"
+                )
+        inner = state.get("state")
+        if self.order is None:
+            self.state = dict(inner or {})
+            self.dataset.load_state_dict(self.state)
+            return
+        expected = set(self.order.initial_state())
+        if not isinstance(inner, Mapping) or set(inner) != expected:
+            raise ConfigError(f"the loader state lacks the order's keys {sorted(expected)}")
+        self.state = dict(inner)
+        self._pending.clear()
+
+    def _order_identity(self) -> dict[str, Any] | None:
+        return self.order.identity() if self.order is not None else None
+
+
+def _differences(saved: Any, current: Any) -> str:
+    """The keys whose values differ between two identities, as a message reads them."""
+    if isinstance(saved, Mapping) and isinstance(current, Mapping):
+        keys = sorted(set(saved) | set(current))
+        parts = [
+            f"{k} saved {saved.get(k)!r}, now {current.get(k)!r}"
+            for k in keys
+            if saved.get(k) != current.get(k)
+        ]
+        return "; ".join(parts)
+    return f"saved {saved!r}, now {current!r}"

@@ -1,0 +1,168 @@
+"""Which source each sample of a mixture comes from: weights, temperature, phases.
+
+The mixture is one global stream of samples. Within a phase, source ``s`` (weight ``w_s``, the
+weights summing to 1) is "due" for its ``k``-th sample at time ``(k + u_s) / w_s``, with ``u_s``
+a seeded offset in [0, 1); the stream takes sources in order of due time (ties: lower source
+first). This is stride scheduling with random phases: after ``h`` samples of a phase every
+source has had ``w_s * h`` samples within about one, over *any* window of the stream, not only in
+the long run (a multinomial draw, as the seeds use, drifts by ``sqrt(h)``). The count of each
+source after ``h`` samples has a closed form (``counts``), so a resume at any position needs no
+history: the loader's state is the position, the phase and the counts at the phase's start.
+
+Phases switch at training steps (``TrainingPhase.start_step``); the loader converts steps to
+sample positions with its global batch size, so a phase always starts on a step boundary, even
+after an elastic resume that changed the world size.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from data_io.errors import ConfigError
+
+__all__ = ["MixPhase", "StrideSchedule", "resolve_phases", "temper"]
+
+
+def temper(weights: Sequence[float], temperature: float, where: str = "weights") -> np.ndarray:
+    """Normalised ``w ** (1 / T)`` (T > 1 flattens the mixture towards uniform)."""
+    if not isinstance(temperature, (int, float)) or not math.isfinite(temperature):
+        raise ConfigError(f"mix_temperature must be a positive number, got {temperature!r}")
+    if temperature <= 0:
+        raise ConfigError(f"mix_temperature must be > 0, got {temperature}")
+    w = np.asarray(weights, dtype=np.float64)
+    if w.ndim != 1 or not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ConfigError(f"{where} must be finite and >= 0, got {list(weights)}")
+    if not np.any(w > 0):
+        raise ConfigError(f"{where} are all zero: at least one source needs a weight > 0")
+    scaled = np.where(w > 0, w ** (1.0 / temperature), 0.0)
+    return scaled / scaled.sum()
+
+
+@dataclass(frozen=True)
+class MixPhase:
+    """Normalised weights from ``start_step`` on, and the trainer's learning-rate multiplier."""
+
+    start_step: int
+    weights: tuple[float, ...]
+    lr_scale: float = 1.0
+
+
+def resolve_phases(
+    names: Sequence[str],
+    base_weights: Sequence[float],
+    temperature: float = 1.0,
+    phases: Sequence[Mapping[str, object]] = (),
+    anneal_start_step: int = 0,
+    anneal_weights: Mapping[str, float] | None = None,
+) -> list[MixPhase]:
+    """Validated phases, the first starting at step 0 (KempnerForge's rules).
+
+    ``base_weights``: one per source, each > 0. ``phases``: dicts with ``start_step``,
+    ``dataset_weights`` (name → weight ≥ 0; a source not named keeps weight 0) and optional
+    ``lr_scale``; start steps strictly increasing. ``anneal_start_step``/``anneal_weights`` is the
+    two-phase shortcut and excludes ``phases``.
+    """
+    names = list(names)
+    if len(set(names)) != len(names):
+        raise ConfigError(f"source names must be unique, got {names}")
+    base = np.asarray(base_weights, dtype=np.float64)
+    if base.shape != (len(names),):
+        raise ConfigError(f"need one weight per source ({len(names)}), got {list(base_weights)}")
+    bad = [n for n, w in zip(names, base, strict=True) if not (math.isfinite(w) and w > 0)]
+    if bad:
+        raise ConfigError(f"datasets[].weight must be > 0; not so for {', '.join(bad)}")
+    anneal = dict(anneal_weights or {})
+    if anneal_start_step or anneal:
+        if phases:
+            raise ConfigError("phases and anneal_start_step/anneal_weights are exclusive: use one")
+        if not anneal_start_step or not anneal:
+            raise ConfigError("anneal_start_step > 0 and anneal_weights go together; set both")
+        phases = [{"start_step": anneal_start_step, "dataset_weights": anneal}]
+    result = [MixPhase(0, tuple(float(x) for x in temper(base, temperature, "datasets[].weight")))]
+    last = 0
+    for i, phase in enumerate(phases):
+        where = f"phases[{i}]"
+        unknown = set(phase) - {"start_step", "dataset_weights", "lr_scale"}
+        if unknown:
+            raise ConfigError(f"{where}: unknown keys {sorted(unknown)}")
+        start = phase.get("start_step")
+        if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+            raise ConfigError(f"{where}.start_step must be an integer >= 0, got {start!r}")
+        if start <= last and not (i == 0 and start == 0):
+            raise ConfigError(
+                f"{where}.start_step={start}: start steps must be strictly increasing "
+                f"(previous: {last})"
+            )
+        weights = phase.get("dataset_weights") or {}
+        if not isinstance(weights, Mapping):
+            raise ConfigError(f"{where}.dataset_weights must map source names to weights")
+        unknown_names = sorted(set(weights) - set(names))
+        if unknown_names:
+            raise ConfigError(
+                f"{where}.dataset_weights names unknown sources {unknown_names}; sources: {names}"
+            )
+        vector = [float(weights.get(n, 0.0)) for n in names]  # type: ignore[arg-type]
+        lr_scale = phase.get("lr_scale", 1.0)
+        if not isinstance(lr_scale, (int, float)) or not lr_scale > 0:
+            raise ConfigError(f"{where}.lr_scale must be > 0, got {lr_scale!r}")
+        tempered = tuple(float(x) for x in temper(vector, temperature, f"{where}.dataset_weights"))
+        entry = MixPhase(start, tempered, float(lr_scale))
+        if start == 0:
+            result[0] = entry
+        else:
+            result.append(entry)
+        last = start
+    return result
+
+
+class StrideSchedule:
+    """The source order of one phase: closed-form counts and the order of any range."""
+
+    def __init__(self, weights: Sequence[float], seed: int, phase: int) -> None:
+        self.weights = np.asarray(weights, dtype=np.float64)
+        self.active = np.flatnonzero(self.weights > 0)
+        rng = np.random.default_rng([int(seed) & (2**63 - 1), int(phase), 0x6D6978])
+        self.offsets = rng.random(self.weights.shape[0])
+
+    def _due(self, source: int, k: int | np.ndarray) -> float | np.ndarray:
+        return (k + self.offsets[source]) / self.weights[source]
+
+    def counts(self, h: int) -> np.ndarray:
+        """Samples of each source among the phase's first ``h`` (int64, summing to ``h``)."""
+        n = np.zeros(self.weights.shape[0], dtype=np.int64)
+        if h <= 0:
+            return n
+        w, u = self.weights[self.active], self.offsets[self.active]
+        n[self.active] = np.maximum(0, np.floor(h * w - u).astype(np.int64) + 1)
+        # The float floor above is within a few samples of the exact prefix; fix it up by
+        # comparing due times, so that the result is exactly the first h of the stream's order.
+        while True:
+            last = [(self._due(s, n[s] - 1), s) for s in self.active if n[s] > 0]
+            after = [(self._due(s, n[s]), s) for s in self.active]
+            total = int(n.sum())
+            if total > h:
+                n[max(last)[1]] -= 1
+            elif total < h:
+                n[min(after)[1]] += 1
+            elif last and max(last) > min(after):
+                n[max(last)[1]] -= 1
+                n[min(after)[1]] += 1
+            else:
+                return n
+
+    def order(self, h0: int, h1: int) -> np.ndarray:
+        """Source of each sample at phase positions ``h0 .. h1 - 1``, in stream order."""
+        start, end = self.counts(h0), self.counts(h1)
+        times, sources = [], []
+        for s in self.active:
+            k = np.arange(start[s], end[s])
+            times.append(self._due(s, k))
+            sources.append(np.full(k.shape[0], s, dtype=np.int64))
+        if not times:
+            return np.zeros(0, dtype=np.int64)
+        t, src = np.concatenate(times), np.concatenate(sources)
+        return src[np.lexsort((src, t))]

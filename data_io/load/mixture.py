@@ -1,0 +1,88 @@
+"""``MixtureDataset``: several map-style datasets behind one index space.
+
+Index ``i`` belongs to source ``s`` when ``cumulative_sizes[s-1] <= i < cumulative_sizes[s]``
+(KempnerForge's layout); ``MixtureSampler`` draws from it by weight. Each item carries
+``dataset_idx`` (a 0-d int64 tensor) so the loader can count tokens per source.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+from data_io.errors import ConfigError
+
+__all__ = ["MixtureDataset", "dataset_fingerprint"]
+
+
+def dataset_fingerprint(dataset: Any) -> str:
+    """The dataset's own ``fingerprint()``, or its class and length for foreign datasets."""
+    method = getattr(dataset, "fingerprint", None)
+    if callable(method):
+        return str(method())
+    return f"{type(dataset).__qualname__}:{len(dataset)}"
+
+
+def _shape_of(dataset: Any, name: str) -> dict[str, tuple[int, ...]]:
+    sample = dataset[0]
+    if not isinstance(sample, dict):
+        raise ConfigError(f"mixture source {name!r} yields {type(sample).__name__}, not a dict")
+    # cu_seqlens varies per sample; everything else must agree for batches to stack.
+    return {k: tuple(v.shape) for k, v in sample.items() if k != "cu_seqlens"}
+
+
+class MixtureDataset(Dataset):
+    """The concatenation of ``datasets``, named ``names`` (for metrics and phase weights)."""
+
+    def __init__(self, datasets: Sequence[Any], names: Sequence[str] | None = None) -> None:
+        self.datasets = list(datasets)
+        if not self.datasets:
+            raise ConfigError("a mixture needs at least one dataset")
+        self.names = list(names) if names is not None else [f"source_{i}" for i in range(len(datasets))]
+        if len(self.names) != len(self.datasets) or len(set(self.names)) != len(self.names):
+            raise ConfigError(f"need one unique name per dataset, got {self.names}")
+        sizes = [len(d) for d in self.datasets]
+        empty = [n for n, s in zip(self.names, sizes, strict=True) if s == 0]
+        if empty:
+            raise ConfigError(f"mixture sources without any sample: {', '.join(empty)}")
+        self.cumulative_sizes = np.cumsum(sizes).astype(np.int64).tolist()
+        shapes = [_shape_of(d, n) for d, n in zip(self.datasets, self.names, strict=True)]
+        for name, shape in zip(self.names[1:], shapes[1:], strict=True):
+            if shape != shapes[0]:
+                raise ConfigError(
+                    f"mixture source {name!r} yields {shape}, but {self.names[0]!r} yields "
+                    f"{shapes[0]}; give every source the same seq_len and packing options"
+                )
+
+    def __len__(self) -> int:
+        return int(self.cumulative_sizes[-1])
+
+    def locate(self, idx: int) -> tuple[int, int]:
+        """(source, index within it) of mixture index ``idx``."""
+        if not 0 <= idx < len(self):
+            raise IndexError(f"index {idx} out of range for a mixture of {len(self)} samples")
+        source = int(np.searchsorted(self.cumulative_sizes, idx, side="right"))
+        start = self.cumulative_sizes[source - 1] if source else 0
+        return source, int(idx - start)
+
+    def __getitem__(self, idx: int) -> dict[str, torch.Tensor]:
+        source, local = self.locate(int(idx))
+        sample = dict(self.datasets[source][local])
+        sample["dataset_idx"] = torch.tensor(source, dtype=torch.int64)
+        return sample
+
+    def fingerprint(self) -> str:
+        parts = [[n, dataset_fingerprint(d)] for n, d in zip(self.names, self.datasets, strict=True)]
+        return hashlib.blake2b(json.dumps(parts).encode(), digest_size=16).hexdigest()
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            name: (d.summary() if hasattr(d, "summary") else {"samples": len(d)})
+            for name, d in zip(self.names, self.datasets, strict=True)
+        }
