@@ -1,20 +1,67 @@
 """The load stage: torch datasets and loaders over what the earlier stages wrote.
 
-Today: ``SampledDataset`` over a sampled folder (formats.md §4/§5, the HRM-Text trainer's
-batches), with ``ResumableDataLoader`` for exact resume; ``MemoryMappedDataset`` over a folder of
-flat token shards (formats.md §6). torch is imported only inside this package.
+* ``SampledDataset`` over a sampled folder (formats.md §4/§5, the HRM-Text trainer's batches),
+  with ``ResumableDataLoader`` for exact resume.
+* Flat token shards (formats.md §6): ``MemoryMappedDataset``; several of them mixed by weight,
+  temperature and phases: ``MixtureDataset`` + ``MixtureSampler``; ``DistributedSampler``.
+* HF text sources tokenized by the Rust encoder: ``HuggingFaceDataset`` (eager, cached as shards)
+  and ``StreamingHuggingFaceDataset`` (sharded over ranks and workers).
+* xorl's tokenized rows with sequential/multipack packing: ``TokenizedRowsDataset``.
+* One typed config (``LoaderConfig``: ``DataConfig``, ``DatasetSource``, ``TrainingPhase``,
+  ``EvalConfig``) and one entry point, ``build_dataloader(config, rank, world_size)``, whose
+  ``StatefulLoader`` resumes exactly, and elastically across world sizes and worker counts;
+  ``build_eval_loader`` for ``[eval]``.
+
+torch is imported only inside this package, and only when one of these names is first used
+(the command line imports ``data_io.load.check`` and ``pack_cli`` without paying for torch).
 """
 
-from data_io.load.layouts import IGNORE_INDEX, SCALAR_KEYS
-from data_io.load.sampled import ResumableDataLoader, SampledDataset, format_batch, split_scalars
-from data_io.load.shards import MemoryMappedDataset
+from __future__ import annotations
 
-__all__ = [
-    "IGNORE_INDEX",
-    "SCALAR_KEYS",
-    "MemoryMappedDataset",
-    "ResumableDataLoader",
-    "SampledDataset",
-    "format_batch",
-    "split_scalars",
-]
+import importlib
+from typing import Any
+
+# Public name -> the module that defines it.
+_EXPORTS = {
+    "IGNORE_INDEX": "layouts",
+    "SCALAR_KEYS": "layouts",
+    "ResumableDataLoader": "sampled",
+    "SampledDataset": "sampled",
+    "format_batch": "sampled",
+    "split_scalars": "sampled",
+    "MemoryMappedDataset": "shards",
+    "DistributedSampler": "samplers",
+    "MixtureSampler": "samplers",
+    "MixtureDataset": "mixture",
+    "StatefulLoader": "dataloader",
+    "collate_samples": "dataloader",
+    "DataConfig": "config",
+    "DatasetSource": "config",
+    "EvalConfig": "config",
+    "LoaderConfig": "config",
+    "TrainSection": "config",
+    "TrainingPhase": "config",
+    "load_config": "config",
+    "build_dataloader": "build",
+    "EvalLoader": "eval",
+    "build_eval_loader": "eval",
+    "HuggingFaceDataset": "hf_text",
+    "StreamingHuggingFaceDataset": "hf_text",
+    "RowSource": "rows",
+    "TokenizedRowsDataset": "tokenized_rows",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'data_io.load' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"data_io.load.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

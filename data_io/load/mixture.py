@@ -44,7 +44,9 @@ class MixtureDataset(Dataset):
         self.datasets = list(datasets)
         if not self.datasets:
             raise ConfigError("a mixture needs at least one dataset")
-        self.names = list(names) if names is not None else [f"source_{i}" for i in range(len(datasets))]
+        self.names = (
+            list(names) if names is not None else [f"source_{i}" for i in range(len(datasets))]
+        )
         if len(self.names) != len(self.datasets) or len(set(self.names)) != len(self.names):
             raise ConfigError(f"need one unique name per dataset, got {self.names}")
         sizes = [len(d) for d in self.datasets]
@@ -78,7 +80,9 @@ class MixtureDataset(Dataset):
         return sample
 
     def fingerprint(self) -> str:
-        parts = [[n, dataset_fingerprint(d)] for n, d in zip(self.names, self.datasets, strict=True)]
+        parts = [
+            [n, dataset_fingerprint(d)] for n, d in zip(self.names, self.datasets, strict=True)
+        ]
         return hashlib.blake2b(json.dumps(parts).encode(), digest_size=16).hexdigest()
 
     def summary(self) -> dict[str, Any]:

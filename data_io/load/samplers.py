@@ -35,6 +35,7 @@ from data_io.load.permutation import IndexPermutation
 
 __all__ = ["DistributedSampler", "MixtureOrder", "MixtureSampler", "ShuffledOrder"]
 
+
 def _require(name: str, value: object, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
@@ -316,7 +317,9 @@ class MixtureSampler(Sampler[int]):
         sizes = np.diff([0, *cumulative]).tolist()
         if not sizes or min(sizes) < 1:
             raise ConfigError(f"every mixture source needs samples; cumulative sizes: {cumulative}")
-        self.names = list(names) if names is not None else [f"source_{i}" for i in range(len(sizes))]
+        self.names = (
+            list(names) if names is not None else [f"source_{i}" for i in range(len(sizes))]
+        )
         resolved = resolve_phases(
             self.names, weights, temperature, phases, anneal_start_step, anneal_weights
         )

@@ -1,0 +1,244 @@
+"""``build_dataloader``: a ``LoaderConfig`` → the dataset, its global order and a loader.
+
+The four paths of KempnerForge's trainer, plus xorl's tokenized rows:
+
+=======================================  =================================  =================
+config                                   dataset                            order
+=======================================  =================================  =================
+``data.dataset_path``                    ``MemoryMappedDataset``            ``ShuffledOrder``
+``data.hf_dataset_name``                 ``HuggingFaceDataset`` (eager)     ``ShuffledOrder``
+``... + data.hf_streaming``              ``StreamingHuggingFaceDataset``    (its own streams)
+``data.datasets`` (token sources)        ``MixtureDataset`` of the above    ``MixtureOrder``
+``data.datasets`` (``type: tokenized``)  ``TokenizedRowsDataset``           ``ShuffledOrder``
+=======================================  =================================  =================
+
+Windows are ``train.seq_len + 1`` tokens (input and label shift), so batches hold ``seq_len``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from data_io.errors import ConfigError
+from data_io.load.config import DataConfig, DatasetSource, LoaderConfig, phase_dicts, source_name
+from data_io.load.dataloader import StatefulLoader
+from data_io.load.mixing import resolve_phases
+from data_io.load.mixture import MixtureDataset
+from data_io.load.samplers import MixtureOrder, ShuffledOrder
+from data_io.load.shards import MemoryMappedDataset
+
+__all__ = [
+    "BuiltData",
+    "TokenizerFacts",
+    "build_data",
+    "build_dataloader",
+    "hf_text_dataset",
+    "shard_dataset",
+]
+
+
+@dataclass
+class BuiltData:
+    """What a config resolves to, before any loader: also what ``loader-check`` reports."""
+
+    dataset: Any
+    order: ShuffledOrder | MixtureOrder | None
+    names: list[str] | None
+    kind: str
+
+
+class TokenizerFacts:
+    """The tokenizer facts a config may leave out (EOS id, vocabulary size), read on demand."""
+
+    def __init__(self, data: DataConfig) -> None:
+        self.path = data.tokenizer_path
+        self.data = data
+
+    @cached_property
+    def encoder(self) -> Any:
+        if not self.path:
+            return None
+        from data_io.encoder import TextEncoder
+        from data_io.tokenizer_files import resolve_tokenizer
+
+        return TextEncoder.from_file(resolve_tokenizer(self.path))
+
+    @property
+    def eos_token_id(self) -> int | None:
+        if self.data.eos_token_id is not None:
+            return self.data.eos_token_id
+        if not self.data.pack_sequences:
+            return None
+        if self.encoder is None:
+            raise ConfigError(
+                "data.pack_sequences needs the EOS id: set data.eos_token_id or data.tokenizer_path"
+            )
+        return int(self.encoder.eos_id_for(None))
+
+    @property
+    def vocab_size(self) -> int | None:
+        if self.data.vocab_size is not None:
+            return self.data.vocab_size
+        return None if self.encoder is None else int(self.encoder.vocab_size)
+
+    def require_path(self, what: str) -> str:
+        if not self.path:
+            raise ConfigError(f"{what} is tokenized here: set data.tokenizer_path")
+        return self.path
+
+
+def shard_dataset(
+    data: DataConfig, tok: TokenizerFacts, path: str, pattern: str, window: int
+) -> Any:
+    return MemoryMappedDataset(
+        path,
+        window,
+        file_pattern=pattern,
+        pack_sequences=data.pack_sequences,
+        eos_token_id=tok.eos_token_id,
+        position_ids=data.position_ids,
+        cu_seqlens=data.cu_seqlens,
+        vocab_size=tok.vocab_size,
+    )
+
+
+def hf_text_dataset(
+    data: DataConfig,
+    tok: TokenizerFacts,
+    window: int,
+    name: str,
+    config_name: str | None,
+    split: str,
+    streaming: bool = False,
+    rank_world: tuple[int, int] | None = None,
+) -> Any:
+    from data_io.load.hf_text import HuggingFaceDataset, StreamingHuggingFaceDataset
+
+    options: dict[str, Any] = {
+        "split": split,
+        "text_field": data.hf_dataset_text_field,
+        "dataset_config": config_name,
+        "eos_token_id": tok.eos_token_id,
+        "pack_sequences": data.pack_sequences,
+        "position_ids": data.position_ids,
+        "cu_seqlens": data.cu_seqlens,
+    }
+    tokenizer = tok.require_path(f"HF dataset {name!r}")
+    if streaming:
+        assert rank_world is not None
+        rank, world = rank_world
+        return StreamingHuggingFaceDataset(
+            name, window, tokenizer, rank=rank, world_size=world, **options
+        )
+    return HuggingFaceDataset(name, window, tokenizer, cache_dir=data.cache_dir or None, **options)
+
+
+def _token_source(data: DataConfig, tok: TokenizerFacts, source: DatasetSource, window: int) -> Any:
+    if source.path:
+        return shard_dataset(
+            data, tok, source.path, source.file_pattern or data.file_pattern, window
+        )
+    assert source.hf_name is not None
+    split = source.hf_split or data.hf_dataset_split
+    return hf_text_dataset(data, tok, window, source.hf_name, source.hf_config, split)
+
+
+def _tokenized_rows(config: LoaderConfig) -> Any:
+    from data_io.load.rows import RowSource
+    from data_io.load.tokenized_rows import TokenizedRowsDataset
+
+    data = config.data
+    sources = [
+        RowSource(
+            path=s.path,
+            split=s.split,
+            data_files=s.data_files,
+            revision=s.revision,
+            select_columns=s.select_columns or data.select_columns,
+            max_seq_len=s.max_seq_len,
+            name=source_name(s),
+        )
+        for s in data.datasets
+    ]
+    return TokenizedRowsDataset(
+        sources,
+        sample_packing_method=data.sample_packing_method,
+        sample_packing_sequence_len=data.sample_packing_sequence_len,
+        dataset_prepared_path=data.dataset_prepared_path,
+        seed=config.train.seed,
+    )
+
+
+def build_data(config: LoaderConfig, rank: int = 0, world_size: int = 1) -> BuiltData:
+    """The dataset and global order that ``config`` describes (no loader, no workers)."""
+    data, train = config.data, config.train
+    window = train.seq_len + 1
+    tok = TokenizerFacts(data)
+    seed, shuffle = train.seed, data.shuffle
+    if data.datasets and data.datasets[0].type == "tokenized":
+        dataset = _tokenized_rows(config)
+        return BuiltData(dataset, ShuffledOrder(len(dataset), seed, shuffle), None, "tokenized")
+    if data.datasets:
+        names = [source_name(s) for s in data.datasets]
+        parts = [_token_source(data, tok, s, window) for s in data.datasets]
+        phases = resolve_phases(
+            names,
+            [s.weight for s in data.datasets],
+            data.mix_temperature,
+            phase_dicts(data),
+            data.anneal_start_step,
+            data.anneal_weights,
+        )
+        mixture = MixtureDataset(parts, names)
+        order = MixtureOrder([len(p) for p in parts], phases, seed, shuffle)
+        return BuiltData(mixture, order, names, "mixture")
+    if data.dataset_path:
+        dataset = shard_dataset(data, tok, data.dataset_path, data.file_pattern, window)
+        return BuiltData(dataset, ShuffledOrder(len(dataset), seed, shuffle), None, "shards")
+    if data.hf_dataset_name:
+        split, name = data.hf_dataset_split, data.hf_dataset_name
+        if data.hf_streaming:
+            stream = hf_text_dataset(
+                data, tok, window, name, data.hf_dataset_config, split, True, (rank, world_size)
+            )
+            return BuiltData(stream, None, None, "hf-streaming")
+        dataset = hf_text_dataset(data, tok, window, name, data.hf_dataset_config, split)
+        return BuiltData(dataset, ShuffledOrder(len(dataset), seed, shuffle), None, "hf")
+    raise ConfigError(
+        "no data source: set data.dataset_path, data.hf_dataset_name or data.datasets"
+    )
+
+
+def build_dataloader(
+    config: LoaderConfig | str | Path,
+    rank: int | None = None,
+    world_size: int | None = None,
+) -> StatefulLoader:
+    """The training loader of ``config`` (a ``LoaderConfig`` or a TOML/YAML path) for a rank.
+
+    ``rank``/``world_size`` default to torch.distributed's, else 0 of 1. The loader has
+    ``state_dict()``/``load_state_dict()``; ``loader.lr_scale`` follows the mixture's phases.
+    """
+    from data_io.load.config import load_config
+    from data_io.load.samplers import resolve_rank
+
+    if not isinstance(config, LoaderConfig):
+        config = load_config(config)
+    rank, world_size = resolve_rank(rank, world_size)
+    built = build_data(config, rank, world_size)
+    data = config.data
+    return StatefulLoader(
+        built.dataset,
+        built.order,
+        batch_size=config.train.batch_size,
+        rank=rank,
+        world_size=world_size,
+        num_workers=data.num_workers,
+        pin_memory=data.pin_memory,
+        prefetch_factor=data.prefetch_factor,
+        names=built.names,
+        identity={"kind": built.kind, "seq_len": config.train.seq_len},
+    )

@@ -1,0 +1,210 @@
+"""```data_io loader-check CONFIG```: build the loader a config describes and show what it found.
+
+Prints the sources (files, tokens, samples, what the window cut drops), the samples and steps per
+rank and epoch, the mixture's weights per phase, the eval set, then times the first batches: a
+dry run of the data side of a training job, before any GPU is reserved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.table import Table
+
+from data_io.console import summary_console
+
+if TYPE_CHECKING:
+    from data_io.load.config import LoaderConfig
+    from data_io.load.samplers import MixtureOrder
+
+__all__ = ["check_loader", "register"]
+
+
+def _summary(dataset: Any) -> dict[str, Any]:
+    method = getattr(dataset, "summary", None)
+    return method() if callable(method) else {"samples": len(dataset)}
+
+
+def _phase_table(order: MixtureOrder, names: list[str]) -> Table:
+    table = Table(title="mixture weights per phase (after mix_temperature)")
+    table.add_column("phase")
+    table.add_column("start step", justify="right")
+    table.add_column("lr_scale", justify="right")
+    for name in names:
+        table.add_column(name, justify="right")
+    for i, phase in enumerate(order.phases):
+        weights = [f"{w:.3f}" for w in phase.weights]
+        table.add_row(str(i), str(phase.start_step), f"{phase.lr_scale:g}", *weights)
+    return table
+
+
+def check_loader(
+    config: LoaderConfig, rank: int = 0, world_size: int = 1, batches: int = 5
+) -> dict[str, Any]:
+    """Build the loader, time ``batches`` batches; returns the report ``loader-check`` prints."""
+    from data_io.load.build import build_data
+    from data_io.load.dataloader import StatefulLoader
+    from data_io.load.eval import build_eval_loader
+
+    started = time.perf_counter()
+    built = build_data(config, rank, world_size)
+    loader = StatefulLoader(
+        built.dataset,
+        built.order,
+        batch_size=config.train.batch_size,
+        rank=rank,
+        world_size=world_size,
+        num_workers=config.data.num_workers,
+        prefetch_factor=config.data.prefetch_factor,
+        names=built.names,
+    )
+    built_s = time.perf_counter() - started
+    report: dict[str, Any] = {
+        "kind": built.kind,
+        "sources": _summary(built.dataset),
+        "build_seconds": round(built_s, 3),
+        "rank": rank,
+        "world_size": world_size,
+        "batch_size": config.train.batch_size,
+        "seq_len": config.train.seq_len,
+    }
+    if built.order is not None:
+        report["samples_per_epoch"] = built.order.epoch_length
+        report["steps_per_epoch"] = len(loader)
+        report["samples_per_rank_per_epoch"] = len(loader) * config.train.batch_size
+    timings = []
+    tick = time.perf_counter()
+    shapes: dict[str, list[int]] = {}
+    for i, batch in enumerate(loader):
+        now = time.perf_counter()
+        timings.append(now - tick)
+        tick = now
+        shapes = {k: list(v.shape) for k, v in batch.items()}
+        if i + 1 >= batches:
+            break
+    report["batch_shapes"] = shapes
+    report["first_batch_seconds"] = round(timings[0], 3) if timings else None
+    if len(timings) > 1:
+        rest = sum(timings[1:])
+        tokens = config.train.batch_size * config.train.seq_len * (len(timings) - 1)
+        report["tokens_per_second_after_first"] = round(tokens / rest) if rest else None
+    report["tokens_per_source"] = loader.token_counts()
+    evaluation = build_eval_loader(config, rank, world_size)
+    if evaluation is not None:
+        report["eval"] = {
+            "samples": len(evaluation.dataset),
+            "steps": evaluation.steps,
+            "interval": evaluation.interval,
+            "wraps_around": evaluation.steps * evaluation.batch_size * world_size
+            > len(evaluation.dataset),
+        }
+    report["_order"] = built.order
+    report["_names"] = built.names
+    return report
+
+
+# Kept out of the table (still in --json): what every row repeats or a list per file.
+_DETAIL_KEYS = {"seq_len", "files_with_dropped_tail", "files_without_windows"}
+
+
+def _sources_table(kind: str, sources: dict[str, Any]) -> Table:
+    """One row per source; the columns are the keys of the sources' summaries."""
+    rows = sources if kind == "mixture" else {kind: sources}
+    table = Table(title="sources")
+    columns: list[str] = []
+    for summary in rows.values():
+        columns += [
+            k
+            for k, v in summary.items()
+            if k not in columns and k not in _DETAIL_KEYS and not isinstance(v, (dict, list))
+        ]
+    table.add_column("source")
+    for column in columns:
+        table.add_column(column.replace("_", " "), overflow="fold")
+    for name, summary in rows.items():
+        table.add_row(name, *(_cell(summary.get(c)) for c in columns))
+    return table
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    if isinstance(value, list):
+        return ", ".join(map(str, value[:5])) + (f" (+{len(value) - 5})" if len(value) > 5 else "")
+    return "" if value is None else str(value)
+
+
+def _print(report: dict[str, Any], as_json: bool) -> None:
+    from data_io.load.samplers import MixtureOrder
+
+    console = summary_console()
+    order, names = report.pop("_order"), report.pop("_names")
+    if as_json:
+        console.print_json(json.dumps(report, default=str))
+        return
+    console.print(
+        f"[bold]loader-check[/bold]: {report['kind']} data, rank {report['rank']} of "
+        f"{report['world_size']}, batch {report['batch_size']} x seq_len {report['seq_len']}, "
+        f"built in {report['build_seconds']} s"
+    )
+    console.print(_sources_table(report["kind"], report["sources"]))
+    if "steps_per_epoch" in report:
+        console.print(
+            f"epoch: {report['samples_per_epoch']:,} samples; this rank: "
+            f"{report['steps_per_epoch']:,} steps of {report['batch_size']} "
+            f"({report['samples_per_rank_per_epoch']:,} samples)"
+        )
+    if isinstance(order, MixtureOrder) and names:
+        console.print(_phase_table(order, names))
+    shapes = ", ".join(f"{k} {tuple(v)}" for k, v in report["batch_shapes"].items())
+    console.print(f"batch: {shapes}")
+    console.print(
+        f"first batch: {report['first_batch_seconds']} s; then "
+        f"{report.get('tokens_per_second_after_first') or 0:,} tokens/s; tokens per source: "
+        + ", ".join(f"{k} {v:,}" for k, v in report["tokens_per_source"].items())
+    )
+    if "eval" in report:
+        ev = report["eval"]
+        wraps = " (wraps around)" if ev["wraps_around"] else ""
+        console.print(
+            f"eval: {ev['samples']:,} samples, {ev['steps']} steps every {ev['interval']} "
+            f"steps{wraps}"
+        )
+
+
+def _run(args: argparse.Namespace) -> int:
+    from data_io.load.config import load_config
+
+    config = load_config(args.config, args.overrides)
+    if args.workers is not None:
+        config.data.num_workers = args.workers
+    report = check_loader(config, args.rank, args.world_size, args.batches)
+    _print(report, args.json)
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "loader-check",
+        help="build the loader of a [data]/[eval] config and time its first batches",
+        description="Read a TOML/YAML job config (KempnerForge [data]/[eval]/[train] or xorl "
+        "data: datasets:), build the loader for one rank, print the sources, samples per rank, "
+        "mixture per phase and eval set, and time the first batches.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("config", type=Path, help="the .toml/.yaml config")
+    parser.add_argument(
+        "overrides", nargs="*", help="OmegaConf dotlist overrides, e.g. data.num_workers=0"
+    )
+    parser.add_argument("--rank", type=int, default=0, help="the rank to build")
+    parser.add_argument("--world-size", type=int, default=1, help="ranks in the job")
+    parser.add_argument("--batches", type=int, default=5, help="batches to time")
+    parser.add_argument(
+        "--workers", type=int, default=None, help="override data.num_workers for this check"
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.set_defaults(run=_run)

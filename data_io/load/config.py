@@ -1,0 +1,312 @@
+"""The loader's typed configuration: KempnerForge's ``[data]``/``[eval]``, xorl's ``datasets:``.
+
+``LoaderConfig`` holds ``data`` (``DataConfig``), ``eval`` (``EvalConfig``) and ``train``
+(``TrainSection``: the three ``[train]`` fields a loader needs: ``batch_size``, ``seq_len``,
+``seed``). Field names and defaults are the seeds'; data_io's additions are marked below.
+``load_config`` reads TOML or YAML and applies OmegaConf dotlist overrides
+(``data.datasets.0.weight=2``). Inside ``data``/``eval`` an unknown key or a value of the wrong
+type is an error naming the key; other sections of a job file (``[model]``, ``[optimizer]``...)
+and the trainer's other ``[train]`` keys belong to the trainer and are ignored.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from data_io.errors import ConfigError
+
+__all__ = [
+    "DataConfig",
+    "DatasetSource",
+    "EvalConfig",
+    "LoaderConfig",
+    "TrainSection",
+    "TrainingPhase",
+    "load_config",
+]
+
+PACKING_METHODS = ("sequential", "multipack")
+
+
+@dataclass
+class DatasetSource:
+    """One source of a mixture (KempnerForge) or of a tokenized-row list (xorl)."""
+
+    path: str = ""  # pre-tokenized shard directory; for type="tokenized", the rows
+    weight: float = 1.0  # relative sampling weight, > 0
+    name: str = ""  # for metrics and phase weights; derived from path/hf_name if empty
+    hf_name: str | None = None  # HF dataset id (eager, tokenized into the cache)
+    hf_config: str | None = None
+    # data_io additions
+    file_pattern: str | None = None  # overrides data.file_pattern for this source
+    hf_split: str | None = None  # overrides data.hf_dataset_split
+    # xorl's tokenized rows ({input_ids, labels}); these follow datasets.load_dataset
+    type: str = ""  # "" (shards or HF text) or "tokenized"
+    split: str = "train"
+    data_files: list[str] | None = None
+    revision: str | None = None
+    max_seq_len: int | None = None
+    select_columns: list[str] | None = None
+    trust_remote_code: bool = False
+
+
+@dataclass
+class TrainingPhase:
+    start_step: int = 0  # step at which the phase activates
+    dataset_weights: dict[str, float] = field(default_factory=dict)
+    lr_scale: float = 1.0  # multiplier applied to the scheduler's LR
+
+
+@dataclass
+class DataConfig:
+    dataset_path: str = ""
+    file_pattern: str = "*.npy"
+    tokenizer_path: str = ""
+    num_workers: int = 4
+    pin_memory: bool = True
+    prefetch_factor: int = 2
+    pack_sequences: bool = False
+    hf_dataset_name: str | None = None
+    hf_dataset_config: str | None = None
+    hf_dataset_split: str = "train"
+    hf_dataset_text_field: str = "text"
+    hf_streaming: bool = False
+    datasets: list[DatasetSource] = field(default_factory=list)
+    mix_temperature: float = 1.0
+    phases: list[TrainingPhase] = field(default_factory=list)
+    anneal_start_step: int = 0
+    anneal_weights: dict[str, float] = field(default_factory=dict)
+    # data_io additions
+    eos_token_id: int | None = None  # default: the tokenizer's EOS (needed by pack_sequences)
+    position_ids: bool = False  # packed samples: positions restarting per document
+    cu_seqlens: bool = False  # packed samples: document boundaries for varlen attention
+    vocab_size: int | None = None  # token ids are checked below it (default: the tokenizer's)
+    shuffle: bool = True
+    cache_dir: str = ""  # where eager HF sources are tokenized to (default: ~/.cache/data_io)
+    # xorl's packing of tokenized rows
+    sample_packing_method: str | None = None  # "sequential" | "multipack" | None
+    sample_packing_sequence_len: int | None = None
+    dataset_prepared_path: str = "last_prepared_dataset"
+    select_columns: list[str] | None = None
+
+
+@dataclass
+class EvalConfig:
+    enabled: bool = False
+    interval: int = 1000  # evaluate every N training steps
+    steps: int = 50  # batches per evaluation
+    dataset_path: str = ""
+    file_pattern: str = "*.npy"
+    hf_dataset_name: str | None = None
+    hf_dataset_config: str | None = None
+    hf_dataset_split: str = "validation"
+
+
+@dataclass
+class TrainSection:
+    batch_size: int = 8  # per-device micro-batch
+    seq_len: int = 2048  # tokens per sequence (windows of seq_len + 1 are read)
+    seed: int = 42
+
+
+@dataclass
+class LoaderConfig:
+    data: DataConfig = field(default_factory=DataConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    train: TrainSection = field(default_factory=TrainSection)
+
+    def validate(self) -> LoaderConfig:
+        _validate(self)
+        return self
+
+
+def _omegaconf_error(where: str, err: OmegaConfBaseException) -> ConfigError:
+    message = str(err).splitlines()[0]
+    key = getattr(err, "full_key", None)
+    return ConfigError(f"{where}: {message}" + (f" (key {key})" if key else ""))
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read the config ({err.strerror})") from err
+    try:
+        if path.suffix == ".toml":
+            return tomllib.loads(text)
+        if path.suffix in (".yaml", ".yml"):
+            return yaml.safe_load(text) or {}
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as err:
+        raise ConfigError(f"{path}: not valid {path.suffix[1:].upper()} ({err})") from err
+    raise ConfigError(f"{path}: a config is a .toml, .yaml or .yml file")
+
+
+def _section(raw: Mapping[str, Any], name: str, where: str) -> dict[str, Any]:
+    value = raw.get(name, {})
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: [{name}] must be a table, got {type(value).__name__}")
+    return dict(value)
+
+
+def config_from_dict(raw: Mapping[str, Any], where: str = "config") -> LoaderConfig:
+    """A validated ``LoaderConfig`` from the sections of a parsed job file."""
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where}: the top level must be a table of sections")
+    train = _section(raw, "train", where)
+    picked = {
+        "data": _section(raw, "data", where),
+        "eval": _section(raw, "eval", where),
+        # The trainer's [train] has many keys; the loader reads these three.
+        "train": {k: train[k] for k in ("batch_size", "seq_len", "seed") if k in train},
+    }
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(LoaderConfig), picked)
+        config = OmegaConf.to_object(merged)
+    except OmegaConfBaseException as err:
+        raise _omegaconf_error(where, err) from err
+    assert isinstance(config, LoaderConfig)
+    return config.validate()
+
+
+def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> LoaderConfig:
+    """Read ``path`` (TOML/YAML; None: defaults) and apply ``key=value`` overrides."""
+    where = str(path) if path is not None else "defaults"
+    raw = _read(Path(path)) if path is not None else {}
+    if not overrides:
+        return config_from_dict(raw, where)
+    try:
+        base = OmegaConf.merge(
+            OmegaConf.structured(LoaderConfig),
+            OmegaConf.structured(config_from_dict(raw, where)),
+        )
+        for item in overrides:
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise ConfigError(f"override {item!r} is not KEY=VALUE (e.g. data.num_workers=2)")
+            OmegaConf.update(base, key.strip(), yaml.safe_load(value), merge=True)
+        config = OmegaConf.to_object(base)
+    except OmegaConfBaseException as err:
+        raise _omegaconf_error(f"{where} with overrides", err) from err
+    assert isinstance(config, LoaderConfig)
+    return config.validate()
+
+
+def source_name(source: DatasetSource) -> str:
+    """The source's name, or one derived from its path or HF id."""
+    if source.name:
+        return source.name
+    if source.path:
+        return Path(source.path.rstrip("/")).name or source.path
+    return str(source.hf_name).replace("/", "_")
+
+
+def _positive(where: str, value: int | float | None, minimum: float = 1) -> None:
+    if value is not None and value < minimum:
+        raise ConfigError(f"{where} must be >= {minimum}, got {value}")
+
+
+def _validate(config: LoaderConfig) -> None:
+    data, ev, train = config.data, config.eval, config.train
+    _positive("train.batch_size", train.batch_size)
+    _positive("train.seq_len", train.seq_len)
+    _positive("data.num_workers", data.num_workers, 0)
+    _positive("data.prefetch_factor", data.prefetch_factor)
+    _positive("data.mix_temperature", data.mix_temperature, 1e-9)
+    _positive("data.vocab_size", data.vocab_size)
+    _positive("data.eos_token_id", data.eos_token_id, 0)
+    _positive("data.sample_packing_sequence_len", data.sample_packing_sequence_len)
+    _positive("eval.interval", ev.interval)
+    _positive("eval.steps", ev.steps)
+    given = [
+        k
+        for k, v in (
+            ("data.dataset_path", data.dataset_path),
+            ("data.hf_dataset_name", data.hf_dataset_name),
+            ("data.datasets", data.datasets),
+        )
+        if v
+    ]
+    if len(given) > 1:
+        raise ConfigError(f"{' and '.join(given)} are exclusive: give one data source")
+    if data.sample_packing_method not in (None, *PACKING_METHODS):
+        raise ConfigError(
+            f"data.sample_packing_method must be one of {', '.join(PACKING_METHODS)} or unset, "
+            f"got {data.sample_packing_method!r}"
+        )
+    if (data.position_ids or data.cu_seqlens) and not data.pack_sequences:
+        raise ConfigError("data.position_ids/data.cu_seqlens need data.pack_sequences = true")
+    if data.hf_streaming and not data.hf_dataset_name:
+        raise ConfigError("data.hf_streaming needs data.hf_dataset_name")
+    _validate_sources(data)
+    if ev.enabled and not (ev.dataset_path or ev.hf_dataset_name):
+        raise ConfigError("eval.enabled needs eval.dataset_path or eval.hf_dataset_name")
+    if ev.dataset_path and ev.hf_dataset_name:
+        raise ConfigError("eval.dataset_path and eval.hf_dataset_name are exclusive")
+
+
+def _validate_sources(data: DataConfig) -> None:
+    kinds = {"tokenized" if s.type == "tokenized" else "tokens" for s in data.datasets}
+    if len(kinds) > 1:
+        raise ConfigError(
+            "data.datasets mixes tokenized-row sources (type: tokenized) with token sources; "
+            "use one kind per loader"
+        )
+    for i, source in enumerate(data.datasets):
+        where = f"data.datasets[{i}]"
+        if source.type not in ("", "tokenized"):
+            raise ConfigError(f"{where}.type must be 'tokenized' or unset, got {source.type!r}")
+        if source.type == "tokenized":
+            if not source.path:
+                raise ConfigError(f"{where}: a tokenized source needs path")
+        elif bool(source.path) == bool(source.hf_name):
+            raise ConfigError(f"{where}: set exactly one of path and hf_name")
+        if not source.weight > 0:
+            raise ConfigError(f"{where}.weight must be > 0, got {source.weight}")
+        _positive(f"{where}.max_seq_len", source.max_seq_len)
+    names = [source_name(s) for s in data.datasets]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ConfigError(
+            f"data.datasets: several sources are named {duplicates}; give each a unique name"
+        )
+    if (data.phases or data.anneal_start_step or data.anneal_weights) and not data.datasets:
+        raise ConfigError("data.phases/data.anneal_* weight the sources of data.datasets; add them")
+    if data.datasets and "tokens" in kinds:
+        from data_io.load.mixing import resolve_phases  # checks KempnerForge's phase rules
+
+        resolve_phases(
+            names,
+            [s.weight for s in data.datasets],
+            data.mix_temperature,
+            [_phase_dict(p) for p in data.phases],
+            data.anneal_start_step,
+            data.anneal_weights,
+        )
+    if "tokenized" in kinds and (data.phases or data.anneal_start_step):
+        raise ConfigError(
+            "phases and annealing weight a mixture of token sources; tokenized-row sources are "
+            "concatenated (xorl) and take no weights"
+        )
+
+
+def _phase_dict(phase: TrainingPhase) -> dict[str, Any]:
+    return {
+        "start_step": phase.start_step,
+        "dataset_weights": dict(phase.dataset_weights),
+        "lr_scale": phase.lr_scale,
+    }
+
+
+def phase_dicts(data: DataConfig) -> list[dict[str, Any]]:
+    """``data.phases`` as the plain dicts ``mixing.resolve_phases`` takes."""
+    return [_phase_dict(p) for p in data.phases]

@@ -1,0 +1,109 @@
+"""The ``[eval]`` loader: the same ``steps`` batches at every evaluation, in a fixed order.
+
+An evaluation reads eval windows in file order (no shuffle), ``batch_size * world_size`` per
+step and rank ``r`` every ``world_size``-th, for ``eval.steps`` steps. When the eval set is
+shorter than that it wraps around to its start, so a small held-out folder still fills every
+evaluation. Every evaluation sees the same batches, so eval losses are comparable over training;
+``should_evaluate(step)`` implements ``eval.interval``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+from data_io.errors import ConfigError
+from data_io.load.config import LoaderConfig, load_config
+from data_io.load.dataloader import collate_samples
+from data_io.load.samplers import resolve_rank
+
+__all__ = ["EvalLoader", "build_eval_loader"]
+
+
+class EvalLoader:
+    """``eval.steps`` batches of this rank over a map-style eval dataset."""
+
+    def __init__(
+        self,
+        dataset: Any,
+        *,
+        steps: int,
+        batch_size: int,
+        interval: int = 1000,
+        rank: int | None = None,
+        world_size: int | None = None,
+        num_workers: int = 0,
+        pin_memory: bool = False,
+    ) -> None:
+        if len(dataset) < 1:
+            raise ConfigError("the eval dataset has no sample")
+        self.dataset = dataset
+        self.steps = int(steps)
+        self.batch_size = int(batch_size)
+        self.interval = int(interval)
+        self.rank, self.world_size = resolve_rank(rank, world_size)
+        self.num_workers = num_workers
+        self.pin_memory = pin_memory
+
+    def __len__(self) -> int:
+        return self.steps
+
+    def should_evaluate(self, step: int) -> bool:
+        """True at every ``interval``-th training step (not at step 0)."""
+        return step > 0 and step % self.interval == 0
+
+    def _batches(self) -> list[list[int]]:
+        per_step = self.batch_size * self.world_size
+        positions = np.arange(self.steps * per_step, dtype=np.int64) % len(self.dataset)
+        steps = positions.reshape(self.steps, per_step)
+        return [row[self.rank :: self.world_size].tolist() for row in steps]
+
+    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
+        loader = DataLoader(
+            self.dataset,
+            batch_sampler=self._batches(),
+            num_workers=self.num_workers,
+            pin_memory=self.pin_memory,
+            collate_fn=collate_samples,
+        )
+        yield from loader
+
+
+def build_eval_loader(
+    config: LoaderConfig | str | Path,
+    rank: int | None = None,
+    world_size: int | None = None,
+) -> EvalLoader | None:
+    """The eval loader of ``config`` (None when ``eval.enabled`` is false)."""
+    from data_io.load.build import TokenizerFacts, hf_text_dataset, shard_dataset
+
+    if not isinstance(config, LoaderConfig):
+        config = load_config(config)
+    ev, data = config.eval, config.data
+    if not ev.enabled:
+        return None
+    window = config.train.seq_len + 1
+    tok = TokenizerFacts(data)
+    if ev.dataset_path:
+        dataset = shard_dataset(data, tok, ev.dataset_path, ev.file_pattern, window)
+    else:
+        assert ev.hf_dataset_name is not None
+        dataset = hf_text_dataset(
+            data, tok, window, ev.hf_dataset_name, ev.hf_dataset_config, ev.hf_dataset_split
+        )
+    rank, world_size = resolve_rank(rank, world_size)
+    return EvalLoader(
+        dataset,
+        steps=ev.steps,
+        batch_size=config.train.batch_size,
+        interval=ev.interval,
+        rank=rank,
+        world_size=world_size,
+        num_workers=min(data.num_workers, 2),
+        pin_memory=data.pin_memory,
+    )
