@@ -1,0 +1,113 @@
+"""DistributedSampler and MixtureSampler: ranks partition one global order, seeded per epoch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from data_io.errors import ConfigError
+from data_io.load import DistributedSampler, MixtureSampler
+from data_io.load.samplers import ShuffledOrder
+
+
+@pytest.mark.parametrize(("n", "world"), [(10, 1), (10, 3), (100, 8), (7, 7)])
+@pytest.mark.parametrize("drop_last", [True, False])
+def test_ranks_partition_the_epoch(n: int, world: int, drop_last: bool) -> None:
+    per_rank = [
+        list(DistributedSampler(range(n), world, r, seed=3, drop_last=drop_last))
+        for r in range(world)
+    ]
+    lengths = {len(p) for p in per_rank}
+    assert len(lengths) == 1
+    assert [
+        len(DistributedSampler(range(n), world, r, drop_last=drop_last)) for r in range(world)
+    ] == [len(p) for p in per_rank]
+    flat = [i for p in per_rank for i in p]
+    if drop_last:
+        assert len(flat) == n - n % world and len(set(flat)) == len(flat)
+    else:
+        assert set(flat) == set(range(n)) and len(flat) == -(-n // world) * world
+    # Interleaving the ranks gives back the global order (stride over ranks).
+    order = ShuffledOrder(n, 3).indices(0, np.arange(len(flat)) % n).tolist()
+    assert [per_rank[k % world][k // world] for k in range(len(flat))] == order
+
+
+def test_epochs_reshuffle_and_repeat_deterministically() -> None:
+    sampler = DistributedSampler(range(50), 1, 0, seed=1)
+    first = list(sampler)
+    sampler.set_epoch(1)
+    second = list(sampler)
+    assert sorted(first) == sorted(second) == list(range(50)) and first != second
+    again = DistributedSampler(range(50), 1, 0, seed=1)
+    again.set_epoch(1)
+    assert list(again) == second
+    plain = DistributedSampler(range(50), 2, 1, shuffle=False)
+    assert list(plain) == list(range(1, 50, 2))
+
+
+def test_distributed_sampler_state_resumes_with_another_world_size() -> None:
+    full = list(DistributedSampler(range(40), 1, 0, seed=9))
+    resumed = []
+    for rank in range(4):
+        s = DistributedSampler(range(40), 4, rank, seed=9)
+        s.load_state_dict({"epoch": 0, "position": 12, "seed": 9})
+        resumed.append(list(s))
+    assert [resumed[k % 4][k // 4] for k in range(28)] == full[12:]
+    with pytest.raises(ConfigError, match="seed 8"):
+        DistributedSampler(range(40), 1, 0, seed=9).load_state_dict(
+            {"epoch": 0, "position": 0, "seed": 8}
+        )
+    with pytest.raises(ConfigError, match="not a DistributedSampler state"):
+        DistributedSampler(range(40), 1, 0).load_state_dict({"epoch": 0})
+
+
+def test_mixture_sampler_indices_and_phases() -> None:
+    cumulative = [100, 150, 400]  # sizes 100, 50, 250
+    sampler = MixtureSampler(
+        cumulative,
+        [1, 1, 2],
+        num_replicas=2,
+        rank=0,
+        batch_size=5,
+        names=["a", "b", "c"],
+        phases=[{"start_step": 10, "dataset_weights": {"b": 1}, "lr_scale": 0.1}],
+    )
+    assert len(sampler) == 400 // 10 * 5
+    assert sampler.current_phase == 0 and sampler.lr_scale == 1.0
+    other = MixtureSampler(
+        cumulative,
+        [1, 1, 2],
+        num_replicas=2,
+        rank=1,
+        batch_size=5,
+        names=["a", "b", "c"],
+        phases=[{"start_step": 10, "dataset_weights": {"b": 1}, "lr_scale": 0.1}],
+    )
+    mine, theirs = list(sampler), list(other)
+    assert sampler.current_phase == 1 and sampler.lr_scale == 0.1
+    source = np.searchsorted(cumulative, np.array(mine + theirs), side="right")
+    steps = np.array([k // 5 for k in range(len(mine))] * 2)
+    # From step 10 on only "b" is drawn; before it every source appears.
+    assert set(source[steps >= 10].tolist()) == {1}
+    assert set(source[steps < 10].tolist()) == {0, 1, 2}
+    # Within one pass over "b" (50 samples) no index repeats.
+    b_draws = [i for i, s in zip(mine + theirs, source, strict=True) if s == 1]
+    assert len(b_draws) > 50
+    # Ranks take disjoint halves of every step.
+    for step in range(len(mine) // 5):
+        a, b = mine[step * 5 : step * 5 + 5], theirs[step * 5 : step * 5 + 5]
+        assert len(set(a) | set(b)) == 10 or step >= 10
+
+
+def test_mixture_sampler_bad_input() -> None:
+    with pytest.raises(ConfigError, match="every mixture source needs samples"):
+        MixtureSampler([10, 10], [1, 1], 1, 0)
+    with pytest.raises(ConfigError, match="weight must be > 0"):
+        MixtureSampler([10, 20], [1, 0], 1, 0)
+    with pytest.raises(ConfigError, match="rank"):
+        MixtureSampler([10, 20], [1, 1], 2, 2)
+    with pytest.raises(ConfigError, match="both rank and world_size"):
+        MixtureSampler([10, 20], [1, 1], 2, None)
+    sampler = MixtureSampler([10, 20], [1, 1], 1, 0)
+    with pytest.raises(ConfigError, match="not a mixture sampler state"):
+        sampler.load_state_dict({"epoch": 0})
