@@ -21,6 +21,8 @@ _STAGE_MODULES = (
     "data_io.tokenize",
     "data_io.sampling",
     "data_io.example",
+    "data_io.load.pack_cli",
+    "data_io.load.check",
 )
 # What a shell reports for a process killed by SIGPIPE (128 + 13): `yes | head` exits so.
 EXIT_CLOSED_STDOUT = 141

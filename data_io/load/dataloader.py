@@ -115,7 +115,8 @@ class StatefulLoader:
         self.batch_size = batch_size
         self.rank, self.world_size = resolve_rank(rank, world_size)
         self.num_workers = num_workers
-        self.pin_memory = bool(pin_memory)
+        # Pinned memory is for copies to a GPU; without one torch only warns about it.
+        self.pin_memory = bool(pin_memory) and torch.cuda.is_available()
         self.prefetch_factor = prefetch_factor if num_workers > 0 else None
         self.names = list(names) if names is not None else None
         self.identity = dict(identity or {})

@@ -48,7 +48,7 @@ class EvalLoader:
         self.interval = int(interval)
         self.rank, self.world_size = resolve_rank(rank, world_size)
         self.num_workers = num_workers
-        self.pin_memory = pin_memory
+        self.pin_memory = pin_memory and torch.cuda.is_available()
 
     def __len__(self) -> int:
         return self.steps

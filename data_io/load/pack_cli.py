@@ -1,0 +1,113 @@
+"""``data_io pack CONFIG`` and ``data_io export-rows SAMPLED_DIR -o OUT.parquet``.
+
+``pack`` reads an xorl-style YAML (a ``data:`` section with ``datasets``,
+``sample_packing_method``, ``sample_packing_sequence_len``, ``dataset_prepared_path``), checks
+every row and computes the bin plan into the cache that ``TokenizedRowsDataset`` reads, then
+prints what it found. Other top-level sections of the file (model, train, ...) are ignored.
+``export-rows`` turns one epoch of a sampled folder into such rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from data_io.errors import ConfigError
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    pack = subparsers.add_parser(
+        "pack",
+        help="check tokenized rows and precompute (cache) their packing plan",
+        description="Read the data: section of an xorl-style YAML, validate every row of its "
+        "datasets and write the bin plan to dataset_prepared_path/<fingerprint>/, where "
+        "TokenizedRowsDataset finds it. Relative paths are relative to the current folder.",
+    )
+    pack.add_argument("config", metavar="CONFIG", help="YAML file with a data: section")
+    pack.add_argument(
+        "--dataset-prepared-path",
+        metavar="DIR",
+        default=None,
+        help="cache folder (default: data.dataset_prepared_path, else last_prepared_dataset)",
+    )
+    pack.add_argument("--json", action="store_true", help="print the full summary as JSON")
+    pack.set_defaults(run=_run_pack)
+
+    export = subparsers.add_parser(
+        "export-rows",
+        help="export a sampled folder's epoch as tokenized rows (Parquet)",
+        description="Write one epoch of a sampled folder as {input_ids, labels} rows, labels "
+        "-100 on the instruction (aligned with input_ids, the model shifts them), in epoch order.",
+    )
+    export.add_argument("sampled_dir", metavar="SAMPLED_DIR", help="output of `data_io sample`")
+    export.add_argument(
+        "-o", "--output", required=True, metavar="OUT.parquet", help="Parquet file to write"
+    )
+    export.add_argument("--epoch", type=int, default=0, metavar="N", help="epoch to export (0)")
+    export.set_defaults(run=_run_export)
+
+
+def read_data_section(path: Path) -> dict[str, Any]:
+    """The ``data:`` mapping of a YAML config file."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read the config ({err})") from err
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML ({err})") from err
+    if not isinstance(raw, dict) or not isinstance(raw.get("data"), dict):
+        raise ConfigError(
+            f"{path}: expected a top-level 'data:' mapping holding a 'datasets:' list "
+            "(the xorl layout)"
+        )
+    return raw["data"]
+
+
+def _run_pack(args: argparse.Namespace) -> int:
+    from data_io.load.tokenized_rows import rows_dataset_from_config
+
+    config = Path(args.config)
+    overrides = {}
+    if args.dataset_prepared_path is not None:
+        overrides["dataset_prepared_path"] = args.dataset_prepared_path
+    dataset = rows_dataset_from_config(
+        read_data_section(config), where=f"{config}: data", **overrides
+    )
+    summary = dataset.summary()
+    if args.json:
+        print(json.dumps(summary, indent=1))
+        return 0
+    for source in summary["sources"]:
+        print(
+            f"source {source['name']}: {source['rows']} rows, {source['tokens']} tokens, "
+            f"{source['truncated_rows']} truncated ({source['truncated_tokens']} tokens cut)"
+        )
+    method = summary["sample_packing_method"] or "none (one row per item)"
+    print(
+        f"rows: {summary['rows']}  tokens: {summary['tokens']}  truncated rows: "
+        f"{summary['truncated_rows']}  packing: {method}"
+    )
+    print(
+        f"items (bins): {summary['items']} of {summary['item_length']} tokens  fill ratio: "
+        f"{summary['fill_ratio']:.4f}"
+    )
+    state = "reused" if summary["cache_reused"] else "written"
+    print(f"cache: {summary['cache']} ({state})")
+    return 0
+
+
+def _run_export(args: argparse.Namespace) -> int:
+    from data_io.load.export_rows import export_sampled_rows
+
+    done = export_sampled_rows(args.sampled_dir, args.output, epoch=args.epoch)
+    print(
+        f"wrote {done['output']}: {done['rows']} rows of epoch {done['epoch']}, "
+        f"{done['tokens']} tokens, {done['supervised_tokens']} supervised"
+    )
+    return 0

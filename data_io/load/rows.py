@@ -1,0 +1,595 @@
+"""Tokenized-row sources (xorl's ``datasets:`` entries): where rows come from, and their checks.
+
+A row is ``{"input_ids": [...], "labels": [...]}`` (labels aligned with input_ids, the Hugging
+Face convention: the model shifts them; ``-100`` = no loss). ``RowSource`` says where the rows
+are; ``open_source`` loads them as a ``datasets.Dataset`` (memory-mapped from the datasets
+cache, so the dataset pickles as a path, not as its data), and ``check_rows`` validates every
+row with pyarrow/numpy over whole list columns, never a Python loop per token.
+
+Where a source can be:
+
+* a local file, the format from its extension (``.jsonl .json .parquet .csv .arrow``);
+* a local directory: a folder written by ``save_to_disk`` (it holds ``state.json`` or
+  ``dataset_dict.json``) is opened with ``load_from_disk``; any other folder is searched for files
+  of the accepted extensions (``data_files`` picks some of them). The markers decide, not a failed
+  ``load_from_disk``: a damaged saved dataset is reported, not silently read as loose files;
+* a Hub id (``org/name``) with ``split`` and ``revision``;
+* ``s3://``, ``gs://``, ``abfs://``, ``http(s)://`` through ``datasets``/``fsspec``, with
+  ``storage_options`` (credentials, ``endpoint_url``, ...).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from data_io.errors import ConfigError, InputError
+from data_io.load.layouts import IGNORE_INDEX
+
+__all__ = [
+    "FORMATS",
+    "REQUIRED_COLUMNS",
+    "RowSource",
+    "RowStats",
+    "check_rows",
+    "open_source",
+    "source_fingerprint",
+]
+
+# Builder of ``datasets.load_dataset`` for each accepted file extension.
+FORMATS = {
+    ".jsonl": "json",
+    ".json": "json",
+    ".parquet": "parquet",
+    ".csv": "csv",
+    ".arrow": "arrow",
+}
+REQUIRED_COLUMNS = ("input_ids", "labels")
+_REMOTE_SCHEMES = ("s3", "gs", "gcs", "abfs", "abfss", "az", "http", "https")
+_SAVED_MARKERS = ("state.json", "dataset_dict.json")
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
+_ACCEPTED = ", ".join(FORMATS)
+
+
+@dataclass(frozen=True)
+class RowSource:
+    """One entry of xorl's ``data: datasets:`` list (same keys)."""
+
+    path: str
+    split: str = "train"
+    data_files: tuple[str, ...] | None = None
+    revision: str | None = None
+    select_columns: tuple[str, ...] | None = None
+    max_seq_len: int | None = None
+    storage_options: dict[str, Any] | None = None
+    name: str | None = None
+    type: str = "tokenized"
+
+    def __post_init__(self) -> None:
+        where = f"dataset source {self.name or self.path!r}"
+        if not isinstance(self.path, str) or not self.path:
+            raise ConfigError(f"{where}: 'path' must be a non-empty string, got {self.path!r}")
+        if self.type != "tokenized":
+            raise ConfigError(
+                f"{where}: type {self.type!r} is not supported; only 'tokenized' rows "
+                "({input_ids, labels}) are: tokenize the text first, then set type: tokenized"
+            )
+        if not isinstance(self.split, str) or not self.split:
+            raise ConfigError(f"{where}: 'split' must be a non-empty string, got {self.split!r}")
+        if self.max_seq_len is not None and (
+            isinstance(self.max_seq_len, bool)
+            or not isinstance(self.max_seq_len, int)
+            or self.max_seq_len < 1
+        ):
+            raise ConfigError(
+                f"{where}: 'max_seq_len' must be a positive integer or null, got {self.max_seq_len!r}"
+            )
+        # Lists from YAML become tuples: the source stays hashable and its repr stable.
+        for key in ("data_files", "select_columns"):
+            value = getattr(self, key)
+            if isinstance(value, str):
+                value = (value,)
+            if value is not None:
+                if not isinstance(value, (list, tuple)) or not all(
+                    isinstance(v, str) and v for v in value
+                ):
+                    raise ConfigError(f"{where}: {key!r} must be a list of strings, got {value!r}")
+                object.__setattr__(self, key, tuple(value))
+        if self.select_columns is not None:
+            missing = [c for c in REQUIRED_COLUMNS if c not in self.select_columns]
+            if missing:
+                raise ConfigError(
+                    f"{where}: 'select_columns' must include {', '.join(missing)}; "
+                    "tokenized rows need input_ids and labels"
+                )
+        if self.storage_options is not None and not isinstance(self.storage_options, dict):
+            raise ConfigError(
+                f"{where}: 'storage_options' must be a mapping, got {self.storage_options!r}"
+            )
+
+    @classmethod
+    def from_mapping(cls, raw: Any, where: str) -> RowSource:
+        """A source from one YAML/JSON mapping; unknown keys are errors naming the key."""
+        if isinstance(raw, str):
+            return cls(path=raw)
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{where}: a dataset source must be a mapping, got {raw!r}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise ConfigError(
+                f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; "
+                f"a source accepts {', '.join(sorted(known))}"
+            )
+        if "path" not in raw:
+            raise ConfigError(f"{where}: missing 'path' (a file, folder, Hub id or URL)")
+        return cls(**raw)
+
+    @property
+    def label(self) -> str:
+        """How messages and summaries name this source."""
+        return self.name or self.path
+
+    def options(self) -> dict[str, Any]:
+        """Every field, JSON-able (part of the fingerprint). Storage options are left out:
+        they hold credentials, and they say how to reach the data, not what it is."""
+        values = asdict(self)
+        values.pop("storage_options")
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
+
+
+@dataclass(frozen=True)
+class RowStats:
+    """What ``check_rows`` found in one source (after ``max_seq_len`` truncation)."""
+
+    rows: int
+    tokens: int
+    truncated_rows: int
+    truncated_tokens: int
+    longest: int
+    supervised_tokens: int  # labels other than -100
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+# -- loading ----------------------------------------------------------------------------------
+def _scheme(path: str) -> str | None:
+    match = re.match(r"([A-Za-z][A-Za-z0-9+.-]*)://", path)
+    return match.group(1).lower() if match else None
+
+
+def _builder(path: str, source: RowSource) -> str:
+    suffix = Path(path.split("?", 1)[0]).suffix.lower()
+    if suffix not in FORMATS:
+        raise InputError(
+            f"source {source.label!r}: {path}: unknown file extension {suffix or '(none)'!r}; "
+            f"accepted: {_ACCEPTED} (rename the file, or convert it to one of these)"
+        )
+    return FORMATS[suffix]
+
+
+def _one_builder(files: list[str], source: RowSource) -> str:
+    builders = {_builder(f, source) for f in files}
+    if len(builders) > 1:
+        raise InputError(
+            f"source {source.label!r}: files of different formats ({', '.join(sorted(builders))}) "
+            "in one source; list one format with data_files, or split them into two sources"
+        )
+    return builders.pop()
+
+
+def _storage(source: RowSource) -> dict[str, Any] | None:
+    """A fresh copy per call: ``datasets`` adds keys to the mapping it is given (its ``hf``
+    entry), which would then leak into the next filesystem built from the same source."""
+    return None if source.storage_options is None else dict(source.storage_options)
+
+
+def _read_failed(source: RowSource, where: str, err: BaseException) -> InputError:
+    # datasets wraps the reader's error in a generic DatasetGenerationError: show the cause.
+    cause = err.__cause__ or err.__context__ or err
+    return InputError(
+        f"source {source.label!r}: cannot read {where}: {type(cause).__name__}: {cause}; check "
+        f"that it holds tokenized rows in one of {_ACCEPTED}"
+    )
+
+
+def _empty_file_error(source: RowSource, files: list[str]) -> None:
+    """Local files without rows, named before datasets trips over them (it raises a bare
+    StopIteration for an empty JSON file and an Arrow batch-size error for an empty Parquet)."""
+    for name in files:
+        if _scheme(name):
+            continue
+        path = Path(name)
+        empty = path.stat().st_size == 0
+        if not empty and path.suffix.lower() == ".parquet":
+            try:
+                empty = pq.ParquetFile(path).metadata.num_rows == 0
+            except (OSError, pa.ArrowException) as err:
+                raise _read_failed(source, name, err) from err
+        if empty:
+            raise InputError(
+                f"source {source.label!r}: {name} holds no rows; remove it from the source "
+                "(or from data_files), or fill it"
+            )
+
+
+def _load_files(source: RowSource, files: list[str], cache_dir: str | None):
+    import datasets
+
+    if source.split != "train":
+        raise ConfigError(
+            f"source {source.label!r}: split {source.split!r} applies to Hub datasets and saved "
+            "DatasetDicts; rows read from files form the split 'train' (remove 'split', or "
+            "list the files of that split in data_files)"
+        )
+    builder = _one_builder(files, source)
+    _empty_file_error(source, files)
+    try:
+        return datasets.load_dataset(
+            builder,
+            data_files=files,
+            split="train",
+            cache_dir=cache_dir,
+            storage_options=_storage(source),
+        )
+    except StopIteration as err:  # datasets' way of saying "no rows at all"
+        raise InputError(
+            f"source {source.label!r}: {', '.join(files[:3])} holds no rows; fill it or remove it"
+        ) from err
+    except (
+        OSError,
+        ValueError,
+        TypeError,
+        pa.ArrowException,
+        datasets.exceptions.DatasetGenerationError,
+    ) as err:
+        raise _read_failed(source, ", ".join(files[:3]), err) from err
+
+
+def _pick_split(source: RowSource, loaded: Any, where: str):
+    import datasets
+
+    if isinstance(loaded, datasets.DatasetDict):
+        if source.split not in loaded:
+            raise InputError(
+                f"source {source.label!r}: {where} has no split {source.split!r} "
+                f"(splits: {', '.join(loaded)}); set split to one of them"
+            )
+        return loaded[source.split]
+    return loaded
+
+
+def _load_saved(source: RowSource, where: str, cache_dir: str | None):
+    import datasets
+
+    del cache_dir  # a saved dataset is already Arrow files: nothing to cache
+    try:
+        loaded = datasets.load_from_disk(where, storage_options=_storage(source))
+    except (OSError, ValueError, TypeError, pa.ArrowException) as err:
+        raise InputError(
+            f"source {source.label!r}: {where} looks like a dataset saved with save_to_disk "
+            f"(it holds {' or '.join(_SAVED_MARKERS)}) but cannot be opened "
+            f"({type(err).__name__}: {err}); re-save it, or remove the marker to read its files"
+        ) from err
+    return _pick_split(source, loaded, where)
+
+
+def _discover(source: RowSource, root: str, fs: Any) -> list[str]:
+    """The data files of a folder: ``data_files`` (relative to it) or every accepted file."""
+    if source.data_files is not None:
+        files = [f"{root.rstrip('/')}/{name}" for name in source.data_files]
+        absent = [f for f in files if not fs.isfile(f)]
+        if absent:
+            raise InputError(
+                f"source {source.label!r}: data_files not found in {root}: {', '.join(absent[:5])}"
+                "; data_files are names relative to the folder in 'path'"
+            )
+        return files
+    found = sorted(f for f in fs.find(root) if Path(f).suffix.lower() in FORMATS)
+    if not found:
+        raise InputError(
+            f"source {source.label!r}: {root} holds no {_ACCEPTED} file (searched recursively); "
+            "point path at the data, or name the files in data_files"
+        )
+    return found
+
+
+def _load_folder(source: RowSource, root: str, fs: Any, cache_dir: str | None):
+    base = root.rstrip("/")
+    if source.data_files is None and any(fs.isfile(f"{base}/{m}") for m in _SAVED_MARKERS):
+        return _load_saved(source, root, cache_dir)
+    files = _discover(source, root, fs)
+    # fsspec lists remote files without their protocol: give it back to datasets.
+    scheme = _scheme(root)
+    if scheme:
+        files = [f if _scheme(f) else f"{scheme}://{f}" for f in files]
+    return _load_files(source, files, cache_dir)
+
+
+def _load_remote(source: RowSource, cache_dir: str | None):
+    import fsspec
+
+    path = source.path
+    # A trailing slash, or data_files, marks a folder; otherwise a name with an extension is a file.
+    is_file = not path.endswith("/") and Path(path.split("?", 1)[0]).suffix
+    if is_file and source.data_files is None:
+        return _load_files(source, [path], cache_dir)
+    try:
+        fs, root = fsspec.core.url_to_fs(path, **(_storage(source) or {}))
+        return _load_folder(source, f"{_scheme(path)}://{root}", fs, cache_dir)
+    except (OSError, ValueError, ImportError) as err:
+        if isinstance(err, ImportError):
+            hint = f"install the fsspec backend for {_scheme(path)}:// (s3fs, gcsfs, adlfs)"
+        else:
+            hint = "check the URL and the credentials in storage_options"
+        raise InputError(f"source {source.label!r}: cannot list {path} ({err}); {hint}") from err
+
+
+def _load_hub(source: RowSource, cache_dir: str | None):
+    import datasets
+
+    try:
+        loaded = datasets.load_dataset(
+            source.path,
+            split=source.split,
+            revision=source.revision,
+            data_files=list(source.data_files) if source.data_files else None,
+            cache_dir=cache_dir,
+        )
+    except ConnectionError as err:
+        raise InputError(
+            f"source {source.label!r}: cannot reach the Hugging Face Hub for dataset "
+            f"{source.path!r} ({err}); offline, download it where there is network "
+            f"(`hf download {source.path} --repo-type dataset --local-dir DIR`) and set path "
+            "to DIR, or fill the datasets cache first and set HF_DATASETS_OFFLINE=1"
+        ) from err
+    except (OSError, ValueError, TypeError, pa.ArrowException) as err:
+        raise InputError(
+            f"source {source.label!r}: {source.path!r} is neither a local path nor a loadable "
+            f"Hub dataset ({type(err).__name__}: {err}); check the path, id, split and revision"
+        ) from err
+    return loaded
+
+
+def _load(source: RowSource, cache_dir: str | None):
+    import fsspec
+
+    if _scheme(source.path) in _REMOTE_SCHEMES:
+        return _load_remote(source, cache_dir)
+    if _scheme(source.path):
+        raise InputError(
+            f"source {source.label!r}: unsupported URL scheme in {source.path!r}; use a local "
+            f"path, a Hub id or one of {', '.join(s + '://' for s in _REMOTE_SCHEMES)}"
+        )
+    local = Path(source.path).expanduser()
+    if local.is_file():
+        return _load_files(source, [str(local.resolve())], cache_dir)
+    if local.is_dir():
+        return _load_folder(source, str(local.resolve()), fsspec.filesystem("file"), cache_dir)
+    looks_like_file = local.suffix.lower() in FORMATS or source.path.startswith(("/", ".", "~"))
+    if not looks_like_file and _HUB_ID.fullmatch(source.path):
+        return _load_hub(source, cache_dir)
+    raise InputError(
+        f"source {source.label!r}: {source.path} does not exist; give an existing file or "
+        "folder, a Hub id (org/name) or a URL"
+    )
+
+
+def _decode_text_lists(dataset: Any, columns: list[str], source: RowSource):
+    """CSV (or any text column) holds lists as JSON text: parse them, once, into the cache."""
+    text = [c for c in columns if _is_text(_arrow_type(dataset, c))]
+    if not text:
+        return dataset
+
+    def parse(batch: dict[str, list[Any]], indices: list[int]) -> dict[str, list[Any]]:
+        out = {}
+        for column in text:
+            values = []
+            for index, cell in zip(indices, batch[column], strict=True):
+                try:
+                    values.append(json.loads(cell))
+                except (TypeError, json.JSONDecodeError) as err:
+                    raise InputError(
+                        f"source {source.label!r} row {index}: column {column!r} holds "
+                        f"{str(cell)[:40]!r}, not a JSON list of integers ({err}); write it as "
+                        "[1, 2, 3]"
+                    ) from None
+            out[column] = values
+        return out
+
+    return dataset.map(parse, batched=True, with_indices=True, desc=None)
+
+
+def _is_text(kind: pa.DataType) -> bool:
+    return (
+        pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)
+    )
+
+
+def _arrow_type(dataset: Any, column: str) -> pa.DataType:
+    return dataset.data.table.schema.field(column).type
+
+
+def open_source(source: RowSource, *, cache_dir: str | None = None):
+    """The rows of ``source`` as a ``datasets.Dataset`` with only the columns to keep.
+
+    Kept: ``select_columns`` when given, else ``input_ids`` and ``labels``. Not validated here
+    (``check_rows`` does that), so that a cached plan can skip the pass over the tokens.
+    """
+    dataset = _load(source, cache_dir)
+    columns = list(source.select_columns or REQUIRED_COLUMNS)
+    missing = [c for c in columns if c not in dataset.column_names]
+    if missing:
+        raise InputError(
+            f"source {source.label!r}: no column {', '.join(map(repr, missing))} (columns: "
+            f"{', '.join(dataset.column_names) or 'none'}); tokenized rows need input_ids and "
+            "labels lists; fix select_columns or the data"
+        )
+    if len(dataset) == 0:
+        raise InputError(
+            f"source {source.label!r}: {source.path} holds no rows; remove the source or fill it"
+        )
+    dataset = dataset.select_columns(columns)
+    return _decode_text_lists(dataset, columns, source)
+
+
+def _local_stats(source: RowSource) -> list[str]:
+    """Name, size and mtime of every local input file (O(files), no data read)."""
+    if _scheme(source.path):
+        return []
+    root = Path(source.path).expanduser()
+    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+    out = []
+    for path in files:
+        stat = path.stat()
+        out.append(f"{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}")
+    return out
+
+
+def source_fingerprint(source: RowSource, dataset: Any) -> str:
+    """What the rows are: the datasets fingerprint (it covers the data files' paths and mtimes,
+    a remote file's ETag, the Hub revision, or a saved dataset's own fingerprint), the local
+    input files' names, sizes and mtimes on top (not the datasets cache's copies, which are
+    rewritten when that cache is cleared), the row count, and every option of the source."""
+    digest = hashlib.sha256(json.dumps(source.options(), sort_keys=True).encode())
+    digest.update(str(getattr(dataset, "_fingerprint", "")).encode())
+    for entry in _local_stats(source):
+        digest.update(entry.encode())
+    digest.update(str(len(dataset)).encode())
+    return digest.hexdigest()
+
+
+# -- validation -------------------------------------------------------------------------------
+def _row_of(offsets: np.ndarray, element: int) -> int:
+    return int(np.searchsorted(offsets, element, side="right")) - 1
+
+
+def _flatten(
+    chunk: pa.Array, column: str, source: RowSource, base: int, *, numeric: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Row lengths and flat values of one chunk of a list column, type- and null-checked."""
+    kind = chunk.type
+    if not (pa.types.is_list(kind) or pa.types.is_large_list(kind)):
+        raise InputError(
+            f"source {source.label!r} row {base}: column {column!r} has type {kind}, not a list; "
+            "each row needs a list of token ids"
+        )
+    if chunk.null_count:
+        row = base + int(np.argmax(np.asarray(chunk.is_null())))
+        raise InputError(
+            f"source {source.label!r} row {row}: column {column!r} is null; every row needs a list"
+        )
+    lengths = np.asarray(pc.list_value_length(chunk), dtype=np.int64)
+    flat = pc.list_flatten(chunk)
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    value_type = flat.type
+    ok = pa.types.is_integer(value_type) or (
+        numeric == "number" and pa.types.is_floating(value_type)
+    )
+    if not ok:
+        want = "integers" if numeric == "integer" else "numbers"
+        raise InputError(
+            f"source {source.label!r} row {base}: column {column!r} holds {value_type} values, "
+            f"not {want}; write the ids as integers"
+        )
+    if flat.null_count:
+        element = int(np.argmax(np.asarray(flat.is_null())))
+        raise InputError(
+            f"source {source.label!r} row {base + _row_of(offsets, element)}: column "
+            f"{column!r} holds a null inside its list; every position needs a value"
+        )
+    if (
+        pa.types.is_uint64(value_type)
+        and len(flat)
+        and pc.max(flat).as_py() > np.iinfo(np.int64).max
+    ):
+        element = int(np.argmax(np.asarray(flat) > np.iinfo(np.int64).max))
+        raise InputError(
+            f"source {source.label!r} row {base + _row_of(offsets, element)}: column "
+            f"{column!r} holds an id beyond int64; the ids are corrupt"
+        )
+    values = np.asarray(flat.to_numpy(zero_copy_only=False))
+    return lengths, values if numeric == "number" else values.astype(np.int64, copy=False)
+
+
+def _first_bad(bad: np.ndarray, offsets: np.ndarray | None, base: int) -> int | None:
+    """Row (absolute) of the first True in ``bad`` (per row, or per element with offsets)."""
+    if not bad.any():
+        return None
+    at = int(np.argmax(bad))
+    return base + (at if offsets is None else _row_of(offsets, at))
+
+
+def _check_chunk(
+    table: pa.RecordBatch, columns: list[str], source: RowSource, base: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Lengths and per-row supervised-label counts of one record batch of rows."""
+    where = f"source {source.label!r}"
+    ids_len, ids = _flatten(table.column("input_ids"), "input_ids", source, base, numeric="integer")
+    lab_len, labels = _flatten(table.column("labels"), "labels", source, base, numeric="integer")
+    offsets = np.concatenate(([0], np.cumsum(ids_len)))
+    if (row := _first_bad(ids_len == 0, None, base)) is not None:
+        raise InputError(f"{where} row {row}: input_ids is empty; drop the row from the data")
+    if (row := _first_bad(ids_len != lab_len, None, base)) is not None:
+        r = row - base
+        raise InputError(
+            f"{where} row {row}: {ids_len[r]} input_ids but {lab_len[r]} labels; labels are "
+            "aligned with input_ids (one per token, -100 where no loss)"
+        )
+    if (row := _first_bad(ids < 0, offsets, base)) is not None:
+        raise InputError(f"{where} row {row}: a negative token id in input_ids; ids are >= 0")
+    if (row := _first_bad((labels < 0) & (labels != IGNORE_INDEX), offsets, base)) is not None:
+        raise InputError(
+            f"{where} row {row}: a negative label other than {IGNORE_INDEX}; a label is a "
+            f"token id or {IGNORE_INDEX} (no loss)"
+        )
+    for column in columns:
+        if column in REQUIRED_COLUMNS:
+            continue
+        extra_len, _ = _flatten(table.column(column), column, source, base, numeric="number")
+        if (row := _first_bad(extra_len != ids_len, None, base)) is not None:
+            r = row - base
+            raise InputError(
+                f"{where} row {row}: selected column {column!r} has {extra_len[r]} values for "
+                f"{ids_len[r]} tokens; extra columns are per-token lists like input_ids"
+            )
+    supervised = np.add.reduceat((labels != IGNORE_INDEX).astype(np.int64), offsets[:-1])
+    return ids_len, supervised
+
+
+def check_rows(source: RowSource, dataset: Any) -> tuple[np.ndarray, RowStats]:
+    """Validate every row of ``dataset``; returns each row's length after truncation and stats.
+
+    Works one Arrow record batch at a time (bounded memory), vectorised within it.
+    """
+    table = dataset.data.table
+    columns = list(dataset.column_names)
+    lengths, supervised = [], []
+    base = 0
+    for batch in table.to_batches(max_chunksize=65536):
+        got, sup = _check_chunk(batch, columns, source, base)
+        lengths.append(got)
+        supervised.append(sup)
+        base += batch.num_rows
+    full = np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.int64)
+    cut = full if source.max_seq_len is None else np.minimum(full, source.max_seq_len)
+    # Supervised counts are reported before truncation: what the data holds, not what is kept.
+    stats = RowStats(
+        rows=int(full.shape[0]),
+        tokens=int(cut.sum()),
+        truncated_rows=int(np.count_nonzero(full > cut)),
+        truncated_tokens=int((full - cut).sum()),
+        longest=int(cut.max()) if cut.size else 0,
+        supervised_tokens=int(np.concatenate(supervised).sum()) if supervised else 0,
+    )
+    return cut, stats

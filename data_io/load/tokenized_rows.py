@@ -1,0 +1,329 @@
+"""``TokenizedRowsDataset``: xorl-style tokenized rows as a map-style dataset, packed or not.
+
+Sources (``RowSource``, see ``rows.py``) are concatenated in the given order and shuffled with
+``seed`` (``shuffle=False`` keeps the concatenation order). Then, per item:
+
+* unpacked (``sample_packing_method=None``): one row, right-padded to the longest row of the
+  dataset after ``max_seq_len`` truncation (one fixed length per dataset, no wider than needed);
+* packed (``"sequential"`` or ``"multipack"``, see ``row_packing.py``): one bin of rows back to
+  back, padded to ``sample_packing_sequence_len``.
+
+Every item holds ``input_ids`` (padding 0), ``labels`` (aligned with input_ids, the model
+shifts; -100 on padding), ``position_ids`` (restarting at 0 per row and for the padding),
+``cu_seqlens`` (int32 boundaries of the rows, plus one segment for the padding, so it always ends
+at the item length), and every extra selected column (padding 0; float columns as float32, the
+rest int64). In a packed item the label of each row's first token is -100: after the model's
+shift it would be predicted from the previous row's last token, and it is never used unpacked.
+
+The bin plan, and the per-source statistics, are cached under
+``<dataset_prepared_path>/<fingerprint>/`` (``dataset_prepared_path=None``: not cached); with
+a cached plan start-up skips the pass over the tokens. The fingerprint covers each source's
+datasets fingerprint, its files' sizes and mtimes, and every option that changes items.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.compute as pc
+import torch
+from torch.utils.data import Dataset
+
+from data_io.errors import ConfigError, InputError
+from data_io.load.layouts import IGNORE_INDEX, PAD_ID
+from data_io.load.row_packing import METHODS, BinPlan, plan_bins, prepare_plan
+from data_io.load.rows import (
+    REQUIRED_COLUMNS,
+    RowSource,
+    check_rows,
+    open_source,
+    source_fingerprint,
+)
+
+__all__ = ["TokenizedRowsDataset", "rows_dataset_from_config"]
+
+_FINGERPRINT_VERSION = 1
+DEFAULT_PREPARED_PATH = "last_prepared_dataset"
+# Keys of xorl's ``data:`` section that this dataset reads.
+_DATA_KEYS = (
+    "datasets",
+    "sample_packing_method",
+    "sample_packing_sequence_len",
+    "dataset_prepared_path",
+    "select_columns",
+    "seed",
+    "shuffle",
+)
+
+
+def _as_sources(sources: Any) -> list[RowSource]:
+    if isinstance(sources, (RowSource, str, Mapping)):
+        sources = [sources]
+    if not isinstance(sources, Iterable):
+        raise ConfigError(f"sources must be a list of RowSource or mappings, got {sources!r}")
+    out = [
+        s if isinstance(s, RowSource) else RowSource.from_mapping(s, f"datasets[{i}]")
+        for i, s in enumerate(sources)
+    ]
+    if not out:
+        raise ConfigError("datasets is empty; give at least one source of tokenized rows")
+    return out
+
+
+def _check_options(method: Any, capacity: Any, seed: Any) -> None:
+    if method is not None and method not in METHODS:
+        raise ConfigError(
+            f"sample_packing_method must be one of {', '.join(METHODS)} or null (no packing), "
+            f"got {method!r}"
+        )
+    if capacity is not None and (
+        isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1
+    ):
+        raise ConfigError(
+            f"sample_packing_sequence_len must be a positive integer, got {capacity!r}"
+        )
+    if method is not None and capacity is None:
+        raise ConfigError(
+            f"sample_packing_method={method!r} needs sample_packing_sequence_len (the bin length)"
+        )
+    if method is None and capacity is not None:
+        raise ConfigError(
+            "sample_packing_sequence_len is set but sample_packing_method is null; set "
+            "sample_packing_method to sequential or multipack, or remove the length"
+        )
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
+
+
+def _extras(sources: list[RowSource]) -> tuple[str, ...]:
+    """Extra selected columns: the same in every source, since every item has the same keys."""
+    chosen = {
+        tuple(c for c in (s.select_columns or ()) if c not in REQUIRED_COLUMNS) for s in sources
+    }
+    if len(chosen) > 1:
+        listed = "; ".join(
+            f"{s.label}: {list(s.select_columns or REQUIRED_COLUMNS)}" for s in sources
+        )
+        raise ConfigError(
+            f"select_columns differ between sources ({listed}); every item needs the same "
+            "columns, so select the same extra columns in every source"
+        )
+    return chosen.pop()
+
+
+class TokenizedRowsDataset(Dataset):
+    """Map-style dataset of tokenized rows; see the module docstring."""
+
+    def __init__(
+        self,
+        sources: Any,
+        *,
+        sample_packing_method: str | None = None,
+        sample_packing_sequence_len: int | None = None,
+        dataset_prepared_path: str | Path | None = DEFAULT_PREPARED_PATH,
+        seed: int = 0,
+        shuffle: bool = True,
+        cache_dir: str | None = None,
+    ) -> None:
+        _check_options(sample_packing_method, sample_packing_sequence_len, seed)
+        self.sources = _as_sources(sources)
+        self.extra_columns = _extras(self.sources)
+        self.method = sample_packing_method
+        self.capacity = sample_packing_sequence_len
+        self.seed = seed
+        self.shuffle = bool(shuffle)
+        self._datasets = [open_source(s, cache_dir=cache_dir) for s in self.sources]
+        sizes = [len(d) for d in self._datasets]
+        self._starts = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        self._fingerprint = self._digest()
+        plan, meta, folder, reused = prepare_plan(
+            dataset_prepared_path, self._fingerprint, int(self._starts[-1]), self._build
+        )
+        self._meta = meta
+        self.cache_folder = folder
+        self.cache_reused = reused
+        self.item_length = int(self.capacity or meta["longest"])
+        self._plan: BinPlan | None = plan
+        self._n_items = len(plan)
+
+    # -- construction -------------------------------------------------------------------------
+    def _digest(self) -> str:
+        record = {
+            "version": _FINGERPRINT_VERSION,
+            "sources": [
+                source_fingerprint(s, d) for s, d in zip(self.sources, self._datasets, strict=True)
+            ],
+            "method": self.method,
+            "sequence_len": self.capacity,
+            "seed": self.seed,
+            "shuffle": self.shuffle,
+        }
+        return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:20]
+
+    def _describe(self, row: int) -> str:
+        source = int(np.searchsorted(self._starts, row, side="right")) - 1
+        return f"source {self.sources[source].label!r} row {row - int(self._starts[source])}"
+
+    def _build(self) -> tuple[BinPlan, dict[str, Any]]:
+        """Validate every source, then plan the bins (what the cache saves)."""
+        checked = [check_rows(s, d) for s, d in zip(self.sources, self._datasets, strict=True)]
+        lengths = np.concatenate([c[0] for c in checked])
+        n = lengths.shape[0]
+        rng = np.random.default_rng([self.seed, 0])
+        order = rng.permutation(n) if self.shuffle else np.arange(n, dtype=np.int64)
+        plan = plan_bins(self.method, order, lengths, self.capacity, self.seed, self._describe)
+        meta = {
+            "sources": [
+                {"name": s.label, "path": s.path, **c[1].as_dict()}
+                for s, c in zip(self.sources, checked, strict=True)
+            ],
+            "longest": int(lengths.max()),
+            "tokens": int(lengths.sum()),
+            "bins": len(plan),
+        }
+        return plan, meta
+
+    # -- pickling: the plan is re-mapped from the cache folder, the sources pickle as paths ----
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        if self.cache_folder is not None:
+            state["_plan"] = None
+        return state
+
+    def _bins(self) -> BinPlan:
+        if self._plan is None:
+            assert self.cache_folder is not None  # only dropped when it can be re-read
+            try:
+                self._plan = BinPlan(
+                    np.load(self.cache_folder / "bin_rows.npy", mmap_mode="r"),
+                    np.load(self.cache_folder / "bin_offsets.npy", mmap_mode="r"),
+                )
+            except (OSError, ValueError) as err:
+                raise InputError(
+                    f"{self.cache_folder}: the bin plan vanished or broke since the dataset was "
+                    f"built ({err}); build the dataset again"
+                ) from err
+        return self._plan
+
+    # -- items ---------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return self._n_items
+
+    def _row(self, row: int) -> dict[str, np.ndarray]:
+        source = int(np.searchsorted(self._starts, row, side="right")) - 1
+        local = row - int(self._starts[source])
+        limit = self.sources[source].max_seq_len
+        piece = self._datasets[source].data.table.slice(local, 1)
+        out = {}
+        for column in (*REQUIRED_COLUMNS, *self.extra_columns):
+            values = pc.list_flatten(piece.column(column)).to_numpy(zero_copy_only=False)
+            out[column] = values[:limit]
+        return out
+
+    def __getitem__(self, idx: int) -> dict[str, torch.Tensor]:
+        if isinstance(idx, bool) or not isinstance(idx, (int, np.integer)):
+            raise TypeError(f"index must be an integer, got {type(idx).__name__}")
+        if not -self._n_items <= idx < self._n_items:
+            raise IndexError(f"index {idx} out of range for {self._n_items} items")
+        rows = self._bins().bin(int(idx) % self._n_items)
+        parts = [self._row(int(r)) for r in rows]
+        return self._assemble(parts, rows)
+
+    def _assemble(
+        self, parts: list[dict[str, np.ndarray]], rows: np.ndarray
+    ) -> dict[str, torch.Tensor]:
+        width = self.item_length
+        lens = np.array([p["input_ids"].shape[0] for p in parts], dtype=np.int64)
+        used = int(lens.sum())
+        if used > width:
+            raise InputError(
+                f"{self._describe(int(rows[0]))}: the rows of this item hold {used} tokens, more "
+                f"than the planned {width}; the data changed since the plan was made: delete "
+                f"{self.cache_folder} and build the dataset again"
+            )
+        starts = np.cumsum(lens) - lens
+        item = {}
+        for column in (*REQUIRED_COLUMNS, *self.extra_columns):
+            values = np.concatenate([p[column] for p in parts])
+            dtype = np.float32 if values.dtype.kind == "f" else np.int64
+            fill = IGNORE_INDEX if column == "labels" else PAD_ID
+            padded = np.full(width, fill, dtype=dtype)
+            padded[:used] = values
+            item[column] = padded
+        if self.method is not None:
+            item["labels"][starts] = IGNORE_INDEX  # see the module docstring
+        bounds = np.append(starts, used)
+        if used < width:
+            bounds = np.append(bounds, width)  # the padding is a segment of its own
+        seg_lens = np.diff(bounds)
+        item["position_ids"] = np.arange(width, dtype=np.int64) - np.repeat(bounds[:-1], seg_lens)
+        item["cu_seqlens"] = bounds.astype(np.int32)
+        return {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in item.items()}
+
+    # -- identity and report -------------------------------------------------------------------
+    def fingerprint(self) -> str:
+        return self._fingerprint
+
+    def summary(self) -> dict[str, Any]:
+        tokens = int(self._meta["tokens"])
+        slots = self._n_items * self.item_length
+        sources = self._meta["sources"]
+        return {
+            "kind": "tokenized_rows",
+            "sources": sources,
+            "rows": int(self._starts[-1]),
+            "tokens": tokens,
+            "truncated_rows": sum(s["truncated_rows"] for s in sources),
+            "truncated_tokens": sum(s["truncated_tokens"] for s in sources),
+            "columns": [*REQUIRED_COLUMNS, *self.extra_columns],
+            "sample_packing_method": self.method,
+            "sample_packing_sequence_len": self.capacity,
+            "items": self._n_items,
+            "item_length": self.item_length,
+            "fill_ratio": round(tokens / slots, 6) if slots else 0.0,
+            "seed": self.seed,
+            "shuffle": self.shuffle,
+            "fingerprint": self._fingerprint,
+            "cache": None if self.cache_folder is None else str(self.cache_folder),
+            "cache_reused": self.cache_reused,
+        }
+
+
+def rows_dataset_from_config(
+    data: Any, *, where: str = "data", **overrides: Any
+) -> TokenizedRowsDataset:
+    """The dataset of an xorl ``data:`` section (``datasets``, ``sample_packing_method``,
+    ``sample_packing_sequence_len``, ``dataset_prepared_path``, ``select_columns`` as the default
+    of every source, ``seed``, ``shuffle``); unknown keys are errors naming the key."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where}: expected a mapping with a 'datasets' list, got {data!r}")
+    unknown = sorted(set(data) - set(_DATA_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; accepted: {', '.join(_DATA_KEYS)}"
+        )
+    raw = data.get("datasets")
+    if not isinstance(raw, list) or not raw:
+        raise ConfigError(f"{where}.datasets: must be a non-empty list of sources, got {raw!r}")
+    default_columns = data.get("select_columns")
+    sources = []
+    for i, entry in enumerate(raw):
+        if isinstance(entry, str):
+            entry = {"path": entry}
+        if isinstance(entry, Mapping) and default_columns is not None:
+            entry = {"select_columns": default_columns, **entry}
+        sources.append(RowSource.from_mapping(entry, f"{where}.datasets[{i}]"))
+    options = {
+        "sample_packing_method": data.get("sample_packing_method"),
+        "sample_packing_sequence_len": data.get("sample_packing_sequence_len"),
+        "dataset_prepared_path": data.get("dataset_prepared_path", DEFAULT_PREPARED_PATH),
+        "seed": data.get("seed", 0),
+        "shuffle": data.get("shuffle", True),
+    }
+    options.update(overrides)
+    return TokenizedRowsDataset(sources, **options)
