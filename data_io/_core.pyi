@@ -1,6 +1,7 @@
 """Type stubs of the private Rust extension. Use the typed facade instead:
 ``data_io.tokenize.tokenize``, ``data_io.train_tokenizer.train_tokenizer`` and
-``data_io.sampling`` (whose ``rng``, ``algorithm`` and ``pool`` modules wrap the rest)."""
+``data_io.sampling`` (whose ``rng``, ``algorithm`` and ``pool`` modules wrap the rest) and
+``data_io.encoder.TextEncoder`` (``Encoder``)."""
 
 from collections.abc import Callable, Sequence
 from os import PathLike
@@ -85,3 +86,19 @@ def copy_token_pool(
 ) -> None:
     """Copy (task, path, dtype, data_offset, length, pool_offset) sources into the pool file;
     ``progress(tokens)`` returning False cancels; ids must be below ``vocab_size`` if given."""
+
+class Encoder:
+    """A tokenizers JSON file; special-token strings in a text encode as plain text.
+    Use ``data_io.encoder.TextEncoder``."""
+
+    def __init__(self, tokenizer_path: str | PathLike[str]) -> None: ...
+    @property
+    def vocab_size(self) -> int:
+        """Vocabulary size including added tokens."""
+    def token_id(self, token: str) -> int | None:
+        """The id of ``token``, or None when the vocabulary lacks it."""
+    def encode_batch(
+        self, texts: list[str], eos_id: int | None = None
+    ) -> tuple[NDArray[np.uint32], NDArray[np.int64]]:
+        """All texts' ids back to back (``eos_id`` after each when given) and the
+        ``len(texts) + 1`` offsets where each text starts; encodes in parallel without the GIL."""

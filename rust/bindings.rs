@@ -5,12 +5,16 @@
 
 use std::path::PathBuf;
 
-use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyReadwriteArray1, PyUntypedArrayMethods};
+use numpy::{
+    IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyReadwriteArray1,
+    PyUntypedArrayMethods,
+};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 use serde::Serialize;
 
+use crate::encoder::{encode_batch as encode_texts, HfEncoder, TextEncoder};
 use crate::error::{Error, ErrorKind};
 use crate::layout::LayoutTokens;
 use crate::sampling::gather::{gather_epoch as gather_rows, EpochColumns, RowRecord};
@@ -302,6 +306,53 @@ fn copy_token_pool(
         .map_err(|e| to_py_err(py, e))
 }
 
+/// `encode_batch`'s result: the ids (uint32) and the per-text offsets (int64).
+type IdsAndOffsets<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>);
+
+/// A tokenizers JSON file, for encoding text on the fly (the HF text datasets of the load stage).
+/// Special-token strings inside a text are encoded as plain text, as in `tokenize`.
+#[pyclass(module = "data_io._core", name = "Encoder", frozen)]
+struct Encoder {
+    inner: HfEncoder,
+}
+
+#[pymethods]
+impl Encoder {
+    #[new]
+    fn new(py: Python<'_>, tokenizer_path: PathBuf) -> PyResult<Self> {
+        let inner = HfEncoder::from_file(&tokenizer_path).map_err(|e| to_py_err(py, e))?;
+        Ok(Self { inner })
+    }
+
+    /// Vocabulary size including added tokens; every id is below it.
+    #[getter]
+    fn vocab_size(&self) -> usize {
+        self.inner.vocab_size()
+    }
+
+    /// The id of `token` (e.g. "<|endoftext|>"), or None when the vocabulary lacks it.
+    fn token_id(&self, token: &str) -> Option<u32> {
+        self.inner.token_id(token)
+    }
+
+    /// The ids of all `texts` back to back (uint32), `eos_id` after each text when given, and
+    /// the `len(texts) + 1` offsets (int64) where each text's ids start.
+    #[pyo3(signature = (texts, eos_id = None))]
+    fn encode_batch<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<String>,
+        eos_id: Option<u32>,
+    ) -> PyResult<IdsAndOffsets<'py>> {
+        // `texts` is already a copy owned by Rust, so the GIL can go for the whole encoding.
+        let inner = &self.inner;
+        let batch = py
+            .detach(|| encode_texts(inner, &texts, eos_id))
+            .map_err(|e| to_py_err(py, e))?;
+        Ok((batch.ids.into_pyarray(py), batch.offsets.into_pyarray(py)))
+    }
+}
+
 #[pymodule]
 #[pyo3(name = "_core")]
 fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -310,6 +361,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gather_epoch, m)?)?;
     m.add_function(wrap_pyfunction!(copy_token_pool, m)?)?;
     m.add_class::<Philox>()?;
+    m.add_class::<Encoder>()?;
     m.add("DEFAULT_SPECIAL_TOKENS", DEFAULT_SPECIAL_TOKENS.to_vec())?;
     m.add("SPLIT_REGEX", SPLIT_REGEX)?;
     Ok(())

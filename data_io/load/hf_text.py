@@ -1,0 +1,818 @@
+"""Text sources read through Hugging Face ``datasets``: KempnerForge's ``HuggingFaceDataset``
+(eager) and ``StreamingHuggingFaceDataset`` (on the fly), tokenized by data_io's Rust encoder.
+
+Where the text can be (``resolve_text_source``, shared by both classes):
+
+* a local file, the format from its extension (``.jsonl .json .parquet .csv .txt``, optionally
+  compressed ``.gz .bz2 .xz .zst``); ``.txt`` gives one row per line in the field ``text``;
+* a folder written by ``save_to_disk`` (it holds ``state.json`` or ``dataset_dict.json``),
+  opened with ``load_from_disk``;
+* any other folder, e.g. a local ``hf download ORG/NAME --repo-type dataset --local-dir DIR``
+  copy: read by ``datasets.load_dataset(DIR, config, split=...)``, which understands the Hub repo
+  layout (``data/train-*.parquet``, README configs) without a network;
+* otherwise a Hub id, read by ``datasets.load_dataset(name, config, split=..., streaming=...)``.
+  When the Hub cannot be reached or does not know the id, the error says how to use a local copy.
+
+Every row becomes one document: the encoder's ids of the row's ``text_field``, then the EOS id.
+Special-token strings inside a text are encoded as plain text, so the only EOS in the stream are
+the document ends. ``eos_token_id`` may be an id or a token string; None takes the tokenizer's
+(see ``TextEncoder.eos_id_for``).
+
+``HuggingFaceDataset`` tokenizes every row once into flat ``.npy`` shards (formats.md §6) in a
+cache folder keyed by the dataset's identity, the tokenizer file's hash, ``text_field`` and the
+EOS id, and then serves ``MemoryMappedDataset`` windows over that folder. ``seq_len`` and the
+packing options do not change the shards, so they are not in the key: one cache serves them all.
+
+``StreamingHuggingFaceDataset`` is sharded over ranks and DataLoader workers by rows: stream
+``g = rank * num_workers + worker_id`` of ``G = world_size * num_workers`` reads the rows ``i``
+(numbered in the source's order from 0) with ``i % G == g``, concatenates their documents and
+cuts windows of ``seq_len`` tokens; the stream's last partial window is dropped. Rows rather
+than whole HF shards, so that a row's number means the same under any topology and a resume
+state can be carried to another one. The cost: each stream parses the whole source and keeps
+1/G of the rows (it tokenizes only its own).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset, IterableDataset, get_worker_info
+
+from data_io.encoder import TextEncoder
+from data_io.errors import ConfigError, InputError
+from data_io.load.shards import MemoryMappedDataset, _require_int, pack_window
+
+__all__ = [
+    "STREAM_KEYS",
+    "HuggingFaceDataset",
+    "StreamingHuggingFaceDataset",
+    "TextSource",
+    "resolve_text_source",
+]
+
+# ``datasets`` builder for each accepted file extension (after a compression suffix).
+TEXT_FORMATS = {
+    ".jsonl": "json",
+    ".json": "json",
+    ".parquet": "parquet",
+    ".csv": "csv",
+    ".txt": "text",
+}
+_COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst")
+_SAVED_MARKERS = ("state.json", "dataset_dict.json")
+# A path-like name that does not exist is a typo, not a Hub id.
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
+# Keys every streaming sample carries, besides the window's: where its stream resumes.
+STREAM_KEYS = ("stream_id", "stream_row", "stream_offset")
+# Bumped when the cache folder's content changes meaning: old folders are then not reused.
+_CACHE_FORMAT = 1
+_CACHE_RECORD = "hf_text_cache.json"
+# Rows per call of the encoder (it encodes a batch in parallel) and tokens per cached shard.
+_EAGER_BATCH_ROWS = 1024
+_STREAM_BATCH_ROWS = 256
+_SHARD_TOKENS = 1 << 26
+
+
+# -- where the text is --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TextSource:
+    """A resolved text source; pickles as names and paths, opens ``datasets`` on demand."""
+
+    name: str
+    split: str
+    config: str | None
+    kind: str  # "files" | "saved" | "folder" | "hub"
+    files: tuple[Path, ...] = ()  # the local files whose stat identifies the data
+
+    @property
+    def label(self) -> str:
+        config = f" (config {self.config!r})" if self.config else ""
+        return f"dataset {self.name!r}{config} split {self.split!r}"
+
+    def identity(self) -> dict[str, Any]:
+        """What identifies the data without reading it: names, sizes and mtimes of local
+        files; for the Hub, the id, config and split (the eager class adds the datasets
+        fingerprint, which covers the revision)."""
+        ident: dict[str, Any] = {
+            "kind": self.kind,
+            "name": self.name,
+            "config": self.config,
+            "split": self.split,
+        }
+        if self.files:
+            root = Path(self.name)
+            base = root if root.is_dir() else root.parent
+            ident["files"] = [_file_stat(path, base) for path in self.files]
+        return ident
+
+    def load(self, *, streaming: bool) -> Any:
+        """The rows as a ``datasets`` Dataset, or an IterableDataset when ``streaming``."""
+        import datasets
+
+        try:
+            if self.kind == "saved":
+                return _load_saved(self, streaming)
+            if self.kind == "files":
+                builder = _builder_of(self.files[0])
+                return datasets.load_dataset(
+                    builder,
+                    data_files={self.split: [str(p) for p in self.files]},
+                    split=self.split,
+                    streaming=streaming,
+                )
+            return datasets.load_dataset(
+                self.name, self.config, split=self.split, streaming=streaming
+            )
+        except InputError:
+            raise
+        except Exception as err:  # datasets raises many unrelated types: classify once here
+            raise _load_failed(self, err) from err
+
+
+def resolve_text_source(name: str | os.PathLike[str], split: str, config: str | None) -> TextSource:
+    """Decide what ``name`` is (local file, saved dataset, folder, Hub id), reading no rows."""
+    if not isinstance(split, str) or not split:
+        raise ConfigError(f"split must be a non-empty string such as 'train', got {split!r}")
+    if config is not None and (not isinstance(config, str) or not config):
+        raise ConfigError(f"dataset_config must be a non-empty string or None, got {config!r}")
+    text = os.fspath(name)
+    path = Path(text).expanduser()
+    if path.is_file():
+        _builder_of(path)  # an unsupported extension fails here, before any work
+        _no_config(config, "a file")
+        return TextSource(str(path), split, config, "files", (path,))
+    if path.is_dir():
+        files = _folder_files(path)
+        kind = "saved" if any((path / m).is_file() for m in _SAVED_MARKERS) else "folder"
+        if kind == "saved":
+            _no_config(config, "a save_to_disk folder")
+        if not files:
+            raise InputError(
+                f"{path}: the folder holds no files; pass a folder with data files "
+                f"({', '.join(TEXT_FORMATS)}), a save_to_disk folder, or a file"
+            )
+        return TextSource(str(path), split, config, kind, tuple(files))
+    if text.startswith((".", "/", "~")) or Path(text).suffix.lower() in TEXT_FORMATS:
+        raise InputError(
+            f"dataset {text!r} does not exist; pass an existing file or folder, or a Hub id "
+            "such as 'org/name'"
+        )
+    if not _HUB_ID.fullmatch(text):
+        raise ConfigError(
+            f"dataset {text!r} is neither a local file or folder nor a Hub id ('org/name')"
+        )
+    return TextSource(text, split, config, "hub")
+
+
+def _no_config(config: str | None, what: str) -> None:
+    if config is not None:
+        raise ConfigError(
+            f"dataset_config {config!r} applies to Hub datasets and their downloaded folders; "
+            f"{what} has none: leave dataset_config unset"
+        )
+
+
+def _builder_of(path: Path) -> str:
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] in _COMPRESSIONS:
+        suffixes.pop()
+    builder = TEXT_FORMATS.get(suffixes[-1] if suffixes else "")
+    if builder is None:
+        raise InputError(
+            f"{path}: cannot tell the format from the extension; text files must end in "
+            f"{', '.join(TEXT_FORMATS)} (optionally + {', '.join(_COMPRESSIONS)})"
+        )
+    return builder
+
+
+def _folder_files(folder: Path) -> list[Path]:
+    """The files of a local dataset folder, sorted; hidden entries (``hf download`` keeps its
+    bookkeeping in ``.cache/``, git in ``.git/``) are not data."""
+    files = []
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder).parts
+        if path.is_file() and not any(part.startswith(".") for part in relative):
+            files.append(path)
+    return files
+
+
+def _file_stat(path: Path, base: Path) -> list[Any]:
+    stat = path.stat()
+    return [path.relative_to(base).as_posix(), stat.st_size, stat.st_mtime_ns]
+
+
+def _load_saved(source: TextSource, streaming: bool) -> Any:
+    import datasets
+
+    loaded = datasets.load_from_disk(source.name)
+    if isinstance(loaded, datasets.DatasetDict):
+        if source.split not in loaded:
+            raise InputError(
+                f"{source.name}: the saved dataset has no split {source.split!r} (it has "
+                f"{', '.join(loaded)}); pass split= one of them"
+            )
+        loaded = loaded[source.split]
+    if len(loaded) == 0:  # to_iterable_dataset() fails obscurely on zero rows
+        raise InputError(f"{source.label}: holds no rows; pass a dataset with text")
+    return loaded.to_iterable_dataset() if streaming else loaded
+
+
+def _load_failed(source: TextSource, err: Exception) -> InputError:
+    """One InputError for whatever ``datasets`` raised while opening ``source``."""
+    from datasets.exceptions import DatasetNotFoundError
+
+    detail = f"{type(err).__name__}: {err}"
+    if source.kind == "hub" and isinstance(err, (ConnectionError, DatasetNotFoundError, OSError)):
+        return InputError(
+            f"{source.label}: the Hugging Face Hub could not be reached, or it has no dataset "
+            f"{source.name!r} ({detail}). To use a local copy, download it where the Hub is "
+            f"reachable (`hf download {source.name} --repo-type dataset --local-dir DIR`), "
+            "then pass DIR as the dataset name"
+        )
+    if isinstance(err, StopIteration):  # the JSON builder's way of saying "no rows to infer from"
+        return InputError(
+            f"{source.label}: holds no rows (an empty file?); pass a dataset with text"
+        )
+    if isinstance(err, ValueError) and "split" in str(err).lower():
+        return InputError(f"{source.label}: {detail}; pass split= one of the splits it names")
+    where = ", ".join(str(p) for p in source.files[:3]) or source.name
+    return InputError(
+        f"{source.label}: cannot read {where} ({detail}); fix the file or pass the right "
+        "format, config or split"
+    )
+
+
+# -- rows to documents ------------------------------------------------------------------------
+def _texts(
+    values: list[Any],
+    fields: list[str],
+    field: str,
+    first_row: int,
+    source: TextSource,
+    stride: int = 1,
+) -> list[str]:
+    """``values`` (the ``field`` of consecutive rows of a stream) checked to be strings: a row
+    without text is an error naming the row (its number in the source) and the fields rows do
+    have. ``stride`` is the distance in rows between consecutive values."""
+    for k, value in enumerate(values):
+        if not isinstance(value, str):
+            what = "no text" if value is None else f"a {type(value).__name__}"
+            raise InputError(
+                f"{source.label}: row {first_row + k * stride} has {what} in field {field!r}, "
+                f"not a string (the rows have the fields {', '.join(map(str, fields)) or 'none'}); "
+                "pass text_field= the field holding the text, or fix the row"
+            )
+    return values
+
+
+def _encode(
+    encoder: TextEncoder, texts: list[str], eos_id: int, source: TextSource, rows: str
+) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        return encoder.encode_batch(texts, eos_id)
+    except InputError as err:
+        raise InputError(f"{source.label}: {rows}: {err}") from err
+
+
+def _check_columns(dataset: Any, field: str, source: TextSource) -> None:
+    """Fail before any tokenization when the dataset's columns are known and lack ``field``."""
+    columns = getattr(dataset, "column_names", None)
+    if columns is not None and field not in columns:
+        raise InputError(
+            f"{source.label}: no field {field!r} (the rows have {', '.join(columns) or 'none'}); "
+            "pass text_field= the field holding the text"
+        )
+
+
+def _check_options(
+    seq_len: int,
+    text_field: str,
+    pack_sequences: bool,
+    position_ids: bool,
+    cu_seqlens: bool,
+) -> int:
+    seq_len = _require_int(
+        "seq_len", seq_len, 2, "a window of context + 1 tokens, the +1 for the label shift"
+    )
+    if not isinstance(text_field, str) or not text_field:
+        raise ConfigError(f"text_field must be a non-empty string, got {text_field!r}")
+    if (position_ids or cu_seqlens) and not pack_sequences:
+        raise ConfigError(
+            "position_ids and cu_seqlens describe packed documents; pass pack_sequences=True"
+        )
+    return seq_len
+
+
+def _digest(value: Any) -> str:
+    return hashlib.blake2b(
+        json.dumps(value, sort_keys=True, default=str).encode(), digest_size=16
+    ).hexdigest()
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# -- eager: tokenize once into a shard cache --------------------------------------------------
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "data_io" / "hf_text"
+
+
+class _ShardWriter:
+    """Flat token shards of at most ``_SHARD_TOKENS`` tokens, written as ``.npy`` in ``folder``."""
+
+    def __init__(self, folder: Path, dtype: np.dtype) -> None:
+        self.folder = folder
+        self.dtype = dtype
+        self.shards: list[dict[str, Any]] = []
+        self._pending: list[np.ndarray] = []
+        self._pending_tokens = 0
+
+    def add(self, ids: np.ndarray) -> None:
+        self._pending.append(ids.astype(self.dtype, copy=False))
+        self._pending_tokens += len(ids)
+        if self._pending_tokens >= _SHARD_TOKENS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._pending_tokens:
+            return
+        name = f"shard_{len(self.shards):05d}.npy"
+        np.save(self.folder / name, np.concatenate(self._pending), allow_pickle=False)
+        self.shards.append({"file": name, "tokens": self._pending_tokens})
+        self._pending, self._pending_tokens = [], 0
+
+
+def _cache_is_complete(folder: Path, key: str) -> bool:
+    """True when ``folder`` holds a finished cache for ``key`` with all its shards intact."""
+    try:
+        record = json.loads((folder / _CACHE_RECORD).read_text(encoding="utf-8"))
+        shards = record["shards"]
+        if record.get("key") != key or not shards:
+            return False
+        itemsize = np.dtype(record["dtype"]).itemsize
+        # A shard's size is its header plus its tokens; a shorter file was damaged.
+        return all((folder / s["file"]).stat().st_size >= s["tokens"] * itemsize for s in shards)
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def _publish(built: Path, folder: Path, key: str) -> None:
+    """Rename the finished ``built`` folder to ``folder``; another process (a second rank on
+    this node) may have published the same cache meanwhile, and then ours is discarded."""
+    if folder.exists() and not _cache_is_complete(folder, key):
+        stale = folder.with_name(f".{folder.name}.stale-{os.getpid()}")
+        os.replace(folder, stale)
+        shutil.rmtree(stale, ignore_errors=True)
+    try:
+        os.replace(built, folder)
+    except OSError:
+        if not _cache_is_complete(folder, key):
+            raise
+        shutil.rmtree(built, ignore_errors=True)
+
+
+class HuggingFaceDataset(Dataset):
+    """Map-style windows over a text dataset tokenized once into cached flat shards."""
+
+    def __init__(
+        self,
+        dataset_name: str,
+        seq_len: int,
+        tokenizer_path: str | Path,
+        split: str = "train",
+        text_field: str = "text",
+        dataset_config: str | None = None,
+        eos_token_id: int | str | None = None,
+        pack_sequences: bool = False,
+        position_ids: bool = False,
+        cu_seqlens: bool = False,
+        cache_dir: str | Path | None = None,
+    ) -> None:
+        self.seq_len = _check_options(seq_len, text_field, pack_sequences, position_ids, cu_seqlens)
+        self.text_field = text_field
+        self.source = resolve_text_source(dataset_name, split, dataset_config)
+        encoder = TextEncoder(tokenizer_path)
+        self.eos_token_id = encoder.eos_id_for(eos_token_id)
+        dataset = None
+        identity = self.source.identity()
+        if self.source.kind == "hub":
+            # The datasets fingerprint pins the downloaded revision: a new upload re-tokenizes.
+            dataset = self.source.load(streaming=False)
+            identity["fingerprint"] = getattr(dataset, "_fingerprint", None)
+        self.key = _digest(
+            {
+                "format": _CACHE_FORMAT,
+                "source": identity,
+                "tokenizer": _file_digest(encoder.path),
+                "text_field": text_field,
+                "eos_token_id": self.eos_token_id,
+            }
+        )
+        root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        slug = re.sub(r"[^\w.-]+", "_", Path(self.source.name).name or "dataset")
+        self.cache_folder = root / f"{slug}-{self.key[:16]}"
+        self.reused = _cache_is_complete(self.cache_folder, self.key)
+        if not self.reused:
+            if dataset is None:
+                # Local files are read as a stream: no second copy in the datasets cache (a
+                # saved dataset is memory-mapped Arrow already).
+                dataset = self.source.load(streaming=self.source.kind != "saved")
+            self._build(dataset, encoder, root)
+        self.record = json.loads((self.cache_folder / _CACHE_RECORD).read_text(encoding="utf-8"))
+        self._windows = MemoryMappedDataset(
+            self.cache_folder,
+            self.seq_len,
+            "*.npy",
+            pack_sequences=pack_sequences,
+            eos_token_id=self.eos_token_id,
+            position_ids=position_ids,
+            cu_seqlens=cu_seqlens,
+        )
+
+    def _build(self, dataset: Any, encoder: TextEncoder, root: Path) -> None:
+        """Tokenize every row into shards in a temporary folder, then rename it into place."""
+        root.mkdir(parents=True, exist_ok=True)
+        building = Path(tempfile.mkdtemp(prefix=f".{self.cache_folder.name}.tmp-", dir=root))
+        try:
+            dtype = np.dtype(np.uint16 if encoder.vocab_size <= 1 << 16 else np.uint32)
+            writer = _ShardWriter(building, dtype)
+            rows = self._tokenize(dataset, encoder, writer)
+            writer.flush()
+            record = {
+                "format": _CACHE_FORMAT,
+                "key": self.key,
+                "source": self.source.identity(),
+                "tokenizer_path": str(encoder.path),
+                "vocab_size": encoder.vocab_size,
+                "text_field": self.text_field,
+                "eos_token_id": self.eos_token_id,
+                "dtype": dtype.name,
+                "rows": rows,
+                "tokens": sum(s["tokens"] for s in writer.shards),
+                "shards": writer.shards,
+            }
+            (building / _CACHE_RECORD).write_text(json.dumps(record, indent=1), encoding="utf-8")
+            _publish(building, self.cache_folder, self.key)
+        finally:
+            shutil.rmtree(building, ignore_errors=True)
+
+    def _tokenize(self, dataset: Any, encoder: TextEncoder, writer: _ShardWriter) -> int:
+        from tqdm.auto import tqdm
+
+        _check_columns(dataset, self.text_field, self.source)
+        total = len(dataset) if hasattr(dataset, "__len__") else None
+        rows = 0
+        batches = _column_batches(dataset, _EAGER_BATCH_ROWS, self.source)
+        with tqdm(total=total, unit="rows", desc=f"tokenizing {self.source.name}") as bar:
+            for columns in batches:
+                values = columns.get(self.text_field)
+                if values is None:  # columns unknown up front (a JSON stream): checked here
+                    _check_columns(_Columns(list(columns)), self.text_field, self.source)
+                texts = _texts(values, list(columns), self.text_field, rows, self.source)
+                where = f"rows {rows}..{rows + len(texts) - 1}"
+                ids, _ = _encode(encoder, texts, self.eos_token_id, self.source, where)
+                writer.add(ids)
+                rows += len(texts)
+                bar.update(len(texts))
+        if rows == 0:
+            raise InputError(f"{self.source.label} holds no rows; pass a dataset with text")
+        return rows
+
+    def __len__(self) -> int:
+        return len(self._windows)
+
+    def __getitem__(self, idx: int) -> dict[str, torch.Tensor]:
+        return self._windows[idx]
+
+    def fingerprint(self) -> str:
+        """The cache key (data, tokenizer, text_field, EOS) and the window options."""
+        return _digest([self.key, self._windows.fingerprint()])
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "source": self.source.name,
+            "kind": self.source.kind,
+            "split": self.source.split,
+            "config": self.source.config,
+            "text_field": self.text_field,
+            "eos_token_id": self.eos_token_id,
+            "cache_folder": str(self.cache_folder),
+            "cache_reused": self.reused,
+            "rows": self.record["rows"],
+            **{k: v for k, v in self._windows.summary().items() if k != "data_dir"},
+        }
+
+
+@dataclass(frozen=True)
+class _Columns:
+    column_names: list[str]
+
+
+def _read(items: Iterator[Any], size: int, source: TextSource) -> list[Any]:
+    """Up to ``size`` items; read errors (a malformed line found mid-stream) name the source
+    instead of surfacing as a datasets or pyarrow internal."""
+    try:
+        return list(itertools.islice(items, size))
+    except InputError:
+        raise
+    except Exception as err:  # parse errors of any builder
+        raise _load_failed(source, err) from err
+
+
+def _column_batches(dataset: Any, size: int, source: TextSource) -> Iterator[dict[str, list]]:
+    """Batches as {column: values}: no Python dict per row on the eager path."""
+    batches = iter(dataset.iter(batch_size=size))
+    while batch := _read(batches, 1, source):
+        yield batch[0]
+
+
+# -- streaming ----------------------------------------------------------------------------------
+class _StreamCutter:
+    """Cuts one stream's documents into ``seq_len`` windows and says where each leaves off.
+
+    Holds the tokens not yet emitted and, for each (partial) row in them, its global row number
+    and where it starts, so "resume after this window" is a (row, tokens-to-skip) pair.
+    """
+
+    def __init__(self, seq_len: int, stride: int, first_row: int, skip: int) -> None:
+        self.seq_len = seq_len
+        self.stride = stride
+        self.tokens = np.empty(0, dtype=np.uint32)
+        self.rows = np.empty(0, dtype=np.int64)  # global row of each segment of ``tokens``
+        self.starts = np.empty(0, dtype=np.int64)  # where each segment starts in ``tokens``
+        self.head_skipped = skip  # tokens of rows[0] consumed before tokens[0]
+        self.next_row = first_row  # the row after the last one added
+        self._skip_pending = skip
+
+    def add(
+        self, first_row: int, ids: np.ndarray, offsets: np.ndarray, source: TextSource
+    ) -> list[tuple[np.ndarray, int, int]]:
+        """Append documents of rows ``first_row, first_row + stride, ...``; returns the full
+        windows now available as (tokens, resume row, resume offset)."""
+        if self._skip_pending:
+            first_len = int(offsets[1] - offsets[0])
+            if self._skip_pending >= first_len:
+                raise InputError(
+                    f"{source.label}: the resume state skips {self._skip_pending} tokens of row "
+                    f"{first_row}, which has only {first_len}; the data or tokenizer changed "
+                    "since the state was saved: resume with the same inputs or start afresh"
+                )
+            ids = ids[self._skip_pending :]
+            offsets = offsets - self._skip_pending
+            offsets[0] = 0
+            self._skip_pending = 0
+        count = len(offsets) - 1
+        self.starts = np.concatenate((self.starts, len(self.tokens) + offsets[:-1]))
+        self.rows = np.concatenate(
+            (self.rows, first_row + self.stride * np.arange(count, dtype=np.int64))
+        )
+        self.tokens = np.concatenate((self.tokens, ids))
+        self.next_row = first_row + self.stride * count
+        return self._cut()
+
+    def _resume_points(self, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(row, offset) of the first token not yet used after each window end."""
+        segment = np.searchsorted(self.starts, ends, side="right") - 1
+        rows = self.rows[segment]
+        offsets = ends - self.starts[segment] + np.where(segment == 0, self.head_skipped, 0)
+        at_end = ends == len(self.tokens)  # nothing left: the stream goes on at its next row
+        return np.where(at_end, self.next_row, rows), np.where(at_end, 0, offsets)
+
+    def _cut(self) -> list[tuple[np.ndarray, int, int]]:
+        count = len(self.tokens) // self.seq_len
+        if count == 0:
+            return []
+        used = count * self.seq_len
+        ends = self.seq_len * np.arange(1, count + 1, dtype=np.int64)
+        rows, offsets = self._resume_points(ends)
+        windows = self.tokens[:used].reshape(count, self.seq_len)
+        out = [(windows[k], int(rows[k]), int(offsets[k])) for k in range(count)]
+        if used == len(self.tokens):
+            self.tokens = self.tokens[:0]
+            self.rows, self.starts = self.rows[:0], self.starts[:0]
+            self.head_skipped = 0
+        else:
+            segment = int(np.searchsorted(self.starts, used, side="right")) - 1
+            self.head_skipped = int(offsets[-1])
+            self.rows = self.rows[segment:]
+            self.starts = np.maximum(self.starts[segment:] - used, 0)
+            self.tokens = self.tokens[used:]
+        return out
+
+
+def _parse_resume(state: Mapping[str, Any]) -> tuple[int | None, dict[int, tuple[int, int]]]:
+    """Validate a resume state ``{"num_streams": G, "streams": {g: [row, offset]}}``."""
+    if not isinstance(state, Mapping) or set(state) - {"num_streams", "streams", "fingerprint"}:
+        raise ConfigError(
+            "a streaming resume state is {'num_streams': G, 'streams': {g: [row, offset]}}, "
+            f"got {state!r}; pass what state_dict() or the loader recorded"
+        )
+    total = state.get("num_streams")
+    streams = state.get("streams") or {}
+    if total is None:
+        if streams:
+            raise ConfigError("resume state: 'streams' given without 'num_streams'")
+        return None, {}
+    total = _require_int("resume state num_streams", total, 1, "ranks x workers")
+    if not isinstance(streams, Mapping):
+        raise ConfigError(f"resume state: 'streams' must be a mapping, got {streams!r}")
+    parsed: dict[int, tuple[int, int]] = {}
+    for key, value in streams.items():
+        try:
+            stream = int(key)  # JSON turns the keys into strings
+        except (TypeError, ValueError):
+            raise ConfigError(f"resume state: stream id {key!r} is not an integer") from None
+        if not 0 <= stream < total:
+            raise ConfigError(f"resume state: stream {stream} is outside 0..{total - 1}")
+        if not isinstance(value, (list, tuple)) or len(value) != 2:
+            raise ConfigError(f"resume state: stream {stream} must map to [row, offset]")
+        row = _require_int(f"resume state stream {stream} row", value[0], 0, "a row number")
+        offset = _require_int(f"resume state stream {stream} offset", value[1], 0, "tokens")
+        if row % total != stream:
+            raise ConfigError(
+                f"resume state: row {row} does not belong to stream {stream} of {total} "
+                f"(stream g reads rows i with i % {total} == g); the state is damaged"
+            )
+        parsed[stream] = (row, offset)
+    return total, parsed
+
+
+class StreamingHuggingFaceDataset(IterableDataset):
+    """Windows tokenized on the fly, each rank x worker reading its own rows; resumable."""
+
+    def __init__(
+        self,
+        dataset_name: str,
+        seq_len: int,
+        tokenizer_path: str | Path,
+        split: str = "train",
+        text_field: str = "text",
+        dataset_config: str | None = None,
+        eos_token_id: int | str | None = None,
+        pack_sequences: bool = False,
+        position_ids: bool = False,
+        cu_seqlens: bool = False,
+        rank: int = 0,
+        world_size: int = 1,
+    ) -> None:
+        self.seq_len = _check_options(seq_len, text_field, pack_sequences, position_ids, cu_seqlens)
+        self.world_size = _require_int("world_size", world_size, 1, "number of ranks")
+        self.rank = _require_int("rank", rank, 0, "this process's rank")
+        if self.rank >= self.world_size:
+            raise ConfigError(f"rank {rank} must be below world_size {world_size}")
+        self.text_field = text_field
+        self.pack_sequences = pack_sequences
+        self.position_ids = position_ids
+        self.cu_seqlens = cu_seqlens
+        self.source = resolve_text_source(dataset_name, split, dataset_config)
+        self.encoder = TextEncoder(tokenizer_path)  # pickles as its path
+        self.eos_token_id = self.encoder.eos_id_for(eos_token_id)
+        self._tokenizer_digest = _file_digest(self.encoder.path)
+        self._resume: dict[str, Any] = {"num_streams": None, "streams": {}}
+
+    # The resume point: set in the main process, carried to workers by pickling.
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Resume from ``{"num_streams": G, "streams": {g: [row, offset], ...}}``.
+
+        Same G: each stream resumes exactly where its entry says (a stream without an entry
+        starts at its beginning). Another G: every stream restarts at the smallest recorded row
+        (0 when a stream has no entry), so rows may be read twice but none is skipped.
+        """
+        fingerprint = state.get("fingerprint") if isinstance(state, Mapping) else None
+        if fingerprint is not None and fingerprint != self.fingerprint():
+            raise ConfigError(
+                "the resume state was saved for another dataset or options (fingerprint "
+                f"{fingerprint}, this dataset {self.fingerprint()}); resume with the same "
+                "source, tokenizer and options, or start afresh"
+            )
+        total, streams = _parse_resume(state)
+        self._resume = {
+            "num_streams": total,
+            "streams": {g: list(pos) for g, pos in sorted(streams.items())},
+        }
+
+    def state_dict(self) -> dict[str, Any]:
+        """The resume point this dataset was given (the start when none)."""
+        return {
+            "num_streams": self._resume["num_streams"],
+            "streams": {g: list(pos) for g, pos in self._resume["streams"].items()},
+        }
+
+    def _stream(self) -> tuple[int, int]:
+        info = get_worker_info()
+        workers, worker = (info.num_workers, info.id) if info is not None else (1, 0)
+        return self.rank * workers + worker, self.world_size * workers
+
+    def _start(self, stream: int, total: int) -> tuple[int, int]:
+        """First row (global number) and tokens to skip in it, for ``stream`` of ``total``."""
+        recorded, streams = self._resume["num_streams"], self._resume["streams"]
+        if recorded is None:
+            return stream, 0
+        if recorded == total:
+            row, offset = streams.get(stream, (stream, 0))
+            return row, offset
+        low = min((row for row, _ in streams.values()), default=0)
+        if len(streams) < recorded:
+            low = 0  # a stream without an entry may not have read anything yet
+        return low + (stream - low) % total, 0
+
+    def _rows(self, stream: int, first: int, stride: int) -> Iterator[tuple[int, list[Any]]]:
+        """Batches of this stream's texts: (global number of the batch's first row, values).
+
+        Read with ``IterableDataset.iter``, which (unlike iterating the dataset) does not split
+        the data over DataLoader workers by itself: the split is ours, by row number.
+        """
+        dataset = self.source.load(streaming=True)
+        _check_columns(dataset, self.text_field, self.source)
+        if first:
+            dataset = dataset.skip(first)
+        number = first  # global number of the batch's first row
+        for columns in _column_batches(dataset, _STREAM_BATCH_ROWS * stride, self.source):
+            values = columns.get(self.text_field)
+            if values is None:  # columns unknown up front (a JSON stream): checked here
+                _check_columns(_Columns(list(columns)), self.text_field, self.source)
+            start = (stream - number) % stride
+            if start < len(values):
+                mine = values[start::stride]
+                yield (
+                    number + start,
+                    _texts(
+                        mine, list(columns), self.text_field, number + start, self.source, stride
+                    ),
+                )
+            number += len(values)
+
+    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
+        stream, total = self._stream()
+        first, skip = self._start(stream, total)
+        cutter = _StreamCutter(self.seq_len, total, first, skip)
+        for number, texts in self._rows(stream, first, total):
+            where = f"stream {stream} of {total}, rows from {number} every {total}"
+            ids, offsets = _encode(self.encoder, texts, self.eos_token_id, self.source, where)
+            for window, row, offset in cutter.add(number, ids, offsets, self.source):
+                yield self._sample(window, stream, row, offset)
+
+    def _sample(self, window: np.ndarray, stream: int, row: int, offset: int) -> dict[str, Any]:
+        tokens = window.astype(np.int64)
+        if self.pack_sequences:
+            sample = pack_window(
+                tokens,
+                self.eos_token_id,
+                position_ids=self.position_ids,
+                cu_seqlens=self.cu_seqlens,
+            )
+        else:
+            sample = {
+                "input_ids": torch.from_numpy(tokens[:-1].copy()),
+                "labels": torch.from_numpy(tokens[1:].copy()),
+            }
+        for key, value in zip(STREAM_KEYS, (stream, row, offset), strict=True):
+            sample[key] = torch.tensor(value, dtype=torch.int64)
+        return sample
+
+    def fingerprint(self) -> str:
+        """Data identity, tokenizer hash and every option that changes the windows; not the
+        topology (rank, world size, workers), which a resume may change."""
+        return _digest(
+            {
+                "source": self.source.identity(),
+                "tokenizer": self._tokenizer_digest,
+                "text_field": self.text_field,
+                "eos_token_id": self.eos_token_id,
+                "seq_len": self.seq_len,
+                "pack": [self.pack_sequences, self.position_ids, self.cu_seqlens],
+            }
+        )
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "source": self.source.name,
+            "kind": self.source.kind,
+            "split": self.source.split,
+            "config": self.source.config,
+            "text_field": self.text_field,
+            "eos_token_id": self.eos_token_id,
+            "seq_len": self.seq_len,
+            "streaming": True,
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "resume": self.state_dict(),
+        }
