@@ -67,6 +67,7 @@ bench: build
 	$(PY) -m benchmarks.tokenize
 	$(PY) -m benchmarks.sample
 	$(PY) -m benchmarks.loader
+	$(PY) -m benchmarks.load
 	$(PY) -m benchmarks.clean
 
 clean:

@@ -125,7 +125,57 @@ def run_example(workdir: Path, console: Console | None = None) -> None:
 
     dataset = SampledDataset(sampled, epoch=0, batch_max_length=EXAMPLE_CONTEXT - 1)
     console.print(format_batch(next(iter(dataset))), markup=False)
+
+    header("load: a flat-shard mixture of tokenized tasks, with an anneal phase")
+    _flat_shard_mixture(tokenized, tokenizer, console)
     console.rule("[bold green]example done")
+
+
+def _flat_shard_mixture(tokenized: Path, tokenizer: Path, console: Console) -> None:
+    """A tokenized task's ``tokens.npy`` is a flat stream of rows, each ending with the
+    ``eoa`` token: a flat token shard (formats.md §6). Mix three tasks by weight, anneal onto
+    the first from step 3, stop, and resume from the saved state with 2 DataLoader workers."""
+    from data_io.encoder import TextEncoder
+    from data_io.load import DataConfig, DatasetSource, LoaderConfig, build_dataloader
+    from data_io.load.config import TrainSection
+
+    # The three largest tasks, so that a 64-token window fits each of them many times.
+    shards = sorted(tokenized.glob("*/tokens.npy"), key=lambda p: (-p.stat().st_size, p))
+    tasks = sorted(p.parent for p in shards[:3])
+    eoa = TextEncoder.from_file(tokenizer).token_id("<|box_end|>")
+    sources = [
+        DatasetSource(path=str(t), file_pattern="tokens.npy", name=t.name, weight=i + 1.0)
+        for i, t in enumerate(tasks)
+    ]
+    data = DataConfig(
+        datasets=sources,
+        pack_sequences=True,
+        eos_token_id=eoa,
+        num_workers=0,
+        anneal_start_step=3,
+        anneal_weights={tasks[0].name: 1.0},
+        mix_temperature=1.0,
+    )
+    config = LoaderConfig(data=data, train=TrainSection(batch_size=4, seq_len=64, seed=0))
+    loader = build_dataloader(config.validate(), rank=0, world_size=1)
+    names = loader.names or []
+    batches = iter(loader)
+    for step in range(5):
+        phase = loader.phase  # the phase of the step about to be drawn
+        drawn = ", ".join(names[i] for i in next(batches)["dataset_idx"].tolist())
+        console.print(f"step {step} (phase {phase}, lr_scale {loader.lr_scale}): {drawn}")
+    console.print(f"tokens per source: {loader.token_counts()}", markup=False)
+    state = loader.state_dict()
+    config.data.num_workers = 2
+    resumed = build_dataloader(config, rank=0, world_size=1)
+    resumed.load_state_dict(state)
+    following = next(iter(resumed))
+    console.print(
+        f"resumed at step {state['state']['step']} with 2 workers: batch "
+        f"{tuple(following['input_ids'].shape)} from "
+        + ", ".join(names[i] for i in following["dataset_idx"].tolist()),
+        markup=False,
+    )
 
 
 def prepare_workdir(workdir: Path) -> None:

@@ -49,6 +49,8 @@ _EXPORTS = {
     "StreamingHuggingFaceDataset": "hf_text",
     "RowSource": "rows",
     "TokenizedRowsDataset": "tokenized_rows",
+    "rows_dataset_from_config": "tokenized_rows",
+    "export_sampled_rows": "export_rows",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, IterableDataset
+from torch.utils.data import DataLoader, IterableDataset, default_collate
 
 from data_io.errors import ConfigError
 from data_io.load.mixture import dataset_fingerprint
@@ -57,7 +57,9 @@ def collate_samples(samples: Sequence[Mapping[str, torch.Tensor]]) -> dict[str, 
             parts += [s["cu_seqlens"][1:] + i * context for i, s in enumerate(samples) if i]
             batch[key] = torch.cat(parts).to(torch.int32)
         else:
-            batch[key] = torch.stack([s[key] for s in samples])
+            # default_collate stacks straight into shared memory inside a worker, saving the
+            # copy that sending a batch to the main process would otherwise make.
+            batch[key] = default_collate([s[key] for s in samples])
     return batch
 
 

@@ -156,6 +156,10 @@ class StrideSchedule:
 
     def order(self, h0: int, h1: int) -> np.ndarray:
         """Source of each sample at phase positions ``h0 .. h1 - 1``, in stream order."""
+        return self.order_from(h0, h1)[0]
+
+    def order_from(self, h0: int, h1: int) -> tuple[np.ndarray, np.ndarray]:
+        """``order(h0, h1)`` and ``counts(h0)``, computed together."""
         start, end = self.counts(h0), self.counts(h1)
         times, sources = [], []
         for s in self.active:
@@ -163,6 +167,6 @@ class StrideSchedule:
             times.append(self._due(s, k))
             sources.append(np.full(k.shape[0], s, dtype=np.int64))
         if not times:
-            return np.zeros(0, dtype=np.int64)
+            return np.zeros(0, dtype=np.int64), start
         t, src = np.concatenate(times), np.concatenate(sources)
-        return src[np.lexsort((src, t))]
+        return src[np.lexsort((src, t))], start

@@ -54,6 +54,8 @@ class MixtureDataset(Dataset):
         if empty:
             raise ConfigError(f"mixture sources without any sample: {', '.join(empty)}")
         self.cumulative_sizes = np.cumsum(sizes).astype(np.int64).tolist()
+        # One 0-d tensor per source, made once: torch.tensor() per item costs more than a window.
+        self._source_ids = [torch.tensor(i, dtype=torch.int64) for i in range(len(sizes))]
         shapes = [_shape_of(d, n) for d, n in zip(self.datasets, self.names, strict=True)]
         for name, shape in zip(self.names[1:], shapes[1:], strict=True):
             if shape != shapes[0]:
@@ -76,7 +78,7 @@ class MixtureDataset(Dataset):
     def __getitem__(self, idx: int) -> dict[str, torch.Tensor]:
         source, local = self.locate(int(idx))
         sample = dict(self.datasets[source][local])
-        sample["dataset_idx"] = torch.tensor(source, dtype=torch.int64)
+        sample["dataset_idx"] = self._source_ids[source]
         return sample
 
     def fingerprint(self) -> str:

@@ -17,6 +17,9 @@ import numpy as np
 __all__ = ["IndexPermutation"]
 
 _ROUNDS = 6
+# Consecutive positions are computed a block at a time and kept: numpy's cost per call, not per
+# element, dominates for the few positions of one training step.
+BLOCK = 8192
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 
@@ -44,6 +47,7 @@ class IndexPermutation:
         self._mask = np.uint64((1 << half) - 1)
         entropy = [int(seed) & (2**64 - 1), *(int(s) for s in stream)]
         self._keys = np.random.SeedSequence(entropy).generate_state(_ROUNDS, dtype=np.uint64)
+        self._block: tuple[int, np.ndarray] | None = None
 
     def _encrypt(self, x: np.ndarray) -> np.ndarray:
         left, right = x >> self._half, x & self._mask
@@ -64,3 +68,22 @@ class IndexPermutation:
             out[outside] = self._encrypt(out[outside])
             outside = out >= np.uint64(self.n)
         return out.astype(np.int64).reshape(given.shape)
+
+    def _cached_block(self, block: int) -> np.ndarray:
+        if self._block is None or self._block[0] != block:
+            start = block * BLOCK
+            self._block = (block, self(np.arange(start, min(self.n, start + BLOCK))))
+        return self._block[1]
+
+    def range(self, start: int, stop: int) -> np.ndarray:
+        """``perm[start:stop]``, through a cached block of ``BLOCK`` positions."""
+        if not 0 <= start <= stop <= self.n:
+            raise IndexError(f"range [{start}, {stop}) is not within [0, {self.n})")
+        parts = []
+        at = start
+        while at < stop:
+            block = at // BLOCK
+            end = min(stop, (block + 1) * BLOCK)
+            parts.append(self._cached_block(block)[at - block * BLOCK : end - block * BLOCK])
+            at = end
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)

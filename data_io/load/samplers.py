@@ -87,6 +87,14 @@ class ShuffledOrder:
             self._perm = (epoch, IndexPermutation(self.size, self.seed, epoch))
         return self._perm[1](positions)
 
+    def indices_range(self, epoch: int, start: int, stop: int) -> np.ndarray:
+        """The indices at the consecutive positions ``start .. stop - 1`` of ``epoch``."""
+        if not self.shuffle:
+            return np.arange(start, stop, dtype=np.int64)
+        self.indices(epoch, np.zeros(0, dtype=np.int64))  # selects this epoch's permutation
+        assert self._perm is not None
+        return self._perm[1].range(start, stop)
+
     def step(self, state: Mapping[str, Any], size: int) -> tuple[np.ndarray, None, dict[str, Any]]:
         """The next ``size`` indices and the state after them (a new epoch if this one is short)."""
         epoch, position = int(state["epoch"]), int(state["position"])
@@ -97,7 +105,7 @@ class ShuffledOrder:
                 f"a step takes {size} samples (batch_size x world_size) but the dataset has only "
                 f"{self.size}; lower batch_size or add data"
             )
-        indices = self.indices(epoch, np.arange(position, position + size, dtype=np.int64))
+        indices = self.indices_range(epoch, position, position + size)
         after = {"epoch": epoch, "position": position + size, "step": int(state["step"]) + 1}
         return indices, None, after
 
@@ -162,18 +170,19 @@ class MixtureOrder:
         size = self.sizes[source]
         if not self.shuffle:
             return draws % size
-        out = np.empty_like(draws)
-        passes = draws // size
-        for p in np.unique(passes):
-            key = (source, int(p))
+        # The draws of one step from one source are consecutive: a range in one pass or two.
+        parts = []
+        first, last = int(draws[0]), int(draws[-1]) + 1
+        for p in range(first // size, (last - 1) // size + 1):
+            key = (source, p)
             perm = self._perms.get(key)
             if perm is None:
                 if len(self._perms) > 4 * len(self.sizes):
                     self._perms.clear()
-                perm = self._perms[key] = IndexPermutation(size, self.seed, source, int(p))
-            where = passes == p
-            out[where] = perm(draws[where] % size)
-        return out
+                perm = self._perms[key] = IndexPermutation(size, self.seed, source, p)
+            lo, hi = max(first, p * size), min(last, (p + 1) * size)
+            parts.append(perm.range(lo - p * size, hi - p * size))
+        return np.concatenate(parts)
 
     def step(
         self, state: Mapping[str, Any], size: int
@@ -187,16 +196,13 @@ class MixtureOrder:
             base = base + self._schedules[phase].counts(h)
             phase, h = target, 0
         schedule = self._schedules[phase]
-        sources = schedule.order(h, h + size)
-        draws = np.empty(size, dtype=np.int64)
-        before = base + schedule.counts(h)
-        for s in np.unique(sources):
-            where = sources == s
-            draws[where] = before[s] + np.arange(int(where.sum()), dtype=np.int64)
+        sources, drawn_before = schedule.order_from(h, h + size)
+        before = base + drawn_before
         local = np.empty(size, dtype=np.int64)
         for s in np.unique(sources):
             where = sources == s
-            local[where] = self._local(int(s), draws[where])
+            draws = before[s] + np.arange(int(where.sum()), dtype=np.int64)
+            local[where] = self._local(int(s), draws)
         indices = self.offsets[sources] + local
         if self.shuffle:
             # Spread the sources over the ranks: the stride order is regular (A B A B...), and

@@ -8,9 +8,11 @@ passes ``seq_len = context + 1`` and item ``i`` is ``input_ids = window[:-1]``,
 ``labels = window[1:]``, both ``context`` long.
 
 Start-up reads only each shard's header or size, and memory is O(number of shards): a window
-count per shard and their cumulative sum (``np.searchsorted`` maps an index to its shard). Shards
-are memory-mapped on first use in each process; maps are never pickled, so the dataset is cheap
-and safe to send to DataLoader workers.
+count per shard and their cumulative sum (``np.searchsorted`` maps an index to its shard). A
+window is one positioned read (``os.preadv``) from a shard opened on first use in each process
+(at most 256 kept open); file descriptors are never pickled, so the dataset is cheap and safe to
+send to DataLoader workers. Reads rather than memory maps: with thousands of shards read at
+random, re-mapping a shard costs a hundred times more than re-opening it.
 
 With ``pack_sequences=True`` (needs ``eos_token_id``) a window may hold several documents: each
 EOS belongs to the document it ends, so the label of an input EOS (the next document's first
@@ -23,6 +25,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
+import stat
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,9 +44,10 @@ from data_io.load.shard_metadata import TOKEN_DTYPES, read_bin_dtype
 __all__ = ["MemoryMappedDataset", "pack_window"]
 
 _SUFFIXES = (".npy", ".bin")
-# Open maps kept per process: each holds a file descriptor, and a folder may have thousands of
-# shards, so the least recently used are closed beyond this many.
-_MAX_OPEN_MAPS = 64
+# Open shards kept per process: each holds a file descriptor, and a folder may have thousands
+# of shards, so the least recently used are closed beyond this many. A window is read with one
+# positioned read (os.preadv), so reopening a shard costs one open(), not a new memory map.
+_MAX_OPEN_FILES = 256
 
 
 @dataclass(frozen=True)
@@ -51,7 +57,11 @@ class _Shard:
     path: Path
     dtype: np.dtype
     tokens: int
-    header: bool  # True for .npy (np.load reads the header), False for raw .bin
+    offset: int  # bytes before the first token: the .npy header, 0 for raw .bin
+
+    @property
+    def size(self) -> int:
+        return self.offset + self.tokens * self.dtype.itemsize
 
 
 def _require_int(name: str, value: object, minimum: int, why: str) -> int:
@@ -65,7 +75,9 @@ def _list_shards(data_dir: Path, file_pattern: str) -> list[Path]:
     if not data_dir.is_dir():
         what = "is not a directory" if data_dir.exists() else "does not exist"
         raise InputError(f"{data_dir}: shard folder {what}; pass the folder holding the shards")
-    files = sorted(p for p in data_dir.glob(file_pattern) if p.is_file())
+    # Sorted by path text (Path comparisons cost more than the rest of opening 10,000 shards);
+    # a folder matching the pattern is caught when it is opened as a shard.
+    files = sorted(data_dir.glob(file_pattern), key=str)
     if not files:
         raise InputError(
             f"{data_dir}: no files match {file_pattern!r}; pass file_pattern='*.bin' for raw "
@@ -80,31 +92,77 @@ def _list_shards(data_dir: Path, file_pattern: str) -> list[Path]:
     return files
 
 
+# What np.save writes for a 1-D C-order array; anything else goes to numpy's own parser.
+_NPY_1D_HEADER = re.compile(
+    r"\{'descr': '([<>|=]?[a-z]\d+)', 'fortran_order': False, 'shape': \((\d+),\), \} *\n"
+)
+
+
+def _read_npy_header(path: Path) -> tuple[tuple[int, ...], np.dtype, int, int]:
+    """Shape, dtype, data offset and file size of an ``.npy`` shard, reading only its header.
+
+    Opening thousands of shards must be cheap: one small read each, and np.save's usual header
+    is matched directly (numpy's general parser compiles a Python literal per file, the largest
+    part of opening a 1T-token folder of 10,000 shards).
+    """
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        version = np.lib.format.read_magic(f)
+        if version not in ((1, 0), (2, 0)):  # (3, 0), rare: let np.load parse it
+            array = np.load(path, mmap_mode="r", allow_pickle=False)
+            return array.shape, array.dtype, int(array.offset), size
+        length_bytes = f.read(2 if version == (1, 0) else 4)
+        length = int.from_bytes(length_bytes, "little")
+        header = f.read(length)
+        match = _NPY_1D_HEADER.fullmatch(header.decode("latin1"))
+        if match is not None and len(header) == length:
+            return (int(match[2]),), np.dtype(match[1]), f.tell(), size
+        f.seek(0)
+        np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+        else:
+            shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+        return shape, dtype, f.tell(), size
+
+
 def _inspect_npy(path: Path) -> _Shard:
-    """Dtype and length of an ``.npy`` shard from its header (maps it, reads no tokens)."""
+    """Dtype and length of an ``.npy`` shard from its header, checked against the file size."""
     try:
-        array = np.load(path, mmap_mode="r", allow_pickle=False)
+        shape, dtype, offset, size = _read_npy_header(path)
     except (ValueError, OSError, EOFError) as err:
         raise InputError(
             f"{path}: unreadable or truncated .npy shard ({err}); re-write the shard"
         ) from err
-    if array.ndim != 1 or array.dtype.name not in TOKEN_DTYPES:
+    if len(shape) != 1 or dtype.name not in TOKEN_DTYPES:
         raise InputError(
             f"{path}: a shard must be a 1-D array of token ids ({', '.join(TOKEN_DTYPES)}), "
-            f"got shape {array.shape} dtype {array.dtype}; re-write it with np.save"
+            f"got shape {shape} dtype {dtype}; re-write it with np.save"
         )
-    return _Shard(path, array.dtype, int(array.shape[0]), header=True)
+    shard = _Shard(path, dtype, int(shape[0]), offset)
+    if size != shard.size:
+        raise InputError(
+            f"{path}: unreadable or truncated .npy shard (the header announces {shard.tokens} "
+            f"{dtype.name} tokens, {shard.size} bytes in all, the file has {size}); re-write "
+            "the shard"
+        )
+    return shard
 
 
 def _inspect_bin(path: Path, dtype: np.dtype) -> _Shard:
     """Length of a raw ``.bin`` shard from its size and the declared dtype."""
-    size = path.stat().st_size
+    info = path.stat()
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(
+            f"{path}: matches the shard pattern but is not a file; narrow file_pattern"
+        )
+    size = info.st_size
     if size % dtype.itemsize:
         raise InputError(
             f"{path}: {size} bytes is not a whole number of {dtype.name} tokens "
             f"({dtype.itemsize} bytes each); the file is truncated or the declared dtype is wrong"
         )
-    return _Shard(path, dtype, size // dtype.itemsize, header=False)
+    return _Shard(path, dtype, size // dtype.itemsize, 0)
 
 
 def _inspect(data_dir: Path, files: list[Path]) -> list[_Shard]:
@@ -129,26 +187,30 @@ def pack_window(
     document it ends); an input whose label lies in the next document is ``IGNORE_INDEX``.
     """
     tokens = np.asarray(window, dtype=np.int64)
-    is_eos = tokens == eos_token_id
-    doc = np.cumsum(is_eos) - is_eos
+    context = tokens.shape[0] - 1
+    # Input i ends its document when it is an EOS; then its label opens the next one.
+    ends = tokens[:context] == eos_token_id
     labels = tokens[1:].copy()
-    labels[doc[:-1] != doc[1:]] = IGNORE_INDEX
+    labels[ends] = IGNORE_INDEX
+    doc = np.zeros(context, dtype=np.int64)
+    np.cumsum(ends[:-1], out=doc[1:])
+    window_tensor = torch.from_numpy(tokens)
     sample = {
-        "input_ids": torch.from_numpy(tokens[:-1].copy()),
+        "input_ids": window_tensor[:context],
         "labels": torch.from_numpy(labels),
-        "doc_ids": torch.from_numpy(doc[:-1].copy()),
+        "doc_ids": torch.from_numpy(doc),
     }
     if position_ids or cu_seqlens:
-        context = tokens.shape[0] - 1
         # Input i starts a document when it is the window's first token or follows an EOS.
-        starts = np.flatnonzero(np.concatenate(([True], is_eos[: context - 1])))
+        starts = np.flatnonzero(ends[:-1]) + 1
         if position_ids:
-            index = np.arange(context, dtype=np.int64)
             start_of = np.zeros(context, dtype=np.int64)
             start_of[starts] = starts
-            sample["position_ids"] = torch.from_numpy(index - np.maximum.accumulate(start_of))
+            np.maximum.accumulate(start_of, out=start_of)
+            sample["position_ids"] = torch.from_numpy(np.arange(context) - start_of)
         if cu_seqlens:
-            bounds = np.append(starts, context).astype(np.int32)
+            bounds = np.empty(starts.shape[0] + 2, dtype=np.int32)
+            bounds[0], bounds[1:-1], bounds[-1] = 0, starts, context
             sample["cu_seqlens"] = torch.from_numpy(bounds)
     return sample
 
@@ -192,7 +254,7 @@ class MemoryMappedDataset(Dataset):
                 f"{longest.path.name}, {longest.tokens} tokens), so there is no window; "
                 "lower seq_len or add data"
             )
-        self._maps: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._files: OrderedDict[int, int] = OrderedDict()
 
     @staticmethod
     def _check_packing(
@@ -210,37 +272,53 @@ class MemoryMappedDataset(Dataset):
         return int(self._starts[-1])
 
     def __getstate__(self) -> dict[str, Any]:
-        # A pickled memory map is a full copy of the file: workers re-open their own maps.
+        # File descriptors are this process's: workers open their own.
         state = self.__dict__.copy()
-        state["_maps"] = OrderedDict()
+        state["_files"] = OrderedDict()
         return state
 
-    def _map(self, index: int) -> np.ndarray:
-        """Shard ``index`` memory-mapped in this process (opened on first use, LRU-bounded)."""
-        array = self._maps.get(index)
-        if array is not None:
-            self._maps.move_to_end(index)
-            return array
+    def __del__(self) -> None:
+        for fd in getattr(self, "_files", {}).values():
+            os.close(fd)
+
+    def _open(self, index: int) -> int:
+        """A file descriptor of shard ``index`` (opened on first use, LRU-bounded)."""
+        fd = self._files.get(index)
+        if fd is not None:
+            self._files.move_to_end(index)
+            return fd
         shard = self._shards[index]
         try:
-            if shard.header:
-                array = np.load(shard.path, mmap_mode="r", allow_pickle=False)
-            else:
-                array = np.memmap(shard.path, dtype=shard.dtype, mode="r", shape=(shard.tokens,))
-        except (ValueError, OSError, EOFError) as err:
+            fd = os.open(shard.path, os.O_RDONLY)
+        except OSError as err:
             raise InputError(
-                f"{shard.path}: cannot map the shard ({err}); it changed or vanished since the "
-                "dataset was built; rebuild the dataset"
+                f"{shard.path}: cannot open the shard ({err.strerror}); it changed or vanished "
+                "since the dataset was built; rebuild the dataset"
             ) from err
-        if array.shape != (shard.tokens,) or array.dtype != shard.dtype:
+        size = os.fstat(fd).st_size
+        if size != shard.size:
+            os.close(fd)
+            now = (size - shard.offset) // shard.dtype.itemsize
             raise InputError(
-                f"{shard.path}: now {array.shape} {array.dtype}, was ({shard.tokens},) "
-                f"{shard.dtype} when the dataset was built; rebuild the dataset"
+                f"{shard.path}: now ({now},) {shard.dtype.name}, was ({shard.tokens},) "
+                f"{shard.dtype.name} when the dataset was built; rebuild the dataset"
             )
-        self._maps[index] = array
-        if len(self._maps) > _MAX_OPEN_MAPS:
-            self._maps.popitem(last=False)
-        return array
+        self._files[index] = fd
+        if len(self._files) > _MAX_OPEN_FILES:
+            os.close(self._files.popitem(last=False)[1])
+        return fd
+
+    def _read(self, index: int, start: int, count: int) -> np.ndarray:
+        """Tokens ``start .. start + count - 1`` of shard ``index``, in the shard's dtype."""
+        shard = self._shards[index]
+        buffer = np.empty(count, dtype=shard.dtype)
+        at = shard.offset + start * shard.dtype.itemsize
+        if os.preadv(self._open(index), [buffer], at) != buffer.nbytes:
+            raise InputError(
+                f"{shard.path}: short read at byte {at}; the shard changed since the dataset "
+                "was built; rebuild the dataset"
+            )
+        return buffer
 
     def window(self, idx: int) -> np.ndarray:
         """The ``seq_len`` raw tokens of item ``idx`` (int64), without the label shift."""
@@ -252,7 +330,7 @@ class MemoryMappedDataset(Dataset):
         idx = int(idx) % n
         shard = int(np.searchsorted(self._starts, idx, side="right")) - 1
         start = (idx - int(self._starts[shard])) * self.seq_len
-        tokens = np.array(self._map(shard)[start : start + self.seq_len], dtype=np.int64)
+        tokens = self._read(shard, start, self.seq_len).astype(np.int64)
         if self.vocab_size is not None and int(tokens.max()) >= self.vocab_size:
             # One max() per window: the check costs a pass over tokens already in cache.
             where = start + int(np.argmax(tokens >= self.vocab_size))
@@ -273,10 +351,9 @@ class MemoryMappedDataset(Dataset):
                 position_ids=self.position_ids,
                 cu_seqlens=self.cu_seqlens,
             )
-        return {
-            "input_ids": torch.from_numpy(tokens[:-1].copy()),
-            "labels": torch.from_numpy(tokens[1:].copy()),
-        }
+        # Two views of one fresh array: the batch's stack copies them once.
+        window = torch.from_numpy(tokens)
+        return {"input_ids": window[:-1], "labels": window[1:]}
 
     def fingerprint(self) -> str:
         """What this dataset yields: each shard's name, dtype and length, and the options.

@@ -170,7 +170,7 @@ def test_index_errors(tmp_path: Path) -> None:
     assert ds[np.int64(1)]["labels"].tolist() == [6, 7, 8, 9]
 
 
-def test_pickle_drops_open_maps(tmp_path: Path) -> None:
+def test_pickle_drops_open_files(tmp_path: Path) -> None:
     write_npy(tmp_path, {"a.npy": list(range(1000))}, "uint32")
     ds = MemoryMappedDataset(tmp_path, 10)
     first = ds[5]
@@ -391,5 +391,52 @@ def test_shard_changed_after_start(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"a\.npy: now \(10,\) uint16, was \(20,\)"):
         ds[0]
     (tmp_path / "a.npy").unlink()
-    with pytest.raises(InputError, match=r"a\.npy: cannot map the shard"):
+    with pytest.raises(InputError, match=r"a\.npy: cannot open the shard"):
         ds[0]
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.arange(5, dtype=np.uint16),
+        np.arange(0, dtype=np.uint32),
+        np.arange(7, dtype=">u2"),
+        np.arange(3, dtype=np.int64),
+        np.arange(12, dtype=np.uint16).reshape(3, 4),
+        np.asfortranarray(np.arange(12, dtype=np.int32).reshape(3, 4)),
+    ],
+)
+def test_header_reader_agrees_with_numpy(tmp_path: Path, array: np.ndarray) -> None:
+    from data_io.load.shards import _read_npy_header
+
+    path = tmp_path / "a.npy"
+    np.save(path, array)
+    loaded = np.load(path, mmap_mode="r")
+    shape, dtype, offset, size = _read_npy_header(path)
+    assert (shape, dtype, offset, size) == (
+        loaded.shape,
+        loaded.dtype,
+        loaded.offset,
+        path.stat().st_size,
+    )
+    with open(path, "wb") as f:  # a version 2.0 header, as numpy writes for huge headers
+        np.lib.format.write_array(f, array, version=(2, 0))
+    loaded = np.load(path, mmap_mode="r")
+    assert _read_npy_header(path)[:3] == (loaded.shape, loaded.dtype, loaded.offset)
+
+
+def test_big_endian_shard_reads_the_right_ids(tmp_path: Path) -> None:
+    np.save(tmp_path / "a.npy", np.arange(300, 330, dtype=">u2"))
+    ds = MemoryMappedDataset(tmp_path, 10)
+    assert ds.window(1).tolist() == list(range(310, 320))
+
+
+def test_folder_matching_the_pattern(tmp_path: Path) -> None:
+    write_npy(tmp_path, {"a.npy": list(range(20))}, "uint16")
+    (tmp_path / "b.npy").mkdir()
+    with pytest.raises(InputError, match=r"b\.npy: unreadable"):
+        MemoryMappedDataset(tmp_path, 5)
+    (tmp_path / "dataset_metadata.json").write_text('{"dtype": "uint16"}')
+    (tmp_path / "c.bin").mkdir()
+    with pytest.raises(InputError, match=r"c\.bin: matches the shard pattern but is not a file"):
+        MemoryMappedDataset(tmp_path, 5, file_pattern="*.bin")
