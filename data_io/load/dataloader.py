@@ -31,6 +31,7 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset, default_collate
 
 from data_io.errors import ConfigError
+from data_io.load.batching import BatchedView, first
 from data_io.load.mixture import dataset_fingerprint
 from data_io.load.samplers import MixtureOrder, ShuffledOrder, resolve_rank
 
@@ -173,12 +174,15 @@ class StatefulLoader:
         return 1.0
 
     def _torch_loader(self, **kwargs: Any) -> DataLoader:
+        # A map-style dataset builds each batch whole (batching.BatchedView); a stream yields
+        # samples that are collated here.
+        batched = not self.streaming
         return DataLoader(
-            self.dataset,
+            BatchedView(self.dataset) if batched else self.dataset,
             num_workers=self.num_workers,
             pin_memory=self.pin_memory,
             prefetch_factor=self.prefetch_factor,
-            collate_fn=collate_samples,
+            collate_fn=first if batched else collate_samples,
             **kwargs,
         )
 

@@ -18,8 +18,8 @@ import torch
 from torch.utils.data import DataLoader
 
 from data_io.errors import ConfigError
+from data_io.load.batching import BatchedView, first
 from data_io.load.config import LoaderConfig, load_config
-from data_io.load.dataloader import collate_samples
 from data_io.load.samplers import resolve_rank
 
 __all__ = ["EvalLoader", "build_eval_loader"]
@@ -65,11 +65,11 @@ class EvalLoader:
 
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
         loader = DataLoader(
-            self.dataset,
+            BatchedView(self.dataset),
             batch_sampler=self._batches(),
             num_workers=self.num_workers,
             pin_memory=self.pin_memory,
-            collate_fn=collate_samples,
+            collate_fn=first,
         )
         yield from loader
 

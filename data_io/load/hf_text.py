@@ -502,6 +502,19 @@ class HuggingFaceDataset(Dataset):
     def __getitem__(self, idx: int) -> dict[str, torch.Tensor]:
         return self._windows[idx]
 
+    # Whole batches, and a shared batch with shard sources of a mixture (see batching).
+    def get_batch(self, indices: Any) -> dict[str, torch.Tensor]:
+        return self._windows.get_batch(indices)
+
+    def read_rows(self, *args: Any) -> None:
+        self._windows.read_rows(*args)
+
+    def batch_options(self) -> tuple[Any, ...]:
+        return self._windows.batch_options()
+
+    def finish_batch(self, inputs: torch.Tensor, labels: torch.Tensor) -> dict[str, torch.Tensor]:
+        return self._windows.finish_batch(inputs, labels)
+
     def fingerprint(self) -> str:
         """The cache key (data, tokenizer, text_field, EOS) and the window options."""
         return _digest([self.key, self._windows.fingerprint()])

@@ -17,6 +17,7 @@ import torch
 from torch.utils.data import Dataset
 
 from data_io.errors import ConfigError
+from data_io.load.batching import collate_items, cu_seqlens_from_doc_ids, new_batch_tensor
 
 __all__ = ["MixtureDataset", "dataset_fingerprint"]
 
@@ -56,6 +57,9 @@ class MixtureDataset(Dataset):
         self.cumulative_sizes = np.cumsum(sizes).astype(np.int64).tolist()
         # One 0-d tensor per source, made once: torch.tensor() per item costs more than a window.
         self._source_ids = [torch.tensor(i, dtype=torch.int64) for i in range(len(sizes))]
+        # Shard sources that agree on their options fill one batch directly (get_batch).
+        options = {d.batch_options() if hasattr(d, "read_rows") else None for d in self.datasets}
+        self._shared_options = options.pop() if len(options) == 1 else None
         shapes = [_shape_of(d, n) for d, n in zip(self.datasets, self.names, strict=True)]
         for name, shape in zip(self.names[1:], shapes[1:], strict=True):
             if shape != shapes[0]:
@@ -80,6 +84,45 @@ class MixtureDataset(Dataset):
         sample = dict(self.datasets[source][local])
         sample["dataset_idx"] = self._source_ids[source]
         return sample
+
+    def get_batch(self, indices: Sequence[int] | np.ndarray) -> dict[str, torch.Tensor]:
+        """The items ``indices``, collated: each source builds its rows as one batch, and the
+        rows are placed back in the order asked (``cu_seqlens`` rebuilt for the whole batch)."""
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        if idx.size == 0 or idx.min() < 0 or idx.max() >= len(self):
+            raise IndexError(f"indices must be within [0, {len(self)}) and not empty")
+        sources = np.searchsorted(self.cumulative_sizes, idx, side="right")
+        starts = np.concatenate(([0], self.cumulative_sizes))[sources]
+        if self._shared_options is not None:
+            out = self._shard_batch(idx - starts, sources)
+            out["dataset_idx"] = torch.from_numpy(sources.astype(np.int64))
+            return out
+        out: dict[str, torch.Tensor] = {}
+        with_cu_seqlens = False
+        for s in np.unique(sources).tolist():
+            rows = np.flatnonzero(sources == s)
+            part = collate_items(self.datasets[s], (idx[rows] - starts[rows]).tolist())
+            with_cu_seqlens |= part.pop("cu_seqlens", None) is not None
+            for key, value in part.items():
+                if key not in out:
+                    out[key] = new_batch_tensor((idx.shape[0], *value.shape[1:]), value.dtype)
+                # numpy's fancy assignment: torch's index_put costs ten times more here.
+                out[key].numpy()[rows] = value.numpy()
+        if with_cu_seqlens:
+            out["cu_seqlens"] = cu_seqlens_from_doc_ids(out["doc_ids"])
+        out["dataset_idx"] = torch.from_numpy(sources.astype(np.int64))
+        return out
+
+    def _shard_batch(self, local: np.ndarray, sources: np.ndarray) -> dict[str, torch.Tensor]:
+        """Shard sources with the same options: every window read straight into one batch,
+        packed once."""
+        first = self.datasets[0]
+        shape = (local.shape[0], first.seq_len - 1)
+        inputs, labels = new_batch_tensor(shape), new_batch_tensor(shape)
+        for s in np.unique(sources).tolist():
+            rows = np.flatnonzero(sources == s)
+            self.datasets[s].read_rows(local[rows], inputs.numpy(), labels.numpy(), rows)
+        return first.finish_batch(inputs, labels)
 
     def fingerprint(self) -> str:
         parts = [

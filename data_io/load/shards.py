@@ -29,6 +29,7 @@ import os
 import re
 import stat
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ import torch
 from torch.utils.data import Dataset
 
 from data_io.errors import ConfigError, InputError
-from data_io.load.layouts import IGNORE_INDEX
+from data_io.load.batching import new_batch_tensor, pack_rows
 from data_io.load.shard_metadata import TOKEN_DTYPES, read_bin_dtype
 
 __all__ = ["MemoryMappedDataset", "pack_window"]
@@ -181,38 +182,15 @@ def _inspect(data_dir: Path, files: list[Path]) -> list[_Shard]:
 def pack_window(
     window: np.ndarray, eos_token_id: int, *, position_ids: bool = False, cu_seqlens: bool = False
 ) -> dict[str, torch.Tensor]:
-    """One packed sample from a window of ``context + 1`` tokens (vectorised, no per-token loop).
-
-    Document of token ``t`` = number of EOS strictly before ``t`` (so an EOS belongs to the
-    document it ends); an input whose label lies in the next document is ``IGNORE_INDEX``.
-    """
+    """One packed sample from a window of ``context + 1`` tokens (``batching.pack_rows`` on a
+    single row): an EOS belongs to the document it ends, so the label after it is -100."""
     tokens = np.asarray(window, dtype=np.int64)
-    context = tokens.shape[0] - 1
-    # Input i ends its document when it is an EOS; then its label opens the next one.
-    ends = tokens[:context] == eos_token_id
-    labels = tokens[1:].copy()
-    labels[ends] = IGNORE_INDEX
-    doc = np.zeros(context, dtype=np.int64)
-    np.cumsum(ends[:-1], out=doc[1:])
-    window_tensor = torch.from_numpy(tokens)
-    sample = {
-        "input_ids": window_tensor[:context],
-        "labels": torch.from_numpy(labels),
-        "doc_ids": torch.from_numpy(doc),
-    }
-    if position_ids or cu_seqlens:
-        # Input i starts a document when it is the window's first token or follows an EOS.
-        starts = np.flatnonzero(ends[:-1]) + 1
-        if position_ids:
-            start_of = np.zeros(context, dtype=np.int64)
-            start_of[starts] = starts
-            np.maximum.accumulate(start_of, out=start_of)
-            sample["position_ids"] = torch.from_numpy(np.arange(context) - start_of)
-        if cu_seqlens:
-            bounds = np.empty(starts.shape[0] + 2, dtype=np.int32)
-            bounds[0], bounds[1:-1], bounds[-1] = 0, starts, context
-            sample["cu_seqlens"] = torch.from_numpy(bounds)
-    return sample
+    inputs = torch.from_numpy(tokens[None, :-1].copy())
+    labels = torch.from_numpy(tokens[None, 1:].copy())
+    packed = pack_rows(
+        inputs, labels, eos_token_id, position_ids=position_ids, cu_seqlens=cu_seqlens
+    )
+    return {k: v if k == "cu_seqlens" else v[0] for k, v in packed.items()}
 
 
 class MemoryMappedDataset(Dataset):
@@ -330,16 +308,71 @@ class MemoryMappedDataset(Dataset):
         idx = int(idx) % n
         shard = int(np.searchsorted(self._starts, idx, side="right")) - 1
         start = (idx - int(self._starts[shard])) * self.seq_len
-        tokens = self._read(shard, start, self.seq_len).astype(np.int64)
-        if self.vocab_size is not None and int(tokens.max()) >= self.vocab_size:
-            # One max() per window: the check costs a pass over tokens already in cache.
-            where = start + int(np.argmax(tokens >= self.vocab_size))
-            raise InputError(
-                f"{self._shards[shard].path}: token {where} is id {int(tokens.max())}, not below "
-                f"vocab_size={self.vocab_size}; the shard was written with another tokenizer "
-                "(re-prepare it) or vocab_size is wrong"
-            )
-        return tokens
+        tokens = self._read(shard, start, self.seq_len)
+        self._check_vocab(shard, start, tokens)
+        return tokens.astype(np.int64)
+
+    def _check_vocab(self, shard: int, start: int, tokens: np.ndarray) -> None:
+        # One max() per window: a pass over tokens that are in cache anyway.
+        if self.vocab_size is None or int(tokens.max()) < self.vocab_size:
+            return
+        where = start + int(np.argmax(tokens >= self.vocab_size))
+        raise InputError(
+            f"{self._shards[shard].path}: token {where} is id {int(tokens.max())}, not below "
+            f"vocab_size={self.vocab_size}; the shard was written with another tokenizer "
+            "(re-prepare it) or vocab_size is wrong"
+        )
+
+    def get_batch(self, indices: Sequence[int] | np.ndarray) -> dict[str, torch.Tensor]:
+        """The items ``indices``, already collated: each window is read straight into the
+        batch's rows and the whole batch is packed at once (see ``batching``)."""
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        if idx.size == 0:
+            raise ValueError("get_batch needs at least one index")
+        shape = (idx.shape[0], self.seq_len - 1)
+        inputs, labels = new_batch_tensor(shape), new_batch_tensor(shape)
+        self.read_rows(idx, inputs.numpy(), labels.numpy(), np.arange(idx.shape[0]))
+        return self.finish_batch(inputs, labels)
+
+    def read_rows(
+        self, indices: np.ndarray, inputs: np.ndarray, labels: np.ndarray, rows: np.ndarray
+    ) -> None:
+        """Write window ``indices[k]`` into row ``rows[k]`` of ``inputs`` and ``labels``."""
+        n = len(self)
+        if indices.size and (indices.min() < 0 or indices.max() >= n):
+            raise IndexError(f"indices out of range for {n} windows of {self.data_dir}")
+        shard_of = np.searchsorted(self._starts, indices, side="right") - 1
+        offsets = (indices - self._starts[shard_of]) * self.seq_len
+        for row, shard, start in zip(
+            rows.tolist(), shard_of.tolist(), offsets.tolist(), strict=True
+        ):
+            tokens = self._read(shard, start, self.seq_len)
+            self._check_vocab(shard, start, tokens)
+            inputs[row] = tokens[:-1]
+            labels[row] = tokens[1:]
+
+    def batch_options(self) -> tuple[Any, ...]:
+        """What ``finish_batch`` depends on: datasets that agree can share one batch."""
+        return (
+            self.seq_len,
+            self.pack_sequences,
+            self.eos_token_id,
+            self.position_ids,
+            self.cu_seqlens,
+        )
+
+    def finish_batch(self, inputs: torch.Tensor, labels: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The batch of rows read by ``read_rows``: as they are, or packed."""
+        if not self.pack_sequences:
+            return {"input_ids": inputs, "labels": labels}
+        assert self.eos_token_id is not None  # checked in __init__
+        return pack_rows(
+            inputs,
+            labels,
+            self.eos_token_id,
+            position_ids=self.position_ids,
+            cu_seqlens=self.cu_seqlens,
+        )
 
     def __getitem__(self, idx: int) -> dict[str, torch.Tensor]:
         tokens = self.window(idx)
