@@ -23,6 +23,8 @@ _STAGE_MODULES = (
     "data_io.example",
     "data_io.load.pack_cli",
     "data_io.load.check",
+    "data_io.prepare.cli",
+    "data_io.prepare.inspect",
 )
 # What a shell reports for a process killed by SIGPIPE (128 + 13): `yes | head` exits so.
 EXIT_CLOSED_STDOUT = 141

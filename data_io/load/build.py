@@ -23,7 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from data_io.errors import ConfigError
-from data_io.load.config import DataConfig, DatasetSource, LoaderConfig, phase_dicts, source_name
+from data_io.load.config import (
+    DataConfig,
+    DatasetSource,
+    LoaderConfig,
+    data_seed,
+    phase_dicts,
+    source_name,
+)
 from data_io.load.dataloader import StatefulLoader
 from data_io.load.mixing import resolve_phases
 from data_io.load.mixture import MixtureDataset
@@ -37,6 +44,7 @@ __all__ = [
     "build_dataloader",
     "hf_text_dataset",
     "shard_dataset",
+    "tokenized_rows_dataset",
 ]
 
 
@@ -146,11 +154,23 @@ def _token_source(data: DataConfig, tok: TokenizerFacts, source: DatasetSource, 
     return hf_text_dataset(data, tok, window, source.hf_name, source.hf_config, split)
 
 
-def _tokenized_rows(config: LoaderConfig) -> Any:
+def tokenized_rows_dataset(config: LoaderConfig, **overrides: Any) -> Any:
+    """The ``TokenizedRowsDataset`` of a config whose sources are ``type: tokenized`` (the one
+    place both ``build_dataloader`` and ``data_io pack`` make it, so they share the cache)."""
     from data_io.load.rows import RowSource
     from data_io.load.tokenized_rows import TokenizedRowsDataset
 
     data = config.data
+    if not data.datasets:
+        raise ConfigError(
+            "no data.datasets: tokenized rows are listed under a top-level data: section's "
+            "datasets: (the xorl layout)"
+        )
+    if any(s.type != "tokenized" for s in data.datasets):
+        raise ConfigError(
+            "data.datasets must be tokenized-row sources (type: tokenized, or files such as "
+            ".jsonl/.parquet, or any source when sample_packing_method is set)"
+        )
     sources = [
         RowSource(
             path=s.path,
@@ -159,17 +179,19 @@ def _tokenized_rows(config: LoaderConfig) -> Any:
             revision=s.revision,
             select_columns=s.select_columns or data.select_columns,
             max_seq_len=s.max_seq_len,
+            storage_options=s.storage_options,
             name=source_name(s),
         )
         for s in data.datasets
     ]
-    return TokenizedRowsDataset(
-        sources,
-        sample_packing_method=data.sample_packing_method,
-        sample_packing_sequence_len=data.sample_packing_sequence_len,
-        dataset_prepared_path=data.dataset_prepared_path,
-        seed=config.train.seed,
-    )
+    options: dict[str, Any] = {
+        "sample_packing_method": data.sample_packing_method,
+        "sample_packing_sequence_len": data.sample_packing_sequence_len,
+        "dataset_prepared_path": data.dataset_prepared_path,
+        "seed": data_seed(config),
+        "shuffle": data.shuffle,
+    }
+    return TokenizedRowsDataset(sources, **(options | overrides))
 
 
 def build_data(config: LoaderConfig, rank: int = 0, world_size: int = 1) -> BuiltData:
@@ -177,9 +199,9 @@ def build_data(config: LoaderConfig, rank: int = 0, world_size: int = 1) -> Buil
     data, train = config.data, config.train
     window = train.seq_len + 1
     tok = TokenizerFacts(data)
-    seed, shuffle = train.seed, data.shuffle
+    seed, shuffle = data_seed(config), data.shuffle
     if data.datasets and data.datasets[0].type == "tokenized":
-        dataset = _tokenized_rows(config)
+        dataset = tokenized_rows_dataset(config)
         return BuiltData(dataset, ShuffledOrder(len(dataset), seed, shuffle), None, "tokenized")
     if data.datasets:
         names = [source_name(s) for s in data.datasets]

@@ -55,7 +55,7 @@ class DatasetSource:
     revision: str | None = None
     max_seq_len: int | None = None
     select_columns: list[str] | None = None
-    trust_remote_code: bool = False
+    storage_options: dict[str, Any] | None = None  # fsspec options for s3://, gs://, abfs://
 
 
 @dataclass
@@ -90,6 +90,7 @@ class DataConfig:
     cu_seqlens: bool = False  # packed samples: document boundaries for varlen attention
     vocab_size: int | None = None  # token ids are checked below it (default: the tokenizer's)
     shuffle: bool = True
+    seed: int | None = None  # the data order's seed (xorl's data.seed); default: train.seed
     cache_dir: str = ""  # where eager HF sources are tokenized to (default: ~/.cache/data_io)
     # xorl's packing of tokenized rows
     sample_packing_method: str | None = None  # "sequential" | "multipack" | None
@@ -164,7 +165,7 @@ def config_from_dict(raw: Mapping[str, Any], where: str = "config") -> LoaderCon
         raise ConfigError(f"{where}: the top level must be a table of sections")
     train = _section(raw, "train", where)
     picked = {
-        "data": _section(raw, "data", where),
+        "data": _xorl_sources(_section(raw, "data", where)),
         "eval": _section(raw, "eval", where),
         # The trainer's [train] has many keys; the loader reads these three.
         "train": {k: train[k] for k in ("batch_size", "seq_len", "seed") if k in train},
@@ -176,6 +177,33 @@ def config_from_dict(raw: Mapping[str, Any], where: str = "config") -> LoaderCon
         raise _omegaconf_error(where, err) from err
     assert isinstance(config, LoaderConfig)
     return config.validate()
+
+
+def _looks_like_rows(path: str) -> bool:
+    """A file of tokenized rows or a remote URI: what an xorl source without ``type`` is."""
+    from data_io.load.rows import FORMATS
+
+    return "://" in path or Path(path.split("?", 1)[0]).suffix.lower() in FORMATS
+
+
+def _xorl_sources(data: dict[str, Any]) -> dict[str, Any]:
+    """xorl's shorthand, read as it is: a source given as a bare path, and a source without
+    ``type`` that is a rows file or URI, or any source when ``sample_packing_method`` is set
+    (only tokenized rows are packed), is ``type: tokenized``."""
+    sources = data.get("datasets")
+    if not isinstance(sources, list):
+        return data
+    packing = data.get("sample_packing_method") is not None
+    normalised = []
+    for entry in sources:
+        if isinstance(entry, str):
+            entry = {"path": entry}
+        if isinstance(entry, Mapping) and "type" not in entry and not entry.get("hf_name"):
+            path = str(entry.get("path", ""))
+            if packing or (path and _looks_like_rows(path)):
+                entry = {**entry, "type": "tokenized"}
+        normalised.append(entry)
+    return {**data, "datasets": normalised}
 
 
 def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> LoaderConfig:
@@ -310,3 +338,8 @@ def _phase_dict(phase: TrainingPhase) -> dict[str, Any]:
 def phase_dicts(data: DataConfig) -> list[dict[str, Any]]:
     """``data.phases`` as the plain dicts ``mixing.resolve_phases`` takes."""
     return [_phase_dict(p) for p in data.phases]
+
+
+def data_seed(config: LoaderConfig) -> int:
+    """The seed of the data order: ``data.seed`` when set, else ``train.seed``."""
+    return config.train.seed if config.data.seed is None else config.data.seed

@@ -33,7 +33,7 @@ from torch.utils.data import DataLoader, IterableDataset, default_collate
 from data_io.errors import ConfigError
 from data_io.load.batching import BatchedView, first
 from data_io.load.mixture import dataset_fingerprint
-from data_io.load.samplers import MixtureOrder, ShuffledOrder, resolve_rank
+from data_io.load.samplers import MixtureOrder, ShuffledOrder, differences, resolve_rank
 
 __all__ = ["StatefulLoader", "collate_samples"]
 
@@ -202,12 +202,21 @@ class StatefulLoader:
 
     def _iter_stream(self) -> Iterator[dict[str, torch.Tensor]]:
         loader = self._torch_loader(batch_size=self.batch_size, drop_last=True)
-        streams = dict(self.state.get("streams", {}))
+        streams = {str(k): v for k, v in self.state.get("streams", {}).items()}
+        served = int(self.state.get("served", 0))
         for batch in loader:
             ids, rows, offsets = (batch.pop(k) for k in _STREAM_KEYS)
             # A batch comes from one worker, i.e. one stream: its last sample is the resume point.
-            streams[int(ids[-1])] = [int(rows[-1]), int(offsets[-1])]
-            self.state = {"streams": dict(streams), "num_streams": self._num_streams()}
+            streams[str(int(ids[-1]))] = [int(rows[-1]), int(offsets[-1])]
+            served += 1
+            self.state = {
+                "streams": dict(streams),
+                "num_streams": self._num_streams(),
+                "rank": self.rank,
+                "world_size": self.world_size,
+                "num_workers": self.num_workers,
+                "served": served,
+            }
             self._count(batch)
             yield batch
 
@@ -232,6 +241,7 @@ class StatefulLoader:
         return {
             "version": _STATE_VERSION,
             "fingerprint": self.fingerprint,
+            "data": describe_data(self.dataset),
             "identity": self.identity,
             "order": self.order.identity() if self.order is not None else None,
             "state": dict(self.state),
@@ -248,42 +258,102 @@ class StatefulLoader:
                 f"version {state.get('version') if isinstance(state, Mapping) else None}"
             )
         if state.get("fingerprint") != self.fingerprint:
+            what = _data_differences(state.get("data"), describe_data(self.dataset))
             raise ConfigError(
-                f"the state was saved for other data (dataset fingerprint {state.get('fingerprint')}"
-                f", this loader's is {self.fingerprint}): the files, seq_len or packing options "
-                "differ; resume with the data and options of the run that saved it"
+                f"the state was saved for other data ({what}); resume with the data and options "
+                "of the run that saved it"
             )
         for key, mine in (("identity", self.identity), ("order", self._order_identity())):
             theirs = state.get(key)
             if theirs != mine:
-                diff = _differences(theirs, mine)
+                diff = differences(theirs, mine)
                 raise ConfigError(
                     f"the state was saved with another configuration ({key}: {diff}); resume "
                     "with the configuration of the run that saved it"
                 )
         inner = state.get("state")
         if self.order is None:
-            self.state = dict(inner or {})
-            self.dataset.load_state_dict(self.state)
+            self._load_stream_state(inner)
             return
-        expected = set(self.order.initial_state())
-        if not isinstance(inner, Mapping) or set(inner) != expected:
-            raise ConfigError(f"the loader state lacks the order's keys {sorted(expected)}")
-        self.state = dict(inner)
+        self.state = self.order.check_state(inner)
         self._pending.clear()
+
+    def _load_stream_state(self, inner: Any) -> None:
+        """A streaming state: this rank's own (same topology), or all ranks' merged."""
+        if not isinstance(inner, Mapping) or "streams" not in inner:
+            raise ConfigError("not a streaming loader state (no streams)")
+        topology = {"world_size": self.world_size, "num_workers": self.num_workers}
+        saved = {k: inner.get(k) for k in topology}
+        merged = bool(inner.get("merged"))
+        if not merged and (saved != topology or inner.get("rank") != self.rank):
+            raise ConfigError(
+                f"this streaming state is rank {inner.get('rank')}'s of {saved}, and this loader "
+                f"is rank {self.rank} of {topology}: with another topology, merge every rank's "
+                "state first (StatefulLoader.merge_states([...])) and load the merged state"
+            )
+        served = int(inner.get("served", 0)) if not merged else 0
+        self.state = {**dict(inner), "rank": self.rank, **topology, "served": served}
+        # The DataLoader restarts its round-robin at worker 0, while an uninterrupted run's next
+        # batch came from worker served % workers: the workers' streams are rotated to match.
+        shift = served % self.num_workers if self.num_workers else 0
+        self.dataset.load_state_dict(
+            {
+                "num_streams": inner.get("num_streams"),
+                "streams": inner["streams"],
+                "worker_shift": shift,
+                "complete": merged,
+            }
+        )
+
+    @staticmethod
+    def merge_states(states: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """One streaming state from every rank's, for a resume with another topology."""
+        if not states:
+            raise ConfigError("merge_states needs the state of every rank")
+        first = dict(states[0])
+        inner = [s.get("state") or {} for s in states]
+        world = inner[0].get("world_size")
+        ranks = sorted(int(i.get("rank", -1)) for i in inner)
+        if ranks != list(range(int(world or 0))):
+            raise ConfigError(
+                f"merge_states needs one state per rank 0..{(world or 1) - 1}, got ranks {ranks}"
+            )
+        streams: dict[str, Any] = {}
+        for i in inner:
+            streams.update({str(k): v for k, v in i.get("streams", {}).items()})
+        first["state"] = {
+            "streams": streams,
+            "num_streams": inner[0].get("num_streams"),
+            "merged": True,
+        }
+        return first
 
     def _order_identity(self) -> dict[str, Any] | None:
         return self.order.identity() if self.order is not None else None
 
 
-def _differences(saved: Any, current: Any) -> str:
-    """The keys whose values differ between two identities, as a message reads them."""
-    if isinstance(saved, Mapping) and isinstance(current, Mapping):
-        keys = sorted(set(saved) | set(current))
-        parts = [
-            f"{k} saved {saved.get(k)!r}, now {current.get(k)!r}"
-            for k in keys
-            if saved.get(k) != current.get(k)
-        ]
-        return "; ".join(parts)
-    return f"saved {saved!r}, now {current!r}"
+def describe_data(dataset: Any) -> Any:
+    """What a state records of its data beside the fingerprint, to say what differs: the
+    scalar fields of ``summary()`` (per source for a mixture)."""
+    names = getattr(dataset, "names", None)
+    parts = getattr(dataset, "datasets", None)
+    if names is not None and parts is not None:
+        return {n: describe_data(d) for n, d in zip(names, parts, strict=True)}
+    summary = getattr(dataset, "summary", None)
+    if not callable(summary):
+        return {"samples": len(dataset)}
+    return {k: v for k, v in summary().items() if isinstance(v, (int, float, str, bool))}
+
+
+def _data_differences(saved: Any, current: Any) -> str:
+    if not isinstance(saved, Mapping) or not isinstance(current, Mapping):
+        return "the data's fingerprint differs"
+    parts = []
+    for key in sorted(set(saved) | set(current)):
+        a, b = saved.get(key), current.get(key)
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            if a != b:
+                parts.append(f"source {key}: {differences(a, b)}")
+        elif a != b:
+            parts.append(f"{key} saved {a!r}, now {b!r}")
+    return "; ".join(parts) or "the files' names, dtypes or lengths differ"

@@ -633,7 +633,8 @@ class _StreamCutter:
 
 def _parse_resume(state: Mapping[str, Any]) -> tuple[int | None, dict[int, tuple[int, int]]]:
     """Validate a resume state ``{"num_streams": G, "streams": {g: [row, offset]}}``."""
-    if not isinstance(state, Mapping) or set(state) - {"num_streams", "streams", "fingerprint"}:
+    allowed = {"num_streams", "streams", "fingerprint", "worker_shift", "complete"}
+    if not isinstance(state, Mapping) or set(state) - allowed:
         raise ConfigError(
             "a streaming resume state is {'num_streams': G, 'streams': {g: [row, offset]}}, "
             f"got {state!r}; pass what state_dict() or the loader recorded"
@@ -699,15 +700,22 @@ class StreamingHuggingFaceDataset(IterableDataset):
         self.encoder = TextEncoder(tokenizer_path)  # pickles as its path
         self.eos_token_id = self.encoder.eos_id_for(eos_token_id)
         self._tokenizer_digest = _file_digest(self.encoder.path)
-        self._resume: dict[str, Any] = {"num_streams": None, "streams": {}}
+        self._resume: dict[str, Any] = {
+            "num_streams": None,
+            "streams": {},
+            "worker_shift": 0,
+            "complete": False,
+        }
 
     # The resume point: set in the main process, carried to workers by pickling.
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from ``{"num_streams": G, "streams": {g: [row, offset], ...}}``.
 
         Same G: each stream resumes exactly where its entry says (a stream without an entry
-        starts at its beginning). Another G: every stream restarts at the smallest recorded row
-        (0 when a stream has no entry), so rows may be read twice but none is skipped.
+        starts at its beginning); ``worker_shift`` rotates which worker reads which stream.
+        Another G needs every stream's entry (``complete``, from ``merge_states``): every
+        stream restarts at the smallest row any stream had not finished, so rows may be read
+        twice but none is skipped.
         """
         fingerprint = state.get("fingerprint") if isinstance(state, Mapping) else None
         if fingerprint is not None and fingerprint != self.fingerprint():
@@ -717,9 +725,17 @@ class StreamingHuggingFaceDataset(IterableDataset):
                 "source, tokenizer and options, or start afresh"
             )
         total, streams = _parse_resume(state)
+        shift = state.get("worker_shift", 0)
+        if isinstance(shift, bool) or not isinstance(shift, int) or shift < 0:
+            raise ConfigError(f"resume state: worker_shift must be an integer >= 0, got {shift!r}")
         self._resume = {
             "num_streams": total,
             "streams": {g: list(pos) for g, pos in sorted(streams.items())},
+            # The loader's DataLoader restarts at worker 0; worker w reads what worker
+            # (w + shift) % workers would have read next in the uninterrupted run.
+            "worker_shift": shift,
+            # True when the streams come from every rank (StatefulLoader.merge_states).
+            "complete": bool(state.get("complete", False)),
         }
 
     def state_dict(self) -> dict[str, Any]:
@@ -727,11 +743,14 @@ class StreamingHuggingFaceDataset(IterableDataset):
         return {
             "num_streams": self._resume["num_streams"],
             "streams": {g: list(pos) for g, pos in self._resume["streams"].items()},
+            "worker_shift": self._resume["worker_shift"],
+            "complete": self._resume["complete"],
         }
 
     def _stream(self) -> tuple[int, int]:
         info = get_worker_info()
         workers, worker = (info.num_workers, info.id) if info is not None else (1, 0)
+        worker = (worker + self._resume.get("worker_shift", 0)) % workers
         return self.rank * workers + worker, self.world_size * workers
 
     def _start(self, stream: int, total: int) -> tuple[int, int]:
@@ -742,9 +761,15 @@ class StreamingHuggingFaceDataset(IterableDataset):
         if recorded == total:
             row, offset = streams.get(stream, (stream, 0))
             return row, offset
-        low = min((row for row, _ in streams.values()), default=0)
-        if len(streams) < recorded:
-            low = 0  # a stream without an entry may not have read anything yet
+        if not self._resume.get("complete"):
+            raise ConfigError(
+                f"this resume state holds {len(streams)} of the {recorded} streams of one "
+                f"topology, and this run has {total}: merge every rank's state "
+                "(StatefulLoader.merge_states) before resuming with another topology"
+            )
+        # A stream without an entry has read nothing: its next row is its own number.
+        unread = [g for g in range(recorded) if g not in streams]
+        low = min([row for row, _ in streams.values()] + unread)
         return low + (stream - low) % total, 0
 
     def _rows(self, stream: int, first: int, stride: int) -> Iterator[tuple[int, list[Any]]]:

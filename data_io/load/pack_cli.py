@@ -14,10 +14,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from data_io.errors import ConfigError
-
 __all__ = ["register"]
 
 
@@ -53,32 +49,16 @@ def register(subparsers: Any) -> None:
     export.set_defaults(run=_run_export)
 
 
-def read_data_section(path: Path) -> dict[str, Any]:
-    """The ``data:`` mapping of a YAML config file."""
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise ConfigError(f"{path}: cannot read the config ({err})") from err
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML ({err})") from err
-    if not isinstance(raw, dict) or not isinstance(raw.get("data"), dict):
-        raise ConfigError(
-            f"{path}: expected a top-level 'data:' mapping holding a 'datasets:' list "
-            "(the xorl layout)"
-        )
-    return raw["data"]
-
-
 def _run_pack(args: argparse.Namespace) -> int:
-    from data_io.load.tokenized_rows import rows_dataset_from_config
+    from data_io.load.build import tokenized_rows_dataset
+    from data_io.load.config import load_config
 
-    config = Path(args.config)
+    # The loader's own reading of the config: `pack` fills the cache build_dataloader reads.
+    config = load_config(Path(args.config))
     overrides = {}
     if args.dataset_prepared_path is not None:
         overrides["dataset_prepared_path"] = args.dataset_prepared_path
-    dataset = rows_dataset_from_config(
-        read_data_section(config), where=f"{config}: data", **overrides
-    )
+    dataset = tokenized_rows_dataset(config, **overrides)
     summary = dataset.summary()
     if args.json:
         print(json.dumps(summary, indent=1))

@@ -80,6 +80,9 @@ class ShuffledOrder:
     def initial_state(self, epoch: int = 0) -> dict[str, Any]:
         return {"epoch": int(epoch), "position": 0, "step": 0}
 
+    def check_state(self, state: Any) -> dict[str, Any]:
+        return check_state(self, state)
+
     def indices(self, epoch: int, positions: np.ndarray) -> np.ndarray:
         if not self.shuffle:
             return positions.astype(np.int64)
@@ -156,6 +159,9 @@ class MixtureOrder:
             "phase_counts": [0] * len(self.sizes),
         }
 
+    def check_state(self, state: Any) -> dict[str, Any]:
+        return check_state(self, state)
+
     def phase_at(self, step: int) -> int:
         starts = [p.start_step for p in self.phases]
         return int(np.searchsorted(starts, step, side="right")) - 1
@@ -225,13 +231,55 @@ class MixtureOrder:
         return indices, sources, after
 
 
-def _check_state(state: Mapping[str, Any], order: ShuffledOrder | MixtureOrder) -> dict[str, Any]:
+def differences(saved: Any, current: Any) -> str:
+    """The keys whose values differ between two records, as a message reads them."""
+    if isinstance(saved, Mapping) and isinstance(current, Mapping):
+        keys = sorted(set(saved) | set(current))
+        return "; ".join(
+            f"{k} saved {saved.get(k)!r}, now {current.get(k)!r}"
+            for k in keys
+            if saved.get(k) != current.get(k)
+        )
+    return f"saved {saved!r}, now {current!r}"
+
+
+def _state_int(state: Mapping[str, Any], key: str, low: int, high: int | None = None) -> int:
+    value = state[key]
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < low
+        or (high is not None and value > high)
+    ):
+        bound = f"in [{low}, {high}]" if high is not None else f">= {low}"
+        raise ConfigError(f"loader state: {key} must be an integer {bound}, got {value!r}")
+    return value
+
+
+def check_state(order: ShuffledOrder | MixtureOrder, state: Any) -> dict[str, Any]:
+    """``state`` checked key by key against what ``order`` can continue from."""
     expected = set(order.initial_state())
     if not isinstance(state, Mapping) or set(state) != expected:
         raise ConfigError(
-            f"not a {order.kind} sampler state: expected keys {sorted(expected)}, got "
+            f"not a {order.kind} order state: expected keys {sorted(expected)}, got "
             f"{sorted(state) if isinstance(state, Mapping) else type(state).__name__}"
         )
+    _state_int(state, "epoch", 0)
+    _state_int(state, "step", 0)
+    _state_int(state, "position", 0, order.epoch_length)
+    if isinstance(order, MixtureOrder):
+        _state_int(state, "phase", 0, len(order.phases) - 1)
+        _state_int(state, "phase_samples", 0)
+        counts = state["phase_counts"]
+        if (
+            not isinstance(counts, list)
+            or len(counts) != len(order.sizes)
+            or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts)
+        ):
+            raise ConfigError(
+                f"loader state: phase_counts must be {len(order.sizes)} integers >= 0, got "
+                f"{counts!r}"
+            )
     return dict(state)
 
 
@@ -240,9 +288,11 @@ class DistributedSampler(Sampler[int]):
 
     Like ``torch.utils.data.DistributedSampler`` but the shuffle needs no index array (a 1T-token
     folder starts at once) and the state (``state_dict``) carries the epoch and the global
-    position, so a resume with another world size continues where the job was. ``drop_last``
-    drops the epoch's tail that does not fill every rank; otherwise the tail wraps around to the
-    epoch's first indices (as torch pads).
+    position reached, so a resume with another world size continues where the job was. The
+    position counts the indices handed out, and a DataLoader asks for them ahead of what it
+    yields (its prefetch): for exact resume use ``StatefulLoader`` (``build_dataloader``),
+    which counts batches yielded. ``drop_last`` drops the epoch's tail that does not fill every
+    rank; otherwise the tail wraps around to the epoch's first indices (as torch pads).
     """
 
     def __init__(
@@ -269,13 +319,25 @@ class DistributedSampler(Sampler[int]):
         return (remaining - self.rank + self.num_replicas - 1) // self.num_replicas
 
     def set_epoch(self, epoch: int) -> None:
-        self.epoch = _require("epoch", epoch, 0)
-        self.position = 0
+        """Start ``epoch`` (a no-op for the epoch in progress, so a resume survives it)."""
+        epoch = _require("epoch", epoch, 0)
+        if epoch != self.epoch:
+            self.epoch, self.position = epoch, 0
 
     def __iter__(self) -> Iterator[int]:
-        positions = np.arange(self.position + self.rank, self._total(), self.num_replicas)
+        if self.position >= self._total():  # iterated to the end: the epoch again, as torch
+            self.position = 0
+        start, world = self.position, self.num_replicas
+        positions = np.arange(start + self.rank, self._total(), world)
         for chunk in np.array_split(positions, max(1, positions.shape[0] // 65536)):
-            yield from self.order.indices(self.epoch, chunk % self.order.size).tolist()
+            for position, index in zip(
+                chunk.tolist(),
+                self.order.indices(self.epoch, chunk % self.order.size).tolist(),
+                strict=True,
+            ):
+                # Every rank has now handed out its sample of this round of world_size.
+                self.position = position - self.rank + world
+                yield index
 
     def state_dict(self) -> dict[str, Any]:
         return {"epoch": self.epoch, "position": self.position, "seed": self.order.seed}
@@ -338,13 +400,23 @@ class MixtureSampler(Sampler[int]):
     def samples_per_step(self) -> int:
         return self.batch_size * self.num_replicas
 
+    def _rolled(self) -> dict[str, Any]:
+        """The state to iterate from: the next epoch's start once this one is used up."""
+        state = dict(self.state)
+        if state["position"] + self.samples_per_step > self.order.epoch_length:
+            state["epoch"], state["position"] = state["epoch"] + 1, 0
+        return state
+
     def __len__(self) -> int:
-        steps = (self.order.epoch_length - self.state["position"]) // self.samples_per_step
+        steps = (self.order.epoch_length - self._rolled()["position"]) // self.samples_per_step
         return steps * self.batch_size
 
     def set_epoch(self, epoch: int) -> None:
-        """Accepted for the DataLoader protocol; the mixture stream itself runs on."""
-        _require("epoch", epoch, 0)
+        """Start ``epoch`` if it is later than the current one (the mixture's sources run on:
+        an epoch is a length, ``sum(sizes)`` samples); a no-op for the epoch in progress."""
+        epoch = _require("epoch", epoch, 0)
+        if epoch > self.state["epoch"]:
+            self.state = dict(self.state, epoch=epoch, position=0)
 
     @property
     def current_phase(self) -> int:
@@ -355,12 +427,23 @@ class MixtureSampler(Sampler[int]):
         return self.order.phases[self.current_phase].lr_scale
 
     def __iter__(self) -> Iterator[int]:
+        self.state = self._rolled()
         for _ in range(len(self) // self.batch_size):
             indices, _, self.state = self.order.step(self.state, self.samples_per_step)
             yield from indices[self.rank :: self.num_replicas].tolist()
 
     def state_dict(self) -> dict[str, Any]:
-        return dict(self.state)
+        """The order's identity and its state after the steps handed out (a DataLoader asks
+        ahead by its prefetch: for exact resume use ``StatefulLoader``)."""
+        return {"order": self.order.identity(), "state": dict(self.state)}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.state = _check_state(state, self.order)
+        if not isinstance(state, Mapping) or set(state) != {"order", "state"}:
+            raise ConfigError("not a MixtureSampler state (keys order, state)")
+        if state["order"] != self.order.identity():
+            raise ConfigError(
+                "the state was saved for another mixture ("
+                + differences(state["order"], self.order.identity())
+                + "); resume with the sources, weights, phases and seed that saved it"
+            )
+        self.state = self.order.check_state(state["state"])

@@ -297,33 +297,13 @@ class TokenizedRowsDataset(Dataset):
 def rows_dataset_from_config(
     data: Any, *, where: str = "data", **overrides: Any
 ) -> TokenizedRowsDataset:
-    """The dataset of an xorl ``data:`` section (``datasets``, ``sample_packing_method``,
-    ``sample_packing_sequence_len``, ``dataset_prepared_path``, ``select_columns`` as the default
-    of every source, ``seed``, ``shuffle``); unknown keys are errors naming the key."""
+    """The dataset of an xorl ``data:`` section, read as ``build_dataloader`` reads it
+    (``data_io.load.config``): the same keys, checks and cache. ``overrides`` replace
+    ``TokenizedRowsDataset`` options (``dataset_prepared_path``...)."""
+    from data_io.load.build import tokenized_rows_dataset
+    from data_io.load.config import config_from_dict
+
     if not isinstance(data, Mapping):
         raise ConfigError(f"{where}: expected a mapping with a 'datasets' list, got {data!r}")
-    unknown = sorted(set(data) - set(_DATA_KEYS))
-    if unknown:
-        raise ConfigError(
-            f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; accepted: {', '.join(_DATA_KEYS)}"
-        )
-    raw = data.get("datasets")
-    if not isinstance(raw, list) or not raw:
-        raise ConfigError(f"{where}.datasets: must be a non-empty list of sources, got {raw!r}")
-    default_columns = data.get("select_columns")
-    sources = []
-    for i, entry in enumerate(raw):
-        if isinstance(entry, str):
-            entry = {"path": entry}
-        if isinstance(entry, Mapping) and default_columns is not None:
-            entry = {"select_columns": default_columns, **entry}
-        sources.append(RowSource.from_mapping(entry, f"{where}.datasets[{i}]"))
-    options = {
-        "sample_packing_method": data.get("sample_packing_method"),
-        "sample_packing_sequence_len": data.get("sample_packing_sequence_len"),
-        "dataset_prepared_path": data.get("dataset_prepared_path", DEFAULT_PREPARED_PATH),
-        "seed": data.get("seed", 0),
-        "shuffle": data.get("shuffle", True),
-    }
-    options.update(overrides)
-    return TokenizedRowsDataset(sources, **options)
+    config = config_from_dict({"data": dict(data)}, where)
+    return tokenized_rows_dataset(config, **overrides)

@@ -75,3 +75,49 @@ def test_hf_source_needs_a_tokenizer(texts: Path) -> None:
 
     with pytest.raises(ConfigError, match="tokenizer_path"):
         build_dataloader(load_config(None, [f"data.hf_dataset_name={texts}"]), 0, 1)
+
+
+@pytest.mark.parametrize("stop", [1, 3])
+def test_streaming_resume_with_workers_keeps_the_batch_order(
+    texts: Path, small_tokenizer: Path, stop: int
+) -> None:
+    # torch restarts its round-robin at worker 0; the loader rotates the workers' streams so
+    # that the batch that comes next is the one an uninterrupted run would have yielded.
+    options = ("data.hf_streaming=true", "data.num_workers=2")
+    reference = ids(build_dataloader(config(texts, small_tokenizer, *options), 0, 1))
+    stopped = build_dataloader(config(texts, small_tokenizer, *options), 0, 1)
+    assert ids(b for _, b in zip(range(stop), stopped, strict=False)) == reference[:stop]
+    resumed = build_dataloader(config(texts, small_tokenizer, *options), 0, 1)
+    resumed.load_state_dict(json.loads(json.dumps(stopped.state_dict())))
+    assert ids(resumed) == reference[stop:]
+
+
+def test_streaming_states_of_all_ranks_merge_for_another_topology(
+    texts: Path, small_tokenizer: Path
+) -> None:
+    from data_io.errors import ConfigError
+    from data_io.load import StatefulLoader
+
+    options = ("data.hf_streaming=true", "data.num_workers=0")
+    ranks = [build_dataloader(config(texts, small_tokenizer, *options), r, 2) for r in range(2)]
+    for loader in ranks:
+        for _, _batch in zip(range(3), loader, strict=False):
+            pass
+    states = [json.loads(json.dumps(loader.state_dict())) for loader in ranks]
+    single = build_dataloader(config(texts, small_tokenizer, *options), 0, 1)
+    with pytest.raises(ConfigError, match="merge every rank's state"):
+        single.load_state_dict(states[0])
+    other_rank = build_dataloader(config(texts, small_tokenizer, *options), 0, 2)
+    with pytest.raises(ConfigError, match="rank 1's"):
+        other_rank.load_state_dict(states[1])
+    with pytest.raises(ConfigError, match="one state per rank"):
+        StatefulLoader.merge_states(states[:1])
+    merged = StatefulLoader.merge_states(states)
+    single.load_state_dict(merged)
+    # Both old streams had read rows; the new single stream starts at the smallest unfinished
+    # row: it sees every row from there on and skips none before it.
+    rows = sorted(int(r) for r, _ in merged["state"]["streams"].values())
+    resumed = list(single)
+    assert resumed and rows[0] > 0
+    full = ids(build_dataloader(config(texts, small_tokenizer, *options), 0, 1))
+    assert len(ids(resumed)) < len(full)

@@ -301,3 +301,33 @@ data:
     )
     assert supervised == expected  # each row's first label is masked in a packed bin
     assert (tmp_path / "prepared").is_dir()
+
+
+def test_xorl_shorthand_and_pack_share_the_loader_cache(tmp_path: Path) -> None:
+    from data_io.cli import main
+    from tests.load.rows_fixture import random_rows, write_rows
+
+    write_rows(tmp_path / "a.jsonl", random_rows(4, 30, longest=10))
+    write_rows(tmp_path / "b.parquet", random_rows(5, 20, longest=10))
+    # No `type: tokenized`, a bare path string, and xorl's data.seed: read as xorl means them.
+    text = f"""
+data:
+  seed: 3
+  shuffle: false
+  num_workers: 0
+  dataset_prepared_path: {tmp_path / "prepared"}
+  sample_packing_method: sequential
+  sample_packing_sequence_len: 24
+  datasets:
+    - {tmp_path / "a.jsonl"}
+    - path: {tmp_path / "b.parquet"}
+"""
+    path = write(tmp_path / "xorl.yaml", text)
+    config = load_config(path)
+    assert [s.type for s in config.data.datasets] == ["tokenized", "tokenized"]
+    assert main(["pack", str(path)]) == 0
+    plans = sorted(p.name for p in (tmp_path / "prepared").iterdir())
+    loader = build_dataloader(path, 0, 1)
+    assert loader.dataset.summary()["cache_reused"]  # the plan `pack` wrote
+    assert not loader.dataset.shuffle  # data.shuffle reaches the rows
+    assert sorted(p.name for p in (tmp_path / "prepared").iterdir()) == plans

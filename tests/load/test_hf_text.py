@@ -480,13 +480,14 @@ def test_exact_resume_with_the_same_topology(
 def test_resume_with_another_topology_skips_no_row(small_tokenizer: Path, tmp_path: Path):
     data = write_jsonl(tmp_path / "docs.jsonl", TEXTS)
     consumed = collect(streaming(data, small_tokenizer), workers=2)[:5]
-    state = recorded_state(consumed, 2)
+    state = {**recorded_state(consumed, 2), "complete": True}  # every stream's entry
     low = min(row for row, _ in state["streams"].values())
     assert low > 0
     for rank in range(3):  # now 3 ranks x 0 workers = 3 streams
         dataset = streaming(data, small_tokenizer, rank=rank, world_size=3)
         dataset.load_state_dict(state)
-        assert dataset.state_dict() == state  # the resume point it was given
+        given = dataset.state_dict()
+        assert {k: given[k] for k in state} == state  # the resume point it was given
         got = per_stream(collect(dataset, workers=0))
         first = low + (rank - low) % 3
         assert got[rank] == stream_oracle(small_tokenizer, TEXTS, 3, rank, first_row=first)
@@ -503,10 +504,18 @@ def test_resume_state_with_a_missing_stream_restarts_it(small_tokenizer: Path, t
     dataset = streaming(data, small_tokenizer, world_size=2, rank=1)
     dataset.load_state_dict({"num_streams": 2, "streams": {"0": [40, 0]}})
     assert per_stream(collect(dataset, 0))[1] == stream_oracle(small_tokenizer, TEXTS, 2, 1)
-    # Another topology and a stream without an entry: everything from row 0.
+    # Another topology needs every stream's entry (one rank's state is not enough) ...
     three = streaming(data, small_tokenizer, world_size=3)
     three.load_state_dict({"num_streams": 2, "streams": {"0": [40, 0]}})
-    assert per_stream(collect(three, 0))[0] == stream_oracle(small_tokenizer, TEXTS, 3, 0)
+    with pytest.raises(ConfigError, match="merge every rank's state"):
+        collect(three, 0)
+    # ... and with it, a stream that had read nothing (stream 1: rows 1, 3, ...) is resumed
+    # from its first row, stream 0 having finished rows 0..38: rows from 1 on are read again.
+    three.load_state_dict({"num_streams": 2, "streams": {"0": [40, 0]}, "complete": True})
+    first = 1 + (0 - 1) % 3
+    assert per_stream(collect(three, 0))[0] == stream_oracle(
+        small_tokenizer, TEXTS, 3, 0, first_row=first
+    )
 
 
 def test_streaming_packing(small_tokenizer: Path, tmp_path: Path) -> None:

@@ -171,8 +171,10 @@ def test_a_pass_over_a_source_repeats_nothing(folders) -> None:
 def test_state_is_small_and_json(folders) -> None:
     (loader,) = loaders(folders, "mixture", 1, 0, 4)
     run([loader], 5)
-    text = json.dumps(loader.state_dict())
-    assert len(text) < 1000
+    state = loader.state_dict()
+    # The position itself: a few integers, whatever the size of the data.
+    assert len(json.dumps(state["state"])) < 200
+    assert len(json.dumps(state)) < 2000
 
 
 def test_resume_refuses_other_data_or_config(folders, tmp_path: Path) -> None:
@@ -180,7 +182,7 @@ def test_resume_refuses_other_data_or_config(folders, tmp_path: Path) -> None:
     run([loader], 2)
     state = loader.state_dict()
     other_files = MemoryMappedDataset(folders[1], WINDOW)
-    with pytest.raises(ConfigError, match="saved for other data"):
+    with pytest.raises(ConfigError, match=r"saved for other data \(.*data_dir saved .*web"):
         StatefulLoader(
             other_files, ShuffledOrder(len(other_files), 5), batch_size=4
         ).load_state_dict(state)
@@ -193,8 +195,43 @@ def test_resume_refuses_other_data_or_config(folders, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not a data_io loader state"):
         fresh.load_state_dict([1, 2])
     broken = dict(state, state={"epoch": 0})
-    with pytest.raises(ConfigError, match="lacks the order's keys"):
+    with pytest.raises(ConfigError, match="not a shuffled order state"):
         fresh.load_state_dict(broken)
+
+
+@pytest.mark.parametrize(
+    ("kind", "edit", "message"),
+    [
+        ("single", {"position": -4}, "position must be an integer in"),
+        ("single", {"position": 10**6}, "position must be an integer in"),
+        ("single", {"position": None}, "position must be an integer"),
+        ("single", {"epoch": 1.5}, "epoch must be an integer >= 0"),
+        ("mixture", {"position": -100}, "position must be an integer in"),
+        ("mixture", {"phase": -1}, r"phase must be an integer in \[0, 1\]"),
+        ("mixture", {"phase": 5}, r"phase must be an integer in \[0, 1\]"),
+        ("mixture", {"phase_samples": -3}, "phase_samples must be an integer >= 0"),
+        ("mixture", {"phase_counts": [0]}, "phase_counts must be 3 integers"),
+        ("mixture", {"phase_counts": [0, -1, 2]}, "phase_counts must be 3 integers"),
+    ],
+)
+def test_hand_edited_states_are_checked(folders, kind: str, edit: dict, message: str) -> None:
+    (loader,) = loaders(folders, kind, 1, 0, 4)
+    run([loader], 2)
+    state = loader.state_dict()
+    state["state"] = {**state["state"], **edit}
+    (fresh,) = loaders(folders, kind, 1, 0, 4)
+    with pytest.raises(ConfigError, match=message):
+        fresh.load_state_dict(state)
+
+
+def test_mixture_source_change_is_named(folders, tmp_path: Path) -> None:
+    (loader,) = loaders(folders, "mixture", 1, 0, 4)
+    state = loader.state_dict()
+    state["data"]["code"]["tokens"] += 1
+    state["fingerprint"] = "other"
+    (fresh,) = loaders(folders, "mixture", 1, 0, 4)
+    with pytest.raises(ConfigError, match="source code: tokens saved"):
+        fresh.load_state_dict(state)
 
 
 def test_bad_loader_arguments(folders) -> None:

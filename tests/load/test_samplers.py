@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -109,5 +111,47 @@ def test_mixture_sampler_bad_input() -> None:
     with pytest.raises(ConfigError, match="both rank and world_size"):
         MixtureSampler([10, 20], [1, 1], 2, None)
     sampler = MixtureSampler([10, 20], [1, 1], 1, 0)
-    with pytest.raises(ConfigError, match="not a mixture sampler state"):
+    with pytest.raises(ConfigError, match="not a MixtureSampler state"):
         sampler.load_state_dict({"epoch": 0})
+    other = MixtureSampler([10, 20], [1, 1], 1, 0, seed=5)
+    with pytest.raises(ConfigError, match="seed saved 5, now 0"):
+        sampler.load_state_dict(other.state_dict())
+
+
+def test_mixture_sampler_runs_epoch_after_epoch_and_resumes() -> None:
+    def make() -> MixtureSampler:
+        return MixtureSampler([100, 150], [1, 2], 2, 1, seed=3, batch_size=4)
+
+    sampler = make()
+    epochs = []
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        epochs.append(list(sampler))
+    assert [len(e) for e in epochs] == [150 // 8 * 4] * 3
+    assert epochs[0] != epochs[1]  # the sources' passes run on
+    resumed = make()
+    resumed.load_state_dict(json.loads(json.dumps(_after_one_epoch())))
+    resumed.set_epoch(1)  # the training loop calls it after loading: a no-op here
+    assert list(resumed) == epochs[1]
+
+
+def _after_one_epoch() -> dict:
+    sampler = MixtureSampler([100, 150], [1, 2], 2, 1, seed=3, batch_size=4)
+    sampler.set_epoch(0)
+    list(sampler)
+    sampler.set_epoch(1)
+    return sampler.state_dict()
+
+
+def test_distributed_sampler_records_its_progress() -> None:
+    sampler = DistributedSampler(range(40), 2, 1, seed=9)
+    it = iter(sampler)
+    taken = [next(it) for _ in range(5)]
+    state = sampler.state_dict()
+    assert state["position"] == 10  # five rounds of two ranks
+    resumed = DistributedSampler(range(40), 2, 1, seed=9)
+    resumed.load_state_dict(state)
+    resumed.set_epoch(0)  # the same epoch: the position is kept
+    assert taken + list(resumed) == list(DistributedSampler(range(40), 2, 1, seed=9))
+    resumed.set_epoch(1)
+    assert resumed.state_dict()["position"] == 0

@@ -1,0 +1,21 @@
+"""``data_io prepare``: raw text and Hugging Face datasets → flat train/val token shards.
+
+MyPT's ``prepare_dataset`` at scale (formats.md §6): stream the inputs, normalise, filter,
+de-duplicate in bounded memory, tokenize with the project's Rust encoder, and write shards of
+exactly ``tokens_per_shard`` tokens that ``data_io.load.MemoryMappedDataset`` reads with no
+extra flags. One job per module:
+
+* ``inputs``: input arguments to sources (files, folders, datasets) and sources to documents;
+* ``normalize``: normalisation and filters, each counted;
+* ``dedup``: exact de-duplication by 128-bit hash with a memory budget (sorted runs on disk);
+* ``split``: the seeded, per-document train/val split;
+* ``tokenizers``: tokenizer.json / Hub id / gpt2 / char behind one interface;
+* ``shards``: the shard writer (temporary names, exact sizes, .bin or .npy);
+* ``state``: dataset_metadata.json, the run journal and the rollback (incremental, crash-safe);
+* ``pipeline``: the two passes; ``api``: ``prepare(...)``; ``cli``: the sub-command;
+* ``inspect``: ``data_io inspect`` for shard folders.
+"""
+
+from data_io.prepare.api import PrepareResult, prepare
+
+__all__ = ["PrepareResult", "prepare"]

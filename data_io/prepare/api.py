@@ -1,0 +1,406 @@
+"""``prepare(...)``: the Python API of ``data_io prepare`` (raw text → train/val token shards)."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from data_io.errors import ConfigError, InputError
+from data_io.prepare.dedup import HashDedup, parse_memory
+from data_io.prepare.inputs import INVALID_UTF8_POLICIES, ReadOptions, Source, expand_inputs
+from data_io.prepare.normalize import CleanOptions, CleanStats
+from data_io.prepare.pipeline import Spool, check_dtype, encode_inputs, set_threads, write_shards
+from data_io.prepare.progress import ProgressBar
+from data_io.prepare.shards import FORMATS, ShardWriter
+from data_io.prepare.split import check_val_fraction
+from data_io.prepare.state import (
+    FORMAT_VERSION,
+    PRODUCER,
+    SPLITS,
+    STATE_DIR,
+    begin_run,
+    check_same_options,
+    end_run,
+    file_sha256,
+    open_output,
+    rollback,
+    split_records,
+    write_metadata,
+)
+from data_io.prepare.tokenizers import PrepTokenizer, load_tokenizer
+
+__all__ = ["DTYPES", "PrepareResult", "prepare"]
+
+DTYPES = ("auto", "uint8", "uint16", "uint32")
+VAL_SPLIT_RULE = (
+    "by document: val when a 64-bit mix of the document's 128-bit content hash and the seed, "
+    "as a fraction of 2^64, is below val_fraction; an earlier document never changes split"
+)
+
+
+@dataclass
+class PrepareResult:
+    """What a run did (``nothing_to_do`` when every input was prepared before)."""
+
+    output: str
+    nothing_to_do: bool
+    new_inputs: list[str]
+    known_inputs: list[str]
+    skipped_files: list[str]
+    documents_read: int = 0
+    bytes_read: int = 0
+    text_chars: int = 0
+    invalid_utf8: int = 0
+    cleaning: dict[str, Any] = field(default_factory=dict)
+    duplicates: int = 0
+    documents: dict[str, int] = field(default_factory=lambda: {s: 0 for s in SPLITS})
+    tokens: dict[str, int] = field(default_factory=lambda: {s: 0 for s in SPLITS})
+    dataset_tokens: dict[str, int] = field(default_factory=lambda: {s: 0 for s in SPLITS})
+    shards_written: dict[str, list[str]] = field(default_factory=lambda: {s: [] for s in SPLITS})
+    dtype: str = ""
+    vocab_size: int = 0
+    eos_id: int = 0
+    dedup_peak_bytes: int = 0
+    dedup_runs: int = 0
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _check_int(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return str(value)
+
+
+def prepare(
+    inputs: list[str | os.PathLike[str]] | str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    tokenizer: str = "gpt2",
+    tokens_per_shard: int = 10_000_000,
+    val_fraction: float = 0.1,
+    normalize: bool = True,
+    filter: bool = True,
+    min_line_chars: int = 2,
+    min_doc_chars: int = 20,
+    dedup: bool = True,
+    dedup_memory: str | int = "1GB",
+    text_field: str = "text",
+    doc_per_line: bool = False,
+    invalid_utf8: str = "replace",
+    format: str = "bin",
+    dtype: str = "auto",
+    seed: int = 0,
+    threads: int | None = None,
+    eos_token: str | int | None = None,
+    split: str = "train",
+    hf_config: str | None = None,
+    progress: bool | None = None,
+) -> PrepareResult:
+    """Prepare ``inputs`` into train/val token shards in ``output`` (see ``data_io prepare -h``).
+
+    Incremental: inputs already prepared into ``output`` (same path, same content) are skipped;
+    new ones are appended as new shards, the earlier shards are left as they are.
+    """
+    started = time.perf_counter()
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = [inputs]
+    tokens_per_shard = _check_int("tokens_per_shard", tokens_per_shard, 1)
+    seed = _check_int("seed", seed, 0)
+    val_fraction = check_val_fraction(val_fraction)
+    _check_choice("format", format, FORMATS)
+    _check_choice("dtype", dtype, DTYPES)
+    _check_choice("invalid_utf8", invalid_utf8, INVALID_UTF8_POLICIES)
+    if not isinstance(text_field, str) or not text_field:
+        raise ConfigError(f"text_field must be a non-empty string, got {text_field!r}")
+    budget = parse_memory(dedup_memory)
+    set_threads(threads)
+    read = ReadOptions(text_field, bool(doc_per_line), invalid_utf8, split, hf_config)
+    clean = CleanOptions(bool(normalize), bool(filter), min_line_chars, min_doc_chars)
+
+    out = Path(output).expanduser()
+    metadata = open_output(out)
+    sources, skipped = expand_inputs(list(inputs), read)
+    _check_output_outside(out, list(inputs), sources)
+    tok = load_tokenizer(tokenizer, eos_token, out)
+    options = {
+        **read.identity(),
+        **clean.identity(),
+        "dedup": bool(dedup),
+        "val_fraction": val_fraction,
+        "seed": seed,
+        "tokens_per_shard": tokens_per_shard,
+        "format": format,
+        "dtype": dtype,
+        "tokenizer": tok.fingerprint(),
+        "eos_id": tok.eos_id,
+    }
+    if metadata is not None:
+        check_same_options(out, metadata, options)
+    new, known = _plan_inputs(sources, metadata)
+    result = PrepareResult(str(out), not new, [s.name for s, _ in new], known, skipped)
+    recorded_dtype = metadata["dtype"] if metadata else None
+    check_dtype(dtype, tok.vocab_size, recorded_dtype)  # fail before any work when it cannot fit
+    if new:
+        _run(
+            out,
+            metadata,
+            [s for s, _ in new],
+            [e for _, e in new],
+            read,
+            clean,
+            tok,
+            options,
+            budget,
+            progress,
+            result,
+        )
+    elif metadata is not None:
+        result.dtype, result.vocab_size = metadata["dtype"], metadata["vocab_size"]
+        result.eos_id = metadata["eos_id"]
+        result.dataset_tokens = {s: metadata["splits"][s]["tokens"] for s in SPLITS}
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _check_output_outside(out: Path, given: list[Any], sources: list[Source]) -> None:
+    """The output must not be inside an input folder (a re-run would walk it), nor hold one."""
+    resolved = out.resolve()
+    folders = [Path(g).resolve() for g in given if Path(g).is_dir()]
+    for folder in folders:
+        if folder == resolved or folder in resolved.parents:
+            raise ConfigError(
+                f"the output folder {out} is inside the input folder {folder}; pass an output "
+                "folder outside the inputs"
+            )
+    for source in sources:
+        if source.kind != "datasets" and resolved in Path(source.name).parents:
+            raise ConfigError(
+                f"the output folder {out} holds the input {source.name}; pass an output folder "
+                "outside the inputs"
+            )
+
+
+def _plan_inputs(
+    sources: list[Source], metadata: dict[str, Any] | None
+) -> tuple[list[tuple[Source, dict[str, Any]]], list[str]]:
+    """The sources not prepared yet (with their identity), and the names of those that were.
+
+    A source prepared before must be unchanged: runs only append, they never rewrite shards.
+    """
+    prior = {entry["name"]: entry for entry in metadata["inputs"]} if metadata else {}
+    new: list[tuple[Source, dict[str, Any]]] = []
+    known: list[str] = []
+    for source in sources:
+        entry = _identity(source, prior.get(source.name))
+        old = prior.get(source.name)
+        if old is None:
+            new.append((source, entry))
+        elif entry["sha256"] == old["sha256"]:
+            known.append(source.name)
+        else:
+            raise InputError(
+                f"{source.name}: changed since run {old['run']} prepared it (content sha256 "
+                f"{old['sha256'][:12]}… then, {entry['sha256'][:12]}… now); prepare only "
+                "appends new inputs: restore the file, give the new content another name, or "
+                "prepare into a new folder"
+            )
+    return new, known
+
+
+def _identity(source: Source, old: dict[str, Any] | None) -> dict[str, Any]:
+    """Name, kind, size, mtime and content hash; the hash is reused when size and mtime match."""
+    entry: dict[str, Any] = {"name": source.name, "kind": source.kind, "sha256": None}
+    if source.kind == "datasets" and not Path(source.name).exists():
+        entry["sha256"] = f"hub:{source.name}"
+        return entry
+    path = Path(source.name)
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file() and ".cache" not in p.parts)
+        digest = [f"{p.relative_to(path).as_posix()}:{file_sha256(p)}" for p in files]
+        entry["sha256"] = "folder:" + file_sha256_of_text("\n".join(digest))
+        return entry
+    stat = path.stat()
+    entry.update(size=stat.st_size, mtime_ns=stat.st_mtime_ns)
+    same_stat = old is not None and (old.get("size"), old.get("mtime_ns")) == (
+        stat.st_size,
+        stat.st_mtime_ns,
+    )
+    entry["sha256"] = old["sha256"] if same_stat and old else file_sha256(path)
+    return entry
+
+
+def file_sha256_of_text(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _run(
+    out: Path,
+    metadata: dict[str, Any] | None,
+    sources: list[Source],
+    entries: list[dict[str, Any]],
+    read: ReadOptions,
+    clean: CleanOptions,
+    tok: PrepTokenizer,
+    options: dict[str, Any],
+    budget: int,
+    progress: bool | None,
+    result: PrepareResult,
+) -> None:
+    """One run over the new sources; on any failure the folder is rolled back."""
+    run = len(metadata["runs"]) if metadata else 0
+    work = begin_run(out, run)
+    writers: dict[str, ShardWriter] = {}
+    try:
+        spool = Spool(work)
+        dedup = HashDedup(work, budget) if options["dedup"] else None
+        bar = ProgressBar(sum(s.size for s in sources), progress)
+        try:
+            read_stats, clean_stats = encode_inputs(
+                sources,
+                read,
+                clean,
+                tok,
+                dedup,
+                options["seed"],
+                options["val_fraction"],
+                spool,
+                bar,
+            )
+        finally:
+            spool.close()
+            bar.close()
+        if spool.documents == 0 and metadata is None:
+            raise InputError(_nothing_left(read_stats.documents, clean_stats))
+        tok.finish()
+        dtype = check_dtype(options["dtype"], tok.vocab_size, metadata and metadata["dtype"])
+        hashes = metadata.get("dedup_hashes") if metadata else None
+        keep = None
+        if dedup is not None and spool.documents:
+            prior = out / STATE_DIR / hashes if hashes else None
+            hashes = f"hashes_{run:05d}.u64"
+            keep, result.duplicates = dedup.keep_mask(
+                spool.documents, prior, out / STATE_DIR / hashes
+            )
+            result.dedup_peak_bytes, result.dedup_runs = dedup.peak_bytes, dedup.spilled
+        writers = {
+            s: ShardWriter(
+                out / s,
+                options["tokens_per_shard"],
+                dtype,
+                options["format"],
+                split_records(metadata, s),
+            )
+            for s in SPLITS
+        }
+        result.documents = write_shards(spool, keep, tok, writers)
+        records = {s: w.finish() for s, w in writers.items()}
+        for writer in writers.values():
+            writer.commit()
+        tokenizer_files = tok.save(out)
+        for s, w in writers.items():
+            result.tokens[s] = w.tokens_added
+            result.shards_written[s] = [shard.final.name for shard in w.written]
+        result.documents_read = read_stats.documents
+        result.bytes_read = sum(s.size for s in sources)
+        result.text_chars = read_stats.text_chars
+        result.invalid_utf8 = read_stats.invalid_utf8_lines
+        result.cleaning = clean_stats.as_dict()
+        result.dtype, result.vocab_size, result.eos_id = dtype.name, tok.vocab_size, tok.eos_id
+        new_metadata = _metadata(
+            metadata, run, records, options, tok, tokenizer_files, hashes, entries, result
+        )
+        result.dataset_tokens = {s: new_metadata["splits"][s]["tokens"] for s in SPLITS}
+        write_metadata(out, new_metadata)
+        old_hashes = metadata.get("dedup_hashes") if metadata else None
+        if old_hashes and old_hashes != hashes:  # merged into the new file: no longer referenced
+            (out / STATE_DIR / old_hashes).unlink(missing_ok=True)
+    except BaseException:
+        for writer in writers.values():
+            writer.abandon()
+        rollback(out, metadata)
+        raise
+    end_run(out, work)
+
+
+def _nothing_left(read: int, stats: CleanStats) -> str:
+    dropped = ", ".join(f"{count} {why.replace('_', ' ')}" for why, count in stats.dropped.items())
+    return (
+        f"no document is left to prepare: {read} read, all dropped ({dropped}); pass "
+        "--no-filter or a lower --min-doc-chars, or inputs with more text"
+    )
+
+
+def _metadata(
+    old: dict[str, Any] | None,
+    run: int,
+    records: dict[str, list[Any]],
+    options: dict[str, Any],
+    tok: PrepTokenizer,
+    tokenizer_files: list[str],
+    hashes: str | None,
+    entries: list[dict[str, Any]],
+    result: PrepareResult,
+) -> dict[str, Any]:
+    splits = {}
+    for s in SPLITS:
+        before = old["splits"][s]["documents"] if old else 0
+        splits[s] = {
+            "tokens": sum(r.tokens for r in records[s]),
+            "documents": before + result.documents[s],
+            "shards": [r.as_dict() for r in records[s]],
+        }
+    this_run = {
+        "run": run,
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "inputs": [e["name"] for e in entries],
+        "documents_read": result.documents_read,
+        "cleaning": result.cleaning,
+        "invalid_utf8_replaced": result.invalid_utf8,
+        "duplicates": result.duplicates,
+        "documents": result.documents,
+        "tokens": result.tokens,
+        "shards_written": result.shards_written,
+    }
+    return {
+        "producer": PRODUCER,
+        "format_version": FORMAT_VERSION,
+        "dtype": result.dtype,
+        "vocab_size": tok.vocab_size,
+        "eos_id": tok.eos_id,
+        "shard_format": options["format"],
+        "tokens_per_shard": options["tokens_per_shard"],
+        "tokenization": tok.spec,  # MyPT's name for the tokenizer kind
+        "tokenizer": {
+            "spec": tok.spec,
+            "kind": tok.kind,
+            "fingerprint": tok.fingerprint(),
+            "files": tokenizer_files,
+        },
+        "options": options,
+        "val_split": VAL_SPLIT_RULE,
+        "splits": splits,
+        "total_tokens": sum(split["tokens"] for split in splits.values()),
+        "train_tokens": splits["train"]["tokens"],
+        "val_tokens": splits["val"]["tokens"],
+        "num_train_shards": len(splits["train"]["shards"]),
+        "num_val_shards": len(splits["val"]["shards"]),
+        "inputs": (old["inputs"] if old else []) + [{**e, "run": run} for e in entries],
+        "runs": (old["runs"] if old else []) + [this_run],
+        "dedup_hashes": hashes,
+    }

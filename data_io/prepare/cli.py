@@ -1,0 +1,191 @@
+"""The ``data_io prepare`` sub-command and its one-screen summary."""
+
+from __future__ import annotations
+
+import argparse
+
+from data_io.prepare.api import DTYPES, PrepareResult, prepare
+from data_io.prepare.inputs import INVALID_UTF8_POLICIES
+from data_io.prepare.shards import FORMATS
+
+__all__ = ["print_summary", "register"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "prepare",
+        help="raw text or HF datasets -> train/val flat token shards (incremental)",
+        description="Stream raw text (.txt, .jsonl, .parquet, compressed .gz/.zst/.bz2/.xz, "
+        "folders, Hub ids, hf download folders), normalise, filter, de-duplicate, tokenize "
+        "and write OUT/train/shard_NNNNN.bin and OUT/val/... of exactly --tokens-per-shard "
+        "tokens, with OUT/dataset_metadata.json and the tokenizer beside them. Re-running with "
+        "more inputs appends shards; the same inputs again do nothing.",
+    )
+    parser.add_argument("inputs", nargs="+", metavar="INPUT", help="files, folders or Hub ids")
+    parser.add_argument("-o", "--output", required=True, metavar="OUT", help="output folder")
+    parser.add_argument(
+        "--tokenizer",
+        default="gpt2",
+        help="gpt2 (from the local HF cache), char, a tokenizer.json or its folder, or a Hub "
+        "id (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--eos-token",
+        default=None,
+        help="token (or integer id) appended after every document (default: the tokenizer's "
+        "eos_token, else <|endoftext|>)",
+    )
+    parser.add_argument(
+        "--tokens-per-shard", type=int, default=10_000_000, help="(default: %(default)s)"
+    )
+    parser.add_argument("--val-fraction", type=float, default=0.1, help="(default: %(default)s)")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="of the train/val split (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--no-normalize", action="store_true", help="skip NFC and whitespace clean-up"
+    )
+    parser.add_argument("--no-filter", action="store_true", help="keep short lines and documents")
+    parser.add_argument(
+        "--min-line-chars",
+        type=int,
+        default=2,
+        help="filter: drop lines with fewer non-space characters (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--min-doc-chars",
+        type=int,
+        default=20,
+        help="filter: drop documents with fewer characters (default: %(default)s)",
+    )
+    parser.add_argument("--no-dedup", action="store_true", help="keep duplicate documents")
+    parser.add_argument(
+        "--dedup-memory",
+        default="1GB",
+        help="memory for de-duplication hashes; beyond it they spill to disk (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--text-field", default="text", help="JSONL/Parquet/dataset field (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--doc-per-line",
+        action="store_true",
+        help=".txt: one document per line (default: per block between blank lines)",
+    )
+    parser.add_argument(
+        "--invalid-utf8",
+        choices=INVALID_UTF8_POLICIES,
+        default="replace",
+        help="replace bad bytes with U+FFFD and count them, or fail naming file and byte "
+        "offset (default: %(default)s)",
+    )
+    parser.add_argument("--format", choices=FORMATS, default="bin", help="(default: %(default)s)")
+    parser.add_argument(
+        "--dtype",
+        choices=DTYPES,
+        default="auto",
+        help="token dtype; auto: the smallest holding the vocabulary (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=None, help="encoder threads (default: every core)"
+    )
+    parser.add_argument(
+        "--split", default="train", help="split of a datasets source (default: %(default)s)"
+    )
+    parser.add_argument("--hf-config", default=None, help="config of a Hub dataset")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary")
+    parser.set_defaults(run=_run)
+
+
+def _eos(value: str | None) -> str | int | None:
+    return int(value) if value is not None and value.isdigit() else value
+
+
+def _run(args: argparse.Namespace) -> int:
+    result = prepare(
+        args.inputs,
+        args.output,
+        tokenizer=args.tokenizer,
+        tokens_per_shard=args.tokens_per_shard,
+        val_fraction=args.val_fraction,
+        normalize=not args.no_normalize,
+        filter=not args.no_filter,
+        min_line_chars=args.min_line_chars,
+        min_doc_chars=args.min_doc_chars,
+        dedup=not args.no_dedup,
+        dedup_memory=args.dedup_memory,
+        text_field=args.text_field,
+        doc_per_line=args.doc_per_line,
+        invalid_utf8=args.invalid_utf8,
+        format=args.format,
+        dtype=args.dtype,
+        seed=args.seed,
+        threads=args.threads,
+        eos_token=_eos(args.eos_token),
+        split=args.split,
+        hf_config=args.hf_config,
+        progress=False if args.quiet else None,
+    )
+    if not args.quiet:
+        print_summary(result)
+    return 0
+
+
+def print_summary(result: PrepareResult) -> None:
+    from rich.table import Table
+
+    from data_io.console import summary_console
+
+    console = summary_console()
+    if result.nothing_to_do:
+        console.print(
+            f"prepare: nothing to do: all {len(result.known_inputs)} inputs are already in "
+            f"{result.output} with the same content and options "
+            f"({result.dataset_tokens['train']:,} train / {result.dataset_tokens['val']:,} val tokens)"
+        )
+        return
+    mb = result.bytes_read / 2**20
+    rate = mb / max(result.seconds, 1e-9)
+    console.print(
+        f"prepare: {len(result.new_inputs)} new inputs ({mb:,.1f} MB, {rate:,.1f} MB/s) -> "
+        f"{result.output}"
+        + (f"; {len(result.known_inputs)} already prepared" if result.known_inputs else "")
+    )
+    if result.skipped_files:
+        console.print(
+            f"  skipped {len(result.skipped_files)} files of other types, e.g. {result.skipped_files[0]}"
+        )
+    cleaning = result.cleaning
+    dropped = cleaning.get("dropped", {})
+    rows = [
+        ("documents read", result.documents_read),
+        ("invalid UTF-8 lines replaced", result.invalid_utf8),
+        ("unicode-normalised documents", cleaning.get("unicode_normalized", 0)),
+        ("whitespace-cleaned documents", cleaning.get("whitespace_cleaned", 0)),
+        ("short lines dropped", cleaning.get("short_lines_dropped", 0)),
+        ("documents dropped: too short", dropped.get("too_short", 0)),
+        ("documents dropped: empty", dropped.get("empty", 0)),
+        ("documents dropped: duplicate", result.duplicates),
+    ]
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(justify="left")
+    table.add_column(justify="right")
+    for name, value in rows:
+        table.add_row(name, f"{value:,}")
+    console.print(table)
+    splits = Table(title=None, box=None, pad_edge=False)
+    for column in ("split", "documents", "tokens", "shards written", "dataset tokens"):
+        splits.add_column(column, justify="right" if column != "split" else "left")
+    for split in ("train", "val"):
+        splits.add_row(
+            split,
+            f"{result.documents[split]:,}",
+            f"{result.tokens[split]:,}",
+            str(len(result.shards_written[split])),
+            f"{result.dataset_tokens[split]:,}",
+        )
+    console.print(splits)
+    console.print(
+        f"dtype {result.dtype}, vocabulary {result.vocab_size:,}, EOS id {result.eos_id}; "
+        f"{result.seconds:.1f} s"
+    )

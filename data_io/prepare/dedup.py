@@ -1,0 +1,267 @@
+"""Exact document de-duplication by 128-bit hash, in a fixed memory budget.
+
+Each document's text is hashed (BLAKE2b, 16 bytes) and recorded with its number in the run.
+Records gather in a preallocated buffer; when it is full it is sorted and spilled to disk as a
+sorted run. At the end the runs (and the hashes of documents kept by earlier runs of the same
+output folder, each numbered 0 so that they win) are merged in chunks; in the merged order,
+equal hashes are adjacent and sorted by document number, so every record after the first of its
+hash is a duplicate: its document is dropped. The result is the same as keeping the first
+occurrence with an in-memory set, for any corpus size.
+
+Memory: the buffer, the sort's index and one reordered column (40 bytes per record) never exceed
+the budget, and neither does the merge (K runs read in chunks sized budget / (80 K)). The
+accounting is exact for these arrays (``peak_bytes``); Python's own overhead is not counted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from data_io.errors import ConfigError
+
+__all__ = ["HashDedup", "hash_texts", "parse_memory"]
+
+_RECORD = 24  # hi, lo, document number + 1: three uint64
+_SORT_FACTOR = 40  # bytes per buffered record while sorting: 3 columns + index + 1 reordered
+_MERGE_FACTOR = 80  # bytes per chunk record while merging (chunks, concatenation, sort)
+_MIN_BUDGET = 4096
+_FIRST_BUFFER = 1 << 16  # records
+_MIN_CHUNK = 256  # records per run and merge step below which runs are merged in groups first
+_UNITS = {"": 1, "B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}
+
+
+def parse_memory(value: str | int) -> int:
+    """Bytes in ``value``: an int, or text such as ``512MB``, ``1GB`` (binary units)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        number, unit = value, ""
+    elif not isinstance(value, str):
+        number, unit = -1, ""
+    else:
+        text = str(value).strip().upper().replace("IB", "B")
+        digits = text.rstrip("KMGTB")
+        unit = text[len(digits) :]
+        if unit and not unit.endswith("B"):
+            unit += "B"
+        try:
+            number = float(digits)
+        except ValueError:
+            number = -1
+        if unit not in _UNITS:
+            number = -1
+    size = int(number * _UNITS.get(unit, 1))
+    if number < 0 or size < _MIN_BUDGET:
+        raise ConfigError(
+            f"dedup memory {value!r} is not a size of at least {_MIN_BUDGET} bytes; pass e.g. "
+            "--dedup-memory 1GB (units B, KB, MB, GB, TB)"
+        )
+    return size
+
+
+def hash_texts(texts: list[str]) -> NDArray[np.uint64]:
+    """The 128-bit BLAKE2b hash of each text's UTF-8 bytes, as ``(n, 2)`` uint64 (hi, lo)."""
+    digests = b"".join(hashlib.blake2b(t.encode("utf-8"), digest_size=16).digest() for t in texts)
+    return np.frombuffer(digests, dtype=">u8").astype(np.uint64).reshape(-1, 2)
+
+
+class HashDedup:
+    """Collects (hash, document number) records; ``keep_mask`` says which documents to keep."""
+
+    def __init__(self, work: Path, budget: int) -> None:
+        self.work = work
+        self.budget = budget
+        self.capacity = max(1, budget // _SORT_FACTOR)
+        # Grown by doubling up to the capacity, so a small corpus does not hold the whole budget
+        # (growing from c/2 to c briefly holds 36 bytes per record of c: still in the budget).
+        self._buffer = np.empty((min(self.capacity, _FIRST_BUFFER), 3), dtype=np.uint64)
+        self._filled = 0
+        self.runs: list[Path] = []
+        self.spilled = 0  # runs written by the buffer (before any intermediate merge)
+        self._next_run = 0
+        self.records = 0
+        self.peak_bytes = self._buffer.nbytes
+
+    def add(self, hashes: NDArray[np.uint64], first_document: int) -> None:
+        """Record ``hashes`` of the documents numbered ``first_document`` onwards."""
+        numbers = np.arange(first_document + 1, first_document + 1 + len(hashes), dtype=np.uint64)
+        done = 0
+        while done < len(hashes):
+            if self._filled == len(self._buffer) < self.capacity:
+                self._grow()
+            room = min(len(self._buffer) - self._filled, len(hashes) - done)
+            rows = slice(self._filled, self._filled + room)
+            self._buffer[rows, :2] = hashes[done : done + room]
+            self._buffer[rows, 2] = numbers[done : done + room]
+            self._filled += room
+            done += room
+            if self._filled == self.capacity:
+                self._spill()
+        self.records += len(hashes)
+
+    def _grow(self) -> None:
+        grown = np.empty((min(self.capacity, 2 * len(self._buffer)), 3), dtype=np.uint64)
+        grown[: self._filled] = self._buffer[: self._filled]
+        self._note(self._buffer.nbytes + grown.nbytes)
+        self._buffer = grown
+
+    def _sorted_buffer(self) -> NDArray[np.uint64]:
+        """The filled part of the buffer sorted by (hi, lo, number), column by column."""
+        part = self._buffer[: self._filled]
+        order = np.lexsort((part[:, 2], part[:, 1], part[:, 0]))
+        self._note(self._buffer.nbytes + 2 * order.nbytes)  # + one reordered column at a time
+        for column in range(3):
+            part[:, column] = part[order, column]
+        return part
+
+    def _spill(self) -> None:
+        run = self.work / f"dedup_run_{self._next_run:05d}.npy"
+        self._next_run += 1
+        np.save(run, self._sorted_buffer())
+        self.runs.append(run)
+        self.spilled += 1
+        self._filled = 0
+
+    def _note(self, in_use: int) -> None:
+        self.peak_bytes = max(self.peak_bytes, in_use)
+
+    def keep_mask(
+        self, documents: int, prior: Path | None, kept_hashes: Path
+    ) -> tuple[NDArray[np.bool_], int]:
+        """Which of ``documents`` to keep, and how many are duplicates.
+
+        ``prior`` holds the sorted hashes kept by earlier runs (raw (n, 2) uint64, or None);
+        the sorted hashes kept after this run are written to ``kept_hashes`` (same format).
+        The mask lives on disk (one byte per document) so that it too stays out of memory.
+        """
+        if self._filled:
+            self._spill()
+        self._buffer = np.empty((0, 3), dtype=np.uint64)  # the budget now goes to the merge
+        if documents == 0:
+            return np.ones(0, dtype=np.bool_), 0
+        keep = np.lib.format.open_memmap(
+            self.work / "keep.npy", mode="w+", dtype=np.bool_, shape=(documents,)
+        )
+        keep[:] = True
+        self._reduce_runs()
+        sources = [_run_chunks(run) for run in self.runs]
+        if prior is not None:
+            sources.append(_prior_chunks(prior))
+        chunk = max(1, self.budget // (_MERGE_FACTOR * max(1, len(sources))))
+        duplicates = 0
+        temporary = kept_hashes.with_name(kept_hashes.name + ".tmp")
+        with open(temporary, "wb") as out:
+            last: tuple[int, int] | None = None
+            for merged in _merge([s(chunk) for s in sources], self._note):
+                first = _first_of_hash(merged, last)
+                dropped = merged[~first, 2]
+                keep[(dropped[dropped > 0] - 1).astype(np.int64)] = False
+                duplicates += int((dropped > 0).sum())
+                out.write(np.ascontiguousarray(merged[first, :2]).tobytes())
+                last = (int(merged[-1, 0]), int(merged[-1, 1]))
+        os.replace(temporary, kept_hashes)
+        keep.flush()
+        for run in self.runs:
+            run.unlink()
+        return keep, duplicates
+
+    def _reduce_runs(self) -> None:
+        """Merge runs in groups until one merge reads chunks of a useful size.
+
+        Reading K runs at once gives each a chunk of budget / (80 K) records; past a fan-in
+        where chunks fall under _MIN_CHUNK records the merge would crawl, so runs are first
+        merged into longer ones (an external sort's multi-pass merge).
+        """
+        fan_in = max(2, self.budget // (_MERGE_FACTOR * _MIN_CHUNK))
+        while len(self.runs) > fan_in:
+            group, self.runs = self.runs[:fan_in], self.runs[fan_in:]
+            chunk = max(1, self.budget // (_MERGE_FACTOR * len(group)))
+            merged = self.work / f"dedup_run_{self._next_run:05d}.npy"
+            self._next_run += 1
+            total = sum(np.load(run, mmap_mode="r").shape[0] for run in group)
+            target = np.lib.format.open_memmap(merged, "w+", np.uint64, (total, 3))
+            at = 0
+            for piece in _merge([_run_chunks(run)(chunk) for run in group], self._note):
+                target[at : at + len(piece)] = piece
+                at += len(piece)
+            target.flush()
+            del target
+            for run in group:
+                run.unlink()
+            self.runs.append(merged)
+
+
+def _first_of_hash(merged: NDArray[np.uint64], last: tuple[int, int] | None) -> NDArray[np.bool_]:
+    """True where a record's hash differs from the previous record's (across chunks too)."""
+    first = np.ones(len(merged), dtype=np.bool_)
+    same = (merged[1:, 0] == merged[:-1, 0]) & (merged[1:, 1] == merged[:-1, 1])
+    first[1:] = ~same
+    if last is not None and len(merged):
+        first[0] = (int(merged[0, 0]), int(merged[0, 1])) != last
+    return first
+
+
+_Chunks = Iterator[NDArray[np.uint64]]
+
+
+def _run_chunks(run: Path):  # type: ignore[no-untyped-def]
+    def chunks(size: int) -> _Chunks:
+        records = np.load(run, mmap_mode="r")
+        for start in range(0, len(records), size):
+            yield np.array(records[start : start + size])
+
+    return chunks
+
+
+def _prior_chunks(prior: Path):  # type: ignore[no-untyped-def]
+    """Hashes kept by earlier runs, numbered 0: they sort before, so win over, this run's."""
+
+    def chunks(size: int) -> _Chunks:
+        hashes = np.memmap(prior, dtype=np.uint64, mode="r").reshape(-1, 2)
+        for start in range(0, len(hashes), size):
+            part = hashes[start : start + size]
+            block = np.zeros((len(part), 3), dtype=np.uint64)
+            block[:, :2] = part
+            yield block
+
+    return chunks
+
+
+def _key_le(block: NDArray[np.uint64], bound: NDArray[np.uint64]) -> int:
+    """How many leading records of sorted ``block`` are <= ``bound`` (lexicographic)."""
+    hi, lo, number = block[:, 0], block[:, 1], block[:, 2]
+    le = (hi < bound[0]) | (
+        (hi == bound[0]) & ((lo < bound[1]) | ((lo == bound[1]) & (number <= bound[2])))
+    )
+    return int(le.sum())
+
+
+def _merge(sources: list[_Chunks], note) -> Iterator[NDArray[np.uint64]]:  # type: ignore[no-untyped-def]
+    """Merge sorted streams of records into sorted pieces, holding one chunk per stream.
+
+    Every record up to the smallest "last record of the current chunk" among streams that have
+    more chunks can be emitted: no later record of any stream sorts before it.
+    """
+    heads: list[NDArray[np.uint64] | None] = [next(s, None) for s in sources]
+    while True:
+        live = [i for i, head in enumerate(heads) if head is not None and len(head)]
+        if not live:
+            return
+        bounds = [heads[i][-1] for i in live]  # type: ignore[index]
+        bound = min(bounds, key=lambda r: (int(r[0]), int(r[1]), int(r[2])))
+        taken = []
+        for i in live:
+            head = heads[i]
+            assert head is not None
+            count = _key_le(head, bound)
+            taken.append(head[:count])
+            heads[i] = head[count:] if count < len(head) else next(sources[i], None)
+        piece = np.concatenate(taken)
+        order = np.lexsort((piece[:, 2], piece[:, 1], piece[:, 0]))
+        held = sum(h.nbytes for h in heads if h is not None)
+        note(held + 2 * piece.nbytes + order.nbytes)
+        yield piece[order]

@@ -1,0 +1,426 @@
+"""Where the raw text comes from: input arguments to a list of sources, sources to documents.
+
+A source is a local file (``.txt``, ``.jsonl``, ``.parquet``; text and JSONL optionally
+compressed ``.gz .zst .bz2 .xz``) or a ``datasets`` source (a Hub id, an ``hf download``
+folder, a ``save_to_disk`` folder; streamed). Folders are walked recursively in sorted order;
+their hidden entries and files of other types are skipped and listed. Documents are produced in
+batches, so memory is bounded by a batch (and the longest document), never by a file.
+
+Every error names the file and the line (text, JSONL) or row (Parquet, datasets) at fault.
+"""
+
+from __future__ import annotations
+
+import bz2
+import json
+import lzma
+import os
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from data_io.errors import ConfigError, InputError
+
+__all__ = [
+    "INVALID_UTF8_POLICIES",
+    "ReadOptions",
+    "ReadStats",
+    "Source",
+    "expand_inputs",
+    "read_documents",
+]
+
+INVALID_UTF8_POLICIES = ("replace", "fail")
+_FORMATS = {".txt": "txt", ".text": "txt", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+_PARQUET = ".parquet"
+_COMPRESSIONS = {".gz": "gz", ".zst": "zst", ".bz2": "bz2", ".xz": "xz"}
+# A folder that `datasets` must read (its own layout): save_to_disk markers, or the bookkeeping
+# folder `hf download --local-dir` leaves behind.
+_DATASETS_MARKERS = ("state.json", "dataset_dict.json", ".cache/huggingface")
+_CHUNK_BYTES = 1 << 20
+_PARQUET_BATCH_ROWS = 2048
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SUPPORTED = ".txt, .text, .jsonl, .ndjson (each optionally .gz, .zst, .bz2, .xz) and .parquet"
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input: a local file, or a dataset read through ``datasets``."""
+
+    name: str  # the path (absolute) or the Hub id: the source's key in the metadata
+    kind: str  # "txt" | "jsonl" | "parquet" | "datasets"
+    compression: str | None = None
+    size: int = 0  # bytes on disk (0 for a Hub dataset)
+
+    @property
+    def path(self) -> Path:
+        return Path(self.name)
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    text_field: str = "text"
+    doc_per_line: bool = False
+    invalid_utf8: str = "replace"
+    split: str = "train"  # of a datasets source
+    hf_config: str | None = None
+
+    def identity(self) -> dict[str, Any]:
+        """What changes the documents read (so must match between incremental runs)."""
+        return {
+            "text_field": self.text_field,
+            "doc_per_line": self.doc_per_line,
+            "invalid_utf8": self.invalid_utf8,
+            "split": self.split,
+            "hf_config": self.hf_config,
+        }
+
+
+@dataclass
+class ReadStats:
+    """Counters of the reading step, shared by every source of a run."""
+
+    documents: int = 0
+    bytes_read: int = 0  # on disk (compressed bytes for a compressed file)
+    text_chars: int = 0  # of the decoded text
+    invalid_utf8_lines: int = 0  # lines or rows where invalid bytes were replaced by U+FFFD
+
+
+# -- input arguments to sources -------------------------------------------------------------------
+def expand_inputs(
+    inputs: list[str | os.PathLike[str]], options: ReadOptions
+) -> tuple[list[Source], list[str]]:
+    """The sources named by ``inputs`` (in order; folders walked sorted) and the skipped files."""
+    if not inputs:
+        raise ConfigError("no input given; pass files, folders or Hub dataset ids")
+    sources: list[Source] = []
+    skipped: list[str] = []
+    for item in inputs:
+        text = os.fspath(item)
+        path = Path(text).expanduser()
+        if path.is_file():
+            sources.append(_file_source(path, explicit=True))  # type: ignore[arg-type]
+        elif path.is_dir():
+            sources.extend(_folder_sources(path.resolve(), skipped, options))
+        else:
+            sources.append(_datasets_source(text, options))
+    seen: set[str] = set()
+    for source in sources:
+        if source.name in seen:
+            raise ConfigError(
+                f"input {source.name} is given twice (directly or inside a folder); pass each "
+                "input once, or its documents would all be duplicates"
+            )
+        seen.add(source.name)
+    return sources, skipped
+
+
+def _file_source(path: Path, *, explicit: bool) -> Source | None:
+    """The source of a local file, or None for a file of another type inside a folder."""
+    suffixes = [s.lower() for s in path.suffixes]
+    compression = _COMPRESSIONS.get(suffixes[-1]) if suffixes else None
+    if compression:
+        suffixes.pop()
+    last = suffixes[-1] if suffixes else ""
+    kind = _FORMATS.get(last) or ("parquet" if last == _PARQUET else None)
+    if kind == "parquet" and compression:
+        kind = None  # Parquet compresses inside the file; a compressed Parquet is not readable
+    if kind is None:
+        if not explicit:
+            return None
+        raise InputError(
+            f"{path}: cannot tell the format from the extension; inputs are {_SUPPORTED}, "
+            "folders of them, or Hub dataset ids"
+        )
+    resolved = path.resolve()
+    return Source(str(resolved), kind, compression, resolved.stat().st_size)
+
+
+def _folder_sources(folder: Path, skipped: list[str], options: ReadOptions) -> list[Source]:
+    if any((folder / marker).exists() for marker in _DATASETS_MARKERS):
+        return [_datasets_source(str(folder), options)]
+    found: list[Source] = []
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder).parts
+        if any(part.startswith(".") for part in relative) or not path.is_file():
+            continue
+        source = _file_source(path, explicit=False)
+        if source is None:
+            skipped.append(str(path))
+        else:
+            found.append(source)
+    if not found:
+        raise InputError(
+            f"{folder}: the folder holds no input files ({_SUPPORTED}); pass a folder with text"
+        )
+    return found
+
+
+def _datasets_source(name: str, options: ReadOptions) -> Source:
+    """A Hub id or a datasets folder, checked by the load stage's resolver (no rows read)."""
+    from data_io.load.hf_text import resolve_text_source
+
+    resolved = resolve_text_source(name, options.split, options.hf_config)
+    return Source(resolved.name, "datasets", None, sum(p.stat().st_size for p in resolved.files))
+
+
+# -- sources to documents ---------------------------------------------------------------------
+class _Progress(Protocol):
+    def __call__(self, raw_bytes: int) -> None: ...
+
+
+def read_documents(
+    source: Source, options: ReadOptions, stats: ReadStats, progress: _Progress | None = None
+) -> Iterator[str]:
+    """The documents of ``source``, in order; a source without any document is an error."""
+    before = stats.documents
+    if source.kind == "txt":
+        documents = _txt_documents(source, options, stats, progress)
+    elif source.kind == "jsonl":
+        documents = _jsonl_documents(source, options, stats, progress)
+    elif source.kind == "parquet":
+        documents = _parquet_documents(source, options, stats, progress)
+    else:
+        documents = _datasets_documents(source, options, stats)
+    for text in documents:
+        stats.documents += 1
+        stats.text_chars += len(text)
+        yield text
+    if stats.documents == before:
+        raise InputError(
+            f"{source.name}: empty input (no documents); remove it or pass a source with text"
+        )
+
+
+def _decompressor(compression: str | None) -> Any:
+    if compression == "gz":
+        return zlib.decompressobj(wbits=31)  # gzip header; a new object per gzip member
+    if compression == "zst":
+        import zstandard
+
+        return zstandard.ZstdDecompressor().decompressobj()
+    if compression == "bz2":
+        return bz2.BZ2Decompressor()
+    if compression == "xz":
+        return lzma.LZMADecompressor()
+    raise AssertionError(compression)
+
+
+def _chunks(source: Source, progress: _Progress | None) -> Iterator[bytes]:
+    """The (decompressed) bytes of a file in chunks; a truncated stream is an error.
+
+    Decompressor objects rather than file wrappers: they expose ``eof``, so a stream that ends
+    before its end marker is caught (zstandard's stream reader silently stops there).
+    """
+    done = 0
+    try:
+        with open(source.path, "rb") as raw:
+            decoder = _decompressor(source.compression) if source.compression else None
+            while chunk := raw.read(_CHUNK_BYTES):
+                done += len(chunk)
+                if progress is not None:
+                    progress(len(chunk))
+                if decoder is None:
+                    yield chunk
+                    continue
+                while chunk:
+                    yield decoder.decompress(chunk)
+                    chunk = decoder.unused_data if decoder.eof else b""
+                    if chunk:  # a concatenated member or frame follows
+                        decoder = _decompressor(source.compression)
+            if decoder is not None and not decoder.eof and done:
+                raise InputError(
+                    f"{source.name}: truncated {source.compression} file (the compressed stream "
+                    f"ends without its end marker after {done} bytes); re-download or "
+                    "re-compress it"
+                )
+    except InputError:
+        raise
+    except (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError) as err:
+        raise InputError(
+            f"{source.name}: corrupt {source.compression or 'input'} file near byte {done} "
+            f"({type(err).__name__}: {err}); re-download or re-compress it"
+        ) from err
+    except Exception as err:  # zstandard.ZstdError, without importing zstandard for plain files
+        if type(err).__name__ != "ZstdError":
+            raise
+        raise InputError(
+            f"{source.name}: corrupt zst file near byte {done} ({err}); re-download or "
+            "re-compress it"
+        ) from err
+
+
+def _lines(source: Source, progress: _Progress | None) -> Iterator[tuple[int, int, bytes]]:
+    """(line number from 1, byte offset in the decompressed text, line without its newline)."""
+    pending = b""
+    number = 0
+    offset = 0
+    for chunk in _chunks(source, progress):
+        if not chunk:
+            continue
+        parts = (pending + chunk).split(b"\n")
+        pending = parts.pop()
+        for line in parts:
+            number += 1
+            yield number, offset, line
+            offset += len(line) + 1
+    if pending:
+        yield number + 1, offset, pending
+
+
+def _decode(
+    line: bytes, where: str, offset: int, source: Source, options: ReadOptions, stats: ReadStats
+) -> str:
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError as err:
+        if options.invalid_utf8 == "fail":
+            raise InputError(
+                f"{where}: invalid UTF-8 at byte offset {offset + err.start} of the "
+                f"{'decompressed ' if source.compression else ''}text ({err.reason}); fix the "
+                "file, or pass --invalid-utf8 replace to replace bad bytes with U+FFFD and count "
+                "them"
+            ) from err
+        stats.invalid_utf8_lines += 1
+        return line.decode("utf-8", "replace")
+
+
+def _txt_documents(
+    source: Source, options: ReadOptions, stats: ReadStats, progress: _Progress | None
+) -> Iterator[str]:
+    """A document per line (``doc_per_line``) or per block of lines between blank lines."""
+    block: list[str] = []
+    for number, offset, raw in _lines(source, progress):
+        line = _decode(raw, f"{source.name}: line {number}", offset, source, options, stats)
+        if line.endswith("\r"):
+            line = line[:-1]
+        if options.doc_per_line:
+            if line.strip():
+                yield line
+        elif line.strip():
+            block.append(line)
+        elif block:
+            yield "\n".join(block)
+            block = []
+    if block:
+        yield "\n".join(block)
+
+
+def _jsonl_documents(
+    source: Source, options: ReadOptions, stats: ReadStats, progress: _Progress | None
+) -> Iterator[str]:
+    field = options.text_field
+    for number, offset, raw in _lines(source, progress):
+        where = f"{source.name}: line {number}"
+        line = _decode(raw, where, offset, source, options, stats)
+        if not line.strip():
+            continue  # a blank line (often the last) holds no row
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise InputError(
+                f"{where}: not valid JSON ({err}); each line must hold one JSON object"
+            ) from err
+        text = _field_text(row, field, where)
+        yield text if text.isascii() else _valid_unicode(text, where, options, stats)
+
+
+def _valid_unicode(text: str, where: str, options: ReadOptions, stats: ReadStats) -> str:
+    """``text`` without lone surrogates (JSON "\\ud800" escapes): they cannot be encoded."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError as err:
+        if options.invalid_utf8 == "fail":
+            raise InputError(
+                f"{where}: the text holds a lone surrogate {text[err.start]!r} at character "
+                f"{err.start} (an invalid \\u escape); fix the row, or pass --invalid-utf8 "
+                "replace to replace it with U+FFFD and count it"
+            ) from err
+        stats.invalid_utf8_lines += 1
+        return _SURROGATE.sub("\ufffd", text)
+
+
+def _field_text(row: Any, field: str, where: str) -> str:
+    """The text of ``row[field]``; an error naming the row when it is missing or not a string."""
+    if not isinstance(row, dict):
+        raise InputError(
+            f"{where}: expected a JSON object with a {field!r} field, got {type(row).__name__}"
+        )
+    if field not in row:
+        fields = ", ".join(map(str, row)) or "none"
+        raise InputError(
+            f"{where}: no field {field!r} (the row has {fields}); pass --text-field NAME for "
+            "the field holding the text, or fix the row"
+        )
+    value = row[field]
+    if not isinstance(value, str):
+        what = "null" if value is None else f"a {type(value).__name__}"
+        raise InputError(
+            f"{where}: field {field!r} is {what}, not a string; pass --text-field NAME for the "
+            "field holding the text, or fix the row"
+        )
+    return value
+
+
+def _parquet_documents(
+    source: Source, options: ReadOptions, stats: ReadStats, progress: _Progress | None
+) -> Iterator[str]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    field = options.text_field
+    try:
+        parquet = pq.ParquetFile(source.path)
+    except (pa.ArrowException, OSError) as err:
+        raise InputError(
+            f"{source.name}: not a readable Parquet file ({err}); re-write or re-download it"
+        ) from err
+    schema = parquet.schema_arrow
+    if field not in schema.names:
+        raise InputError(
+            f"{source.name}: no column {field!r} (it has {', '.join(schema.names) or 'none'}); "
+            "pass --text-field NAME for the column holding the text"
+        )
+    kind = schema.field(field).type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or _is_view(kind)):
+        raise InputError(
+            f"{source.name}: column {field!r} has type {kind}, not a string; pass --text-field "
+            "NAME for the column holding the text"
+        )
+    row = 0
+    try:
+        for batch in parquet.iter_batches(batch_size=_PARQUET_BATCH_ROWS, columns=[field]):
+            for value in batch.column(0).to_pylist():
+                if value is None:
+                    raise InputError(
+                        f"{source.name}: row {row}: column {field!r} is null, not a string; "
+                        "drop the row or fill it"
+                    )
+                row += 1
+                yield value
+    except pa.ArrowException as err:
+        raise InputError(
+            f"{source.name}: cannot read rows after row {row} ({err}); re-write or re-download it"
+        ) from err
+    if progress is not None:
+        progress(source.size)
+
+
+def _is_view(kind: Any) -> bool:
+    import pyarrow as pa
+
+    check = getattr(pa.types, "is_string_view", None)
+    return bool(check and check(kind))
+
+
+def _datasets_documents(source: Source, options: ReadOptions, stats: ReadStats) -> Iterator[str]:
+    from data_io.load.hf_text import resolve_text_source
+
+    resolved = resolve_text_source(source.name, options.split, options.hf_config)
+    rows = resolved.load(streaming=True)
+    for number, row in enumerate(rows):
+        yield _field_text(row, options.text_field, f"{resolved.label}: row {number}")

@@ -1,0 +1,113 @@
+"""Normalisation and filtering of documents (MyPT's defaults, each step counted and switchable).
+
+Normalisation (``normalize``):
+  * Unicode NFC (composed characters: "é" typed two ways becomes one text, so it tokenizes and
+    de-duplicates the same);
+  * whitespace clean-up: ``\\r\\n`` and ``\\r`` become ``\\n``, control characters other than
+    tab and newline are removed, trailing spaces of every line are stripped, runs of blank
+    lines become one blank line, and the document is stripped.
+
+Filtering (``filter``):
+  * lines (not blank) with fewer than ``min_line_chars`` non-space characters are dropped;
+  * documents with fewer than ``min_doc_chars`` characters left are dropped.
+
+Documents that are empty after these steps are always dropped (they would add only an EOS).
+Every change is counted, so the summary says what each step did.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+from data_io.errors import ConfigError
+
+__all__ = ["CleanOptions", "CleanStats", "clean_batch"]
+
+# C0 controls but tab and newline, DEL and C1 controls: never wanted in training text.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_TRAILING_SPACE = re.compile(r"[ \t\u00a0\u3000]+$", re.MULTILINE)
+_BLANK_RUNS = re.compile(r"\n{3,}")
+
+
+@dataclass(frozen=True)
+class CleanOptions:
+    normalize: bool = True
+    filter: bool = True
+    min_line_chars: int = 2
+    min_doc_chars: int = 20
+
+    def __post_init__(self) -> None:
+        for name in ("min_line_chars", "min_doc_chars"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"{name} must be an integer >= 0, got {value!r}")
+
+    def identity(self) -> dict[str, Any]:
+        return {
+            "normalize": self.normalize,
+            "filter": self.filter,
+            "min_line_chars": self.min_line_chars if self.filter else None,
+            "min_doc_chars": self.min_doc_chars if self.filter else None,
+        }
+
+
+@dataclass
+class CleanStats:
+    unicode_normalized: int = 0  # documents NFC changed
+    whitespace_cleaned: int = 0  # documents the whitespace clean-up changed
+    short_lines_dropped: int = 0
+    dropped: dict[str, int] = field(default_factory=lambda: {"too_short": 0, "empty": 0})
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "unicode_normalized": self.unicode_normalized,
+            "whitespace_cleaned": self.whitespace_cleaned,
+            "short_lines_dropped": self.short_lines_dropped,
+            "dropped": dict(self.dropped),
+        }
+
+
+def _normalize(text: str, stats: CleanStats) -> str:
+    if not unicodedata.is_normalized("NFC", text):
+        text = unicodedata.normalize("NFC", text)
+        stats.unicode_normalized += 1
+    cleaned = text
+    if "\r" in cleaned:
+        cleaned = cleaned.replace("\r\n", "\n").replace("\r", "\n")
+    cleaned = _CONTROL.sub("", cleaned)
+    cleaned = _TRAILING_SPACE.sub("", cleaned)
+    cleaned = _BLANK_RUNS.sub("\n\n", cleaned).strip()
+    if cleaned != text:
+        stats.whitespace_cleaned += 1
+    return cleaned
+
+
+def _drop_short_lines(text: str, minimum: int, stats: CleanStats) -> str:
+    if minimum <= 1:
+        return text  # every non-blank line has at least one non-space character
+    lines = text.split("\n")
+    kept = [line for line in lines if not line.strip() or len("".join(line.split())) >= minimum]
+    if len(kept) == len(lines):
+        return text
+    stats.short_lines_dropped += len(lines) - len(kept)
+    return "\n".join(kept).strip()
+
+
+def clean_batch(texts: list[str], options: CleanOptions, stats: CleanStats) -> list[str]:
+    """The documents of ``texts`` that survive, normalised; the drops are counted by reason."""
+    kept: list[str] = []
+    for text in texts:
+        if options.normalize:
+            text = _normalize(text, stats)
+        if options.filter:
+            text = _drop_short_lines(text, options.min_line_chars, stats)
+        if not text.strip():
+            stats.dropped["empty"] += 1
+        elif options.filter and len(text) < options.min_doc_chars:
+            stats.dropped["too_short"] += 1
+        else:
+            kept.append(text)
+    return kept

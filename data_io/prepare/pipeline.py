@@ -1,0 +1,193 @@
+"""``prepare``: raw text to flat token shards, in two passes over bounded memory.
+
+Pass 1 reads the new inputs in order, in batches: normalise and filter, hash each document
+(de-duplication and the split), then encode the batch in a background thread while the next
+batch is read (the encoder releases the GIL), and append its tokens to a spool file in the run's
+work folder. Between the passes the de-duplication decides which documents to keep. Pass 2 copies
+the kept documents' tokens, in order, into the train and val shard writers. The output depends
+only on the inputs and the options, never on the number of threads.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from data_io.errors import ConfigError
+from data_io.prepare.dedup import HashDedup, hash_texts
+from data_io.prepare.inputs import ReadOptions, ReadStats, Source, read_documents
+from data_io.prepare.normalize import CleanOptions, CleanStats, clean_batch
+from data_io.prepare.progress import ProgressBar
+from data_io.prepare.split import is_val
+from data_io.prepare.tokenizers import PrepTokenizer
+
+__all__ = ["Spool", "encode_inputs", "write_shards"]
+
+BATCH_DOCUMENTS = 2048
+BATCH_CHARS = 8 << 20
+_PASS2_DOCUMENTS = 1 << 16
+
+
+@dataclass
+class Spool:
+    """What pass 1 leaves in the work folder: tokens, one length and one val flag per document."""
+
+    folder: Path
+    documents: int = 0
+    tokens: int = 0
+    files: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.files = {
+            name: open(self.folder / f"{name}.bin", "wb")  # noqa: SIM115 (closed by close)
+            for name in ("tokens", "lengths", "val")
+        }
+
+    def append(self, ids: NDArray[np.uint32], offsets: NDArray[np.int64], val: NDArray[Any]):
+        self.files["tokens"].write(ids.astype(np.uint32, copy=False).tobytes())
+        self.files["lengths"].write(np.diff(offsets).astype(np.int64).tobytes())
+        self.files["val"].write(val.astype(np.bool_).tobytes())
+        self.documents += len(offsets) - 1
+        self.tokens += len(ids)
+
+    def close(self) -> None:
+        for f in self.files.values():
+            f.close()
+
+    def arrays(self) -> tuple[NDArray[np.uint32], NDArray[np.int64], NDArray[np.bool_]]:
+        def load(name: str, dtype: Any) -> Any:
+            path = self.folder / f"{name}.bin"
+            if path.stat().st_size == 0:
+                return np.zeros(0, dtype=dtype)
+            return np.memmap(path, dtype=dtype, mode="r")
+
+        return load("tokens", np.uint32), load("lengths", np.int64), load("val", np.bool_)
+
+
+def _batches(
+    sources: list[Source], options: ReadOptions, stats: ReadStats, bar: ProgressBar
+) -> Iterator[list[str]]:
+    """Documents of every source in order, grouped by count and by characters."""
+    batch: list[str] = []
+    chars = 0
+    for source in sources:
+        bar.describe(Path(source.name).name)
+        for text in read_documents(source, options, stats, bar.advance_bytes):
+            batch.append(text)
+            chars += len(text)
+            if len(batch) >= BATCH_DOCUMENTS or chars >= BATCH_CHARS:
+                yield batch
+                batch, chars = [], 0
+    if batch:
+        yield batch
+
+
+def encode_inputs(
+    sources: list[Source],
+    read: ReadOptions,
+    clean: CleanOptions,
+    tokenizer: PrepTokenizer,
+    dedup: HashDedup | None,
+    seed: int,
+    val_fraction: float,
+    spool: Spool,
+    bar: ProgressBar,
+) -> tuple[ReadStats, CleanStats]:
+    """Pass 1: read, clean, hash and encode every document of ``sources`` into ``spool``."""
+    stats, clean_stats = ReadStats(), CleanStats()
+    pending: tuple[Future[Any], NDArray[np.bool_]] | None = None
+
+    def drain() -> None:
+        assert pending is not None
+        ids, offsets = pending[0].result()
+        spool.append(ids, offsets, pending[1])
+        bar.advance_tokens(len(ids))
+
+    numbered = spool.documents  # documents given a number (the spool lags by one batch)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="prepare-encode") as encoder:
+        for batch in _batches(sources, read, stats, bar):
+            texts = clean_batch(batch, clean, clean_stats)
+            if not texts:
+                continue
+            hashes = hash_texts(texts)
+            if dedup is not None:
+                dedup.add(hashes, numbered)
+            numbered += len(texts)
+            future = encoder.submit(tokenizer.encode, texts)
+            if pending is not None:
+                drain()
+            pending = (future, is_val(hashes, seed, val_fraction))
+        if pending is not None:
+            drain()
+    return stats, clean_stats
+
+
+def write_shards(
+    spool: Spool,
+    keep: NDArray[np.bool_] | None,
+    tokenizer: PrepTokenizer,
+    writers: dict[str, Any],
+) -> dict[str, int]:
+    """Pass 2: the kept documents' tokens, in order, to the train and val writers."""
+    tokens, lengths, val = spool.arrays()
+    documents = {"train": 0, "val": 0}
+    start_token = 0
+    for start in range(0, len(lengths), _PASS2_DOCUMENTS):
+        stop = min(start + _PASS2_DOCUMENTS, len(lengths))
+        length = np.asarray(lengths[start:stop])
+        end_token = start_token + int(length.sum())
+        ids = tokenizer.remap(np.asarray(tokens[start_token:end_token]))
+        kept = np.ones(stop - start, dtype=np.bool_) if keep is None else keep[start:stop]
+        in_val = np.asarray(val[start:stop])
+        for split, chosen in (("train", kept & ~in_val), ("val", kept & in_val)):
+            documents[split] += int(chosen.sum())
+            if chosen.any():
+                writers[split].add(ids[np.repeat(chosen, length)])
+        start_token = end_token
+    return documents
+
+
+def check_dtype(dtype: str, vocab_size: int, recorded: str | None) -> np.dtype:
+    """The shard dtype: ``auto`` picks the smallest unsigned type holding every id."""
+    if recorded is not None:
+        chosen = np.dtype(recorded)  # an incremental run keeps the dtype of the earlier shards
+    elif dtype == "auto":
+        chosen = np.dtype(np.uint8 if vocab_size <= 1 << 8 else np.uint16)
+        if vocab_size > 1 << 16:
+            chosen = np.dtype(np.uint32)
+    else:
+        chosen = np.dtype(dtype)
+    if vocab_size - 1 > np.iinfo(chosen).max:
+        where = "the existing shards' " if recorded is not None else ""
+        raise ConfigError(
+            f"the vocabulary has {vocab_size} tokens (ids up to {vocab_size - 1}), too many for "
+            f"{where}dtype {chosen.name} (at most {np.iinfo(chosen).max}); "
+            + (
+                "prepare into a new folder"
+                if recorded is not None
+                else "pass --dtype uint32 or --dtype auto"
+            )
+        )
+    return chosen
+
+
+def now() -> float:
+    return time.perf_counter()
+
+
+def set_threads(threads: int | None) -> None:
+    """Size the encoder's thread pool; it is started on the first encode of the process, so
+    this applies when called before (always so for the CLI)."""
+    if threads is None:
+        return
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ConfigError(f"threads must be an integer >= 1, got {threads!r}")
+    os.environ["RAYON_NUM_THREADS"] = str(threads)

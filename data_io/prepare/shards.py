@@ -1,0 +1,190 @@
+"""Flat token shards of exactly ``tokens_per_shard`` tokens (formats.md §6), written safely.
+
+A split's shards are ``shard_00000.bin`` (raw, dtype declared in ``dataset_metadata.json``) or
+``.npy`` (dtype in the header), numbered from 0, every one full but the last. Shards are written
+under hidden temporary names (``.shard_00003.bin.tmp``, which no ``*.bin`` pattern matches) and
+renamed by ``commit`` only once the whole run has succeeded; the metadata, written after, is the
+run's commit point. A later run continues the last, shorter shard: its tokens are copied as the
+prefix of the new version, so the old bytes are unchanged and a rollback only has to truncate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+from numpy.typing import NDArray
+
+from data_io.errors import OutputError
+
+__all__ = ["FORMATS", "ShardRecord", "ShardWriter", "npy_header", "shard_name", "truncate_shard"]
+
+FORMATS = ("bin", "npy")
+
+
+@dataclass(frozen=True)
+class ShardRecord:
+    name: str
+    tokens: int
+    sha256: str  # of the token bytes (not the .npy header)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "tokens": self.tokens, "sha256": self.sha256}
+
+
+def shard_name(number: int, fmt: str) -> str:
+    return f"shard_{number:05d}.{fmt}"
+
+
+def npy_header(dtype: np.dtype, tokens: int) -> bytes:
+    """The .npy v1.0 header of a 1-D array; numpy pads it for any length to the same size, so
+    it can be rewritten in place when the shard grows or is truncated."""
+    buffer = io.BytesIO()
+    header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False}
+    np.lib.format.write_array_header_1_0(buffer, {**header, "shape": (tokens,)})
+    return buffer.getvalue()
+
+
+def truncate_shard(path: Path, tokens: int, dtype: np.dtype, fmt: str) -> None:
+    """Cut a shard back to its first ``tokens`` tokens (rollback of an interrupted run)."""
+    offset = len(npy_header(dtype, tokens)) if fmt == "npy" else 0
+    with open(path, "r+b") as f:
+        if fmt == "npy":
+            f.write(npy_header(dtype, tokens))
+        f.truncate(offset + tokens * dtype.itemsize)
+
+
+class _OpenShard:
+    """One shard being written under its temporary name."""
+
+    def __init__(self, final: Path, dtype: np.dtype, fmt: str, prefix: ShardRecord | None):
+        self.final = final
+        self.temporary = final.with_name(f".{final.name}.tmp")
+        self.dtype = dtype
+        self.fmt = fmt
+        self.tokens = 0
+        self.digest = hashlib.sha256()
+        self.file: BinaryIO = open(self.temporary, "wb")  # noqa: SIM115 (closed by finish)
+        if fmt == "npy":
+            self.file.write(npy_header(dtype, 0))
+        if prefix is not None:
+            self._copy_prefix(prefix)
+
+    def _copy_prefix(self, prefix: ShardRecord) -> None:
+        """The tokens of the existing shorter shard, checked against their recorded hash."""
+        offset = len(npy_header(self.dtype, 0)) if self.fmt == "npy" else 0
+        with open(self.final, "rb") as old:
+            old.seek(offset)
+            remaining = prefix.tokens * self.dtype.itemsize
+            while remaining:
+                block = old.read(min(remaining, 1 << 22))
+                if not block:
+                    break
+                self.file.write(block)
+                self.digest.update(block)
+                remaining -= len(block)
+        if remaining or self.digest.hexdigest() != prefix.sha256:
+            self.file.close()
+            self.temporary.unlink()
+            raise OutputError(
+                f"{self.final}: the shard differs from what dataset_metadata.json records "
+                f"({prefix.tokens} tokens, sha256 {prefix.sha256[:12]}…); it was changed after "
+                "it was written: restore it or prepare into a new folder"
+            )
+        self.tokens = prefix.tokens
+
+    def write(self, ids: NDArray[Any]) -> None:
+        data = ids.astype(self.dtype, copy=False).tobytes()
+        self.file.write(data)
+        self.digest.update(data)
+        self.tokens += len(ids)
+
+    def finish(self) -> ShardRecord:
+        if self.fmt == "npy":
+            self.file.seek(0)
+            self.file.write(npy_header(self.dtype, self.tokens))
+        self.file.flush()
+        os.fsync(self.file.fileno())
+        self.file.close()
+        return ShardRecord(self.final.name, self.tokens, self.digest.hexdigest())
+
+
+class ShardWriter:
+    """Cuts one split's token stream into shards; ``commit`` publishes them."""
+
+    def __init__(
+        self,
+        folder: Path,
+        tokens_per_shard: int,
+        dtype: np.dtype,
+        fmt: str,
+        existing: list[ShardRecord],
+    ) -> None:
+        self.folder = folder
+        self.tokens_per_shard = tokens_per_shard
+        self.dtype = dtype
+        self.fmt = fmt
+        self.records = list(existing)
+        self.written: list[_OpenShard] = []
+        self.tokens_added = 0
+        self._open: _OpenShard | None = None
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def _next(self) -> _OpenShard:
+        """The shard to write into: the last one when it is not full yet, else a new one."""
+        prefix = None
+        if self.records and self.records[-1].tokens < self.tokens_per_shard:
+            prefix = self.records.pop()
+            number = len(self.records)
+        else:
+            number = len(self.records)
+        return _OpenShard(self.folder / shard_name(number, self.fmt), self.dtype, self.fmt, prefix)
+
+    def add(self, ids: NDArray[Any]) -> None:
+        done = 0
+        self.tokens_added += len(ids)
+        while done < len(ids):
+            if self._open is None:
+                self._open = self._next()
+            room = self.tokens_per_shard - self._open.tokens
+            part = ids[done : done + room]
+            self._open.write(part)
+            done += len(part)
+            if self._open.tokens == self.tokens_per_shard:
+                self._close()
+
+    def _close(self) -> None:
+        assert self._open is not None
+        self.records.append(self._open.finish())
+        self.written.append(self._open)
+        self._open = None
+
+    def finish(self) -> list[ShardRecord]:
+        """Close the last (shorter) shard; the records of every shard of the split."""
+        if self._open is not None:
+            self._close()
+        return self.records
+
+    def commit(self) -> None:
+        """Give every written shard its final name."""
+        for shard in self.written:
+            os.replace(shard.temporary, shard.final)
+
+    def abandon(self) -> None:
+        """Remove the temporary files of a failed run."""
+        if self._open is not None:
+            self._open.file.close()
+            self.written.append(self._open)
+            self._open = None
+        for shard in self.written:
+            shard.temporary.unlink(missing_ok=True)
+
+
+def remove_tree(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)

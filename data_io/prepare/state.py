@@ -1,0 +1,209 @@
+"""The output folder's state: ``dataset_metadata.json``, the run journal and the rollback.
+
+``dataset_metadata.json`` is written last, atomically, and is the commit point of a run: it
+lists every shard (name, tokens, sha256), the inputs prepared so far with their content hashes,
+the options that shape the shards, and the file of de-duplication hashes. While a run is under
+way ``.prepare/journal.json`` exists; a run that finds it (the previous one was killed) first
+rolls the folder back to what the metadata records: shards it does not list and temporary files
+are removed, a shorter last shard that was being extended is cut back to its recorded length
+(its recorded bytes are a prefix of the new ones), and unreferenced hash files are deleted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from data_io.errors import ConfigError, OutputError
+from data_io.prepare.shards import ShardRecord, truncate_shard
+from data_io.prepare.tokenizers import CHAR_STATE_FILE, TOKENIZER_FILES
+
+__all__ = [
+    "METADATA_FILE",
+    "PRODUCER",
+    "SPLITS",
+    "STATE_DIR",
+    "begin_run",
+    "end_run",
+    "file_sha256",
+    "open_output",
+    "split_records",
+    "write_metadata",
+]
+
+METADATA_FILE = "dataset_metadata.json"
+STATE_DIR = ".prepare"
+JOURNAL = "journal.json"
+PRODUCER = "data_io prepare"
+FORMAT_VERSION = 1
+SPLITS = ("train", "val")
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 22):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _read_metadata(out: Path) -> dict[str, Any] | None:
+    path = out / METADATA_FILE
+    if not path.is_file():
+        return None
+    try:
+        content = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise OutputError(
+            f"{path}: unreadable ({err}); {out} is not a dataset data_io prepare can continue: "
+            "pass a new output folder"
+        ) from err
+    if not isinstance(content, dict) or content.get("producer") != PRODUCER:
+        raise OutputError(
+            f"{out} holds another dataset ({METADATA_FILE} not written by {PRODUCER}); pass an "
+            "empty or new output folder"
+        )
+    return content
+
+
+def open_output(out: Path) -> dict[str, Any] | None:
+    """The metadata of the dataset in ``out`` (None when it is new), after rolling back an
+    interrupted run; a folder holding anything else is an error."""
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"{out} is a file; pass a folder for the dataset")
+    if not out.exists():
+        return None
+    metadata = _read_metadata(out)
+    journal = out / STATE_DIR / JOURNAL
+    if metadata is None and not journal.is_file():
+        others = sorted(p.name for p in out.iterdir())
+        if others:
+            listed = ", ".join(others[:5]) + (", …" if len(others) > 5 else "")
+            raise OutputError(
+                f"{out} holds files data_io prepare did not write ({listed}) and no "
+                f"{METADATA_FILE}; pass an empty or new output folder"
+            )
+    if journal.is_file():
+        rollback(out, metadata)
+    return metadata
+
+
+def split_records(metadata: dict[str, Any] | None, split: str) -> list[ShardRecord]:
+    if metadata is None:
+        return []
+    shards = metadata["splits"][split]["shards"]
+    return [ShardRecord(s["name"], int(s["tokens"]), s["sha256"]) for s in shards]
+
+
+def rollback(out: Path, metadata: dict[str, Any] | None) -> list[str]:
+    """Bring ``out`` back to what ``metadata`` records; the paths removed or cut."""
+    undone: list[str] = []
+    dtype = np.dtype(metadata["dtype"]) if metadata else None
+    fmt = metadata["shard_format"] if metadata else None
+    for split in SPLITS:
+        folder = out / split
+        if not folder.is_dir():
+            continue
+        recorded = {r.name: r for r in split_records(metadata, split)}
+        for path in sorted(folder.iterdir()):
+            record = recorded.get(path.name)
+            if record is None:
+                if path.name.startswith(("shard_", ".shard_")):
+                    path.unlink()
+                    undone.append(str(path))
+                continue
+            assert dtype is not None and fmt is not None
+            header = 128 if fmt == "npy" else 0
+            if path.stat().st_size != header + record.tokens * dtype.itemsize:
+                truncate_shard(path, record.tokens, dtype, fmt)
+                undone.append(str(path))
+    _rollback_tokenizer(out, metadata, undone)
+    state = out / STATE_DIR
+    keep = metadata.get("dedup_hashes") if metadata else None
+    for path in sorted(state.glob("*")) if state.is_dir() else []:
+        if path.name in (JOURNAL, keep):
+            continue
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    (state / JOURNAL).unlink(missing_ok=True)
+    if metadata is None and state.is_dir():
+        state.rmdir()  # a first run leaves nothing behind, so the folder can be reused
+    return undone
+
+
+def _rollback_tokenizer(out: Path, metadata: dict[str, Any] | None, undone: list[str]) -> None:
+    """Undo the tokenizer files of an uncommitted run: all of them after a first run; after a
+    later one, the characters a char vocabulary gained (old ids never move, so a cut suffices)."""
+    if metadata is None:
+        for name in TOKENIZER_FILES:
+            if (out / name).is_file():
+                (out / name).unlink()
+                undone.append(str(out / name))
+        for split in SPLITS:
+            if (out / split).is_dir() and not any((out / split).iterdir()):
+                (out / split).rmdir()
+        return
+    state_file = out / CHAR_STATE_FILE
+    if metadata["tokenizer"]["kind"] != "char" or not state_file.is_file():
+        return
+    state = json.loads(state_file.read_text(encoding="utf-8"))
+    chars = int(metadata["vocab_size"]) - 1
+    if len(state.get("chars", [])) > chars:
+        state["chars"] = state["chars"][:chars]
+        state["vocab_size"] = chars + 1
+        _write_json_atomic(state_file, state)
+        undone.append(str(state_file))
+
+
+def begin_run(out: Path, run: int) -> Path:
+    """Mark a run as under way; returns its private work folder."""
+    state = out / STATE_DIR
+    work = state / f"work_{run:05d}"
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    _write_json_atomic(state / JOURNAL, {"run": run, "started": time.time(), "pid": os.getpid()})
+    return work
+
+
+def end_run(out: Path, work: Path) -> None:
+    shutil.rmtree(work, ignore_errors=True)
+    (out / STATE_DIR / JOURNAL).unlink(missing_ok=True)
+
+
+def write_metadata(out: Path, metadata: dict[str, Any]) -> None:
+    _write_json_atomic(out / METADATA_FILE, metadata)
+
+
+def _write_json_atomic(path: Path, content: dict[str, Any]) -> None:
+    temporary = path.with_name(f".{path.name}.tmp")
+    with open(temporary, "w", encoding="utf-8") as f:
+        json.dump(content, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(temporary, path)
+
+
+def check_same_options(out: Path, metadata: dict[str, Any], current: dict[str, Any]) -> None:
+    """An incremental run must shape its shards as the earlier runs did."""
+    recorded = metadata.get("options", {})
+    differ = [
+        f"{key}: {recorded.get(key)!r} then, {value!r} now"
+        for key, value in current.items()
+        if recorded.get(key) != value
+    ]
+    if differ:
+        raise ConfigError(
+            f"{out} was prepared with other options ({'; '.join(differ)}); re-run with the "
+            "same options to add inputs, or prepare into a new folder"
+        )

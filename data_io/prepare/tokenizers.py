@@ -1,0 +1,256 @@
+"""The tokenizers ``prepare`` can use, behind one small interface.
+
+* ``PATH`` (a ``tokenizer.json`` or a folder holding one) or a Hub id: the project's Rust
+  encoder (``data_io.encoder.TextEncoder``, parallel, GIL released), EOS from ``eos_token`` or
+  the tokenizer's own (``tokenizer_config.json`` beside it, else ``<|endoftext|>``).
+* ``gpt2``: GPT-2's byte-level BPE. Neither ``tiktoken`` (it downloads ``vocab.bpe`` on first
+  use) nor ``tokenizers``/``transformers`` ship it in their package data, so it is taken from the
+  local Hugging Face cache (``openai-community/gpt2``), never from the network; without it the
+  error says how to fetch it once.
+* ``char``: one id per character, as MyPT: the vocabulary is the characters of the prepared
+  text, sorted, with ``<|endoftext|>`` as id 0; saved as ``tokenizer_state.json``. During the run
+  the ids are provisional (the code points; EOS past the last code point) and ``remap`` turns
+  them into the final ids once every character is known. A later incremental run keeps the old
+  ids and appends new characters after them, so old shards stay valid.
+
+Every tokenizer appends its EOS id after each document.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from data_io.errors import ConfigError, InputError, TokenizerError
+
+__all__ = [
+    "CHAR_STATE_FILE",
+    "TOKENIZER_FILES",
+    "PrepTokenizer",
+    "load_tokenizer",
+]
+
+CHAR_STATE_FILE = "tokenizer_state.json"
+GPT2_HUB_ID = "openai-community/gpt2"
+CHAR_EOS = "<|endoftext|>"
+_PROVISIONAL_EOS = 0x110000  # one past the last Unicode code point
+# What a run may write beside the shards (the HF files copied, or the char vocabulary).
+_HF_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+TOKENIZER_FILES = (*_HF_FILES, CHAR_STATE_FILE)
+
+
+class PrepTokenizer(Protocol):
+    kind: str  # "hf" | "char"
+    spec: str  # as the user named it
+
+    @property
+    def eos_id(self) -> int: ...
+    @property
+    def vocab_size(self) -> int: ...
+    def fingerprint(self) -> str: ...
+    def encode(self, texts: list[str]) -> tuple[NDArray[np.uint32], NDArray[np.int64]]: ...
+    def remap(self, ids: NDArray[np.uint32]) -> NDArray[np.uint32]: ...
+    def finish(self) -> None: ...
+    def save(self, folder: Path) -> list[str]: ...
+    def decode(self, ids: list[int]) -> str: ...
+
+
+def load_tokenizer(spec: str, eos_token: str | int | None, out: Path) -> PrepTokenizer:
+    """The tokenizer named by ``spec``; ``out`` is the output folder (a char vocabulary of an
+    earlier run there is continued)."""
+    if not isinstance(spec, str) or not spec:
+        raise ConfigError(f"tokenizer must be gpt2, char, a path or a Hub id, got {spec!r}")
+    if spec == "char":
+        if eos_token not in (None, CHAR_EOS, 0):
+            raise ConfigError(
+                f"eos_token {eos_token!r} does not apply to the char tokenizer (its EOS is "
+                f"{CHAR_EOS!r}, id 0); leave --eos-token unset"
+            )
+        return CharTokenizer.continuing(out / CHAR_STATE_FILE)
+    if spec == "gpt2":
+        return HfTokenizer(_gpt2_from_cache(), spec, eos_token)
+    return HfTokenizer(spec, spec, eos_token)
+
+
+def _gpt2_from_cache() -> Path:
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:
+        return Path(hf_hub_download(GPT2_HUB_ID, "tokenizer.json", local_files_only=True))
+    except (LocalEntryNotFoundError, OSError, ValueError) as err:
+        raise TokenizerError(
+            "--tokenizer gpt2: the GPT-2 BPE is not shipped in the tiktoken, tokenizers or "
+            "transformers package data (tiktoken downloads it on first use), and "
+            f"{GPT2_HUB_ID} is not in the local Hugging Face cache; fetch it once where the "
+            f"network is reachable (`hf download {GPT2_HUB_ID} tokenizer.json --local-dir DIR`) "
+            "and pass --tokenizer DIR"
+        ) from err
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class HfTokenizer:
+    """A tokenizers JSON file, encoded by the project's Rust encoder."""
+
+    kind = "hf"
+
+    def __init__(self, path: str | Path, spec: str, eos_token: str | int | None) -> None:
+        from data_io.encoder import TextEncoder
+
+        self.spec = spec
+        self._encoder = TextEncoder(path)
+        try:
+            self._eos_id = self._encoder.eos_id_for(eos_token)
+        except ConfigError as err:
+            raise TokenizerError(
+                f"{err}. The EOS id follows every document: name the token ending a document "
+                "with --eos-token TOKEN_OR_ID (Python: eos_token=)"
+            ) from err
+
+    @property
+    def path(self) -> Path:
+        return Path(self._encoder.path)
+
+    @property
+    def eos_id(self) -> int:
+        return self._eos_id
+
+    @property
+    def vocab_size(self) -> int:
+        return self._encoder.vocab_size
+
+    def fingerprint(self) -> str:
+        return f"sha256:{_file_sha256(self.path)}"
+
+    def encode(self, texts: list[str]) -> tuple[NDArray[np.uint32], NDArray[np.int64]]:
+        ids, offsets = self._encoder.encode_batch(texts, self._eos_id)
+        return ids, offsets
+
+    def remap(self, ids: NDArray[np.uint32]) -> NDArray[np.uint32]:
+        return ids  # already final
+
+    def finish(self) -> None:
+        pass
+
+    def save(self, folder: Path) -> list[str]:
+        """Copy the tokenizer (and its config files, when beside it) into ``folder``."""
+        written = []
+        for name in _HF_FILES:
+            source = self.path if name == "tokenizer.json" else self.path.parent / name
+            if source.is_file():
+                _copy_atomic(source, folder / name)
+                written.append(name)
+        return written
+
+    def decode(self, ids: list[int]) -> str:
+        from tokenizers import Tokenizer
+
+        return str(Tokenizer.from_file(str(self.path)).decode(ids, skip_special_tokens=False))
+
+
+def _copy_atomic(source: Path, target: Path) -> None:
+    temporary = target.with_name(f".{target.name}.tmp")
+    shutil.copyfile(source, temporary)
+    os.replace(temporary, target)
+
+
+@dataclass
+class CharTokenizer:
+    """Characters to ids; ids of characters known before this run never change."""
+
+    spec: str
+    known: list[str]  # id i + 1 is known[i]; id 0 is the EOS
+    seen: set[int]  # code points met in this run
+    kind: str = "char"
+
+    @classmethod
+    def continuing(cls, state: Path) -> CharTokenizer:
+        known: list[str] = []
+        if state.is_file():
+            known = _read_char_state(state)
+        return cls("char", known, set())
+
+    @property
+    def eos_id(self) -> int:
+        return 0
+
+    @property
+    def vocab_size(self) -> int:
+        return 1 + len(self.known)
+
+    def fingerprint(self) -> str:
+        # The ids of a char vocabulary only grow, so the kind names it; the state file says more.
+        return "char:v1"
+
+    def encode(self, texts: list[str]) -> tuple[NDArray[np.uint32], NDArray[np.int64]]:
+        """Code points of each text then the provisional EOS; ``remap`` makes them final."""
+        lengths = np.fromiter((len(t) + 1 for t in texts), dtype=np.int64, count=len(texts))
+        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        # One UTF-32 buffer with a separator slot after each text, filled with the EOS.
+        encoded = "\x00".join(texts) + "\x00" if texts else ""
+        ids = np.frombuffer(encoded.encode("utf-32-le"), dtype=np.uint32).copy()
+        ids[offsets[1:] - 1] = _PROVISIONAL_EOS
+        self.seen.update(np.unique(ids[ids != _PROVISIONAL_EOS]).tolist())
+        return ids, offsets
+
+    def finish(self) -> None:
+        """Fix the vocabulary: known characters keep their ids, new ones follow, sorted."""
+        known = set(map(ord, self.known))
+        self.known.extend(chr(c) for c in sorted(self.seen - known))
+        table = np.zeros(_PROVISIONAL_EOS + 1, dtype=np.uint32)
+        table[[ord(c) for c in self.known]] = np.arange(1, len(self.known) + 1, dtype=np.uint32)
+        table[_PROVISIONAL_EOS] = 0
+        self._table = table
+
+    def remap(self, ids: NDArray[np.uint32]) -> NDArray[np.uint32]:
+        return self._table[ids]
+
+    def save(self, folder: Path) -> list[str]:
+        state = {
+            "token_kind": "char",
+            "chars": self.known,
+            "first_char_id": 1,
+            "eos_token": CHAR_EOS,
+            "eos_id": 0,
+            "vocab_size": self.vocab_size,
+        }
+        target = folder / CHAR_STATE_FILE
+        temporary = target.with_name(f".{target.name}.tmp")
+        temporary.write_text(json.dumps(state, ensure_ascii=False, indent=1), encoding="utf-8")
+        os.replace(temporary, target)
+        return [CHAR_STATE_FILE]
+
+    def decode(self, ids: list[int]) -> str:
+        return "".join(CHAR_EOS if i == 0 else self.known[i - 1] for i in ids)
+
+
+def _read_char_state(path: Path) -> list[str]:
+    try:
+        state: Any = json.loads(path.read_text(encoding="utf-8"))
+        chars = state["chars"]
+        if not (isinstance(chars, list) and all(isinstance(c, str) and len(c) == 1 for c in chars)):
+            raise ValueError("'chars' must be a list of single characters")
+        if len(set(chars)) != len(chars):
+            raise ValueError("'chars' lists a character twice")
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise InputError(
+            f"{path}: unreadable char tokenizer state ({err}); restore it or prepare into a "
+            "new folder"
+        ) from err
+    return list(chars)

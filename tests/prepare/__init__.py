@@ -1,0 +1,1 @@
+"""Tests of data_io prepare (data_io.prepare), mirroring its modules."""

@@ -1,0 +1,259 @@
+"""data_io.prepare.prepare end to end: the MyPT layout, the loader, every option."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tokenizers import Tokenizer
+
+from data_io.errors import ConfigError, InputError, TokenizerError
+from data_io.load.shards import MemoryMappedDataset
+from data_io.prepare import prepare
+from data_io.prepare.dedup import hash_texts
+from data_io.prepare.split import is_val
+from tests.prepare.helpers import (
+    documents,
+    read_split,
+    split_documents,
+    tree_bytes,
+    write_jsonl,
+    write_txt,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run(inputs, out: Path, tokenizer: Path | str, **options):
+    options.setdefault("tokens_per_shard", 500)
+    options.setdefault("progress", False)
+    return prepare(inputs, out, tokenizer=str(tokenizer), **options)
+
+
+def expected_split(docs: list[str], split: str, seed=0, fraction=0.1, dedup=True) -> list[str]:
+    """The oracle: first occurrences (when dedup), in order, in the split their hash says."""
+    seen: set[str] = set()
+    kept = []
+    for doc in docs:
+        if dedup and doc in seen:
+            continue
+        seen.add(doc)
+        kept.append(doc)
+    val = is_val(hash_texts(kept), seed, fraction)
+    return [d for d, v in zip(kept, val, strict=True) if v == (split == "val")]
+
+
+def test_mypt_layout_loads_with_memory_mapped_dataset(small_tokenizer: Path, tmp_path: Path):
+    docs = documents(800, seed=1, duplicates=100)
+    write_txt(tmp_path / "in" / "a.txt", docs[:400])
+    write_jsonl(tmp_path / "in" / "b.jsonl", docs[400:])
+    out = tmp_path / "out"
+    result = run([tmp_path / "in"], out, small_tokenizer)
+    names = sorted(p.name for p in out.iterdir())
+    assert names == [
+        ".prepare",
+        "dataset_metadata.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "train",
+        "val",
+    ]
+    meta = json.loads((out / "dataset_metadata.json").read_text())
+    assert meta["dtype"] == "uint16" and meta["vocab_size"] == 600
+    dataset = MemoryMappedDataset(out / "train", 65, file_pattern="*.bin")
+    assert len(dataset) > 0
+    window = dataset[0]["input_ids"]
+    train = read_split(out, "train")
+    assert window.tolist() == train[:64].tolist()
+    assert MemoryMappedDataset(out / "val", 17, file_pattern="*.bin").summary()
+    # every shard but the last of a split holds exactly tokens_per_shard tokens
+    for split in ("train", "val"):
+        sizes = [s["tokens"] for s in meta["splits"][split]["shards"]]
+        assert all(size == 500 for size in sizes[:-1]) and 0 < sizes[-1] <= 500
+        assert sum(sizes) == meta["splits"][split]["tokens"] == result.tokens[split]
+    assert result.duplicates == 100
+    assert result.documents["train"] + result.documents["val"] == 800
+
+
+def test_tokens_are_the_encoder_s_of_each_kept_document(small_tokenizer: Path, tmp_path: Path):
+    docs = documents(300, seed=2, duplicates=40)
+    write_txt(tmp_path / "a.txt", docs)
+    out = tmp_path / "out"
+    result = run([tmp_path / "a.txt"], out, small_tokenizer, val_fraction=0.3)
+    reference = Tokenizer.from_file(str(small_tokenizer))
+    for split in ("train", "val"):
+        got = split_documents(read_split(out, split), result.eos_id)
+        want = [
+            reference.encode(d, add_special_tokens=False).ids
+            for d in expected_split(docs, split, fraction=0.3)
+        ]
+        assert got == want, split
+    assert result.documents == {
+        s: len(expected_split(docs, s, fraction=0.3)) for s in ("train", "val")
+    }
+
+
+def test_no_dedup_keeps_duplicates_in_the_same_split(small_tokenizer: Path, tmp_path: Path):
+    docs = documents(200, seed=3, duplicates=50)
+    write_txt(tmp_path / "a.txt", docs)
+    result = run(
+        [tmp_path / "a.txt"], tmp_path / "out", small_tokenizer, dedup=False, val_fraction=0.5
+    )
+    assert result.duplicates == 0
+    assert result.documents == {
+        s: len(expected_split(docs, s, fraction=0.5, dedup=False)) for s in ("train", "val")
+    }
+
+
+def test_seed_changes_the_split_not_the_documents(small_tokenizer: Path, tmp_path: Path):
+    write_txt(tmp_path / "a.txt", documents(400, seed=4))
+    a = run([tmp_path / "a.txt"], tmp_path / "a", small_tokenizer, seed=1, val_fraction=0.3)
+    b = run([tmp_path / "a.txt"], tmp_path / "b", small_tokenizer, seed=2, val_fraction=0.3)
+    assert (
+        a.documents != b.documents
+        or read_split(tmp_path / "a", "val").tolist() != read_split(tmp_path / "b", "val").tolist()
+    )
+    assert sum(a.tokens.values()) == sum(b.tokens.values())
+
+
+def test_npy_format_and_explicit_dtype(small_tokenizer: Path, tmp_path: Path):
+    write_txt(tmp_path / "a.txt", documents(100, seed=5))
+    out = tmp_path / "out"
+    run([tmp_path / "a.txt"], out, small_tokenizer, format="npy", dtype="uint32")
+    shards = sorted((out / "train").glob("*.npy"))
+    assert shards and all(np.load(s).dtype == np.uint32 for s in shards)
+    assert len(MemoryMappedDataset(out / "train", 33)) > 0
+
+
+def test_dtype_too_small_for_the_vocabulary(small_tokenizer, huge_tokenizer, tmp_path):
+    write_txt(tmp_path / "a.txt", documents(10))
+    with pytest.raises(ConfigError, match=r"70002 tokens.*too many for dtype uint16.*uint32"):
+        run([tmp_path / "a.txt"], tmp_path / "o1", huge_tokenizer, dtype="uint16")
+    with pytest.raises(ConfigError, match=r"600 tokens.*too many for dtype uint8"):
+        run([tmp_path / "a.txt"], tmp_path / "o2", small_tokenizer, dtype="uint8")
+    assert not (tmp_path / "o1").exists() or not any((tmp_path / "o1").iterdir())
+    result = run([tmp_path / "a.txt"], tmp_path / "o3", huge_tokenizer)
+    assert result.dtype == "uint32"
+
+
+def test_char_tokenizer_mypt_style(tmp_path: Path):
+    docs = ["hello world, hello again", "another little document here"]
+    write_txt(tmp_path / "a.txt", docs)
+    out = tmp_path / "out"
+    result = run([tmp_path / "a.txt"], out, "char", val_fraction=0.0)
+    state = json.loads((out / "tokenizer_state.json").read_text())
+    chars = state["chars"]
+    assert chars == sorted(set("".join(docs)))
+    assert result.dtype == "uint8" and result.vocab_size == len(chars) + 1
+    got = split_documents(read_split(out, "train"), 0)
+    assert ["".join(chars[i - 1] for i in doc) for doc in got] == docs
+    assert not (out / "tokenizer.json").exists()
+
+
+def test_tokenizer_without_eos_fails_before_writing(no_eos_tokenizer: Path, tmp_path: Path):
+    write_txt(tmp_path / "a.txt", ["hello world " * 5])
+    with pytest.raises(TokenizerError, match="--eos-token"):
+        run([tmp_path / "a.txt"], tmp_path / "out", no_eos_tokenizer)
+    assert not (tmp_path / "out" / "dataset_metadata.json").exists()
+    result = run([tmp_path / "a.txt"], tmp_path / "out", no_eos_tokenizer, eos_token="</s>")
+    assert result.eos_id == 1 and read_split(tmp_path / "out", "train")[-1] == 1
+
+
+def test_bad_input_leaves_nothing_that_looks_finished(small_tokenizer: Path, tmp_path: Path):
+    write_txt(tmp_path / "in" / "a.txt", documents(300))
+    (tmp_path / "in" / "b.jsonl").write_text('{"text": "fine enough document"}\n{"t": 1}\n')
+    out = tmp_path / "out"
+    with pytest.raises(InputError, match=r"b\.jsonl: line 2: no field 'text'"):
+        run([tmp_path / "in"], out, small_tokenizer)
+    assert not out.exists() or sorted(p.name for p in out.iterdir()) == []
+
+
+def test_everything_filtered_is_an_error(small_tokenizer: Path, tmp_path: Path):
+    (tmp_path / "a.txt").write_text("short\n\ntiny\n")
+    with pytest.raises(InputError, match=r"no document is left.*2 read.*2 too short"):
+        run([tmp_path / "a.txt"], tmp_path / "out", small_tokenizer)
+    result = run([tmp_path / "a.txt"], tmp_path / "out", small_tokenizer, filter=False)
+    assert result.documents["train"] + result.documents["val"] == 2
+
+
+def test_truncated_gzip_input_fails_cleanly(small_tokenizer: Path, tmp_path: Path):
+    data = gzip.compress("\n\n".join(documents(3000)).encode())
+    (tmp_path / "a.txt.gz").write_bytes(data[: len(data) // 2])
+    with pytest.raises(InputError, match=r"a\.txt\.gz: truncated gz"):
+        run([tmp_path / "a.txt.gz"], tmp_path / "out", small_tokenizer)
+    assert not list((tmp_path / "out").rglob("shard_*")) if (tmp_path / "out").exists() else True
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"tokens_per_shard": 0}, "tokens_per_shard must be an integer >= 1"),
+        ({"format": "txt"}, "format must be one of bin, npy"),
+        ({"dtype": "int8"}, "dtype must be one of"),
+        ({"invalid_utf8": "ignore"}, "invalid_utf8 must be one of replace, fail"),
+        ({"val_fraction": 1.5}, "val_fraction must be a number"),
+        ({"threads": 0}, "threads must be an integer >= 1"),
+        ({"seed": -1}, "seed must be an integer >= 0"),
+        ({"dedup_memory": "big"}, "not a size"),
+        ({"text_field": ""}, "text_field must be a non-empty string"),
+    ],
+)
+def test_bad_options(small_tokenizer: Path, tmp_path: Path, options, message):
+    write_txt(tmp_path / "a.txt", documents(5))
+    with pytest.raises(ConfigError, match=message):
+        run([tmp_path / "a.txt"], tmp_path / "out", small_tokenizer, **options)
+
+
+def test_output_inside_an_input_folder_is_refused(small_tokenizer: Path, tmp_path: Path):
+    write_txt(tmp_path / "a.txt", documents(5))
+    with pytest.raises(ConfigError, match="outside the inputs"):
+        run([tmp_path], tmp_path / "out", small_tokenizer)
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "data_io", "prepare", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_same_bytes_with_one_or_two_threads(small_tokenizer: Path, tmp_path: Path):
+    docs = documents(3000, seed=6, duplicates=300)
+    write_txt(tmp_path / "in" / "a.txt", docs[:1500])
+    write_jsonl(tmp_path / "in" / "b.jsonl", docs[1500:])
+    common = ["--tokenizer", str(small_tokenizer), "--tokens-per-shard", "1000", "-q"]
+    one = cli(str(tmp_path / "in"), "-o", str(tmp_path / "one"), "--threads", "1", *common)
+    two = cli(str(tmp_path / "in"), "-o", str(tmp_path / "two"), "--threads", "2", *common)
+    assert one.returncode == two.returncode == 0, one.stderr + two.stderr
+    first, second = tree_bytes(tmp_path / "one"), tree_bytes(tmp_path / "two")
+    assert first == second and len(first) > 4
+
+
+def test_cli_summary_and_errors(small_tokenizer: Path, tmp_path: Path):
+    write_txt(tmp_path / "a.txt", documents(50, duplicates=5))
+    done = cli(
+        str(tmp_path / "a.txt"), "-o", str(tmp_path / "out"), "--tokenizer", str(small_tokenizer)
+    )
+    assert done.returncode == 0, done.stderr
+    for line in ("documents read", "documents dropped: duplicate", "train", "val", "dtype uint16"):
+        assert line in done.stdout
+    again = cli(
+        str(tmp_path / "a.txt"), "-o", str(tmp_path / "out"), "--tokenizer", str(small_tokenizer)
+    )
+    assert "nothing to do" in again.stdout
+    bad = cli(
+        str(tmp_path / "missing.txt"),
+        "-o",
+        str(tmp_path / "o2"),
+        "--tokenizer",
+        str(small_tokenizer),
+    )
+    assert bad.returncode == 1 and "data_io prepare: error:" in bad.stderr

@@ -1,0 +1,254 @@
+"""data_io.prepare.inputs: what each kind of input yields, and the errors for bad input."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import json
+import lzma
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import zstandard
+
+from data_io.errors import ConfigError, InputError
+from data_io.prepare.inputs import ReadOptions, ReadStats, expand_inputs, read_documents
+
+
+def read_all(path: Path, **options) -> tuple[list[str], ReadStats]:
+    read = ReadOptions(**options)
+    sources, _ = expand_inputs([path], read)
+    stats = ReadStats()
+    docs = [d for s in sources for d in read_documents(s, read, stats)]
+    return docs, stats
+
+
+def test_txt_blocks_between_blank_lines(tmp_path: Path):
+    path = tmp_path / "a.txt"
+    path.write_text("one\ntwo\n\n\n   \nthree\r\nfour\n\nfive", encoding="utf-8")
+    docs, stats = read_all(path)
+    assert docs == ["one\ntwo", "three\nfour", "five"]
+    assert stats.documents == 3
+
+
+def test_txt_doc_per_line_skips_blank_lines(tmp_path: Path):
+    path = tmp_path / "a.txt"
+    path.write_text("one\n\ntwo\n  \nthree", encoding="utf-8")
+    docs, _ = read_all(path, doc_per_line=True)
+    assert docs == ["one", "two", "three"]
+
+
+def test_jsonl_field_and_blank_lines(tmp_path: Path):
+    path = tmp_path / "a.jsonl"
+    path.write_text('{"text": "a", "x": 1}\n\n{"body": "no", "text": "b\\nc"}\n', encoding="utf-8")
+    assert read_all(path)[0] == ["a", "b\nc"]
+    path.write_text('{"body": "x"}\n', encoding="utf-8")
+    assert read_all(path, text_field="body")[0] == ["x"]
+
+
+@pytest.mark.parametrize(
+    ("suffix", "compress"),
+    [
+        (".gz", gzip.compress),
+        (".zst", lambda b: zstandard.ZstdCompressor().compress(b)),
+        (".bz2", bz2.compress),
+        (".xz", lzma.compress),
+    ],
+)
+def test_compressed_text_and_jsonl(tmp_path: Path, suffix: str, compress):
+    text = "\n\n".join(f"document {i} é" for i in range(5000))
+    (tmp_path / f"a.txt{suffix}").write_bytes(compress(text.encode()))
+    rows = "".join(json.dumps({"text": f"row {i}"}) + "\n" for i in range(3000))
+    (tmp_path / f"b.jsonl{suffix}").write_bytes(compress(rows.encode()))
+    assert read_all(tmp_path / f"a.txt{suffix}")[0] == [f"document {i} é" for i in range(5000)]
+    assert read_all(tmp_path / f"b.jsonl{suffix}")[0] == [f"row {i}" for i in range(3000)]
+
+
+def test_concatenated_gzip_members_and_zstd_frames(tmp_path: Path):
+    (tmp_path / "a.txt.gz").write_bytes(gzip.compress(b"one\n\n") + gzip.compress(b"two\n"))
+    assert read_all(tmp_path / "a.txt.gz")[0] == ["one", "two"]
+    z = zstandard.ZstdCompressor()
+    (tmp_path / "b.txt.zst").write_bytes(z.compress(b"one\n\n") + z.compress(b"two\n"))
+    assert read_all(tmp_path / "b.txt.zst")[0] == ["one", "two"]
+
+
+@pytest.mark.parametrize(
+    ("suffix", "compress"),
+    [(".gz", gzip.compress), (".zst", lambda b: zstandard.ZstdCompressor().compress(b))],
+)
+def test_truncated_compressed_file_is_an_error(tmp_path: Path, suffix: str, compress):
+    data = compress(("\n\n".join(f"document number {i}" for i in range(20000))).encode())
+    path = tmp_path / f"a.txt{suffix}"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(InputError, match=rf"a\.txt{suffix}: (truncated|corrupt)"):
+        read_all(path)
+
+
+def test_corrupt_gzip_is_an_error_naming_the_file(tmp_path: Path):
+    path = tmp_path / "a.jsonl.gz"
+    path.write_bytes(b"\x1f\x8b\x08\x00garbage-garbage-garbage")
+    with pytest.raises(InputError, match=r"a\.jsonl\.gz: corrupt gz"):
+        read_all(path)
+
+
+def test_parquet_column(tmp_path: Path):
+    path = tmp_path / "a.parquet"
+    pq.write_table(pa.table({"id": [1, 2], "text": ["x", "y"]}), path, row_group_size=1)
+    assert read_all(path)[0] == ["x", "y"]
+    pq.write_table(pa.table({"text": pa.array(["x"], pa.large_string())}), path)
+    assert read_all(path)[0] == ["x"]
+
+
+def test_parquet_without_the_column_or_with_another_type(tmp_path: Path):
+    path = tmp_path / "a.parquet"
+    pq.write_table(pa.table({"body": ["x"]}), path)
+    with pytest.raises(InputError, match=r"a\.parquet: no column 'text' \(it has body\)"):
+        read_all(path)
+    pq.write_table(pa.table({"text": [1, 2]}), path)
+    with pytest.raises(InputError, match=r"column 'text' has type int64, not a string"):
+        read_all(path)
+    pq.write_table(pa.table({"text": ["a", None]}), path)
+    with pytest.raises(InputError, match=r"a\.parquet: row 1: column 'text' is null"):
+        read_all(path)
+
+
+def test_not_parquet_is_an_error(tmp_path: Path):
+    path = tmp_path / "a.parquet"
+    path.write_bytes(b"not parquet at all")
+    with pytest.raises(InputError, match=r"a\.parquet: not a readable Parquet file"):
+        read_all(path)
+
+
+def test_folders_are_walked_recursively_in_sorted_order(tmp_path: Path):
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "z").mkdir(parents=True)
+    (tmp_path / "b" / "1.txt").write_text("b1")
+    (tmp_path / "a" / "z" / "2.txt").write_text("az2")
+    (tmp_path / "a" / "1.jsonl").write_text('{"text": "a1"}\n')
+    (tmp_path / "a" / "README.md").write_text("not an input")
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / ".hidden" / "x.txt").write_text("hidden")
+    read = ReadOptions()
+    sources, skipped = expand_inputs([tmp_path], read)
+    assert [Path(s.name).relative_to(tmp_path).as_posix() for s in sources] == [
+        "a/1.jsonl",
+        "a/z/2.txt",
+        "b/1.txt",
+    ]
+    assert skipped == [str(tmp_path / "a" / "README.md")]
+
+
+def test_folder_without_inputs_and_unknown_file_are_errors(tmp_path: Path):
+    (tmp_path / "x.md").write_text("hello")
+    with pytest.raises(InputError, match="holds no input files"):
+        expand_inputs([tmp_path], ReadOptions())
+    with pytest.raises(InputError, match=r"x\.md: cannot tell the format"):
+        expand_inputs([tmp_path / "x.md"], ReadOptions())
+
+
+def test_the_same_input_twice_is_an_error(tmp_path: Path):
+    (tmp_path / "a.txt").write_text("hello")
+    with pytest.raises(ConfigError, match="given twice"):
+        expand_inputs([tmp_path / "a.txt", tmp_path], ReadOptions())
+
+
+def test_invalid_utf8_replace_counts_and_fail_names_line_and_offset(tmp_path: Path):
+    path = tmp_path / "a.txt"
+    path.write_bytes(b"good line\n\nbad \xff here\nand \xc3\x28 again\n")
+    docs, stats = read_all(path)
+    assert docs == ["good line", "bad \ufffd here\nand \ufffd( again"]
+    assert stats.invalid_utf8_lines == 2
+    with pytest.raises(InputError, match=r"a\.txt: line 3: invalid UTF-8 at byte offset 15 "):
+        read_all(path, invalid_utf8="fail")
+
+
+def test_invalid_utf8_in_compressed_file_names_the_decompressed_offset(tmp_path: Path):
+    path = tmp_path / "a.jsonl.gz"
+    path.write_bytes(gzip.compress(b'{"text": "ok"}\n{"text": "\xfe"}\n'))
+    with pytest.raises(InputError, match=r"line 2: invalid UTF-8 at byte offset 25 of the decomp"):
+        read_all(path, invalid_utf8="fail")
+    assert read_all(path)[0] == ["ok", "\ufffd"]
+
+
+def test_lone_surrogate_in_json_follows_the_policy(tmp_path: Path):
+    path = tmp_path / "a.jsonl"
+    path.write_text('{"text": "a\\ud800b"}\n', encoding="utf-8")
+    docs, stats = read_all(path)
+    assert docs == ["a\ufffdb"] and stats.invalid_utf8_lines == 1
+    with pytest.raises(InputError, match=r"line 1: the text holds a lone surrogate"):
+        read_all(path, invalid_utf8="fail")
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"body": "x", "id": 3}', r"line 2: no field 'text' \(the row has body, id\)"),
+        ('{"text": 5}', r"line 2: field 'text' is a int, not a string"),
+        ('{"text": null}', r"line 2: field 'text' is null, not a string"),
+        ('{"text": ["a"]}', r"line 2: field 'text' is a list"),
+        ('["text"]', r"line 2: expected a JSON object"),
+        ('{"text": "a"', r"line 2: not valid JSON"),
+    ],
+)
+def test_bad_jsonl_rows_name_file_and_line(tmp_path: Path, line: str, message: str):
+    path = tmp_path / "a.jsonl"
+    path.write_text('{"text": "fine"}\n' + line + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"a\.jsonl: " + message):
+        read_all(path)
+
+
+@pytest.mark.parametrize("content", [b"", b"\n\n  \n", b"\xef\xbb\xbf"])
+def test_empty_input_is_an_error(tmp_path: Path, content: bytes):
+    path = tmp_path / "a.txt"
+    path.write_bytes(content)
+    if content == b"\xef\xbb\xbf":  # a BOM alone is one document holding U+FEFF, not empty
+        assert read_all(path)[0] == ["\ufeff"]
+        return
+    with pytest.raises(InputError, match=r"a\.txt: empty input \(no documents\)"):
+        read_all(path)
+
+
+def test_empty_compressed_file_is_an_error(tmp_path: Path):
+    path = tmp_path / "a.jsonl.gz"
+    path.write_bytes(gzip.compress(b""))
+    with pytest.raises(InputError, match="empty input"):
+        read_all(path)
+
+
+def test_save_to_disk_folder_is_read_through_datasets(tmp_path: Path):
+    import datasets
+
+    datasets.Dataset.from_dict({"text": ["alpha", "beta"], "n": [1, 2]}).save_to_disk(
+        tmp_path / "saved"
+    )
+    sources, _ = expand_inputs([tmp_path / "saved"], ReadOptions())
+    assert [s.kind for s in sources] == ["datasets"]
+    assert read_all(tmp_path / "saved")[0] == ["alpha", "beta"]
+    with pytest.raises(InputError, match=r"row 0: no field 'body'"):
+        read_all(tmp_path / "saved", text_field="body")
+
+
+def test_hf_download_folder_is_read_through_datasets(tmp_path: Path):
+    hub = Path(__file__).resolve().parents[2] / "data_io" / "example_data" / "raw" / "hub"
+    folder = tmp_path / "gsm8k"
+    shutil.copytree(hub / "openai" / "gsm8k", folder)
+    plain, _ = read_all(folder, text_field="question")  # a plain folder: its Parquet file
+    (folder / ".cache" / "huggingface").mkdir(parents=True)  # what `hf download` leaves
+    sources, _ = expand_inputs([folder], ReadOptions())
+    assert [s.kind for s in sources] == ["datasets"]
+    docs, _ = read_all(folder, text_field="question", hf_config="main")
+    assert docs == plain and len(docs) > 0
+
+
+def test_unreachable_hub_id_says_how_to_use_a_local_copy(monkeypatch: pytest.MonkeyPatch):
+    import datasets.config
+    import huggingface_hub.constants
+
+    # Offline, as on a machine without network, without waiting for the retries to give up.
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    with pytest.raises(InputError, match=r"hf download no-such-org/no-such-set"):
+        read_all("no-such-org/no-such-set")  # type: ignore[arg-type]

@@ -1,0 +1,122 @@
+"""data_io.prepare.inspect: validation and description of shard, tokenized and sampled folders."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from data_io.errors import InputError
+from data_io.prepare.inspect import inspect_path
+from tests.prepare.helpers import documents, write_txt
+from tests.prepare.test_api import REPO, run
+from tests.sampled_fixture import write_sampled
+
+
+@pytest.fixture()
+def prepared(small_tokenizer: Path, tmp_path: Path) -> Path:
+    docs = documents(300, seed=21)
+    write_txt(tmp_path / "a.txt", docs)
+    out = tmp_path / "out"
+    run([tmp_path / "a.txt"], out, small_tokenizer, val_fraction=0.2)
+    return out
+
+
+def test_prepared_folder_is_valid_and_decodes_its_first_documents(prepared: Path):
+    report = inspect_path(prepared, documents=2)
+    assert report.ok, report.problems
+    assert report.kind == "prepare shard folder" and report.facts["dtype"] == "uint16"
+    meta = json.loads((prepared / "dataset_metadata.json").read_text())
+    assert [r["documents"] for r in report.tables["splits"]] == [
+        meta["splits"][s]["documents"] for s in ("train", "val")
+    ]
+    assert len(report.samples) == 2 and report.samples[0].startswith("doc ")
+
+
+def test_char_folder_decodes_with_its_state(tmp_path: Path):
+    write_txt(tmp_path / "a.txt", ["first document of text", "second document of text"])
+    run([tmp_path / "a.txt"], tmp_path / "out", "char", val_fraction=0.0)
+    report = inspect_path(tmp_path / "out")
+    assert report.ok and report.samples == ["first document of text", "second document of text"]
+
+
+def test_changed_shard_is_found(prepared: Path):
+    shard = prepared / "train" / "shard_00000.bin"
+    data = bytearray(shard.read_bytes())
+    data[10] ^= 1
+    shard.write_bytes(bytes(data))
+    report = inspect_path(prepared)
+    assert any("shard_00000.bin: content differs" in p for p in report.problems)
+    assert inspect_path(prepared, verify=False).ok  # sizes and ids alone still agree
+
+
+def test_truncated_missing_and_stray_files_are_found(prepared: Path):
+    train = prepared / "train"
+    (train / "shard_00001.bin").write_bytes((train / "shard_00001.bin").read_bytes()[:-2])
+    (train / "shard_00002.bin").unlink()
+    (train / ".shard_00009.bin.tmp").write_bytes(b"")
+    (prepared / ".prepare" / "journal.json").write_text("{}")
+    problems = "\n".join(inspect_path(prepared).problems)
+    assert "shard_00001.bin: 998 bytes, expected 1000" in problems
+    assert "shard_00002.bin: missing" in problems
+    assert ".shard_00009.bin.tmp: a temporary file of an unfinished run" in problems
+    assert "a run was interrupted" in problems
+    assert "documents (EOS tokens) in the shards" in problems
+
+
+def test_flat_folder_without_prepare_metadata(prepared: Path, tmp_path: Path):
+    report = inspect_path(prepared / "train")
+    assert report.ok and report.kind == "flat shard folder"
+    meta = json.loads((prepared / "dataset_metadata.json").read_text())
+    assert report.facts["tokens"] == meta["splits"]["train"]["tokens"]
+    assert report.facts["shards"] == len(meta["splits"]["train"]["shards"])
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "s.bin").write_bytes(b"\x00" * 8)
+    assert "without a declared token dtype" in inspect_path(bare).problems[0]
+
+
+def test_sampled_folder(tmp_path: Path):
+    write_sampled(tmp_path / "sampled", n_rows=50, epochs=2)
+    report = inspect_path(tmp_path / "sampled")
+    assert report.ok and report.kind == "sampled folder"
+    assert [e["epoch"] for e in report.tables["epochs"]] == [0, 1]
+    np.save(tmp_path / "sampled" / "epoch_1" / "inst_len.npy", np.zeros(3, dtype=np.int64))
+    assert inspect_path(tmp_path / "sampled").problems
+
+
+def test_tokenized_folder(rows_dir: Path, small_tokenizer: Path, tmp_path: Path):
+    from data_io.tokenize import tokenize
+
+    tokenize([rows_dir], tmp_path / "tok", tokenizer_path=small_tokenizer, progress=False)
+    report = inspect_path(tmp_path / "tok", documents=1)
+    assert report.ok and report.facts["tasks"] > 0 and len(report.samples) == 1
+    task = next(p for p in (tmp_path / "tok").iterdir() if p.is_dir())
+    np.save(task / "resp_len.npy", np.zeros(1, dtype=np.uint64))
+    assert any("differ in length" in p for p in inspect_path(tmp_path / "tok").problems)
+
+
+def test_not_a_folder(tmp_path: Path):
+    with pytest.raises(InputError, match="not a folder"):
+        inspect_path(tmp_path / "nope")
+
+
+def test_cli_exit_codes(prepared: Path):
+    def cli(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "data_io", "inspect", *args],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    good = cli(str(prepared))
+    assert good.returncode == 0 and "prepare shard folder" in good.stdout and "ok" in good.stdout
+    (prepared / "val" / "shard_00000.bin").write_bytes(b"")
+    bad = cli(str(prepared), "--json")
+    assert bad.returncode == 1 and json.loads(bad.stdout)["ok"] is False

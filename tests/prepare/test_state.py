@@ -1,0 +1,179 @@
+"""Incremental and crash-safe runs (data_io.prepare.state): append, nothing to do, rollback."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import data_io.prepare.api as api
+from data_io.errors import ConfigError, InputError, OutputError
+from tests.prepare.helpers import documents, read_split, split_documents, tree_bytes, write_txt
+from tests.prepare.test_api import run
+
+
+@pytest.fixture()
+def corpus(tmp_path: Path) -> tuple[Path, Path]:
+    docs = documents(600, seed=11, duplicates=60)
+    first = write_txt(tmp_path / "in" / "a.txt", docs[:300])
+    second = write_txt(tmp_path / "in" / "b.txt", docs[300:] + docs[:20])  # 20 old repeats
+    return first, second
+
+
+def test_same_inputs_again_do_nothing(small_tokenizer: Path, tmp_path: Path, corpus):
+    out = tmp_path / "out"
+    run(list(corpus), out, small_tokenizer)
+    before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in out.rglob("*") if p.is_file()}
+    again = run(list(corpus), out, small_tokenizer)
+    assert again.nothing_to_do and again.new_inputs == []
+    assert len(again.known_inputs) == 2
+    assert before == {
+        p: (p.stat().st_mtime_ns, p.read_bytes()) for p in out.rglob("*") if p.is_file()
+    }
+
+
+def test_touched_but_identical_input_does_nothing(small_tokenizer, tmp_path, corpus):
+    out = tmp_path / "out"
+    run(list(corpus), out, small_tokenizer)
+    os.utime(corpus[0], ns=(1, 1))
+    assert run(list(corpus), out, small_tokenizer).nothing_to_do
+
+
+def test_added_input_appends_and_equals_a_fresh_run(small_tokenizer, tmp_path, corpus):
+    out, fresh = tmp_path / "out", tmp_path / "fresh"
+    run([corpus[0]], out, small_tokenizer)
+    old = tree_bytes(out)
+    old_meta = json.loads((out / "dataset_metadata.json").read_text())
+    added = run(list(corpus), out, small_tokenizer)
+    assert added.new_inputs == [str(corpus[1])] and added.known_inputs == [str(corpus[0])]
+    seen = set(corpus[0].read_text().split("\n\n"))
+    repeats = 0
+    for doc in corpus[1].read_text().strip().split("\n\n"):
+        repeats += doc in seen
+        seen.add(doc)
+    assert added.duplicates == repeats >= 20  # of the first file's documents, and its own
+    new = tree_bytes(out)
+    for name, data in old.items():  # full shards untouched; the short last one extended
+        assert new[name][: len(data)] == data
+    full = [
+        f"{split}/{s['name']}"
+        for split in ("train", "val")
+        for s in old_meta["splits"][split]["shards"]
+        if s["tokens"] == 500
+    ]
+    assert full and all(new[name] == old[name] for name in full)
+    run(list(corpus), fresh, small_tokenizer)
+    assert new == tree_bytes(fresh)  # appending gives what one run over both inputs gives
+    meta = json.loads((out / "dataset_metadata.json").read_text())
+    assert [r["run"] for r in meta["runs"]] == [0, 1]
+    assert [i["run"] for i in meta["inputs"]] == [0, 1]
+
+
+def test_val_documents_of_earlier_runs_stay_in_val(small_tokenizer, tmp_path, corpus):
+    out = tmp_path / "out"
+    first = run([corpus[0]], out, small_tokenizer, val_fraction=0.3)
+    val_before = split_documents(read_split(out, "val"), first.eos_id)
+    run(list(corpus), out, small_tokenizer, val_fraction=0.3)
+    val_after = split_documents(read_split(out, "val"), first.eos_id)
+    assert val_after[: len(val_before)] == val_before and len(val_after) > len(val_before)
+
+
+def test_changed_input_is_an_error(small_tokenizer, tmp_path, corpus):
+    out = tmp_path / "out"
+    run([corpus[0]], out, small_tokenizer)
+    write_txt(corpus[0], documents(10, seed=99))
+    with pytest.raises(InputError, match=r"a\.txt: changed since run 0 prepared it"):
+        run([corpus[0]], out, small_tokenizer)
+
+
+def test_other_options_are_an_error(small_tokenizer, tmp_path, corpus):
+    out = tmp_path / "out"
+    run([corpus[0]], out, small_tokenizer)
+    with pytest.raises(ConfigError, match=r"other options \(val_fraction: 0.1 then, 0.2 now\)"):
+        run(list(corpus), out, small_tokenizer, val_fraction=0.2)
+    with pytest.raises(ConfigError, match=r"tokenizer: 'sha256:"):
+        run(list(corpus), out, "char")
+
+
+def test_output_holding_another_dataset_is_refused(small_tokenizer, tmp_path, corpus):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "shard_00000.bin").write_bytes(b"\x00" * 10)
+    with pytest.raises(OutputError, match=r"holds files data_io prepare did not write"):
+        run([corpus[0]], other, small_tokenizer)
+    (other / "dataset_metadata.json").write_text('{"dtype": "uint16"}')
+    with pytest.raises(OutputError, match="holds another dataset"):
+        run([corpus[0]], other, small_tokenizer)
+    (other / "dataset_metadata.json").write_text("{not json")
+    with pytest.raises(OutputError, match="unreadable"):
+        run([corpus[0]], other, small_tokenizer)
+    assert (other / "shard_00000.bin").read_bytes() == b"\x00" * 10
+    file = tmp_path / "file"
+    file.write_text("x")
+    with pytest.raises(OutputError, match="is a file"):
+        run([corpus[0]], file, small_tokenizer)
+
+
+def killed_before_commit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the next run die after renaming its shards, before its metadata, and without the
+    in-process rollback: what a kill -9 at the worst moment leaves."""
+
+    def die(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(api, "write_metadata", die)
+    monkeypatch.setattr(api, "rollback", lambda *_args: [])
+
+
+def test_run_killed_after_renames_is_redone_cleanly(small_tokenizer, tmp_path, corpus, monkeypatch):
+    out, fresh = tmp_path / "out", tmp_path / "fresh"
+    run([corpus[0]], out, small_tokenizer)
+    with monkeypatch.context() as patch:
+        killed_before_commit(patch)
+        with pytest.raises(KeyboardInterrupt):
+            run(list(corpus), out, small_tokenizer)
+    assert (out / ".prepare" / "journal.json").is_file()
+    redone = run(list(corpus), out, small_tokenizer)
+    assert redone.new_inputs == [str(corpus[1])]
+    run(list(corpus), fresh, small_tokenizer)
+    assert tree_bytes(out) == tree_bytes(fresh)
+    assert sorted(p.name for p in (out / ".prepare").iterdir()) == ["hashes_00001.u64"]
+
+
+def test_first_run_killed_leaves_a_reusable_folder(small_tokenizer, tmp_path, corpus, monkeypatch):
+    out, fresh = tmp_path / "out", tmp_path / "fresh"
+    with monkeypatch.context() as patch:
+        killed_before_commit(patch)
+        with pytest.raises(KeyboardInterrupt):
+            run(list(corpus), out, small_tokenizer)
+    assert list((out / "train").glob("shard_*.bin"))  # it looks written, but is not committed
+    run(list(corpus), out, small_tokenizer)
+    run(list(corpus), fresh, small_tokenizer)
+    assert tree_bytes(out) == tree_bytes(fresh)
+
+
+def test_failed_run_rolls_back_at_once(small_tokenizer, tmp_path, corpus):
+    out = tmp_path / "out"
+    run([corpus[0]], out, small_tokenizer)
+    before = tree_bytes(out)
+    (tmp_path / "in" / "c.jsonl").write_text('{"text": 3}\n')
+    with pytest.raises(InputError, match=r"c\.jsonl: line 1"):
+        run([tmp_path / "in"], out, small_tokenizer)
+    assert tree_bytes(out) == before
+    assert sorted(p.name for p in (out / ".prepare").iterdir()) == ["hashes_00000.u64"]
+
+
+def test_char_vocabulary_grows_without_moving_old_ids(tmp_path: Path):
+    write_txt(tmp_path / "a.txt", ["abc abc abc abc abc abc abc"])
+    write_txt(tmp_path / "b.txt", ["zzz abc xyz and more text here"])
+    out = tmp_path / "out"
+    run([tmp_path / "a.txt"], out, "char", val_fraction=0.0)
+    old = read_split(out, "train").tolist()
+    run([tmp_path / "a.txt", tmp_path / "b.txt"], out, "char", val_fraction=0.0)
+    state = json.loads((out / "tokenizer_state.json").read_text())
+    assert state["chars"][:4] == [" ", "a", "b", "c"]
+    docs = split_documents(read_split(out, "train"), 0)
+    assert read_split(out, "train").tolist()[: len(old)] == old
+    assert "".join(state["chars"][i - 1] for i in docs[1]) == "zzz abc xyz and more text here"
