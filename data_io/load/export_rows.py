@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from data_io.errors import ConfigError, OutputError
+from data_io.fs import publish_mode
 from data_io.load.layouts import IGNORE_INDEX, _gather_rows
 from data_io.load.sampled_folder import open_epoch, open_tokens, read_metadata
 
@@ -79,6 +80,7 @@ def export_sampled_rows(
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+        publish_mode(tmp_name)
         os.close(fd)
     except OSError as err:
         raise OutputError(

@@ -52,6 +52,7 @@ from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
 from data_io.encoder import TextEncoder
 from data_io.errors import ConfigError, InputError
+from data_io.fs import publish_mode
 from data_io.load.shards import MemoryMappedDataset, _require_int, pack_window
 
 __all__ = [
@@ -451,6 +452,7 @@ class HuggingFaceDataset(Dataset):
         """Tokenize every row into shards in a temporary folder, then rename it into place."""
         root.mkdir(parents=True, exist_ok=True)
         building = Path(tempfile.mkdtemp(prefix=f".{self.cache_folder.name}.tmp-", dir=root))
+        publish_mode(building)
         try:
             dtype = np.dtype(np.uint16 if encoder.vocab_size <= 1 << 16 else np.uint32)
             writer = _ShardWriter(building, dtype)

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from data_io.errors import ConfigError, InputError, OutputError
+from data_io.fs import publish_mode
 
 __all__ = [
     "METHODS",
@@ -205,6 +206,7 @@ def _write(folder: Path, plan: BinPlan, meta: dict[str, Any]) -> None:
     try:
         parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=parent))
+        publish_mode(tmp)
     except OSError as err:
         raise OutputError(
             f"{parent}: cannot create the plan cache ({err}); set dataset_prepared_path to a "

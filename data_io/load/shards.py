@@ -211,7 +211,7 @@ class MemoryMappedDataset(Dataset):
             "seq_len", seq_len, 2, "a window of context + 1 tokens, the +1 for the label shift"
         )
         self._check_packing(pack_sequences, eos_token_id, position_ids, cu_seqlens)
-        self.data_dir = Path(data_dir)
+        self.data_dir = Path(data_dir).expanduser()
         self.file_pattern = file_pattern
         self.pack_sequences = pack_sequences
         self.eos_token_id = None if eos_token_id is None else int(eos_token_id)
@@ -313,13 +313,21 @@ class MemoryMappedDataset(Dataset):
         return tokens.astype(np.int64)
 
     def _check_vocab(self, shard: int, start: int, tokens: np.ndarray) -> None:
+        # Signed shards can hold negative ids, which no embedding takes: always refused.
+        signed = tokens.dtype.kind == "i"
+        if signed and int(tokens.min()) < 0:
+            bad = np.flatnonzero(tokens < 0)[0]
+            raise InputError(
+                f"{self._shards[shard].path}: token {start + int(bad)} is id {int(tokens[bad])}; "
+                "token ids are never negative: the shard is damaged or not a token shard"
+            )
         # One max() per window: a pass over tokens that are in cache anyway.
         if self.vocab_size is None or int(tokens.max()) < self.vocab_size:
             return
-        where = start + int(np.argmax(tokens >= self.vocab_size))
+        bad = np.flatnonzero(tokens >= self.vocab_size)[0]
         raise InputError(
-            f"{self._shards[shard].path}: token {where} is id {int(tokens.max())}, not below "
-            f"vocab_size={self.vocab_size}; the shard was written with another tokenizer "
+            f"{self._shards[shard].path}: token {start + int(bad)} is id {int(tokens[bad])}, not "
+            f"below vocab_size={self.vocab_size}; the shard was written with another tokenizer "
             "(re-prepare it) or vocab_size is wrong"
         )
 

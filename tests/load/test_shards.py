@@ -440,3 +440,26 @@ def test_folder_matching_the_pattern(tmp_path: Path) -> None:
     (tmp_path / "c.bin").mkdir()
     with pytest.raises(InputError, match=r"c\.bin: matches the shard pattern but is not a file"):
         MemoryMappedDataset(tmp_path, 5, file_pattern="*.bin")
+
+
+def test_vocab_check_names_the_bad_token(tmp_path: Path) -> None:
+    write_npy(tmp_path, {"a.npy": list(range(40))}, "uint16")
+    ds = MemoryMappedDataset(tmp_path, 40, vocab_size=20)
+    with pytest.raises(InputError, match=r"a\.npy: token 20 is id 20, not below vocab_size=20"):
+        ds[0]
+    with pytest.raises(InputError, match=r"token 20 is id 20"):
+        ds.get_batch([0])
+
+
+def test_negative_ids_are_refused(tmp_path: Path) -> None:
+    write_npy(tmp_path, {"a.npy": [1, 2, -5, 3, 4, 5]}, "int32")
+    ds = MemoryMappedDataset(tmp_path, 3)
+    with pytest.raises(InputError, match=r"a\.npy: token 2 is id -5; token ids are never negative"):
+        ds[0]
+    assert ds[1]["input_ids"].tolist() == [3, 4]
+
+
+def test_home_is_expanded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    write_npy(tmp_path / "shards", {"a.npy": list(range(10))}, "uint16")
+    assert len(MemoryMappedDataset("~/shards", 5)) == 2

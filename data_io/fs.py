@@ -1,0 +1,22 @@
+"""Temporary outputs that become finished ones: made private by ``tempfile``, published with
+the permissions the user's umask gives ordinary files and folders."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def _umask() -> int:
+    # The umask can only be read by setting it; set it straight back.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def publish_mode(path: str | os.PathLike[str]) -> None:
+    """Give ``path`` (made by mkdtemp/mkstemp, 0700/0600) the mode a plain mkdir/open would
+    have, so others sharing a cache or output folder can read it once it is renamed in place."""
+    target = Path(path)
+    base = 0o777 if target.is_dir() else 0o666
+    os.chmod(target, base & ~_umask())
