@@ -187,6 +187,13 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _at_least_one(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "loader-check",
@@ -202,7 +209,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--rank", type=int, default=0, help="the rank to build")
     parser.add_argument("--world-size", type=int, default=1, help="ranks in the job")
-    parser.add_argument("--batches", type=int, default=5, help="batches to time")
+    parser.add_argument(
+        "--batches", type=_at_least_one, default=5, help="batches to time (at least 1)"
+    )
     parser.add_argument(
         "--workers", type=int, default=None, help="override data.num_workers for this check"
     )

@@ -194,10 +194,17 @@ def _xorl_sources(data: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(sources, list):
         return data
     packing = data.get("sample_packing_method") is not None
+    known = set(DatasetSource.__dataclass_fields__)
     normalised = []
-    for entry in sources:
+    for i, entry in enumerate(sources):
         if isinstance(entry, str):
             entry = {"path": entry}
+        unknown = sorted(set(entry) - known) if isinstance(entry, Mapping) else []
+        if unknown:
+            raise ConfigError(
+                f"data.datasets[{i}]: unknown key(s) {', '.join(map(repr, unknown))}; a source "
+                f"takes {', '.join(sorted(known))}"
+            )
         if isinstance(entry, Mapping) and "type" not in entry and not entry.get("hf_name"):
             path = str(entry.get("path", ""))
             if packing or (path and _looks_like_rows(path)):

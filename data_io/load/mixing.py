@@ -85,7 +85,7 @@ def resolve_phases(
     result = [MixPhase(0, tuple(float(x) for x in temper(base, temperature, "datasets[].weight")))]
     last = 0
     for i, phase in enumerate(phases):
-        where = f"phases[{i}]"
+        where = f"data.phases[{i}]"
         unknown = set(phase) - {"start_step", "dataset_weights", "lr_scale"}
         if unknown:
             raise ConfigError(f"{where}: unknown keys {sorted(unknown)}")
@@ -107,8 +107,8 @@ def resolve_phases(
             )
         vector = [float(weights.get(n, 0.0)) for n in names]  # type: ignore[arg-type]
         lr_scale = phase.get("lr_scale", 1.0)
-        if not isinstance(lr_scale, (int, float)) or not lr_scale > 0:
-            raise ConfigError(f"{where}.lr_scale must be > 0, got {lr_scale!r}")
+        if not isinstance(lr_scale, (int, float)) or not 0 < lr_scale < math.inf:
+            raise ConfigError(f"{where}.lr_scale must be a finite number > 0, got {lr_scale!r}")
         tempered = tuple(float(x) for x in temper(vector, temperature, f"{where}.dataset_weights"))
         entry = MixPhase(start, tempered, float(lr_scale))
         if start == 0:

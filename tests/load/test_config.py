@@ -138,7 +138,10 @@ def test_defaults_are_the_seeds() -> None:
         ("[data]\ndatset_path = 'x'\n", "datset_path"),
         ("[data]\nnum_workers = 'many'\n", "num_workers"),
         ("[eval]\nstepz = 3\n", "stepz"),
-        ("[data]\ndatasets = [{path = 'a', wieght = 1}]\n", "wieght"),
+        (
+            "[data]\ndatasets = [{path = 'a'}, {path = 'b', wieght = 1}]\n",
+            r"data\.datasets\[1\]: unknown key\(s\) 'wieght'",
+        ),
         ("[data]\ndataset_path = 'a'\nhf_dataset_name = 'b'\n", "exclusive"),
         ("[data]\ndatasets = [{path = 'a', hf_name = 'b'}]\n", r"datasets\[0\]: set exactly one"),
         ("[data]\ndatasets = [{path = 'a', weight = 0}]\n", r"datasets\[0\].weight must be > 0"),

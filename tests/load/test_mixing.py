@@ -143,7 +143,11 @@ def test_phases_resolve() -> None:
         ({"phases": [{"start_step": -1, "dataset_weights": {"a": 1}}]}, "start_step must be"),
         (
             {"phases": [{"start_step": 2, "dataset_weights": {"a": 1}, "lr_scale": 0}]},
-            "lr_scale must be > 0",
+            "lr_scale must be a finite number > 0",
+        ),
+        (
+            {"phases": [{"start_step": 2, "dataset_weights": {"a": 1}, "lr_scale": float("inf")}]},
+            "lr_scale must be a finite number > 0",
         ),
         (
             {"phases": [{"start_step": 2, "dataset_weights": {"a": 1}, "lr": 1}]},
