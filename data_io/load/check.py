@@ -63,8 +63,11 @@ def check_loader(
         names=built.names,
     )
     built_s = time.perf_counter() - started
+    from data_io.load.config import overridden_sources
+
     report: dict[str, Any] = {
         "kind": built.kind,
+        "overridden_by_datasets": overridden_sources(config.data),
         "sources": _summary(built.dataset),
         "build_seconds": round(built_s, 3),
         "rank": rank,
@@ -151,6 +154,11 @@ def _print(report: dict[str, Any], as_json: bool) -> None:
         f"{report['world_size']}, batch {report['batch_size']} x seq_len {report['seq_len']}, "
         f"built in {report['build_seconds']} s"
     )
+    if report["overridden_by_datasets"]:
+        console.print(
+            f"note: data.datasets overrides {', '.join(report['overridden_by_datasets'])} "
+            "(KempnerForge's rule)"
+        )
     console.print(_sources_table(report["kind"], report["sources"]))
     if "steps_per_epoch" in report:
         console.print(

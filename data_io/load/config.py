@@ -262,17 +262,12 @@ def _validate(config: LoaderConfig) -> None:
     _positive("data.sample_packing_sequence_len", data.sample_packing_sequence_len)
     _positive("eval.interval", ev.interval)
     _positive("eval.steps", ev.steps)
-    given = [
-        k
-        for k, v in (
-            ("data.dataset_path", data.dataset_path),
-            ("data.hf_dataset_name", data.hf_dataset_name),
-            ("data.datasets", data.datasets),
+    # As in KempnerForge, a non-empty data.datasets overrides the single-source fields
+    # (overridden_sources() says so in loader-check); those two exclude each other.
+    if data.dataset_path and data.hf_dataset_name:
+        raise ConfigError(
+            "data.dataset_path and data.hf_dataset_name are exclusive: give one data source"
         )
-        if v
-    ]
-    if len(given) > 1:
-        raise ConfigError(f"{' and '.join(given)} are exclusive: give one data source")
     if data.sample_packing_method not in (None, *PACKING_METHODS):
         raise ConfigError(
             f"data.sample_packing_method must be one of {', '.join(PACKING_METHODS)} or unset, "
@@ -350,3 +345,18 @@ def phase_dicts(data: DataConfig) -> list[dict[str, Any]]:
 def data_seed(config: LoaderConfig) -> int:
     """The seed of the data order: ``data.seed`` when set, else ``train.seed``."""
     return config.train.seed if config.data.seed is None else config.data.seed
+
+
+def overridden_sources(data: DataConfig) -> list[str]:
+    """The single-source fields that a non-empty ``data.datasets`` overrides (KempnerForge's
+    rule), for loader-check to show."""
+    if not data.datasets:
+        return []
+    return [
+        k
+        for k, v in (
+            ("data.dataset_path", data.dataset_path),
+            ("data.hf_dataset_name", data.hf_dataset_name),
+        )
+        if v
+    ]

@@ -334,3 +334,17 @@ data:
     assert loader.dataset.summary()["cache_reused"]  # the plan `pack` wrote
     assert not loader.dataset.shuffle  # data.shuffle reaches the rows
     assert sorted(p.name for p in (tmp_path / "prepared").iterdir()) == plans
+
+
+def test_datasets_override_the_single_source_fields(root: Path) -> None:
+    from data_io.load.check import check_loader
+    from data_io.load.config import overridden_sources
+
+    text = KEMPNERFORGE_JOB.format(root=root).replace(
+        "[data]\n", f"[data]\ndataset_path = '{root}/val'\n", 1
+    )
+    config = load_config(write(root / "both.toml", text))
+    assert overridden_sources(config.data) == ["data.dataset_path"]
+    report = check_loader(config, batches=1)
+    assert report["kind"] == "mixture"
+    assert report["overridden_by_datasets"] == ["data.dataset_path"]
