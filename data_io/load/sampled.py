@@ -24,7 +24,6 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-import torch.distributed as dist
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from data_io.errors import ConfigError, InputError
@@ -47,6 +46,7 @@ from data_io.load.sampled_folder import (
     open_tokens,
     read_metadata,
 )
+from data_io.load.samplers import resolve_rank
 
 __all__ = [
     "IGNORE_INDEX",
@@ -72,21 +72,6 @@ _STATE_KEYS = (
     "worker_id",
     "yielded",
 )
-
-
-def _resolve_rank(rank: int | None, world_size: int | None) -> tuple[int, int]:
-    """Rank and world size from the arguments, else from torch.distributed, else 0 of 1."""
-    if (rank is None) != (world_size is None):
-        raise ConfigError(
-            "give both rank and world_size, or neither (then torch.distributed decides)"
-        )
-    if rank is None or world_size is None:
-        if dist.is_available() and dist.is_initialized():
-            return dist.get_rank(), dist.get_world_size()
-        return 0, 1
-    if world_size < 1 or not 0 <= rank < world_size:
-        raise ConfigError(f"need 0 <= rank < world_size, got rank={rank}, world_size={world_size}")
-    return rank, world_size
 
 
 class SampledDataset(IterableDataset):
@@ -125,7 +110,7 @@ class SampledDataset(IterableDataset):
             raise ConfigError(f"epoch must be a non-negative integer, got {epoch!r}")
         self.path = Path(path)
         self.layout: Layout = layout
-        self.rank, self.world_size = _resolve_rank(rank, world_size)
+        self.rank, self.world_size = resolve_rank(rank, world_size)
         self.target_only = bool(target_only)
         self.seed = seed
         self.drop_last = bool(drop_last)
