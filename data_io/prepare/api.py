@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from dataclasses import asdict, dataclass, field
@@ -231,7 +232,7 @@ def _identity(source: Source, old: dict[str, Any] | None) -> dict[str, Any]:
     if path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.is_file() and ".cache" not in p.parts)
         digest = [f"{p.relative_to(path).as_posix()}:{file_sha256(p)}" for p in files]
-        entry["sha256"] = "folder:" + file_sha256_of_text("\n".join(digest))
+        entry["sha256"] = "folder:" + hashlib.sha256("\n".join(digest).encode()).hexdigest()
         return entry
     stat = path.stat()
     entry.update(size=stat.st_size, mtime_ns=stat.st_mtime_ns)
@@ -241,12 +242,6 @@ def _identity(source: Source, old: dict[str, Any] | None) -> dict[str, Any]:
     )
     entry["sha256"] = old["sha256"] if same_stat and old else file_sha256(path)
     return entry
-
-
-def file_sha256_of_text(text: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _run(

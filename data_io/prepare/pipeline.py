@@ -11,7 +11,6 @@ only on the inputs and the options, never on the number of threads.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from data_io.prepare.progress import ProgressBar
 from data_io.prepare.split import is_val
 from data_io.prepare.tokenizers import PrepTokenizer
 
-__all__ = ["Spool", "encode_inputs", "write_shards"]
+__all__ = ["Spool", "check_dtype", "encode_inputs", "set_threads", "write_shards"]
 
 BATCH_DOCUMENTS = 2048
 BATCH_CHARS = 8 << 20
@@ -43,7 +42,7 @@ class Spool:
     folder: Path
     documents: int = 0
     tokens: int = 0
-    files: dict[str, Any] = field(default_factory=dict)
+    files: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
         self.files = {
@@ -177,10 +176,6 @@ def check_dtype(dtype: str, vocab_size: int, recorded: str | None) -> np.dtype:
             )
         )
     return chosen
-
-
-def now() -> float:
-    return time.perf_counter()
 
 
 def set_threads(threads: int | None) -> None:

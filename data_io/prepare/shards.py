@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -184,7 +183,3 @@ class ShardWriter:
             self._open = None
         for shard in self.written:
             shard.temporary.unlink(missing_ok=True)
-
-
-def remove_tree(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)

@@ -257,3 +257,28 @@ def test_cli_summary_and_errors(small_tokenizer: Path, tmp_path: Path):
         str(small_tokenizer),
     )
     assert bad.returncode == 1 and "data_io prepare: error:" in bad.stderr
+
+
+def test_datasets_folder_input_and_its_rerun(small_tokenizer: Path, tmp_path: Path):
+    import datasets
+
+    docs = documents(120, seed=8)
+    datasets.Dataset.from_dict({"body": docs}).save_to_disk(tmp_path / "saved")
+    out = tmp_path / "out"
+    result = run([tmp_path / "saved"], out, small_tokenizer, text_field="body")
+    assert result.documents_read == 120 and not result.nothing_to_do
+    assert run([tmp_path / "saved"], out, small_tokenizer, text_field="body").nothing_to_do
+
+
+def test_doc_per_line_and_invalid_utf8_policy(small_tokenizer: Path, tmp_path: Path):
+    path = tmp_path / "a.txt"
+    path.write_bytes(b"first document on one line\nsecond document, bad \xff byte\n")
+    result = run([path], tmp_path / "o1", small_tokenizer, doc_per_line=True, val_fraction=0)
+    assert result.documents_read == 2 and result.invalid_utf8 == 1
+    reference = Tokenizer.from_file(str(small_tokenizer))
+    got = split_documents(read_split(tmp_path / "o1", "train"), result.eos_id)
+    assert got[1] == reference.encode("second document, bad \ufffd byte").ids
+    with pytest.raises(InputError, match=r"a\.txt: line 2: invalid UTF-8 at byte offset 48"):
+        run([path], tmp_path / "o2", small_tokenizer, invalid_utf8="fail")
+    blocks = run([path], tmp_path / "o3", small_tokenizer, val_fraction=0)
+    assert blocks.documents_read == 1  # without --doc-per-line the two lines are one block

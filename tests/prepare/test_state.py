@@ -177,3 +177,34 @@ def test_char_vocabulary_grows_without_moving_old_ids(tmp_path: Path):
     docs = split_documents(read_split(out, "train"), 0)
     assert read_split(out, "train").tolist()[: len(old)] == old
     assert "".join(state["chars"][i - 1] for i in docs[1]) == "zzz abc xyz and more text here"
+
+
+def test_sigkill_at_the_worst_moment_is_redone_cleanly(small_tokenizer, tmp_path, corpus):
+    """A real kill -9 after the shards are renamed and before the metadata is written."""
+    import subprocess
+    import sys
+
+    from tests.prepare.test_api import REPO
+
+    out, fresh = tmp_path / "out", tmp_path / "fresh"
+    run([corpus[0]], out, small_tokenizer)
+    script = (
+        "import os, signal, sys\n"
+        "import data_io.prepare.api as api\n"
+        "api.write_metadata = lambda *a: os.kill(os.getpid(), signal.SIGKILL)\n"
+        "api.prepare(sys.argv[1:3], sys.argv[3], tokenizer=sys.argv[4], tokens_per_shard=500,\n"
+        "            progress=False)\n"
+    )
+    killed = subprocess.run(
+        [sys.executable, "-c", script, *map(str, corpus), str(out), str(small_tokenizer)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert killed.returncode == -9, killed.stderr
+    assert (out / ".prepare" / "journal.json").is_file()
+    redone = run(list(corpus), out, small_tokenizer)
+    assert redone.new_inputs == [str(corpus[1])]
+    run(list(corpus), fresh, small_tokenizer)
+    assert tree_bytes(out) == tree_bytes(fresh)
