@@ -68,6 +68,7 @@ bench: build
 	$(PY) -m benchmarks.sample
 	$(PY) -m benchmarks.loader
 	$(PY) -m benchmarks.load
+	$(PY) -m benchmarks.prepare
 	$(PY) -m benchmarks.clean
 
 clean:

@@ -13,7 +13,7 @@ are its own): prepare with 1 and all threads, with and without de-duplication, a
 baseline: ``tokenizers.Tokenizer.encode_batch`` over the same documents, after reading and
 normalising them (not timed), with 1 and all threads. MB/s counts input text bytes.
 
-    python benchmarks/prepare.py [--workdir work/bench_prepare] [--mb 150]
+    .venv/bin/python -m benchmarks.prepare [--workdir work/bench_prepare] [--mb 150]
 """
 
 from __future__ import annotations

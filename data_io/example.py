@@ -33,6 +33,7 @@ EXAMPLE_OUTPUTS = (
     "trained_tokenizers",
     "data_tokenized_example",
     "sampled",
+    "shards",
     "analytics.md",
     "prefix_config.yaml",
 )
@@ -128,7 +129,32 @@ def run_example(workdir: Path, console: Console | None = None) -> None:
 
     header("load: a flat-shard mixture of tokenized tasks, with an anneal phase")
     _flat_shard_mixture(tokenized, tokenizer, console)
+
+    header("prepare: raw text -> MyPT-style train/val token shards, then load them")
+    _prepare_shards(workdir / "shards", tokenizer, console)
     console.rule("[bold green]example done")
+
+
+def _prepare_shards(shards: Path, tokenizer: Path, console: Console) -> None:
+    """The other seeds' first step: raw text (the embedded FLAN inputs) into train/val shards,
+    a re-run that finds nothing to do, and the shards read by the loader as they are."""
+    from data_io.load import MemoryMappedDataset
+    from data_io.prepare import prepare
+    from data_io.prepare.cli import print_summary as print_prepare_summary
+
+    options = {
+        "tokenizer": str(tokenizer),
+        "text_field": "inputs",
+        "tokens_per_shard": 1024,
+        "val_fraction": 0.2,
+        "progress": False,
+    }
+    print_prepare_summary(prepare([EXAMPLE_DATA / "raw" / "FLAN"], shards, **options))
+    again = prepare([EXAMPLE_DATA / "raw" / "FLAN"], shards, **options)
+    console.print(f"re-run: nothing to do = {again.nothing_to_do}")
+    train = MemoryMappedDataset(shards / "train", 65, file_pattern="*.bin")
+    first = train[0]["input_ids"][:12].tolist()
+    console.print(f"{len(train)} windows of 64+1 tokens in {shards / 'train'}; first ids {first}")
 
 
 def _flat_shard_mixture(tokenized: Path, tokenizer: Path, console: Console) -> None:
