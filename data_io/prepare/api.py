@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ from data_io.prepare.state import (
     begin_run,
     check_same_options,
     end_run,
+    exclusive,
     file_sha256,
     open_output,
     rollback,
@@ -86,6 +89,18 @@ def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
     return str(value)
 
 
+def _one_run_per_folder(function: Callable[..., PrepareResult]) -> Callable[..., PrepareResult]:
+    """Run ``prepare`` holding its output folder (``state.exclusive``)."""
+
+    @functools.wraps(function)
+    def locked(inputs: Any, output: str | os.PathLike[str], **options: Any) -> PrepareResult:
+        with exclusive(Path(output).expanduser()):
+            return function(inputs, output, **options)
+
+    return locked
+
+
+@_one_run_per_folder
 def prepare(
     inputs: list[str | os.PathLike[str]] | str | os.PathLike[str],
     output: str | os.PathLike[str],
@@ -315,6 +330,7 @@ def _run(
         result.bytes_read = sum(s.size for s in sources)
         result.text_chars = read_stats.text_chars
         result.invalid_utf8 = read_stats.invalid_utf8_lines
+        result.skipped_files.extend(f"{name} (no documents)" for name in read_stats.empty_sources)
         result.cleaning = clean_stats.as_dict()
         result.dtype, result.vocab_size, result.eos_id = dtype.name, tok.vocab_size, tok.eos_id
         new_metadata = _metadata(

@@ -152,9 +152,15 @@ def print_summary(result: PrepareResult) -> None:
         + (f"; {len(result.known_inputs)} already prepared" if result.known_inputs else "")
     )
     if result.skipped_files:
+        shown = result.skipped_files[:5]
+        more = len(result.skipped_files) - len(shown)
         console.print(
-            f"  skipped {len(result.skipped_files)} files of other types, e.g. {result.skipped_files[0]}"
+            f"  skipped {len(result.skipped_files)} files (other types, or no documents):"
         )
+        for name in shown:
+            console.print(f"    {name}", markup=False)
+        if more:
+            console.print(f"    … and {more} more (the API's result.skipped_files lists all)")
     cleaning = result.cleaning
     dropped = cleaning.get("dropped", {})
     rows = [

@@ -18,7 +18,7 @@ import os
 import re
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -54,6 +54,9 @@ class Source:
     kind: str  # "txt" | "jsonl" | "parquet" | "datasets"
     compression: str | None = None
     size: int = 0  # bytes on disk (0 for a Hub dataset)
+    # Named on the command line (an empty one is an error) or found by walking a folder (an
+    # empty one is skipped and counted: document trees hold empty files).
+    explicit: bool = True
 
     @property
     def path(self) -> Path:
@@ -87,6 +90,7 @@ class ReadStats:
     bytes_read: int = 0  # on disk (compressed bytes for a compressed file)
     text_chars: int = 0  # of the decoded text
     invalid_utf8_lines: int = 0  # lines or rows where invalid bytes were replaced by U+FFFD
+    empty_sources: list[str] = field(default_factory=list)  # found in folders, no document
 
 
 # -- input arguments to sources -------------------------------------------------------------------
@@ -136,7 +140,7 @@ def _file_source(path: Path, *, explicit: bool) -> Source | None:
             "folders of them, or Hub dataset ids"
         )
     resolved = path.resolve()
-    return Source(str(resolved), kind, compression, resolved.stat().st_size)
+    return Source(str(resolved), kind, compression, resolved.stat().st_size, explicit)
 
 
 def _folder_sources(folder: Path, skipped: list[str], options: ReadOptions) -> list[Source]:
@@ -190,6 +194,9 @@ def read_documents(
         stats.text_chars += len(text)
         yield text
     if stats.documents == before:
+        if not source.explicit:
+            stats.empty_sources.append(source.name)
+            return
         raise InputError(
             f"{source.name}: empty input (no documents); remove it or pass a source with text"
         )

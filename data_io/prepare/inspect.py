@@ -56,6 +56,11 @@ def inspect_path(
         raise InputError(f"{folder}: not a folder; pass a shard, tokenized or sampled folder")
     if _is_prepared(folder):
         return _inspect_prepared(folder, documents, verify)
+    unreadable = _unreadable_metadata(folder)
+    if unreadable is not None:
+        report = InspectReport(str(folder), "prepare shard folder (unreadable metadata)")
+        report.problems.append(unreadable)
+        return report
     if (folder / "tokenizer_info.json").is_file():
         return _inspect_tokenized(folder, documents, tokenizer)
     if (folder / "metadata.json").is_file() and (folder / "tokens.npy").is_file():
@@ -71,6 +76,20 @@ def _is_prepared(folder: Path) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(meta, dict) and meta.get("producer") == PRODUCER
+
+
+def _unreadable_metadata(folder: Path) -> str | None:
+    """The problem with a ``dataset_metadata.json`` that exists but cannot be read as JSON."""
+    from data_io.prepare.state import METADATA_FILE
+
+    path = folder / METADATA_FILE
+    if not path.is_file():
+        return None
+    try:
+        json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        return f"{path}: unreadable ({err}); restore it or re-prepare into a new folder"
+    return None
 
 
 # -- prepare's shard folders --------------------------------------------------------------------
@@ -116,7 +135,13 @@ def _inspect_prepared(folder: Path, documents: int, verify: bool) -> InspectRepo
         )
     report.tables["splits"] = rows
     if documents and meta["splits"]["train"]["shards"]:
-        report.samples = _prepared_samples(folder, meta, documents)
+        try:
+            report.samples = _prepared_samples(folder, meta, documents)
+        except Exception as err:  # tokenizers raises a bare Exception for a missing file
+            report.problems.append(
+                f"{folder}: cannot decode documents with the saved tokenizer ({err}); restore "
+                "tokenizer.json / tokenizer_state.json beside the shards"
+            )
     return report
 
 

@@ -11,11 +11,14 @@ are removed, a shorter last shard that was being extended is cut back to its rec
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -207,3 +210,26 @@ def check_same_options(out: Path, metadata: dict[str, Any], current: dict[str, A
             f"{out} was prepared with other options ({'; '.join(differ)}); re-run with the "
             "same options to add inputs, or prepare into a new folder"
         )
+
+
+@contextlib.contextmanager
+def exclusive(out: Path) -> Iterator[None]:
+    """Hold ``out`` for one prepare run: a second run into the same folder (which would take
+    the first one's journal for a crash and roll it back) is refused while the first lives.
+    The lock is an advisory ``flock`` on the folder itself, released when the run ends or dies.
+    """
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"{out} is a file; pass a folder for the dataset")
+    out.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise OutputError(
+                f"{out}: another data_io prepare is writing into this folder; wait for it to "
+                "finish (or stop it) and run again"
+            ) from None
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock

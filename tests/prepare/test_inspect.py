@@ -120,3 +120,14 @@ def test_cli_exit_codes(prepared: Path):
     (prepared / "val" / "shard_00000.bin").write_bytes(b"")
     bad = cli(str(prepared), "--json")
     assert bad.returncode == 1 and json.loads(bad.stdout)["ok"] is False
+
+
+def test_missing_tokenizer_and_broken_metadata_are_reported(prepared: Path, tmp_path: Path):
+    (prepared / "tokenizer.json").unlink()
+    report = inspect_path(prepared, documents=2)
+    assert not report.ok
+    assert any("cannot decode documents with the saved tokenizer" in p for p in report.problems)
+    (prepared / "dataset_metadata.json").write_text("{broken")
+    report = inspect_path(prepared, documents=2)
+    assert not report.ok
+    assert any("dataset_metadata.json: unreadable" in p for p in report.problems)

@@ -1,0 +1,55 @@
+"""One prepare run per output folder; empty files found in folders are skipped, not fatal."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+
+import pytest
+
+from data_io.errors import InputError, OutputError
+from data_io.prepare.state import exclusive
+from tests.prepare.helpers import documents, read_split, write_txt
+from tests.prepare.test_api import run
+
+
+def test_a_second_run_into_a_busy_folder_is_refused(small_tokenizer: Path, tmp_path: Path):
+    write_txt(tmp_path / "in" / "a.txt", documents(50, seed=1))
+    out = tmp_path / "out"
+    out.mkdir()
+    # Another process holding the folder (as a live run does): simulated with our own flock
+    # on a second descriptor, which conflicts like a second process would.
+    fd = os.open(out, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        with pytest.raises(OutputError, match="another data_io prepare is writing"):
+            run([tmp_path / "in"], out, small_tokenizer)
+    finally:
+        os.close(fd)
+    run([tmp_path / "in"], out, small_tokenizer)  # free again: the run goes ahead
+    assert read_split(out, "train").size > 0
+
+
+def test_exclusive_releases_and_refuses_a_file(tmp_path: Path):
+    with exclusive(tmp_path / "new"):
+        assert (tmp_path / "new").is_dir()
+    with exclusive(tmp_path / "new"):  # released at the end of the block
+        pass
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OutputError, match="is a file"), exclusive(tmp_path / "file"):
+        pass
+
+
+def test_empty_files_in_a_folder_are_skipped(small_tokenizer: Path, tmp_path: Path):
+    folder = tmp_path / "in"
+    write_txt(folder / "a.txt", documents(40, seed=2))
+    (folder / "zz_empty.txt").write_text("")
+    (folder / "blank.txt").write_text("\n\n   \n")
+    result = run([folder], tmp_path / "out", small_tokenizer)
+    assert sorted(s for s in result.skipped_files if "no documents" in s) == sorted(
+        f"{(folder / n).resolve()} (no documents)" for n in ("blank.txt", "zz_empty.txt")
+    )
+    # A file named on the command line must hold text.
+    with pytest.raises(InputError, match="empty input"):
+        run([folder / "zz_empty.txt"], tmp_path / "out2", small_tokenizer)
