@@ -260,14 +260,26 @@ def _chunks(source: Source, progress: _Progress | None) -> Iterator[bytes]:
         ) from err
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
 def _lines(source: Source, progress: _Progress | None) -> Iterator[tuple[int, int, bytes]]:
-    """(line number from 1, byte offset in the decompressed text, line without its newline)."""
+    """(line number from 1, byte offset in the decompressed text, line without its newline).
+
+    A UTF-8 byte-order mark at the start of the text (Windows editors write one) is dropped:
+    it is not part of the first document, and JSON parsers refuse it."""
     pending = b""
     number = 0
     offset = 0
+    first = True
     for chunk in _chunks(source, progress):
         if not chunk:
             continue
+        if first:
+            first = False
+            if (pending + chunk).startswith(_BOM):
+                chunk, offset = (pending + chunk)[len(_BOM) :], len(_BOM)
+                pending = b""
         parts = (pending + chunk).split(b"\n")
         pending = parts.pop()
         for line in parts:

@@ -53,3 +53,22 @@ def test_empty_files_in_a_folder_are_skipped(small_tokenizer: Path, tmp_path: Pa
     # A file named on the command line must hold text.
     with pytest.raises(InputError, match="empty input"):
         run([folder / "zz_empty.txt"], tmp_path / "out2", small_tokenizer)
+
+
+def test_a_byte_order_mark_is_not_text(small_tokenizer: Path, tmp_path: Path):
+    import json
+
+    docs = documents(20, seed=5)
+    (tmp_path / "a.txt").write_bytes(b"\xef\xbb\xbf" + "\n\n".join(docs).encode())
+    (tmp_path / "b.jsonl").write_bytes(
+        b"\xef\xbb\xbf" + "".join(json.dumps({"text": d}) + "\n" for d in docs).encode()
+    )
+    (tmp_path / "c.txt").write_text("\n\n".join(docs))
+    with_bom = run([tmp_path / "a.txt"], tmp_path / "o1", small_tokenizer, dedup=False)
+    jsonl = run([tmp_path / "b.jsonl"], tmp_path / "o2", small_tokenizer, dedup=False)
+    plain = run([tmp_path / "c.txt"], tmp_path / "o3", small_tokenizer, dedup=False)
+    assert with_bom.documents_read == jsonl.documents_read == plain.documents_read == 20
+    for split in ("train", "val"):
+        expected = read_split(tmp_path / "o3", split).tolist()
+        assert read_split(tmp_path / "o1", split).tolist() == expected
+        assert read_split(tmp_path / "o2", split).tolist() == expected
