@@ -46,37 +46,27 @@ def check_loader(
     config: LoaderConfig, rank: int = 0, world_size: int = 1, batches: int = 5
 ) -> dict[str, Any]:
     """Build the loader, time ``batches`` batches; returns the report ``loader-check`` prints."""
-    from data_io.load.build import build_data
-    from data_io.load.dataloader import StatefulLoader
+    from data_io.load.build import build_dataloader
     from data_io.load.eval import build_eval_loader
 
     started = time.perf_counter()
-    built = build_data(config, rank, world_size)
-    loader = StatefulLoader(
-        built.dataset,
-        built.order,
-        batch_size=config.train.batch_size,
-        rank=rank,
-        world_size=world_size,
-        num_workers=config.data.num_workers,
-        prefetch_factor=config.data.prefetch_factor,
-        names=built.names,
-    )
+    # The loader a training job would get, built the same way.
+    loader = build_dataloader(config, rank, world_size)
     built_s = time.perf_counter() - started
     from data_io.load.config import overridden_sources
 
     report: dict[str, Any] = {
-        "kind": built.kind,
+        "kind": loader.identity["kind"],
         "overridden_by_datasets": overridden_sources(config.data),
-        "sources": _summary(built.dataset),
+        "sources": _summary(loader.dataset),
         "build_seconds": round(built_s, 3),
         "rank": rank,
         "world_size": world_size,
         "batch_size": config.train.batch_size,
         "seq_len": config.train.seq_len,
     }
-    if built.order is not None:
-        report["samples_per_epoch"] = built.order.epoch_length
+    if loader.order is not None:
+        report["samples_per_epoch"] = loader.order.epoch_length
         report["steps_per_epoch"] = len(loader)
         report["samples_per_rank_per_epoch"] = len(loader) * config.train.batch_size
     timings = []
@@ -105,8 +95,8 @@ def check_loader(
             "wraps_around": evaluation.steps * evaluation.batch_size * world_size
             > len(evaluation.dataset),
         }
-    report["_order"] = built.order
-    report["_names"] = built.names
+    report["_order"] = loader.order
+    report["_names"] = loader.names
     return report
 
 

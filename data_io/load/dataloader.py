@@ -22,6 +22,7 @@ dataset on resume; each rank saves its own state.
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -127,6 +128,12 @@ class StatefulLoader:
         self.state: dict[str, Any] = order.initial_state() if order is not None else {}
         self.tokens_per_source = np.zeros(len(self.names or [None]), dtype=np.int64)
         self._pending: deque[dict[str, Any]] = deque()
+
+    @functools.cached_property
+    def data_description(self) -> Any:
+        """``describe_data`` of the dataset, made once: the data does not change under a
+        loader, and a summary walks every shard."""
+        return describe_data(self.dataset)
 
     @property
     def samples_per_step(self) -> int:
@@ -241,7 +248,7 @@ class StatefulLoader:
         return {
             "version": _STATE_VERSION,
             "fingerprint": self.fingerprint,
-            "data": describe_data(self.dataset),
+            "data": self.data_description,
             "identity": self.identity,
             "order": self.order.identity() if self.order is not None else None,
             "state": dict(self.state),
@@ -258,7 +265,7 @@ class StatefulLoader:
                 f"version {state.get('version') if isinstance(state, Mapping) else None}"
             )
         if state.get("fingerprint") != self.fingerprint:
-            what = _data_differences(state.get("data"), describe_data(self.dataset))
+            what = _data_differences(state.get("data"), self.data_description)
             raise ConfigError(
                 f"the state was saved for other data ({what}); resume with the data and options "
                 "of the run that saved it"
