@@ -1,8 +1,7 @@
 """Talking to the Hugging Face Hub through ``datasets``: is it reachable, and which file failed.
 
-- :func:`hub_unreachable`: ``datasets`` and ``huggingface_hub`` retry a failed connection five
-  times with back-off (about 20 s) before they give up, for every cleaner. One quick request,
-  made once per process, tells an offline machine at once.
+- :func:`hub_unreachable` (from :mod:`data_io.hub`, shared with the other stages): one quick
+  request, made once per process, tells an offline machine at once.
 - :func:`failed_file_log`: when ``datasets`` cannot read a data file it logs the file's path and
   re-raises an exception that does not name it. This catches that log record, so that our error
   names the file, and keeps the duplicate line off stderr.
@@ -13,52 +12,26 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import gc
 import io
 import logging
-import os
 import re
 import time
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
-#: Seconds the reachability probe waits: long enough for a slow link, far below the retries.
-HUB_PROBE_SECONDS = 5.0
+from data_io.hub import HUB_PROBE_SECONDS, hub_unreachable, offline_by_environment
 
-# The values huggingface_hub reads as "true" for its boolean environment switches.
-_TRUE = {"1", "ON", "YES", "TRUE"}
-
-
-def offline_by_environment() -> bool:
-    """``HF_HUB_OFFLINE`` (or its older name ``HF_DATASETS_OFFLINE``) is set to a true value."""
-    return any(
-        os.environ.get(name, "").strip().upper() in _TRUE
-        for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
-    )
-
-
-def hub_unreachable() -> str | None:
-    """Why the Hub cannot be used (``HF_HUB_OFFLINE`` set, or no answer), or None when it can."""
-    if offline_by_environment():
-        return "HF_HUB_OFFLINE is set"
-    from huggingface_hub import constants
-
-    return _probe(constants.ENDPOINT)
-
-
-@functools.cache
-def _probe(endpoint: str) -> str | None:
-    """One HEAD request to the Hub's endpoint, with a short timeout and no retries; cached, so a
-    run of several cleaners asks once. Any HTTP answer (even an error status) means reachable."""
-    from huggingface_hub.utils import get_session
-
-    try:
-        get_session().head(endpoint, timeout=HUB_PROBE_SECONDS)
-    except Exception as exc:  # connection refused, DNS failure, timeout, proxy error: all "no"
-        return f"{endpoint} does not answer: {type(exc).__name__}: {exc}"
-    return None
+__all__ = [
+    "HUB_PROBE_SECONDS",
+    "damage_of",
+    "failed_file_log",
+    "hub_unreachable",
+    "local_path",
+    "offline_by_environment",
+    "wait_for_abandoned_reads",
+]
 
 
 class _FailedFile(logging.Filter):

@@ -53,6 +53,7 @@ from torch.utils.data import Dataset, IterableDataset, get_worker_info
 from data_io.encoder import TextEncoder
 from data_io.errors import ConfigError, InputError
 from data_io.fs import publish_mode
+from data_io.hub import hub_unreachable, offline_by_environment
 from data_io.load.shards import MemoryMappedDataset, _require_int, pack_window
 
 __all__ = [
@@ -118,10 +119,27 @@ class TextSource:
             ident["files"] = [_file_stat(path, base) for path in self.files]
         return ident
 
+    def check_reachable(self) -> None:
+        """For a Hub dataset: fail at once when the Hub does not answer (instead of after
+        ``datasets``' ~20 s of retries). With ``HF_HUB_OFFLINE`` set, ``datasets`` reads its
+        local cache, so nothing is asked."""
+        if self.kind != "hub" or offline_by_environment():
+            return
+        reason = hub_unreachable()
+        if reason is not None:
+            raise InputError(
+                f"{self.label}: {self.name!r} is not a local file or folder, and the Hugging Face "
+                f"Hub is not reachable ({reason}). Pass the path of a local copy (download it "
+                f"where the Hub is reachable: `hf download {self.name} --repo-type dataset "
+                "--local-dir DIR`), or set HF_HUB_OFFLINE=1 to read it from the local Hugging "
+                "Face cache"
+            )
+
     def load(self, *, streaming: bool) -> Any:
         """The rows as a ``datasets`` Dataset, or an IterableDataset when ``streaming``."""
         import datasets
 
+        self.check_reachable()
         try:
             if self.kind == "saved":
                 return _load_saved(self, streaming)

@@ -338,6 +338,16 @@ def _load_remote(source: RowSource, cache_dir: str | None):
 def _load_hub(source: RowSource, cache_dir: str | None):
     import datasets
 
+    from data_io.hub import hub_unreachable, offline_by_environment
+
+    reason = None if offline_by_environment() else hub_unreachable()
+    if reason is not None:  # at once, instead of after datasets' ~20 s of retries
+        raise InputError(
+            f"source {source.label!r}: {source.path!r} is not a local path, and the Hugging "
+            f"Face Hub is not reachable ({reason}); download it where there is network "
+            f"(`hf download {source.path} --repo-type dataset --local-dir DIR`) and set path "
+            "to DIR, or set HF_HUB_OFFLINE=1 to read it from the local datasets cache"
+        )
     try:
         loaded = datasets.load_dataset(
             source.path,

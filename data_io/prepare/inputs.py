@@ -168,6 +168,7 @@ def _datasets_source(name: str, options: ReadOptions) -> Source:
     from data_io.load.hf_text import resolve_text_source
 
     resolved = resolve_text_source(name, options.split, options.hf_config)
+    resolved.check_reachable()  # before the tokenizer is loaded and any work is done
     return Source(resolved.name, "datasets", None, sum(p.stat().st_size for p in resolved.files))
 
 

@@ -187,6 +187,22 @@ def test_offline_hub_says_how_to_use_a_local_copy(
         next(iter(stream))
 
 
+def test_hub_id_fails_at_once_when_the_hub_does_not_answer(
+    monkeypatch: pytest.MonkeyPatch, small_tokenizer: Path, cache: Path
+) -> None:
+    from data_io import hub
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    monkeypatch.setattr(hub, "_probe", lambda url: f"{url} does not answer")
+    name = "data-io-tests/no-such-dataset"
+    with pytest.raises(InputError, match="Hub is not reachable") as caught:
+        eager(name, SEQ_LEN, small_tokenizer, cache_dir=cache)
+    assert "HF_HUB_OFFLINE=1" in str(caught.value)
+    with pytest.raises(InputError, match="Hub is not reachable"):
+        next(iter(StreamingHuggingFaceDataset(name, SEQ_LEN, small_tokenizer)))
+
+
 # -- eager --------------------------------------------------------------------------------------
 def test_eager_windows_match_the_oracle(small_tokenizer: Path, tmp_path: Path, cache: Path):
     data = write_jsonl(tmp_path / "docs.jsonl", TEXTS)

@@ -449,3 +449,14 @@ def test_fingerprint_survives_a_cleared_datasets_cache(tmp_path: Path) -> None:
     one = build(tmp_path, str(tmp_path / "cache_one"), [str(path)])
     two = build(tmp_path, str(tmp_path / "cache_two"), [str(path)])
     assert one.fingerprint() == two.fingerprint() and two.cache_reused
+
+
+def test_hub_id_fails_at_once_when_the_hub_does_not_answer(monkeypatch: pytest.MonkeyPatch):
+    from data_io import hub
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    monkeypatch.setattr(hub, "_probe", lambda url: f"{url} does not answer")
+    with pytest.raises(InputError, match=r"Hub is not reachable .*does not answer") as err:
+        open_source(RowSource("someorg/some-rows", split="train"))
+    assert "HF_HUB_OFFLINE=1" in str(err.value)

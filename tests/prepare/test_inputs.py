@@ -250,3 +250,20 @@ def test_unreachable_hub_id_says_how_to_use_a_local_copy(monkeypatch: pytest.Mon
     monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
     with pytest.raises(InputError, match=r"hf download no-such-org/no-such-set"):
         read_all("no-such-org/no-such-set")  # type: ignore[arg-type]
+
+
+def test_hub_id_fails_at_once_when_the_hub_does_not_answer(monkeypatch: pytest.MonkeyPatch):
+    """No ~20 s of datasets' retries: the reachability probe answers first, at expand time."""
+    from data_io import hub
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    asked = []
+    monkeypatch.setattr(hub, "_probe", lambda url: asked.append(url) or f"{url} does not answer")
+    with pytest.raises(InputError) as caught:
+        expand_inputs(["no-such-org/no-such-set"], ReadOptions())
+    message = str(caught.value)
+    assert "not reachable" in message and "does not answer" in message
+    assert "hf download no-such-org/no-such-set --repo-type dataset" in message
+    assert "HF_HUB_OFFLINE=1" in message
+    assert len(asked) == 1
