@@ -56,6 +56,8 @@ class PrepareResult:
     new_inputs: list[str]
     known_inputs: list[str]
     skipped_files: list[str]
+    # Inputs skipped because their content was prepared under another name: name -> that name.
+    same_content_as: dict[str, str] = field(default_factory=dict)
     documents_read: int = 0
     bytes_read: int = 0
     text_chars: int = 0
@@ -166,10 +168,11 @@ def prepare(
     }
     if metadata is not None:
         check_same_options(out, metadata, options)
-    new, known = _plan_inputs(sources, metadata)
-    result = PrepareResult(str(out), not new, [s.name for s, _ in new], known, skipped)
+    new, known, same_as = _plan_inputs(sources, metadata)
+    result = PrepareResult(str(out), not new, [s.name for s, _ in new], known, skipped, same_as)
     recorded_dtype = metadata["dtype"] if metadata else None
-    check_dtype(dtype, tok.vocab_size, recorded_dtype)  # fail before any work when it cannot fit
+    growable = tok.kind == "char"
+    check_dtype(dtype, tok.vocab_size, recorded_dtype, growable=growable)  # before any work
     if new:
         _run(
             out,
@@ -212,19 +215,30 @@ def _check_output_outside(out: Path, given: list[Any], sources: list[Source]) ->
 
 def _plan_inputs(
     sources: list[Source], metadata: dict[str, Any] | None
-) -> tuple[list[tuple[Source, dict[str, Any]]], list[str]]:
-    """The sources not prepared yet (with their identity), and the names of those that were.
+) -> tuple[list[tuple[Source, dict[str, Any]]], list[str], dict[str, str]]:
+    """The sources not prepared yet (with their identity), the names of those that were, and
+    the sources whose content was prepared under another name (new name -> that name).
 
     A source prepared before must be unchanged: runs only append, they never rewrite shards.
+    A file that was moved, renamed or copied is known by its content hash: preparing it again
+    would add its documents twice (or, with dedup, read it all to drop every document).
     """
     prior = {entry["name"]: entry for entry in metadata["inputs"]} if metadata else {}
+    by_content = {entry["sha256"]: entry["name"] for entry in prior.values()}
     new: list[tuple[Source, dict[str, Any]]] = []
     known: list[str] = []
+    same_as: dict[str, str] = {}
     for source in sources:
         entry = _identity(source, prior.get(source.name))
         old = prior.get(source.name)
         if old is None:
-            new.append((source, entry))
+            earlier = by_content.get(entry["sha256"])
+            if earlier is not None:
+                known.append(source.name)
+                same_as[source.name] = earlier
+            else:
+                new.append((source, entry))
+                by_content[entry["sha256"]] = source.name  # a second copy in this same run
         elif entry["sha256"] == old["sha256"]:
             known.append(source.name)
         else:
@@ -234,7 +248,7 @@ def _plan_inputs(
                 "appends new inputs: restore the file, give the new content another name, or "
                 "prepare into a new folder"
             )
-    return new, known
+    return new, known, same_as
 
 
 def _identity(source: Source, old: dict[str, Any] | None) -> dict[str, Any]:
@@ -298,7 +312,12 @@ def _run(
         if spool.documents == 0 and metadata is None:
             raise InputError(_nothing_left(read_stats.documents, clean_stats))
         tok.finish()
-        dtype = check_dtype(options["dtype"], tok.vocab_size, metadata and metadata["dtype"])
+        dtype = check_dtype(
+            options["dtype"],
+            tok.vocab_size,
+            metadata and metadata["dtype"],
+            growable=tok.kind == "char",
+        )
         hashes = metadata.get("dedup_hashes") if metadata else None
         keep = None
         if dedup is not None and spool.documents:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from data_io.prepare.api import DTYPES, PrepareResult, prepare
 from data_io.prepare.inputs import INVALID_UTF8_POLICIES
@@ -131,6 +132,17 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_same_content(console: Any, same_as: dict[str, str]) -> None:
+    """Inputs not read again: their content was prepared under another name (moved, copied)."""
+    if not same_as:
+        return
+    console.print(f"  {len(same_as)} inputs skipped: same content as an input already prepared")
+    for name, earlier in list(same_as.items())[:5]:
+        console.print(f"    {name} = {earlier}", markup=False)
+    if len(same_as) > 5:
+        console.print(f"    … and {len(same_as) - 5} more (the API's result.same_content_as)")
+
+
 def print_summary(result: PrepareResult) -> None:
     from rich.table import Table
 
@@ -143,6 +155,7 @@ def print_summary(result: PrepareResult) -> None:
             f"{result.output} with the same content and options "
             f"({result.dataset_tokens['train']:,} train / {result.dataset_tokens['val']:,} val tokens)"
         )
+        _print_same_content(console, result.same_content_as)
         return
     mb = result.bytes_read / 2**20
     rate = mb / max(result.seconds, 1e-9)
@@ -151,11 +164,12 @@ def print_summary(result: PrepareResult) -> None:
         f"{result.output}"
         + (f"; {len(result.known_inputs)} already prepared" if result.known_inputs else "")
     )
+    _print_same_content(console, result.same_content_as)
     if result.skipped_files:
         shown = result.skipped_files[:5]
         more = len(result.skipped_files) - len(shown)
         console.print(
-            f"  skipped {len(result.skipped_files)} files (other types, or no documents):"
+            f"  skipped {len(result.skipped_files)} files, each with its reason:"
         )
         for name in shown:
             console.print(f"    {name}", markup=False)

@@ -111,15 +111,27 @@ def expand_inputs(
             sources.extend(_folder_sources(path.resolve(), skipped, options))
         else:
             sources.append(_datasets_source(text, options))
-    seen: set[str] = set()
+    return _each_once(sources, skipped), skipped
+
+
+def _each_once(sources: list[Source], skipped: list[str]) -> list[Source]:
+    """Each file once. Named twice on the command line is a mistake; reached again through a
+    folder (a link, or a file also named alone) it is read at its first place and listed."""
+    first: dict[str, Source] = {}
+    kept = []
     for source in sources:
-        if source.name in seen:
+        earlier = first.get(source.name)
+        if earlier is None:
+            first[source.name] = source
+            kept.append(source)
+        elif earlier.explicit and source.explicit:
             raise ConfigError(
-                f"input {source.name} is given twice (directly or inside a folder); pass each "
-                "input once, or its documents would all be duplicates"
+                f"input {source.name} is given twice; pass each input once, or its documents "
+                "would all be duplicates"
             )
-        seen.add(source.name)
-    return sources, skipped
+        else:
+            skipped.append(f"{source.name} (reached a second time, through a folder or a link)")
+    return kept
 
 
 def _file_source(path: Path, *, explicit: bool) -> Source | None:
@@ -149,11 +161,15 @@ def _folder_sources(folder: Path, skipped: list[str], options: ReadOptions) -> l
     found: list[Source] = []
     for path in sorted(folder.rglob("*")):
         relative = path.relative_to(folder).parts
-        if any(part.startswith(".") for part in relative) or not path.is_file():
+        if any(part.startswith(".") for part in relative) or path.is_dir():
+            continue
+        if not path.is_file():  # listed, so that nothing is left out without a word
+            why = "a broken link" if path.is_symlink() else "not a regular file"
+            skipped.append(f"{path} ({why})")
             continue
         source = _file_source(path, explicit=False)
         if source is None:
-            skipped.append(str(path))
+            skipped.append(f"{path} (not a type prepare reads)")
         else:
             found.append(source)
     if not found:

@@ -154,12 +154,19 @@ def write_shards(
     return documents
 
 
-def check_dtype(dtype: str, vocab_size: int, recorded: str | None) -> np.dtype:
-    """The shard dtype: ``auto`` picks the smallest unsigned type holding every id."""
+def check_dtype(
+    dtype: str, vocab_size: int, recorded: str | None, *, growable: bool = False
+) -> np.dtype:
+    """The shard dtype: ``auto`` picks the smallest unsigned type holding every id.
+
+    A ``growable`` vocabulary (``char``: later inputs add characters) gets at least uint16
+    from ``auto``: uint8 would hold 255 characters, and the dtype is fixed by the first run.
+    """
     if recorded is not None:
         chosen = np.dtype(recorded)  # an incremental run keeps the dtype of the earlier shards
     elif dtype == "auto":
-        chosen = np.dtype(np.uint8 if vocab_size <= 1 << 8 else np.uint16)
+        small = vocab_size <= 1 << 8 and not growable
+        chosen = np.dtype(np.uint8 if small else np.uint16)
         if vocab_size > 1 << 16:
             chosen = np.dtype(np.uint32)
     else:

@@ -149,10 +149,25 @@ def test_char_tokenizer_mypt_style(tmp_path: Path):
     state = json.loads((out / "tokenizer_state.json").read_text())
     chars = state["chars"]
     assert chars == sorted(set("".join(docs)))
-    assert result.dtype == "uint8" and result.vocab_size == len(chars) + 1
+    # uint16 although 22 ids fit uint8: later inputs may add characters, the dtype is fixed now.
+    assert result.dtype == "uint16" and result.vocab_size == len(chars) + 1
     got = split_documents(read_split(out, "train"), 0)
     assert ["".join(chars[i - 1] for i in doc) for doc in got] == docs
     assert not (out / "tokenizer.json").exists()
+
+
+def test_char_vocabulary_grows_past_uint8_on_a_later_run(tmp_path: Path):
+    ascii_docs = ["plain ascii text, quite a lot of it"] * 1
+    write_txt(tmp_path / "a.txt", ascii_docs)
+    out = tmp_path / "out"
+    run([tmp_path / "a.txt"], out, "char", val_fraction=0.0)
+    many = "".join(chr(c) for c in range(0x4E00, 0x4E00 + 400))  # 400 new characters
+    write_txt(tmp_path / "b.txt", [many])
+    result = run([tmp_path / "a.txt", tmp_path / "b.txt"], out, "char", val_fraction=0.0)
+    assert result.dtype == "uint16" and result.vocab_size > 400
+    chars = json.loads((out / "tokenizer_state.json").read_text())["chars"]
+    got = split_documents(read_split(out, "train"), 0)
+    assert ["".join(chars[i - 1] for i in doc) for doc in got] == [*ascii_docs, many]
 
 
 def test_tokenizer_without_eos_fails_before_writing(no_eos_tokenizer: Path, tmp_path: Path):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import bz2
 import gzip
 import json
@@ -138,7 +140,21 @@ def test_folders_are_walked_recursively_in_sorted_order(tmp_path: Path):
         "a/z/2.txt",
         "b/1.txt",
     ]
-    assert skipped == [str(tmp_path / "a" / "README.md")]
+    assert skipped == [f"{tmp_path / 'a' / 'README.md'} (not a type prepare reads)"]
+
+
+def test_broken_links_and_fifos_in_a_folder_are_listed_as_skipped(tmp_path: Path):
+    (tmp_path / "a.txt").write_text("a document")
+    (tmp_path / "dangling.txt").symlink_to(tmp_path / "gone.txt")
+    os.mkfifo(tmp_path / "pipe.txt")  # reading it would block forever
+    (tmp_path / "linked.txt").symlink_to(tmp_path / "a.txt")  # a good link is read
+    sources, skipped = expand_inputs([tmp_path], ReadOptions())
+    assert [s.name for s in sources] == [str(tmp_path / "a.txt")]
+    assert skipped == [
+        f"{tmp_path / 'dangling.txt'} (a broken link)",
+        f"{tmp_path / 'pipe.txt'} (not a regular file)",
+        f"{tmp_path / 'a.txt'} (reached a second time, through a folder or a link)",
+    ]
 
 
 def test_folder_without_inputs_and_unknown_file_are_errors(tmp_path: Path):
@@ -149,10 +165,21 @@ def test_folder_without_inputs_and_unknown_file_are_errors(tmp_path: Path):
         expand_inputs([tmp_path / "x.md"], ReadOptions())
 
 
-def test_the_same_input_twice_is_an_error(tmp_path: Path):
+def test_the_same_input_named_twice_is_an_error(tmp_path: Path):
     (tmp_path / "a.txt").write_text("hello")
     with pytest.raises(ConfigError, match="given twice"):
-        expand_inputs([tmp_path / "a.txt", tmp_path], ReadOptions())
+        expand_inputs([tmp_path / "a.txt", tmp_path / "." / "a.txt"], ReadOptions())
+
+
+def test_a_file_also_inside_a_named_folder_is_read_once(tmp_path: Path):
+    (tmp_path / "a.txt").write_text("hello")
+    (tmp_path / "b.txt").write_text("world")
+    for order in ([tmp_path / "a.txt", tmp_path], [tmp_path, tmp_path / "a.txt"]):
+        sources, skipped = expand_inputs(order, ReadOptions())
+        assert sorted(s.name for s in sources) == [str(tmp_path / n) for n in ("a.txt", "b.txt")]
+        assert skipped == [
+            f"{tmp_path / 'a.txt'} (reached a second time, through a folder or a link)"
+        ]
 
 
 def test_invalid_utf8_replace_counts_and_fail_names_line_and_offset(tmp_path: Path):

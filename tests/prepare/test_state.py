@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import data_io.prepare.api as api
@@ -208,3 +209,56 @@ def test_sigkill_at_the_worst_moment_is_redone_cleanly(small_tokenizer, tmp_path
     assert redone.new_inputs == [str(corpus[1])]
     run(list(corpus), fresh, small_tokenizer)
     assert tree_bytes(out) == tree_bytes(fresh)
+
+
+def test_moved_or_copied_input_is_known_by_its_content(small_tokenizer, tmp_path, corpus):
+    """A renamed or copied file is not prepared again (its documents would be added twice)."""
+    out = tmp_path / "out"
+    run(list(corpus), out, small_tokenizer)
+    before = tree_bytes(out)
+    moved = tmp_path / "moved" / "renamed.txt"
+    moved.parent.mkdir()
+    corpus[0].rename(moved)
+    copy = tmp_path / "moved" / "copy.txt"
+    copy.write_bytes(corpus[1].read_bytes())
+    again = run([moved, corpus[1], copy], out, small_tokenizer)
+    assert again.nothing_to_do and again.new_inputs == []
+    assert again.same_content_as == {str(moved): str(corpus[0]), str(copy): str(corpus[1])}
+    assert tree_bytes(out) == before
+
+
+def test_two_copies_in_one_run_are_prepared_once(small_tokenizer, tmp_path, corpus):
+    out, fresh = tmp_path / "out", tmp_path / "fresh"
+    copy = tmp_path / "copy.txt"
+    copy.write_bytes(corpus[0].read_bytes())
+    result = run([corpus[0], copy], out, small_tokenizer)
+    assert result.new_inputs == [str(corpus[0])]
+    assert result.same_content_as == {str(copy): str(corpus[0])}
+    run([corpus[0]], fresh, small_tokenizer)
+    for split in ("train", "val"):
+        assert np.array_equal(read_split(out, split), read_split(fresh, split))
+
+
+def test_cli_lists_inputs_with_known_content(small_tokenizer, tmp_path, corpus, capsys):
+    from data_io.cli import main
+
+    out = tmp_path / "out"
+    run([corpus[0]], out, small_tokenizer)
+    copy = tmp_path / "copy.txt"
+    copy.write_bytes(corpus[0].read_bytes())
+    code = main(
+        [
+            "prepare",
+            str(copy),
+            "-o",
+            str(out),
+            "--tokenizer",
+            str(small_tokenizer),
+            "--tokens-per-shard",
+            "500",
+        ]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "nothing to do" in printed and "same content as an input already prepared" in printed
+    assert f"{copy} = {corpus[0]}" in printed.replace("\n", "")
