@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
-
 import bz2
 import gzip
 import json
 import lzma
+import os
 import shutil
 from pathlib import Path
 
