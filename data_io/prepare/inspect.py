@@ -31,6 +31,7 @@ __all__ = ["InspectReport", "inspect_path", "register"]
 
 _PREVIEW_CHARS = 200
 _BLOCK = 1 << 22  # tokens read at a time when scanning a shard
+_FLAT_PREVIEW_TOKENS = 1 << 16  # head of a flat folder's first shard, cut into documents
 
 
 @dataclass
@@ -113,18 +114,23 @@ def _inspect_prepared(folder: Path, documents: int, verify: bool) -> InspectRepo
     }
     if (folder / STATE_DIR / "journal.json").is_file():
         report.problems.append(
-            f"{folder}: a run was interrupted (.prepare/journal.json); the next `data_io "
-            "prepare` into this folder rolls it back"
+            f"{folder}: a run was interrupted (.prepare/journal.json); the metadata and the "
+            "listed shards are the last finished run's, and the next `data_io prepare` into "
+            "this folder rolls the rest back (re-run the same command to redo the run)"
         )
     rows = []
+    exclusive = _eos_only_between_documents(folder, meta)
     for split in SPLITS:
         recorded = meta["splits"][split]
         found_docs = _check_split(folder / split, recorded, dtype, fmt, eos, vocab, verify, report)
-        if found_docs != recorded["documents"]:
+        if found_docs < recorded["documents"] or (exclusive and found_docs > recorded["documents"]):
             report.problems.append(
-                f"{folder / split}: {found_docs} documents (EOS tokens) in the shards, the "
-                f"metadata records {recorded['documents']}; re-prepare into a new folder"
+                f"{folder / split}: {found_docs} EOS tokens in the shards, the metadata records "
+                f"{recorded['documents']} documents (each ends with one); the shards were "
+                "changed: re-prepare into a new folder"
             )
+        elif found_docs > recorded["documents"]:
+            report.facts[f"{split}_eos_inside_text"] = found_docs - recorded["documents"]
         rows.append(
             {
                 "split": split,
@@ -164,12 +170,17 @@ def _check_split(
     if folder.is_dir():
         for path in sorted(folder.iterdir()):
             if path.name not in names:
-                what = (
-                    "temporary file of an unfinished run"
-                    if path.name.startswith(".")
-                    else ("file the metadata does not list")
-                )
-                report.problems.append(f"{path}: a {what}; remove it (or re-run prepare)")
+                if path.name.startswith("."):
+                    advice = (
+                        "a temporary file of an unfinished run; the next `data_io prepare` into "
+                        "this folder removes it"
+                    )
+                else:
+                    advice = (
+                        "a file the metadata does not list (prepare did not write it, and a "
+                        "loader reading the folder would take it for a shard); move it out"
+                    )
+                report.problems.append(f"{path}: {advice}")
     eos_count = 0
     for shard in recorded["shards"]:
         path = folder / shard["name"]
@@ -200,6 +211,24 @@ def _check_split(
                 f"{path}: content differs from the recorded sha256; the shard was changed"
             )
     return eos_count
+
+
+def _eos_only_between_documents(folder: Path, meta: dict[str, Any]) -> bool:
+    """Whether the EOS id can only come from prepare (so the EOS count is the document count).
+
+    prepare encodes special tokens inside text as plain text, so a special added token (and the
+    char tokenizer's EOS) never comes out of a document; an ordinary vocabulary token named with
+    ``--eos-token`` (say ".") does, and then the count is only a lower bound.
+    """
+    if meta["tokenizer"]["kind"] == "char":
+        return True
+    try:
+        spec = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+        added = spec.get("added_tokens") or []
+    except (OSError, ValueError, AttributeError):
+        return False  # the tokenizer problem is reported on its own
+    eos = int(meta["eos_id"])
+    return any(t.get("id") == eos and t.get("special") for t in added if isinstance(t, dict))
 
 
 def _decoder(folder: Path, meta: dict[str, Any]) -> Any:
@@ -250,9 +279,44 @@ def _inspect_flat(folder: Path, documents: int, tokenizer: str | None) -> Inspec
     report.tables["shards"] = [{"shard": s.path.name, "tokens": s.tokens} for s in shards[:20]]
     report.facts["tokens"] = sum(s.tokens for s in shards)
     if tokenizer and documents:
-        first = np.asarray(dataset[0]["input_ids"])  # a taste of the stream, decoded
-        report.samples = [_preview(_hf_decode(tokenizer, first.tolist()))]
+        first = shards[0]
+        head = np.memmap(
+            first.path,
+            dtype=first.dtype,
+            mode="r",
+            offset=first.offset,
+            shape=(min(first.tokens, _FLAT_PREVIEW_TOKENS),),
+        )
+        report.samples = [
+            _preview(_hf_decode(tokenizer, doc.tolist()))
+            for doc in _documents_of(np.asarray(head), _declared_eos(folder), documents)
+        ]
     return report
+
+
+def _declared_eos(folder: Path) -> int | None:
+    """The EOS id a flat folder's ``dataset_metadata.json`` declares (MyPT writes one), if any."""
+    try:
+        meta = json.loads((folder / "dataset_metadata.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    for key in ("eos_id", "eos_token_id"):
+        value = meta.get(key) if isinstance(meta, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def _documents_of(tokens: np.ndarray, eos: int | None, count: int) -> list[np.ndarray]:
+    """The first ``count`` documents of a token stream cut at ``eos``; with no EOS known, the
+    head of the stream as one piece."""
+    if eos is None:
+        return [tokens]
+    pieces, start = [], 0
+    for end in np.flatnonzero(tokens == eos)[:count]:
+        pieces.append(tokens[start:end])
+        start = int(end) + 1
+    return pieces or [tokens]
 
 
 def _hf_decode(tokenizer: str, ids: list[int]) -> str:

@@ -65,10 +65,33 @@ def test_truncated_missing_and_stray_files_are_found(prepared: Path):
     assert "shard_00002.bin: missing" in problems
     assert ".shard_00009.bin.tmp: a temporary file of an unfinished run" in problems
     assert "a run was interrupted" in problems
-    assert "documents (EOS tokens) in the shards" in problems
+    assert "EOS tokens in the shards, the metadata records" in problems
 
 
-def test_flat_folder_without_prepare_metadata(prepared: Path, tmp_path: Path):
+def test_unlisted_file_is_reported_with_what_to_do(prepared: Path):
+    (prepared / "train" / "notes.bin").write_bytes(b"\x00\x00")
+    problems = inspect_path(prepared).problems
+    assert len(problems) == 1 and "notes.bin: a file the metadata does not list" in problems[0]
+    assert "move it out" in problems[0]
+
+
+def test_eos_that_text_can_produce_is_not_a_problem(small_tokenizer: Path, tmp_path: Path):
+    """With an ordinary token as EOS, documents may hold it: the count is a lower bound."""
+    docs = [f"sentence one. sentence two. document {i}." for i in range(40)]
+    write_txt(tmp_path / "a.txt", docs)
+    out = tmp_path / "out"
+    run([tmp_path / "a.txt"], out, small_tokenizer, eos_token=".", val_fraction=0.0)
+    report = inspect_path(out)
+    assert report.ok, report.problems
+    assert report.facts["train_eos_inside_text"] >= 3 * len(docs)
+    shard = sorted((out / "train").glob("*.bin"))[0]
+    shard.write_bytes(shard.read_bytes()[: -2 * 10])  # cut: fewer EOS than documents
+    assert any("bytes, expected" in p for p in inspect_path(out).problems)
+
+
+def test_flat_folder_without_prepare_metadata(
+    prepared: Path, small_tokenizer: Path, tmp_path: Path
+):
     report = inspect_path(prepared / "train")
     assert report.ok and report.kind == "flat shard folder"
     meta = json.loads((prepared / "dataset_metadata.json").read_text())
@@ -78,6 +101,23 @@ def test_flat_folder_without_prepare_metadata(prepared: Path, tmp_path: Path):
     bare.mkdir()
     (bare / "s.bin").write_bytes(b"\x00" * 8)
     assert "without a declared token dtype" in inspect_path(bare).problems[0]
+    report = inspect_path(prepared / "train", tokenizer=str(small_tokenizer), documents=2)
+    assert len(report.samples) == 1 and len(report.samples[0]) > 100  # the stream's head
+
+
+def test_flat_folder_with_a_declared_eos_decodes_documents(
+    prepared: Path, small_tokenizer: Path, tmp_path: Path
+):
+    meta = json.loads((prepared / "dataset_metadata.json").read_text())
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    for shard in (prepared / "train").glob("*.bin"):
+        (flat / shard.name).write_bytes(shard.read_bytes())
+    declared = {"dtype": meta["dtype"], "eos_id": meta["eos_id"]}
+    (flat / "dataset_metadata.json").write_text(json.dumps(declared))
+    report = inspect_path(flat, tokenizer=str(small_tokenizer), documents=2)
+    assert report.ok, report.problems
+    assert report.samples == inspect_path(prepared, documents=2).samples
 
 
 def test_sampled_folder(tmp_path: Path):
