@@ -58,6 +58,8 @@ class PrepareResult:
     skipped_files: list[str]
     # Inputs skipped because their content was prepared under another name: name -> that name.
     same_content_as: dict[str, str] = field(default_factory=dict)
+    # Files an interrupted earlier run had left, removed or cut back before this run.
+    rolled_back: list[str] = field(default_factory=list)
     documents_read: int = 0
     bytes_read: int = 0
     text_chars: int = 0
@@ -150,7 +152,7 @@ def prepare(
     clean = CleanOptions(bool(normalize), bool(filter), min_line_chars, min_doc_chars)
 
     out = Path(output).expanduser()
-    metadata = open_output(out)
+    metadata, rolled_back = open_output(out)
     sources, skipped = expand_inputs(list(inputs), read)
     _check_output_outside(out, list(inputs), sources)
     tok = load_tokenizer(tokenizer, eos_token, out)
@@ -170,6 +172,7 @@ def prepare(
         check_same_options(out, metadata, options)
     new, known, same_as = _plan_inputs(sources, metadata)
     result = PrepareResult(str(out), not new, [s.name for s, _ in new], known, skipped, same_as)
+    result.rolled_back = rolled_back
     recorded_dtype = metadata["dtype"] if metadata else None
     growable = tok.kind == "char"
     check_dtype(dtype, tok.vocab_size, recorded_dtype, growable=growable)  # before any work

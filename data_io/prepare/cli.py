@@ -149,6 +149,11 @@ def print_summary(result: PrepareResult) -> None:
     from data_io.console import summary_console
 
     console = summary_console()
+    if result.rolled_back:
+        console.print(
+            f"prepare: rolled back an interrupted run first ({len(result.rolled_back)} files "
+            "removed or cut back to the last finished run)"
+        )
     if result.nothing_to_do:
         console.print(
             f"prepare: nothing to do: all {len(result.known_inputs)} inputs are already in "
@@ -168,9 +173,7 @@ def print_summary(result: PrepareResult) -> None:
     if result.skipped_files:
         shown = result.skipped_files[:5]
         more = len(result.skipped_files) - len(shown)
-        console.print(
-            f"  skipped {len(result.skipped_files)} files, each with its reason:"
-        )
+        console.print(f"  skipped {len(result.skipped_files)} files, each with its reason:")
         for name in shown:
             console.print(f"    {name}", markup=False)
         if more:

@@ -76,13 +76,14 @@ def _read_metadata(out: Path) -> dict[str, Any] | None:
     return content
 
 
-def open_output(out: Path) -> dict[str, Any] | None:
-    """The metadata of the dataset in ``out`` (None when it is new), after rolling back an
-    interrupted run; a folder holding anything else is an error."""
+def open_output(out: Path) -> tuple[dict[str, Any] | None, list[str]]:
+    """The metadata of the dataset in ``out`` (None when it is new) and the files an
+    interrupted run had left, rolled back here (removed or cut back to their recorded size);
+    a folder holding anything else is an error."""
     if out.exists() and not out.is_dir():
         raise OutputError(f"{out} is a file; pass a folder for the dataset")
     if not out.exists():
-        return None
+        return None, []
     metadata = _read_metadata(out)
     journal = out / STATE_DIR / JOURNAL
     if metadata is None and not journal.is_file():
@@ -93,9 +94,8 @@ def open_output(out: Path) -> dict[str, Any] | None:
                 f"{out} holds files data_io prepare did not write ({listed}) and no "
                 f"{METADATA_FILE}; pass an empty or new output folder"
             )
-    if journal.is_file():
-        rollback(out, metadata)
-    return metadata
+    undone = rollback(out, metadata) if journal.is_file() else []
+    return metadata, undone
 
 
 def split_records(metadata: dict[str, Any] | None, split: str) -> list[ShardRecord]:
@@ -137,7 +137,9 @@ def rollback(out: Path, metadata: dict[str, Any] | None) -> list[str]:
             shutil.rmtree(path)
         else:
             path.unlink()
-    (state / JOURNAL).unlink(missing_ok=True)
+    if (state / JOURNAL).is_file():
+        (state / JOURNAL).unlink()
+        undone.append(str(state / JOURNAL))
     if metadata is None and state.is_dir():
         state.rmdir()  # a first run leaves nothing behind, so the folder can be reused
     return undone

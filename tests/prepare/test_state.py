@@ -138,6 +138,8 @@ def test_run_killed_after_renames_is_redone_cleanly(small_tokenizer, tmp_path, c
     assert (out / ".prepare" / "journal.json").is_file()
     redone = run(list(corpus), out, small_tokenizer)
     assert redone.new_inputs == [str(corpus[1])]
+    assert str(out / ".prepare" / "journal.json") in redone.rolled_back
+    assert any("/train/shard_" in name for name in redone.rolled_back)  # the uncommitted shards
     run(list(corpus), fresh, small_tokenizer)
     assert tree_bytes(out) == tree_bytes(fresh)
     assert sorted(p.name for p in (out / ".prepare").iterdir()) == ["hashes_00001.u64"]
@@ -150,7 +152,7 @@ def test_first_run_killed_leaves_a_reusable_folder(small_tokenizer, tmp_path, co
         with pytest.raises(KeyboardInterrupt):
             run(list(corpus), out, small_tokenizer)
     assert list((out / "train").glob("shard_*.bin"))  # it looks written, but is not committed
-    run(list(corpus), out, small_tokenizer)
+    assert run(list(corpus), out, small_tokenizer).rolled_back
     run(list(corpus), fresh, small_tokenizer)
     assert tree_bytes(out) == tree_bytes(fresh)
 
@@ -207,6 +209,8 @@ def test_sigkill_at_the_worst_moment_is_redone_cleanly(small_tokenizer, tmp_path
     assert (out / ".prepare" / "journal.json").is_file()
     redone = run(list(corpus), out, small_tokenizer)
     assert redone.new_inputs == [str(corpus[1])]
+    assert str(out / ".prepare" / "journal.json") in redone.rolled_back
+    assert any("/train/shard_" in name for name in redone.rolled_back)  # the uncommitted shards
     run(list(corpus), fresh, small_tokenizer)
     assert tree_bytes(out) == tree_bytes(fresh)
 
@@ -262,3 +266,18 @@ def test_cli_lists_inputs_with_known_content(small_tokenizer, tmp_path, corpus, 
     printed = capsys.readouterr().out
     assert "nothing to do" in printed and "same content as an input already prepared" in printed
     assert f"{copy} = {corpus[0]}" in printed.replace("\n", "")
+
+
+def test_cli_says_an_interrupted_run_was_rolled_back(
+    small_tokenizer, tmp_path, corpus, monkeypatch, capsys
+):
+    from data_io.cli import main
+
+    out = tmp_path / "out"
+    with monkeypatch.context() as patch:
+        killed_before_commit(patch)
+        with pytest.raises(KeyboardInterrupt):
+            run([corpus[0]], out, small_tokenizer)
+    argv = ["prepare", str(corpus[0]), "-o", str(out), "--tokenizer", str(small_tokenizer)]
+    assert main([*argv, "--tokens-per-shard", "500"]) == 0
+    assert "rolled back an interrupted run first" in capsys.readouterr().out
