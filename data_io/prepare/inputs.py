@@ -428,8 +428,14 @@ def _parquet_documents(
             "NAME for the column holding the text"
         )
     row = 0
+    total_rows = max(parquet.metadata.num_rows, 1)
+    reported = 0  # bytes of the file counted so far: its size in proportion to the rows read
     try:
         for batch in parquet.iter_batches(batch_size=_PARQUET_BATCH_ROWS, columns=[field]):
+            if progress is not None:
+                done = source.size * min(row + batch.num_rows, total_rows) // total_rows
+                progress(done - reported)
+                reported = done
             for value in batch.column(0).to_pylist():
                 if value is None:
                     raise InputError(
@@ -442,8 +448,8 @@ def _parquet_documents(
         raise InputError(
             f"{source.name}: cannot read rows after row {row} ({err}); re-write or re-download it"
         ) from err
-    if progress is not None:
-        progress(source.size)
+    if progress is not None and source.size > reported:
+        progress(source.size - reported)
 
 
 def _is_view(kind: Any) -> bool:

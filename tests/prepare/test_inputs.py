@@ -103,6 +103,19 @@ def test_parquet_column(tmp_path: Path):
     assert read_all(path)[0] == ["x"]
 
 
+def test_parquet_progress_moves_with_the_rows_and_adds_up_to_the_file(tmp_path: Path):
+    path = tmp_path / "a.parquet"
+    rows = 3 * 2048 + 5  # four batches
+    pq.write_table(pa.table({"text": [f"row {i}" for i in range(rows)]}), path)
+    read = ReadOptions()
+    (source,), _ = expand_inputs([path], read)
+    steps: list[int] = []
+    docs = list(read_documents(source, read, ReadStats(), steps.append))
+    assert len(docs) == rows
+    assert len([s for s in steps if s]) >= 4 and all(s >= 0 for s in steps)
+    assert sum(steps) == source.size == path.stat().st_size
+
+
 def test_parquet_without_the_column_or_with_another_type(tmp_path: Path):
     path = tmp_path / "a.parquet"
     pq.write_table(pa.table({"body": ["x"]}), path)
