@@ -242,7 +242,7 @@ def _plan_inputs(
             else:
                 new.append((source, entry))
                 by_content[entry["sha256"]] = source.name  # a second copy in this same run
-        elif entry["sha256"] == old["sha256"]:
+        elif _same_content(entry["sha256"], old["sha256"]):
             known.append(source.name)
         else:
             raise InputError(
@@ -254,11 +254,37 @@ def _plan_inputs(
     return new, known, same_as
 
 
+def _same_content(now: str, then: str) -> bool:
+    """Equal identities; a Hub dataset whose revision could not be asked (offline) on one of
+    the two runs is taken as the same (its id is all there is to compare)."""
+    if now == then:
+        return True
+    if not (now.startswith("hub:") and then.startswith("hub:")):
+        return False
+    (now_id, _, now_revision), (then_id, _, then_revision) = now.partition("@"), then.partition("@")
+    return now_id == then_id and not (now_revision and then_revision)
+
+
+def _hub_revision(name: str) -> str | None:
+    """The commit a Hub dataset id points at now, or None offline (then the id alone names it)."""
+    from data_io.hub import hub_unreachable
+
+    if hub_unreachable() is not None:
+        return None
+    from huggingface_hub import HfApi
+
+    try:
+        return HfApi().dataset_info(name, timeout=10).sha
+    except Exception:  # unknown id, gated, network trouble: the read itself will say what
+        return None
+
+
 def _identity(source: Source, old: dict[str, Any] | None) -> dict[str, Any]:
     """Name, kind, size, mtime and content hash; the hash is reused when size and mtime match."""
     entry: dict[str, Any] = {"name": source.name, "kind": source.kind, "sha256": None}
     if source.kind == "datasets" and not Path(source.name).exists():
-        entry["sha256"] = f"hub:{source.name}"
+        revision = _hub_revision(source.name)
+        entry["sha256"] = f"hub:{source.name}" + (f"@{revision}" if revision else "")
         return entry
     path = Path(source.name)
     if path.is_dir():
