@@ -1,15 +1,14 @@
 //! Writes one task folder's arrays (formats.md §3) as streams: tokens and offsets go to disk
-//! batch by batch, and each `.npy` header gets its final length when the writer finishes.
+//! batch by batch, and each `.npy` header gets its final length when the writer finishes. The
+//! files are byte-identical to the original tool's for the same input (`npy_stream`).
 
-use std::fs::File;
-use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
-use npyz::{NpyWriter, WriterBuilder};
 use serde::Serialize;
 
 use crate::error::{Error, IoContext, Result};
 use crate::layout::EncodedRow;
+use crate::npy_stream::{NpyElement, NpyStream};
 
 /// Element type of `tokens.npy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -45,10 +44,11 @@ pub const ARRAY_FILES: [&str; 5] = [
     "resp_len.npy",
 ];
 
-type Npy<T> = NpyWriter<T, BufWriter<File>>;
+type Npy<T> = NpyStream<T>;
 
 enum TokenSink {
-    U16(Npy<u16>),
+    /// With a scratch buffer for the narrowing from the encoder's u32 ids.
+    U16(Npy<u16>, Vec<u16>),
     U32(Npy<u32>),
 }
 
@@ -63,21 +63,16 @@ pub struct TaskWriter {
     rows: u64,
 }
 
-fn open_npy<T: npyz::AutoSerialize>(dir: &Path, name: &str) -> Result<Npy<T>> {
+fn open_npy<T: NpyElement>(dir: &Path, name: &str) -> Result<Npy<T>> {
     let path = dir.join(name);
-    let file = File::create(&path).ctx("cannot create", &path)?;
-    npyz::WriteOptions::new()
-        .default_dtype()
-        .writer(BufWriter::with_capacity(1 << 20, file))
-        .begin_1d()
-        .ctx("cannot write", &path)
+    NpyStream::create(&path).ctx("cannot create", &path)
 }
 
 impl TaskWriter {
     /// Start writing the arrays into `dir` (an existing, empty folder).
     pub fn create(dir: &Path, dtype: TokenDtype) -> Result<Self> {
         let tokens = match dtype {
-            TokenDtype::Uint16 => TokenSink::U16(open_npy(dir, ARRAY_FILES[0])?),
+            TokenDtype::Uint16 => TokenSink::U16(open_npy(dir, ARRAY_FILES[0])?, Vec::new()),
             TokenDtype::Uint32 => TokenSink::U32(open_npy(dir, ARRAY_FILES[0])?),
         };
         Ok(TaskWriter {
@@ -100,14 +95,18 @@ impl TaskWriter {
             move |e| Error::io("cannot write", &path, e)
         };
         match &mut self.tokens {
-            TokenSink::U32(w) => w.extend(row.tokens.iter().copied()),
-            TokenSink::U16(w) => {
-                if let Some(big) = row.tokens.iter().find(|&&t| t > u16::MAX as u32) {
-                    return Err(Error::Output(format!(
-                        "token id {big} does not fit uint16; use --token-dtype uint32"
-                    )));
+            TokenSink::U32(w) => w.extend(&row.tokens),
+            TokenSink::U16(w, narrow) => {
+                narrow.clear();
+                for &token in &row.tokens {
+                    let Ok(small) = u16::try_from(token) else {
+                        return Err(Error::Output(format!(
+                            "token id {token} does not fit uint16; use --token-dtype uint32"
+                        )));
+                    };
+                    narrow.push(small);
                 }
-                w.extend(row.tokens.iter().map(|&t| t as u16))
+                w.extend(narrow)
             }
         }
         .map_err(|e| failed(ARRAY_FILES[0])(e))?;
@@ -121,7 +120,7 @@ impl TaskWriter {
             &mut self.resp_len,
         ];
         for ((writer, value), name) in writers.into_iter().zip(values).zip(&ARRAY_FILES[1..]) {
-            writer.push(&value).map_err(|e| failed(name)(e))?;
+            writer.push(value).map_err(|e| failed(name)(e))?;
         }
         self.offset += inst_len + resp_len;
         self.rows += 1;
@@ -141,7 +140,7 @@ impl TaskWriter {
         let dir = self.dir;
         let finish = |r: std::io::Result<()>, name: &str| r.ctx("cannot finish", &dir.join(name));
         match self.tokens {
-            TokenSink::U16(w) => finish(w.finish(), ARRAY_FILES[0])?,
+            TokenSink::U16(w, _) => finish(w.finish(), ARRAY_FILES[0])?,
             TokenSink::U32(w) => finish(w.finish(), ARRAY_FILES[0])?,
         }
         finish(self.inst_start.finish(), ARRAY_FILES[1])?;

@@ -53,6 +53,30 @@ def test_layout_matches_the_tokenizers_oracle_row_by_row(small_tokenizer: Path, 
         assert meta["source_size"] == source.stat().st_size and "source_mtime" in meta
 
 
+def original_npy_bytes(array: np.ndarray) -> bytes:
+    """The bytes the original data_io writes for a 1-D array: the header dict as a Python
+    literal without numpy's trailing ", }", spaces to a 64-byte boundary, then a newline."""
+    fields = f"{{'descr': '{array.dtype.str}', 'fortran_order': False, 'shape': ({len(array)},)}}"
+    body = fields.encode("ascii")
+    total = 10 + len(body) + 1
+    padded = body + b" " * (64 - total % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(padded).to_bytes(2, "little") + padded + array.tobytes()
+
+
+def test_arrays_are_byte_identical_to_the_original_tools(small_tokenizer: Path, tmp_path: Path):
+    """The original's users compare runs by the SHA-256 of the .npy files."""
+    out = tmp_path / "out"
+    tokenize([EXAMPLE_ROWS], out, tokenizer_path=small_tokenizer, progress=False)
+    for task in EXAMPLE_TASKS:
+        for name, array in load_task(out / task).items():
+            data = (out / task / f"{name}.npy").read_bytes()
+            assert data == original_npy_bytes(np.ascontiguousarray(array)), f"{task}/{name}"
+    empty = np.zeros(0, dtype="<u8")
+    assert original_npy_bytes(empty)[10:].startswith(
+        b"{'descr': '<u8', 'fortran_order': False, 'shape': (0,)} "
+    )
+
+
 def test_tokenizer_info_has_the_original_keys(small_tokenizer: Path, tmp_path: Path):
     tokenize([EXAMPLE_ROWS], tmp_path / "out", tokenizer_path=small_tokenizer, progress=False)
     info = json.loads((tmp_path / "out" / "tokenizer_info.json").read_text())
