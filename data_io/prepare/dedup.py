@@ -65,7 +65,8 @@ def parse_memory(value: str | int) -> int:
 
 def hash_texts(texts: list[str]) -> NDArray[np.uint64]:
     """The 128-bit BLAKE2b hash of each text's UTF-8 bytes, as ``(n, 2)`` uint64 (hi, lo)."""
-    digests = b"".join(hashlib.blake2b(t.encode("utf-8"), digest_size=16).digest() for t in texts)
+    blake2b = hashlib.blake2b
+    digests = b"".join([blake2b(t.encode("utf-8"), digest_size=16).digest() for t in texts])
     return np.frombuffer(digests, dtype=">u8").astype(np.uint64).reshape(-1, 2)
 
 

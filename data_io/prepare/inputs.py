@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import orjson
+
 from data_io.errors import ConfigError, InputError
 
 __all__ = [
@@ -151,7 +153,9 @@ def _file_source(path: Path, *, explicit: bool) -> Source | None:
             f"{path}: cannot tell the format from the extension; inputs are {_SUPPORTED}, "
             "folders of them, or Hub dataset ids"
         )
-    resolved = path.resolve()
+    # A file found by walking a resolved folder is already its resolved path unless it is a
+    # link (the walk does not enter linked folders); resolving costs a syscall per component.
+    resolved = path if not explicit and not path.is_symlink() else path.resolve()
     return Source(str(resolved), kind, compression, resolved.stat().st_size, explicit)
 
 
@@ -159,8 +163,9 @@ def _folder_sources(folder: Path, skipped: list[str], options: ReadOptions) -> l
     if any((folder / marker).exists() for marker in _DATASETS_MARKERS):
         return [_datasets_source(str(folder), options)]
     found: list[Source] = []
+    depth = len(folder.parts)
     for path in sorted(folder.rglob("*")):
-        relative = path.relative_to(folder).parts
+        relative = path.parts[depth:]
         if any(part.startswith(".") for part in relative) or path.is_dir():
             continue
         if not path.is_file():  # listed, so that nothing is left out without a word
@@ -280,31 +285,67 @@ def _chunks(source: Source, progress: _Progress | None) -> Iterator[bytes]:
 _BOM = b"\xef\xbb\xbf"
 
 
-def _lines(source: Source, progress: _Progress | None) -> Iterator[tuple[int, int, bytes]]:
-    """(line number from 1, byte offset in the decompressed text, line without its newline).
+def _pieces(source: Source, progress: _Progress | None) -> Iterator[tuple[int, int, bytes]]:
+    """(number of the first line from 1, its byte offset in the decompressed text, bytes).
 
+    The text in pieces of whole lines (a chunk up to its last newline), so that a piece is
+    decoded and split at C speed; only the file's last piece may lack its final newline. A line
+    longer than a chunk is gathered in a list (joined once, not re-copied per chunk).
     A UTF-8 byte-order mark at the start of the text (Windows editors write one) is dropped:
     it is not part of the first document, and JSON parsers refuse it."""
-    pending = b""
-    number = 0
-    offset = 0
-    first = True
+    pending: list[bytes] = []  # the start of a line that began in earlier chunks
+    number, offset, first = 1, 0, True
     for chunk in _chunks(source, progress):
         if not chunk:
             continue
         if first:
             first = False
-            if (pending + chunk).startswith(_BOM):
-                chunk, offset = (pending + chunk)[len(_BOM) :], len(_BOM)
-                pending = b""
-        parts = (pending + chunk).split(b"\n")
-        pending = parts.pop()
-        for line in parts:
-            number += 1
-            yield number, offset, line
-            offset += len(line) + 1
-    if pending:
-        yield number + 1, offset, pending
+            if chunk.startswith(_BOM):
+                chunk, offset = chunk[len(_BOM) :], len(_BOM)
+        cut = chunk.rfind(b"\n") + 1
+        if cut == 0:
+            pending.append(chunk)
+            continue
+        piece = b"".join([*pending, chunk[:cut]]) if pending else chunk[:cut]
+        pending = [chunk[cut:]] if cut < len(chunk) else []
+        yield number, offset, piece
+        number += piece.count(b"\n")
+        offset += len(piece)
+    tail = b"".join(pending)
+    if tail:
+        yield number, offset, tail
+
+
+def _piece_lines(
+    number: int, offset: int, piece: bytes, source: Source, options: ReadOptions, stats: ReadStats
+) -> Iterator[str]:
+    """The lines of ``piece`` (the last one empty when it ends with a newline), decoded whole at
+    C speed; a piece with invalid UTF-8 is decoded lazily line by line instead, so that its
+    error (or count of replaced lines) names the exact line and byte offset, and comes after
+    the errors of the lines before it."""
+    try:
+        return iter(piece.decode("utf-8").split("\n"))
+    except UnicodeDecodeError:
+        return _each_line(number, offset, piece, source, options, stats)
+
+
+def _piece_text(
+    number: int, offset: int, piece: bytes, source: Source, options: ReadOptions, stats: ReadStats
+) -> str:
+    """``piece`` decoded (as the lines of ``_piece_lines`` joined, without splitting it when
+    it is valid)."""
+    try:
+        return piece.decode("utf-8")
+    except UnicodeDecodeError:
+        return "\n".join(_each_line(number, offset, piece, source, options, stats))
+
+
+def _each_line(
+    number: int, offset: int, piece: bytes, source: Source, options: ReadOptions, stats: ReadStats
+) -> Iterator[str]:
+    for index, line in enumerate(piece.split(b"\n")):
+        yield _decode(line, f"{source.name}: line {number + index}", offset, source, options, stats)
+        offset += len(line) + 1
 
 
 def _decode(
@@ -324,44 +365,90 @@ def _decode(
         return line.decode("utf-8", "replace")
 
 
+def _text_lines(
+    source: Source, options: ReadOptions, stats: ReadStats, progress: _Progress | None
+) -> Iterator[str]:
+    """The decoded text in pieces of whole lines joined by newlines (no final newline), each
+    line without one trailing carriage return (CRLF files)."""
+    for number, offset, piece in _pieces(source, progress):
+        text = _piece_text(number, offset, piece, source, options, stats)
+        if "\r" in text:
+            # Removing the CR of each CRLF drops one trailing CR per line, except on the
+            # file's last line when it has no newline: that one is dropped here.
+            text = text.replace("\r\n", "\n")
+            if text.endswith("\r"):
+                text = text[:-1]
+        yield text[:-1] if text.endswith("\n") else text
+
+
+# A run of blank lines (only whitespace, as str.strip sees it: re's \s is the same set), with
+# the newline that ends the line before it; the text is padded with a newline at each end.
+_BLANK_LINES = re.compile(r"\n(?:[^\S\n]*\n)+")
+
+
 def _txt_documents(
     source: Source, options: ReadOptions, stats: ReadStats, progress: _Progress | None
 ) -> Iterator[str]:
     """A document per line (``doc_per_line``) or per block of lines between blank lines."""
-    block: list[str] = []
-    for number, offset, raw in _lines(source, progress):
-        line = _decode(raw, f"{source.name}: line {number}", offset, source, options, stats)
-        if line.endswith("\r"):
-            line = line[:-1]
+    open_block: list[str] = []  # lines of the block that runs on from earlier pieces
+    for text in _text_lines(source, options, stats, progress):
         if options.doc_per_line:
-            if line.strip():
-                yield line
-        elif line.strip():
-            block.append(line)
-        elif block:
-            yield "\n".join(block)
-            block = []
-    if block:
-        yield "\n".join(block)
+            yield from [line for line in text.split("\n") if line.strip()]
+            continue
+        parts = _BLANK_LINES.split(f"\n{text}\n")
+        if len(parts) == 1:  # no blank line: the whole piece continues the open block
+            open_block.append(text)
+            continue
+        head, *middle, tail = parts
+        if head:
+            open_block.append(head[1:])
+        if open_block:
+            yield "\n".join(open_block)
+        yield from middle
+        open_block = [tail[:-1]] if tail else []
+    if open_block:
+        yield "\n".join(open_block)
 
 
 def _jsonl_documents(
     source: Source, options: ReadOptions, stats: ReadStats, progress: _Progress | None
 ) -> Iterator[str]:
     field = options.text_field
-    for number, offset, raw in _lines(source, progress):
-        where = f"{source.name}: line {number}"
-        line = _decode(raw, where, offset, source, options, stats)
-        if not line.strip():
-            continue  # a blank line (often the last) holds no row
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise InputError(
-                f"{where}: not valid JSON ({err}); each line must hold one JSON object"
-            ) from err
-        text = _field_text(row, field, where)
-        yield text if text.isascii() else _valid_unicode(text, where, options, stats)
+    for number, offset, piece in _pieces(source, progress):
+        lines = _piece_lines(number, offset, piece, source, options, stats)
+        for index, line in enumerate(lines):
+            if line.strip():  # a blank line (often the last) holds no row
+                where = f"{source.name}: line {number + index}"
+                yield _jsonl_text(line, field, where, options, stats)
+
+
+def _jsonl_text(line: str, field: str, where: str, options: ReadOptions, stats: ReadStats) -> str:
+    """The text of one JSONL row. orjson parses (several times faster); a row it refuses or
+    that is not an object with a string ``field`` is parsed again by ``json``, whose result
+    and messages decide (it accepts what orjson does not: lone surrogate escapes, NaN)."""
+    try:
+        row = orjson.loads(line)
+        text = row.get(field) if type(row) is dict else None
+    except orjson.JSONDecodeError:
+        text = None
+    if type(text) is not str:
+        text = _json_text(line, field, where)
+    return text if text.isascii() else _valid_unicode(text, where, options, stats)
+
+
+def _json_text(line: str, field: str, where: str) -> str:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise InputError(
+            f"{where}: not valid JSON ({err}); each line must hold one JSON object"
+        ) from err
+    except RecursionError as err:  # json recurses per level of nesting
+        raise InputError(
+            f"{where}: JSON nested too deeply to read; each line must hold one JSON object "
+            "with the text in a top-level field"
+        ) from err
+    return _field_text(row, field, where)
 
 
 def _valid_unicode(text: str, where: str, options: ReadOptions, stats: ReadStats) -> str:

@@ -51,7 +51,8 @@ class Spool:
         }
 
     def append(self, ids: NDArray[np.uint32], offsets: NDArray[np.int64], val: NDArray[Any]):
-        self.files["tokens"].write(ids.astype(np.uint32, copy=False).tobytes())
+        # Written from the array's own buffer: a copy of every token (tobytes) costs as much.
+        self.files["tokens"].write(np.ascontiguousarray(ids, dtype=np.uint32).data)
         self.files["lengths"].write(np.diff(offsets).astype(np.int64).tobytes())
         self.files["val"].write(val.astype(np.bool_).tobytes())
         self.documents += len(offsets) - 1
@@ -89,6 +90,27 @@ def _batches(
         yield batch
 
 
+def _clean_and_hash(batch: list[str], clean: CleanOptions) -> _Cleaned:
+    """The kept documents of ``batch``, their hashes and the cleaning counts (in a worker)."""
+    stats = CleanStats()
+    texts = clean_batch(batch, clean, stats)
+    return texts, hash_texts(texts), stats
+
+
+_Cleaned = tuple[list[str], NDArray[np.uint64], CleanStats]
+
+
+def _cleaned_batches(batches: Iterator[list[str]], clean: CleanOptions) -> Iterator[_Cleaned]:
+    """``_clean_and_hash`` of each batch, in order, in this process.
+
+    Worker processes were tried: on 2 cores they gained nothing, and spawned workers import the
+    calling script (a trap for scripts without a main guard). Cleaning at scale belongs in the
+    Rust reader, where it can run on the encoder's threads.
+    """
+    for batch in batches:
+        yield _clean_and_hash(batch, clean)
+
+
 def encode_inputs(
     sources: list[Source],
     read: ReadOptions,
@@ -111,12 +133,12 @@ def encode_inputs(
         bar.advance_tokens(len(ids))
 
     numbered = spool.documents  # documents given a number (the spool lags by one batch)
+    batches = _batches(sources, read, stats, bar)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="prepare-encode") as encoder:
-        for batch in _batches(sources, read, stats, bar):
-            texts = clean_batch(batch, clean, clean_stats)
+        for texts, hashes, counts in _cleaned_batches(batches, clean):
+            clean_stats.add(counts)
             if not texts:
                 continue
-            hashes = hash_texts(texts)
             if dedup is not None:
                 dedup.add(hashes, numbered)
             numbered += len(texts)

@@ -4,9 +4,11 @@
   encoder (``data_io.encoder.TextEncoder``, parallel, GIL released), EOS from ``eos_token`` or
   the tokenizer's own (``tokenizer_config.json`` beside it, else ``<|endoftext|>``).
 * ``gpt2``: GPT-2's byte-level BPE. Neither ``tiktoken`` (it downloads ``vocab.bpe`` on first
-  use) nor ``tokenizers``/``transformers`` ship it in their package data, so it is taken from the
-  local Hugging Face cache (``openai-community/gpt2``), never from the network; without it the
-  error says how to fetch it once.
+  use) nor ``tokenizers``/``transformers`` ship it, but ``openai-whisper`` does (its
+  ``gpt2.tiktoken`` rank file): ``data_io.vocabularies`` builds the ``tokenizer.json`` from it,
+  from the installed package or the archive fetched once from PyPI (never a hub), with the same
+  ids as ``tiktoken``'s ``gpt2``; without PyPI, the local Hugging Face cache
+  (``openai-community/gpt2``) is used, and without either the error says how to get one.
 * ``char``: one id per character, as MyPT: the vocabulary is the characters of the prepared
   text, sorted, with ``<|endoftext|>`` as id 0; saved as ``tokenizer_state.json``. During the run
   the ids are provisional (the code points; EOS past the last code point) and ``remap`` turns
@@ -76,24 +78,32 @@ def load_tokenizer(spec: str, eos_token: str | int | None, out: Path) -> PrepTok
             )
         return CharTokenizer.continuing(out / CHAR_STATE_FILE)
     if spec == "gpt2":
-        return HfTokenizer(_gpt2_from_cache(), spec, eos_token)
+        return HfTokenizer(_gpt2_tokenizer(), spec, eos_token)
     return HfTokenizer(spec, spec, eos_token)
 
 
-def _gpt2_from_cache() -> Path:
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import LocalEntryNotFoundError
+def _gpt2_tokenizer() -> Path:
+    """GPT-2's ``tokenizer.json``: built from the rank file a PyPI package ships
+    (``data_io.vocabularies``: ``openai-whisper``'s ``gpt2.tiktoken``, read from the installed
+    package or its archive fetched once from PyPI), else the local Hugging Face cache."""
+    from data_io.vocabularies import vocabulary_path
 
     try:
-        return Path(hf_hub_download(GPT2_HUB_ID, "tokenizer.json", local_files_only=True))
-    except (LocalEntryNotFoundError, OSError, ValueError) as err:
-        raise TokenizerError(
-            "--tokenizer gpt2: the GPT-2 BPE is not shipped in the tiktoken, tokenizers or "
-            "transformers package data (tiktoken downloads it on first use), and "
-            f"{GPT2_HUB_ID} is not in the local Hugging Face cache; fetch it once where the "
-            f"network is reachable (`hf download {GPT2_HUB_ID} tokenizer.json --local-dir DIR`) "
-            "and pass --tokenizer DIR"
-        ) from err
+        return vocabulary_path("gpt2")
+    except (InputError, TokenizerError, ConfigError, OSError) as pypi_error:
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import LocalEntryNotFoundError
+
+        try:
+            return Path(hf_hub_download(GPT2_HUB_ID, "tokenizer.json", local_files_only=True))
+        except (LocalEntryNotFoundError, OSError, ValueError) as err:
+            raise TokenizerError(
+                f"--tokenizer gpt2: GPT-2's vocabulary could not be built from PyPI package data "
+                f"({pypi_error}), and {GPT2_HUB_ID} is not in the local Hugging Face cache; "
+                "install it where PyPI is reachable (`pip install --no-deps openai-whisper`), or "
+                f"fetch `hf download {GPT2_HUB_ID} tokenizer.json --local-dir DIR` and pass "
+                "--tokenizer DIR"
+            ) from err
 
 
 def _file_sha256(path: Path) -> str:

