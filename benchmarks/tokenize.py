@@ -6,6 +6,13 @@ same as Parquet, and the same rows in 64 small JSONL files. Figures are MB of in
 second, end to end (reading rows included for every contender).
 
     python -m benchmarks.tokenize [--workdir work/bench_tokenize] [--copies 4]
+
+``--race`` runs the encoder race of issue 12 instead (see ``race`` below): ``data_io tokenize``
+(default encoder, ``DATA_IO_ENCODER=hf``, and the floor) against ``tokenizers`` (this venv's and
+1.0rc in its own venv), tiktoken and gigatoken, on Debian's multilingual documentation
+(benchmarks/tokenize_corpus.py), 1 and 2 threads, first pass and warm, ids checked per text:
+
+    python -m benchmarks.tokenize --race [--mb 150] [--cjk-mb 20] [--vocab qwen] [--threads 1,2]
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import importlib.util
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -22,15 +30,24 @@ from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
 # This file's name shadows the standard library's `tokenize` (imported by pandas, linecache, ...):
-# take its folder off the import path and load the corpus helper by its path instead.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
-_spec = importlib.util.spec_from_file_location("corpus", _HERE / "corpus.py")
-corpus = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(corpus)
+# take its folder off the import path (put the checkout on it) and load helpers by their path.
+sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
+
+
+def _load_sibling(name: str):
+    """benchmarks/<name>.py by its path (imported on use: the race's children in another venv
+    have neither pyarrow nor data_io)."""
+    spec = importlib.util.spec_from_file_location(f"_bench_{name}", _HERE / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKENIZER = ROOT / "trained_tokenizers" / "bpe" / "tokenizer.json"
+DEFAULT_WORKDIR = ROOT / "work" / "bench_tokenize"
 
 
 def jsonl_texts(path: Path) -> list[str]:
@@ -202,19 +219,430 @@ def target_ratios(big: Path, workdir: Path, rounds: int = 3) -> dict[str, float]
     }
 
 
+# -- the encoder race (issue 12) ------------------------------------------------------------------
+# Every engine runs in its own process (its thread pool sized by RAYON_NUM_THREADS, its memory its
+# own), encodes the same texts twice (first pass, then warm: the same process again, so engines
+# that keep a cache across calls start with it full), and writes one 8-byte digest of its ids per
+# text, which the parent compares with the ids of `tokenizers` (this venv's) text by text.
+# MB counts UTF-8 bytes of text (instructions and responses), the same for every engine.
+RC_VENV = ROOT / "work" / "bench_venvs" / "tokenizers_rc"
+RC_VERSION = "1.0.0rc3"
+ORACLE = "tokenizers"
+ENGINES = {
+    "data_io": "data_io tokenize, default encoder (fast when it serves the vocabulary)",
+    "data_io-hf": "data_io tokenize, DATA_IO_ENCODER=hf",
+    "floor": "floor: data_io tokenize, DATA_IO_ENCODER=null (else pyarrow read_json)",
+    "tokenizers": "tokenizers (this venv) encode_batch_fast, texts in memory",
+    "tokenizers-rc": f"tokenizers {RC_VERSION} encode_batch, texts in memory",
+    "tiktoken": "tiktoken encode_ordinary_batch (NFC first when the vocabulary has it)",
+    "gigatoken": "gigatoken encode_files(JsonlFileSource)",
+}
+# Which engines keep state across calls in one process, i.e. what "warm" means for each.
+WARM = {
+    "data_io": "new encoder per run: warm = page cache (plus any per-thread cache it keeps)",
+    "data_io-hf": "new encoder per run: warm = page cache",
+    "floor": "page cache",
+    "tokenizers": "same Tokenizer: BPE word cache (10k words) warm",
+    "tokenizers-rc": "same Tokenizer: its word cache warm",
+    "tiktoken": "no cache: warm = same process",
+    "gigatoken": "same Tokenizer: pre-token cache warm",
+}
+BATCH = 4096  # texts per encode call for the in-memory engines
+
+
+def corpus_texts(corpus: Path) -> list[str]:
+    """The texts in the order every engine sees them: rows files sorted, instruction then
+    response of each row (the order of data_io's tasks and of the docs files)."""
+    texts = []
+    for path in sorted((corpus / "rows").glob("*.jsonl")):
+        with path.open(encoding="utf-8") as rows:
+            for line in rows:
+                row = json.loads(line)
+                texts += [row["instruction"], row["response"]]
+    return texts
+
+
+def _digest(ids) -> bytes:
+    import array
+    import hashlib
+
+    data = (
+        ids.astype("<u4").tobytes() if hasattr(ids, "astype") else array.array("I", ids).tobytes()
+    )
+    return hashlib.blake2b(data, digest_size=8).digest()
+
+
+class Clock:
+    """Seconds spent inside ``with clock:`` blocks only (digests are computed outside), wall and
+    CPU (all threads of the process: CPU / wall shows how many cores an engine really used)."""
+
+    seconds = cpu = 0.0
+    total_cpu = 0.0  # of every clock, for the child's report
+
+    def __enter__(self) -> None:
+        self._start, self._start_cpu = time.perf_counter(), time.process_time()
+
+    def __exit__(self, *_: object) -> None:
+        self.seconds += time.perf_counter() - self._start
+        Clock.total_cpu += time.process_time() - self._start_cpu
+
+
+def _in_memory_pass(encode: Callable[[list[str]], list], texts: list[str], digests: list | None):
+    clock = Clock()
+    for start in range(0, len(texts), BATCH):
+        with clock:
+            batch = encode(texts[start : start + BATCH])
+        if digests is not None:
+            digests += [_digest(ids) for ids in batch]
+    return clock.seconds
+
+
+def engine_tokenizers(spec: dict, texts: list[str]) -> tuple[float, Callable]:
+    import tokenizers
+    from tokenizers import Tokenizer
+
+    spec["version"] = tokenizers.__version__
+    began = time.perf_counter()
+    tokenizer = Tokenizer.from_file(spec["tokenizer"])
+    if hasattr(tokenizer, "encode_batch_fast"):  # 0.2x: a flag on the tokenizer
+        tokenizer.encode_special_tokens = True
+        fast = tokenizer.encode_batch_fast
+
+        def encode(batch: list[str]) -> list:
+            return [e.ids for e in fast(batch, add_special_tokens=False)]
+    else:  # 1.0: an argument of encode_batch
+
+        def encode(batch: list[str]) -> list:
+            found = tokenizer.encode_batch(
+                batch, add_special_tokens=False, encode_special_tokens=True
+            )
+            return [e.ids for e in found]
+
+    return time.perf_counter() - began, lambda digests: _in_memory_pass(encode, texts, digests)
+
+
+def engine_tiktoken(spec: dict, texts: list[str]) -> tuple[float, Callable]:
+    import unicodedata
+
+    import tiktoken
+
+    spec["version"] = tiktoken.__version__
+    began = time.perf_counter()
+    encoding = _tiktoken_for(spec)
+    nfc = (json.loads(Path(spec["tokenizer"]).read_text()).get("normalizer") or {}).get("type")
+    threads = spec["threads"]
+
+    def encode(batch: list[str]) -> list:
+        if nfc == "NFC":  # tiktoken does not normalise; Qwen's own wrapper does this too
+            batch = [unicodedata.normalize("NFC", t) for t in batch]
+        return encoding.encode_ordinary_batch(batch, num_threads=threads)
+
+    return time.perf_counter() - began, lambda digests: _in_memory_pass(encode, texts, digests)
+
+
+def _tiktoken_for(spec: dict):
+    if spec["vocab"] == "shipped":
+        return tiktoken_encoding()
+    from data_io.vocabularies import tiktoken_encoding as of_vocabulary
+
+    return of_vocabulary(spec["vocab"])
+
+
+def engine_gigatoken(spec: dict, texts: list[str]) -> tuple[float, Callable]:
+    from importlib.metadata import version
+
+    import awkward as ak
+    import gigatoken
+
+    spec["version"] = version("gigatoken")
+    began = time.perf_counter()
+    tokenizer = gigatoken.Tokenizer(spec["tokenizer"])
+    files = [str(p) for p in sorted((Path(spec["corpus"]) / "docs").glob("*.jsonl"))]
+    load = time.perf_counter() - began
+
+    def run(digests: list | None) -> float:
+        clock = Clock()
+        with clock:
+            encoded = tokenizer.encode_files(gigatoken.JsonlFileSource(files, field="text"))
+        if digests is not None:
+            flat = ak.to_numpy(ak.flatten(encoded))
+            ends = ak.to_numpy(ak.num(encoded)).cumsum()
+            starts = ends - ak.to_numpy(ak.num(encoded))
+            digests += [_digest(flat[a:b]) for a, b in zip(starts, ends, strict=True)]
+        return clock.seconds
+
+    return load, run
+
+
+def _layout_tokens(tokenizer_path: str) -> dict:
+    """data_io's layout tokens, each replaced by <|endoftext|> when the vocabulary lacks it (GPT-2
+    has no <|im_start|>): the race times encoding, not the layout."""
+    from tokenizers import Tokenizer
+
+    from data_io.tokenize import DEFAULT_BOQ, DEFAULT_CONDITIONS, DEFAULT_EOA, DEFAULT_EOQ
+
+    vocabulary = Tokenizer.from_file(tokenizer_path)
+
+    def have(token: str) -> str:
+        return token if vocabulary.token_to_id(token) is not None else "<|endoftext|>"
+
+    return {
+        "boq": have(DEFAULT_BOQ),
+        "eoq": have(DEFAULT_EOQ),
+        "eoa": have(DEFAULT_EOA),
+        "conditions": {tag: have(token) for tag, token in DEFAULT_CONDITIONS.items()},
+    }
+
+
+def engine_data_io(spec: dict, texts: list[str]) -> tuple[float, Callable]:
+    from data_io import _core
+    from data_io.tokenize import tokenize
+
+    # Which engine the seam picks for this vocabulary, and what loading it costs (each run
+    # makes its own encoder: that load is inside every pass).
+    began = time.perf_counter()
+    encoder = _core.Encoder(spec["tokenizer"])
+    load = time.perf_counter() - began
+    spec["version"] = str(getattr(encoder, "engine", "hf-tokenizers"))
+    spec["note"] = f"load ({load:.2f} s) counted in each pass"
+    corpus, out = Path(spec["corpus"]), Path(spec["workdir"]) / "out"
+    options = _layout_tokens(spec["tokenizer"])
+
+    def run(digests: list | None) -> float:
+        shutil.rmtree(out, ignore_errors=True)  # a kept output would make the run a no-op
+        clock = Clock()
+        with clock:
+            tokenize(
+                [corpus / "rows"],
+                out,
+                tokenizer_path=spec["tokenizer"],
+                threads=spec["threads"],
+                progress=False,
+                **options,
+            )
+        if digests is not None:
+            digests += _data_io_digests(corpus, out, options["conditions"])
+        return clock.seconds
+
+    return load, run
+
+
+def _data_io_digests(corpus: Path, out: Path, conditions: dict) -> list[bytes]:
+    """Digests of each text's ids in data_io's output: the instruction's ids sit between BOQ +
+    its condition tags and EOQ, the response's before EOA (formats.md §3)."""
+    import numpy as np
+
+    digests = []
+    for rows_file in sorted((corpus / "rows").glob("*.jsonl")):
+        task = out / rows_file.name
+        tokens = np.load(task / "tokens.npy", mmap_mode="r")
+        columns = [
+            np.load(task / f"{c}.npy") for c in ("inst_start", "inst_len", "resp_start", "resp_len")
+        ]
+        with rows_file.open(encoding="utf-8") as rows:
+            tags = [len(json.loads(line)["condition"].split(",")) for line in rows]
+        for row, (i_start, i_len, r_start, r_len) in enumerate(zip(*columns, strict=True)):
+            first = i_start + 1 + tags[row]
+            digests.append(_digest(np.asarray(tokens[first : i_start + i_len - 1])))
+            digests.append(_digest(np.asarray(tokens[r_start : r_start + r_len - 1])))
+    return digests
+
+
+def engine_floor(spec: dict, texts: list[str]) -> tuple[float, Callable]:
+    """data_io tokenize with the no-op encoder when the seam has one (DATA_IO_ENCODER=null);
+    otherwise reading and parsing the rows with pyarrow's JSON reader in one thread."""
+    from data_io import _core
+    from data_io.errors import DataIoError
+
+    try:  # made under DATA_IO_ENCODER=null (see _run_child)
+        engine = str(getattr(_core.Encoder(spec["tokenizer"]), "engine", "no engine getter"))
+        if "null" in engine:
+            spec["note"] = f"data_io tokenize, DATA_IO_ENCODER=null (engine {engine})"
+            return engine_data_io(spec, texts)
+        refused = f"engine {engine}"
+    except DataIoError as err:
+        refused = str(err).split(";")[0][:70]
+    spec["note"] = f"no null encoder ({refused}): pyarrow read_json of the rows instead, 1 thread"
+    spec["threads_used"] = 1
+    import pyarrow.json as pj
+
+    files = sorted((Path(spec["corpus"]) / "rows").glob("*.jsonl"))
+
+    def run(_: list | None) -> float:
+        clock = Clock()
+        with clock:
+            for path in files:
+                table = pj.read_json(path, read_options=pj.ReadOptions(use_threads=False))
+                table.column("instruction"), table.column("response")
+        return clock.seconds
+
+    return 0.0, run
+
+
+def race_child(spec: dict) -> dict:
+    """One engine, one corpus, one thread count: two passes; digests of the first pass."""
+    texts = corpus_texts(Path(spec["corpus"]))
+    builders = {
+        "tokenizers": engine_tokenizers,
+        "tokenizers-rc": engine_tokenizers,
+        "tiktoken": engine_tiktoken,
+        "gigatoken": engine_gigatoken,
+        "data_io": engine_data_io,
+        "data_io-hf": engine_data_io,
+        "floor": engine_floor,
+    }
+    load, run = builders[spec["engine"]](spec, texts)
+    digests: list[bytes] = []
+    first = run(digests)
+    first_cpu, Clock.total_cpu = Clock.total_cpu, 0.0
+    warm = run(None)
+    if digests:
+        Path(spec["digests"]).write_bytes(b"".join(digests))
+    return {"load_s": load, "first_s": first, "warm_s": warm, "texts": len(texts),
+            "digests": len(digests), "first_cores_used": first_cpu / first,
+            "warm_cores_used": Clock.total_cpu / warm, "note": spec.get("note", ""),
+            "version": spec.get("version", ""),
+            "threads_used": spec.get("threads_used", spec["threads"])}  # fmt: skip
+
+
+def _run_child(spec: dict) -> dict:
+    env = {**os.environ, "RAYON_NUM_THREADS": str(spec["threads"])}
+    env.pop("DATA_IO_ENCODER", None)
+    if spec["engine"] == "data_io-hf":
+        env["DATA_IO_ENCODER"] = "hf"
+    elif spec["engine"] == "floor":
+        env["DATA_IO_ENCODER"] = "null"
+    python = (
+        str(RC_VENV / "bin" / "python") if spec["engine"] == "tokenizers-rc" else sys.executable
+    )
+    done = subprocess.run(
+        [python, str(Path(__file__).resolve()), "--race-child", json.dumps(spec)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def engine_available(engine: str) -> str | None:
+    """Why ``engine`` cannot run here, or None."""
+    if engine == "tokenizers-rc" and not (RC_VENV / "bin" / "python").is_file():
+        return (
+            f"no {RC_VENV}: python3 -m venv {RC_VENV} && "
+            f"{RC_VENV}/bin/pip install tokenizers=={RC_VERSION}"
+        )
+    module = {"gigatoken": "gigatoken", "tiktoken": "tiktoken"}.get(engine)
+    if module and importlib.util.find_spec(module) is None:
+        return f"{module} is not installed: pip install -e '.[bench]'"
+    return None
+
+
+def race(args: argparse.Namespace) -> list[dict]:
+    corpora = _load_sibling("tokenize_corpus").build(args.workdir / "corpus", args.mb, args.cjk_mb)
+    tokenizer = str(TOKENIZER if args.vocab == "shipped" else _vocabulary_path(args.vocab))
+    engines = [e.strip() for e in args.engines.split(",")]
+    threads = [int(t) for t in args.threads.split(",")]
+    results = []
+    for slice_name, corpus in corpora.items():
+        info = json.loads((corpus / "corpus.json").read_text())
+        oracle: bytes | None = None
+        for count in threads:
+            for engine in [ORACLE, *(e for e in engines if e != ORACLE)]:
+                row = {"slice": slice_name, "engine": engine, "threads": count,
+                       "text_bytes": info["text_bytes"], "vocab": args.vocab}  # fmt: skip
+                missing = engine_available(engine)
+                if missing:
+                    results.append({**row, "error": missing})
+                    continue
+                digests = args.workdir / f"digests_{slice_name}_{engine}_{count}.bin"
+                digests.unlink(missing_ok=True)
+                spec = {"engine": engine, "corpus": str(corpus), "tokenizer": tokenizer,
+                        "vocab": args.vocab, "threads": count, "digests": str(digests),
+                        "workdir": str(args.workdir / "run")}  # fmt: skip
+                row.update(_run_child(spec))
+                if digests.is_file():
+                    ours = digests.read_bytes()
+                    oracle = ours if engine == ORACLE and oracle is None else oracle
+                    row["identical"] = _identical(ours, oracle)
+                results.append(row)
+                print(json.dumps(row), file=sys.stderr)
+    return results
+
+
+def _vocabulary_path(name: str) -> Path:
+    from data_io.vocabularies import vocabulary_path
+
+    return vocabulary_path(name)
+
+
+def _identical(digests: bytes, oracle: bytes | None) -> int | None:
+    """How many texts have the oracle's ids (None when there is no oracle run to compare with)."""
+    if oracle is None or len(digests) != len(oracle):
+        return None
+    return sum(digests[i : i + 8] == oracle[i : i + 8] for i in range(0, len(oracle), 8))
+
+
+def race_table(results: list[dict]) -> str:
+    lines = [
+        "| slice | engine | threads | first pass MB/s | per core | warm MB/s | per core "
+        "| ids identical to tokenizers | cores used | load s | warm means |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in results:
+        name = ENGINES.get(r["engine"], r["engine"])
+        name += f" [{r['version']}]" if r.get("version") else ""
+        if "error" in r:
+            lines.append(f"| {r['slice']} | {name} | {r['threads']} | not run: {r['error']} |")
+            continue
+        mb, cores = r["text_bytes"] / 1e6, r.get("threads_used", r["threads"])
+        first, warm = mb / r["first_s"], mb / r["warm_s"]
+        same = "n/a" if r.get("identical") is None else f"{r['identical']:,}/{r['texts']:,}"
+        note = WARM.get(r["engine"], "") + (f"; {r['note']}" if r.get("note") else "")
+        lines.append(
+            f"| {r['slice']} | {name} | {cores} | {first:.1f} | {first / cores:.1f} "
+            f"| {warm:.1f} | {warm / cores:.1f} | {same} | {r['first_cores_used']:.2f} "
+            f"| {r['load_s']:.2f} | {note} |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--workdir", type=Path, default=ROOT / "work" / "bench_tokenize")
+    parser.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR)
     parser.add_argument("--copies", type=int, default=4, help="corpus repetitions in the big file")
     parser.add_argument(
         "--targets", action="store_true", help="only the issue's two ratios, interleaved"
     )
+    parser.add_argument("--race", action="store_true", help="the encoder race of issue 12")
+    parser.add_argument("--mb", type=float, default=150, help="race: multilingual corpus size")
+    parser.add_argument("--cjk-mb", type=float, default=20, help="race: CJK slice size")
+    parser.add_argument("--vocab", default="qwen", help="race: shipped, gpt2, qwen, ...")
+    parser.add_argument("--threads", default="1,2", help="race: thread counts")
+    parser.add_argument("--engines", default=",".join(ENGINES), help="race: engines to run")
+    parser.add_argument("--race-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.race_child:
+        print(json.dumps(race_child(json.loads(args.race_child))))
+        return
+    if args.race:
+        args.workdir = args.workdir if args.workdir != DEFAULT_WORKDIR else ROOT / "work" / "race"
+        results = race(args)
+        (args.workdir / "race.json").write_text(json.dumps(results, indent=1))
+        print(
+            f"\nVocabulary {args.vocab}; {os.cpu_count()} cores; figures from a busy machine are "
+            f"indicative. JSON: {args.workdir / 'race.json'}\n"
+        )
+        print(race_table(results))
+        return
     if not TOKENIZER.is_file():
         raise SystemExit(f"{TOKENIZER} is missing: run `python trained_tokenizers/build.py` first")
-    paths = corpus.build(args.workdir / "corpus", copies=args.copies)
+    paths = _load_sibling("corpus").build(args.workdir / "corpus", copies=args.copies)
     big = paths["big_jsonl"]
     if args.targets:
         ratios = target_ratios(big, args.workdir)

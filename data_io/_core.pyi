@@ -95,6 +95,12 @@ class Encoder:
     @property
     def vocab_size(self) -> int:
         """Vocabulary size including added tokens."""
+    @property
+    def engine(self) -> str:
+        """The engine that encodes: ``"fast-bpe"`` or ``"hf-tokenizers"``."""
+    @property
+    def fallback_reason(self) -> str | None:
+        """Why the HF encoder runs instead of the fast one, or None when the fast one runs."""
     def token_id(self, token: str) -> int | None:
         """The id of ``token``, or None when the vocabulary lacks it."""
     def encode_batch(

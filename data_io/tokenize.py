@@ -85,6 +85,10 @@ class TokenizeResult:
     output_tasks: int = 0
     output_rows: int = 0
     output_tokens: int = 0
+    # The engine that encoded: "fast-bpe" (exact, served by the fast encoder) or
+    # "hf-tokenizers", with the reason the fast one does not serve this tokenizer.
+    encoder: str = ""
+    encoder_fallback: str | None = None
 
     @classmethod
     def from_json(cls, text: str) -> TokenizeResult:

@@ -43,6 +43,8 @@ def _print_totals(result: TokenizeResult, console: Console) -> None:
         f"[bold]tokenize[/bold] -> {result.output}  (tokenizer {result.tokenizer_path}, "
         f"vocab {result.vocab_size:,}, tokens {result.token_dtype}, {result.threads} threads)"
     )
+    why = f" ({result.encoder_fallback})" if result.encoder_fallback else ""
+    console.print(f"encoder: {result.encoder}{why}", markup=False)
     console.print(
         f"{len(result.files)} files: {len(done)} tokenized, {len(unchanged)} unchanged, "
         f"{len(result.failed)} failed; the output holds {result.output_tasks:,} task(s), "

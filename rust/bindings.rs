@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyType;
 use serde::Serialize;
 
-use crate::encoder::{encode_batch as encode_texts, HfEncoder, TextEncoder};
+use crate::encoder::{encode_batch as encode_texts, Encoder as TextEncoderImpl, TextEncoder};
 use crate::error::{Error, ErrorKind};
 use crate::layout::LayoutTokens;
 use crate::sampling::gather::{gather_epoch as gather_rows, EpochColumns, RowRecord};
@@ -22,6 +22,11 @@ use crate::sampling::philox::NumpyPhilox;
 use crate::sampling::pool::{copy_pool, PoolSource, PoolTarget, TokenType};
 use crate::tokenize::{DtypeChoice, OnError, TokenizeOptions};
 use crate::train::{TokenizerKind, TrainOptions, DEFAULT_SPECIAL_TOKENS, SPLIT_REGEX};
+
+/// mimalloc for everything the extension allocates: the HF encoder and the readers allocate
+/// per text, and glibc's malloc costs them a third of their speed (see Cargo.toml).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
     let class = match error.kind() {
@@ -313,15 +318,27 @@ type IdsAndOffsets<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>)
 /// Special-token strings inside a text are encoded as plain text, as in `tokenize`.
 #[pyclass(module = "data_io._core", name = "Encoder", frozen)]
 struct Encoder {
-    inner: HfEncoder,
+    inner: TextEncoderImpl,
 }
 
 #[pymethods]
 impl Encoder {
     #[new]
     fn new(py: Python<'_>, tokenizer_path: PathBuf) -> PyResult<Self> {
-        let inner = HfEncoder::from_file(&tokenizer_path).map_err(|e| to_py_err(py, e))?;
+        let inner = TextEncoderImpl::from_file(&tokenizer_path).map_err(|e| to_py_err(py, e))?;
         Ok(Self { inner })
+    }
+
+    /// Which engine encodes: "fast-bpe" or "hf-tokenizers" (see `fallback_reason`).
+    #[getter]
+    fn engine(&self) -> &'static str {
+        self.inner.engine()
+    }
+
+    /// Why the HF encoder runs instead of the fast one (e.g. "normalizer NFKC"), or None.
+    #[getter]
+    fn fallback_reason(&self) -> Option<&str> {
+        self.inner.fallback_reason()
     }
 
     /// Vocabulary size including added tokens; every id is below it.

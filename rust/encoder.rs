@@ -1,21 +1,28 @@
 //! The seam between the layout and the text encoder.
 //!
-//! Everything above this module sees only `TextEncoder`; swapping the HF `tokenizers`
-//! implementation for a faster byte-level BPE later touches this file alone.
+//! Everything above this module sees only `TextEncoder`. `Encoder` picks the fast byte-level BPE
+//! (`crate::fast_bpe`) when it serves the tokenizer exactly, and the HF `tokenizers` encoder
+//! otherwise; `DATA_IO_ENCODER=hf` forces the latter (benchmarks, differential tests).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rayon::prelude::*;
 use rayon::{ThreadPool, ThreadPoolBuilder};
-use tokenizers::Tokenizer;
+use tokenizers::{Model, Tokenizer};
 
 use crate::error::{Error, Result};
+use crate::fast_bpe::{spec, FastBpe};
 
 pub trait TextEncoder: Sync {
     /// Token ids of `text`, with no special tokens added and special-token strings inside the
     /// text encoded as plain text.
     fn encode(&self, text: &str) -> Result<Vec<u32>, String>;
+    /// `encode`, appending the ids to `out` (the fast encoder writes them there directly).
+    fn encode_into(&self, text: &str, out: &mut Vec<u32>) -> Result<(), String> {
+        out.extend_from_slice(&self.encode(text)?);
+        Ok(())
+    }
     /// The id of a (special) token given by its string, if the vocabulary has it.
     fn token_id(&self, token: &str) -> Option<u32>;
     /// Vocabulary size including added tokens; every id is below it.
@@ -58,6 +65,114 @@ impl TextEncoder for HfEncoder {
     }
 }
 
+/// The environment variable that chooses the engine: unset or `auto` (fast when served),
+/// `hf` (always `tokenizers`), `fast` (fail when the fast encoder does not serve the tokenizer).
+pub const ENGINE_VARIABLE: &str = "DATA_IO_ENCODER";
+
+/// Which engine `Encoder` runs, as named in summaries.
+pub const FAST_ENGINE: &str = "fast-bpe";
+pub const HF_ENGINE: &str = "hf-tokenizers";
+
+/// The encoder the pipeline uses: the fast byte-level BPE when it serves the tokenizer exactly,
+/// the HF encoder otherwise. Both give the same ids; `engine` and `fallback_reason` say which
+/// one runs and why.
+pub struct Encoder {
+    hf: HfEncoder,
+    fast: Option<FastBpe>,
+    fallback_reason: Option<String>,
+}
+
+impl Encoder {
+    /// Load `path`, choosing the engine from the file and `DATA_IO_ENCODER`.
+    pub fn from_file(path: &Path) -> Result<Self> {
+        let choice = std::env::var(ENGINE_VARIABLE).unwrap_or_default();
+        Self::from_file_with(path, &choice)
+    }
+
+    /// Load `path` with the engine `choice` ("", "auto", "hf" or "fast").
+    pub fn from_file_with(path: &Path, choice: &str) -> Result<Self> {
+        let hf = HfEncoder::from_file(path)?;
+        let fast = match choice {
+            "" | "auto" | "fast" => Self::fast_for(path, &hf),
+            "hf" => Err(format!("{ENGINE_VARIABLE}=hf")),
+            other => {
+                return Err(Error::Config(format!(
+                    "{ENGINE_VARIABLE}={other:?} is not an encoder; use \"auto\" (the default), \
+                     \"hf\" or \"fast\""
+                )))
+            }
+        };
+        match fast {
+            Ok(fast) => Ok(Encoder {
+                hf,
+                fast: Some(fast),
+                fallback_reason: None,
+            }),
+            Err(reason) if choice == "fast" => Err(Error::Tokenizer(format!(
+                "{ENGINE_VARIABLE}=fast, but the fast encoder does not serve {}: {reason}; \
+                 unset {ENGINE_VARIABLE} to use the HF encoder for it",
+                path.display()
+            ))),
+            Err(reason) => Ok(Encoder {
+                hf,
+                fast: None,
+                fallback_reason: Some(reason),
+            }),
+        }
+    }
+
+    /// The fast encoder for the tokenizer at `path`, or why it would not be exact.
+    fn fast_for(path: &Path, hf: &HfEncoder) -> Result<FastBpe, String> {
+        let json = std::fs::read_to_string(path).map_err(|e| format!("cannot reread: {e}"))?;
+        let spec = spec::recognise(&json)?;
+        let vocab = hf.tokenizer.get_model().get_vocab();
+        // Building the tables runs on this process's pool, never rayon's global one: a forked
+        // child inherits the global pool without its threads and would wait forever.
+        let pool = process_pool().map_err(|e| e.to_string())?;
+        pool.install(|| FastBpe::new(&spec, &vocab, |token| hf.token_id(token)))
+    }
+
+    /// `FAST_ENGINE` or `HF_ENGINE`.
+    pub fn engine(&self) -> &'static str {
+        if self.fast.is_some() {
+            FAST_ENGINE
+        } else {
+            HF_ENGINE
+        }
+    }
+
+    /// Why the HF encoder runs (e.g. "normalizer NFKC"); `None` when the fast one does.
+    pub fn fallback_reason(&self) -> Option<&str> {
+        self.fallback_reason.as_deref()
+    }
+}
+
+impl TextEncoder for Encoder {
+    fn encode(&self, text: &str) -> Result<Vec<u32>, String> {
+        let mut ids = Vec::with_capacity(text.len() / 3 + 1);
+        self.encode_into(text, &mut ids)?;
+        Ok(ids)
+    }
+
+    fn encode_into(&self, text: &str, out: &mut Vec<u32>) -> Result<(), String> {
+        match &self.fast {
+            Some(fast) => {
+                fast.encode_into(text, out);
+                Ok(())
+            }
+            None => self.hf.encode_into(text, out),
+        }
+    }
+
+    fn token_id(&self, token: &str) -> Option<u32> {
+        self.hf.token_id(token)
+    }
+
+    fn vocab_size(&self) -> usize {
+        self.hf.vocab_size()
+    }
+}
+
 /// The token ids of many texts back to back, and where each text's ids start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EncodedBatch {
@@ -83,30 +198,60 @@ pub fn encode_batch<S: AsRef<str> + Sync>(
         }
     }
     let pool = process_pool()?;
-    let encoded: Vec<Result<Vec<u32>, String>> = pool.install(|| {
+    // Chunks of texts, each encoded into one buffer (no vector per text), several per thread
+    // so that uneven texts still balance.
+    let chunk_size = (texts.len() / (pool.current_num_threads() * 8)).clamp(1, 256);
+    let chunks: Vec<Result<EncodedChunk, (usize, String)>> = pool.install(|| {
         texts
-            .par_iter()
-            .map(|text| encoder.encode(text.as_ref()))
+            .par_chunks(chunk_size)
+            .enumerate()
+            .map(|(c, chunk)| encode_chunk(encoder, chunk, c * chunk_size, eos_id))
             .collect()
     });
-    let extra = usize::from(eos_id.is_some());
     let mut ids = Vec::with_capacity(
-        encoded
+        chunks
             .iter()
-            .map(|doc| doc.as_ref().map_or(0, Vec::len) + extra)
+            .map(|chunk| chunk.as_ref().map_or(0, |c| c.ids.len()))
             .sum(),
     );
     let mut offsets = Vec::with_capacity(texts.len() + 1);
     offsets.push(0);
     // In order, so that the error reported is always the first failing text's.
-    for (i, doc) in encoded.into_iter().enumerate() {
-        let doc =
-            doc.map_err(|message| Error::Input(format!("text {i} of the batch: {message}")))?;
-        ids.extend_from_slice(&doc);
-        ids.extend(eos_id);
-        offsets.push(ids.len() as i64);
+    for chunk in chunks {
+        let chunk = chunk
+            .map_err(|(i, message)| Error::Input(format!("text {i} of the batch: {message}")))?;
+        let base = ids.len();
+        offsets.extend(chunk.ends.iter().map(|&end| (base + end) as i64));
+        ids.extend_from_slice(&chunk.ids);
     }
     Ok(EncodedBatch { ids, offsets })
+}
+
+/// Consecutive texts' ids in one buffer, and where each text's ids end in it.
+struct EncodedChunk {
+    ids: Vec<u32>,
+    ends: Vec<usize>,
+}
+
+/// Encode `chunk` (whose first text is text `first` of the batch); the error names the first
+/// text that fails.
+fn encode_chunk<S: AsRef<str>>(
+    encoder: &dyn TextEncoder,
+    chunk: &[S],
+    first: usize,
+    eos_id: Option<u32>,
+) -> Result<EncodedChunk, (usize, String)> {
+    let bytes: usize = chunk.iter().map(|text| text.as_ref().len()).sum();
+    let mut ids = Vec::with_capacity(bytes / 3 + chunk.len());
+    let mut ends = Vec::with_capacity(chunk.len());
+    for (k, text) in chunk.iter().enumerate() {
+        encoder
+            .encode_into(text.as_ref(), &mut ids)
+            .map_err(|message| (first + k, message))?;
+        ids.extend(eos_id);
+        ends.push(ids.len());
+    }
+    Ok(EncodedChunk { ids, ends })
 }
 
 /// This process's rayon pool for `encode_batch`, started on first use.
@@ -116,24 +261,38 @@ pub fn encode_batch<S: AsRef<str> + Sync>(
 /// therefore keyed by process id, and a child starts its own (the parent's is leaked: its
 /// threads do not exist here, so there is nothing to join).
 fn process_pool() -> Result<Arc<ThreadPool>> {
-    static POOL: Mutex<Option<(u32, Arc<ThreadPool>)>> = Mutex::new(None);
+    // (process id, threads asked for, pool): a new count (RAYON_NUM_THREADS, read at every call
+    // so that `prepare(threads=N)` applies within one Python process) starts a new pool.
+    type Slot = Option<(u32, usize, Arc<ThreadPool>)>;
+    static POOL: Mutex<Slot> = Mutex::new(None);
     let pid = std::process::id();
+    let wanted = requested_threads();
     let mut slot = POOL.lock().unwrap_or_else(PoisonError::into_inner);
     match slot.take() {
-        Some((owner, pool)) if owner == pid => {
-            *slot = Some((owner, Arc::clone(&pool)));
+        Some((owner, threads, pool)) if owner == pid && threads == wanted => {
+            *slot = Some((owner, threads, Arc::clone(&pool)));
             return Ok(pool);
         }
-        Some((_, inherited)) => std::mem::forget(inherited),
+        Some((owner, _, replaced)) if owner == pid => drop(replaced), // its threads end
+        Some((_, _, inherited)) => std::mem::forget(inherited),
         None => {}
     }
     let pool = ThreadPoolBuilder::new()
+        .num_threads(wanted)
         .thread_name(|i| format!("data_io-encode-{i}"))
         .build()
         .map_err(|e| Error::Config(format!("cannot start the encoder's threads: {e}")))?;
     let pool = Arc::new(pool);
-    *slot = Some((pid, Arc::clone(&pool)));
+    *slot = Some((pid, wanted, Arc::clone(&pool)));
     Ok(pool)
+}
+
+/// `RAYON_NUM_THREADS` as rayon reads it: a positive count, or 0 for every core.
+fn requested_threads() -> usize {
+    std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|value| value.trim().parse::<usize>().ok())
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -166,6 +325,23 @@ mod tests {
         let plain = encode_batch(&Bytes, &["ab", "", "c"], None).expect("encodes");
         assert_eq!(plain.ids, vec![97, 98, 99]);
         assert_eq!(plain.offsets, vec![0, 2, 2, 3]);
+    }
+
+    #[test]
+    fn pool_follows_the_requested_thread_count() {
+        // One test touches the variable, so no other test of this binary sees it change.
+        std::env::set_var("RAYON_NUM_THREADS", "1");
+        let one = process_pool().expect("pool");
+        assert_eq!(one.current_num_threads(), 1);
+        assert!(Arc::ptr_eq(&one, &process_pool().expect("pool")), "reused");
+        std::env::set_var("RAYON_NUM_THREADS", "2");
+        assert_eq!(process_pool().expect("pool").current_num_threads(), 2);
+        std::env::remove_var("RAYON_NUM_THREADS");
+        let all = process_pool().expect("pool").current_num_threads();
+        assert_eq!(
+            all,
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::cache::{self, Decision, Existing, Fingerprint, SourceStat, TaskRecord};
-use crate::encoder::{HfEncoder, TextEncoder};
+use crate::encoder::{Encoder, TextEncoder};
 use crate::error::{Error, ErrorKind, IoContext, Result};
 use crate::layout::{encode_row, EncodedRow, LayoutTokens, Specials};
 use crate::progress::{bytes_bar, ByteProgress};
@@ -114,6 +114,10 @@ pub struct TokenizeReport {
     pub output_tasks: u64,
     pub output_rows: u64,
     pub output_tokens: u64,
+    /// The engine that encoded (`encoder::FAST_ENGINE` or `encoder::HF_ENGINE`), and why the
+    /// HF one ran when it did.
+    pub encoder: &'static str,
+    pub encoder_fallback: Option<String>,
 }
 
 /// One input file and the folder it becomes.
@@ -162,7 +166,7 @@ fn run(given: &TokenizeOptions, threads: usize) -> Result<TokenizeReport> {
         })?,
         ..given.clone()
     };
-    let encoder = HfEncoder::from_file(&options.tokenizer_path)?;
+    let encoder = Encoder::from_file(&options.tokenizer_path)?;
     let specials = Specials::resolve(&encoder, &options.layout)?;
     let vocab_size = encoder.vocab_size();
     let dtype = match options.token_dtype {
@@ -271,6 +275,8 @@ fn run(given: &TokenizeOptions, threads: usize) -> Result<TokenizeReport> {
         output_tasks: totals.tasks,
         output_rows: totals.rows,
         output_tokens: totals.tokens,
+        encoder: encoder.engine(),
+        encoder_fallback: encoder.fallback_reason().map(str::to_owned),
     })
 }
 

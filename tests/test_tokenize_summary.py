@@ -106,3 +106,22 @@ def test_help_describes_every_option_with_its_default(command: str):
         assert re.search(r"default|required", action.help), (
             f"{command} {action.option_strings}: the help does not say its default"
         )
+
+
+def test_the_summary_names_the_encoder_and_why_hf_runs(
+    small_tokenizer: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    (rows / "a.jsonl").write_text(GOOD + "\n")
+    fast = tokenize([rows], tmp_path / "fast", tokenizer_path=small_tokenizer, progress=False)
+    assert fast.encoder == "fast-bpe" and fast.encoder_fallback is None
+    assert "encoder: fast-bpe\n" in summary_text(fast)
+    monkeypatch.setenv("DATA_IO_ENCODER", "hf")
+    forced = tokenize([rows], tmp_path / "hf", tokenizer_path=small_tokenizer, progress=False)
+    assert forced.encoder == "hf-tokenizers"
+    assert "encoder: hf-tokenizers (DATA_IO_ENCODER=hf)" in summary_text(forced)
+    for task in ("a.jsonl",):  # the same bytes either way
+        for name in ("tokens", "inst_start", "inst_len", "resp_start", "resp_len"):
+            one, two = (tmp_path / d / task / f"{name}.npy" for d in ("fast", "hf"))
+            assert one.read_bytes() == two.read_bytes(), name

@@ -17,7 +17,14 @@ from data_io.errors import ConfigError, InputError
 from data_io.prepare.dedup import HashDedup, parse_memory
 from data_io.prepare.inputs import INVALID_UTF8_POLICIES, ReadOptions, Source, expand_inputs
 from data_io.prepare.normalize import CleanOptions, CleanStats
-from data_io.prepare.pipeline import Spool, check_dtype, encode_inputs, set_threads, write_shards
+from data_io.prepare.pipeline import (
+    Spool,
+    check_dtype,
+    check_threads,
+    encode_inputs,
+    encoder_threads,
+    write_shards,
+)
 from data_io.prepare.progress import ProgressBar
 from data_io.prepare.shards import FORMATS, ShardWriter
 from data_io.prepare.split import check_val_fraction
@@ -147,7 +154,7 @@ def prepare(
     if not isinstance(text_field, str) or not text_field:
         raise ConfigError(f"text_field must be a non-empty string, got {text_field!r}")
     budget = parse_memory(dedup_memory)
-    set_threads(threads)
+    check_threads(threads)
     read = ReadOptions(text_field, bool(doc_per_line), invalid_utf8, split, hf_config)
     clean = CleanOptions(bool(normalize), bool(filter), min_line_chars, min_doc_chars)
 
@@ -177,19 +184,20 @@ def prepare(
     growable = tok.kind == "char"
     check_dtype(dtype, tok.vocab_size, recorded_dtype, growable=growable)  # before any work
     if new:
-        _run(
-            out,
-            metadata,
-            [s for s, _ in new],
-            [e for _, e in new],
-            read,
-            clean,
-            tok,
-            options,
-            budget,
-            progress,
-            result,
-        )
+        with encoder_threads(threads):
+            _run(
+                out,
+                metadata,
+                [s for s, _ in new],
+                [e for _, e in new],
+                read,
+                clean,
+                tok,
+                options,
+                budget,
+                progress,
+                result,
+            )
     elif metadata is not None:
         result.dtype, result.vocab_size = metadata["dtype"], metadata["vocab_size"]
         result.eos_id = metadata["eos_id"]

@@ -10,6 +10,7 @@ only on the inputs and the options, never on the number of threads.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -28,7 +29,14 @@ from data_io.prepare.progress import ProgressBar
 from data_io.prepare.split import is_val
 from data_io.prepare.tokenizers import PrepTokenizer
 
-__all__ = ["Spool", "check_dtype", "encode_inputs", "set_threads", "write_shards"]
+__all__ = [
+    "Spool",
+    "check_dtype",
+    "check_threads",
+    "encode_inputs",
+    "encoder_threads",
+    "write_shards",
+]
 
 BATCH_DOCUMENTS = 2048
 BATCH_CHARS = 8 << 20
@@ -207,11 +215,32 @@ def check_dtype(
     return chosen
 
 
-def set_threads(threads: int | None) -> None:
-    """Size the encoder's thread pool; it is started on the first encode of the process, so
-    this applies when called before (always so for the CLI)."""
-    if threads is None:
-        return
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+def check_threads(threads: object) -> int | None:
+    """``threads`` if it is None or an integer >= 1; a ConfigError otherwise."""
+    if threads is not None and (
+        isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
+    ):
         raise ConfigError(f"threads must be an integer >= 1, got {threads!r}")
+    return threads
+
+
+@contextlib.contextmanager
+def encoder_threads(threads: int | None) -> Iterator[None]:
+    """Within the block, the encoder runs on ``threads`` threads (None: every core).
+
+    The Rust encoder reads ``RAYON_NUM_THREADS`` at each batch and restarts its pool when the
+    count changes, so this applies to every call, not only to the first of the process; the
+    variable is restored after, so a later ``tokenize`` or loader in this process is unaffected.
+    """
+    if check_threads(threads) is None:
+        yield
+        return
+    previous = os.environ.get("RAYON_NUM_THREADS")
     os.environ["RAYON_NUM_THREADS"] = str(threads)
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("RAYON_NUM_THREADS", None)
+        else:
+            os.environ["RAYON_NUM_THREADS"] = previous

@@ -52,3 +52,35 @@ def test_thread_count_changes_no_byte_and_no_counter(
         assert getattr(one, name) == getattr(many, name), name
     assert one.invalid_utf8 == 1
     assert all(one.cleaning[key] for key in ("unicode_normalized", "whitespace_cleaned"))
+
+
+def _encode_threads() -> int:
+    """Live threads of the Rust encoder's pool in this process (Linux names them)."""
+    names = [(task / "comm").read_text() for task in Path("/proc/self/task").iterdir()]
+    return sum(name.startswith("data_io-encode") for name in names)
+
+
+def _eventually(check, seconds: float = 10.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc thread names")
+def test_threads_apply_to_every_call_and_leave_the_environment_as_it_was(
+    small_tokenizer: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    import os
+
+    monkeypatch.delenv("RAYON_NUM_THREADS", raising=False)
+    _corpus(tmp_path / "in")
+    for count in (1, 2, 1):
+        out = tmp_path / f"out{count}_{_encode_threads()}"
+        run([tmp_path / "in"], out, small_tokenizer, threads=count)
+        assert _eventually(lambda count=count: _encode_threads() == count), _encode_threads()
+        assert "RAYON_NUM_THREADS" not in os.environ

@@ -1,0 +1,260 @@
+//! Byte-level BPE on one pre-token, with the merge order of `tokenizers`: repeatedly merge the
+//! adjacent pair of lowest rank, the leftmost one among equals, until no pair has a merge.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use rustc_hash::FxHashMap;
+
+/// GPT-2's reversible map from bytes to printable characters (the ByteLevel alphabet): the
+/// printable Latin-1 bytes map to themselves, the other 68 to U+0100 onwards, in byte order.
+pub fn byte_to_char() -> [char; 256] {
+    let printable = |b: u8| matches!(b, b'!'..=b'~' | 0xa1..=0xac | 0xae..=0xff);
+    let mut table = ['\0'; 256];
+    let mut next_extra = 256u32;
+    for b in 0..=255u8 {
+        table[b as usize] = if printable(b) {
+            char::from(b)
+        } else {
+            next_extra += 1;
+            char::from_u32(next_extra - 1).unwrap_or('\0')
+        };
+    }
+    table
+}
+
+/// The byte each ByteLevel character stands for, indexed by code point (all are below U+0144).
+pub struct CharToByte([Option<u8>; 0x144]);
+
+impl CharToByte {
+    pub fn new(table: &[char; 256]) -> CharToByte {
+        let mut reverse = [None; 0x144];
+        for (byte, &c) in table.iter().enumerate() {
+            reverse[c as usize] = Some(byte as u8);
+        }
+        CharToByte(reverse)
+    }
+
+    /// The bytes a vocabulary string stands for, when every character is in the alphabet.
+    pub fn token_bytes(&self, token: &str) -> Option<Vec<u8>> {
+        token
+            .chars()
+            .map(|c| self.0.get(c as usize).copied().flatten())
+            .collect()
+    }
+}
+
+const NO_RANK: u32 = u32::MAX;
+/// Longer pre-tokens use the heap; shorter ones the quadratic scan, which is faster there.
+const SCAN_LIMIT: usize = 48;
+
+/// The merge table: pair of ids → (rank, id of the merged token).
+pub struct Merges {
+    map: FxHashMap<u64, (u32, u32)>,
+}
+
+impl Merges {
+    /// From `(left id, right id, merged id)` in rank order; a pair listed twice keeps its last
+    /// rank, as `tokenizers` does when it collects the list into a map.
+    pub fn new(list: impl IntoIterator<Item = (u32, u32, u32)>) -> Merges {
+        let mut map = FxHashMap::default();
+        for (rank, (left, right, merged)) in list.into_iter().enumerate() {
+            map.insert(key(left, right), (rank as u32, merged));
+        }
+        Merges { map }
+    }
+
+    #[inline(always)]
+    fn get(&self, left: u32, right: u32) -> (u32, u32) {
+        self.map
+            .get(&key(left, right))
+            .copied()
+            .unwrap_or((NO_RANK, 0))
+    }
+}
+
+#[inline(always)]
+fn key(left: u32, right: u32) -> u64 {
+    (u64::from(left) << 32) | u64::from(right)
+}
+
+/// Reusable buffers for `merge`, so a cache miss allocates nothing once warmed up.
+#[derive(Default)]
+pub struct Scratch {
+    ranks: Vec<(u32, u32)>,
+    next: Vec<u32>,
+    prev: Vec<u32>,
+    heap: BinaryHeap<Reverse<(u32, u32)>>,
+}
+
+/// Merge `symbols` (the ids of a pre-token's bytes) in place to their final tokens.
+pub fn merge(merges: &Merges, symbols: &mut Vec<u32>, scratch: &mut Scratch) {
+    if symbols.len() <= SCAN_LIMIT {
+        merge_by_scan(merges, symbols, &mut scratch.ranks);
+    } else {
+        merge_by_heap(merges, symbols, scratch);
+    }
+}
+
+/// Find the lowest (rank, position) pair by scanning; quadratic, but tiny for words.
+fn merge_by_scan(merges: &Merges, symbols: &mut Vec<u32>, ranks: &mut Vec<(u32, u32)>) {
+    ranks.clear();
+    ranks.extend(symbols.windows(2).map(|w| merges.get(w[0], w[1])));
+    loop {
+        let mut best = NO_RANK;
+        let mut at = 0;
+        for (i, &(rank, _)) in ranks.iter().enumerate() {
+            if rank < best {
+                best = rank;
+                at = i;
+            }
+        }
+        if best == NO_RANK {
+            return;
+        }
+        symbols[at] = ranks[at].1;
+        symbols.remove(at + 1);
+        ranks.remove(at);
+        if at > 0 {
+            ranks[at - 1] = merges.get(symbols[at - 1], symbols[at]);
+        }
+        if at < ranks.len() {
+            ranks[at] = merges.get(symbols[at], symbols[at + 1]);
+        }
+    }
+}
+
+/// The same order with a min-heap of (rank, position) over a linked list, as `tokenizers`
+/// does: entries whose pair has changed since they were pushed are skipped when popped.
+fn merge_by_heap(merges: &Merges, symbols: &mut Vec<u32>, scratch: &mut Scratch) {
+    const NONE: u32 = u32::MAX;
+    let n = symbols.len();
+    let Scratch {
+        next, prev, heap, ..
+    } = scratch;
+    next.clear();
+    next.extend((1..=n as u32).map(|i| if i as usize == n { NONE } else { i }));
+    prev.clear();
+    prev.extend((0..n as u32).map(|i| i.checked_sub(1).unwrap_or(NONE)));
+    heap.clear();
+    let mut alive = vec![true; n];
+    for i in 0..n - 1 {
+        let (rank, _) = merges.get(symbols[i], symbols[i + 1]);
+        if rank != NO_RANK {
+            heap.push(Reverse((rank, i as u32)));
+        }
+    }
+    while let Some(Reverse((rank, pos))) = heap.pop() {
+        let pos = pos as usize;
+        let right = next[pos];
+        if !alive[pos] || right == NONE {
+            continue;
+        }
+        let right = right as usize;
+        let (current_rank, merged) = merges.get(symbols[pos], symbols[right]);
+        if current_rank != rank {
+            continue;
+        }
+        symbols[pos] = merged;
+        alive[right] = false;
+        next[pos] = next[right];
+        if next[pos] != NONE {
+            prev[next[pos] as usize] = pos as u32;
+        }
+        if prev[pos] != NONE {
+            let left = prev[pos] as usize;
+            let (r, _) = merges.get(symbols[left], symbols[pos]);
+            if r != NO_RANK {
+                heap.push(Reverse((r, left as u32)));
+            }
+        }
+        if next[pos] != NONE {
+            let (r, _) = merges.get(symbols[pos], symbols[next[pos] as usize]);
+            if r != NO_RANK {
+                heap.push(Reverse((r, pos as u32)));
+            }
+        }
+    }
+    let mut write = 0;
+    for read in 0..n {
+        if alive[read] {
+            symbols[write] = symbols[read];
+            write += 1;
+        }
+    }
+    symbols.truncate(write);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// ids: a=0 b=1 c=2, then merges create 3.. in order.
+    fn toy() -> Merges {
+        // ab=3 (rank 0), bc=4 (rank 1), "ab"+"c"=5 (rank 2), a+a=6 (rank 3)
+        Merges::new([(0, 1, 3), (1, 2, 4), (3, 2, 5), (0, 0, 6)])
+    }
+
+    fn both(symbols: &[u32]) -> Vec<u32> {
+        let merges = toy();
+        let mut scan = symbols.to_vec();
+        merge_by_scan(&merges, &mut scan, &mut Vec::new());
+        let mut heap = symbols.to_vec();
+        merge_by_heap(&merges, &mut heap, &mut Scratch::default());
+        assert_eq!(scan, heap, "scan and heap differ on {symbols:?}");
+        scan
+    }
+
+    #[test]
+    fn lowest_rank_first_then_leftmost() {
+        assert_eq!(both(&[0, 1, 2]), vec![5]);
+        assert_eq!(both(&[1, 2]), vec![4]);
+        // "aaa": the leftmost a+a merges first.
+        assert_eq!(both(&[0, 0, 0]), vec![6, 0]);
+        assert_eq!(both(&[0, 0, 0, 0]), vec![6, 6]);
+        assert_eq!(both(&[2, 1, 0]), vec![2, 1, 0]);
+        assert_eq!(both(&[0]), vec![0]);
+    }
+
+    #[test]
+    fn duplicate_pair_keeps_the_last_rank() {
+        let merges = Merges::new([(0, 1, 3), (1, 2, 4), (0, 1, 3)]);
+        let mut symbols = vec![0, 1, 2];
+        merge_by_scan(&merges, &mut symbols, &mut Vec::new());
+        assert_eq!(symbols, vec![0, 4]);
+    }
+
+    #[test]
+    fn heap_and_scan_agree_on_long_inputs() {
+        let mut state = 12345u32;
+        for len in [2usize, 3, 10, 47, 48, 49, 100, 1000] {
+            let symbols: Vec<u32> = (0..len)
+                .map(|_| {
+                    state = state.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                    (state >> 16) % 3
+                })
+                .collect();
+            both(&symbols);
+        }
+    }
+
+    #[test]
+    fn byte_table_is_gpt2s() {
+        let table = byte_to_char();
+        assert_eq!(table[b'a' as usize], 'a');
+        assert_eq!(table[b' ' as usize], 'Ġ');
+        assert_eq!(table[b'\n' as usize], 'Ċ');
+        assert_eq!(table[0], 'Ā');
+        assert_eq!(table[0xad], 'Ń');
+        let mut sorted = table.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 256);
+        let reverse = CharToByte::new(&table);
+        assert_eq!(reverse.token_bytes("Ġthe"), Some(b" the".to_vec()));
+        assert_eq!(reverse.token_bytes("<|x|>"), Some(b"<|x|>".to_vec()));
+        assert_eq!(reverse.token_bytes("a b"), None);
+        assert_eq!(reverse.token_bytes("é"), Some(vec![0xe9]));
+        assert_eq!(reverse.token_bytes("中"), None);
+    }
+}

@@ -1,0 +1,289 @@
+//! Maps from pre-token bytes to ids: `ShortMap`, an open-addressing table for pieces of at most
+//! 16 bytes whose key is two machine words (no allocation, no `memcmp`), used both for the shared
+//! table of whole-token pieces and for each thread's cache; and `PieceCache`, one thread's cache
+//! of every piece it has merged, bounded and cleared when full.
+
+use rustc_hash::FxHashMap;
+
+/// Longest piece a `ShortMap` holds.
+pub const SHORT_LEN: usize = 16;
+/// Pre-tokens longer than this are merged every time, as `tokenizers` does past 256.
+pub const MAX_CACHED_LEN: usize = 256;
+
+/// A piece of at most 16 bytes as (first 8 bytes, last 8 bytes, length), read with overlapping
+/// loads: given the length the two words hold every byte, so equal keys mean equal pieces.
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+struct ShortKey {
+    lo: u64,
+    hi: u64,
+    len: u32,
+}
+
+impl ShortKey {
+    #[inline(always)]
+    fn new(piece: &[u8]) -> Option<ShortKey> {
+        let len = piece.len();
+        let word = |at: usize| u64::from_le_bytes(piece[at..at + 8].try_into().unwrap_or([0; 8]));
+        let half = |at: usize| {
+            u64::from(u32::from_le_bytes(
+                piece[at..at + 4].try_into().unwrap_or([0; 4]),
+            ))
+        };
+        let (lo, hi) = match len {
+            8..=SHORT_LEN => (word(0), word(len - 8)),
+            4..=7 => (half(0), half(len - 4)),
+            1..=3 => (
+                u64::from(piece[0])
+                    | (u64::from(piece[len / 2]) << 8)
+                    | (u64::from(piece[len - 1]) << 16),
+                0,
+            ),
+            _ => return None,
+        };
+        Some(ShortKey {
+            lo,
+            hi,
+            len: len as u32,
+        })
+    }
+
+    #[inline(always)]
+    fn hash(&self) -> u64 {
+        (self.lo ^ self.hi.rotate_left(29) ^ u64::from(self.len))
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    }
+}
+
+/// One slot: the key, and either the one id (`count == 1`) or where `count` ids start in the
+/// map's id arena. `len == 0` marks an empty slot.
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    key: ShortKey,
+    count: u32,
+    value: u32,
+}
+
+pub struct ShortMap {
+    slots: Vec<Slot>,
+    mask: usize,
+    shift: u32,
+    used: usize,
+    ids: Vec<u32>,
+}
+
+impl ShortMap {
+    /// A table of `2^bits` slots; it holds at most half as many pieces.
+    pub fn new(bits: u32) -> ShortMap {
+        ShortMap {
+            slots: vec![Slot::default(); 1 << bits],
+            mask: (1 << bits) - 1,
+            shift: 64 - bits,
+            used: 0,
+            ids: Vec::new(),
+        }
+    }
+
+    /// Room for `entries` pieces at most half full.
+    pub fn with_room_for(entries: usize) -> ShortMap {
+        let bits = (entries.max(1) * 2)
+            .next_power_of_two()
+            .trailing_zeros()
+            .max(4);
+        ShortMap::new(bits)
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.used * 2 >= self.slots.len()
+    }
+
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.used
+    }
+
+    pub fn clear(&mut self) {
+        if self.used > 0 {
+            self.slots.fill(Slot::default());
+            self.used = 0;
+            self.ids.clear();
+        }
+    }
+
+    /// The ids of `piece`, if present (`piece` of any length; long ones are never present).
+    #[inline(always)]
+    pub fn get(&self, piece: &[u8]) -> Option<&[u32]> {
+        let key = ShortKey::new(piece)?;
+        let mut at = (key.hash() >> self.shift) as usize;
+        loop {
+            let slot = &self.slots[at];
+            if slot.key == key {
+                return Some(if slot.count == 1 {
+                    std::slice::from_ref(&slot.value)
+                } else {
+                    &self.ids[slot.value as usize..(slot.value + slot.count) as usize]
+                });
+            }
+            if slot.key.len == 0 {
+                return None;
+            }
+            at = (at + 1) & self.mask;
+        }
+    }
+
+    /// Add `piece` → `ids` (at most 16 bytes, not yet present, table not full; `false` otherwise).
+    pub fn insert(&mut self, piece: &[u8], ids: &[u32]) -> bool {
+        let Some(key) = ShortKey::new(piece) else {
+            return false;
+        };
+        if self.is_full() || ids.is_empty() {
+            return false;
+        }
+        let mut at = (key.hash() >> self.shift) as usize;
+        while self.slots[at].key.len != 0 {
+            if self.slots[at].key == key {
+                return false;
+            }
+            at = (at + 1) & self.mask;
+        }
+        let value = if let [id] = ids {
+            *id
+        } else {
+            self.ids.extend_from_slice(ids);
+            (self.ids.len() - ids.len()) as u32
+        };
+        self.slots[at] = Slot {
+            key,
+            count: ids.len() as u32,
+            value,
+        };
+        self.used += 1;
+        true
+    }
+}
+
+/// One thread's cache of merged pieces: short ones in a `ShortMap`, longer ones (up to
+/// `MAX_CACHED_LEN`) in a hash map. When full it starts over rather than track recency: the
+/// frequent words come back within a few documents, and clearing costs nothing per hit.
+pub struct PieceCache {
+    short: ShortMap,
+    long: FxHashMap<Box<[u8]>, Box<[u32]>>,
+    long_capacity: usize,
+}
+
+impl PieceCache {
+    pub fn new(short_bits: u32, long_capacity: usize) -> PieceCache {
+        PieceCache {
+            short: ShortMap::new(short_bits),
+            long: FxHashMap::default(),
+            long_capacity,
+        }
+    }
+
+    #[inline(always)]
+    pub fn get(&self, piece: &[u8]) -> Option<&[u32]> {
+        if piece.len() <= SHORT_LEN {
+            self.short.get(piece)
+        } else {
+            self.long.get(piece).map(|ids| &ids[..])
+        }
+    }
+
+    pub fn insert(&mut self, piece: &[u8], ids: &[u32]) {
+        if piece.len() <= SHORT_LEN {
+            if self.short.is_full() {
+                self.short.clear();
+            }
+            self.short.insert(piece, ids);
+        } else if piece.len() <= MAX_CACHED_LEN {
+            if self.long.len() >= self.long_capacity {
+                self.long.clear();
+            }
+            self.long.insert(piece.into(), ids.into());
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.short.clear();
+        self.long.clear();
+    }
+
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.short.len() + self.long.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_keys_tell_every_length_and_byte_apart() {
+        let pieces: Vec<Vec<u8>> = (0..=SHORT_LEN)
+            .flat_map(|len| {
+                (0..len).map(move |flip| {
+                    let mut piece: Vec<u8> = (0..len as u8).map(|b| b'a' + b).collect();
+                    piece[flip] = b'#';
+                    piece
+                })
+            })
+            .chain((0..=SHORT_LEN).map(|len| vec![0u8; len]))
+            .collect();
+        let mut map = ShortMap::with_room_for(pieces.len());
+        for (i, piece) in pieces.iter().enumerate() {
+            let fresh = map.insert(piece, &[i as u32]);
+            assert_eq!(fresh, !piece.is_empty(), "{piece:?}");
+        }
+        for (i, piece) in pieces.iter().enumerate().filter(|(_, p)| !p.is_empty()) {
+            assert_eq!(map.get(piece), Some(&[i as u32][..]), "{piece:?}");
+        }
+        assert_eq!(map.get(b""), None);
+        assert_eq!(map.get(&[b'x'; SHORT_LEN + 1]), None);
+        assert!(!map.insert(&[b'x'; SHORT_LEN + 1], &[1]));
+    }
+
+    #[test]
+    fn several_ids_and_a_full_table() {
+        let mut map = ShortMap::new(4);
+        assert!(map.insert(b"cats", &[3, 4]));
+        assert!(map.insert(b"dog", &[5]));
+        assert_eq!(map.get(b"cats"), Some(&[3, 4][..]));
+        assert_eq!(map.get(b"dog"), Some(&[5][..]));
+        assert_eq!(map.get(b"cat"), None);
+        for i in 0..10u8 {
+            map.insert(&[b'k', i], &[u32::from(i)]);
+        }
+        assert!(map.is_full());
+        assert_eq!(map.len(), 8);
+        assert!(!map.insert(b"late", &[1]));
+        map.clear();
+        assert_eq!(map.get(b"cats"), None);
+        assert!(map.insert(b"late", &[1, 2, 3]));
+        assert_eq!(map.get(b"late"), Some(&[1, 2, 3][..]));
+    }
+
+    #[test]
+    fn piece_cache_clears_when_full_and_skips_long_pieces() {
+        let mut cache = PieceCache::new(4, 2);
+        cache.insert(b"the", &[1]);
+        cache.insert(b" cat", &[2, 3]);
+        assert_eq!(cache.get(b"the"), Some(&[1][..]));
+        assert_eq!(cache.get(b" cat"), Some(&[2, 3][..]));
+        let a = vec![b'a'; 20];
+        let b = vec![b'b'; 30];
+        let c = vec![b'c'; 40];
+        cache.insert(&a, &[1]);
+        cache.insert(&b, &[2]);
+        cache.insert(&c, &[3]);
+        assert_eq!(cache.get(&a), None);
+        assert_eq!(cache.get(&c), Some(&[3][..]));
+        let long = vec![b'x'; MAX_CACHED_LEN + 1];
+        cache.insert(&long, &[1]);
+        assert_eq!(cache.get(&long), None);
+        for i in 0..20u8 {
+            cache.insert(&[b'k', i], &[u32::from(i)]);
+        }
+        assert!(cache.len() <= 8 + 2);
+        assert_eq!(cache.get(&[b'k', 19]), Some(&[19][..]));
+    }
+}

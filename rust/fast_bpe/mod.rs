@@ -1,0 +1,287 @@
+//! A fast, exact byte-level BPE encoder for the tokenizer shapes `spec` recognises: NFC (only
+//! when the text needs it), a hand-written pre-tokenizer, and merge-rank BPE per pre-token behind
+//! a per-thread cache. The HF `tokenizers` encoder stays the oracle and the fallback
+//! (`crate::encoder`).
+
+mod bpe;
+mod cache;
+pub mod pretokenize;
+pub mod spec;
+
+#[cfg(test)]
+mod exactness;
+mod unicode;
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+use unicode_normalization_alignments::{is_nfc_quick, IsNormalized, UnicodeNormalization};
+
+pub use pretokenize::Pattern;
+pub use spec::Spec;
+
+use bpe::{byte_to_char, merge, CharToByte, Merges, Scratch};
+use cache::{PieceCache, ShortMap, SHORT_LEN};
+
+/// Slots (log2) of each thread's cache of short pieces; it holds half as many pieces (4 MiB).
+const CACHE_SHORT_BITS: u32 = 17;
+/// Longer pieces each thread's cache holds before it starts over.
+const CACHE_LONG_ENTRIES: usize = 1 << 14;
+const NO_ID: u32 = u32::MAX;
+
+pub struct FastBpe {
+    /// Tells this encoder's per-thread cache from another encoder's.
+    instance: u64,
+    pattern: Pattern,
+    nfc: bool,
+    byte_ids: [u32; 256],
+    merges: Merges,
+    /// Short pieces that are one vocabulary token, shared by all threads: every token whose own
+    /// bytes merge back to it (or every token, with `ignore_merges`). A word seen for the first
+    /// time is then still one lookup.
+    known: ShortMap,
+    /// With `ignore_merges`: the longer pieces that are whole vocabulary entries.
+    long_tokens: FxHashMap<Box<[u8]>, u32>,
+    /// Non-special added tokens, cut out of the raw text first (see `spec::Spec::added`).
+    added: Option<AddedTokens>,
+}
+
+/// The raw-text matcher of `tokenizers`' added vocabulary: leftmost-longest over the same
+/// strings with the same crate; a match of a special token stays text (`None`).
+struct AddedTokens {
+    matcher: AhoCorasick,
+    ids: Vec<Option<u32>>,
+}
+
+/// One thread's cache and scratch buffers, for the encoder that used them last.
+struct ThreadState {
+    instance: u64,
+    cache: PieceCache,
+    symbols: Vec<u32>,
+    scratch: Scratch,
+}
+
+thread_local! {
+    static STATE: RefCell<ThreadState> = RefCell::new(ThreadState {
+        instance: 0,
+        cache: PieceCache::new(CACHE_SHORT_BITS, CACHE_LONG_ENTRIES),
+        symbols: Vec::new(),
+        scratch: Scratch::default(),
+    });
+}
+
+impl FastBpe {
+    /// Build the encoder for a recognised `spec` over the model's `vocab` (from `tokenizers`,
+    /// so that both encoders see the same entries); `Err` is why it would not be exact.
+    /// `added_id` gives the id `tokenizers` assigns an added token.
+    pub fn new(
+        spec: &Spec,
+        vocab: &HashMap<String, u32>,
+        added_id: impl Fn(&str) -> Option<u32>,
+    ) -> Result<FastBpe, String> {
+        static INSTANCES: AtomicU64 = AtomicU64::new(1);
+        let chars = byte_to_char();
+        let mut byte_ids = [NO_ID; 256];
+        let mut buffer = [0u8; 4];
+        for (slot, c) in byte_ids.iter_mut().zip(chars) {
+            if let Some(&id) = vocab.get(&*c.encode_utf8(&mut buffer)) {
+                *slot = id;
+            }
+        }
+        if spec.needs_full_alphabet && byte_ids.contains(&NO_ID) {
+            return Err("unk_token or byte_fallback with bytes missing from the vocabulary".into());
+        }
+        let id_of = |token: &str| {
+            vocab
+                .get(token)
+                .copied()
+                .ok_or_else(|| format!("merge token {token:?} is not in the vocabulary"))
+        };
+        let list = spec
+            .merges
+            .iter()
+            .map(|(a, b)| Ok((id_of(a)?, id_of(b)?, id_of(&format!("{a}{b}"))?)))
+            .collect::<Result<Vec<_>, String>>()?;
+        let merges = Merges::new(list);
+        let reverse = CharToByte::new(&chars);
+        let tokens: Vec<(Vec<u8>, u32)> = vocab
+            .iter()
+            .filter_map(|(token, &id)| Some((reverse.token_bytes(token)?, id)))
+            .collect();
+        let (known, long_tokens) = whole_token_tables(&tokens, &merges, &byte_ids, spec);
+        let added = added_tokens(spec, added_id)?;
+        Ok(FastBpe {
+            instance: INSTANCES.fetch_add(1, Ordering::Relaxed),
+            pattern: spec.pattern,
+            nfc: spec.nfc,
+            byte_ids,
+            merges,
+            known,
+            long_tokens,
+            added,
+        })
+    }
+
+    pub fn pattern(&self) -> Pattern {
+        self.pattern
+    }
+
+    /// Append the ids of `text` to `out`.
+    pub fn encode_into(&self, text: &str, out: &mut Vec<u32>) {
+        let Some(added) = &self.added else {
+            return self.encode_segment(text, out);
+        };
+        // As `tokenizers`: the text between two extracted tokens is normalized and split on its
+        // own; a special token's match is skipped, so its text stays in the segment.
+        let mut start = 0;
+        for found in added.matcher.find_iter(text) {
+            if let Some(id) = added.ids[found.pattern().as_usize()] {
+                self.encode_segment(&text[start..found.start()], out);
+                out.push(id);
+                start = found.end();
+            }
+        }
+        self.encode_segment(&text[start..], out);
+    }
+
+    /// The ids of a text with no added token in it.
+    fn encode_segment(&self, text: &str, out: &mut Vec<u32>) {
+        if text.is_empty() {
+            return;
+        }
+        let text = self.normalize(text);
+        STATE.with(|state| {
+            let mut state = state.borrow_mut();
+            let state = &mut *state;
+            if state.instance != self.instance {
+                state.cache.clear();
+                state.instance = self.instance;
+            }
+            pretokenize::split(self.pattern, &text, |piece| {
+                self.encode_piece(piece.as_bytes(), state, out)
+            });
+        });
+    }
+
+    /// NFC as `tokenizers` computes it (same crate, same tables), skipped when the quick check
+    /// proves the text is already in NFC, which is nearly always.
+    fn normalize<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        if !self.nfc || text.is_ascii() || is_nfc_quick(text.chars()) == IsNormalized::Yes {
+            return Cow::Borrowed(text);
+        }
+        Cow::Owned(text.nfc().map(|(c, _)| c).collect())
+    }
+
+    #[inline(always)]
+    fn encode_piece(&self, piece: &[u8], state: &mut ThreadState, out: &mut Vec<u32>) {
+        if let [byte] = piece {
+            // A byte the vocabulary lacks is dropped, as `tokenizers` does without an unk token.
+            let id = self.byte_ids[*byte as usize];
+            if id != NO_ID {
+                out.push(id);
+            }
+            return;
+        }
+        if let Some(ids) = self.known.get(piece) {
+            out.extend_from_slice(ids);
+            return;
+        }
+        if piece.len() > SHORT_LEN {
+            if let Some(&id) = self.long_tokens.get(piece) {
+                out.push(id);
+                return;
+            }
+        }
+        if let Some(ids) = state.cache.get(piece) {
+            out.extend_from_slice(ids);
+            return;
+        }
+        let symbols = &mut state.symbols;
+        symbols.clear();
+        symbols.extend(
+            piece
+                .iter()
+                .map(|&b| self.byte_ids[b as usize])
+                .filter(|&id| id != NO_ID),
+        );
+        merge(&self.merges, symbols, &mut state.scratch);
+        out.extend_from_slice(symbols);
+        state.cache.insert(piece, symbols);
+    }
+}
+
+/// The matcher of `spec.added`, or `None` when there is nothing to cut out.
+fn added_tokens(
+    spec: &Spec,
+    added_id: impl Fn(&str) -> Option<u32>,
+) -> Result<Option<AddedTokens>, String> {
+    if spec.added.is_empty() {
+        return Ok(None);
+    }
+    let ids = spec
+        .added
+        .iter()
+        .map(|token| match token.special {
+            true => Ok(None),
+            false => added_id(&token.content)
+                .map(Some)
+                .ok_or_else(|| format!("added token {:?} has no id", token.content)),
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let matcher = AhoCorasickBuilder::new()
+        .match_kind(MatchKind::LeftmostLongest)
+        .build(spec.added.iter().map(|token| &token.content))
+        .map_err(|e| format!("added tokens: {e}"))?;
+    Ok(Some(AddedTokens { matcher, ids }))
+}
+
+/// The tables of pieces that are exactly one token: short ones in a `ShortMap`, long ones (only
+/// needed with `ignore_merges`, where a whole token wins over merging) in a hash map. Without
+/// `ignore_merges` a token is listed only when merging its own bytes gives it back, which is
+/// what merging the piece would give; the check runs on all cores.
+fn whole_token_tables(
+    tokens: &[(Vec<u8>, u32)],
+    merges: &Merges,
+    byte_ids: &[u32; 256],
+    spec: &Spec,
+) -> (ShortMap, FxHashMap<Box<[u8]>, u32>) {
+    let short: Vec<&(Vec<u8>, u32)> = tokens
+        .par_iter()
+        .filter(|(bytes, _)| (2..=SHORT_LEN).contains(&bytes.len()))
+        .map_init(
+            || (Vec::new(), Scratch::default()),
+            |(symbols, scratch), entry| {
+                if spec.ignore_merges {
+                    return Some(entry);
+                }
+                symbols.clear();
+                symbols.extend(entry.0.iter().map(|&b| byte_ids[b as usize]));
+                if symbols.contains(&NO_ID) {
+                    return None;
+                }
+                merge(merges, symbols, scratch);
+                (symbols.as_slice() == [entry.1]).then_some(entry)
+            },
+        )
+        .flatten()
+        .collect();
+    let mut known = ShortMap::with_room_for(short.len());
+    for (bytes, id) in short {
+        known.insert(bytes, &[*id]);
+    }
+    let long_tokens = if spec.ignore_merges {
+        tokens
+            .iter()
+            .filter(|(bytes, _)| bytes.len() > SHORT_LEN)
+            .map(|(bytes, id)| (bytes.as_slice().into(), *id))
+            .collect()
+    } else {
+        FxHashMap::default()
+    };
+    (known, long_tokens)
+}

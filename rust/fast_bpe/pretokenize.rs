@@ -1,0 +1,409 @@
+//! Hand-written splitters that cut a text into exactly the pieces Oniguruma's leftmost-first
+//! match of each known split regex yields, in one forward pass without backtracking.
+//!
+//! Each `*_end` function answers "where does the match starting at `i` end?"; the alternatives
+//! are tried in the regex's order, and the backtracking the regex would do is resolved by
+//! looking at the shape of the run (see `space_end`).
+
+use super::unicode::{ascii_class, class_at, Class};
+
+/// The split regexes served, as they appear in real `tokenizer.json` files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pattern {
+    /// GPT-2 (also ByteLevel's built-in regex):
+    /// `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
+    Gpt2,
+    /// cl100k / Llama 3: like `Qwen` with `\p{N}{1,3}` instead of `\p{N}`.
+    Cl100k,
+    /// Qwen 2/3 and this project's trainer:
+    /// `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+    Qwen,
+    /// Qwen 3.5: like `Qwen` with marks as letters, `[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+` and
+    /// ` ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*`; the same machine with `\p{M}` read as a letter.
+    Qwen35,
+}
+
+pub const GPT2_REGEX: &str =
+    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
+pub const CL100K_REGEX: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+pub const QWEN_REGEX: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+pub const QWEN35_REGEX: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
+impl Pattern {
+    /// The pattern whose regex is exactly `regex`, if one is served.
+    pub fn from_regex(regex: &str) -> Option<Pattern> {
+        match regex {
+            GPT2_REGEX => Some(Pattern::Gpt2),
+            CL100K_REGEX => Some(Pattern::Cl100k),
+            QWEN_REGEX => Some(Pattern::Qwen),
+            QWEN35_REGEX => Some(Pattern::Qwen35),
+            _ => None,
+        }
+    }
+
+    pub fn regex(self) -> &'static str {
+        match self {
+            Pattern::Gpt2 => GPT2_REGEX,
+            Pattern::Cl100k => CL100K_REGEX,
+            Pattern::Qwen => QWEN_REGEX,
+            Pattern::Qwen35 => QWEN35_REGEX,
+        }
+    }
+}
+
+/// Call `emit` with every piece of `text`, in order; the pieces concatenate to `text`.
+#[inline]
+pub fn split(pattern: Pattern, text: &str, emit: impl FnMut(&str)) {
+    // One loop per pattern, so that the choice is not made again for every piece.
+    match pattern {
+        Pattern::Gpt2 => split_with(text, emit, gpt2_end),
+        Pattern::Cl100k => split_with(text, emit, |b, i| cl100k_family_end::<false>(b, i, 3)),
+        Pattern::Qwen => split_with(text, emit, |b, i| cl100k_family_end::<false>(b, i, 1)),
+        Pattern::Qwen35 => split_with(text, emit, |b, i| cl100k_family_end::<true>(b, i, 1)),
+    }
+}
+
+#[inline(always)]
+fn split_with(text: &str, mut emit: impl FnMut(&str), end_at: impl Fn(&[u8], usize) -> usize) {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let end = end_at(bytes, i);
+        // Every end is a character boundary past `i` (each branch consumes whole characters).
+        emit(&text[i..end]);
+        i = end;
+    }
+}
+
+/// The class of the character at `i`, or `None` at the end of the text.
+#[inline(always)]
+fn class_of<const MARKS: bool>(bytes: &[u8], i: usize) -> Option<Class> {
+    (i < bytes.len()).then(|| class_at::<MARKS>(bytes, i).0)
+}
+
+/// End of the maximal run of `class` characters starting at `i`; ASCII bytes take the short
+/// loop, which is nearly all of them in most text.
+#[inline(always)]
+fn run_end<const MARKS: bool>(bytes: &[u8], mut i: usize, class: Class) -> usize {
+    loop {
+        while let Some(&b) = bytes.get(i) {
+            if b >= 0x80 {
+                break;
+            }
+            if ascii_class(b) != class {
+                return i;
+            }
+            i += 1;
+        }
+        if i >= bytes.len() {
+            return i;
+        }
+        let (c, len) = class_at::<MARKS>(bytes, i);
+        if c != class {
+            return i;
+        }
+        i += len;
+    }
+}
+
+/// End of `[\r\n]*` starting at `i`.
+#[inline(always)]
+fn newlines_end(bytes: &[u8], mut i: usize) -> usize {
+    while i < bytes.len() && matches!(bytes[i], b'\r' | b'\n') {
+        i += 1;
+    }
+    i
+}
+
+/// End of the whitespace branches starting at white space `i`. With `newlines` (the cl100k
+/// family), `\s*[\r\n]+` comes first: backtracking `\s*` gives back characters until the last
+/// `\r`/`\n` of the run, so the match ends just after it. Then `\s+(?!\S)`: the whole run at the
+/// end of the text, else the run less its last character when that leaves something. Then `\s+`:
+/// the whole run (one character).
+#[inline(always)]
+fn space_end<const MARKS: bool>(bytes: &[u8], i: usize, newlines: bool) -> usize {
+    let mut j = i;
+    let mut last_start = i;
+    let mut after_newline = None;
+    while j < bytes.len() {
+        let (c, len) = class_at::<MARKS>(bytes, j);
+        if c != Class::Space {
+            break;
+        }
+        if matches!(bytes[j], b'\r' | b'\n') {
+            after_newline = Some(j + 1);
+        }
+        last_start = j;
+        j += len;
+    }
+    if newlines {
+        if let Some(end) = after_newline {
+            return end;
+        }
+    }
+    if j == bytes.len() || last_start == i {
+        j
+    } else {
+        last_start
+    }
+}
+
+/// Length of a contraction (`s`, `t`, `re`, `ve`, `m`, `ll`, `d`) at `i`, right after an
+/// apostrophe. `fold` is `(?i:...)`: Oniguruma then also matches the upper case letters and
+/// U+017F LATIN SMALL LETTER LONG S, whose case folding is `s` (tested on every code point).
+#[inline(always)]
+fn contraction_len(bytes: &[u8], i: usize, fold: bool) -> Option<usize> {
+    let letter = |k: usize| -> Option<(u8, usize)> {
+        let b = *bytes.get(k)?;
+        if fold {
+            if b == 0xc5 && bytes.get(k + 1) == Some(&0xbf) {
+                return Some((b's', 2));
+            }
+            Some((b.to_ascii_lowercase(), 1))
+        } else {
+            Some((b, 1))
+        }
+    };
+    let (first, first_len) = letter(i)?;
+    match first {
+        b's' | b't' | b'm' | b'd' => Some(first_len),
+        b'r' | b'v' | b'l' => {
+            let want = if first == b'l' { b'l' } else { b'e' };
+            match letter(i + first_len)? {
+                (second, second_len) if second == want => Some(first_len + second_len),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The match at `i` of the GPT-2 regex.
+#[inline(always)]
+fn gpt2_end(bytes: &[u8], i: usize) -> usize {
+    const MARKS: bool = false;
+    let first = bytes[i];
+    if first == b'\'' {
+        if let Some(len) = contraction_len(bytes, i + 1, false) {
+            return i + 1 + len;
+        }
+    }
+    let (class, len) = class_at::<MARKS>(bytes, i);
+    let next = i + len;
+    if first == b' ' {
+        // ` ?\p{L}+`, ` ?\p{N}+`, ` ?[^\s\p{L}\p{N}]+` with the space.
+        match class_of::<MARKS>(bytes, next) {
+            Some(Class::Space) | None => {}
+            Some(run) => return run_end::<MARKS>(bytes, next, run),
+        }
+    }
+    match class {
+        Class::Space => space_end::<MARKS>(bytes, i, false),
+        run => run_end::<MARKS>(bytes, next, run),
+    }
+}
+
+/// The match at `i` of the cl100k-family regex; `max_digits` is 3 for `\p{N}{1,3}`, 1 for `\p{N}`.
+#[inline(always)]
+fn cl100k_family_end<const MARKS: bool>(bytes: &[u8], i: usize, max_digits: usize) -> usize {
+    let first = bytes[i];
+    if first == b'\'' {
+        if let Some(len) = contraction_len(bytes, i + 1, true) {
+            return i + 1 + len;
+        }
+    }
+    let (class, len) = class_at::<MARKS>(bytes, i);
+    let next = i + len;
+    match class {
+        // `[^\r\n\p{L}\p{N}]?\p{L}+` without the optional character.
+        Class::Letter => run_end::<MARKS>(bytes, next, Class::Letter),
+        Class::Number => digits_end::<MARKS>(bytes, next, max_digits - 1),
+        Class::Other | Class::Space => {
+            let newline = matches!(first, b'\r' | b'\n');
+            let next_class = class_of::<MARKS>(bytes, next);
+            if !newline && next_class == Some(Class::Letter) {
+                // `[^\r\n\p{L}\p{N}]?\p{L}+` with the optional character.
+                return run_end::<MARKS>(bytes, next, Class::Letter);
+            }
+            if class == Class::Other {
+                // `[^\s\p{L}\p{N}]+[\r\n]*`
+                return newlines_end(bytes, run_end::<MARKS>(bytes, next, Class::Other));
+            }
+            if first == b' ' && next_class == Some(Class::Other) {
+                // ` [^\s\p{L}\p{N}]+[\r\n]*`
+                return newlines_end(bytes, run_end::<MARKS>(bytes, next, Class::Other));
+            }
+            space_end::<MARKS>(bytes, i, true)
+        }
+    }
+}
+
+/// End of at most `more` further number characters after `i`.
+#[inline(always)]
+fn digits_end<const MARKS: bool>(bytes: &[u8], mut i: usize, more: usize) -> usize {
+    for _ in 0..more {
+        match (i < bytes.len()).then(|| class_at::<MARKS>(bytes, i)) {
+            Some((Class::Number, len)) => i += len,
+            _ => break,
+        }
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokenizers::utils::SysRegex;
+
+    /// The pieces of the regex itself (gaps between matches included, as `Split` keeps them).
+    fn regex_pieces(pattern: Pattern, text: &str) -> Vec<String> {
+        thread_local! {
+            static REGEXES: Vec<SysRegex> = PATTERNS
+                .iter()
+                .map(|p| SysRegex::new(p.regex()).expect("valid regex"))
+                .collect();
+        }
+        let index = PATTERNS.iter().position(|&p| p == pattern).expect("known");
+        REGEXES.with(|regexes| pieces_of(&regexes[index], text))
+    }
+
+    fn pieces_of(regex: &SysRegex, text: &str) -> Vec<String> {
+        let mut pieces = Vec::new();
+        let mut prev = 0;
+        for (start, end) in regex.find_iter(text) {
+            if start > prev {
+                pieces.push(text[prev..start].to_string());
+            }
+            pieces.push(text[start..end].to_string());
+            prev = end;
+        }
+        if prev < text.len() {
+            pieces.push(text[prev..].to_string());
+        }
+        pieces
+    }
+
+    fn our_pieces(pattern: Pattern, text: &str) -> Vec<String> {
+        let mut pieces = Vec::new();
+        split(pattern, text, |piece| pieces.push(piece.to_string()));
+        pieces
+    }
+
+    const PATTERNS: [Pattern; 4] = [
+        Pattern::Gpt2,
+        Pattern::Cl100k,
+        Pattern::Qwen,
+        Pattern::Qwen35,
+    ];
+
+    fn assert_same(text: &str) {
+        for pattern in PATTERNS {
+            assert_eq!(
+                our_pieces(pattern, text),
+                regex_pieces(pattern, text),
+                "{pattern:?} on {text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn project_regex_is_the_qwen_pattern() {
+        assert_eq!(
+            Pattern::from_regex(crate::train::SPLIT_REGEX),
+            Some(Pattern::Qwen)
+        );
+        for pattern in PATTERNS {
+            assert_eq!(Pattern::from_regex(pattern.regex()), Some(pattern));
+        }
+        assert_eq!(Pattern::from_regex(r"\s+"), None);
+    }
+
+    #[test]
+    fn examples_from_the_issue() {
+        for text in [
+            "",
+            "Hello world, it's 2024!",
+            "'S 'ſ 'K 'Ll 'RE 'Ve 'ﬆ 'ß 'D 'M 'T",
+            "it'S DON'T we'LL they'Re I'M you'VE he'D 'ſx",
+            "  trailing   ",
+            "a\r\n\r\n  b\n \n c \r\n",
+            "tab\there\t\tand\u{3000}ideographic\u{85}nel",
+            "e\u{301}te\u{301} caf\u{e9} \u{301}\u{301}x",
+            "12345 1 12 123 1234 ١٢٣٤٥ Ⅷ½",
+            "x...'s ...y ' 's '' ''s",
+            "👨‍👩‍👧 emoji 👍🏽",
+            "中文文本，测试。日本語のテキスト",
+            "שלום עולם مرحبا بالعالم",
+            "<|endoftext|><|im_start|>user\n",
+            " \n",
+            "\n\n\n",
+            "   x",
+            "\t\tx",
+            " \u{3000}x",
+            "a \r",
+            "a  ",
+            "$$$ %%% \n\n",
+            " .\n\n",
+        ] {
+            assert_same(text);
+        }
+    }
+
+    /// Every code point where `(?i:...)` case folding could match it: after an apostrophe and as
+    /// the second letter of `'ll` / `'re` (the cl100k family shares this code, and GPT-2's
+    /// contractions compare bytes). The classes themselves are checked in `unicode`.
+    #[test]
+    fn every_code_point_in_context() {
+        let chars: Vec<char> = (0..0x11_0000u32).filter_map(char::from_u32).collect();
+        for chunk in chars.chunks(8192) {
+            let mut text = String::new();
+            for &c in chunk {
+                for piece in ["'l", "'r"] {
+                    text.push_str(piece);
+                    text.push(c);
+                }
+                text.push('\'');
+                text.push(c);
+                text.push('e');
+            }
+            assert_eq!(
+                our_pieces(Pattern::Qwen, &text),
+                regex_pieces(Pattern::Qwen, &text)
+            );
+        }
+    }
+
+    /// Representatives of every class and of the characters the branches name, in all pairs
+    /// and in context.
+    #[test]
+    fn class_boundaries() {
+        let samples = [
+            "a", "Z", "中", "\u{301}", "1", "٣", "Ⅻ", "'", ".", "$", " ", "\t", "\n", "\r",
+            "\u{3000}", "\u{85}", "\u{a0}", "ſ", "K", "😀", "s", "S", "e", "L",
+        ];
+        for a in samples {
+            for b in samples {
+                for c in samples {
+                    assert_same(&format!("{a}{b}{c}"));
+                    assert_same(&format!("{a}{b}{c}{c}{a} x"));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn whitespace_and_newline_mixes() {
+        let parts = [
+            "", " ", "  ", "\t", "\n", "\r\n", "\r", "\u{3000}", "\u{85}", "a", "1", ".",
+        ];
+        for a in parts {
+            for b in parts {
+                for c in parts {
+                    for d in parts {
+                        assert_same(&format!("{a}{b}{c}{d}"));
+                    }
+                }
+            }
+        }
+    }
+}

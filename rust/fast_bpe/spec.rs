@@ -1,0 +1,488 @@
+//! Which `tokenizer.json` shapes the fast encoder serves exactly, read from the file itself.
+//! Anything not recognised is declined with a one-line reason, and the HF encoder runs instead.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use super::pretokenize::Pattern;
+
+/// A tokenizer the fast path reproduces id for id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spec {
+    pub pattern: Pattern,
+    /// The normalizer is NFC (otherwise there is none).
+    pub nfc: bool,
+    /// A pre-token that is itself a vocabulary entry becomes that token without merging.
+    pub ignore_merges: bool,
+    /// The merges in rank order, as token strings.
+    pub merges: Vec<(String, String)>,
+    /// `unk_token` or `byte_fallback` is set: exact only while no byte is missing from the
+    /// vocabulary (then neither can trigger); the caller checks the alphabet.
+    pub needs_full_alphabet: bool,
+    /// The added tokens matched in the raw text before anything else, when some of them are
+    /// not special (empty otherwise): every non-normalized added token, special or not, in file
+    /// order, because a special match (skipped, left as text) can hide a non-special one.
+    pub added: Vec<AddedToken>,
+}
+
+/// One added token of the raw-text match (see `Spec::added`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddedToken {
+    pub content: String,
+    /// Special tokens are matched but left as text (`encode_special_tokens`).
+    pub special: bool,
+}
+
+#[derive(Deserialize)]
+struct TokenizerJson {
+    #[serde(default)]
+    added_tokens: Vec<AddedTokenJson>,
+    #[serde(default)]
+    normalizer: Option<Value>,
+    #[serde(default)]
+    pre_tokenizer: Option<Value>,
+    #[serde(default)]
+    truncation: Option<Value>,
+    #[serde(default)]
+    padding: Option<Value>,
+    model: ModelJson,
+}
+
+/// An added token's flags, with the defaults of `tokenizers`' `AddedToken`.
+#[derive(Deserialize)]
+struct AddedTokenJson {
+    content: String,
+    #[serde(default)]
+    special: bool,
+    #[serde(default = "yes")]
+    normalized: bool,
+    #[serde(default)]
+    lstrip: bool,
+    #[serde(default)]
+    rstrip: bool,
+    #[serde(default)]
+    single_word: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Deserialize)]
+struct ModelJson {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    #[serde(default)]
+    dropout: Option<f64>,
+    #[serde(default)]
+    unk_token: Option<String>,
+    #[serde(default)]
+    continuing_subword_prefix: Option<String>,
+    #[serde(default)]
+    end_of_word_suffix: Option<String>,
+    #[serde(default)]
+    byte_fallback: Option<bool>,
+    #[serde(default)]
+    ignore_merges: Option<bool>,
+    merges: Option<Box<RawValue>>,
+}
+
+/// Read `json` (the text of a tokenizer.json) and decide whether it is served.
+pub fn recognise(json: &str) -> Result<Spec, String> {
+    let file: TokenizerJson =
+        serde_json::from_str(json).map_err(|e| format!("unreadable tokenizer.json: {e}"))?;
+    if file.truncation.is_some() {
+        return Err("truncation is set".into());
+    }
+    if file.padding.is_some() {
+        return Err("padding is set".into());
+    }
+    let nfc = normalizer_is_nfc(file.normalizer.as_ref())?;
+    let added = raw_text_added_tokens(&file.added_tokens)?;
+    let pattern = pre_tokenizer_pattern(file.pre_tokenizer.as_ref())?;
+    let model = file.model;
+    match model.kind.as_deref() {
+        Some("BPE") => {}
+        Some(other) => return Err(format!("model {other}, not BPE")),
+        None => return Err("model without a type".into()),
+    }
+    if model.dropout.is_some_and(|p| p != 0.0) {
+        return Err("BPE dropout".into());
+    }
+    if model
+        .continuing_subword_prefix
+        .is_some_and(|p| !p.is_empty())
+    {
+        return Err("continuing_subword_prefix".into());
+    }
+    if model.end_of_word_suffix.is_some_and(|s| !s.is_empty()) {
+        return Err("end_of_word_suffix".into());
+    }
+    let merges = parse_merges(model.merges.as_deref())?;
+    Ok(Spec {
+        pattern,
+        nfc,
+        ignore_merges: model.ignore_merges.unwrap_or(false),
+        merges,
+        needs_full_alphabet: model.unk_token.is_some() || model.byte_fallback.unwrap_or(false),
+        added,
+    })
+}
+
+/// Special added tokens are plain text under `encode_special_tokens`; non-special ones are cut
+/// out of the raw text before normalization and pre-tokenization. The fast path does that for
+/// the plain kind (not normalized, no lstrip/rstrip/single_word, as Qwen's `<tool_call>`) and
+/// declines the others.
+fn raw_text_added_tokens(tokens: &[AddedTokenJson]) -> Result<Vec<AddedToken>, String> {
+    let plain = |t: &AddedTokenJson| !(t.normalized || t.lstrip || t.rstrip || t.single_word);
+    if let Some(token) = tokens.iter().find(|t| !t.special && !plain(t)) {
+        let flags: Vec<&str> = [
+            (token.normalized, "normalized"),
+            (token.lstrip, "lstrip"),
+            (token.rstrip, "rstrip"),
+            (token.single_word, "single_word"),
+        ]
+        .into_iter()
+        .filter_map(|(set, name)| set.then_some(name))
+        .collect();
+        return Err(format!(
+            "non-special added token {:?} with {}",
+            token.content,
+            flags.join(", ")
+        ));
+    }
+    if tokens.iter().all(|t| t.special) {
+        return Ok(Vec::new());
+    }
+    Ok(tokens
+        .iter()
+        .filter(|t| !t.normalized && !t.content.is_empty())
+        .map(|t| AddedToken {
+            content: t.content.clone(),
+            special: t.special,
+        })
+        .collect())
+}
+
+fn type_of(value: &Value) -> &str {
+    value
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("without a type")
+}
+
+fn normalizer_is_nfc(normalizer: Option<&Value>) -> Result<bool, String> {
+    match normalizer {
+        None | Some(Value::Null) => Ok(false),
+        Some(n) if type_of(n) == "NFC" => Ok(true),
+        Some(n) => Err(format!("normalizer {}", type_of(n))),
+    }
+}
+
+fn flag(value: &Value, name: &str) -> Option<bool> {
+    value.get(name).and_then(Value::as_bool)
+}
+
+/// `Sequence[Split(known regex, Isolated), ByteLevel(no prefix space, no regex)]`, or a bare
+/// `ByteLevel(no prefix space)` with its built-in GPT-2 regex.
+fn pre_tokenizer_pattern(pre: Option<&Value>) -> Result<Pattern, String> {
+    let pre = match pre {
+        None | Some(Value::Null) => return Err("no pre-tokenizer".into()),
+        Some(pre) => pre,
+    };
+    match type_of(pre) {
+        "ByteLevel" => {
+            check_byte_level(pre)?;
+            // `use_regex` defaults to true in `tokenizers`.
+            if flag(pre, "use_regex").unwrap_or(true) {
+                Ok(Pattern::Gpt2)
+            } else {
+                Err("ByteLevel alone without its regex".into())
+            }
+        }
+        "Sequence" => {
+            let steps = pre
+                .get("pretokenizers")
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            let [split, byte_level] = steps else {
+                return Err(format!(
+                    "pre-tokenizer Sequence of {} steps, not Split + ByteLevel",
+                    steps.len()
+                ));
+            };
+            let pattern = split_pattern(split)?;
+            if type_of(byte_level) != "ByteLevel" {
+                return Err(format!(
+                    "pre-tokenizer {} after Split, not ByteLevel",
+                    type_of(byte_level)
+                ));
+            }
+            check_byte_level(byte_level)?;
+            if flag(byte_level, "use_regex").unwrap_or(true) {
+                return Err("ByteLevel use_regex after Split".into());
+            }
+            Ok(pattern)
+        }
+        other => Err(format!("pre-tokenizer {other}")),
+    }
+}
+
+fn check_byte_level(byte_level: &Value) -> Result<(), String> {
+    // `add_prefix_space` has no serde default: a file without it does not load at all.
+    if flag(byte_level, "add_prefix_space") != Some(false) {
+        return Err("ByteLevel add_prefix_space".into());
+    }
+    Ok(())
+}
+
+fn split_pattern(split: &Value) -> Result<Pattern, String> {
+    if type_of(split) != "Split" {
+        return Err(format!("pre-tokenizer {} before ByteLevel", type_of(split)));
+    }
+    if split.get("behavior").and_then(Value::as_str) != Some("Isolated") {
+        return Err("Split behavior is not Isolated".into());
+    }
+    if flag(split, "invert") != Some(false) {
+        return Err("inverted Split".into());
+    }
+    let regex = split
+        .get("pattern")
+        .and_then(|p| p.get("Regex"))
+        .and_then(Value::as_str)
+        .ok_or("Split on a string, not a regex")?;
+    Pattern::from_regex(regex).ok_or_else(|| "unknown split regex".into())
+}
+
+/// The merges, either `[["a", "b"], ...]` or the legacy `["a b", ...]` (split on its one space).
+fn parse_merges(merges: Option<&RawValue>) -> Result<Vec<(String, String)>, String> {
+    let raw = merges.ok_or("BPE without merges")?.get();
+    if let Ok(pairs) = serde_json::from_str::<Vec<(String, String)>>(raw) {
+        return Ok(pairs);
+    }
+    let lines: Vec<String> =
+        serde_json::from_str(raw).map_err(|e| format!("unreadable merges: {e}"))?;
+    lines
+        .into_iter()
+        .map(|line| {
+            let mut parts = line.split(' ');
+            match (parts.next(), parts.next(), parts.next()) {
+                (Some(a), Some(b), None) => Ok((a.to_string(), b.to_string())),
+                _ => Err(format!("merge {line:?} is not two tokens")),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tokenizer(pre: Value, normalizer: Value, model_extra: Value) -> String {
+        let mut model = json!({
+            "type": "BPE", "dropout": null, "unk_token": null,
+            "continuing_subword_prefix": null, "end_of_word_suffix": null,
+            "fuse_unk": false, "byte_fallback": false, "ignore_merges": false,
+            "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": [["a", "b"]]
+        });
+        for (k, v) in model_extra.as_object().expect("object") {
+            model[k] = v.clone();
+        }
+        json!({
+            "version": "1.0", "truncation": null, "padding": null,
+            "added_tokens": [{"id": 3, "content": "<|x|>", "special": true,
+                              "single_word": false, "lstrip": false, "rstrip": false,
+                              "normalized": false}],
+            "normalizer": normalizer, "pre_tokenizer": pre, "post_processor": null,
+            "decoder": null, "model": model
+        })
+        .to_string()
+    }
+
+    fn split_then_byte_level(regex: &str) -> Value {
+        json!({"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": regex}, "behavior": "Isolated", "invert": false},
+            {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false}
+        ]})
+    }
+
+    fn gpt2_byte_level() -> Value {
+        json!({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true})
+    }
+
+    #[test]
+    fn served_shapes() {
+        let qwen = recognise(&tokenizer(
+            split_then_byte_level(super::super::pretokenize::QWEN_REGEX),
+            json!({"type": "NFC"}),
+            json!({}),
+        ))
+        .expect("served");
+        assert_eq!(qwen.pattern, Pattern::Qwen);
+        assert!(qwen.nfc && !qwen.ignore_merges && !qwen.needs_full_alphabet);
+        assert_eq!(qwen.merges, vec![("a".to_string(), "b".to_string())]);
+
+        let gpt2 = recognise(&tokenizer(
+            gpt2_byte_level(),
+            Value::Null,
+            json!({"ignore_merges": true, "merges": ["a b"]}),
+        ))
+        .expect("served");
+        assert_eq!(gpt2.pattern, Pattern::Gpt2);
+        assert!(!gpt2.nfc && gpt2.ignore_merges);
+        assert_eq!(gpt2.merges, vec![("a".to_string(), "b".to_string())]);
+
+        let cl100k = recognise(&tokenizer(
+            split_then_byte_level(super::super::pretokenize::CL100K_REGEX),
+            Value::Null,
+            json!({"unk_token": "<unk>"}),
+        ))
+        .expect("served");
+        assert_eq!(cl100k.pattern, Pattern::Cl100k);
+        assert!(cl100k.needs_full_alphabet);
+    }
+
+    #[test]
+    fn shipped_tokenizer_is_served() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/trained_tokenizers/bpe/tokenizer.json"
+        );
+        let json = std::fs::read_to_string(path).expect("shipped tokenizer");
+        let spec = recognise(&json).expect("served");
+        assert_eq!(spec.pattern, Pattern::Qwen);
+        assert!(spec.nfc);
+    }
+
+    fn reason(pre: Value, normalizer: Value, model_extra: Value) -> String {
+        recognise(&tokenizer(pre, normalizer, model_extra)).expect_err("declined")
+    }
+
+    #[test]
+    fn declined_shapes_say_why() {
+        let qwen = || split_then_byte_level(super::super::pretokenize::QWEN_REGEX);
+        assert_eq!(
+            reason(qwen(), json!({"type": "NFKC"}), json!({})),
+            "normalizer NFKC"
+        );
+        assert_eq!(
+            reason(
+                qwen(),
+                json!({"type": "Sequence", "normalizers": []}),
+                json!({})
+            ),
+            "normalizer Sequence"
+        );
+        assert_eq!(
+            reason(split_then_byte_level(r"\w+|\s+"), Value::Null, json!({})),
+            "unknown split regex"
+        );
+        assert_eq!(
+            reason(Value::Null, Value::Null, json!({})),
+            "no pre-tokenizer"
+        );
+        assert_eq!(
+            reason(json!({"type": "Whitespace"}), Value::Null, json!({})),
+            "pre-tokenizer Whitespace"
+        );
+        assert_eq!(
+            reason(
+                json!({"type": "ByteLevel", "add_prefix_space": true, "use_regex": true}),
+                Value::Null,
+                json!({})
+            ),
+            "ByteLevel add_prefix_space"
+        );
+        assert_eq!(
+            reason(
+                json!({"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}),
+                Value::Null,
+                json!({})
+            ),
+            "ByteLevel alone without its regex"
+        );
+        assert_eq!(
+            reason(qwen(), Value::Null, json!({"dropout": 0.1})),
+            "BPE dropout"
+        );
+        assert_eq!(
+            reason(
+                qwen(),
+                Value::Null,
+                json!({"continuing_subword_prefix": "##"})
+            ),
+            "continuing_subword_prefix"
+        );
+        assert_eq!(
+            reason(qwen(), Value::Null, json!({"end_of_word_suffix": "</w>"})),
+            "end_of_word_suffix"
+        );
+        assert_eq!(
+            reason(qwen(), Value::Null, json!({"type": "WordPiece"})),
+            "model WordPiece, not BPE"
+        );
+        assert_eq!(
+            reason(qwen(), Value::Null, json!({"merges": ["a b c"]})),
+            "merge \"a b c\" is not two tokens"
+        );
+        let mut inverted = qwen();
+        inverted["pretokenizers"][0]["invert"] = json!(true);
+        assert_eq!(reason(inverted, Value::Null, json!({})), "inverted Split");
+        let mut removed = qwen();
+        removed["pretokenizers"][0]["behavior"] = json!("Removed");
+        assert_eq!(
+            reason(removed, Value::Null, json!({})),
+            "Split behavior is not Isolated"
+        );
+        let mut string = qwen();
+        string["pretokenizers"][0]["pattern"] = json!({"String": " "});
+        assert_eq!(
+            reason(string, Value::Null, json!({})),
+            "Split on a string, not a regex"
+        );
+        let mut three = qwen();
+        three["pretokenizers"]
+            .as_array_mut()
+            .expect("array")
+            .push(json!({"type": "Digits"}));
+        assert!(reason(three, Value::Null, json!({})).contains("Sequence of 3 steps"));
+    }
+
+    #[test]
+    fn file_level_settings_are_declined() {
+        let base = tokenizer(gpt2_byte_level(), Value::Null, json!({}));
+        let with = |key: &str, value: Value| {
+            let mut file: Value = serde_json::from_str(&base).expect("json");
+            file[key] = value;
+            recognise(&file.to_string()).expect_err("declined")
+        };
+        assert_eq!(
+            with("truncation", json!({"max_length": 8})),
+            "truncation is set"
+        );
+        assert_eq!(
+            with("padding", json!({"strategy": "BatchLongest"})),
+            "padding is set"
+        );
+        let reason = with(
+            "added_tokens",
+            json!([{"id": 3, "content": "hello", "special": false}]),
+        );
+        assert_eq!(reason, "non-special added token \"hello\" with normalized");
+        let reason = with(
+            "added_tokens",
+            json!([{"id": 3, "content": "<x>", "special": false, "normalized": false,
+                    "lstrip": true, "single_word": true}]),
+        );
+        assert_eq!(
+            reason,
+            "non-special added token \"<x>\" with lstrip, single_word"
+        );
+        assert!(recognise("{not json")
+            .expect_err("bad")
+            .starts_with("unreadable"));
+    }
+}
