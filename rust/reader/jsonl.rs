@@ -233,16 +233,15 @@ fn string_field<'a>(raw: Option<&'a RawValue>, name: &str) -> Result<Cow<'a, str
     };
     let json = raw.get();
     match json.as_bytes().first() {
-        Some(b'"') => {
-            // Borrow when the string has no escapes; otherwise unescape into a new String.
-            if let Ok(s) = serde_json::from_str::<&str>(json) {
-                Ok(Cow::Borrowed(s))
-            } else {
-                serde_json::from_str::<String>(json)
-                    .map(Cow::Owned)
-                    .map_err(|e| format!("field \"{name}\": {e}"))
-            }
+        Some(b'"') if !json.contains('\\') && json.len() >= 2 => {
+            // No escape: the raw JSON (already validated by serde) is the text between the
+            // quotes. Checked first because asking serde for a `&str` of an escaped string
+            // fails, and building that error formats the whole text (15% of a tokenize run).
+            Ok(Cow::Borrowed(&json[1..json.len() - 1]))
         }
+        Some(b'"') => serde_json::from_str::<String>(json)
+            .map(Cow::Owned)
+            .map_err(|e| format!("field \"{name}\": {e}")),
         Some(b'n') => Err(format!("field \"{name}\" is null; expected a string")),
         _ => Err(format!(
             "field \"{name}\" is {}; expected a string",
@@ -308,6 +307,20 @@ mod tests {
         assert_eq!(rows[0], ("cot".into(), "q1".into(), "a1".into()));
         assert_eq!(rows[1], ("".into(), "日本".into(), "line\nbreak é".into()));
         assert_eq!(rows[2].1, "<|im_end|>");
+    }
+
+    #[test]
+    fn strings_with_and_without_escapes_and_whitespace_around_values() {
+        let data = "{ \"condition\" : \"\" , \"instruction\" :  \"plain \u{e9}t\u{e9}\" ,\
+                    \"response\":\"tab\\there \\\"q\\\" \\\\ \\u00e9 \\ud83d\\ude00\" }\n\
+                    {\"condition\":\"\",\"instruction\":\"\",\"response\":\"\\\\\"}";
+        let rows: Vec<_> = all_rows(data.as_bytes())
+            .into_iter()
+            .map(|r| r.unwrap())
+            .collect();
+        assert_eq!(rows[0].1, "plain \u{e9}t\u{e9}");
+        assert_eq!(rows[0].2, "tab\there \"q\" \\ \u{e9} \u{1f600}");
+        assert_eq!(rows[1], ("".into(), "".into(), "\\".into()));
     }
 
     #[test]
