@@ -128,10 +128,8 @@ def child_prepare(corpus: Path, out: Path, dedup: bool, memory: str, tokenizer: 
     }
 
 
-def child_baseline(corpus: Path) -> dict:
-    """HF tokenizers' encode_batch alone over prepare's documents (read + normalised untimed)."""
-    from tokenizers import Tokenizer
-
+def _prepared_texts(corpus: Path) -> tuple[list[str], int]:
+    """prepare's documents (read and normalised, untimed) and the corpus size on disk."""
     from data_io.prepare.inputs import ReadOptions, ReadStats, expand_inputs, read_documents
     from data_io.prepare.normalize import CleanOptions, CleanStats, clean_batch
 
@@ -141,16 +139,31 @@ def child_baseline(corpus: Path) -> dict:
     texts = clean_batch(
         [d for s in sources for d in read_documents(s, read, stats)], CleanOptions(), CleanStats()
     )
-    tokenizer = Tokenizer.from_file(str(TOKENIZER))
+    return texts, sum(s.size for s in sources)
+
+
+def child_baseline(corpus: Path, engine: str) -> dict:
+    """An encoder alone over prepare's documents, in prepare's batches: HF tokenizers'
+    ``encode_batch`` ("baseline"), or data_io's own encoder ("encoder": the seam prepare uses)."""
+    texts, size = _prepared_texts(corpus)
+    if engine == "encoder":
+        from data_io.encoder import TextEncoder
+
+        ours = TextEncoder(TOKENIZER)
+
+        def encode(batch: list[str]) -> int:
+            return len(ours.encode_batch(batch).ids)
+    else:
+        from tokenizers import Tokenizer
+
+        hf = Tokenizer.from_file(str(TOKENIZER))
+
+        def encode(batch: list[str]) -> int:
+            return sum(len(e.ids) for e in hf.encode_batch(batch, add_special_tokens=False))
+
     started = time.perf_counter()
-    tokens = 0
-    for start in range(0, len(texts), 2048):
-        for encoding in tokenizer.encode_batch(
-            texts[start : start + 2048], add_special_tokens=False
-        ):
-            tokens += len(encoding.ids)
+    tokens = sum(encode(texts[start : start + 2048]) for start in range(0, len(texts), 2048))
     seconds = time.perf_counter() - started
-    size = sum(s.size for s in sources)
     return {"seconds": seconds, "text_bytes": size, "tokens": tokens, "peak_rss_mb": _peak_rss_mb()}
 
 
@@ -201,7 +214,7 @@ def main() -> None:
                 spec["tokenizer"],
             )
         else:
-            report = child_baseline(Path(spec["corpus"]))
+            report = child_baseline(Path(spec["corpus"]), spec["kind"])
         print(json.dumps(report))
         return
     corpus = build_corpus(args.workdir, args.mb)
@@ -210,6 +223,7 @@ def main() -> None:
     for threads in sorted({1, cores}):
         for name, kind, dedup in (
             ("HF tokenizers encode_batch alone", "baseline", False),
+            ("data_io encoder alone (the seam prepare uses)", "encoder", False),
             ("data_io prepare, no dedup", "prepare", False),
             ("data_io prepare, dedup", "prepare", True),
             # The `char` tokenizer costs next to nothing: what is left is prepare's own work
@@ -227,13 +241,22 @@ def main() -> None:
 
 
 def _table(rows: list[dict], memory: str) -> None:
-    print("| run | threads | MB/s | MB/s per core | vs encoder | peak RSS (MB) | notes |")
-    print("|---|---:|---:|---:|---:|---:|---|")
+    print(
+        "| run | threads | MB/s | MB/s per core | vs HF encode_batch | vs data_io encoder "
+        "| peak RSS (MB) | notes |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
     base = {r["threads"]: r for r in rows if r["name"].startswith("HF")}
+    ours = {r["threads"]: r for r in rows if r["name"].startswith("data_io encoder")}
+
+    def versus(reference: dict, r: dict) -> str:
+        if "floor" in r["name"] or r["threads"] not in reference:
+            return "—"
+        return f"{reference[r['threads']]['seconds'] / r['seconds']:.0%}"
+
     for r in rows:
         mb_s = r["text_bytes"] / 2**20 / r["seconds"]
-        ratio = (base[r["threads"]]["seconds"] / r["seconds"]) if r["threads"] in base else 0
-        ratio_text = "—" if "floor" in r["name"] else f"{ratio:.0%}"
+        ratio_text = f"{versus(base, r)} | {versus(ours, r)}"
         notes = f"{r['text_bytes'] / 2**20:.0f} MB, {r['tokens']:,} tokens"
         if r.get("dedup_runs"):
             notes += (
