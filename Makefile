@@ -65,6 +65,7 @@ fmt: install
 # benchmarks/tokenize.py shadows the standard library's tokenize module.
 bench: build
 	$(PY) -m benchmarks.tokenize
+	$(PY) -m benchmarks.tokenize --race --vocab qwen
 	$(PY) -m benchmarks.sample
 	$(PY) -m benchmarks.loader
 	$(PY) -m benchmarks.load
