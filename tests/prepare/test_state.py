@@ -117,6 +117,18 @@ def test_output_holding_another_dataset_is_refused(small_tokenizer, tmp_path, co
         run([corpus[0]], file, small_tokenizer)
 
 
+def assert_redone_cleanly(out: Path, fresh: Path, corpus, tokenizer: Path) -> None:
+    """After a run killed before its commit: the next run rolls it back, says so, redoes the
+    second input, and the folder equals a fresh run's."""
+    assert (out / ".prepare" / "journal.json").is_file()
+    redone = run(list(corpus), out, tokenizer)
+    assert redone.new_inputs == [str(corpus[1])]
+    assert str(out / ".prepare" / "journal.json") in redone.rolled_back
+    assert any("/train/shard_" in name for name in redone.rolled_back)  # the uncommitted shards
+    run(list(corpus), fresh, tokenizer)
+    assert tree_bytes(out) == tree_bytes(fresh)
+
+
 def killed_before_commit(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make the next run die after renaming its shards, before its metadata, and without the
     in-process rollback: what a kill -9 at the worst moment leaves."""
@@ -135,13 +147,7 @@ def test_run_killed_after_renames_is_redone_cleanly(small_tokenizer, tmp_path, c
         killed_before_commit(patch)
         with pytest.raises(KeyboardInterrupt):
             run(list(corpus), out, small_tokenizer)
-    assert (out / ".prepare" / "journal.json").is_file()
-    redone = run(list(corpus), out, small_tokenizer)
-    assert redone.new_inputs == [str(corpus[1])]
-    assert str(out / ".prepare" / "journal.json") in redone.rolled_back
-    assert any("/train/shard_" in name for name in redone.rolled_back)  # the uncommitted shards
-    run(list(corpus), fresh, small_tokenizer)
-    assert tree_bytes(out) == tree_bytes(fresh)
+    assert_redone_cleanly(out, fresh, corpus, small_tokenizer)
     assert sorted(p.name for p in (out / ".prepare").iterdir()) == ["hashes_00001.u64"]
 
 
@@ -206,13 +212,7 @@ def test_sigkill_at_the_worst_moment_is_redone_cleanly(small_tokenizer, tmp_path
         check=False,
     )
     assert killed.returncode == -9, killed.stderr
-    assert (out / ".prepare" / "journal.json").is_file()
-    redone = run(list(corpus), out, small_tokenizer)
-    assert redone.new_inputs == [str(corpus[1])]
-    assert str(out / ".prepare" / "journal.json") in redone.rolled_back
-    assert any("/train/shard_" in name for name in redone.rolled_back)  # the uncommitted shards
-    run(list(corpus), fresh, small_tokenizer)
-    assert tree_bytes(out) == tree_bytes(fresh)
+    assert_redone_cleanly(out, fresh, corpus, small_tokenizer)
 
 
 def test_moved_or_copied_input_is_known_by_its_content(small_tokenizer, tmp_path, corpus):
