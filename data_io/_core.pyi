@@ -12,23 +12,20 @@ from numpy.typing import NDArray
 DEFAULT_SPECIAL_TOKENS: list[str]
 SPLIT_REGEX: str
 
-def tokenize(
-    inputs: Sequence[str | PathLike[str]],
-    output: str | PathLike[str],
-    tokenizer_path: str | PathLike[str],
-    *,
-    boq: str,
-    eoq: str,
-    eoa: str,
-    conditions: Sequence[tuple[str, str]],
-    on_error: str,
-    threads: int | None,
-    token_dtype: str,
-    progress: bool,
-    batch_rows: int,
-) -> str:
-    """Tokenize every .jsonl (.jsonl.gz, .jsonl.zst; any case) and .parquet file under
-    ``inputs``; returns the run report as JSON."""
+def tokenize(options: str) -> str:
+    """Tokenize every .jsonl (.jsonl.gz, .jsonl.zst; any case) and .parquet file under the
+    inputs of ``options`` (JSON of ``data_io.tokenize.tokenize_options``); returns the run
+    report as JSON."""
+
+def tokenize_stale(options: str) -> str:
+    """The files a run with ``options`` would (re-)tokenize, largest first, as a JSON list of
+    ``{task, source, size, reason}``; writes nothing."""
+
+def tokenize_unit(options: str, unit: str) -> str:
+    """Encode one span of a file (``unit``: JSON ``{task, source, span, index, count,
+    part_dir}``, ``span`` one of ``{"kind": "whole"}``, ``{"kind": "bytes", "start", "end"}``,
+    ``{"kind": "row_groups", "start", "end"}``) into its part folder; returns its report as
+    JSON (``part``, ``reused``, ``seconds``)."""
 
 def train_tokenizer(
     inputs: Sequence[str | PathLike[str]],

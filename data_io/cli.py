@@ -27,6 +27,7 @@ _STAGE_MODULES: dict[str, tuple[str, ...]] = {
     "data_io.load.check": ("loader-check",),
     "data_io.prepare.cli": ("prepare",),
     "data_io.prepare.inspect": ("inspect",),
+    "data_io.scale.cli": ("status", "resume", "scale"),
 }
 # What a shell reports for a process killed by SIGPIPE (128 + 13): `yes | head` exits so.
 EXIT_CLOSED_STDOUT = 141

@@ -3,8 +3,10 @@ the permissions the user's umask gives ordinary files and folders."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 
 def _umask() -> int:
@@ -20,3 +22,16 @@ def publish_mode(path: str | os.PathLike[str]) -> None:
     target = Path(path)
     base = 0o777 if target.is_dir() else 0o666
     os.chmod(target, base & ~_umask())
+
+
+def write_json_atomic(path: Path, content: Any) -> None:
+    """Write ``content`` as JSON to ``path`` through a temporary name (unique to this process,
+    so that two writers never share one), flushed to disk before the rename: readers see the
+    old file or the whole new one."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(temporary, "w", encoding="utf-8") as f:
+        json.dump(content, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(temporary, path)

@@ -196,6 +196,7 @@ def tokenize(
     progress: bool | None = None,
     batch_rows: int = DEFAULT_BATCH_ROWS,
     check: bool = True,
+    parts: str | Path | None = None,
 ) -> TokenizeResult:
     """Tokenize every ``.jsonl`` (also ``.jsonl.gz``, ``.jsonl.zst``; any case) and
     ``.parquet`` file under ``inputs`` into ``output``.
@@ -205,7 +206,54 @@ def tokenize(
     source file is gone (others are kept and listed in ``kept``). With ``check`` (default), a
     failed file, a MIXED output (see ``mixed``) or no row at all raises after all the work is
     done; the result is attached as ``.result``. ``progress=None`` shows a bar when stderr is a terminal.
+    ``parts``: a folder where ``data_io.scale`` units left encoded parts of files; a file whose
+    parts are all there and current is assembled from them instead of encoded.
     """
+    from data_io import _core
+
+    if parts is None:
+        # Parts a scaled-out run left (finished units of an unfinished run) are used too.
+        left = Path(output) / ".data_io_scale" / "parts"
+        parts = left if left.is_dir() else None
+    options = tokenize_options(
+        inputs,
+        output,
+        tokenizer_path=tokenizer_path,
+        boq=boq,
+        eoq=eoq,
+        eoa=eoa,
+        conditions=conditions,
+        on_error=on_error,
+        threads=threads,
+        token_dtype=token_dtype,
+        progress=progress,
+        batch_rows=batch_rows,
+        parts=parts,
+    )
+    result = TokenizeResult.from_json(_core.tokenize(json.dumps(options)))
+    if check:
+        result.raise_for_failures()
+    return result
+
+
+def tokenize_options(
+    inputs: Sequence[str | Path],
+    output: str | Path,
+    *,
+    tokenizer_path: str | Path = DEFAULT_TOKENIZER,
+    boq: str = DEFAULT_BOQ,
+    eoq: str = DEFAULT_EOQ,
+    eoa: str = DEFAULT_EOA,
+    conditions: Mapping[str, str] | None = None,
+    on_error: str = "fail",
+    threads: int | None = None,
+    token_dtype: str = "uint32",
+    progress: bool | None = None,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    parts: str | Path | None = None,
+) -> dict:
+    """The options of ``tokenize`` checked and made plain (JSON-ready, the tokenizer resolved
+    to its file): what the Rust core takes, and what a ``scale`` manifest records."""
     if on_error not in ("fail", "skip"):
         raise ConfigError(f"on_error must be 'fail' or 'skip', not {on_error!r}")
     if token_dtype not in ("uint32", "auto"):
@@ -214,27 +262,22 @@ def tokenize(
         raise ConfigError(f"threads must be at least 1, not {threads}")
     if batch_rows < 1:
         raise ConfigError(f"batch_rows must be at least 1, not {batch_rows}")
-    from data_io import _core
-
     mapping = DEFAULT_CONDITIONS if conditions is None else dict(conditions)
-    report = _core.tokenize(
-        [str(p) for p in inputs],
-        str(output),
-        str(resolve_tokenizer(tokenizer_path)),
-        boq=boq,
-        eoq=eoq,
-        eoa=eoa,
-        conditions=list(mapping.items()),
-        on_error=on_error,
-        threads=threads,
-        token_dtype=token_dtype,
-        progress=sys.stderr.isatty() if progress is None else progress,
-        batch_rows=batch_rows,
-    )
-    result = TokenizeResult.from_json(report)
-    if check:
-        result.raise_for_failures()
-    return result
+    return {
+        "inputs": [str(p) for p in inputs],
+        "output": str(output),
+        "tokenizer_path": str(resolve_tokenizer(tokenizer_path)),
+        "boq": boq,
+        "eoq": eoq,
+        "eoa": eoa,
+        "conditions": [list(item) for item in mapping.items()],
+        "on_error": on_error,
+        "threads": threads,
+        "token_dtype": token_dtype,
+        "progress": sys.stderr.isatty() if progress is None else progress,
+        "batch_rows": batch_rows,
+        "parts": None if parts is None else str(parts),
+    }
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -296,12 +339,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="no progress bar and no summary; errors are still printed (default: off)",
     )
+    from data_io.scale.cli import add_executor_arguments
+
+    add_executor_arguments(parser)
     parser.set_defaults(run=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     from data_io.tokenize_summary import print_summary
 
+    if args.executor is not None:
+        from data_io.scale.cli import run_scaled
+
+        return run_scaled(
+            args,
+            tokenize_options(
+                args.inputs,
+                args.output,
+                tokenizer_path=args.tokenizer_path,
+                boq=args.boq,
+                eoq=args.eoq,
+                eoa=args.eoa,
+                conditions=parse_conditions(args.conditions),
+                on_error=args.on_error,
+                threads=None,
+                token_dtype=args.token_dtype,
+                progress=False,
+                batch_rows=args.batch_rows,
+            ),
+        )
     result = tokenize(
         args.inputs,
         args.output,

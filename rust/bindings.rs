@@ -60,14 +60,11 @@ fn parse_on_error(value: &str) -> Result<OnError, Error> {
     }
 }
 
-/// Tokenize every row file (.jsonl, .jsonl.gz, .jsonl.zst, .parquet) under `inputs` into `output`;
-/// returns the report as JSON.
-#[pyfunction]
-#[pyo3(signature = (inputs, output, tokenizer_path, *, boq, eoq, eoa, conditions, on_error,
-                    threads, token_dtype, progress, batch_rows))]
-#[allow(clippy::too_many_arguments)]
-fn tokenize(
-    py: Python<'_>,
+/// The options of `tokenize`, `tokenize_unit` and `tokenize_stale`, as the facade sends them
+/// (`data_io/tokenize.py`): one JSON object, so that the three entry points cannot drift.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TokenizeArgs {
     inputs: Vec<PathBuf>,
     output: PathBuf,
     tokenizer_path: PathBuf,
@@ -75,43 +72,96 @@ fn tokenize(
     eoq: String,
     eoa: String,
     conditions: Vec<(String, String)>,
-    on_error: &str,
+    on_error: String,
     threads: Option<usize>,
-    token_dtype: &str,
+    token_dtype: String,
     progress: bool,
     batch_rows: usize,
+    #[serde(default)]
+    parts: Option<PathBuf>,
+}
+
+fn tokenize_options(json: &str) -> Result<TokenizeOptions, Error> {
+    let args: TokenizeArgs =
+        serde_json::from_str(json).map_err(|e| Error::Config(format!("tokenize options: {e}")))?;
+    Ok(TokenizeOptions {
+        inputs: args.inputs,
+        output: args.output,
+        tokenizer_path: args.tokenizer_path,
+        layout: LayoutTokens {
+            boq: args.boq,
+            eoq: args.eoq,
+            eoa: args.eoa,
+            conditions: args.conditions,
+        },
+        on_error: parse_on_error(&args.on_error)?,
+        threads: args.threads,
+        token_dtype: match args.token_dtype.as_str() {
+            "uint32" => DtypeChoice::Uint32,
+            "auto" => DtypeChoice::Auto,
+            other => {
+                return Err(Error::Config(format!(
+                    "token_dtype must be \"uint32\" or \"auto\", not {other:?}"
+                )))
+            }
+        },
+        progress: args.progress,
+        batch_rows: args.batch_rows,
+        parts: args.parts,
+    })
+}
+
+/// Run `work` on the options in `options` without the GIL; its result as JSON.
+fn run_tokenize<T: Serialize + Send>(
+    py: Python<'_>,
+    options: &str,
+    work: impl FnOnce(&TokenizeOptions) -> Result<T, Error> + Send,
 ) -> PyResult<String> {
-    let options = (|| -> Result<TokenizeOptions, Error> {
-        Ok(TokenizeOptions {
-            inputs,
-            output,
-            tokenizer_path,
-            layout: LayoutTokens {
-                boq,
-                eoq,
-                eoa,
-                conditions,
-            },
-            on_error: parse_on_error(on_error)?,
-            threads,
-            token_dtype: match token_dtype {
-                "uint32" => DtypeChoice::Uint32,
-                "auto" => DtypeChoice::Auto,
-                other => {
-                    return Err(Error::Config(format!(
-                        "token_dtype must be \"uint32\" or \"auto\", not {other:?}"
-                    )))
-                }
-            },
-            progress,
-            batch_rows,
-        })
-    })()
-    .map_err(|e| to_py_err(py, e))?;
-    let report = py
-        .detach(|| crate::tokenize::tokenize(&options))
-        .map_err(|e| to_py_err(py, e))?;
+    let options = tokenize_options(options).map_err(|e| to_py_err(py, e))?;
+    let report = py.detach(|| work(&options)).map_err(|e| to_py_err(py, e))?;
     to_json(&report)
+}
+
+/// Tokenize every row file (.jsonl, .jsonl.gz, .jsonl.zst, .parquet) under the options' inputs
+/// into its output; returns the report as JSON.
+#[pyfunction]
+fn tokenize(py: Python<'_>, options: &str) -> PyResult<String> {
+    run_tokenize(py, options, crate::tokenize::tokenize)
+}
+
+/// The files a run would (re-)tokenize, largest first (JSON list); writes nothing.
+#[pyfunction]
+fn tokenize_stale(py: Python<'_>, options: &str) -> PyResult<String> {
+    run_tokenize(py, options, crate::tokenize::stale_tasks)
+}
+
+/// Encode one unit (`unit`: JSON with task, source, span, index, count, part_dir) into its part
+/// folder; returns the part's report as JSON.
+#[pyfunction]
+fn tokenize_unit(py: Python<'_>, options: &str, unit: &str) -> PyResult<String> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct UnitArgs {
+        task: String,
+        source: PathBuf,
+        span: crate::reader::Span,
+        index: usize,
+        count: usize,
+        part_dir: PathBuf,
+    }
+    let unit: UnitArgs = serde_json::from_str(unit)
+        .map_err(|e| to_py_err(py, Error::Config(format!("tokenize unit: {e}"))))?;
+    let unit = crate::tokenize_parts::UnitSpec {
+        task: unit.task,
+        source: unit.source,
+        span: unit.span,
+        index: unit.index,
+        count: unit.count,
+        part_dir: unit.part_dir,
+    };
+    run_tokenize(py, options, |options| {
+        crate::tokenize_parts::tokenize_unit(options, &unit)
+    })
 }
 
 /// Train a tokenizer on the rows under `inputs`, write it to `output`; returns the report as JSON.
@@ -318,14 +368,17 @@ type IdsAndOffsets<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>)
 /// Special-token strings inside a text are encoded as plain text, as in `tokenize`.
 #[pyclass(module = "data_io._core", name = "Encoder", frozen)]
 struct Encoder {
-    inner: TextEncoderImpl,
+    inner: std::sync::Arc<TextEncoderImpl>,
 }
 
 #[pymethods]
 impl Encoder {
     #[new]
     fn new(py: Python<'_>, tokenizer_path: PathBuf) -> PyResult<Self> {
-        let inner = TextEncoderImpl::from_file(&tokenizer_path).map_err(|e| to_py_err(py, e))?;
+        // Shared with `tokenize` in this process (see `Encoder::shared`); loads without the GIL.
+        let inner = py
+            .detach(|| TextEncoderImpl::shared(&tokenizer_path))
+            .map_err(|e| to_py_err(py, e))?;
         Ok(Self { inner })
     }
 
@@ -362,7 +415,7 @@ impl Encoder {
         eos_id: Option<u32>,
     ) -> PyResult<IdsAndOffsets<'py>> {
         // `texts` is already a copy owned by Rust, so the GIL can go for the whole encoding.
-        let inner = &self.inner;
+        let inner = &*self.inner;
         let batch = py
             .detach(|| encode_texts(inner, &texts, eos_id))
             .map_err(|e| to_py_err(py, e))?;
@@ -374,6 +427,8 @@ impl Encoder {
 #[pyo3(name = "_core")]
 fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tokenize, m)?)?;
+    m.add_function(wrap_pyfunction!(tokenize_stale, m)?)?;
+    m.add_function(wrap_pyfunction!(tokenize_unit, m)?)?;
     m.add_function(wrap_pyfunction!(train_tokenizer, m)?)?;
     m.add_function(wrap_pyfunction!(gather_epoch, m)?)?;
     m.add_function(wrap_pyfunction!(copy_token_pool, m)?)?;

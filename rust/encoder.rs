@@ -4,15 +4,16 @@
 //! (`crate::fast_bpe`) when it serves the tokenizer exactly, and the HF `tokenizers` encoder
 //! otherwise; `DATA_IO_ENCODER=hf` forces the latter (benchmarks, differential tests).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rayon::prelude::*;
 use rayon::{ThreadPool, ThreadPoolBuilder};
-use tokenizers::{Model, Tokenizer};
+use tokenizers::Tokenizer;
 
 use crate::error::{Error, Result};
-use crate::fast_bpe::{spec, FastBpe};
+use crate::fast_bpe::{spec, FastBpe, Spec};
 
 pub trait TextEncoder: Sync {
     /// Token ids of `text`, with no special tokens added and special-token strings inside the
@@ -32,11 +33,18 @@ pub trait TextEncoder: Sync {
 /// A HuggingFace `tokenizers` tokenizer loaded from its JSON file.
 pub struct HfEncoder {
     tokenizer: Tokenizer,
+    /// `get_vocab_size(true)` builds the whole vocabulary map each time: asked once.
+    vocab_size: usize,
 }
 
 impl HfEncoder {
     pub fn from_file(path: &Path) -> Result<Self> {
-        let mut tokenizer = Tokenizer::from_file(path).map_err(|e| {
+        Self::from_json(&read_tokenizer(path)?, path)
+    }
+
+    /// From the text of the file at `path` (named in errors).
+    fn from_json(json: &str, path: &Path) -> Result<Self> {
+        let mut tokenizer = Tokenizer::from_str(json).map_err(|e| {
             Error::Tokenizer(format!(
                 "cannot load tokenizer {}: {e}; pass a tokenizers JSON file (tokenizer.json)",
                 path.display()
@@ -44,8 +52,22 @@ impl HfEncoder {
         })?;
         // Data must never inject a control token: "<|im_end|>" inside a row is plain text.
         tokenizer.set_encode_special_tokens(true);
-        Ok(HfEncoder { tokenizer })
+        let vocab_size = tokenizer.get_vocab_size(true);
+        Ok(HfEncoder {
+            tokenizer,
+            vocab_size,
+        })
     }
+}
+
+/// The text of a tokenizer file.
+fn read_tokenizer(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|e| {
+        Error::Tokenizer(format!(
+            "cannot load tokenizer {}: {e}; pass a tokenizers JSON file (tokenizer.json)",
+            path.display()
+        ))
+    })
 }
 
 impl TextEncoder for HfEncoder {
@@ -61,7 +83,7 @@ impl TextEncoder for HfEncoder {
     }
 
     fn vocab_size(&self) -> usize {
-        self.tokenizer.get_vocab_size(true)
+        self.vocab_size
     }
 }
 
@@ -77,23 +99,57 @@ pub const HF_ENGINE: &str = "hf-tokenizers";
 /// the HF encoder otherwise. Both give the same ids; `engine` and `fallback_reason` say which
 /// one runs and why.
 pub struct Encoder {
-    hf: HfEncoder,
-    fast: Option<FastBpe>,
+    engine: Engine,
     fallback_reason: Option<String>,
+}
+
+enum Engine {
+    /// The fast encoder, and the vocabulary read from the file for id lookups: no HF tokenizer
+    /// is built (that took about half of loading Qwen's file).
+    Fast(Box<FastBpe>, Box<Spec>),
+    Hf(Box<HfEncoder>),
 }
 
 impl Encoder {
     /// Load `path`, choosing the engine from the file and `DATA_IO_ENCODER`.
     pub fn from_file(path: &Path) -> Result<Self> {
-        let choice = std::env::var(ENGINE_VARIABLE).unwrap_or_default();
-        Self::from_file_with(path, &choice)
+        Self::from_file_with(path, &engine_choice())
     }
 
     /// Load `path` with the engine `choice` ("", "auto", "hf" or "fast").
     pub fn from_file_with(path: &Path, choice: &str) -> Result<Self> {
-        let hf = HfEncoder::from_file(path)?;
+        Self::from_json(&read_tokenizer(path)?, path, choice)
+    }
+
+    /// The encoder for `path`, loaded once per process while the file's content and
+    /// `DATA_IO_ENCODER` stay the same: a second run in the same process (a notebook, the
+    /// benchmark's warm pass, prepare after tokenize) skips the load and finds each thread's
+    /// piece cache warm. The last encoder loaded is kept until another file is asked for.
+    pub fn shared(path: &Path) -> Result<Arc<Self>> {
+        type Slot = Option<((PathBuf, String, blake3::Hash), Arc<Encoder>)>;
+        static LAST: Mutex<Slot> = Mutex::new(None);
+        let json = read_tokenizer(path)?;
+        let choice = engine_choice();
+        let key = (
+            std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
+            choice.clone(),
+            blake3::hash(json.as_bytes()),
+        );
+        let mut last = LAST.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((held, encoder)) = last.as_ref() {
+            if *held == key {
+                return Ok(Arc::clone(encoder));
+            }
+        }
+        *last = None; // the old tables go before the new ones are built
+        let encoder = Arc::new(Self::from_json(&json, path, &choice)?);
+        *last = Some((key, Arc::clone(&encoder)));
+        Ok(encoder)
+    }
+
+    fn from_json(json: &str, path: &Path, choice: &str) -> Result<Self> {
         let fast = match choice {
-            "" | "auto" | "fast" => Self::fast_for(path, &hf),
+            "" | "auto" | "fast" => Self::fast_for(json),
             "hf" => Err(format!("{ENGINE_VARIABLE}=hf")),
             other => {
                 return Err(Error::Config(format!(
@@ -103,9 +159,8 @@ impl Encoder {
             }
         };
         match fast {
-            Ok(fast) => Ok(Encoder {
-                hf,
-                fast: Some(fast),
+            Ok((fast, spec)) => Ok(Encoder {
+                engine: Engine::Fast(Box::new(fast), Box::new(spec)),
                 fallback_reason: None,
             }),
             Err(reason) if choice == "fast" => Err(Error::Tokenizer(format!(
@@ -114,30 +169,28 @@ impl Encoder {
                 path.display()
             ))),
             Err(reason) => Ok(Encoder {
-                hf,
-                fast: None,
+                engine: Engine::Hf(Box::new(HfEncoder::from_json(json, path)?)),
                 fallback_reason: Some(reason),
             }),
         }
     }
 
-    /// The fast encoder for the tokenizer at `path`, or why it would not be exact.
-    fn fast_for(path: &Path, hf: &HfEncoder) -> Result<FastBpe, String> {
-        let json = std::fs::read_to_string(path).map_err(|e| format!("cannot reread: {e}"))?;
-        let spec = spec::recognise(&json)?;
-        let vocab = hf.tokenizer.get_model().get_vocab();
+    /// The fast encoder for the tokenizer file `json`, or why it would not be exact.
+    fn fast_for(json: &str) -> Result<(FastBpe, Spec), String> {
+        let spec = spec::recognise(json)?;
         // Building the tables runs on this process's pool, never rayon's global one: a forked
         // child inherits the global pool without its threads and would wait forever.
         let pool = process_pool().map_err(|e| e.to_string())?;
-        pool.install(|| FastBpe::new(&spec, &vocab, |token| hf.token_id(token)))
+        let fast =
+            pool.install(|| FastBpe::new(&spec, &spec.vocab, |token| spec.token_id(token)))?;
+        Ok((fast, spec))
     }
 
     /// `FAST_ENGINE` or `HF_ENGINE`.
     pub fn engine(&self) -> &'static str {
-        if self.fast.is_some() {
-            FAST_ENGINE
-        } else {
-            HF_ENGINE
+        match self.engine {
+            Engine::Fast(..) => FAST_ENGINE,
+            Engine::Hf(_) => HF_ENGINE,
         }
     }
 
@@ -145,6 +198,11 @@ impl Encoder {
     pub fn fallback_reason(&self) -> Option<&str> {
         self.fallback_reason.as_deref()
     }
+}
+
+/// `DATA_IO_ENCODER`, empty when unset.
+fn engine_choice() -> String {
+    std::env::var(ENGINE_VARIABLE).unwrap_or_default()
 }
 
 impl TextEncoder for Encoder {
@@ -155,21 +213,27 @@ impl TextEncoder for Encoder {
     }
 
     fn encode_into(&self, text: &str, out: &mut Vec<u32>) -> Result<(), String> {
-        match &self.fast {
-            Some(fast) => {
+        match &self.engine {
+            Engine::Fast(fast, _) => {
                 fast.encode_into(text, out);
                 Ok(())
             }
-            None => self.hf.encode_into(text, out),
+            Engine::Hf(hf) => hf.encode_into(text, out),
         }
     }
 
     fn token_id(&self, token: &str) -> Option<u32> {
-        self.hf.token_id(token)
+        match &self.engine {
+            Engine::Fast(_, spec) => spec.token_id(token),
+            Engine::Hf(hf) => hf.token_id(token),
+        }
     }
 
     fn vocab_size(&self) -> usize {
-        self.hf.vocab_size()
+        match &self.engine {
+            Engine::Fast(_, spec) => spec.vocab_size(),
+            Engine::Hf(hf) => hf.vocab_size(),
+        }
     }
 }
 
@@ -261,12 +325,19 @@ fn encode_chunk<S: AsRef<str>>(
 /// therefore keyed by process id, and a child starts its own (the parent's is leaked: its
 /// threads do not exist here, so there is nothing to join).
 fn process_pool() -> Result<Arc<ThreadPool>> {
-    // (process id, threads asked for, pool): a new count (RAYON_NUM_THREADS, read at every call
-    // so that `prepare(threads=N)` applies within one Python process) starts a new pool.
+    // RAYON_NUM_THREADS is read at every call, so that `prepare(threads=N)` applies within one
+    // Python process.
+    process_pool_with(requested_threads())
+}
+
+/// This process's pool with `wanted` threads (0: every core), started on first use and kept:
+/// `tokenize` runs on it too, so that a second run in the same process finds each thread's
+/// piece cache warm (the caches are thread-local; a new pool would start them cold).
+pub fn process_pool_with(wanted: usize) -> Result<Arc<ThreadPool>> {
+    // (process id, threads asked for, pool): a new count starts a new pool.
     type Slot = Option<(u32, usize, Arc<ThreadPool>)>;
     static POOL: Mutex<Slot> = Mutex::new(None);
     let pid = std::process::id();
-    let wanted = requested_threads();
     let mut slot = POOL.lock().unwrap_or_else(PoisonError::into_inner);
     match slot.take() {
         Some((owner, threads, pool)) if owner == pid && threads == wanted => {

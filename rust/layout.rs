@@ -127,9 +127,8 @@ pub fn encode_row(
     instruction: &str,
     response: &str,
 ) -> Result<EncodedRow, String> {
-    let instruction_ids = encoder.encode(instruction)?;
-    let response_ids = encoder.encode(response)?;
-    let mut tokens = Vec::with_capacity(instruction_ids.len() + response_ids.len() + 8);
+    // Straight into the row's buffer: no vector per text, no copy.
+    let mut tokens = Vec::with_capacity((instruction.len() + response.len()) / 3 + 8);
     tokens.push(specials.boq);
     // An empty condition means "no tags"; an empty tag inside a list ("cot,") is an error.
     if !condition.is_empty() {
@@ -144,10 +143,10 @@ pub fn encode_row(
             tokens.push(id);
         }
     }
-    tokens.extend_from_slice(&instruction_ids);
+    encoder.encode_into(instruction, &mut tokens)?;
     tokens.push(specials.eoq);
     let inst_len = tokens.len();
-    tokens.extend_from_slice(&response_ids);
+    encoder.encode_into(response, &mut tokens)?;
     tokens.push(specials.eoa);
     Ok(EncodedRow { tokens, inst_len })
 }

@@ -14,6 +14,7 @@ pub mod reader;
 pub mod sampling;
 pub mod task_writer;
 pub mod tokenize;
+pub mod tokenize_parts;
 pub mod train;
 
 #[cfg(feature = "python")]

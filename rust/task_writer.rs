@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::error::{Error, IoContext, Result};
 use crate::layout::EncodedRow;
-use crate::npy_stream::{NpyElement, NpyStream};
+use crate::npy_stream::{header, NpyElement, NpyStream, HEADER_LEN};
 
 /// Element type of `tokens.npy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -127,6 +127,50 @@ impl TaskWriter {
         Ok(())
     }
 
+    /// Append the rows of a folder this writer's kind wrote (a part of the same file, with
+    /// the same dtype): its tokens as they are, its offsets moved past the rows already here.
+    pub fn append_part(&mut self, part: &Path) -> Result<()> {
+        let starts = read_array::<u64>(&part.join(ARRAY_FILES[1]))?;
+        let inst_len = read_array::<u64>(&part.join(ARRAY_FILES[2]))?;
+        let resp_start = read_array::<u64>(&part.join(ARRAY_FILES[3]))?;
+        let resp_len = read_array::<u64>(&part.join(ARRAY_FILES[4]))?;
+        let rows = starts.len();
+        if [inst_len.len(), resp_start.len(), resp_len.len()] != [rows; 3] {
+            return Err(Error::Output(format!(
+                "{}: its offset arrays disagree on the number of rows; delete the part and run \
+                 its unit again",
+                part.display()
+            )));
+        }
+        let tokens_path = part.join(ARRAY_FILES[0]);
+        let part_tokens = match &mut self.tokens {
+            TokenSink::U16(w, _) => append_array::<u16>(w, &tokens_path)?,
+            TokenSink::U32(w) => append_array::<u32>(w, &tokens_path)?,
+        };
+        let failed = |name: &str| {
+            let path = self.dir.join(name);
+            move |e| Error::io("cannot write", &path, e)
+        };
+        let shift =
+            |values: &[u64]| -> Vec<u64> { values.iter().map(|v| v + self.offset).collect() };
+        let (shifted_starts, shifted_resp) = (shift(&starts), shift(&resp_start));
+        self.inst_start
+            .extend(&shifted_starts)
+            .map_err(failed(ARRAY_FILES[1]))?;
+        self.inst_len
+            .extend(&inst_len)
+            .map_err(failed(ARRAY_FILES[2]))?;
+        self.resp_start
+            .extend(&shifted_resp)
+            .map_err(failed(ARRAY_FILES[3]))?;
+        self.resp_len
+            .extend(&resp_len)
+            .map_err(failed(ARRAY_FILES[4]))?;
+        self.offset += part_tokens;
+        self.rows += rows as u64;
+        Ok(())
+    }
+
     pub fn rows(&self) -> u64 {
         self.rows
     }
@@ -148,6 +192,69 @@ impl TaskWriter {
         finish(self.resp_start.finish(), ARRAY_FILES[3])?;
         finish(self.resp_len.finish(), ARRAY_FILES[4])
     }
+}
+
+/// The elements of a 1-D array this module wrote (its header checked against `T`).
+fn read_array<T: NpyElement>(path: &Path) -> Result<Vec<T>> {
+    let bytes = std::fs::read(path).ctx("cannot read", path)?;
+    let (len, data) = array_body::<T>(path, &bytes)?;
+    let mut values = vec![T::zeroed(); len];
+    bytemuck::cast_slice_mut::<T, u8>(&mut values).copy_from_slice(data);
+    Ok(values)
+}
+
+/// Copy the elements of the array at `path` into `sink` in blocks; returns how many.
+fn append_array<T: NpyElement>(sink: &mut NpyStream<T>, path: &Path) -> Result<u64> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).ctx("cannot read", path)?;
+    let mut head = [0u8; HEADER_LEN];
+    file.read_exact(&mut head).ctx("cannot read", path)?;
+    let (len, _) = array_body::<T>(path, &head)?;
+    let mut block = vec![T::zeroed(); (1 << 22) / std::mem::size_of::<T>()];
+    let mut left = len;
+    while left > 0 {
+        let take = left.min(block.len());
+        let bytes = bytemuck::cast_slice_mut::<T, u8>(&mut block[..take]);
+        file.read_exact(bytes).ctx("cannot read", path)?;
+        sink.extend(&block[..take]).ctx("cannot write", path)?;
+        left -= take;
+    }
+    Ok(len as u64)
+}
+
+/// The length and the data bytes of an array file's `bytes` (only the header may be given):
+/// the header must be exactly the one `NpyStream` writes for `T`.
+fn array_body<'b, T: NpyElement>(path: &Path, bytes: &'b [u8]) -> Result<(usize, &'b [u8])> {
+    let bad = || {
+        Error::Output(format!(
+            "{} is not an array data_io wrote ({} expected); delete its part and run the unit \
+             again",
+            path.display(),
+            T::DESCR
+        ))
+    };
+    let head = bytes.get(..HEADER_LEN).ok_or_else(bad)?;
+    let text = std::str::from_utf8(&head[10..]).map_err(|_| bad())?;
+    let len: usize = text
+        .split("'shape': (")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(bad)?;
+    if head != header(T::DESCR, len as u64) {
+        return Err(bad());
+    }
+    let data = &bytes[HEADER_LEN..];
+    let size = len * std::mem::size_of::<T>();
+    if bytes.len() == HEADER_LEN {
+        return Ok((len, data)); // the header alone was given
+    }
+    Ok((
+        len,
+        data.get(..size)
+            .filter(|d| d.len() == size)
+            .ok_or_else(bad)?,
+    ))
 }
 
 #[cfg(test)]

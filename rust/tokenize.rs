@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -57,6 +58,9 @@ pub struct TokenizeOptions {
     pub token_dtype: DtypeChoice,
     pub progress: bool,
     pub batch_rows: usize,
+    /// Where `scale` units left encoded parts of files (`tokenize_parts`): a task whose parts
+    /// are all there and current is assembled from them instead of encoded.
+    pub parts: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -131,21 +135,95 @@ struct Task {
 }
 
 /// Everything the per-file work shares.
-struct Context<'a> {
-    options: &'a TokenizeOptions,
-    encoder: &'a dyn TextEncoder,
+pub(crate) struct Context<'a> {
+    pub(crate) options: &'a TokenizeOptions,
+    pub(crate) encoder: Arc<Encoder>,
     specials: Specials,
-    dtype: TokenDtype,
-    fingerprint: Fingerprint,
+    pub(crate) dtype: TokenDtype,
+    pub(crate) fingerprint: Fingerprint,
     options_json: serde_json::Value,
 }
 
+impl<'a> Context<'a> {
+    /// The encoder, the layout's ids, the dtype and the fingerprint for `options` (whose paths
+    /// are already absolute).
+    pub(crate) fn new(options: &'a TokenizeOptions) -> Result<Self> {
+        let encoder = Encoder::shared(&options.tokenizer_path)?;
+        let specials = Specials::resolve(&*encoder, &options.layout)?;
+        let dtype = match options.token_dtype {
+            DtypeChoice::Uint32 => TokenDtype::Uint32,
+            DtypeChoice::Auto => TokenDtype::smallest_for(encoder.vocab_size()),
+        };
+        let options_json = serde_json::json!({
+            "format_version": cache::FORMAT_VERSION,
+            "layout": options.layout,
+            "token_dtype": dtype,
+        });
+        Ok(Context {
+            options,
+            specials,
+            dtype,
+            fingerprint: Fingerprint {
+                tokenizer_blake3: cache::file_blake3(&options.tokenizer_path)?,
+                options_blake3: cache::bytes_blake3(options_json.to_string().as_bytes()),
+                fail_on_bad_rows: options.on_error == OnError::Fail,
+            },
+            options_json,
+            encoder,
+        })
+    }
+}
+
 pub fn tokenize(options: &TokenizeOptions) -> Result<TokenizeReport> {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(options.threads.unwrap_or(0))
-        .build()
-        .map_err(|e| Error::Config(format!("cannot start {:?} threads: {e}", options.threads)))?;
+    // The encoder's process-wide pool: its threads keep their piece caches between runs.
+    let pool = crate::encoder::process_pool_with(options.threads.unwrap_or(0))?;
     pool.install(|| run(options, pool.current_num_threads()))
+}
+
+/// A file a run would (re-)tokenize, as `stale_tasks` finds it.
+#[derive(Debug, Serialize)]
+pub struct StaleTask {
+    pub task: String,
+    /// Absolute, links resolved: the path units and records name.
+    pub source: String,
+    pub size: u64,
+    pub reason: String,
+}
+
+/// The files a run with `options` would (re-)tokenize, largest first, without writing
+/// anything: what `scale` cuts into units. A task that cannot be planned is an error here.
+pub fn stale_tasks(given: &TokenizeOptions) -> Result<Vec<StaleTask>> {
+    let pool = crate::encoder::process_pool_with(given.threads.unwrap_or(0))?;
+    pool.install(|| {
+        let inputs = task_files(&given.inputs)?;
+        let output = absolute_path(&given.output)?;
+        check_output_outside_inputs(&output, &inputs.roots)?;
+        let options = &TokenizeOptions {
+            inputs: inputs.roots.clone(),
+            output,
+            tokenizer_path: fs::canonicalize(&given.tokenizer_path).map_err(|e| {
+                Error::Tokenizer(format!(
+                    "cannot open tokenizer {}: {e}",
+                    given.tokenizer_path.display()
+                ))
+            })?,
+            ..given.clone()
+        };
+        let ctx = Context::new(options)?;
+        let mut stale = Vec::new();
+        for task in discover_tasks(&inputs)? {
+            if let (Decision::Stale(reason), _) = plan_task(&ctx, &task, false)? {
+                stale.push(StaleTask {
+                    task: task.name.clone(),
+                    source: task.source.display().to_string(),
+                    size: task.stat.size,
+                    reason: reason.to_string(),
+                });
+            }
+        }
+        stale.sort_by(|a, b| b.size.cmp(&a.size).then(a.task.cmp(&b.task)));
+        Ok(stale)
+    })
 }
 
 fn run(given: &TokenizeOptions, threads: usize) -> Result<TokenizeReport> {
@@ -166,31 +244,10 @@ fn run(given: &TokenizeOptions, threads: usize) -> Result<TokenizeReport> {
         })?,
         ..given.clone()
     };
-    let encoder = Encoder::from_file(&options.tokenizer_path)?;
-    let specials = Specials::resolve(&encoder, &options.layout)?;
-    let vocab_size = encoder.vocab_size();
-    let dtype = match options.token_dtype {
-        DtypeChoice::Uint32 => TokenDtype::Uint32,
-        DtypeChoice::Auto => TokenDtype::smallest_for(vocab_size),
-    };
+    let ctx = Context::new(options)?;
+    let vocab_size = ctx.encoder.vocab_size();
+    let dtype = ctx.dtype;
     let tasks = discover_tasks(&inputs)?;
-    let options_json = serde_json::json!({
-        "format_version": cache::FORMAT_VERSION,
-        "layout": options.layout,
-        "token_dtype": dtype,
-    });
-    let ctx = Context {
-        options,
-        encoder: &encoder,
-        specials,
-        dtype,
-        fingerprint: Fingerprint {
-            tokenizer_blake3: cache::file_blake3(&options.tokenizer_path)?,
-            options_blake3: cache::bytes_blake3(options_json.to_string().as_bytes()),
-            fail_on_bad_rows: options.on_error == OnError::Fail,
-        },
-        options_json,
-    };
 
     fs::create_dir_all(&options.output).ctx("cannot create output folder", &options.output)?;
     let _lock = lock_output(&options.output)?;
@@ -275,8 +332,8 @@ fn run(given: &TokenizeOptions, threads: usize) -> Result<TokenizeReport> {
         output_tasks: totals.tasks,
         output_rows: totals.rows,
         output_tokens: totals.tokens,
-        encoder: encoder.engine(),
-        encoder_fallback: encoder.fallback_reason().map(str::to_owned),
+        encoder: ctx.encoder.engine(),
+        encoder_fallback: ctx.encoder.fallback_reason().map(str::to_owned),
     })
 }
 
@@ -407,6 +464,11 @@ fn record_root(record: &TaskRecord, name: &str) -> Option<PathBuf> {
 type Plan = (Decision, Option<TaskRecord>);
 
 fn plan(ctx: &Context<'_>, task: &Task) -> Result<Plan> {
+    plan_task(ctx, task, true)
+}
+
+/// `plan`; with `update` false, a fresh task's record is left as it is (a dry plan).
+fn plan_task(ctx: &Context<'_>, task: &Task, update: bool) -> Result<Plan> {
     let dir = ctx.options.output.join(&task.name);
     match cache::inspect(&dir) {
         Existing::Absent => Ok((Decision::Stale("new"), None)),
@@ -424,7 +486,7 @@ fn plan(ctx: &Context<'_>, task: &Task) -> Result<Plan> {
                 let (path, root) = source_names(task);
                 let moved =
                     record.source_path != path || record.source_root.as_ref() != Some(&root);
-                if touch || moved {
+                if update && (touch || moved) {
                     record.source_mtime = task.stat.mtime_seconds();
                     record.source_mtime_ns = task.stat.mtime_ns;
                     record.source_path = path;
@@ -482,7 +544,8 @@ fn tokenize_task(
     }
 }
 
-/// Encode one file into `tmp`, then rename `tmp` over the task folder.
+/// Encode one file into `tmp` (or assemble it from its parts), then rename `tmp` over the task
+/// folder.
 fn write_task(
     ctx: &Context<'_>,
     task: &Task,
@@ -493,15 +556,85 @@ fn write_task(
         fs::remove_dir_all(tmp).ctx("cannot remove", tmp)?;
     }
     fs::create_dir(tmp).ctx("cannot create", tmp)?;
-    let source_blake3 = cache::file_blake3(&task.source)?;
-    let mut reader = RowReader::open(&task.source, ctx.options.batch_rows, progress.clone())?;
+    let parts = match &ctx.options.parts {
+        Some(root) => {
+            crate::tokenize_parts::complete_parts(ctx, root, &task.name, &task.source, task.stat)?
+        }
+        None => None,
+    };
+    let (encoded, source_blake3) = match parts {
+        Some(parts) => crate::tokenize_parts::assemble(&parts, &task.source, tmp, ctx.dtype)?,
+        None => {
+            let source_blake3 = cache::file_blake3(&task.source)?;
+            let reader = RowReader::open(&task.source, ctx.options.batch_rows, progress.clone())?;
+            (encode_span(ctx, &task.source, reader, tmp)?, source_blake3)
+        }
+    };
+    let mut warnings = Vec::new();
+    if encoded.rows + encoded.bad_rows == 0 {
+        if ctx.options.on_error == OnError::Fail {
+            return Err(Error::bad_file(
+                &task.source,
+                "the file holds no rows; remove it, or pass --on-error skip to keep an empty task",
+            ));
+        }
+        warnings.push("empty file: the task has no rows".to_string());
+    }
+    let record = TaskRecord {
+        source_mtime: task.stat.mtime_seconds(),
+        source_size: task.stat.size,
+        tool: cache::TOOL.into(),
+        format_version: cache::FORMAT_VERSION,
+        source_path: task.source.display().to_string(),
+        source_root: Some(task.root.display().to_string()),
+        source_mtime_ns: task.stat.mtime_ns,
+        source_blake3,
+        tokenizer_blake3: ctx.fingerprint.tokenizer_blake3.clone(),
+        options_blake3: ctx.fingerprint.options_blake3.clone(),
+        options: ctx.options_json.clone(),
+        token_dtype: ctx.dtype.name().into(),
+        rows: encoded.rows,
+        tokens: encoded.tokens,
+        bad_rows: encoded.bad_rows,
+        bad_row_examples: encoded
+            .bad_row_examples
+            .iter()
+            .map(Error::to_string)
+            .collect(),
+        warnings,
+    };
+    cache::write_json_atomic(&tmp.join(cache::METADATA), &record)?;
+    replace_dir(tmp, &ctx.options.output, &task.name)?;
+    Ok(record)
+}
+
+/// What encoding a file, or a span of it, into a folder of arrays gave.
+pub(crate) struct Encoded {
+    pub rows: u64,
+    pub tokens: u64,
+    /// Lines (JSONL, blank ones included) or rows (Parquet) read.
+    pub lines: u64,
+    pub bad_rows: u64,
+    /// The first bad rows skipped (at most `BAD_ROW_EXAMPLES`), in file order.
+    pub bad_row_examples: Vec<Error>,
+}
+
+/// Bad rows a task's record keeps as examples.
+pub(crate) const BAD_ROW_EXAMPLES: usize = 10;
+
+/// Encode the rows `reader` yields into the arrays of the (existing, empty) folder `dir`.
+pub(crate) fn encode_span(
+    ctx: &Context<'_>,
+    source: &Path,
+    mut reader: RowReader,
+    dir: &Path,
+) -> Result<Encoded> {
     let mut sink = RowSink {
-        writer: TaskWriter::create(tmp, ctx.dtype)?,
+        writer: TaskWriter::create(dir, ctx.dtype)?,
         on_error: ctx.options.on_error,
         bad_rows: 0,
         bad_row_examples: Vec::new(),
     };
-    let mut warnings = Vec::new();
     // A three-stage pipeline: while the rows of batch k are encoded in parallel, this thread
     // writes batch k-1 (in source order) and reads batch k+1. Reading and writing are serial
     // work; run between the batches they would leave cores idle (Amdahl's law).
@@ -524,7 +657,7 @@ fn write_task(
         // thread writes and reads meanwhile (the writer is not `Send`), then joins the
         // encoding until the scope ends.
         let (written, following) = rayon::in_place_scope(|scope| {
-            scope.spawn(|_| encoded = encode_batch(ctx, task, &batch));
+            scope.spawn(|_| encoded = encode_batch(ctx, source, &batch));
             let written = pending.take().map_or(Ok(()), |rows| sink.write(rows));
             (written, reader.next())
         });
@@ -541,55 +674,31 @@ fn write_task(
         bad_row_examples,
         ..
     } = sink;
-    if writer.rows() + bad_rows == 0 {
-        if ctx.options.on_error == OnError::Fail {
-            return Err(Error::bad_file(
-                &task.source,
-                "the file holds no rows; remove it, or pass --on-error skip to keep an empty task",
-            ));
-        }
-        warnings.push("empty file: the task has no rows".to_string());
-    }
     let (rows, tokens) = (writer.rows(), writer.tokens());
     writer.finish()?;
-    let record = TaskRecord {
-        source_mtime: task.stat.mtime_seconds(),
-        source_size: task.stat.size,
-        tool: cache::TOOL.into(),
-        format_version: cache::FORMAT_VERSION,
-        source_path: task.source.display().to_string(),
-        source_root: Some(task.root.display().to_string()),
-        source_mtime_ns: task.stat.mtime_ns,
-        source_blake3,
-        tokenizer_blake3: ctx.fingerprint.tokenizer_blake3.clone(),
-        options_blake3: ctx.fingerprint.options_blake3.clone(),
-        options: ctx.options_json.clone(),
-        token_dtype: ctx.dtype.name().into(),
+    Ok(Encoded {
         rows,
         tokens,
+        lines: reader.lines_read(),
         bad_rows,
         bad_row_examples,
-        warnings,
-    };
-    cache::write_json_atomic(&tmp.join(cache::METADATA), &record)?;
-    replace_dir(tmp, &ctx.options.output, &task.name)?;
-    Ok(record)
+    })
 }
 
 /// Encode the rows of one batch in parallel (results in source order).
-fn encode_batch(ctx: &Context<'_>, task: &Task, batch: &Batch) -> Vec<Result<EncodedRow>> {
+fn encode_batch(ctx: &Context<'_>, source: &Path, batch: &Batch) -> Vec<Result<EncodedRow>> {
     (0..batch.len())
         .into_par_iter()
         .map(|i| {
             let row = batch.row(i)?;
             encode_row(
-                ctx.encoder,
+                &*ctx.encoder,
                 &ctx.specials,
                 &row.condition,
                 &row.instruction,
                 &row.response,
             )
-            .map_err(|message| Error::bad_row(&task.source, batch.location(i), message))
+            .map_err(|message| Error::bad_row(source, batch.location(i), message))
         })
         .collect()
 }
@@ -599,7 +708,7 @@ struct RowSink {
     writer: TaskWriter,
     on_error: OnError,
     bad_rows: u64,
-    bad_row_examples: Vec<String>,
+    bad_row_examples: Vec<Error>,
 }
 
 impl RowSink {
@@ -609,8 +718,8 @@ impl RowSink {
                 Ok(row) => self.writer.push(&row)?,
                 Err(e) if self.on_error == OnError::Skip && e.kind() == ErrorKind::Input => {
                     self.bad_rows += 1;
-                    if self.bad_row_examples.len() < 10 {
-                        self.bad_row_examples.push(e.to_string());
+                    if self.bad_row_examples.len() < BAD_ROW_EXAMPLES {
+                        self.bad_row_examples.push(e);
                     }
                 }
                 Err(e) => return Err(e),

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from data_io.errors import ConfigError, OutputError
+from data_io.fs import write_json_atomic
 from data_io.prepare.shards import ShardRecord, truncate_shard
 from data_io.prepare.tokenizers import CHAR_STATE_FILE, TOKENIZER_FILES
 
@@ -165,7 +166,7 @@ def _rollback_tokenizer(out: Path, metadata: dict[str, Any] | None, undone: list
     if len(state.get("chars", [])) > chars:
         state["chars"] = state["chars"][:chars]
         state["vocab_size"] = chars + 1
-        _write_json_atomic(state_file, state)
+        write_json_atomic(state_file, state)
         undone.append(str(state_file))
 
 
@@ -176,7 +177,7 @@ def begin_run(out: Path, run: int) -> Path:
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
-    _write_json_atomic(state / JOURNAL, {"run": run, "started": time.time(), "pid": os.getpid()})
+    write_json_atomic(state / JOURNAL, {"run": run, "started": time.time(), "pid": os.getpid()})
     return work
 
 
@@ -186,17 +187,7 @@ def end_run(out: Path, work: Path) -> None:
 
 
 def write_metadata(out: Path, metadata: dict[str, Any]) -> None:
-    _write_json_atomic(out / METADATA_FILE, metadata)
-
-
-def _write_json_atomic(path: Path, content: dict[str, Any]) -> None:
-    temporary = path.with_name(f".{path.name}.tmp")
-    with open(temporary, "w", encoding="utf-8") as f:
-        json.dump(content, f, indent=1, ensure_ascii=False)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(temporary, path)
+    write_json_atomic(out / METADATA_FILE, metadata)
 
 
 def check_same_options(out: Path, metadata: dict[str, Any], current: dict[str, Any]) -> None:

@@ -28,10 +28,12 @@ pub use spec::Spec;
 use bpe::{byte_to_char, merge, CharToByte, Merges, Scratch};
 use cache::{PieceCache, ShortMap, SHORT_LEN};
 
-/// Slots (log2) of each thread's cache of short pieces; it holds half as many pieces (4 MiB).
-const CACHE_SHORT_BITS: u32 = 17;
+/// Slots (log2) each thread's cache of short pieces starts with (512 KiB), and the most it grows
+/// to (32 MiB, half a million pieces) before it starts over; see `cache::PieceCache`.
+const CACHE_START_BITS: u32 = 14;
+const CACHE_MAX_BITS: u32 = 20;
 /// Longer pieces each thread's cache holds before it starts over.
-const CACHE_LONG_ENTRIES: usize = 1 << 14;
+const CACHE_LONG_ENTRIES: usize = 1 << 18;
 const NO_ID: u32 = u32::MAX;
 
 pub struct FastBpe {
@@ -69,7 +71,7 @@ struct ThreadState {
 thread_local! {
     static STATE: RefCell<ThreadState> = RefCell::new(ThreadState {
         instance: 0,
-        cache: PieceCache::new(CACHE_SHORT_BITS, CACHE_LONG_ENTRIES),
+        cache: PieceCache::new(CACHE_START_BITS, CACHE_MAX_BITS, CACHE_LONG_ENTRIES),
         symbols: Vec::new(),
         scratch: Scratch::default(),
     });

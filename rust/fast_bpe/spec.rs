@@ -1,6 +1,8 @@
 //! Which `tokenizer.json` shapes the fast encoder serves exactly, read from the file itself.
 //! Anything not recognised is declined with a one-line reason, and the HF encoder runs instead.
 
+use std::collections::{HashMap, HashSet};
+
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -24,6 +26,32 @@ pub struct Spec {
     /// not special (empty otherwise): every non-normalized added token, special or not, in file
     /// order, because a special match (skipped, left as text) can hide a non-special one.
     pub added: Vec<AddedToken>,
+    /// The model's vocabulary (`model.vocab`).
+    pub vocab: HashMap<String, u32>,
+    /// Every added token's id, assigned as `tokenizers` assigns them on loading (see
+    /// `added_token_ids`), so that no HF tokenizer has to be built to look them up.
+    pub added_ids: HashMap<String, u32>,
+}
+
+impl Spec {
+    /// The id of `token` as `tokenizers`' `token_to_id`: an added token first, then the model's.
+    pub fn token_id(&self, token: &str) -> Option<u32> {
+        self.added_ids
+            .get(token)
+            .or_else(|| self.vocab.get(token))
+            .copied()
+    }
+
+    /// `tokenizers`' `get_vocab_size(true)`: the distinct strings of the model's vocabulary and
+    /// the added tokens.
+    pub fn vocab_size(&self) -> usize {
+        let extra = self
+            .added_ids
+            .keys()
+            .filter(|token| !self.vocab.contains_key(*token))
+            .count();
+        self.vocab.len() + extra
+    }
 }
 
 /// One added token of the raw-text match (see `Spec::added`).
@@ -86,6 +114,8 @@ struct ModelJson {
     #[serde(default)]
     ignore_merges: Option<bool>,
     merges: Option<Box<RawValue>>,
+    #[serde(default)]
+    vocab: HashMap<String, u32>,
 }
 
 /// Read `json` (the text of a tokenizer.json) and decide whether it is served.
@@ -120,6 +150,7 @@ pub fn recognise(json: &str) -> Result<Spec, String> {
         return Err("end_of_word_suffix".into());
     }
     let merges = parse_merges(model.merges.as_deref())?;
+    let added_ids = added_token_ids(&file.added_tokens, &model.vocab);
     Ok(Spec {
         pattern,
         nfc,
@@ -127,7 +158,35 @@ pub fn recognise(json: &str) -> Result<Spec, String> {
         merges,
         needs_full_alphabet: model.unk_token.is_some() || model.byte_fallback.unwrap_or(false),
         added,
+        vocab: model.vocab,
+        added_ids,
     })
+}
+
+/// The ids `tokenizers` gives the added tokens when it loads the file: it ignores their `id`
+/// fields and adds them in file order, each taking its model id when it has one, else the next
+/// id from the model's vocabulary size on (AddedVocabulary::add_tokens; a token listed twice
+/// keeps its first id, and such files are declined anyway).
+fn added_token_ids(
+    tokens: &[AddedTokenJson],
+    vocab: &HashMap<String, u32>,
+) -> HashMap<String, u32> {
+    let mut ids = HashMap::new();
+    let mut next_id = vocab.len() as u32;
+    for token in tokens {
+        if token.content.is_empty() || ids.contains_key(&token.content) {
+            continue;
+        }
+        let id = match vocab.get(&token.content) {
+            Some(&id) => id,
+            None => {
+                next_id += 1;
+                next_id - 1
+            }
+        };
+        ids.insert(token.content.clone(), id);
+    }
+    ids
 }
 
 /// Special added tokens are plain text under `encode_special_tokens`; non-special ones are cut
@@ -135,6 +194,12 @@ pub fn recognise(json: &str) -> Result<Spec, String> {
 /// the plain kind (not normalized, no lstrip/rstrip/single_word, as Qwen's `<tool_call>`) and
 /// declines the others.
 fn raw_text_added_tokens(tokens: &[AddedTokenJson]) -> Result<Vec<AddedToken>, String> {
+    // Listed twice, a token's flags and matching follow `tokenizers`' bookkeeping of both
+    // entries; such files are left to the HF encoder.
+    let mut seen = HashSet::new();
+    if let Some(token) = tokens.iter().find(|t| !seen.insert(t.content.as_str())) {
+        return Err(format!("added token {:?} listed twice", token.content));
+    }
     let plain = |t: &AddedTokenJson| !(t.normalized || t.lstrip || t.rstrip || t.single_word);
     if let Some(token) = tokens.iter().find(|t| !t.special && !plain(t)) {
         let flags: Vec<&str> = [

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -28,6 +28,8 @@ pub struct JsonlReader {
     reader: Box<dyn BufRead + Send>,
     batch_rows: usize,
     line_no: u64,
+    /// A byte-order mark is skipped at the start of the file, not of a range inside it.
+    skip_bom: bool,
     finished: bool,
 }
 
@@ -47,6 +49,53 @@ impl Read for Counting {
 }
 
 impl JsonlReader {
+    /// The lines of an uncompressed file that lie in `range`, which must start at a line start
+    /// (0, or just after a newline) and end at one or at the end of the file.
+    pub fn open_range(
+        path: &Path,
+        range: Range<u64>,
+        batch_rows: usize,
+        progress: ByteProgress,
+    ) -> Result<Self> {
+        let mut file = File::open(path).map_err(|e| Error::read(path, e))?;
+        let size = file.metadata().map_err(|e| Error::read(path, e))?.len();
+        let stale = |why: String| {
+            Error::Config(format!(
+                "{}: bytes {}..{} {why}; the file changed since the plan was made, plan again",
+                path.display(),
+                range.start,
+                range.end
+            ))
+        };
+        if range.start > range.end || range.end > size {
+            return Err(stale(format!("are not within its {size} bytes")));
+        }
+        if range.start > 0 {
+            let mut before = [0u8; 1];
+            file.seek(SeekFrom::Start(range.start - 1))
+                .and_then(|_| file.read_exact(&mut before))
+                .map_err(|e| Error::read(path, e))?;
+            if before[0] != b'\n' {
+                return Err(stale("do not start at a line start".into()));
+            }
+        }
+        let raw = Counting { file, progress }.take(range.end - range.start);
+        Ok(JsonlReader {
+            path: Arc::new(path.to_path_buf()),
+            compression: Compression::None,
+            reader: Box::new(BufReader::with_capacity(READ_BUFFER, raw)),
+            batch_rows: batch_rows.max(1),
+            line_no: 0,
+            skip_bom: range.start == 0,
+            finished: false,
+        })
+    }
+
+    /// Lines read so far (blank ones included).
+    pub fn lines_read(&self) -> u64 {
+        self.line_no
+    }
+
     pub fn open(
         path: &Path,
         compression: Compression,
@@ -75,6 +124,7 @@ impl JsonlReader {
             reader,
             batch_rows: batch_rows.max(1),
             line_no: 0,
+            skip_bom: true,
             finished: false,
         })
     }
@@ -100,8 +150,10 @@ impl JsonlReader {
     fn read_batch(&mut self) -> Result<Option<JsonlBatch>> {
         let mut batch = JsonlBatch {
             path: Arc::clone(&self.path),
-            buf: Vec::new(),
-            lines: Vec::new(),
+            // Sized for a whole batch at once: grown line by line, the buffer was copied on
+            // every doubling (untouched capacity costs no memory).
+            buf: Vec::with_capacity(BATCH_BYTES + (64 << 10)),
+            lines: Vec::with_capacity(self.batch_rows.min(1 << 16)),
         };
         while batch.lines.len() < self.batch_rows && batch.buf.len() < BATCH_BYTES {
             let line_start = batch.buf.len();
@@ -116,7 +168,7 @@ impl JsonlReader {
             }
             self.line_no += 1;
             // Editors on Windows start UTF-8 files with a byte-order mark; it is not data.
-            if self.line_no == 1 && batch.buf[start..].starts_with(UTF8_BOM) {
+            if self.line_no == 1 && self.skip_bom && batch.buf[start..].starts_with(UTF8_BOM) {
                 start += UTF8_BOM.len();
             }
             let mut end = batch.buf.len();

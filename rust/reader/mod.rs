@@ -103,7 +103,65 @@ pub enum RowReader {
     Parquet(ParquetReader),
 }
 
+/// The part of a file a reader reads: all of it, the lines that start in a byte range of an
+/// uncompressed JSONL file (a range cut at line starts by the planner), or a range of Parquet
+/// row groups. Split files are how one big file's work is shared among workers (`scale`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Span {
+    Whole,
+    Bytes { start: u64, end: u64 },
+    RowGroups { start: usize, end: usize },
+}
+
 impl RowReader {
+    /// `open`, reading only `span` of the file. A JSONL span's lines are numbered from 1 at
+    /// its start (the caller knows where it lies in the file); a Parquet span's rows keep their
+    /// index in the file.
+    pub fn open_span(
+        path: &Path,
+        span: Span,
+        batch_rows: usize,
+        progress: ByteProgress,
+    ) -> Result<RowReader> {
+        let mismatch = |what: &str| {
+            Err(Error::Config(format!(
+                "{}: a {what} span of a {} file; the plan that cut it is stale, plan again",
+                path.display(),
+                match Format::of(path) {
+                    Some(Format::Jsonl(Compression::None)) => "plain JSONL",
+                    Some(Format::Jsonl(_)) => "compressed JSONL",
+                    Some(Format::Parquet) => "Parquet",
+                    None => "unsupported",
+                }
+            )))
+        };
+        match (span, Format::of(path)) {
+            (Span::Whole, _) => Self::open(path, batch_rows, progress),
+            (Span::Bytes { start, end }, Some(Format::Jsonl(Compression::None))) => {
+                Ok(RowReader::Jsonl(JsonlReader::open_range(
+                    path,
+                    start..end,
+                    batch_rows,
+                    progress,
+                )?))
+            }
+            (Span::RowGroups { start, end }, Some(Format::Parquet)) => Ok(RowReader::Parquet(
+                ParquetReader::open_row_groups(path, start..end, batch_rows, progress)?,
+            )),
+            (Span::Bytes { .. }, _) => mismatch("byte-range"),
+            (Span::RowGroups { .. }, _) => mismatch("row-group"),
+        }
+    }
+
+    /// Lines (JSONL) or rows (Parquet) read so far, blank lines included.
+    pub fn lines_read(&self) -> u64 {
+        match self {
+            RowReader::Jsonl(r) => r.lines_read(),
+            RowReader::Parquet(r) => r.rows_read(),
+        }
+    }
+
     /// Open `path` by its name (see `Format`); reading advances `progress` by the bytes of
     /// the file consumed.
     pub fn open(path: &Path, batch_rows: usize, progress: ByteProgress) -> Result<RowReader> {

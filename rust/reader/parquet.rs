@@ -29,7 +29,10 @@ pub struct ParquetReader {
     inner: ParquetRecordBatchReader,
     /// Index of each of FIELDS among the projected columns.
     columns: [usize; 3],
+    /// One past the last row to read (the file's row count, or a span's end).
     total_rows: u64,
+    /// Where reading starts (0, or a span's first row).
+    first_row: u64,
     rows_done: u64,
     file_size: u64,
     progress: ByteProgress,
@@ -41,6 +44,25 @@ pub struct ParquetReader {
 
 impl ParquetReader {
     pub fn open(path: &Path, batch_rows: usize, progress: ByteProgress) -> Result<Self> {
+        Self::open_groups(path, None, batch_rows, progress)
+    }
+
+    /// The rows of row groups `groups` only; rows keep their index in the file.
+    pub fn open_row_groups(
+        path: &Path,
+        groups: std::ops::Range<usize>,
+        batch_rows: usize,
+        progress: ByteProgress,
+    ) -> Result<Self> {
+        Self::open_groups(path, Some(groups), batch_rows, progress)
+    }
+
+    fn open_groups(
+        path: &Path,
+        groups: Option<std::ops::Range<usize>>,
+        batch_rows: usize,
+        progress: ByteProgress,
+    ) -> Result<Self> {
         let file = File::open(path).map_err(|e| Error::read(path, e))?;
         let file_size = file.metadata().map_err(|e| Error::read(path, e))?.len();
         let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| {
@@ -74,7 +96,33 @@ impl ParquetReader {
             }
             roots.push(index);
         }
-        let total_rows = builder.metadata().file_metadata().num_rows().max(0) as u64;
+        let metadata = Arc::clone(builder.metadata());
+        let group_rows = |g: usize| metadata.row_group(g).num_rows().max(0) as u64;
+        let (builder, first_row, total_rows) = match groups {
+            None => {
+                let total = metadata.file_metadata().num_rows().max(0) as u64;
+                (builder, 0, total)
+            }
+            Some(range) => {
+                if range.start > range.end || range.end > metadata.num_row_groups() {
+                    return Err(Error::Config(format!(
+                        "{}: row groups {}..{} are not among its {}; the file changed since the \
+                         plan was made, plan again",
+                        path.display(),
+                        range.start,
+                        range.end,
+                        metadata.num_row_groups()
+                    )));
+                }
+                let first: u64 = (0..range.start).map(group_rows).sum();
+                let rows: u64 = range.clone().map(group_rows).sum();
+                (
+                    builder.with_row_groups(range.collect()),
+                    first,
+                    first + rows,
+                )
+            }
+        };
         let mask = ProjectionMask::roots(builder.parquet_schema(), roots.iter().copied());
         let inner = builder
             .with_projection(mask)
@@ -90,7 +138,8 @@ impl ParquetReader {
             inner,
             columns: [position(roots[0]), position(roots[1]), position(roots[2])],
             total_rows,
-            rows_done: 0,
+            first_row,
+            rows_done: first_row,
             file_size,
             progress,
             batch_rows: batch_rows.max(1),
@@ -103,12 +152,18 @@ impl ParquetReader {
         self.total_rows
     }
 
+    /// Rows read so far (of a span: since its start).
+    pub fn rows_read(&self) -> u64 {
+        self.rows_done - self.first_row
+    }
+
     /// Estimated from the rows read: Parquet decodes a row group's columns at once.
     fn bytes_done(&self) -> u64 {
-        if self.total_rows == 0 {
+        let span = self.total_rows - self.first_row;
+        if span == 0 {
             return 0;
         }
-        (self.file_size as f64 * self.rows_done as f64 / self.total_rows as f64) as u64
+        (self.file_size as f64 * self.rows_read() as f64 / span as f64) as u64
     }
 }
 
@@ -125,7 +180,11 @@ fn is_string_type(dt: &DataType) -> bool {
 impl ParquetReader {
     fn next_batch(&mut self) -> Option<Result<ParquetBatch>> {
         if let Some(raw) = &mut self.raw {
-            return match raw.next_batch(self.batch_rows) {
+            let left = self.total_rows.saturating_sub(self.rows_done);
+            if left == 0 {
+                return None;
+            }
+            return match raw.next_batch(self.batch_rows.min(left as usize)) {
                 Ok(Some(columns)) => Some(Ok(ParquetBatch {
                     path: Arc::clone(&self.path),
                     first_row: self.rows_done,

@@ -51,6 +51,7 @@ FORCED_HF = {"qwen-forced-hf"}
 # Served by the HF encoder: forced, or a shape the fast path declines (an NFKC normaliser).
 HF_SERVED = {"qwen-forced-hf": "DATA_IO_ENCODER=hf", "qwen-nfkc": "NFKC"}
 HF_ENGINE = "hf-tokenizers"
+DEFAULT_LAYOUT_TOKENS = ["<|im_start|>", "<|im_end|>", "<|box_end|>", "<|endoftext|>"]
 FAST_ENGINE = "fast-bpe"
 
 
@@ -167,6 +168,66 @@ def test_each_vocabulary_runs_the_engine_it_should(pair: Pair) -> None:
     else:
         assert pair.engine == FAST_ENGINE, pair.fallback_reason
         assert pair.fallback_reason is None
+
+
+def test_token_ids_and_vocab_size_match_the_oracle(pair: Pair) -> None:
+    """The fast path reads ids from the file without building an HF tokenizer (it emulates how
+    `tokenizers` assigns added tokens their ids): every added token, the layout's tokens, a
+    sample of the vocabulary and an unknown string give the oracle's ids, and the size with
+    added tokens is the oracle's."""
+    from data_io.tokenize import DEFAULT_BOQ, DEFAULT_CONDITIONS, DEFAULT_EOA, DEFAULT_EOQ
+
+    vocabulary = sorted(pair.oracle.get_vocab(with_added_tokens=False))
+    asked = [
+        *pair.special_tokens,
+        DEFAULT_BOQ,
+        DEFAULT_EOQ,
+        DEFAULT_EOA,
+        *DEFAULT_CONDITIONS.values(),
+        *vocabulary[:: max(1, len(vocabulary) // 500)],
+        "no such token \u2603",
+    ]
+    got = {token: pair.ours.token_id(token) for token in asked}
+    assert got == {token: pair.oracle.token_to_id(token) for token in asked}
+    assert pair.ours.vocab_size == pair.oracle.get_vocab_size(with_added_tokens=True)
+
+
+def test_added_token_ids_follow_tokenizers_assignment(tmp_path: Path) -> None:
+    """`tokenizers` ignores the `id` fields of added tokens: it adds them in file order, each
+    taking its model id or its earlier id, else the next id after the model's vocabulary. A file
+    whose ids disagree with that (a gap, a wrong id for a model token, a repeat) gets the same
+    ids from our encoder as from the oracle, on the fast path."""
+    spec = json.loads(SHIPPED.read_text(encoding="utf-8"))
+    vocab = spec["model"]["vocab"]
+    listed = {token["content"] for token in spec["added_tokens"]}
+    some_model_token = next(t for t in vocab if len(t) > 3 and t not in listed and t.isalpha())
+    flags = {"single_word": False, "lstrip": False, "rstrip": False, "normalized": False}
+    added = [
+        {"id": 999_999, "content": "<|gap|>", "special": True, **flags},
+        {"id": 5, "content": some_model_token, "special": True, **flags},
+        {"id": 7, "content": "<|next|>", "special": False, **flags},
+    ]
+    for name, extra, engine in [
+        ("odd-ids", added, FAST_ENGINE),
+        ("listed-twice", [*added, {**added[0], "special": False}], HF_ENGINE),
+    ]:
+        path = tmp_path / name / "tokenizer.json"
+        path.parent.mkdir()
+        path.write_text(
+            json.dumps({**spec, "added_tokens": spec["added_tokens"] + extra}, ensure_ascii=False),
+            encoding="utf-8",
+        )
+        ours = TextEncoder(path)
+        oracle = Tokenizer.from_file(str(path))
+        oracle.encode_special_tokens = True
+        assert ours._encoder.engine == engine, (name, ours._encoder.fallback_reason)
+        for token in ["<|gap|>", some_model_token, "<|next|>", *DEFAULT_LAYOUT_TOKENS]:
+            assert ours.token_id(token) == oracle.token_to_id(token), (name, token)
+        assert ours.vocab_size == oracle.get_vocab_size(with_added_tokens=True), name
+        text = f"a<|gap|>b<|next|>c {some_model_token}<|im_start|>"
+        batch = ours.encode_batch([text])
+        want = oracle.encode(text, add_special_tokens=False).ids
+        assert batch.ids.tolist() == want, name
 
 
 def test_adversarial_corpus_is_identical(request: pytest.FixtureRequest, pair: Pair) -> None:

@@ -1,0 +1,221 @@
+"""Command line of the scale-out: ``--executor`` and its options on the stages that can be cut
+into units (``tokenize``), and the commands ``status``, ``resume`` and ``scale`` (``scale unit``
+runs one unit: what a Slurm array task calls; ``scale finalize`` assembles the output)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from data_io.errors import ConfigError
+from data_io.scale.plan import DEFAULT_UNIT_MB
+from data_io.scale.run import EXECUTORS, ExecutorSettings, Outcome
+
+
+def add_executor_arguments(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
+    group = parser.add_argument_group("scale-out (plan, units, finalize; see README)")
+    group.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default=None,
+        required=required,
+        help="cut the work into units and run them: on worker processes here (local), as Ray "
+        "tasks (ray) or as Slurm job arrays (slurm); the output is byte-identical to a run "
+        "without it (default: run in this process, no plan)",
+    )
+    group.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="local: worker processes (default: one per 4 cores, at least 1)",
+    )
+    group.add_argument(
+        "--threads-per-unit",
+        type=int,
+        default=None,
+        help="encoder threads of each unit (default: cores / workers locally, 1 "
+        "on Ray; Slurm: --cpus-per-task)",
+    )
+    group.add_argument(
+        "--unit-mb",
+        type=float,
+        default=DEFAULT_UNIT_MB,
+        help="input per unit; bigger files are cut (default: %(default)s)",
+    )
+    group.add_argument(
+        "--slurm-opt",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an #SBATCH option for every job, e.g. partition=cpu (repeatable)",
+    )
+    group.add_argument(
+        "--wait", action="store_true", help="slurm: wait until the jobs end and print the status"
+    )
+    group.add_argument(
+        "--ray-address",
+        default=None,
+        help="ray: the cluster to join (default: RAY_ADDRESS, else a local one)",
+    )
+
+
+def settings_from(args: argparse.Namespace, kind: str) -> ExecutorSettings:
+    options = {}
+    for item in args.slurm_opt:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--slurm-opt {item!r}: expected KEY=VALUE, e.g. partition=cpu")
+        options[key.strip().lstrip("-")] = value.strip()
+    workers = args.workers or max(1, (os.cpu_count() or 1) // 4)
+    return ExecutorSettings(
+        kind=kind,
+        workers=workers,
+        threads_per_unit=args.threads_per_unit,
+        slurm_options=options,
+        slurm_wait=args.wait,
+        ray_address=args.ray_address,
+    )
+
+
+def run_scaled(args: argparse.Namespace, options: dict) -> int:
+    from data_io.scale.run import scale_tokenize
+
+    outcome = scale_tokenize(
+        options,
+        settings_from(args, args.executor),
+        unit_mb=args.unit_mb,
+        progress=False if args.quiet else None,
+    )
+    return _report(outcome, quiet=args.quiet)
+
+
+def _report(outcome: Outcome, *, quiet: bool = False) -> int:
+    from data_io.scale.status import describe, status
+
+    manifest = outcome.manifest
+    if outcome.submitted is not None and outcome.result is None and not outcome.unfinished:
+        if not quiet:
+            print(f"submitted: {outcome.submitted.describe()}")
+            print(f"follow it with `data_io status {manifest.path}`")
+        return 0
+    if outcome.unfinished or outcome.result is None:
+        print(describe(manifest, status(manifest)), file=sys.stderr)
+        return 1
+    if not quiet:
+        from data_io.tokenize_summary import print_summary
+
+        print(f"plan {manifest.path}: {len(manifest.units)} units, all done; output finalized")
+        print_summary(outcome.result, problems=False)
+    outcome.result.raise_for_failures()
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    status_parser = subparsers.add_parser(
+        "status",
+        help="where a scaled-out run stands: units done/running/failed/pending, ETA, errors",
+        description="Read a plan's unit records: counts, throughput, ETA, and the error (file "
+        "and row) of each failed unit.",
+    )
+    status_parser.add_argument("manifest", help="OUT/.data_io_scale/manifest.json or OUT")
+    status_parser.set_defaults(run=_status)
+
+    resume_parser = subparsers.add_parser(
+        "resume",
+        help="run the units of a plan that have no completion record, then finalize",
+        description="Run only the units without a completion record, on the executor the plan "
+        "was made for unless --executor says otherwise, then finalize the output.",
+    )
+    resume_parser.add_argument("manifest", help="OUT/.data_io_scale/manifest.json or OUT")
+    resume_parser.add_argument("-q", "--quiet", action="store_true", help="no progress or summary")
+    add_executor_arguments(resume_parser)
+    resume_parser.set_defaults(run=_resume)
+
+    scale_parser = subparsers.add_parser(
+        "scale", help="run one unit of a plan, or finalize it (what executors call)"
+    )
+    commands = scale_parser.add_subparsers(dest="scale_command", required=True)
+    unit = commands.add_parser("unit", help="run one unit (idempotent)")
+    unit.add_argument("manifest")
+    which = unit.add_mutually_exclusive_group(required=True)
+    which.add_argument("--unit", help="the unit's id")
+    which.add_argument("--list", help="a file of unit ids, one per line; run the one at --index")
+    unit.add_argument(
+        "--index",
+        type=int,
+        default=None,
+        help="line of --list (default: SLURM_ARRAY_TASK_ID + DATA_IO_UNIT_OFFSET)",
+    )
+    unit.add_argument("--threads", type=int, default=None, help="encoder threads")
+    unit.set_defaults(run=_unit)
+    final = commands.add_parser("finalize", help="assemble the output from the done units")
+    final.add_argument("manifest")
+    final.add_argument(
+        "--encode-missing",
+        action="store_true",
+        help="encode the files of units not done here instead of failing",
+    )
+    final.add_argument("-q", "--quiet", action="store_true")
+    final.set_defaults(run=_finalize)
+
+
+def _status(args: argparse.Namespace) -> int:
+    from data_io.scale.manifest import Manifest
+    from data_io.scale.status import describe, status
+
+    manifest = Manifest.load(args.manifest)
+    report = status(manifest)
+    print(describe(manifest, report))
+    return 0 if report.complete else 3
+
+
+def _resume(args: argparse.Namespace) -> int:
+    from data_io.scale.manifest import Manifest
+    from data_io.scale.run import resume
+
+    manifest = Manifest.load(args.manifest)
+    settings = settings_from(args, args.executor) if args.executor else None
+    return _report(
+        resume(manifest, settings, progress=False if args.quiet else None), quiet=args.quiet
+    )
+
+
+def _unit(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from data_io.scale.units import run_unit
+
+    unit_id = args.unit
+    if unit_id is None:
+        index = args.index
+        if index is None:
+            try:
+                index = int(os.environ["SLURM_ARRAY_TASK_ID"]) + int(
+                    os.environ.get("DATA_IO_UNIT_OFFSET", "0")
+                )
+            except (KeyError, ValueError):
+                raise ConfigError(
+                    "--list needs --index, or SLURM_ARRAY_TASK_ID in the environment"
+                ) from None
+        ids = Path(args.list).read_text(encoding="utf-8").split()
+        if not 0 <= index < len(ids):
+            raise ConfigError(f"--index {index} is outside {args.list} ({len(ids)} units)")
+        unit_id = ids[index]
+    record = run_unit(args.manifest, unit_id, threads=args.threads)
+    print(
+        f"unit {unit_id}: {record['rows']:,} rows, {record['tokens']:,} tokens"
+        f"{' (already done)' if record.get('reused') else ''}"
+    )
+    return 0
+
+
+def _finalize(args: argparse.Namespace) -> int:
+    from data_io.scale.finalize import finalize
+    from data_io.scale.manifest import Manifest
+
+    manifest = Manifest.load(args.manifest)
+    result = finalize(
+        manifest, encode_missing=args.encode_missing, progress=False if args.quiet else None
+    )
+    return _report(Outcome(manifest, [], result=result), quiet=args.quiet)

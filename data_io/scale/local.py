@@ -1,0 +1,89 @@
+"""The local executor: units on N worker processes of this machine, largest first.
+
+Each worker is a fresh process (``spawn``: no inherited locks or thread pools) that keeps its
+encoder loaded across the units it runs. A worker that dies mid-unit (killed, out of memory)
+breaks the pool; the units it had not finished are run again in a new pool, up to ``retries``
+times. A unit that fails with an error of the data (a bad row under ``--on-error fail``) is not
+retried: it would fail again; its record says why.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+from data_io.errors import DataIoError
+from data_io.scale.manifest import Manifest, Unit
+from data_io.scale.progress import UnitProgress
+from data_io.scale.units import THREADS_VARIABLE, run_unit
+
+
+def run_local(
+    manifest: Manifest,
+    units: Sequence[Unit],
+    *,
+    workers: int = 1,
+    threads_per_worker: int | None = None,
+    retries: int = 2,
+    progress: bool | None = None,
+) -> list[Unit]:
+    """Run ``units`` on ``workers`` processes; returns the units that did not complete."""
+    assert manifest.path is not None, "save the manifest first"
+    workers = max(1, workers)
+    threads = threads_per_worker or max(1, (os.cpu_count() or 1) // workers)
+    left = list(units)
+    bar = UnitProgress(left, progress)
+    failed: list[Unit] = []
+    for _ in range(retries + 1):
+        if not left:
+            break
+        _, left = _one_pool(manifest.path, left, workers, threads, bar, failed)
+    bar.close()
+    return failed + left
+
+
+def _one_pool(
+    path: Path,
+    units: list[Unit],
+    workers: int,
+    threads: int,
+    bar: UnitProgress,
+    failed: list[Unit],
+) -> tuple[list[Unit], list[Unit]]:
+    """One pool over ``units``: (done, lost to a dead worker). Data errors go to ``failed``."""
+    context = multiprocessing.get_context("spawn")
+    lost: list[Unit] = []
+    done: list[Unit] = []
+    with ProcessPoolExecutor(
+        max_workers=min(workers, len(units)),
+        mp_context=context,
+        initializer=_set_threads,
+        initargs=(threads,),
+    ) as pool:
+        futures: dict[Future, Unit] = {pool.submit(run_unit, str(path), u.id): u for u in units}
+        pending = set(futures)
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                unit = futures[future]
+                try:
+                    future.result()
+                except BrokenProcessPool:
+                    lost.append(unit)
+                    continue
+                except DataIoError:
+                    failed.append(unit)
+                    bar.failed(unit)
+                    continue
+                done.append(unit)
+                bar.done(unit)
+    return done, lost
+
+
+def _set_threads(threads: int) -> None:
+    os.environ[THREADS_VARIABLE] = str(threads)
+    os.environ["RAYON_NUM_THREADS"] = str(threads)

@@ -1,0 +1,161 @@
+"""The plan of a scaled-out run, written once and read by every worker: the stage's options,
+the units of work (a whole file, a byte range of a JSONL file or a range of Parquet row groups)
+and, beside it, one small record per unit saying where that unit stands.
+
+Layout, inside the stage's output folder (hidden, so the stage's readers never see it)::
+
+    OUT/.data_io_scale/manifest.json         the plan (this module)
+    OUT/.data_io_scale/units/<id>.started    who runs the unit (host, pid, attempt, time)
+    OUT/.data_io_scale/units/<id>.done       its completion record (output hashes, counts)
+    OUT/.data_io_scale/units/<id>.failed     its last error (with file and row)
+    OUT/.data_io_scale/parts/<task>/<k>/     tokenize: the encoded part of one span
+    OUT/.data_io_scale/submissions/...       what an executor submitted (Slurm scripts, ...)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from data_io.errors import ConfigError
+from data_io.fs import write_json_atomic
+
+FORMAT = "data_io-scale/1"
+SCALE_DIR = ".data_io_scale"
+MANIFEST = "manifest.json"
+STATES = ("done", "failed", "running", "pending")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One piece of work: ``span`` of ``source`` (``{"kind": "whole"}``, ``{"kind": "bytes",
+    "start", "end"}`` or ``{"kind": "row_groups", "start", "end"}``), the ``index``-th of the
+    ``count`` spans its file was cut into."""
+
+    id: str
+    task: str
+    source: str
+    span: dict[str, Any]
+    index: int
+    count: int
+    bytes: int
+
+
+@dataclass
+class Manifest:
+    """The plan; ``path`` is where it lives (``OUT/.data_io_scale/manifest.json``)."""
+
+    stage: str
+    output: str
+    options: dict[str, Any]
+    units: list[Unit]
+    inputs: list[dict[str, Any]]
+    fingerprint: dict[str, Any]
+    unit_bytes: int
+    created: float = field(default_factory=time.time)
+    executor: dict[str, Any] = field(default_factory=dict)
+    format: str = FORMAT
+    path: Path | None = field(default=None, compare=False, repr=False)
+
+    # -- where things are ---------------------------------------------------------------------
+    @property
+    def root(self) -> Path:
+        return Path(self.output) / SCALE_DIR
+
+    @property
+    def units_dir(self) -> Path:
+        return self.root / "units"
+
+    @property
+    def parts_dir(self) -> Path:
+        return self.root / "parts"
+
+    def unit(self, unit_id: str) -> Unit:
+        for unit in self.units:
+            if unit.id == unit_id:
+                return unit
+        raise ConfigError(
+            f"{self.path}: no unit {unit_id!r} in this plan ({len(self.units)} units)"
+        )
+
+    # -- reading and writing ------------------------------------------------------------------
+    def save(self) -> Path:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.units_dir.mkdir(exist_ok=True)
+        path = self.root / MANIFEST
+        content = {k: v for k, v in asdict(self).items() if k != "path"}
+        write_json_atomic(path, content)
+        self.path = path
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> Manifest:
+        path = Path(path)
+        if path.is_dir():  # the output folder, or its .data_io_scale folder
+            path = path / MANIFEST if path.name == SCALE_DIR else path / SCALE_DIR / MANIFEST
+        try:
+            content = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(
+                f"{path}: no plan here; give the manifest a scaled-out run wrote "
+                f"(OUT/{SCALE_DIR}/{MANIFEST}) or its output folder"
+            ) from None
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"{path}: not a readable plan ({exc})") from None
+        if content.get("format") != FORMAT:
+            raise ConfigError(f"{path}: format {content.get('format')!r}, expected {FORMAT!r}")
+        content["units"] = [Unit(**unit) for unit in content["units"]]
+        manifest = cls(**content)
+        manifest.path = path
+        return manifest
+
+    # -- unit records -------------------------------------------------------------------------
+    def record_path(self, unit_id: str, kind: str) -> Path:
+        return self.units_dir / f"{unit_id}.{kind}"
+
+    def read_record(self, unit_id: str, kind: str) -> dict[str, Any] | None:
+        try:
+            return json.loads(self.record_path(unit_id, kind).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    def write_record(self, unit_id: str, kind: str, content: dict[str, Any]) -> None:
+        self.units_dir.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(self.record_path(unit_id, kind), content)
+
+    def state(self, unit_id: str) -> str:
+        """``done``, ``failed`` (its last attempt failed), ``running`` (started, not ended) or
+        ``pending``."""
+        done = self.record_path(unit_id, "done")
+        if done.exists():
+            return "done"
+        started = self.read_record(unit_id, "started")
+        failed = self.read_record(unit_id, "failed")
+        if failed and (not started or failed.get("attempt", 0) >= started.get("attempt", 0)):
+            return "failed"
+        if started and _alive(started):
+            return "running"
+        return "failed" if started else "pending"
+
+    def states(self) -> dict[str, str]:
+        return {unit.id: self.state(unit.id) for unit in self.units}
+
+    def not_done(self) -> list[Unit]:
+        return [unit for unit in self.units if self.state(unit.id) != "done"]
+
+
+def _alive(started: dict[str, Any]) -> bool:
+    """Whether the process that started a unit still runs: known on its own host (a unit
+    started elsewhere is taken to run until its executor says otherwise)."""
+    if started.get("host") != socket.gethostname():
+        return True
+    try:
+        os.kill(int(started.get("pid", 0)), 0)
+    except (OSError, ValueError):
+        return False
+    return True

@@ -1,0 +1,130 @@
+"""Cutting a stage's work into units, deterministically: the same inputs and options give the
+same plan on any machine.
+
+For ``tokenize``: the files a run would (re-)tokenize (the core's own incremental check), each
+one unit when small; a big plain JSONL file is cut into byte ranges that start at line starts,
+a big Parquet file into ranges of row groups (compressed JSONL cannot be entered mid-stream and
+stays whole). Units are listed largest first, so that workers taking them in order finish
+together.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from data_io.errors import ConfigError
+from data_io.scale.manifest import Manifest, Unit
+
+DEFAULT_UNIT_MB = 256
+
+
+def plan_tokenize(options: dict[str, Any], unit_bytes: int = DEFAULT_UNIT_MB << 20) -> Manifest:
+    """The plan of ``data_io tokenize`` with ``options`` (``tokenize_options``'s dict): units
+    of about ``unit_bytes`` of input each."""
+    from data_io import _core
+
+    if unit_bytes < 1:
+        raise ConfigError(f"the unit size must be positive, not {unit_bytes} bytes")
+    options = {**options, "progress": False, "parts": None}
+    stale = json.loads(_core.tokenize_stale(json.dumps(options)))
+    units: list[Unit] = []
+    inputs = []
+    for task in stale:
+        source = Path(task["source"])
+        stat = source.stat()
+        inputs.append(
+            {
+                "task": task["task"],
+                "source": task["source"],
+                "size": stat.st_size,
+                "mtime_ns": stat.st_mtime_ns,
+                "reason": task["reason"],
+            }
+        )
+        spans = _spans(source, stat.st_size, unit_bytes)
+        for index, (span, size) in enumerate(spans):
+            units.append(
+                Unit(
+                    id="",
+                    task=task["task"],
+                    source=task["source"],
+                    span=span,
+                    index=index,
+                    count=len(spans),
+                    bytes=size,
+                )
+            )
+    # Largest first (then by task and place, for a stable order); ids follow that order.
+    units.sort(key=lambda u: (-u.bytes, u.task, u.index))
+    units = [Unit(**{**u.__dict__, "id": f"u{k:06d}"}) for k, u in enumerate(units)]
+    return Manifest(
+        stage="tokenize",
+        output=str(Path(options["output"]).resolve()),
+        options=options,
+        units=units,
+        inputs=inputs,
+        fingerprint=_fingerprint(options),
+        unit_bytes=unit_bytes,
+    )
+
+
+def _fingerprint(options: dict[str, Any]) -> dict[str, Any]:
+    from data_io.prepare.state import file_sha256
+
+    tokenizer = Path(options["tokenizer_path"])
+    return {"tokenizer": str(tokenizer), "tokenizer_sha256": file_sha256(tokenizer)}
+
+
+def _spans(source: Path, size: int, unit_bytes: int) -> list[tuple[dict[str, Any], int]]:
+    """(span, bytes) of each unit of one file, in file order."""
+    name = source.name.lower()
+    if size > unit_bytes and name.endswith(".jsonl"):
+        return _line_ranges(source, size, unit_bytes)
+    if size > unit_bytes and name.endswith(".parquet"):
+        return _row_group_ranges(source, unit_bytes)
+    return [({"kind": "whole"}, size)]
+
+
+def _line_ranges(source: Path, size: int, unit_bytes: int) -> list[tuple[dict[str, Any], int]]:
+    """Byte ranges of about ``unit_bytes``, each moved forward to the next line start (a
+    range with no line start left is merged into the one before)."""
+    count = max(1, round(size / unit_bytes))
+    cuts = [0]
+    with open(source, "rb") as f:
+        for k in range(1, count):
+            target = k * size // count
+            if target <= cuts[-1]:
+                continue
+            f.seek(target - 1)
+            f.readline()  # to just past the newline at or after target - 1
+            cut = f.tell()
+            if cuts[-1] < cut < size:
+                cuts.append(cut)
+    cuts.append(size)
+    return [
+        ({"kind": "bytes", "start": start, "end": end}, end - start)
+        for start, end in itertools.pairwise(cuts)
+    ]
+
+
+def _row_group_ranges(source: Path, unit_bytes: int) -> list[tuple[dict[str, Any], int]]:
+    """Consecutive row groups, closed when their compressed size reaches ``unit_bytes``."""
+    import pyarrow.parquet as pq
+
+    metadata = pq.ParquetFile(source).metadata
+    spans: list[tuple[dict[str, Any], int]] = []
+    start, size = 0, 0
+    for group in range(metadata.num_row_groups):
+        size += metadata.row_group(group).total_byte_size
+        if size >= unit_bytes:
+            spans.append(({"kind": "row_groups", "start": start, "end": group + 1}, size))
+            start, size = group + 1, 0
+    if start < metadata.num_row_groups or not spans:
+        spans.append(({"kind": "row_groups", "start": start, "end": metadata.num_row_groups}, size))
+    if len(spans) == 1:
+        return [({"kind": "whole"}, os.path.getsize(source))]
+    return spans

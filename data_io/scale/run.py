@@ -1,0 +1,150 @@
+"""A scaled-out run from start to end: plan, run the units on an executor, finalize; and
+``resume``, which runs only the units without a completion record.
+
+Executors: ``local`` (worker processes here), ``ray`` (tasks on a Ray cluster) and ``slurm``
+(job arrays; the finalize step is a dependent job, so ``slurm`` returns once submitted unless
+asked to wait).
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from typing import Any
+
+from data_io.errors import ConfigError
+from data_io.scale.finalize import finalize
+from data_io.scale.manifest import Manifest, Unit
+from data_io.scale.plan import DEFAULT_UNIT_MB, plan_tokenize
+
+EXECUTORS = ("local", "slurm", "ray")
+
+
+@dataclass
+class ExecutorSettings:
+    kind: str = "local"
+    workers: int = 1
+    threads_per_unit: int | None = None
+    slurm_options: dict[str, str] = field(default_factory=dict)
+    slurm_wait: bool = False
+    ray_address: str | None = None
+    retries: int = 2
+
+    def __post_init__(self) -> None:
+        if self.kind not in EXECUTORS:
+            raise ConfigError(f"executor {self.kind!r} is not one of {', '.join(EXECUTORS)}")
+        if self.workers < 1:
+            raise ConfigError(f"workers must be at least 1, not {self.workers}")
+
+    def recorded(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "workers": self.workers,
+            "threads_per_unit": self.threads_per_unit,
+            "slurm_options": self.slurm_options,
+            "ray_address": self.ray_address,
+            "retries": self.retries,
+        }
+
+
+@dataclass
+class Outcome:
+    manifest: Manifest
+    # Units that did not complete (their records say why); empty when all ran.
+    unfinished: list[Unit]
+    # The finalize step's result (a TokenizeResult), None when it did not run here.
+    result: Any = None
+    submitted: Any = None
+
+
+def scale_tokenize(
+    options: dict[str, Any],
+    settings: ExecutorSettings,
+    *,
+    unit_mb: float = DEFAULT_UNIT_MB,
+    progress: bool | None = None,
+) -> Outcome:
+    """Plan ``data_io tokenize`` with ``options`` (``tokenize_options``'s dict), run its units
+    on the executor and finalize. A plan equal to the one already in the output (same options,
+    same units) keeps its unit records: finished units are not run again."""
+    manifest = plan_tokenize(options, int(unit_mb * (1 << 20)))
+    manifest.executor = settings.recorded()
+    _keep_or_clear_records(manifest)
+    manifest.save()
+    return execute(manifest, manifest.not_done(), settings, progress=progress)
+
+
+def resume(
+    manifest: Manifest, settings: ExecutorSettings | None = None, *, progress: bool | None = None
+) -> Outcome:
+    """Run the plan's units that have no completion record, then finalize."""
+    if settings is None:
+        recorded = dict(manifest.executor or {})
+        settings = ExecutorSettings(**recorded) if recorded else ExecutorSettings()
+    return execute(manifest, manifest.not_done(), settings, progress=progress)
+
+
+def execute(
+    manifest: Manifest,
+    units: list[Unit],
+    settings: ExecutorSettings,
+    *,
+    progress: bool | None = None,
+) -> Outcome:
+    if settings.kind == "local":
+        from data_io.scale.local import run_local
+
+        left = run_local(
+            manifest,
+            units,
+            workers=settings.workers,
+            threads_per_worker=settings.threads_per_unit,
+            retries=settings.retries,
+            progress=progress,
+        )
+    elif settings.kind == "ray":
+        from data_io.scale.ray_executor import run_ray
+
+        left = run_ray(
+            manifest,
+            units,
+            address=settings.ray_address,
+            threads_per_unit=settings.threads_per_unit or 1,
+            max_retries=settings.retries,
+            progress=progress,
+        )
+    else:
+        from data_io.scale.slurm import SlurmOptions, submit_slurm, wait_slurm
+
+        submission = submit_slurm(
+            manifest,
+            units,
+            SlurmOptions(
+                options=settings.slurm_options, threads_per_unit=settings.threads_per_unit or 1
+            ),
+        )
+        if not settings.slurm_wait:
+            return Outcome(manifest, [], submitted=submission)
+        wait_slurm(submission)
+        manifest = Manifest.load(manifest.path or manifest.root)
+        return Outcome(manifest, manifest.not_done(), submitted=submission)
+    if left:
+        return Outcome(manifest, left)
+    return Outcome(manifest, [], result=finalize(manifest, progress=progress))
+
+
+def _keep_or_clear_records(manifest: Manifest) -> None:
+    """Unit records belong to the plan that made them: a new plan clears them (its parts stay,
+    and units whose spans did not change reuse them), an equal plan keeps them."""
+    try:
+        previous = Manifest.load(manifest.root)
+    except ConfigError:
+        previous = None
+    same = (
+        previous is not None
+        and previous.options == manifest.options
+        and previous.units == manifest.units
+    )
+    if not same and manifest.units_dir.exists():
+        shutil.rmtree(manifest.units_dir)
+    (manifest.root / "finalized.json").unlink(missing_ok=True)

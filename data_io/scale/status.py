@@ -1,0 +1,109 @@
+"""``data_io status MANIFEST``: where a scaled-out run stands, from the unit records alone (no
+scheduler is asked): units done / running / failed / pending, throughput, ETA, and the error of
+each failed unit with its file and row."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from data_io.scale.manifest import STATES, Manifest
+
+MAX_ERRORS = 20
+
+
+@dataclass
+class Status:
+    counts: dict[str, int]
+    bytes_total: int
+    bytes_done: int
+    # Input bytes per second over the span of the done units' work, and the time left at it.
+    throughput: float | None
+    eta_seconds: float | None
+    failed: list[dict[str, Any]] = field(default_factory=list)
+    finalized: bool = False
+
+    @property
+    def complete(self) -> bool:
+        return self.counts.get("done", 0) == sum(self.counts.values())
+
+
+def status(manifest: Manifest) -> Status:
+    states = manifest.states()
+    counts = Counter(states.values())
+    done = [
+        manifest.read_record(u.id, "done") or {} for u in manifest.units if states[u.id] == "done"
+    ]
+    bytes_done = sum(int(r.get("bytes", 0)) for r in done)
+    total = sum(u.bytes for u in manifest.units)
+    throughput = eta = None
+    began = [r["started"] for r in done if "started" in r]
+    if began and bytes_done:
+        elapsed = max(r.get("ended", 0) for r in done) - min(began)
+        if elapsed > 0:
+            throughput = bytes_done / elapsed
+            eta = (total - bytes_done) / throughput
+    failed = []
+    for unit in manifest.units:
+        if states[unit.id] != "failed" or len(failed) >= MAX_ERRORS:
+            continue
+        record = manifest.read_record(unit.id, "failed")
+        started = manifest.read_record(unit.id, "started") or {}
+        failed.append(
+            record
+            or {
+                "unit": unit.id,
+                "task": unit.task,
+                "source": unit.source,
+                "span": unit.span,
+                "error": f"killed: its process ({started.get('host')}, pid {started.get('pid')}) "
+                "ended without a record",
+                "attempt": started.get("attempt"),
+            }
+        )
+    return Status(
+        counts={state: counts.get(state, 0) for state in STATES},
+        bytes_total=total,
+        bytes_done=bytes_done,
+        throughput=throughput,
+        eta_seconds=eta,
+        failed=failed,
+        finalized=(manifest.root / "finalized.json").exists(),
+    )
+
+
+def describe(manifest: Manifest, report: Status) -> str:
+    counts = report.counts
+    lines = [
+        f"plan {manifest.path}: {manifest.stage}, {len(manifest.units)} units over "
+        f"{len(manifest.inputs)} files, {report.bytes_total / 1e6:,.1f} MB",
+        "units: " + ", ".join(f"{counts[s]} {s}" for s in STATES),
+        f"input done: {report.bytes_done / 1e6:,.1f} of {report.bytes_total / 1e6:,.1f} MB",
+    ]
+    if report.throughput:
+        eta = "" if report.complete else f", about {_duration(report.eta_seconds or 0)} left"
+        lines.append(f"throughput: {report.throughput / 1e6:,.1f} MB/s{eta}")
+    if report.finalized:
+        lines.append("finalized: the output is complete")
+    elif report.complete:
+        lines.append(f"all units done; finalize with `data_io scale finalize {manifest.path}`")
+    for failure in report.failed:
+        lines.append(
+            f"failed {failure.get('unit')} ({failure.get('task')}, span {failure.get('span')}, "
+            f"attempt {failure.get('attempt')}): {failure.get('error')}"
+        )
+    if counts["failed"] > len(report.failed):
+        lines.append(f"... and {counts['failed'] - len(report.failed)} more failed units")
+    if counts["failed"] or counts["pending"]:
+        lines.append(f"run what is left with `data_io resume {manifest.path}`")
+    return "\n".join(lines)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return time.strftime("%H h %M min", time.gmtime(seconds))

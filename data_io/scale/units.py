@@ -1,0 +1,109 @@
+"""Running one unit of a plan: what every executor calls, on whatever machine it lands.
+
+A unit is idempotent: it writes only its own part (under a temporary name, renamed when
+complete) and its records; run twice, or by two workers at once, it leaves one part. A unit
+killed midway leaves a temporary folder that the next attempt or ``finalize`` removes, and a
+``started`` record whose process is gone (``status`` shows it as failed: killed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from data_io.errors import ConfigError, DataIoError
+from data_io.scale.manifest import Manifest, Unit
+
+# Set by executors that run several units per process with their own thread budget.
+THREADS_VARIABLE = "DATA_IO_UNIT_THREADS"
+
+
+def run_unit(manifest: Manifest | str | Path, unit_id: str, threads: int | None = None) -> dict:
+    """Run unit ``unit_id`` of the plan (a no-op when its part is done and current); returns
+    its completion record. A failure is recorded (``<id>.failed``: the error with its file and
+    row) and raised."""
+    if not isinstance(manifest, Manifest):
+        manifest = Manifest.load(manifest)
+    unit = manifest.unit(unit_id)
+    done = manifest.read_record(unit.id, "done")
+    if done is not None and _part_dir(manifest, unit).is_dir():
+        return done
+    started = manifest.read_record(unit.id, "started") or {}
+    attempt = int(started.get("attempt", 0)) + 1
+    manifest.write_record(
+        unit.id,
+        "started",
+        {
+            "unit": unit.id,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "attempt": attempt,
+            "time": time.time(),
+        },
+    )
+    try:
+        record = _run(manifest, unit, threads)
+    except DataIoError as exc:
+        manifest.write_record(
+            unit.id,
+            "failed",
+            {
+                "unit": unit.id,
+                "task": unit.task,
+                "source": unit.source,
+                "span": unit.span,
+                "error": str(exc),
+                "kind": type(exc).__name__,
+                "host": socket.gethostname(),
+                "attempt": attempt,
+                "time": time.time(),
+            },
+        )
+        raise
+    record["attempt"] = attempt
+    manifest.write_record(unit.id, "done", record)
+    return record
+
+
+def _run(manifest: Manifest, unit: Unit, threads: int | None) -> dict[str, Any]:
+    if manifest.stage != "tokenize":
+        raise ConfigError(f"{manifest.path}: stage {manifest.stage!r} has no units to run here")
+    from data_io import _core
+
+    if threads is None and os.environ.get(THREADS_VARIABLE):
+        threads = int(os.environ[THREADS_VARIABLE])
+    options = {**manifest.options, "threads": threads, "progress": False, "parts": None}
+    spec = {
+        "task": unit.task,
+        "source": unit.source,
+        "span": unit.span,
+        "index": unit.index,
+        "count": unit.count,
+        "part_dir": str(_part_dir(manifest, unit)),
+    }
+    started = time.time()
+    report = json.loads(_core.tokenize_unit(json.dumps(options), json.dumps(spec)))
+    part = report["part"]
+    return {
+        "unit": unit.id,
+        "task": unit.task,
+        "bytes": unit.bytes,
+        "rows": part["rows"],
+        "tokens": part["tokens"],
+        "bad_rows": part["bad_rows"],
+        "outputs": part["arrays"],
+        "reused": report["reused"],
+        "seconds": report["seconds"],
+        "started": started,
+        "ended": time.time(),
+        "host": socket.gethostname(),
+        "encoder": part["encoder"],
+    }
+
+
+def _part_dir(manifest: Manifest, unit: Unit) -> Path:
+    return manifest.parts_dir / unit.task / f"{unit.index:06d}"
