@@ -1,0 +1,227 @@
+"""The scale-out end to end on the local executor: the output is byte-identical to one run,
+units are idempotent and survive being killed, failures are recorded with file and line, and
+``resume`` / ``status`` / ``finalize`` behave as documented."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from data_io.errors import ConfigError, InputError
+from data_io.scale import ExecutorSettings, Manifest, resume, scale_tokenize
+from data_io.scale.finalize import finalize
+from data_io.scale.plan import plan_tokenize
+from data_io.scale.status import describe, status
+from data_io.scale.units import run_unit
+from data_io.tokenize import tokenize, tokenize_options
+
+from .inputs import ROOT, TOKENIZER, rows, tree_bytes, write_inputs, write_jsonl
+
+UNIT_MB = 0.1
+
+
+def _local(inputs: Path, out: Path, **options) -> dict[str, bytes]:
+    tokenize([inputs], out, tokenizer_path=TOKENIZER, progress=False, check=False, **options)
+    return tree_bytes(out)
+
+
+def _scaled(inputs: Path, out: Path, workers: int = 2, **options):
+    settings = ExecutorSettings(kind="local", workers=workers, threads_per_unit=1)
+    opts = tokenize_options([inputs], out, tokenizer_path=TOKENIZER, progress=False, **options)
+    return scale_tokenize(opts, settings, unit_mb=UNIT_MB, progress=False)
+
+
+def _with_bad_rows(folder: Path) -> Path:
+    """Inputs whose big JSONL file has bad rows spread over its ranges."""
+    write_inputs(folder)
+    items: list = rows(3000, seed=1)
+    for at in (5, 700, 1500, 2999):
+        items[at] = "not json" if at % 2 else {"condition": "nope", "instruction": "x",
+                                                 "response": "y"}  # fmt: skip
+    with open(folder / "big.jsonl", "w", encoding="utf-8") as f:
+        for i, row in enumerate(items):
+            f.write((row if isinstance(row, str) else json.dumps(row, ensure_ascii=False)) + "\n")
+            if i % 97 == 96:
+                f.write("\n")
+    return folder
+
+
+def test_output_is_byte_identical_to_one_run(tmp_path: Path) -> None:
+    inputs = write_inputs(tmp_path / "in")
+    outcome = _scaled(inputs, tmp_path / "scaled")
+    assert outcome.unfinished == [] and outcome.result is not None
+    assert len({u.task for u in outcome.manifest.units}) == 4
+    assert len(outcome.manifest.units) > 8, "the big files were cut"
+    assert tree_bytes(tmp_path / "scaled") == _local(inputs, tmp_path / "local")
+    assert not (tmp_path / "scaled" / ".data_io_scale" / "parts").exists(), "parts cleared"
+    report = status(outcome.manifest)
+    assert report.complete and report.finalized and report.throughput
+
+
+def test_bad_rows_skipped_are_numbered_as_in_one_run(tmp_path: Path) -> None:
+    inputs = _with_bad_rows(tmp_path / "in")
+    outcome = _scaled(inputs, tmp_path / "scaled", on_error="skip")
+    assert outcome.unfinished == []
+    local = _local(inputs, tmp_path / "local", on_error="skip")
+    assert tree_bytes(tmp_path / "scaled") == local
+    # Rows 5, 700, 1500 and 2999, after a blank line every 97 rows: the file's line numbers,
+    # though three of them lie in ranges that start deep inside the file.
+    record = json.loads(local["big.jsonl/metadata.json"])
+    lines = [example.split(":line ")[1].split(":")[0] for example in record["bad_row_examples"]]
+    assert lines == ["6", "708", "1516", "3030"] and record["bad_rows"] == 4
+    assert {u.index for u in outcome.manifest.units if u.task == "big.jsonl"} != {0}
+
+
+def test_a_bad_row_fails_its_unit_with_the_file_and_line(tmp_path: Path) -> None:
+    inputs = _with_bad_rows(tmp_path / "in")
+    outcome = _scaled(inputs, tmp_path / "scaled")  # on_error="fail"
+    failed = {u.id for u in outcome.unfinished}
+    assert failed and outcome.result is None
+    manifest = outcome.manifest
+    errors = [manifest.read_record(unit_id, "failed")["error"] for unit_id in sorted(failed)]
+    # The line is the file's, not the range's: one run reports the same place.
+    with pytest.raises(InputError) as one_run:
+        tokenize([inputs / "big.jsonl"], tmp_path / "local", tokenizer_path=TOKENIZER,
+                 progress=False)  # fmt: skip
+    first_error = str(one_run.value).split("- ", 1)[1].splitlines()[0]
+    assert first_error in errors
+    text = describe(manifest, status(manifest))
+    assert "failed" in text and "big.jsonl:line" in text and "data_io resume" in text
+    with pytest.raises(ConfigError, match="not done"):
+        finalize(manifest)
+
+
+def test_resume_runs_only_what_is_missing(tmp_path: Path) -> None:
+    inputs = write_inputs(tmp_path / "in")
+    options = tokenize_options([inputs], tmp_path / "scaled", tokenizer_path=TOKENIZER,
+                               progress=False)  # fmt: skip
+    manifest = plan_tokenize(options, int(UNIT_MB * (1 << 20)))
+    manifest.executor = ExecutorSettings(workers=1, threads_per_unit=1).recorded()
+    manifest.save()
+    first = manifest.units[:3]
+    for unit in first:
+        run_unit(manifest, unit.id, threads=1)
+    done_before = {u.id: manifest.read_record(u.id, "done") for u in first}
+    assert status(manifest).counts["done"] == 3
+    outcome = resume(Manifest.load(manifest.path), progress=False)
+    assert outcome.unfinished == [] and outcome.result is not None
+    for unit in first:  # not run again: the attempt of its record is still the first
+        assert (
+            manifest.read_record(unit.id, "done")["attempt"] == done_before[unit.id]["attempt"] == 1
+        )
+    assert tree_bytes(tmp_path / "scaled") == _local(inputs, tmp_path / "local")
+
+
+def test_a_unit_run_twice_or_raced_leaves_one_part(tmp_path: Path) -> None:
+    inputs = write_inputs(tmp_path / "in")
+    manifest = plan_tokenize(
+        tokenize_options([inputs], tmp_path / "out", tokenizer_path=TOKENIZER), 100_000
+    )
+    manifest.save()
+    unit = manifest.units[0]
+    first = run_unit(manifest, unit.id, threads=1)
+    again = run_unit(manifest, unit.id, threads=1)
+    assert again == first  # the completion record is returned, nothing redone
+    # Two processes on one unit whose record was lost: both finish, one part stays.
+    manifest.record_path(unit.id, "done").unlink()
+    command = [
+        sys.executable,
+        "-m",
+        "data_io",
+        "scale",
+        "unit",
+        str(manifest.path),
+        "--unit",
+        unit.id,
+    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    racers = [subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL) for _ in range(2)]
+    assert [p.wait(timeout=120) for p in racers] == [0, 0]
+    task_parts = manifest.parts_dir / unit.task
+    assert sorted(p.name for p in task_parts.iterdir()) == [f"{unit.index:06d}"]
+
+
+def test_a_unit_killed_midway_leaves_no_trace(tmp_path: Path) -> None:
+    big = tmp_path / "in" / "huge.jsonl"
+    write_jsonl(big, rows(60_000, seed=9))
+    options = tokenize_options([big.parent], tmp_path / "out", tokenizer_path=TOKENIZER,
+                               progress=False)  # fmt: skip
+    manifest = plan_tokenize(options, 64 << 20)  # one unit: the whole file
+    manifest.save()
+    unit = manifest.units[0]
+    command = [sys.executable, "-m", "data_io", "scale", "unit", str(manifest.path), "--unit",
+               unit.id, "--threads", "1"]  # fmt: skip
+    child = subprocess.Popen(command, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    deadline = time.monotonic() + 60
+    tmp_parts = lambda: [p for p in manifest.parts_dir.rglob(".tmp-*")]  # noqa: E731
+    while not (tmp_parts() and any(f.stat().st_size for f in tmp_parts()[0].glob("*.npy"))):
+        assert child.poll() is None, "the unit ended before it could be killed"
+        assert time.monotonic() < deadline, "the unit never started writing"
+        time.sleep(0.02)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    assert manifest.state(unit.id) == "failed"
+    assert "killed" in describe(manifest, status(manifest))
+    assert not (manifest.parts_dir / unit.task / f"{unit.index:06d}").exists()
+    outcome = resume(manifest, ExecutorSettings(workers=1, threads_per_unit=1), progress=False)
+    assert outcome.unfinished == []
+    assert not list(manifest.root.rglob(".tmp-*")), "the killed unit's temporary folder is gone"
+    assert tree_bytes(tmp_path / "out") == _local(big.parent, tmp_path / "local")
+
+
+def test_a_plain_run_uses_the_parts_left_by_unfinished_units(tmp_path: Path) -> None:
+    inputs = write_inputs(tmp_path / "in")
+    options = tokenize_options([inputs], tmp_path / "out", tokenizer_path=TOKENIZER)
+    manifest = plan_tokenize(options, int(UNIT_MB * (1 << 20)))
+    manifest.save()
+    for unit in manifest.units:
+        run_unit(manifest, unit.id, threads=1)
+    shutil.rmtree(manifest.units_dir)  # the plan's records are gone; the parts are not
+    result = tokenize([inputs], tmp_path / "out", tokenizer_path=TOKENIZER, progress=False)
+    assert result.failed == []
+    assert tree_bytes(tmp_path / "out") == _local(inputs, tmp_path / "local")
+
+
+def test_a_file_changed_after_the_plan_is_encoded_again(tmp_path: Path) -> None:
+    inputs = write_inputs(tmp_path / "in")
+    options = tokenize_options([inputs], tmp_path / "out", tokenizer_path=TOKENIZER)
+    manifest = plan_tokenize(options, int(UNIT_MB * (1 << 20)))
+    manifest.save()
+    for unit in manifest.units:
+        run_unit(manifest, unit.id, threads=1)
+    write_jsonl(inputs / "big.jsonl", rows(3000, seed=77))  # new content after the units ran
+    finalize(Manifest.load(manifest.path), progress=False)
+    assert tree_bytes(tmp_path / "out") == _local(inputs, tmp_path / "local")
+    stale = next(u for u in manifest.units if u.task == "big.jsonl" and u.index > 0)
+    with pytest.raises((ConfigError, InputError)):
+        write_jsonl(inputs / "big.jsonl", rows(10, seed=5))  # now shorter than the range
+        manifest.record_path(stale.id, "done").unlink(missing_ok=True)
+        run_unit(manifest, stale.id, threads=1)
+
+
+def test_cli_runs_plans_and_reports(tmp_path: Path) -> None:
+    inputs = write_inputs(tmp_path / "in")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    base = [sys.executable, "-m", "data_io"]
+    done = subprocess.run(
+        [*base, "tokenize", str(inputs), "-o", str(tmp_path / "out"), "--tokenizer-path",
+         str(TOKENIZER), "--executor", "local", "--workers", "2", "--unit-mb", "0.1"],
+        env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "units, all done; output finalized" in done.stdout
+    shown = subprocess.run([*base, "status", str(tmp_path / "out")], env=env,
+                           capture_output=True, text=True, check=False)  # fmt: skip
+    assert shown.returncode == 0 and "finalized: the output is complete" in shown.stdout
+    missing = subprocess.run([*base, "status", str(tmp_path / "nothing")], env=env,
+                             capture_output=True, text=True, check=False)  # fmt: skip
+    assert missing.returncode == 1 and "no plan here" in missing.stderr
+    assert tree_bytes(tmp_path / "out") == _local(inputs, tmp_path / "local")

@@ -1,0 +1,89 @@
+"""The plan: deterministic, cut at line starts / row groups, largest first, incremental."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from data_io.errors import ConfigError
+from data_io.scale.manifest import Manifest
+from data_io.scale.plan import plan_tokenize
+from data_io.tokenize import tokenize, tokenize_options
+
+from .inputs import TOKENIZER, write_inputs
+
+UNIT = 100_000
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_inputs(tmp_path_factory.mktemp("inputs"))
+
+
+def _options(inputs: Path, out: Path) -> dict:
+    return tokenize_options([inputs], out, tokenizer_path=TOKENIZER)
+
+
+def test_plan_is_deterministic_and_covers_every_file(inputs: Path, tmp_path: Path) -> None:
+    first = plan_tokenize(_options(inputs, tmp_path / "out"), UNIT)
+    again = plan_tokenize(_options(inputs, tmp_path / "out"), UNIT)
+    assert first.units == again.units
+    by_task: dict[str, list] = {}
+    for unit in first.units:
+        by_task.setdefault(unit.task, []).append(unit)
+    assert set(by_task) == {"big.jsonl", "small.jsonl", "groups.parquet", "packed.jsonl.gz"}
+    # Largest first, ids in that order.
+    assert [u.bytes for u in first.units] == sorted((u.bytes for u in first.units), reverse=True)
+    assert [u.id for u in first.units] == sorted(u.id for u in first.units)
+    # Small and compressed files stay whole.
+    assert [u.span for u in by_task["small.jsonl"]] == [{"kind": "whole"}]
+    assert [u.span for u in by_task["packed.jsonl.gz"]] == [{"kind": "whole"}]
+
+
+def test_jsonl_ranges_start_at_line_starts_and_tile_the_file(inputs: Path, tmp_path: Path) -> None:
+    plan = plan_tokenize(_options(inputs, tmp_path / "out"), UNIT)
+    units = sorted((u for u in plan.units if u.task == "big.jsonl"), key=lambda u: u.index)
+    data = (inputs / "big.jsonl").read_bytes()
+    assert len(units) > 3 and all(u.count == len(units) for u in units)
+    assert units[0].span["start"] == 0 and units[-1].span["end"] == len(data)
+    for before, after in itertools.pairwise(units):
+        assert before.span["end"] == after.span["start"]
+        assert data[after.span["start"] - 1 : after.span["start"]] == b"\n"
+
+
+def test_parquet_ranges_are_whole_row_groups(inputs: Path, tmp_path: Path) -> None:
+    plan = plan_tokenize(_options(inputs, tmp_path / "out"), UNIT)
+    units = sorted((u for u in plan.units if u.task == "groups.parquet"), key=lambda u: u.index)
+    groups = pq.ParquetFile(inputs / "groups.parquet").metadata.num_row_groups
+    assert len(units) > 1
+    spans = [(u.span["start"], u.span["end"]) for u in units]
+    assert spans[0][0] == 0 and spans[-1][1] == groups
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(spans))
+
+
+def test_plan_holds_only_what_a_run_would_redo(inputs: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    tokenize([inputs / "small.jsonl"], out, tokenizer_path=TOKENIZER, progress=False)
+    plan = plan_tokenize(tokenize_options([inputs / "small.jsonl"], out, tokenizer_path=TOKENIZER))
+    assert plan.units == [] and plan.inputs == []
+
+
+def test_manifest_round_trips_and_says_what_is_missing(inputs: Path, tmp_path: Path) -> None:
+    plan = plan_tokenize(_options(inputs, tmp_path / "out"), UNIT)
+    path = plan.save()
+    loaded = Manifest.load(tmp_path / "out")  # the output folder is enough
+    assert loaded.units == plan.units and loaded.options == plan.options
+    assert loaded.path == path
+    assert {loaded.state(u.id) for u in loaded.units} == {"pending"}
+    with pytest.raises(ConfigError, match="no plan here"):
+        Manifest.load(tmp_path / "elsewhere")
+    with pytest.raises(ConfigError, match="no unit 'u999'"):
+        loaded.unit("u999")
+
+
+def test_bad_unit_size_is_refused(inputs: Path, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="unit size"):
+        plan_tokenize(_options(inputs, tmp_path / "out"), 0)
