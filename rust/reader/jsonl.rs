@@ -409,6 +409,48 @@ mod tests {
         assert!(messages[5].contains(":line 7: expected a JSON object, found an array"));
     }
 
+    /// (relative line, instruction) of every row of `range`.
+    fn range_rows(path: &Path, range: std::ops::Range<u64>) -> Result<Vec<(u64, String)>> {
+        let reader = JsonlReader::open_range(path, range, 2, ByteProgress::none())?;
+        let mut out = Vec::new();
+        for batch in reader {
+            let batch = batch?;
+            for i in 0..batch.len() {
+                let Location::Line(line) = batch.location(i) else {
+                    unreachable!("JSONL rows have lines")
+                };
+                out.push((line, batch.row(i)?.instruction.into_owned()));
+            }
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn byte_ranges_read_their_lines_only_and_count_from_their_start() {
+        let row = |q: &str| {
+            format!("{{\"condition\":\"\",\"instruction\":\"{q}\",\"response\":\"r\"}}\n")
+        };
+        let text = format!("\u{feff}{}{}\n{}{}", row("a"), row("b"), row("c"), row("d"));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rows.jsonl");
+        std::fs::write(&path, &text).unwrap();
+        let cut = (text
+            .find("{\"condition\":\"\",\"instruction\":\"c\"")
+            .unwrap()) as u64;
+        let size = text.len() as u64;
+        // The BOM is skipped at the file's start; the blank line counts as a line.
+        let first = range_rows(&path, 0..cut).unwrap();
+        assert_eq!(first, vec![(1, "a".into()), (2, "b".into())]);
+        let second = range_rows(&path, cut..size).unwrap();
+        assert_eq!(second, vec![(1, "c".into()), (2, "d".into())]);
+        assert!(range_rows(&path, cut..cut).unwrap().is_empty());
+        // A range that does not start at a line start, or lies past the end, is a stale plan.
+        let err = range_rows(&path, cut + 1..size).unwrap_err();
+        assert!(err.to_string().contains("plan again"), "{err}");
+        let err = range_rows(&path, 0..size + 1).unwrap_err();
+        assert!(err.to_string().contains("plan again"), "{err}");
+    }
+
     #[test]
     fn empty_file_yields_no_batches() {
         let (_dir, mut reader) = reader_over(b"", 8);

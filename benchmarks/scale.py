@@ -1,0 +1,148 @@
+"""Scale-out on this machine: ``data_io tokenize --executor local`` with 1 and 2 workers on one
+big JSONL file (cut into byte ranges), beside the plain run with 1 and 2 threads, and what the
+plan and the finalize step cost as a fraction of the run. Every scaled output is checked
+byte-identical to the plain run's.
+
+    python -m benchmarks.scale [--copies 4] [--unit-mb 4] [--vocab shipped|qwen|gpt2]
+
+Input: the Python-docs rows (benchmarks/corpus.py) repeated ``--copies`` times in one file.
+Figures are MB of input per second, wall clock (a fresh process each: the encoder's load and
+cold caches are in every figure), best of ``--rounds``; the machine is shared, so compare the
+ratios within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = ROOT / "trained_tokenizers" / "bpe" / "tokenizer.json"
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and ".data_io_scale" not in p.parts
+    }
+
+
+def plain(inputs: Path, out: Path, tokenizer: Path, threads: int) -> float:
+    """One plain run in a fresh process (as each worker is: no encoder loaded, caches cold)."""
+    shutil.rmtree(out, ignore_errors=True)
+    code = (
+        "import time; from data_io.tokenize import tokenize; t = time.perf_counter(); "
+        f"tokenize([{str(inputs)!r}], {str(out)!r}, tokenizer_path={str(tokenizer)!r}, "
+        f"threads={threads}, progress=False); print(time.perf_counter() - t)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def scaled(inputs: Path, out: Path, tokenizer: Path, workers: int, unit_mb: float) -> dict:
+    """Plan, units on ``workers`` processes (one thread each), finalize: the time of each."""
+    from data_io.scale.finalize import finalize
+    from data_io.scale.local import run_local
+    from data_io.scale.plan import plan_tokenize
+    from data_io.tokenize import tokenize_options
+
+    shutil.rmtree(out, ignore_errors=True)
+    began = time.perf_counter()
+    options = tokenize_options([inputs], out, tokenizer_path=tokenizer, progress=False)
+    manifest = plan_tokenize(options, int(unit_mb * (1 << 20)))
+    manifest.save()
+    planned = time.perf_counter()
+    left = run_local(
+        manifest, manifest.units, workers=workers, threads_per_worker=1, progress=False
+    )
+    assert not left, f"units not done: {left}"
+    ran = time.perf_counter()
+    finalize(manifest, progress=False)
+    ended = time.perf_counter()
+    return {
+        "plan": planned - began,
+        "units": ran - planned,
+        "finalize": ended - ran,
+        "total": ended - began,
+        "count": len(manifest.units),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workdir", type=Path, default=ROOT / "work" / "bench_scale")
+    parser.add_argument("--copies", type=int, default=4, help="corpus repetitions (~20 MB each)")
+    parser.add_argument("--unit-mb", type=float, default=4)
+    parser.add_argument(
+        "--vocab", default="shipped", help="shipped, or a data_io.vocabularies name"
+    )
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+
+    from benchmarks.corpus import docs_rows, docs_sources, write_jsonl
+
+    tokenizer = SHIPPED
+    if args.vocab != "shipped":
+        from data_io.vocabularies import vocabulary_path
+
+        tokenizer = vocabulary_path(args.vocab)
+    inputs = args.workdir / "rows"
+    big = inputs / "big.jsonl"
+    if not big.exists():
+        write_jsonl(big, docs_rows(docs_sources()) * args.copies)
+    mb = big.stat().st_size / 1e6
+    best: dict[str, float] = {}
+    phases: dict[int, dict] = {}
+    for _ in range(args.rounds):
+        for threads in (1, 2):
+            seconds = plain(inputs, args.workdir / f"plain{threads}", tokenizer, threads)
+            best[f"plain {threads}"] = min(best.get(f"plain {threads}", 1e9), seconds)
+        for workers in (1, 2):
+            result = scaled(
+                inputs, args.workdir / f"scaled{workers}", tokenizer, workers, args.unit_mb
+            )
+            if result["total"] < phases.get(workers, {"total": 1e9})["total"]:
+                phases[workers] = result
+    reference = _tree(args.workdir / "plain1")
+    for workers in (1, 2):
+        same = _tree(args.workdir / f"scaled{workers}") == reference
+        assert same, f"the output of {workers} workers differs from the plain run's"
+    print(
+        f"\n{mb:.1f} MB of JSONL in one file, vocabulary {args.vocab}, units of "
+        f"{args.unit_mb:g} MB ({phases[1]['count']} units); best of {args.rounds}; "
+        "every scaled output byte-identical to the plain run's\n"
+    )
+    print("| run | wall s | MB/s | vs 1 worker | plan s | units s | finalize s | plan + finalize |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for threads in (1, 2):
+        seconds = best[f"plain {threads}"]
+        print(
+            f"| plain `data_io tokenize --threads {threads}` | {seconds:.2f} | "
+            f"{mb / seconds:.1f} | | | | | |"
+        )
+    for workers in (1, 2):
+        p = phases[workers]
+        overhead = (p["plan"] + p["finalize"]) / p["total"]
+        ratio = phases[1]["total"] / p["total"]
+        print(
+            f"| `--executor local --workers {workers}` (1 thread each) | {p['total']:.2f} | "
+            f"{mb / p['total']:.1f} | {ratio:.2f}x | {p['plan']:.2f} | {p['units']:.2f} | "
+            f"{p['finalize']:.2f} | {overhead:.0%} |"
+        )
+    per_core = mb / phases[1]["units"]
+    finalize_rate = mb / phases[1]["finalize"]
+    print(
+        f"\nper core (units alone): {per_core:.1f} MB/s; finalize: {finalize_rate:.0f} MB/s "
+        "on one node (reads every part, hashes every source, writes every task)"
+    )
+
+
+if __name__ == "__main__":
+    main()
