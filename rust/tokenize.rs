@@ -195,21 +195,8 @@ pub struct StaleTask {
 pub fn stale_tasks(given: &TokenizeOptions) -> Result<Vec<StaleTask>> {
     let pool = crate::encoder::process_pool_with(given.threads.unwrap_or(0))?;
     pool.install(|| {
-        let inputs = task_files(&given.inputs)?;
-        let output = absolute_path(&given.output)?;
-        check_output_outside_inputs(&output, &inputs.roots)?;
-        let options = &TokenizeOptions {
-            inputs: inputs.roots.clone(),
-            output,
-            tokenizer_path: fs::canonicalize(&given.tokenizer_path).map_err(|e| {
-                Error::Tokenizer(format!(
-                    "cannot open tokenizer {}: {e}",
-                    given.tokenizer_path.display()
-                ))
-            })?,
-            ..given.clone()
-        };
-        let ctx = Context::new(options)?;
+        let (inputs, options) = resolve(given)?;
+        let ctx = Context::new(&options)?;
         let mut stale = Vec::new();
         for task in discover_tasks(&inputs)? {
             if let (Decision::Stale(reason), _) = plan_task(&ctx, &task, false)? {
@@ -226,24 +213,32 @@ pub fn stale_tasks(given: &TokenizeOptions) -> Result<Vec<StaleTask>> {
     })
 }
 
-fn run(given: &TokenizeOptions, threads: usize) -> Result<TokenizeReport> {
-    let started = Instant::now();
-    // Before anything is created or deleted: which files, and is the output clear of them.
+/// The input files, and `given` with absolute paths (records and tokenizer_info.json name
+/// absolute paths, valid from any working folder); the output must lie outside the inputs.
+fn resolve(given: &TokenizeOptions) -> Result<(Inputs, TokenizeOptions)> {
     let inputs = task_files(&given.inputs)?;
     let output = absolute_path(&given.output)?;
     check_output_outside_inputs(&output, &inputs.roots)?;
-    // Records and tokenizer_info.json name absolute paths, valid from any working folder.
-    let options = &TokenizeOptions {
+    let options = TokenizeOptions {
         inputs: inputs.roots.clone(),
         output,
-        tokenizer_path: fs::canonicalize(&given.tokenizer_path).map_err(|e| {
-            Error::Tokenizer(format!(
-                "cannot open tokenizer {}: {e}",
-                given.tokenizer_path.display()
-            ))
-        })?,
+        tokenizer_path: canonical_tokenizer(&given.tokenizer_path)?,
         ..given.clone()
     };
+    Ok((inputs, options))
+}
+
+/// The tokenizer file's absolute path, links resolved (what records and fingerprints name).
+pub(crate) fn canonical_tokenizer(path: &Path) -> Result<PathBuf> {
+    fs::canonicalize(path)
+        .map_err(|e| Error::Tokenizer(format!("cannot open tokenizer {}: {e}", path.display())))
+}
+
+fn run(given: &TokenizeOptions, threads: usize) -> Result<TokenizeReport> {
+    let started = Instant::now();
+    // Before anything is created or deleted: which files, and is the output clear of them.
+    let (inputs, options) = resolve(given)?;
+    let options = &options;
     let ctx = Context::new(options)?;
     let vocab_size = ctx.encoder.vocab_size();
     let dtype = ctx.dtype;

@@ -18,7 +18,9 @@ use crate::error::{Error, IoContext, Location, Result};
 use crate::progress::ByteProgress;
 use crate::reader::{RowReader, Span};
 use crate::task_writer::{TaskWriter, TokenDtype, ARRAY_FILES};
-use crate::tokenize::{encode_span, Context, Encoded, TokenizeOptions, BAD_ROW_EXAMPLES};
+use crate::tokenize::{
+    canonical_tokenizer, encode_span, Context, Encoded, TokenizeOptions, BAD_ROW_EXAMPLES,
+};
 
 /// The record a part folder holds.
 pub const PART_RECORD: &str = "part.json";
@@ -93,12 +95,7 @@ pub fn tokenize_unit(options: &TokenizeOptions, unit: &UnitSpec) -> Result<PartR
 fn run_unit(given: &TokenizeOptions, unit: &UnitSpec) -> Result<PartReport> {
     let started = Instant::now();
     let options = &TokenizeOptions {
-        tokenizer_path: fs::canonicalize(&given.tokenizer_path).map_err(|e| {
-            Error::Tokenizer(format!(
-                "cannot open tokenizer {}: {e}",
-                given.tokenizer_path.display()
-            ))
-        })?,
+        tokenizer_path: canonical_tokenizer(&given.tokenizer_path)?,
         ..given.clone()
     };
     let ctx = Context::new(options)?;

@@ -177,13 +177,19 @@ def test_a_unit_killed_midway_leaves_no_trace(tmp_path: Path) -> None:
     assert tree_bytes(tmp_path / "out") == _local(big.parent, tmp_path / "local")
 
 
-def test_a_plain_run_uses_the_parts_left_by_unfinished_units(tmp_path: Path) -> None:
+def _every_unit_run(tmp_path: Path) -> tuple[Path, Manifest]:
+    """Inputs under tmp_path/in, planned into tmp_path/out, every unit run (not finalized)."""
     inputs = write_inputs(tmp_path / "in")
     options = tokenize_options([inputs], tmp_path / "out", tokenizer_path=TOKENIZER)
     manifest = plan_tokenize(options, int(UNIT_MB * (1 << 20)))
     manifest.save()
     for unit in manifest.units:
         run_unit(manifest, unit.id, threads=1)
+    return inputs, manifest
+
+
+def test_a_plain_run_uses_the_parts_left_by_unfinished_units(tmp_path: Path) -> None:
+    inputs, manifest = _every_unit_run(tmp_path)
     shutil.rmtree(manifest.units_dir)  # the plan's records are gone; the parts are not
     result = tokenize([inputs], tmp_path / "out", tokenizer_path=TOKENIZER, progress=False)
     assert result.failed == []
@@ -191,12 +197,7 @@ def test_a_plain_run_uses_the_parts_left_by_unfinished_units(tmp_path: Path) -> 
 
 
 def test_a_file_changed_after_the_plan_is_encoded_again(tmp_path: Path) -> None:
-    inputs = write_inputs(tmp_path / "in")
-    options = tokenize_options([inputs], tmp_path / "out", tokenizer_path=TOKENIZER)
-    manifest = plan_tokenize(options, int(UNIT_MB * (1 << 20)))
-    manifest.save()
-    for unit in manifest.units:
-        run_unit(manifest, unit.id, threads=1)
+    inputs, manifest = _every_unit_run(tmp_path)
     write_jsonl(inputs / "big.jsonl", rows(3000, seed=77))  # new content after the units ran
     finalize(Manifest.load(manifest.path), progress=False)
     assert tree_bytes(tmp_path / "out") == _local(inputs, tmp_path / "local")
