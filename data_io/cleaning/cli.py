@@ -37,6 +37,9 @@ def register(subparsers: Any) -> None:
         "raw_data/hub/<repo>) (default: off)",
     )
     add_run_arguments(parser)
+    from data_io.scale.cli import add_executor_arguments
+
+    add_executor_arguments(parser)
     parser.set_defaults(run=run)
 
 
@@ -76,6 +79,12 @@ def run(args: argparse.Namespace) -> int:
         missing = [e.name for e in chosen if e.cleaner is None]
         if missing:
             raise ConfigError(f"cleaner(s) not written yet: {', '.join(missing)}")
+    if getattr(args, "executor", None) is not None:
+        if args.source or args.out:
+            raise ConfigError("--source and --out do not combine with --executor")
+        from data_io.scale.cli import run_scaled_clean
+
+        return run_scaled_clean(args, [entry.name for entry in chosen])
     failed = []
     for entry in chosen:
         assert entry.cleaner is not None

@@ -90,6 +90,15 @@ def run_scaled(args: argparse.Namespace, options: dict) -> int:
     return _report(outcome, quiet=args.quiet)
 
 
+def run_scaled_clean(args: argparse.Namespace, names: list[str]) -> int:
+    from data_io.scale.run import scale_clean
+
+    outcome = scale_clean(
+        names, settings_from(args, args.executor), progress=False if args.quiet else None
+    )
+    return _report(outcome, quiet=args.quiet)
+
+
 def _report(outcome: Outcome, *, quiet: bool = False) -> int:
     from data_io.scale.status import describe, status
 
@@ -103,9 +112,16 @@ def _report(outcome: Outcome, *, quiet: bool = False) -> int:
         print(describe(manifest, status(manifest)), file=sys.stderr)
         return 1
     if not quiet:
+        print(f"plan {manifest.path}: {len(manifest.units)} units, all done; output finalized")
+    if manifest.stage == "clean":
+        if not quiet:
+            for path in outcome.result["outputs"]:
+                print(f"  wrote {path}")
+            print(f"{outcome.result['rows']:,} rows from {len(manifest.units)} cleaner(s)")
+        return 0
+    if not quiet:
         from data_io.tokenize_summary import print_summary
 
-        print(f"plan {manifest.path}: {len(manifest.units)} units, all done; output finalized")
         print_summary(outcome.result, problems=False)
     outcome.result.raise_for_failures()
     return 0

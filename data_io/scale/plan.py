@@ -1,6 +1,8 @@
 """Cutting a stage's work into units, deterministically: the same inputs and options give the
 same plan on any machine.
 
+For ``clean``: one unit per cleaner (a dataset's source is read by its cleaner as a whole).
+
 For ``tokenize``: the files a run would (re-)tokenize (the core's own incremental check), each
 one unit when small; a big plain JSONL file is cut into byte ranges that start at line starts,
 a big Parquet file into ranges of row groups (compressed JSONL cannot be entered mid-stream and
@@ -128,3 +130,49 @@ def _row_group_ranges(source: Path, unit_bytes: int) -> list[tuple[dict[str, Any
     if len(spans) == 1:
         return [({"kind": "whole"}, os.path.getsize(source))]
     return spans
+
+
+def plan_clean(names: list[str], workdir: str | Path = ".") -> Manifest:
+    """The plan of ``data_io clean NAMES`` run in ``workdir`` (where the cleaners' sources and
+    outputs lie, relative to it): one unit per cleaner, largest source first."""
+    from contextlib import chdir
+
+    from data_io.cleaning.registry import find
+
+    workdir = Path(workdir).resolve()
+    units = []
+    with chdir(workdir):
+        for name in names:
+            entry = find(name)
+            if entry.cleaner is None:
+                raise ConfigError(f"cleaner {entry.name} is not written yet")
+            source = Path(entry.cleaner.source.default)
+            units.append(
+                Unit(
+                    id="",
+                    task=entry.name,
+                    source=str(source),
+                    span={"kind": "whole"},
+                    index=0,
+                    count=1,
+                    bytes=_size(source),
+                )
+            )
+    units.sort(key=lambda u: (-u.bytes, u.task))
+    units = [Unit(**{**u.__dict__, "id": f"u{k:06d}"}) for k, u in enumerate(units)]
+    return Manifest(
+        stage="clean",
+        output=str(workdir),
+        options={"names": [u.task for u in units]},
+        units=units,
+        inputs=[{"task": u.task, "source": u.source, "size": u.bytes} for u in units],
+        fingerprint={},
+        unit_bytes=0,
+    )
+
+
+def _size(path: Path) -> int:
+    """Bytes of a file, or of the files under a folder (0 when absent: the Hub streams it)."""
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0

@@ -9,13 +9,13 @@ asked to wait).
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from data_io.errors import ConfigError
 from data_io.scale.finalize import finalize
 from data_io.scale.manifest import Manifest, Unit
-from data_io.scale.plan import DEFAULT_UNIT_MB, plan_tokenize
+from data_io.scale.plan import DEFAULT_UNIT_MB, plan_clean, plan_tokenize
 
 EXECUTORS = ("local", "slurm", "ray")
 
@@ -74,12 +74,30 @@ def scale_tokenize(
     return execute(manifest, manifest.not_done(), settings, progress=progress)
 
 
+def scale_clean(
+    names: list[str],
+    settings: ExecutorSettings,
+    *,
+    workdir: str = ".",
+    progress: bool | None = None,
+) -> Outcome:
+    """Run the cleaners ``names`` as units (one per dataset) in ``workdir``, on the executor."""
+    manifest = plan_clean(names, workdir)
+    manifest.executor = settings.recorded()
+    _keep_or_clear_records(manifest)
+    manifest.save()
+    return execute(manifest, manifest.not_done(), settings, progress=progress)
+
+
 def resume(
     manifest: Manifest, settings: ExecutorSettings | None = None, *, progress: bool | None = None
 ) -> Outcome:
     """Run the plan's units that have no completion record, then finalize."""
     if settings is None:
-        recorded = dict(manifest.executor or {})
+        # The executor dict also holds what executors recorded (Slurm's submissions): only the
+        # settings' own fields are settings.
+        names = {f.name for f in fields(ExecutorSettings)}
+        recorded = {k: v for k, v in (manifest.executor or {}).items() if k in names}
         settings = ExecutorSettings(**recorded) if recorded else ExecutorSettings()
     return execute(manifest, manifest.not_done(), settings, progress=progress)
 

@@ -70,6 +70,8 @@ def run_unit(manifest: Manifest | str | Path, unit_id: str, threads: int | None 
 
 
 def _run(manifest: Manifest, unit: Unit, threads: int | None) -> dict[str, Any]:
+    if manifest.stage == "clean":
+        return _run_cleaner(manifest, unit)
     if manifest.stage != "tokenize":
         raise ConfigError(f"{manifest.path}: stage {manifest.stage!r} has no units to run here")
     from data_io import _core
@@ -107,3 +109,42 @@ def _run(manifest: Manifest, unit: Unit, threads: int | None) -> dict[str, Any]:
 
 def _part_dir(manifest: Manifest, unit: Unit) -> Path:
     return manifest.parts_dir / unit.task / f"{unit.index:06d}"
+
+
+def _run_cleaner(manifest: Manifest, unit: Unit) -> dict[str, Any]:
+    """One dataset's cleaner, in the plan's working folder (its sources and outputs are
+    relative to it). The cleaner commits its outputs whole (temporary names, then renames)."""
+    from contextlib import chdir
+
+    from data_io.cleaning import run_cleaner
+    from data_io.cleaning.registry import find
+
+    entry = find(unit.task)
+    assert entry.cleaner is not None
+    started = time.time()
+    with chdir(manifest.output):
+        report = run_cleaner(entry.cleaner, progress=False)
+        outputs = {str(path): _sha256(Path(path)) for path, _ in report.files}
+    return {
+        "unit": unit.id,
+        "task": unit.task,
+        "bytes": unit.bytes,
+        "rows": report.rows_written,
+        "records": report.records,
+        "outputs": outputs,
+        "reused": False,
+        "seconds": time.time() - started,
+        "started": started,
+        "ended": time.time(),
+        "host": socket.gethostname(),
+    }
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
