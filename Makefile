@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 export CARGO_TARGET_DIR ?= $(CURDIR)/target
 RUST_SOURCES := Cargo.toml $(shell find rust -name '*.rs' 2>/dev/null)
 
-.PHONY: install build example test test-rust test-python lint fmt bench clean
+.PHONY: install build example test test-rust test-python slurm lint fmt bench clean
 
 # The extension is built once per change and `cargo test` reuses that build: it compiles the same
 # features with the same PyO3 settings as maturin, so only the crate itself is compiled again (as a
@@ -46,8 +46,23 @@ test: build test-rust test-python
 test-rust: build
 	$(PYO3_ENV) cargo test --release $(CARGO_FEATURES) --quiet
 
-test-python: build
+test-python: build slurm
 	$(PY) -m pytest -q
+
+# Slurm for tests/scale/test_slurm.py, which starts a real slurmctld + slurmd on localhost when
+# they are installed and it runs as root. Installed here with apt when missing and apt can be
+# used (root); elsewhere nothing happens and those tests emulate Slurm instead (see README).
+SLURM_PACKAGES := slurmd slurmctld slurm-client
+APT_INSTALL := DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends
+slurm:
+	@if command -v slurmctld >/dev/null && command -v slurmd >/dev/null \
+		&& command -v sbatch >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "== installing Slurm ($(SLURM_PACKAGES)) for the Slurm executor's tests"; \
+		$(APT_INSTALL) $(SLURM_PACKAGES) >/dev/null \
+		|| { apt-get update -q >/dev/null && $(APT_INSTALL) $(SLURM_PACKAGES) >/dev/null; } \
+		|| echo "== could not install Slurm: its tests will emulate it"; \
+	else echo "== no Slurm and no apt as root here: the Slurm tests will emulate it"; fi
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -78,6 +78,22 @@ def settings_from(args: argparse.Namespace, kind: str) -> ExecutorSettings:
     )
 
 
+def resume_settings(manifest, args: argparse.Namespace) -> ExecutorSettings:
+    """The settings the plan recorded, with what this command line gives on top (its
+    ``--slurm-opt`` options are added to the recorded ones)."""
+    recorded = ExecutorSettings.from_record(manifest.executor or {})
+    given = settings_from(args, args.executor or recorded.kind)
+    return ExecutorSettings(
+        kind=args.executor or recorded.kind,
+        workers=args.workers or recorded.workers,
+        threads_per_unit=args.threads_per_unit or recorded.threads_per_unit,
+        slurm_options={**recorded.slurm_options, **given.slurm_options},
+        slurm_wait=args.wait,
+        ray_address=args.ray_address or recorded.ray_address,
+        retries=recorded.retries,
+    )
+
+
 def run_scaled(args: argparse.Namespace, options: dict) -> int:
     from data_io.scale.run import scale_tokenize
 
@@ -103,7 +119,13 @@ def _report(outcome: Outcome, *, quiet: bool = False) -> int:
     from data_io.scale.status import describe, status
 
     manifest = outcome.manifest
-    if outcome.submitted is not None and outcome.result is None and not outcome.unfinished:
+    if outcome.submitted is not None:
+        # Slurm: the finalize step is a job of its own; say what was submitted, or (after
+        # --wait) where the run stands now.
+        if outcome.waited:
+            report = status(manifest)
+            print(describe(manifest, report), file=sys.stdout if report.finalized else sys.stderr)
+            return 0 if report.finalized else 1
         if not quiet:
             print(f"submitted: {outcome.submitted.describe()}")
             print(f"follow it with `data_io status {manifest.path}`")
@@ -191,7 +213,7 @@ def _resume(args: argparse.Namespace) -> int:
     from data_io.scale.run import resume
 
     manifest = Manifest.load(args.manifest)
-    settings = settings_from(args, args.executor) if args.executor else None
+    settings = resume_settings(manifest, args)
     return _report(
         resume(manifest, settings, progress=False if args.quiet else None), quiet=args.quiet
     )

@@ -31,7 +31,15 @@ def plan_tokenize(options: dict[str, Any], unit_bytes: int = DEFAULT_UNIT_MB << 
 
     if unit_bytes < 1:
         raise ConfigError(f"the unit size must be positive, not {unit_bytes} bytes")
-    options = {**options, "progress": False, "parts": None}
+    # Absolute paths: units, finalize and `resume` may run from any folder or node.
+    options = {
+        **options,
+        "inputs": [str(Path(p).resolve()) for p in options["inputs"]],
+        "output": str(Path(options["output"]).resolve()),
+        "tokenizer_path": str(Path(options["tokenizer_path"]).resolve()),
+        "progress": False,
+        "parts": None,
+    }
     stale = json.loads(_core.tokenize_stale(json.dumps(options)))
     units: list[Unit] = []
     inputs = []
@@ -65,7 +73,7 @@ def plan_tokenize(options: dict[str, Any], unit_bytes: int = DEFAULT_UNIT_MB << 
     units = [Unit(**{**u.__dict__, "id": f"u{k:06d}"}) for k, u in enumerate(units)]
     return Manifest(
         stage="tokenize",
-        output=str(Path(options["output"]).resolve()),
+        output=options["output"],
         options=options,
         units=units,
         inputs=inputs,

@@ -36,6 +36,13 @@ class ExecutorSettings:
         if self.workers < 1:
             raise ConfigError(f"workers must be at least 1, not {self.workers}")
 
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> ExecutorSettings:
+        """The settings a plan recorded (its executor dict also holds what executors added,
+        such as Slurm's submissions: only the settings' own fields are taken)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in record.items() if k in names})
+
     def recorded(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
@@ -55,6 +62,8 @@ class Outcome:
     # The finalize step's result (a TokenizeResult), None when it did not run here.
     result: Any = None
     submitted: Any = None
+    # Slurm with --wait: the jobs have ended (finalize ran as a job of its own).
+    waited: bool = False
 
 
 def scale_tokenize(
@@ -94,11 +103,7 @@ def resume(
 ) -> Outcome:
     """Run the plan's units that have no completion record, then finalize."""
     if settings is None:
-        # The executor dict also holds what executors recorded (Slurm's submissions): only the
-        # settings' own fields are settings.
-        names = {f.name for f in fields(ExecutorSettings)}
-        recorded = {k: v for k, v in (manifest.executor or {}).items() if k in names}
-        settings = ExecutorSettings(**recorded) if recorded else ExecutorSettings()
+        settings = ExecutorSettings.from_record(manifest.executor or {})
     return execute(manifest, manifest.not_done(), settings, progress=progress)
 
 
@@ -145,7 +150,7 @@ def execute(
             return Outcome(manifest, [], submitted=submission)
         wait_slurm(submission)
         manifest = Manifest.load(manifest.path or manifest.root)
-        return Outcome(manifest, manifest.not_done(), submitted=submission)
+        return Outcome(manifest, manifest.not_done(), submitted=submission, waited=True)
     if left:
         return Outcome(manifest, left)
     return Outcome(manifest, [], result=finalize(manifest, progress=progress))

@@ -2,8 +2,9 @@
 
 A unit is idempotent: it writes only its own part (under a temporary name, renamed when
 complete) and its records; run twice, or by two workers at once, it leaves one part. A unit
-killed midway leaves a temporary folder that the next attempt or ``finalize`` removes, and a
-``started`` record whose process is gone (``status`` shows it as failed: killed).
+killed midway leaves a hidden temporary folder that no reader takes for a part (``finalize``
+deletes the parts folder with it once the output is complete), and a ``started`` record whose
+process is gone (``status`` shows it as failed: killed).
 """
 
 from __future__ import annotations

@@ -258,10 +258,20 @@ impl JsonlBatch {
         })?;
         // serde would accept `[c, i, r]` for a struct; rows must be objects.
         if !text.trim_start().starts_with('{') {
+            // Only on this error path: is it another JSON value, or not JSON at all?
+            let found = match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+                Ok(_) => json_type_name(text.trim_start()),
+                Err(e) => {
+                    return Err(bad(format!(
+                        "malformed JSON at column {}: {e}; each line must be one JSON object \
+                         with string fields condition, instruction, response",
+                        e.column()
+                    )))
+                }
+            };
             return Err(bad(format!(
-                "expected a JSON object, found {}; each line must be one JSON object with \
-                 string fields condition, instruction, response",
-                json_type_name(text.trim_start())
+                "expected a JSON object, found {found}; each line must be one JSON object with \
+                 string fields condition, instruction, response"
             )));
         }
         let raw: RawRow<'_> = serde_json::from_str(text).map_err(|e| {
@@ -302,6 +312,7 @@ fn string_field<'a>(raw: Option<&'a RawValue>, name: &str) -> Result<Cow<'a, str
     }
 }
 
+/// What kind of value a valid JSON text is, from its first byte.
 fn json_type_name(json: &str) -> &'static str {
     match json.as_bytes().first() {
         Some(b'{') => "an object",
@@ -391,6 +402,7 @@ mod tests {
             b"{\"condition\":\"cot\",\"instruction\":\"\xff\",\"response\":\"a\"}\n",
         );
         data.extend_from_slice(b"[1,2]\n");
+        data.extend_from_slice(b"not json\n");
         let rows = all_rows(&data);
         assert!(rows[0].is_ok());
         let messages: Vec<String> = rows[1..]
@@ -407,6 +419,12 @@ mod tests {
         assert!(messages[3].contains(":line 5: field \"instruction\" is a number"));
         assert!(messages[4].contains(":line 6: invalid UTF-8"));
         assert!(messages[5].contains(":line 7: expected a JSON object, found an array"));
+        // Not "found null" because it starts with an n: not JSON at all.
+        assert!(
+            messages[6].contains(":line 8: malformed JSON at column 2"),
+            "{}",
+            messages[6]
+        );
     }
 
     /// (relative line, instruction) of every row of `range`.
