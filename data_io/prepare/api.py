@@ -17,6 +17,7 @@ from data_io.errors import ConfigError, InputError
 from data_io.prepare.dedup import HashDedup, parse_memory
 from data_io.prepare.inputs import INVALID_UTF8_POLICIES, ReadOptions, Source, expand_inputs
 from data_io.prepare.normalize import CleanOptions, CleanStats
+from data_io.prepare.parts import parts_lookup
 from data_io.prepare.pipeline import (
     Spool,
     check_dtype,
@@ -45,7 +46,7 @@ from data_io.prepare.state import (
 )
 from data_io.prepare.tokenizers import PrepTokenizer, load_tokenizer
 
-__all__ = ["DTYPES", "PrepareResult", "prepare"]
+__all__ = ["DTYPES", "PrepareResult", "RunPlan", "plan_run", "prepare"]
 
 DTYPES = ("auto", "uint8", "uint16", "uint32")
 VAL_SPLIT_RULE = (
@@ -67,6 +68,8 @@ class PrepareResult:
     same_content_as: dict[str, str] = field(default_factory=dict)
     # Files an interrupted earlier run had left, removed or cut back before this run.
     rolled_back: list[str] = field(default_factory=list)
+    # New inputs whose pass 1 a data_io.scale unit had done (taken from its part, not read).
+    from_parts: list[str] = field(default_factory=list)
     documents_read: int = 0
     bytes_read: int = 0
     text_chars: int = 0
@@ -136,13 +139,131 @@ def prepare(
     split: str = "train",
     hf_config: str | None = None,
     progress: bool | None = None,
+    parts: str | os.PathLike[str] | None = None,
 ) -> PrepareResult:
     """Prepare ``inputs`` into train/val token shards in ``output`` (see ``data_io prepare -h``).
 
     Incremental: inputs already prepared into ``output`` (same path, same content) are skipped;
-    new ones are appended as new shards, the earlier shards are left as they are.
+    new ones are appended as new shards, the earlier shards are left as they are. ``parts``: a
+    folder where ``data_io.scale`` units left pass 1 of some sources (``prepare.parts``); those
+    sources are taken from there (default: the parts an unfinished scaled run left in
+    ``output``).
     """
     started = time.perf_counter()
+    plan = plan_run(
+        inputs,
+        output,
+        tokenizer=tokenizer,
+        tokens_per_shard=tokens_per_shard,
+        val_fraction=val_fraction,
+        normalize=normalize,
+        filter=filter,
+        min_line_chars=min_line_chars,
+        min_doc_chars=min_doc_chars,
+        dedup=dedup,
+        dedup_memory=dedup_memory,
+        text_field=text_field,
+        doc_per_line=doc_per_line,
+        invalid_utf8=invalid_utf8,
+        format=format,
+        dtype=dtype,
+        seed=seed,
+        threads=threads,
+        eos_token=eos_token,
+        split=split,
+        hf_config=hf_config,
+    )
+    out, metadata, new = plan.out, plan.metadata, plan.new
+    result = PrepareResult(
+        str(out), not new, [s.name for s, _ in new], plan.known, plan.skipped, plan.same_as
+    )
+    result.rolled_back = plan.rolled_back
+    if parts is None and (out / SCALE_PARTS).is_dir():
+        parts = out / SCALE_PARTS
+    lookup = None
+    if parts is not None:
+        find = parts_lookup(Path(parts), {s.name: e for s, e in new}, plan.options)
+
+        def lookup(source: Source) -> Any:
+            part = find(source)
+            if part is not None:
+                result.from_parts.append(source.name)
+            return part
+
+    if new:
+        with encoder_threads(threads):
+            _run(
+                out,
+                metadata,
+                [s for s, _ in new],
+                [e for _, e in new],
+                plan.read,
+                plan.clean,
+                plan.tok,
+                plan.options,
+                plan.budget,
+                progress,
+                result,
+                lookup,
+            )
+    elif metadata is not None:
+        result.dtype, result.vocab_size = metadata["dtype"], metadata["vocab_size"]
+        result.eos_id = metadata["eos_id"]
+        result.dataset_tokens = {s: metadata["splits"][s]["tokens"] for s in SPLITS}
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+# Where a scaled-out prepare's units leave their parts (data_io.scale).
+SCALE_PARTS = Path(".data_io_scale") / "parts"
+
+
+@dataclass
+class RunPlan:
+    """What a run over ``inputs`` would do, before any work: the checked options, the output's
+    state, and the sources not prepared yet with their identities."""
+
+    out: Path
+    metadata: dict[str, Any] | None
+    rolled_back: list[str]
+    read: ReadOptions
+    clean: CleanOptions
+    tok: PrepTokenizer
+    options: dict[str, Any]
+    budget: int
+    new: list[tuple[Source, dict[str, Any]]]
+    known: list[str]
+    skipped: list[str]
+    same_as: dict[str, str]
+
+
+def plan_run(
+    inputs: list[str | os.PathLike[str]] | str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    tokenizer: str = "gpt2",
+    tokens_per_shard: int = 10_000_000,
+    val_fraction: float = 0.1,
+    normalize: bool = True,
+    filter: bool = True,
+    min_line_chars: int = 2,
+    min_doc_chars: int = 20,
+    dedup: bool = True,
+    dedup_memory: str | int = "1GB",
+    text_field: str = "text",
+    doc_per_line: bool = False,
+    invalid_utf8: str = "replace",
+    format: str = "bin",
+    dtype: str = "auto",
+    seed: int = 0,
+    threads: int | None = None,
+    eos_token: str | int | None = None,
+    split: str = "train",
+    hf_config: str | None = None,
+) -> RunPlan:
+    """Check the options, open the output (an interrupted run is rolled back) and find the new
+    sources: the first half of ``prepare``, also what ``data_io.scale`` cuts into units. The
+    caller holds the output folder (``state.exclusive``)."""
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
     tokens_per_shard = _check_int("tokens_per_shard", tokens_per_shard, 1)
@@ -155,8 +276,17 @@ def prepare(
         raise ConfigError(f"text_field must be a non-empty string, got {text_field!r}")
     budget = parse_memory(dedup_memory)
     check_threads(threads)
-    read = ReadOptions(text_field, bool(doc_per_line), invalid_utf8, split, hf_config)
-    clean = CleanOptions(bool(normalize), bool(filter), min_line_chars, min_doc_chars)
+    read, clean = read_and_clean_options(
+        text_field=text_field,
+        doc_per_line=doc_per_line,
+        invalid_utf8=invalid_utf8,
+        split=split,
+        hf_config=hf_config,
+        normalize=normalize,
+        filter=filter,
+        min_line_chars=min_line_chars,
+        min_doc_chars=min_doc_chars,
+    )
 
     out = Path(output).expanduser()
     metadata, rolled_back = open_output(out)
@@ -178,32 +308,31 @@ def prepare(
     if metadata is not None:
         check_same_options(out, metadata, options)
     new, known, same_as = _plan_inputs(sources, metadata)
-    result = PrepareResult(str(out), not new, [s.name for s, _ in new], known, skipped, same_as)
-    result.rolled_back = rolled_back
     recorded_dtype = metadata["dtype"] if metadata else None
     growable = tok.kind == "char"
     check_dtype(dtype, tok.vocab_size, recorded_dtype, growable=growable)  # before any work
-    if new:
-        with encoder_threads(threads):
-            _run(
-                out,
-                metadata,
-                [s for s, _ in new],
-                [e for _, e in new],
-                read,
-                clean,
-                tok,
-                options,
-                budget,
-                progress,
-                result,
-            )
-    elif metadata is not None:
-        result.dtype, result.vocab_size = metadata["dtype"], metadata["vocab_size"]
-        result.eos_id = metadata["eos_id"]
-        result.dataset_tokens = {s: metadata["splits"][s]["tokens"] for s in SPLITS}
-    result.seconds = time.perf_counter() - started
-    return result
+    return RunPlan(
+        out, metadata, rolled_back, read, clean, tok, options, budget, new, known, skipped, same_as
+    )
+
+
+def read_and_clean_options(
+    *,
+    text_field: str = "text",
+    doc_per_line: bool = False,
+    invalid_utf8: str = "replace",
+    split: str = "train",
+    hf_config: str | None = None,
+    normalize: bool = True,
+    filter: bool = True,
+    min_line_chars: int = 2,
+    min_doc_chars: int = 20,
+    **_: Any,
+) -> tuple[ReadOptions, CleanOptions]:
+    """How sources are read and cleaned, from ``prepare``'s keyword arguments (the others are
+    ignored): shared by a run and by ``scale`` units that read one source each."""
+    read = ReadOptions(text_field, bool(doc_per_line), invalid_utf8, split, hf_config)
+    return read, CleanOptions(bool(normalize), bool(filter), min_line_chars, min_doc_chars)
 
 
 def _check_output_outside(out: Path, given: list[Any], sources: list[Source]) -> None:
@@ -322,6 +451,7 @@ def _run(
     budget: int,
     progress: bool | None,
     result: PrepareResult,
+    parts: Callable[[Source], Any] | None = None,
 ) -> None:
     """One run over the new sources; on any failure the folder is rolled back."""
     run = len(metadata["runs"]) if metadata else 0
@@ -342,6 +472,7 @@ def _run(
                 options["val_fraction"],
                 spool,
                 bar,
+                parts,
             )
         finally:
             spool.close()

@@ -95,6 +95,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--hf-config", default=None, help="config of a Hub dataset")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary")
+    from data_io.scale.cli import add_executor_arguments
+
+    add_executor_arguments(parser)
     parser.set_defaults(run=_run)
 
 
@@ -102,30 +105,38 @@ def _eos(value: str | None) -> str | int | None:
     return int(value) if value is not None and value.isdigit() else value
 
 
+def prepare_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments of ``prepare`` the command line gives (JSON-ready)."""
+    return {
+        "tokenizer": args.tokenizer,
+        "tokens_per_shard": args.tokens_per_shard,
+        "val_fraction": args.val_fraction,
+        "normalize": not args.no_normalize,
+        "filter": not args.no_filter,
+        "min_line_chars": args.min_line_chars,
+        "min_doc_chars": args.min_doc_chars,
+        "dedup": not args.no_dedup,
+        "dedup_memory": args.dedup_memory,
+        "text_field": args.text_field,
+        "doc_per_line": args.doc_per_line,
+        "invalid_utf8": args.invalid_utf8,
+        "format": args.format,
+        "dtype": args.dtype,
+        "seed": args.seed,
+        "threads": args.threads,
+        "eos_token": _eos(args.eos_token),
+        "split": args.split,
+        "hf_config": args.hf_config,
+    }
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.executor is not None:
+        from data_io.scale.cli import run_scaled_prepare
+
+        return run_scaled_prepare(args, [str(p) for p in args.inputs], prepare_kwargs(args))
     result = prepare(
-        args.inputs,
-        args.output,
-        tokenizer=args.tokenizer,
-        tokens_per_shard=args.tokens_per_shard,
-        val_fraction=args.val_fraction,
-        normalize=not args.no_normalize,
-        filter=not args.no_filter,
-        min_line_chars=args.min_line_chars,
-        min_doc_chars=args.min_doc_chars,
-        dedup=not args.no_dedup,
-        dedup_memory=args.dedup_memory,
-        text_field=args.text_field,
-        doc_per_line=args.doc_per_line,
-        invalid_utf8=args.invalid_utf8,
-        format=args.format,
-        dtype=args.dtype,
-        seed=args.seed,
-        threads=args.threads,
-        eos_token=_eos(args.eos_token),
-        split=args.split,
-        hf_config=args.hf_config,
-        progress=False if args.quiet else None,
+        args.inputs, args.output, progress=False if args.quiet else None, **prepare_kwargs(args)
     )
     if not args.quiet:
         print_summary(result)

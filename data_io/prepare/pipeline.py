@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,24 +45,36 @@ _PASS2_DOCUMENTS = 1 << 16
 
 @dataclass
 class Spool:
-    """What pass 1 leaves in the work folder: tokens, one length and one val flag per document."""
+    """What pass 1 leaves in the work folder: tokens, one length and one val flag per document
+    (and, in a ``scale`` unit's part, each document's hash: the finalize step de-duplicates)."""
 
     folder: Path
     documents: int = 0
     tokens: int = 0
+    with_hashes: bool = False
     files: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
+        names = ("tokens", "lengths", "val") + (("hashes",) if self.with_hashes else ())
         self.files = {
             name: open(self.folder / f"{name}.bin", "wb")  # noqa: SIM115 (closed by close)
-            for name in ("tokens", "lengths", "val")
+            for name in names
         }
 
-    def append(self, ids: NDArray[np.uint32], offsets: NDArray[np.int64], val: NDArray[Any]):
+    def append(
+        self,
+        ids: NDArray[np.uint32],
+        offsets: NDArray[np.int64],
+        val: NDArray[Any],
+        hashes: NDArray[np.uint64] | None = None,
+    ) -> None:
         # Written from the array's own buffer: a copy of every token (tobytes) costs as much.
         self.files["tokens"].write(np.ascontiguousarray(ids, dtype=np.uint32).data)
         self.files["lengths"].write(np.diff(offsets).astype(np.int64).tobytes())
         self.files["val"].write(val.astype(np.bool_).tobytes())
+        if self.with_hashes:
+            assert hashes is not None
+            self.files["hashes"].write(np.ascontiguousarray(hashes, dtype=np.uint64).tobytes())
         self.documents += len(offsets) - 1
         self.tokens += len(ids)
 
@@ -129,15 +141,65 @@ def encode_inputs(
     val_fraction: float,
     spool: Spool,
     bar: ProgressBar,
+    parts: Callable[[Source], Any] | None = None,
 ) -> tuple[ReadStats, CleanStats]:
-    """Pass 1: read, clean, hash and encode every document of ``sources`` into ``spool``."""
+    """Pass 1: read, clean, hash and encode every document of ``sources`` into ``spool``.
+
+    ``parts``: for a source, the part a ``scale`` unit already encoded (``prepare.parts``) or
+    None; a source with a part is replayed from it, in its place among the others, so that the
+    documents are numbered, de-duplicated and split exactly as if it had been read here.
+    """
     stats, clean_stats = ReadStats(), CleanStats()
-    pending: tuple[Future[Any], NDArray[np.bool_]] | None = None
+    group: list[Source] = []
+    for source in sources:
+        part = parts(source) if parts is not None else None
+        if part is None:
+            group.append(source)
+            continue
+        if group:
+            _encode_group(
+                group,
+                read,
+                clean,
+                tokenizer,
+                dedup,
+                seed,
+                val_fraction,
+                spool,
+                bar,
+                stats,
+                clean_stats,
+            )
+            group = []
+        part.replay(dedup, seed, val_fraction, spool, stats, clean_stats)
+        bar.advance_bytes(source.size)
+    if group:
+        _encode_group(
+            group, read, clean, tokenizer, dedup, seed, val_fraction, spool, bar, stats, clean_stats
+        )
+    return stats, clean_stats
+
+
+def _encode_group(
+    sources: list[Source],
+    read: ReadOptions,
+    clean: CleanOptions,
+    tokenizer: PrepTokenizer,
+    dedup: HashDedup | None,
+    seed: int,
+    val_fraction: float,
+    spool: Spool,
+    bar: ProgressBar,
+    stats: ReadStats,
+    clean_stats: CleanStats,
+) -> None:
+    """Pass 1 over consecutive sources read here; the spool holds all of them at the end."""
+    pending: tuple[Future[Any], NDArray[np.bool_], NDArray[np.uint64]] | None = None
 
     def drain() -> None:
         assert pending is not None
         ids, offsets = pending[0].result()
-        spool.append(ids, offsets, pending[1])
+        spool.append(ids, offsets, pending[1], pending[2])
         bar.advance_tokens(len(ids))
 
     numbered = spool.documents  # documents given a number (the spool lags by one batch)
@@ -153,10 +215,9 @@ def encode_inputs(
             future = encoder.submit(tokenizer.encode, texts)
             if pending is not None:
                 drain()
-            pending = (future, is_val(hashes, seed, val_fraction))
+            pending = (future, is_val(hashes, seed, val_fraction), hashes)
         if pending is not None:
             drain()
-    return stats, clean_stats
 
 
 def write_shards(

@@ -88,7 +88,8 @@ def open_output(out: Path) -> tuple[dict[str, Any] | None, list[str]]:
     metadata = _read_metadata(out)
     journal = out / STATE_DIR / JOURNAL
     if metadata is None and not journal.is_file():
-        others = sorted(p.name for p in out.iterdir())
+        # The scale-out's plan and parts may come first (data_io.scale).
+        others = sorted(p.name for p in out.iterdir() if p.name != ".data_io_scale")
         if others:
             listed = ", ".join(others[:5]) + (", …" if len(others) > 5 else "")
             raise OutputError(

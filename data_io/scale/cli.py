@@ -115,6 +115,19 @@ def run_scaled_clean(args: argparse.Namespace, names: list[str]) -> int:
     return _report(outcome, quiet=args.quiet)
 
 
+def run_scaled_prepare(args: argparse.Namespace, inputs: list[str], kwargs: dict) -> int:
+    from data_io.scale.run import scale_prepare
+
+    outcome = scale_prepare(
+        inputs,
+        str(args.output),
+        kwargs,
+        settings_from(args, args.executor),
+        progress=False if args.quiet else None,
+    )
+    return _report(outcome, quiet=args.quiet)
+
+
 def _report(outcome: Outcome, *, quiet: bool = False) -> int:
     from data_io.scale.status import describe, status
 
@@ -135,6 +148,12 @@ def _report(outcome: Outcome, *, quiet: bool = False) -> int:
         return 1
     if not quiet:
         print(f"plan {manifest.path}: {len(manifest.units)} units, all done; output finalized")
+    if manifest.stage == "prepare":
+        if not quiet:
+            from data_io.prepare.cli import print_summary
+
+            print_summary(outcome.result)
+        return 0
     if manifest.stage == "clean":
         if not quiet:
             for path in outcome.result["outputs"]:

@@ -28,7 +28,7 @@ def finalize(
     deleted once the output is complete."""
     from data_io.tokenize import tokenize
 
-    if manifest.stage not in ("tokenize", "clean"):
+    if manifest.stage not in ("tokenize", "clean", "prepare"):
         raise ConfigError(f"{manifest.path}: cannot finalize stage {manifest.stage!r}")
     missing = manifest.not_done()
     if missing and not encode_missing:
@@ -52,6 +52,27 @@ def finalize(
         }
         write_json_atomic(manifest.root / "finalized.json", summary)
         return summary
+    if manifest.stage == "prepare":
+        from data_io.prepare.api import prepare
+
+        result = prepare(
+            manifest.options["inputs"],
+            manifest.output,
+            parts=manifest.parts_dir,
+            progress=progress,
+            **manifest.options["prepare"],
+        )
+        shutil.rmtree(manifest.parts_dir, ignore_errors=True)
+        write_json_atomic(
+            manifest.root / "finalized.json",
+            {
+                "time": time.time(),
+                "seconds": time.time() - started,
+                "units": len(manifest.units),
+                "encoded_here": [u.id for u in missing],
+            },
+        )
+        return result
     kwargs = tokenize_kwargs(manifest.options)
     if progress is not None:
         kwargs["progress"] = progress

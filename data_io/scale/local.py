@@ -4,7 +4,7 @@ Each worker is a fresh process (``spawn``: no inherited locks or thread pools) t
 encoder loaded across the units it runs. A worker that dies mid-unit (killed, out of memory)
 breaks the pool; the units it had not finished are run again in a new pool, up to ``retries``
 times. A unit that fails with an error of the data (a bad row under ``--on-error fail``) is not
-retried: it would fail again; its record says why.
+retried: it would fail again; its record says why (so does any other exception of a unit).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from data_io.errors import DataIoError
 from data_io.scale.manifest import Manifest, Unit
 from data_io.scale.progress import UnitProgress
 from data_io.scale.units import THREADS_VARIABLE, run_unit
@@ -75,7 +74,7 @@ def _one_pool(
                 except BrokenProcessPool:
                     lost.append(unit)
                     continue
-                except DataIoError:
+                except Exception:  # recorded by the unit (its .failed record says what)
                     failed.append(unit)
                     bar.failed(unit)
                     continue

@@ -1,6 +1,9 @@
 """Cutting a stage's work into units, deterministically: the same inputs and options give the
 same plan on any machine.
 
+For ``prepare``: one unit per new source (a file, or a Hub dataset): pass 1 of that source
+(read, clean, hash, encode); the finalize run de-duplicates, splits and writes the shards.
+
 For ``clean``: one unit per cleaner (a dataset's source is read by its cleaner as a whole).
 
 For ``tokenize``: the files a run would (re-)tokenize (the core's own incremental check), each
@@ -184,3 +187,56 @@ def _size(path: Path) -> int:
     if path.is_file():
         return path.stat().st_size
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
+
+
+def plan_prepare(inputs: list[str], output: str | Path, kwargs: dict[str, Any]) -> Manifest:
+    """The plan of ``data_io prepare INPUTS -o OUTPUT`` with ``prepare``'s keyword arguments
+    ``kwargs``: one unit per source not prepared yet, largest first."""
+    import inspect
+
+    from data_io.prepare.api import plan_run, prepare
+    from data_io.prepare.state import exclusive
+
+    # Every option recorded, defaults included: units and finalize read them from the plan.
+    defaults = {
+        name: parameter.default
+        for name, parameter in inspect.signature(prepare).parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY and name not in ("progress", "parts")
+    }
+    unknown = sorted(set(kwargs) - set(defaults))
+    if unknown:
+        raise ConfigError(f"prepare has no option {', '.join(unknown)}")
+    kwargs = {**defaults, **kwargs}
+    out = Path(output).expanduser().resolve()
+    # Local paths absolute (units run anywhere); anything else is a Hub id.
+    inputs = [str(Path(p).resolve()) if Path(p).exists() else str(p) for p in inputs]
+    with exclusive(out):
+        plan = plan_run(inputs, out, **kwargs)
+    if plan.tok.kind == "char":
+        raise ConfigError(
+            "--tokenizer char builds its vocabulary from the inputs in their order, so its units "
+            "cannot run apart: prepare without --executor"
+        )
+    units = [
+        Unit(
+            id="",
+            task=source.name,
+            source=source.name,
+            span={"kind": "whole"},
+            index=0,
+            count=1,
+            bytes=source.size,
+        )
+        for source, _ in plan.new
+    ]
+    units.sort(key=lambda u: (-u.bytes, u.task))
+    units = [Unit(**{**u.__dict__, "id": f"u{k:06d}"}) for k, u in enumerate(units)]
+    return Manifest(
+        stage="prepare",
+        output=str(out),
+        options={"inputs": inputs, "prepare": kwargs, "run": plan.options},
+        units=units,
+        inputs=[entry for _, entry in plan.new],
+        fingerprint={"tokenizer": plan.options["tokenizer"]},
+        unit_bytes=0,
+    )

@@ -15,7 +15,7 @@ from typing import Any
 from data_io.errors import ConfigError
 from data_io.scale.finalize import finalize
 from data_io.scale.manifest import Manifest, Unit
-from data_io.scale.plan import DEFAULT_UNIT_MB, plan_clean, plan_tokenize
+from data_io.scale.plan import DEFAULT_UNIT_MB, plan_clean, plan_prepare, plan_tokenize
 
 EXECUTORS = ("local", "slurm", "ray")
 
@@ -92,6 +92,22 @@ def scale_clean(
 ) -> Outcome:
     """Run the cleaners ``names`` as units (one per dataset) in ``workdir``, on the executor."""
     manifest = plan_clean(names, workdir)
+    manifest.executor = settings.recorded()
+    _keep_or_clear_records(manifest)
+    manifest.save()
+    return execute(manifest, manifest.not_done(), settings, progress=progress)
+
+
+def scale_prepare(
+    inputs: list[str],
+    output: str,
+    kwargs: dict[str, Any],
+    settings: ExecutorSettings,
+    *,
+    progress: bool | None = None,
+) -> Outcome:
+    """``prepare`` with pass 1 of each new source as a unit on the executor."""
+    manifest = plan_prepare(inputs, output, kwargs)
     manifest.executor = settings.recorded()
     _keep_or_clear_records(manifest)
     manifest.save()

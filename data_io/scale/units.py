@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from data_io.errors import ConfigError, DataIoError
+from data_io.errors import ConfigError
 from data_io.scale.manifest import Manifest, Unit
 
 # Set by executors that run several units per process with their own thread budget.
@@ -48,7 +48,7 @@ def run_unit(manifest: Manifest | str | Path, unit_id: str, threads: int | None 
     )
     try:
         record = _run(manifest, unit, threads)
-    except DataIoError as exc:
+    except Exception as exc:  # recorded whatever it is; a bug shows in `status` with its type
         manifest.write_record(
             unit.id,
             "failed",
@@ -73,6 +73,8 @@ def run_unit(manifest: Manifest | str | Path, unit_id: str, threads: int | None 
 def _run(manifest: Manifest, unit: Unit, threads: int | None) -> dict[str, Any]:
     if manifest.stage == "clean":
         return _run_cleaner(manifest, unit)
+    if manifest.stage == "prepare":
+        return _run_prepare_unit(manifest, unit, threads)
     if manifest.stage != "tokenize":
         raise ConfigError(f"{manifest.path}: stage {manifest.stage!r} has no units to run here")
     from data_io import _core
@@ -149,3 +151,45 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def _run_prepare_unit(manifest: Manifest, unit: Unit, threads: int | None) -> dict[str, Any]:
+    """Pass 1 of one source into its part (``prepare.parts``)."""
+    from data_io.prepare.api import _identity, read_and_clean_options
+    from data_io.prepare.inputs import expand_inputs
+    from data_io.prepare.parts import write_part
+    from data_io.prepare.pipeline import encoder_threads
+    from data_io.prepare.tokenizers import load_tokenizer
+
+    kwargs = manifest.options["prepare"]
+    read, clean = read_and_clean_options(**kwargs)
+    sources, _ = expand_inputs([unit.source], read)
+    source = next((s for s in sources if s.name == unit.source), None)
+    if source is None:
+        raise ConfigError(f"{unit.source}: not an input any more; plan again")
+    tok = load_tokenizer(kwargs["tokenizer"], kwargs["eos_token"], Path(manifest.output))
+    if tok.fingerprint() != manifest.options["run"]["tokenizer"]:
+        raise ConfigError(f"{manifest.path}: the tokenizer changed since the plan; plan again")
+    started = time.time()
+    with encoder_threads(threads or kwargs.get("threads")):
+        record = write_part(
+            source,
+            read,
+            clean,
+            tok,
+            manifest.parts_dir / unit.id,
+            {"source": _identity(source, None), "options": manifest.options["run"]},
+        )
+    return {
+        "unit": unit.id,
+        "task": unit.task,
+        "bytes": unit.bytes,
+        "rows": record["documents"],
+        "tokens": record["tokens"],
+        "outputs": {},
+        "reused": False,
+        "seconds": time.time() - started,
+        "started": started,
+        "ended": time.time(),
+        "host": socket.gethostname(),
+    }

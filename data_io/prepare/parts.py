@@ -1,0 +1,147 @@
+"""Pass 1 of ``prepare`` for one source, done ahead by a ``scale`` unit: the source's documents
+read, cleaned, hashed and encoded into a part folder (tokens, lengths and hashes, as the run's
+spool holds them, plus a record). The finalize run replays each part in its source's place,
+so de-duplication, the split and the shards come out exactly as in one run.
+
+A part is written under a temporary name and renamed when complete; it is used only when it
+was made from the same content (SHA-256) with the same options and tokenizer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from data_io.fs import write_json_atomic
+from data_io.prepare.dedup import HashDedup
+from data_io.prepare.inputs import ReadOptions, ReadStats, Source
+from data_io.prepare.normalize import CleanOptions, CleanStats
+from data_io.prepare.pipeline import Spool, encode_inputs
+from data_io.prepare.progress import ProgressBar
+from data_io.prepare.split import is_val
+from data_io.prepare.tokenizers import PrepTokenizer
+
+RECORD = "part.json"
+_REPLAY_DOCUMENTS = 1 << 16
+
+
+class Part:
+    """A finished part: ``replay`` appends its documents as if its source were read now."""
+
+    def __init__(self, folder: Path, record: dict[str, Any]) -> None:
+        self.folder = folder
+        self.record = record
+
+    def _array(self, name: str, dtype: Any) -> Any:
+        path = self.folder / f"{name}.bin"
+        if path.stat().st_size == 0:
+            return np.zeros(0, dtype=dtype)
+        return np.memmap(path, dtype=dtype, mode="r")
+
+    def replay(
+        self,
+        dedup: HashDedup | None,
+        seed: int,
+        val_fraction: float,
+        spool: Spool,
+        stats: ReadStats,
+        clean_stats: CleanStats,
+    ) -> None:
+        tokens = self._array("tokens", np.uint32)
+        lengths = self._array("lengths", np.int64)
+        hashes = self._array("hashes", np.uint64).reshape(-1, 2)
+        first_token = 0
+        for start in range(0, len(lengths), _REPLAY_DOCUMENTS):
+            stop = min(start + _REPLAY_DOCUMENTS, len(lengths))
+            chunk = np.asarray(hashes[start:stop])
+            if dedup is not None:
+                dedup.add(chunk, spool.documents)
+            offsets = np.concatenate([[0], np.cumsum(lengths[start:stop])]).astype(np.int64)
+            ids = np.asarray(tokens[first_token : first_token + int(offsets[-1])])
+            spool.append(ids, offsets, is_val(chunk, seed, val_fraction), chunk)
+            first_token += int(offsets[-1])
+        read = self.record["read"]
+        stats.documents += read["documents"]
+        stats.bytes_read += read["bytes_read"]
+        stats.text_chars += read["text_chars"]
+        stats.invalid_utf8_lines += read["invalid_utf8_lines"]
+        stats.empty_sources.extend(read["empty_sources"])
+        clean_stats.add(CleanStats(**self.record["clean"]))
+
+
+def write_part(
+    source: Source,
+    read: ReadOptions,
+    clean: CleanOptions,
+    tokenizer: PrepTokenizer,
+    folder: Path,
+    identity: dict[str, Any],
+) -> dict[str, Any]:
+    """Pass 1 of ``source`` into the part folder ``folder`` (replaced when it exists); its
+    record. ``identity``: the source's entry and the run's options, which a finalize run must
+    match for the part to be used."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = folder.parent / f".tmp-{folder.name}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        spool = Spool(tmp, with_hashes=True)
+        try:
+            # The val flags are recomputed from the hashes at replay (the seed is the run's).
+            stats, clean_stats = encode_inputs(
+                [source], read, clean, tokenizer, None, 0, 0.0, spool, ProgressBar(0, False)
+            )
+        finally:
+            spool.close()
+        record = {
+            **identity,
+            "documents": spool.documents,
+            "tokens": spool.tokens,
+            "read": asdict(stats),
+            "clean": clean_stats.as_dict(),
+        }
+        write_json_atomic(tmp / RECORD, record)
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.replace(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return record
+
+
+def read_part(folder: Path) -> Part | None:
+    try:
+        return Part(folder, json.loads((folder / RECORD).read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None
+
+
+def parts_lookup(
+    root: Path, entries: dict[str, dict[str, Any]], options: dict[str, Any]
+) -> Callable[[Source], Part | None]:
+    """For a source of this run, its part under ``root`` when one was made from the same
+    content (``entries``: the run's identity of each new source) with the same options."""
+    found: dict[str, Part] = {}
+    if root.is_dir():
+        for folder in sorted(root.iterdir()):
+            part = None if folder.name.startswith(".") else read_part(folder)
+            if part is not None:
+                found[part.record.get("source", {}).get("name", "")] = part
+
+    def lookup(source: Source) -> Part | None:
+        part = found.get(source.name)
+        entry = entries.get(source.name)
+        if part is None or entry is None:
+            return None
+        same = part.record["source"].get("sha256") == entry.get("sha256")
+        return part if same and part.record.get("options") == options else None
+
+    return lookup

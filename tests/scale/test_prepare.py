@@ -1,0 +1,106 @@
+"""``data_io prepare --executor local``: pass 1 of each source as a unit, de-duplication, the
+split and the shards in the finalize run: the same shards, state and metadata as one run."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from data_io.errors import ConfigError
+from data_io.prepare import prepare
+from data_io.scale import ExecutorSettings
+from data_io.scale.manifest import Manifest
+from data_io.scale.run import scale_prepare
+from data_io.scale.status import status
+
+from .inputs import TOKENIZER, WORDS
+
+OPTIONS = {"tokenizer": str(TOKENIZER), "tokens_per_shard": 3000, "val_fraction": 0.2}
+
+
+def _documents(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return [
+        "\n".join(
+            " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 25)))
+            for _ in range(rng.randint(1, 4))
+        )
+        for _ in range(n)
+    ]
+
+
+def _inputs(folder: Path) -> Path:
+    """Several files and formats; some documents repeat across files (de-duplication must keep
+    the first in input order), some are too short (dropped by the filter)."""
+    shared = _documents(30, seed=99)
+    folder.mkdir(parents=True)
+    (folder / "a.txt").write_text("\n\n".join(_documents(200, 1) + shared[:10]) + "\n")
+    with open(folder / "b.jsonl", "w", encoding="utf-8") as f:
+        for text in shared + _documents(300, 2) + ["tiny"]:
+            f.write(json.dumps({"text": text}) + "\n")
+    pq.write_table(
+        pa.table({"text": _documents(150, 3) + shared[5:20]}),
+        folder / "c.parquet",
+        row_group_size=40,
+    )
+    (folder / "d.txt").write_text("\n\n".join(_documents(50, 4)) + "\n")
+    return folder
+
+
+def _tree(out: Path) -> dict[str, object]:
+    """Every file of a prepared folder but the scale-out's own; metadata without its times."""
+    files: dict[str, object] = {}
+    for path in sorted(out.rglob("*")):
+        if not path.is_file() or ".data_io_scale" in path.parts:
+            continue
+        key = str(path.relative_to(out))
+        if path.name == "dataset_metadata.json":
+            metadata = json.loads(path.read_text())
+            for run in metadata["runs"]:
+                run.pop("finished")
+            files[key] = metadata
+        else:
+            files[key] = path.read_bytes()
+    return files
+
+
+def test_prepare_on_workers_writes_what_one_run_writes(tmp_path: Path) -> None:
+    inputs = _inputs(tmp_path / "in")
+    local = prepare([inputs], tmp_path / "local", progress=False, **OPTIONS)
+    assert local.duplicates > 0 and local.documents["val"] > 0
+    settings = ExecutorSettings(kind="local", workers=2, threads_per_unit=1)
+    outcome = scale_prepare(
+        [str(inputs)], str(tmp_path / "scaled"), dict(OPTIONS), settings, progress=False
+    )
+    assert outcome.unfinished == []
+    assert len(outcome.manifest.units) == 4
+    assert outcome.result.duplicates == local.duplicates
+    assert sorted(outcome.result.from_parts) == sorted(u.source for u in outcome.manifest.units)
+    assert _tree(tmp_path / "scaled") == _tree(tmp_path / "local")
+    assert status(Manifest.load(tmp_path / "scaled")).finalized
+    # A second input later: incremental, on workers again, still what one run would write.
+    (inputs / "e.txt").write_text("\n\n".join(_documents(40, 5)) + "\n")
+    prepare([inputs], tmp_path / "local", progress=False, **OPTIONS)
+    again = scale_prepare(
+        [str(inputs)], str(tmp_path / "scaled"), dict(OPTIONS), settings, progress=False
+    )
+    assert [u.task for u in again.manifest.units] == [str(inputs / "e.txt")]
+    assert again.result.from_parts == [str(inputs / "e.txt")]
+    assert _tree(tmp_path / "scaled") == _tree(tmp_path / "local")
+
+
+def test_the_char_tokenizer_is_refused_with_the_reason(tmp_path: Path) -> None:
+    inputs = _inputs(tmp_path / "in")
+    with pytest.raises(ConfigError, match="char builds its vocabulary"):
+        scale_prepare(
+            [str(inputs)],
+            str(tmp_path / "out"),
+            {**OPTIONS, "tokenizer": "char"},
+            ExecutorSettings(),
+            progress=False,
+        )
