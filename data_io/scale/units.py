@@ -180,13 +180,14 @@ def _run_prepare_unit(manifest: Manifest, unit: Unit, threads: int | None) -> di
             manifest.parts_dir / unit.id,
             {"source": _identity(source, None), "options": manifest.options["run"]},
         )
+    part = manifest.parts_dir / unit.id
     return {
         "unit": unit.id,
         "task": unit.task,
         "bytes": unit.bytes,
         "rows": record["documents"],
         "tokens": record["tokens"],
-        "outputs": {},
+        "outputs": {p.name: _sha256(p) for p in sorted(part.iterdir())},
         "reused": False,
         "seconds": time.time() - started,
         "started": started,

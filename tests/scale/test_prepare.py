@@ -82,7 +82,9 @@ def test_prepare_on_workers_writes_what_one_run_writes(tmp_path: Path) -> None:
     assert outcome.result.duplicates == local.duplicates
     assert sorted(outcome.result.from_parts) == sorted(u.source for u in outcome.manifest.units)
     assert _tree(tmp_path / "scaled") == _tree(tmp_path / "local")
-    assert status(Manifest.load(tmp_path / "scaled")).finalized
+    manifest = Manifest.load(tmp_path / "scaled")
+    assert status(manifest).finalized
+    assert all(manifest.read_record(u.id, "done")["outputs"] for u in manifest.units)
     # A second input later: incremental, on workers again, still what one run would write.
     (inputs / "e.txt").write_text("\n\n".join(_documents(40, 5)) + "\n")
     prepare([inputs], tmp_path / "local", progress=False, **OPTIONS)
