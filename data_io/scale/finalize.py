@@ -63,15 +63,7 @@ def finalize(
             **manifest.options["prepare"],
         )
         shutil.rmtree(manifest.parts_dir, ignore_errors=True)
-        write_json_atomic(
-            manifest.root / "finalized.json",
-            {
-                "time": time.time(),
-                "seconds": time.time() - started,
-                "units": len(manifest.units),
-                "encoded_here": [u.id for u in missing],
-            },
-        )
+        _record_finalized(manifest, started, missing, {})
         return result
     kwargs = tokenize_kwargs(manifest.options)
     if progress is not None:
@@ -85,6 +77,14 @@ def finalize(
     )
     if not result.failed:
         shutil.rmtree(manifest.parts_dir, ignore_errors=True)
+    _record_finalized(manifest, started, missing, {"failed_files": [f.task for f in result.failed]})
+    return result
+
+
+def _record_finalized(
+    manifest: Manifest, started: float, missing: list, extra: dict[str, Any]
+) -> None:
+    """``finalized.json``: when, how long, and which units' files this step encoded itself."""
     write_json_atomic(
         manifest.root / "finalized.json",
         {
@@ -92,7 +92,6 @@ def finalize(
             "seconds": time.time() - started,
             "units": len(manifest.units),
             "encoded_here": [u.id for u in missing],
-            "failed_files": [f.task for f in result.failed],
+            **extra,
         },
     )
-    return result

@@ -18,13 +18,13 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import time
 from collections.abc import Sequence
 from typing import Any
 
 from data_io.errors import ConfigError, DataIoError
 from data_io.scale.manifest import Manifest, Unit
 from data_io.scale.progress import UnitProgress
+from data_io.scale.units import record_failure
 
 INSTALL_HINT = "pip install 'data_io[scale]' (or pip install ray)"
 
@@ -178,21 +178,8 @@ def _record_failure(manifest: Manifest, unit: Unit, error: str) -> None:
     own = manifest.read_record(unit.id, "failed")
     if own is not None and int(own.get("attempt", 0)) >= attempt:
         return
-    manifest.write_record(
-        unit.id,
-        "failed",
-        {
-            "unit": unit.id,
-            "task": unit.task,
-            "source": unit.source,
-            "span": unit.span,
-            "error": error,
-            "kind": "RayTaskFailed",
-            "host": started.get("host", socket.gethostname()),
-            "attempt": attempt,
-            "time": time.time(),
-        },
-    )
+    host = started.get("host", socket.gethostname())
+    record_failure(manifest, unit, error, "RayTaskFailed", host, attempt)
 
 
 def _unit_task(manifest_path: str, unit_id: str, threads: int) -> str | None:

@@ -49,25 +49,32 @@ def run_unit(manifest: Manifest | str | Path, unit_id: str, threads: int | None 
     try:
         record = _run(manifest, unit, threads)
     except Exception as exc:  # recorded whatever it is; a bug shows in `status` with its type
-        manifest.write_record(
-            unit.id,
-            "failed",
-            {
-                "unit": unit.id,
-                "task": unit.task,
-                "source": unit.source,
-                "span": unit.span,
-                "error": str(exc),
-                "kind": type(exc).__name__,
-                "host": socket.gethostname(),
-                "attempt": attempt,
-                "time": time.time(),
-            },
-        )
+        record_failure(manifest, unit, str(exc), type(exc).__name__, socket.gethostname(), attempt)
         raise
     record["attempt"] = attempt
     manifest.write_record(unit.id, "done", record)
     return record
+
+
+def record_failure(
+    manifest: Manifest, unit: Unit, error: str, kind: str, host: str, attempt: int
+) -> None:
+    """Write the unit's ``.failed`` record: what ``status`` shows of it."""
+    manifest.write_record(
+        unit.id,
+        "failed",
+        {
+            "unit": unit.id,
+            "task": unit.task,
+            "source": unit.source,
+            "span": unit.span,
+            "error": error,
+            "kind": kind,
+            "host": host,
+            "attempt": attempt,
+            "time": time.time(),
+        },
+    )
 
 
 def _run(manifest: Manifest, unit: Unit, threads: int | None) -> dict[str, Any]:
