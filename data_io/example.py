@@ -1,7 +1,7 @@
 """``data_io example``: every stage on the embedded example, in a work folder.
 
-clean (raw inputs in upstream schemas -> rows) -> train a tokenizer -> tokenize -> sample ->
-load one batch. The embedded cleaned rows (``example_data/rows``: JSONL and Parquet,
+clean (raw inputs in upstream schemas -> rows) -> train a tokenizer -> tokenize (then the same
+as units on two worker processes, checked byte-identical) -> sample -> load one batch. The embedded cleaned rows (``example_data/rows``: JSONL and Parquet,
 multilingual text, code, special-token strings inside text) join the cleaned rows.
 """
 
@@ -32,6 +32,7 @@ EXAMPLE_OUTPUTS = (
     "data_clustered",
     "trained_tokenizers",
     "data_tokenized_example",
+    "data_tokenized_scaled",
     "sampled",
     "shards",
     "analytics.md",
@@ -92,6 +93,9 @@ def run_example(workdir: Path, console: Console | None = None) -> None:
         f"unchanged, nothing re-tokenized ({again.seconds:.2f} s)"
     )
     _show_decoded_row(tokenizer, tokenized, console)
+
+    header("scale out: the same tokenize as units on 2 local worker processes")
+    _scaled_tokenize(inputs, tokenizer, tokenized, workdir / "data_tokenized_scaled", console)
 
     header("sample: stratified epochs + token pool (Markdown report in analytics.md)")
     from data_io.sampling import parse_overrides, sample
@@ -243,6 +247,37 @@ def _remove(path: Path) -> None:
         path.unlink()
     elif path.is_dir():
         shutil.rmtree(path)
+
+
+def _scaled_tokenize(
+    inputs: list[Path], tokenizer: Path, reference: Path, out: Path, console: Console
+) -> None:
+    """``--executor local``: files cut into units (small units, to show the cutting), run on two
+    worker processes, finalized; the output is compared with the plain run's, byte for byte."""
+    from data_io.scale import ExecutorSettings, scale_tokenize
+    from data_io.tokenize import tokenize_options
+
+    options = tokenize_options(inputs, out, tokenizer_path=tokenizer, progress=False)
+    outcome = scale_tokenize(
+        options,
+        ExecutorSettings(kind="local", workers=2, threads_per_unit=1),
+        unit_mb=0.004,
+        progress=False,
+    )
+    split = sum(1 for u in outcome.manifest.units if u.span["kind"] != "whole")
+    files = {p.relative_to(out): p for p in out.rglob("*") if p.is_file()}
+    same = all(
+        (reference / name).read_bytes() == path.read_bytes()
+        for name, path in files.items()
+        if ".data_io_scale" not in name.parts and name.name != ".data_io.lock"
+    )
+    console.print(
+        f"{len(outcome.manifest.units)} units ({split} of them parts of a cut file) on 2 workers "
+        f"-> {out}; byte-identical to the plain run: {'yes' if same else 'NO'}; "
+        f"plan and unit records in {outcome.manifest.root}"
+    )
+    if not same or outcome.unfinished:
+        raise OutputError(f"the scaled-out tokenize into {out} differs from the plain run's")
 
 
 def _clean(workdir: Path, console: Console) -> None:
