@@ -48,10 +48,12 @@ def add_executor_arguments(parser: argparse.ArgumentParser, *, required: bool = 
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="an #SBATCH option for every job, e.g. partition=cpu (repeatable)",
+        help="an #SBATCH option for every job, e.g. partition=cpu; repeatable (default: none)",
     )
     group.add_argument(
-        "--wait", action="store_true", help="slurm: wait until the jobs end and print the status"
+        "--wait",
+        action="store_true",
+        help="slurm: wait until the jobs end and print the status (default: return once submitted)",
     )
     group.add_argument(
         "--ray-address",

@@ -169,7 +169,19 @@ def test_help_gives_every_option_a_description_and_default(
     with pytest.raises(SystemExit):
         main(["clean", "--help"])
     options = _options(capsys.readouterr().out)
-    assert set(options) == {"-h", "NAME", "--list", "--all", "--source", "--out", "--quiet"}
+    scale_out = {
+        "--executor",
+        "--workers",
+        "--threads-per-unit",
+        "--unit-mb",
+        "--slurm-opt",
+        "--wait",
+        "--ray-address",
+    }
+    assert (
+        set(options)
+        == {"-h", "NAME", "--list", "--all", "--source", "--out", "--quiet"} | scale_out
+    )
     for name, text in options.items():
         if name != "-h":
             assert "(default:" in text, f"{name}: {text}"
