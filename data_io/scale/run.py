@@ -77,10 +77,7 @@ def scale_tokenize(
     on the executor and finalize. A plan equal to the one already in the output (same options,
     same units) keeps its unit records: finished units are not run again."""
     manifest = plan_tokenize(options, int(unit_mb * (1 << 20)))
-    manifest.executor = settings.recorded()
-    _keep_or_clear_records(manifest)
-    manifest.save()
-    return execute(manifest, manifest.not_done(), settings, progress=progress)
+    return _start(manifest, settings, progress)
 
 
 def scale_clean(
@@ -92,10 +89,7 @@ def scale_clean(
 ) -> Outcome:
     """Run the cleaners ``names`` as units (one per dataset) in ``workdir``, on the executor."""
     manifest = plan_clean(names, workdir)
-    manifest.executor = settings.recorded()
-    _keep_or_clear_records(manifest)
-    manifest.save()
-    return execute(manifest, manifest.not_done(), settings, progress=progress)
+    return _start(manifest, settings, progress)
 
 
 def scale_prepare(
@@ -108,10 +102,7 @@ def scale_prepare(
 ) -> Outcome:
     """``prepare`` with pass 1 of each new source as a unit on the executor."""
     manifest = plan_prepare(inputs, output, kwargs)
-    manifest.executor = settings.recorded()
-    _keep_or_clear_records(manifest)
-    manifest.save()
-    return execute(manifest, manifest.not_done(), settings, progress=progress)
+    return _start(manifest, settings, progress)
 
 
 def resume(
@@ -170,6 +161,14 @@ def execute(
     if left:
         return Outcome(manifest, left)
     return Outcome(manifest, [], result=finalize(manifest, progress=progress))
+
+
+def _start(manifest: Manifest, settings: ExecutorSettings, progress: bool | None) -> Outcome:
+    """Save a new plan (keeping the unit records of an equal one) and run it."""
+    manifest.executor = settings.recorded()
+    _keep_or_clear_records(manifest)
+    manifest.save()
+    return execute(manifest, manifest.not_done(), settings, progress=progress)
 
 
 def _keep_or_clear_records(manifest: Manifest) -> None:
