@@ -517,11 +517,14 @@ fn tokenize_task(
     // The file's whole share, however far reading got (a failed file is done too).
     progress.advance_to(task.stat.size);
     match result {
-        Ok(record) => FileReport {
+        Ok((record, parts)) => FileReport {
             task: task.name.clone(),
             source: task.source.display().to_string(),
             status: Status::Tokenized,
-            reason: reason.to_string(),
+            reason: match parts {
+                Some(n) => format!("{reason}; assembled from {n} scale-out part(s)"),
+                None => reason.to_string(),
+            },
             rows: record.rows,
             tokens: record.tokens,
             bad_rows: record.bad_rows,
@@ -540,13 +543,13 @@ fn tokenize_task(
 }
 
 /// Encode one file into `tmp` (or assemble it from its parts), then rename `tmp` over the task
-/// folder.
+/// folder; the record, and how many parts it was assembled from (`None`: encoded here).
 fn write_task(
     ctx: &Context<'_>,
     task: &Task,
     tmp: &Path,
     progress: &ByteProgress,
-) -> Result<TaskRecord> {
+) -> Result<(TaskRecord, Option<usize>)> {
     if tmp.exists() {
         fs::remove_dir_all(tmp).ctx("cannot remove", tmp)?;
     }
@@ -557,6 +560,7 @@ fn write_task(
         }
         None => None,
     };
+    let assembled = parts.as_ref().map(Vec::len);
     let (encoded, source_blake3) = match parts {
         Some(parts) => crate::tokenize_parts::assemble(&parts, &task.source, tmp, ctx.dtype)?,
         None => {
@@ -600,7 +604,7 @@ fn write_task(
     };
     cache::write_json_atomic(&tmp.join(cache::METADATA), &record)?;
     replace_dir(tmp, &ctx.options.output, &task.name)?;
-    Ok(record)
+    Ok((record, assembled))
 }
 
 /// What encoding a file, or a span of it, into a folder of arrays gave.

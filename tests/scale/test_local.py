@@ -62,6 +62,12 @@ def test_output_is_byte_identical_to_one_run(tmp_path: Path) -> None:
     assert len(outcome.manifest.units) > 8, "the big files were cut"
     assert tree_bytes(tmp_path / "scaled") == _local(inputs, tmp_path / "local")
     assert not (tmp_path / "scaled" / ".data_io_scale" / "parts").exists(), "parts cleared"
+    # The summary says which files came from parts, and from how many.
+    reasons = {f.task: f.reason for f in outcome.result.files}
+    counts = {u.task: u.count for u in outcome.manifest.units}
+    assert reasons == {
+        task: f"new; assembled from {n} scale-out part(s)" for task, n in counts.items()
+    }
     report = status(outcome.manifest)
     assert report.complete and report.finalized and report.throughput
 
