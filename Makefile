@@ -86,6 +86,7 @@ bench: build
 	$(PY) -m benchmarks.load
 	$(PY) -m benchmarks.prepare
 	$(PY) -m benchmarks.clean
+	$(PY) -m benchmarks.scale
 
 clean:
 	rm -rf $(VENV) target work data_io/_core*.so
