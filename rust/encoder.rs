@@ -126,25 +126,32 @@ impl Encoder {
     /// benchmark's warm pass, prepare after tokenize) skips the load and finds each thread's
     /// piece cache warm. The last encoder loaded is kept until another file is asked for.
     pub fn shared(path: &Path) -> Result<Arc<Self>> {
+        Ok(Self::shared_hashed(path)?.0)
+    }
+
+    /// `shared`, with the BLAKE3 of the file's bytes (hex): the file is read once for both.
+    pub fn shared_hashed(path: &Path) -> Result<(Arc<Self>, String)> {
         type Slot = Option<((PathBuf, String, blake3::Hash), Arc<Encoder>)>;
         static LAST: Mutex<Slot> = Mutex::new(None);
         let json = read_tokenizer(path)?;
         let choice = engine_choice();
+        let hash = blake3::hash(json.as_bytes());
         let key = (
             std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
             choice.clone(),
-            blake3::hash(json.as_bytes()),
+            hash,
         );
+        let hex = hash.to_hex().to_string();
         let mut last = LAST.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((held, encoder)) = last.as_ref() {
             if *held == key {
-                return Ok(Arc::clone(encoder));
+                return Ok((Arc::clone(encoder), hex));
             }
         }
         *last = None; // the old tables go before the new ones are built
         let encoder = Arc::new(Self::from_json(&json, path, &choice)?);
         *last = Some((key, Arc::clone(&encoder)));
-        Ok(encoder)
+        Ok((encoder, hex))
     }
 
     fn from_json(json: &str, path: &Path, choice: &str) -> Result<Self> {

@@ -148,7 +148,8 @@ impl<'a> Context<'a> {
     /// The encoder, the layout's ids, the dtype and the fingerprint for `options` (whose paths
     /// are already absolute).
     pub(crate) fn new(options: &'a TokenizeOptions) -> Result<Self> {
-        let encoder = Encoder::shared(&options.tokenizer_path)?;
+        // The tokenizer file is read once: for the encoder and for the fingerprint.
+        let (encoder, tokenizer_blake3) = Encoder::shared_hashed(&options.tokenizer_path)?;
         let specials = Specials::resolve(&*encoder, &options.layout)?;
         let dtype = match options.token_dtype {
             DtypeChoice::Uint32 => TokenDtype::Uint32,
@@ -164,7 +165,7 @@ impl<'a> Context<'a> {
             specials,
             dtype,
             fingerprint: Fingerprint {
-                tokenizer_blake3: cache::file_blake3(&options.tokenizer_path)?,
+                tokenizer_blake3,
                 options_blake3: cache::bytes_blake3(options_json.to_string().as_bytes()),
                 fail_on_bad_rows: options.on_error == OnError::Fail,
             },
