@@ -141,7 +141,7 @@ def parts_lookup(
         entry = entries.get(source.name)
         if part is None or entry is None:
             return None
-        same = part.record["source"].get("sha256") == entry.get("sha256")
+        same = part.record.get("source", {}).get("sha256") == entry.get("sha256")
         return part if same and part.record.get("options") == options else None
 
     return lookup

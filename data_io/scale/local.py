@@ -40,7 +40,7 @@ def run_local(
     for _ in range(retries + 1):
         if not left:
             break
-        _, left = _one_pool(manifest.path, left, workers, threads, bar, failed)
+        left = _one_pool(manifest.path, left, workers, threads, bar, failed)
     bar.close()
     return failed + left
 
@@ -52,11 +52,10 @@ def _one_pool(
     threads: int,
     bar: UnitProgress,
     failed: list[Unit],
-) -> tuple[list[Unit], list[Unit]]:
-    """One pool over ``units``: (done, lost to a dead worker). Data errors go to ``failed``."""
+) -> list[Unit]:
+    """One pool over ``units``; the units lost to a dead worker. Failed units go to ``failed``."""
     context = multiprocessing.get_context("spawn")
     lost: list[Unit] = []
-    done: list[Unit] = []
     with ProcessPoolExecutor(
         max_workers=min(workers, len(units)),
         mp_context=context,
@@ -78,9 +77,8 @@ def _one_pool(
                     failed.append(unit)
                     bar.failed(unit)
                     continue
-                done.append(unit)
                 bar.done(unit)
-    return done, lost
+    return lost
 
 
 def _set_threads(threads: int) -> None:

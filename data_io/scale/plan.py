@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from data_io.errors import ConfigError
+from data_io.errors import ConfigError, InputError
 from data_io.scale.manifest import Manifest, Unit
 
 DEFAULT_UNIT_MB = 256
@@ -128,7 +128,12 @@ def _row_group_ranges(source: Path, unit_bytes: int) -> list[tuple[dict[str, Any
     """Consecutive row groups, closed when their compressed size reaches ``unit_bytes``."""
     import pyarrow.parquet as pq
 
-    metadata = pq.ParquetFile(source).metadata
+    try:
+        metadata = pq.ParquetFile(source).metadata
+    except Exception as exc:  # pyarrow's errors for empty, truncated or foreign files vary
+        raise InputError(
+            f"{source}: not a readable Parquet file ({exc}); fix or remove it, then plan again"
+        ) from None
     spans: list[tuple[dict[str, Any], int]] = []
     start, size = 0, 0
     for group in range(metadata.num_row_groups):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from data_io.errors import ConfigError
+from data_io.errors import ConfigError, InputError
 from data_io.scale.manifest import Manifest
 from data_io.scale.plan import plan_tokenize
 from data_io.tokenize import tokenize, tokenize_options
@@ -87,3 +87,11 @@ def test_manifest_round_trips_and_says_what_is_missing(inputs: Path, tmp_path: P
 def test_bad_unit_size_is_refused(inputs: Path, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="unit size"):
         plan_tokenize(_options(inputs, tmp_path / "out"), 0)
+
+
+def test_a_broken_parquet_file_is_named_when_the_plan_cuts_it(tmp_path: Path) -> None:
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    (inputs / "broken.parquet").write_bytes(b"PAR1" + b"\0" * 200_000)
+    with pytest.raises(InputError, match=r"broken\.parquet: not a readable Parquet file"):
+        plan_tokenize(_options(inputs, tmp_path / "out"), UNIT)
