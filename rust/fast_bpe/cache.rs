@@ -5,6 +5,8 @@
 
 use rustc_hash::FxHashMap;
 
+use super::table_memory::ZeroedTable;
+
 /// Longest piece a `ShortMap` holds.
 pub const SHORT_LEN: usize = 16;
 /// Pre-tokens longer than this are merged every time, as `tokenizers` does past 256.
@@ -16,7 +18,7 @@ pub const MAX_CACHED_LEN: usize = 256;
 struct ShortKey {
     lo: u64,
     hi: u64,
-    len: u32,
+    len: u16,
 }
 
 impl ShortKey {
@@ -43,7 +45,7 @@ impl ShortKey {
         Some(ShortKey {
             lo,
             hi,
-            len: len as u32,
+            len: len as u16,
         })
     }
 
@@ -54,17 +56,63 @@ impl ShortKey {
     }
 }
 
-/// One slot: the key, and either the one id (`count == 1`) or where `count` ids start in the
-/// map's id arena. `len == 0` marks an empty slot.
+/// A short piece's key and hash, computed once per piece and used for every table it is
+/// looked up in (the shared whole-token table, then the thread's cache).
 #[derive(Clone, Copy, Default)]
-struct Slot {
+pub struct Probe {
     key: ShortKey,
-    count: u32,
-    value: u32,
+    hash: u64,
 }
 
+impl Probe {
+    /// `None` for an empty piece or one longer than `SHORT_LEN`.
+    #[inline(always)]
+    pub fn new(piece: &[u8]) -> Option<Probe> {
+        let key = ShortKey::new(piece)?;
+        Some(Probe {
+            key,
+            hash: key.hash(),
+        })
+    }
+}
+
+/// Ids a slot holds itself; a piece of more tokens keeps them in the map's id arena.
+const INLINE_IDS: usize = 3;
+
+/// One slot (32 bytes, two to a cache line): the key, flattened so that the slot stays that
+/// small, and the piece's `count` ids: inline when at most `INLINE_IDS` (no second memory access
+/// for the one or two tokens of nearly every piece), else `ids[0]` is where they start in the
+/// arena. `len == 0` marks an empty slot.
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    lo: u64,
+    hi: u64,
+    len: u16,
+    count: u16,
+    ids: [u32; INLINE_IDS],
+}
+
+impl Slot {
+    #[inline(always)]
+    fn holds(&self, key: &ShortKey) -> bool {
+        self.lo == key.lo && self.hi == key.hi && self.len == key.len
+    }
+
+    fn key(&self) -> ShortKey {
+        ShortKey {
+            lo: self.lo,
+            hi: self.hi,
+            len: self.len,
+        }
+    }
+}
+
+// SAFETY: integers only; all zeros is the empty slot (`Slot::default()`).
+unsafe impl bytemuck::Zeroable for Slot {}
+
 pub struct ShortMap {
-    slots: Vec<Slot>,
+    /// On huge pages where possible: see `table_memory`.
+    slots: ZeroedTable<Slot>,
     mask: usize,
     shift: u32,
     used: usize,
@@ -75,7 +123,7 @@ impl ShortMap {
     /// A table of `2^bits` slots; it holds at most half as many pieces.
     pub fn new(bits: u32) -> ShortMap {
         ShortMap {
-            slots: vec![Slot::default(); 1 << bits],
+            slots: ZeroedTable::new(1 << bits),
             mask: (1 << bits) - 1,
             shift: 64 - bits,
             used: 0,
@@ -104,12 +152,12 @@ impl ShortMap {
     /// Twice the slots, every entry kept (their ids stay where they are in the arena).
     pub fn grow(&mut self) {
         let bits = self.bits() + 1;
-        let old = std::mem::replace(&mut self.slots, vec![Slot::default(); 1 << bits]);
+        let old = std::mem::replace(&mut self.slots, ZeroedTable::new(1 << bits));
         self.mask = (1 << bits) - 1;
         self.shift = 64 - bits;
-        for slot in old.into_iter().filter(|slot| slot.key.len != 0) {
-            let mut at = (slot.key.hash() >> self.shift) as usize;
-            while self.slots[at].key.len != 0 {
+        for &slot in old.iter().filter(|slot| slot.len != 0) {
+            let mut at = (slot.key().hash() >> self.shift) as usize;
+            while self.slots[at].len != 0 {
                 at = (at + 1) & self.mask;
             }
             self.slots[at] = slot;
@@ -132,31 +180,39 @@ impl ShortMap {
     /// The ids of `piece`, if present (`piece` of any length; long ones are never present).
     #[inline(always)]
     pub fn get(&self, piece: &[u8]) -> Option<&[u32]> {
-        let key = ShortKey::new(piece)?;
-        let mut at = (key.hash() >> self.shift) as usize;
+        self.get_probe(&Probe::new(piece)?)
+    }
+
+    /// The ids of the piece `probe` was made from, if present.
+    #[inline(always)]
+    pub fn get_probe(&self, probe: &Probe) -> Option<&[u32]> {
+        let mut at = (probe.hash >> self.shift) as usize;
         loop {
             let slot = &self.slots[at];
-            if slot.key == key {
-                return Some(if slot.count == 1 {
-                    std::slice::from_ref(&slot.value)
+            if slot.holds(&probe.key) {
+                let count = usize::from(slot.count);
+                return Some(if count <= INLINE_IDS {
+                    &slot.ids[..count]
                 } else {
-                    &self.ids[slot.value as usize..(slot.value + slot.count) as usize]
+                    let start = slot.ids[0] as usize;
+                    &self.ids[start..start + count]
                 });
             }
-            if slot.key.len == 0 {
+            if slot.len == 0 {
                 return None;
             }
             at = (at + 1) & self.mask;
         }
     }
 
-    /// Ask the CPU to load the slot where `piece` would be, so that a `get` soon after finds it
-    /// in cache: pieces looked up in a row then overlap their trips to main memory.
+    /// Ask the CPU to load the slot where the piece of `probe` would be, so that a `get` soon
+    /// after finds it in cache: pieces looked up in a row then overlap their trips to main
+    /// memory.
     #[inline(always)]
-    pub fn prefetch(&self, piece: &[u8]) {
+    pub fn prefetch(&self, probe: &Probe) {
         #[cfg(target_arch = "x86_64")]
-        if let Some(key) = ShortKey::new(piece) {
-            let at = (key.hash() >> self.shift) as usize;
+        {
+            let at = (probe.hash >> self.shift) as usize;
             // SAFETY: `at` is below the table's length (the hash is shifted to its bits); a
             // prefetch of a valid address has no effect on the program's state.
             unsafe {
@@ -165,34 +221,37 @@ impl ShortMap {
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
-        let _ = piece;
+        let _ = probe;
     }
 
     /// Add `piece` → `ids` (at most 16 bytes, not yet present, table not full; `false` otherwise).
     pub fn insert(&mut self, piece: &[u8], ids: &[u32]) -> bool {
-        let Some(key) = ShortKey::new(piece) else {
+        let Some(Probe { key, hash }) = Probe::new(piece) else {
             return false;
         };
         if self.is_full() || ids.is_empty() {
             return false;
         }
-        let mut at = (key.hash() >> self.shift) as usize;
-        while self.slots[at].key.len != 0 {
-            if self.slots[at].key == key {
+        let mut at = (hash >> self.shift) as usize;
+        while self.slots[at].len != 0 {
+            if self.slots[at].holds(&key) {
                 return false;
             }
             at = (at + 1) & self.mask;
         }
-        let value = if let [id] = ids {
-            *id
+        let mut inline = [0; INLINE_IDS];
+        if ids.len() <= INLINE_IDS {
+            inline[..ids.len()].copy_from_slice(ids);
         } else {
+            inline[0] = self.ids.len() as u32;
             self.ids.extend_from_slice(ids);
-            (self.ids.len() - ids.len()) as u32
-        };
+        }
         self.slots[at] = Slot {
-            key,
-            count: ids.len() as u32,
-            value,
+            lo: key.lo,
+            hi: key.hi,
+            len: key.len,
+            count: ids.len() as u16,
+            ids: inline,
         };
         self.used += 1;
         true
@@ -232,9 +291,15 @@ impl PieceCache {
         }
     }
 
+    /// The ids of a short piece, by its probe.
     #[inline(always)]
-    pub fn prefetch(&self, piece: &[u8]) {
-        self.short.prefetch(piece);
+    pub fn get_short(&self, probe: &Probe) -> Option<&[u32]> {
+        self.short.get_probe(probe)
+    }
+
+    #[inline(always)]
+    pub fn prefetch(&self, probe: &Probe) {
+        self.short.prefetch(probe);
     }
 
     pub fn insert(&mut self, piece: &[u8], ids: &[u32]) {

@@ -7,6 +7,7 @@ mod bpe;
 mod cache;
 pub mod pretokenize;
 pub mod spec;
+mod table_memory;
 
 #[cfg(test)]
 mod exactness;
@@ -26,7 +27,7 @@ pub use pretokenize::Pattern;
 pub use spec::Spec;
 
 use bpe::{byte_to_char, merge, CharToByte, Merges, Scratch};
-use cache::{PieceCache, ShortMap, SHORT_LEN};
+use cache::{PieceCache, Probe, ShortMap, SHORT_LEN};
 
 /// Slots (log2) each thread's cache of short pieces starts with (512 KiB), and the most it grows
 /// to (32 MiB, half a million pieces) before it starts over; see `cache::PieceCache`.
@@ -174,15 +175,19 @@ impl FastBpe {
             let mut n = 0;
             let bytes = text.as_bytes();
             let mut flush = |group: &[(usize, usize)], state: &mut ThreadState| {
-                for &(start, len) in group {
-                    let piece = &bytes[start..start + len];
-                    if piece.len() > 1 {
-                        self.known.prefetch(piece);
-                        state.cache.prefetch(piece);
+                // Each piece's key and hash are made once, for both tables.
+                let mut probes = [None; PREFETCH_GROUP];
+                for (probe, &(start, len)) in probes.iter_mut().zip(group) {
+                    if len > 1 {
+                        *probe = Probe::new(&bytes[start..start + len]);
+                        if let Some(probe) = probe {
+                            self.known.prefetch(probe);
+                            state.cache.prefetch(probe);
+                        }
                     }
                 }
-                for &(start, len) in group {
-                    self.encode_piece(&bytes[start..start + len], state, out);
+                for (probe, &(start, len)) in probes.iter().zip(group) {
+                    self.encode_piece(&bytes[start..start + len], probe.as_ref(), state, out);
                 }
             };
             let base = bytes.as_ptr() as usize;
@@ -207,8 +212,16 @@ impl FastBpe {
         Cow::Owned(text.nfc().map(|(c, _)| c).collect())
     }
 
+    /// Append the ids of one pre-token; `probe` is its short-piece probe (`None` for one byte
+    /// and for pieces longer than `SHORT_LEN`).
     #[inline(always)]
-    fn encode_piece(&self, piece: &[u8], state: &mut ThreadState, out: &mut Vec<u32>) {
+    fn encode_piece(
+        &self,
+        piece: &[u8],
+        probe: Option<&Probe>,
+        state: &mut ThreadState,
+        out: &mut Vec<u32>,
+    ) {
         if let [byte] = piece {
             // A byte the vocabulary lacks is dropped, as `tokenizers` does without an unk token.
             let id = self.byte_ids[*byte as usize];
@@ -217,18 +230,24 @@ impl FastBpe {
             }
             return;
         }
-        if let Some(ids) = self.known.get(piece) {
-            out.extend_from_slice(ids);
-            return;
-        }
-        if piece.len() > SHORT_LEN {
-            if let Some(&id) = self.long_tokens.get(piece) {
-                out.push(id);
-                return;
+        let cached = match probe {
+            Some(probe) => {
+                if let Some(ids) = self.known.get_probe(probe) {
+                    append(out, ids);
+                    return;
+                }
+                state.cache.get_short(probe)
             }
-        }
-        if let Some(ids) = state.cache.get(piece) {
-            out.extend_from_slice(ids);
+            None => {
+                if let Some(&id) = self.long_tokens.get(piece) {
+                    out.push(id);
+                    return;
+                }
+                state.cache.get(piece)
+            }
+        };
+        if let Some(ids) = cached {
+            append(out, ids);
             return;
         }
         let symbols = &mut state.symbols;
@@ -242,6 +261,20 @@ impl FastBpe {
         merge(&self.merges, symbols, &mut state.scratch);
         out.extend_from_slice(symbols);
         state.cache.insert(piece, symbols);
+    }
+}
+
+/// `out.extend_from_slice(ids)` without its call to `memcpy`, which for the one or two ids of
+/// nearly every piece cost more than the copy (5% of a warm tokenize run in `memmove`).
+#[inline(always)]
+fn append(out: &mut Vec<u32>, ids: &[u32]) {
+    match ids {
+        [id] => out.push(*id),
+        [a, b] => {
+            out.push(*a);
+            out.push(*b);
+        }
+        _ => out.extend_from_slice(ids),
     }
 }
 

@@ -1,0 +1,169 @@
+//! Zeroed memory for the encoder's big lookup tables, backed by 2 MiB pages where the kernel
+//! gives them.
+//!
+//! Why: the tables are tens of MiB (Qwen's whole-token table 16 MiB, a thread's piece cache up
+//! to 32 MiB) and each piece is a lookup at a random slot. With 4 KiB pages nearly every lookup
+//! also misses the TLB and walks the page table, and the profile shows the time at the
+//! prefetches; with 2 MiB pages the tables span a few dozen TLB entries. On Linux the memory
+//! is an anonymous mapping with `MADV_HUGEPAGE` (transparent huge pages are usually enabled in
+//! `madvise` mode, so only memory that asks gets them); elsewhere, or when the mapping fails,
+//! it is an ordinary zeroed allocation.
+
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+
+/// Tables smaller than this stay on ordinary pages (a huge page would be mostly empty).
+const HUGE_PAGE: usize = 2 << 20;
+
+/// A fixed-length slice of `T` whose bytes start as zeros.
+///
+/// # Safety contract
+/// `T` must be valid when all its bytes are zero (`bytemuck::Zeroable`).
+pub struct ZeroedTable<T: bytemuck::Zeroable> {
+    ptr: NonNull<T>,
+    len: usize,
+    backing: Backing,
+}
+
+enum Backing {
+    /// From `mmap`: unmapped on drop (`bytes` as mapped).
+    #[cfg(target_os = "linux")]
+    Mapped { base: *mut libc::c_void, bytes: usize },
+    /// From the global allocator.
+    Heap(std::alloc::Layout),
+    /// Zero elements: nothing allocated.
+    Empty,
+}
+
+// SAFETY: the table owns its memory exclusively, like a `Box<[T]>`.
+unsafe impl<T: bytemuck::Zeroable + Send> Send for ZeroedTable<T> {}
+// SAFETY: shared access only hands out `&[T]`.
+unsafe impl<T: bytemuck::Zeroable + Sync> Sync for ZeroedTable<T> {}
+
+impl<T: bytemuck::Zeroable> ZeroedTable<T> {
+    /// `len` zeroed elements.
+    pub fn new(len: usize) -> ZeroedTable<T> {
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .expect("table size overflows usize");
+        if bytes == 0 {
+            return ZeroedTable {
+                ptr: NonNull::dangling(),
+                len,
+                backing: Backing::Empty,
+            };
+        }
+        #[cfg(target_os = "linux")]
+        if bytes >= HUGE_PAGE {
+            if let Some(table) = Self::mapped(len, bytes) {
+                return table;
+            }
+        }
+        let layout = std::alloc::Layout::array::<T>(len).expect("table layout");
+        // SAFETY: the layout has a non-zero size (checked above).
+        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
+        let Some(ptr) = NonNull::new(raw.cast::<T>()) else {
+            std::alloc::handle_alloc_error(layout)
+        };
+        ZeroedTable {
+            ptr,
+            len,
+            backing: Backing::Heap(layout),
+        }
+    }
+
+    /// An anonymous mapping with room to start on a huge-page boundary, advised to use huge
+    /// pages; `None` if the kernel refuses the mapping.
+    #[cfg(target_os = "linux")]
+    fn mapped(len: usize, bytes: usize) -> Option<ZeroedTable<T>> {
+        let mapped = bytes.checked_add(HUGE_PAGE)?;
+        // SAFETY: a fresh private anonymous mapping; no existing memory is touched.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                mapped,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return None;
+        }
+        let start = (base as usize).next_multiple_of(HUGE_PAGE);
+        // SAFETY: [start, start + bytes) lies inside the mapping (at most HUGE_PAGE - 1 bytes
+        // are skipped at its start). The advice only changes how pages are backed; it may be
+        // refused (THP disabled), which leaves ordinary pages and is not an error.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, bytes, libc::MADV_HUGEPAGE);
+        }
+        // Anonymous mappings read as zeros and `start` is aligned for any `T` (2 MiB).
+        Some(ZeroedTable {
+            ptr: NonNull::new(start as *mut T)?,
+            len,
+            backing: Backing::Mapped {
+                base,
+                bytes: mapped,
+            },
+        })
+    }
+}
+
+impl<T: bytemuck::Zeroable> Deref for ZeroedTable<T> {
+    type Target = [T];
+
+    fn deref(&self) -> &[T] {
+        // SAFETY: `ptr` points to `len` initialised (zeroed, then written) elements that this
+        // table owns, or is dangling with `len == 0`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: bytemuck::Zeroable> DerefMut for ZeroedTable<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as in `deref`, and `&mut self` makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: bytemuck::Zeroable> Drop for ZeroedTable<T> {
+    fn drop(&mut self) {
+        // The elements are plain data (`Zeroable` types the tables use have no `Drop`).
+        match self.backing {
+            #[cfg(target_os = "linux")]
+            Backing::Mapped { base, bytes } => {
+                // SAFETY: `base`/`bytes` are exactly the mapping made in `mapped`.
+                unsafe {
+                    libc::munmap(base, bytes);
+                }
+            }
+            // SAFETY: allocated in `new` with this layout.
+            Backing::Heap(layout) => unsafe {
+                std::alloc::dealloc(self.ptr.as_ptr().cast(), layout)
+            },
+            Backing::Empty => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_and_huge_tables_start_zeroed_and_hold_writes() {
+        for len in [0usize, 1, 1000, (HUGE_PAGE / 8) * 3 + 5] {
+            let mut table = ZeroedTable::<u64>::new(len);
+            assert_eq!(table.len(), len);
+            assert!(table.iter().all(|&v| v == 0));
+            for (i, slot) in table.iter_mut().enumerate() {
+                *slot = i as u64;
+            }
+            assert!(table.iter().enumerate().all(|(i, &v)| v == i as u64));
+            if len > 0 {
+                assert_eq!(table.as_ptr() as usize % std::mem::align_of::<u64>(), 0);
+            }
+        }
+    }
+}
