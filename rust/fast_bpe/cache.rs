@@ -5,7 +5,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::table_memory::ZeroedTable;
+use super::table_memory::{ZeroValid, ZeroedTable};
 
 /// Longest piece a `ShortMap` holds.
 pub const SHORT_LEN: usize = 16;
@@ -65,6 +65,17 @@ pub struct Probe {
 }
 
 impl Probe {
+    #[inline(always)]
+    pub fn hash(&self) -> u64 {
+        self.hash
+    }
+
+    /// The key as (first word, last word, length), for tables that store it themselves.
+    #[inline(always)]
+    pub fn words(&self) -> (u64, u64, u16) {
+        (self.key.lo, self.key.hi, self.key.len)
+    }
+
     /// `None` for an empty piece or one longer than `SHORT_LEN`.
     #[inline(always)]
     pub fn new(piece: &[u8]) -> Option<Probe> {
@@ -108,7 +119,7 @@ impl Slot {
 }
 
 // SAFETY: integers only; all zeros is the empty slot (`Slot::default()`).
-unsafe impl bytemuck::Zeroable for Slot {}
+unsafe impl ZeroValid for Slot {}
 
 pub struct ShortMap {
     /// On huge pages where possible: see `table_memory`.
@@ -297,10 +308,6 @@ impl PieceCache {
         self.short.get_probe(probe)
     }
 
-    #[inline(always)]
-    pub fn prefetch(&self, probe: &Probe) {
-        self.short.prefetch(probe);
-    }
 
     pub fn insert(&mut self, piece: &[u8], ids: &[u32]) {
         if piece.len() <= SHORT_LEN {

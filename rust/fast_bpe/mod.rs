@@ -5,6 +5,8 @@
 
 mod bpe;
 mod cache;
+mod nfc;
+mod shared_cache;
 pub mod pretokenize;
 pub mod spec;
 mod table_memory;
@@ -21,13 +23,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
-use unicode_normalization_alignments::{is_nfc_quick, IsNormalized, UnicodeNormalization};
+use unicode_normalization_alignments::UnicodeNormalization;
 
 pub use pretokenize::Pattern;
 pub use spec::Spec;
 
 use bpe::{byte_to_char, merge, CharToByte, Merges, Scratch};
 use cache::{PieceCache, Probe, ShortMap, SHORT_LEN};
+use shared_cache::SharedPieces;
 
 /// Slots (log2) each thread's cache of short pieces starts with (512 KiB), and the most it grows
 /// to (32 MiB, half a million pieces) before it starts over; see `cache::PieceCache`.
@@ -36,6 +39,12 @@ const CACHE_MAX_BITS: u32 = 20;
 /// Longer pieces each thread's cache holds before it starts over.
 const CACHE_LONG_ENTRIES: usize = 1 << 18;
 const NO_ID: u32 = u32::MAX;
+/// The cache of merged pieces all threads share (`shared_cache`): slots (log2) for short and
+/// for long pieces, and arena words for the long ones. Virtual memory: pages are touched as the
+/// tables fill (at most 32 + 4 + 64 MiB).
+const SHARED_SHORT_BITS: u32 = 20;
+const SHARED_LONG_BITS: u32 = 18;
+const SHARED_ARENA_WORDS: usize = 1 << 23;
 /// Pieces whose table slots are prefetched together (see `encode_segment`).
 const PREFETCH_GROUP: usize = 16;
 
@@ -54,6 +63,8 @@ pub struct FastBpe {
     long_tokens: FxHashMap<Box<[u8]>, u32>,
     /// Non-special added tokens, cut out of the raw text first (see `spec::Spec::added`).
     added: Option<AddedTokens>,
+    /// Merged pieces, shared by the threads; each thread's own cache takes what it cannot.
+    shared: SharedPieces,
 }
 
 /// The raw-text matcher of `tokenizers`' added vocabulary: leftmost-longest over the same
@@ -67,6 +78,7 @@ struct AddedTokens {
 struct ThreadState {
     instance: u64,
     cache: PieceCache,
+    writer: shared_cache::Writer,
     symbols: Vec<u32>,
     scratch: Scratch,
 }
@@ -75,6 +87,7 @@ thread_local! {
     static STATE: RefCell<ThreadState> = RefCell::new(ThreadState {
         instance: 0,
         cache: PieceCache::new(CACHE_START_BITS, CACHE_MAX_BITS, CACHE_LONG_ENTRIES),
+        writer: shared_cache::Writer::default(),
         symbols: Vec::new(),
         scratch: Scratch::default(),
     });
@@ -129,6 +142,7 @@ impl FastBpe {
             known,
             long_tokens,
             added,
+            shared: SharedPieces::new(SHARED_SHORT_BITS, SHARED_LONG_BITS, SHARED_ARENA_WORDS),
         })
     }
 
@@ -165,6 +179,7 @@ impl FastBpe {
             let state = &mut *state;
             if state.instance != self.instance {
                 state.cache.clear();
+                state.writer = shared_cache::Writer::default();
                 state.instance = self.instance;
             }
             // Pieces are looked up a group at a time: their table slots are prefetched first,
@@ -182,7 +197,7 @@ impl FastBpe {
                         *probe = Probe::new(&bytes[start..start + len]);
                         if let Some(probe) = probe {
                             self.known.prefetch(probe);
-                            state.cache.prefetch(probe);
+                            self.shared.prefetch(probe);
                         }
                     }
                 }
@@ -204,9 +219,9 @@ impl FastBpe {
     }
 
     /// NFC as `tokenizers` computes it (same crate, same tables), skipped when the quick check
-    /// proves the text is already in NFC, which is nearly always.
+    /// proves the text is already in NFC, which is nearly always (`nfc::is_nfc`).
     fn normalize<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        if !self.nfc || text.is_ascii() || is_nfc_quick(text.chars()) == IsNormalized::Yes {
+        if !self.nfc || nfc::is_nfc(text) {
             return Cow::Borrowed(text);
         }
         Cow::Owned(text.nfc().map(|(c, _)| c).collect())
@@ -236,11 +251,17 @@ impl FastBpe {
                     append(out, ids);
                     return;
                 }
+                if self.shared.get_short(probe, out) {
+                    return;
+                }
                 state.cache.get_short(probe)
             }
             None => {
                 if let Some(&id) = self.long_tokens.get(piece) {
                     out.push(id);
+                    return;
+                }
+                if self.shared.get_long(piece, out) {
                     return;
                 }
                 state.cache.get(piece)
@@ -260,7 +281,13 @@ impl FastBpe {
         );
         merge(&self.merges, symbols, &mut state.scratch);
         out.extend_from_slice(symbols);
-        state.cache.insert(piece, symbols);
+        let shared = match probe {
+            Some(probe) => self.shared.insert_short(probe, symbols, &mut state.writer),
+            None => self.shared.insert_long(piece, symbols, &mut state.writer),
+        };
+        if !shared {
+            state.cache.insert(piece, symbols);
+        }
     }
 }
 

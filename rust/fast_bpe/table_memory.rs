@@ -15,11 +15,20 @@ use std::ptr::NonNull;
 /// Tables smaller than this stay on ordinary pages (a huge page would be mostly empty).
 const HUGE_PAGE: usize = 2 << 20;
 
-/// A fixed-length slice of `T` whose bytes start as zeros.
+/// Types for which all-zero bytes are a valid value (plain integers, atomics of them, and
+/// arrays and structs of those).
 ///
-/// # Safety contract
-/// `T` must be valid when all its bytes are zero (`bytemuck::Zeroable`).
-pub struct ZeroedTable<T: bytemuck::Zeroable> {
+/// # Safety
+/// Implement only for such types.
+pub unsafe trait ZeroValid {}
+
+// SAFETY: integers and atomic integers are valid as zeros.
+unsafe impl ZeroValid for u64 {}
+unsafe impl ZeroValid for std::sync::atomic::AtomicU64 {}
+unsafe impl<T: ZeroValid, const N: usize> ZeroValid for [T; N] {}
+
+/// A fixed-length slice of `T` whose bytes start as zeros.
+pub struct ZeroedTable<T: ZeroValid> {
     ptr: NonNull<T>,
     len: usize,
     backing: Backing,
@@ -36,11 +45,11 @@ enum Backing {
 }
 
 // SAFETY: the table owns its memory exclusively, like a `Box<[T]>`.
-unsafe impl<T: bytemuck::Zeroable + Send> Send for ZeroedTable<T> {}
+unsafe impl<T: ZeroValid + Send> Send for ZeroedTable<T> {}
 // SAFETY: shared access only hands out `&[T]`.
-unsafe impl<T: bytemuck::Zeroable + Sync> Sync for ZeroedTable<T> {}
+unsafe impl<T: ZeroValid + Sync> Sync for ZeroedTable<T> {}
 
-impl<T: bytemuck::Zeroable> ZeroedTable<T> {
+impl<T: ZeroValid> ZeroedTable<T> {
     /// `len` zeroed elements.
     pub fn new(len: usize) -> ZeroedTable<T> {
         let bytes = len
@@ -110,7 +119,7 @@ impl<T: bytemuck::Zeroable> ZeroedTable<T> {
     }
 }
 
-impl<T: bytemuck::Zeroable> Deref for ZeroedTable<T> {
+impl<T: ZeroValid> Deref for ZeroedTable<T> {
     type Target = [T];
 
     fn deref(&self) -> &[T] {
@@ -120,14 +129,14 @@ impl<T: bytemuck::Zeroable> Deref for ZeroedTable<T> {
     }
 }
 
-impl<T: bytemuck::Zeroable> DerefMut for ZeroedTable<T> {
+impl<T: ZeroValid> DerefMut for ZeroedTable<T> {
     fn deref_mut(&mut self) -> &mut [T] {
         // SAFETY: as in `deref`, and `&mut self` makes the access exclusive.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
 }
 
-impl<T: bytemuck::Zeroable> Drop for ZeroedTable<T> {
+impl<T: ZeroValid> Drop for ZeroedTable<T> {
     fn drop(&mut self) {
         // The elements are plain data (`Zeroable` types the tables use have no `Drop`).
         match self.backing {
