@@ -1,7 +1,7 @@
 //! Maps from pre-token bytes to ids: `ShortMap`, an open-addressing table for pieces of at most
-//! 16 bytes whose key is two machine words (no allocation, no `memcmp`), used both for the shared
-//! table of whole-token pieces and for each thread's cache; and `PieceCache`, one thread's cache
-//! of every piece it has merged, bounded and cleared when full.
+//! 16 bytes whose key is two machine words (no allocation, no `memcmp`); `PieceCache`, one
+//! thread's cache of the merged pieces the shared cache (`shared_cache`) has no room for, bounded
+//! and cleared when full; and `Probe`, a short piece's key and hash, made once per piece.
 
 use rustc_hash::FxHashMap;
 
@@ -143,6 +143,7 @@ impl ShortMap {
     }
 
     /// Room for `entries` pieces at most half full.
+    #[cfg(test)]
     pub fn with_room_for(entries: usize) -> ShortMap {
         let bits = (entries.max(1) * 2)
             .next_power_of_two()
@@ -214,25 +215,6 @@ impl ShortMap {
             }
             at = (at + 1) & self.mask;
         }
-    }
-
-    /// Ask the CPU to load the slot where the piece of `probe` would be, so that a `get` soon
-    /// after finds it in cache: pieces looked up in a row then overlap their trips to main
-    /// memory.
-    #[inline(always)]
-    pub fn prefetch(&self, probe: &Probe) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let at = (probe.hash >> self.shift) as usize;
-            // SAFETY: `at` is below the table's length (the hash is shifted to its bits); a
-            // prefetch of a valid address has no effect on the program's state.
-            unsafe {
-                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                _mm_prefetch::<_MM_HINT_T0>(self.slots.as_ptr().add(at).cast());
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = probe;
     }
 
     /// Add `piece` → `ids` (at most 16 bytes, not yet present, table not full; `false` otherwise).

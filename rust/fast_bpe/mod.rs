@@ -29,7 +29,7 @@ pub use pretokenize::Pattern;
 pub use spec::Spec;
 
 use bpe::{byte_to_char, merge, CharToByte, Merges, Scratch};
-use cache::{PieceCache, Probe, ShortMap, SHORT_LEN};
+use cache::{PieceCache, Probe, SHORT_LEN};
 use shared_cache::SharedPieces;
 
 /// Slots (log2) each thread's cache of short pieces starts with (512 KiB), and the most it grows
@@ -55,10 +55,6 @@ pub struct FastBpe {
     nfc: bool,
     byte_ids: [u32; 256],
     merges: Merges,
-    /// Short pieces that are one vocabulary token, shared by all threads: every token whose own
-    /// bytes merge back to it (or every token, with `ignore_merges`). A word seen for the first
-    /// time is then still one lookup.
-    known: ShortMap,
     /// With `ignore_merges`: the longer pieces that are whole vocabulary entries.
     long_tokens: FxHashMap<Box<[u8]>, u32>,
     /// Non-special added tokens, cut out of the raw text first (see `spec::Spec::added`).
@@ -132,6 +128,16 @@ impl FastBpe {
             .filter_map(|(token, &id)| Some((reverse.token_bytes(token)?, id)))
             .collect();
         let (known, long_tokens) = whole_token_tables(&tokens, &merges, &byte_ids, spec);
+        // Short pieces that are one vocabulary token start out in the shared cache: every token
+        // whose own bytes merge back to it (or every token, with `ignore_merges`). A word seen
+        // for the first time is then still one lookup, and every short piece is looked up in
+        // one table.
+        let short_bits = (known.len() * 4)
+            .next_power_of_two()
+            .trailing_zeros()
+            .max(SHARED_SHORT_BITS);
+        let shared = SharedPieces::new(short_bits, SHARED_LONG_BITS, SHARED_ARENA_WORDS);
+        shared.prefill(&known);
         let added = added_tokens(spec, added_id)?;
         Ok(FastBpe {
             instance: INSTANCES.fetch_add(1, Ordering::Relaxed),
@@ -139,10 +145,9 @@ impl FastBpe {
             nfc: spec.nfc,
             byte_ids,
             merges,
-            known,
             long_tokens,
             added,
-            shared: SharedPieces::new(SHARED_SHORT_BITS, SHARED_LONG_BITS, SHARED_ARENA_WORDS),
+            shared,
         })
     }
 
@@ -196,7 +201,6 @@ impl FastBpe {
                     if len > 1 {
                         *probe = Probe::new(&bytes[start..start + len]);
                         if let Some(probe) = probe {
-                            self.known.prefetch(probe);
                             self.shared.prefetch(probe);
                         }
                     }
@@ -247,10 +251,6 @@ impl FastBpe {
         }
         let cached = match probe {
             Some(probe) => {
-                if let Some(ids) = self.known.get_probe(probe) {
-                    append(out, ids);
-                    return;
-                }
                 if self.shared.get_short(probe, out) {
                     return;
                 }
@@ -330,24 +330,25 @@ fn added_tokens(
     Ok(Some(AddedTokens { matcher, ids }))
 }
 
-/// The tables of pieces that are exactly one token: short ones in a `ShortMap`, long ones (only
+/// The pieces that are exactly one token: short ones as a list, long ones (only
 /// needed with `ignore_merges`, where a whole token wins over merging) in a hash map. Without
 /// `ignore_merges` a token is listed only when merging its own bytes gives it back, which is
 /// what merging the piece would give; the check runs on all cores.
-fn whole_token_tables(
-    tokens: &[(Vec<u8>, u32)],
+fn whole_token_tables<'t>(
+    tokens: &'t [(Vec<u8>, u32)],
     merges: &Merges,
     byte_ids: &[u32; 256],
     spec: &Spec,
-) -> (ShortMap, FxHashMap<Box<[u8]>, u32>) {
-    let short: Vec<&(Vec<u8>, u32)> = tokens
+) -> (Vec<(&'t [u8], u32)>, FxHashMap<Box<[u8]>, u32>) {
+    let short: Vec<(&'t [u8], u32)> = tokens
         .par_iter()
         .filter(|(bytes, _)| (2..=SHORT_LEN).contains(&bytes.len()))
         .map_init(
             || (Vec::new(), Scratch::default()),
             |(symbols, scratch), entry| {
+                let whole = (entry.0.as_slice(), entry.1);
                 if spec.ignore_merges {
-                    return Some(entry);
+                    return Some(whole);
                 }
                 symbols.clear();
                 symbols.extend(entry.0.iter().map(|&b| byte_ids[b as usize]));
@@ -355,15 +356,11 @@ fn whole_token_tables(
                     return None;
                 }
                 merge(merges, symbols, scratch);
-                (symbols.as_slice() == [entry.1]).then_some(entry)
+                (symbols.as_slice() == [entry.1]).then_some(whole)
             },
         )
         .flatten()
         .collect();
-    let mut known = ShortMap::with_room_for(short.len());
-    for (bytes, id) in short {
-        known.insert(bytes, &[*id]);
-    }
     let long_tokens = if spec.ignore_merges {
         tokens
             .iter()
@@ -373,5 +370,5 @@ fn whole_token_tables(
     } else {
         FxHashMap::default()
     };
-    (known, long_tokens)
+    (short, long_tokens)
 }

@@ -73,6 +73,19 @@ impl SharedPieces {
         }
     }
 
+    /// Put single-token pieces in first (before any thread reads); one that finds no slot is
+    /// merged when met, which gives the same id.
+    pub fn prefill(&self, pieces: &[(&[u8], u32)]) {
+        let mut writer = Writer::default();
+        for &(piece, id) in pieces {
+            if let Some(probe) = Probe::new(piece) {
+                self.insert_short(&probe, &[id], &mut writer);
+            }
+        }
+        self.short_used
+            .fetch_add(writer.short_pending, Ordering::Relaxed);
+    }
+
     #[inline(always)]
     pub fn prefetch(&self, probe: &Probe) {
         #[cfg(target_arch = "x86_64")]
