@@ -571,3 +571,32 @@ fn batches_give_identical_ids_and_offsets() {
     assert_eq!(fast, hf);
     assert_eq!(fast.offsets.len(), corpus.len() + 1);
 }
+
+/// Threads that share one encoder, and so its cache of merged pieces (`shared_cache`), each
+/// encode the corpus in their own order, three times: every text gives the oracle's ids, whether
+/// its pieces were merged by this thread, found from another thread, or raced.
+#[test]
+fn threads_sharing_the_cache_give_identical_ids() {
+    for variant in [Variant::Shipped, Variant::IgnoreMerges, Variant::AddedTokens] {
+        let pair = encoders_for(&variant_json(variant));
+        let corpus = adversarial_corpus();
+        let expected: Vec<Vec<u32>> = corpus
+            .iter()
+            .map(|text| pair.hf.encode(text).expect("hf encodes"))
+            .collect();
+        std::thread::scope(|scope| {
+            for thread in 0..4usize {
+                let (pair, corpus, expected) = (&pair, &corpus, &expected);
+                scope.spawn(move || {
+                    for round in 0..3 {
+                        for k in 0..corpus.len() {
+                            let i = (k * 7919 + thread * 131 + round) % corpus.len();
+                            let got = pair.fast.encode(&corpus[i]).expect("fast encodes");
+                            assert_eq!(got, expected[i], "{variant:?} thread {thread}: text {i}");
+                        }
+                    }
+                });
+            }
+        });
+    }
+}
