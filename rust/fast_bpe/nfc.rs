@@ -46,26 +46,54 @@ pub fn is_nfc(text: &str) -> bool {
     let bytes = text.as_bytes();
     let mut starters = None;
     let mut i = 0;
-    while i < bytes.len() {
-        if let Some(chunk) = bytes.get(i..i + 8) {
-            if !has_lead_from_u0300(u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]))) {
-                i += 8;
-                continue;
+    while let Some(&lead) = bytes.get(i) {
+        if lead < 0x80 {
+            // ASCII: skip eight bytes at a time while they hold nothing from U+0300 on.
+            match bytes.get(i..i + 8) {
+                Some(chunk)
+                    if !has_lead_from_u0300(u64::from_le_bytes(
+                        chunk.try_into().unwrap_or([0; 8]),
+                    )) =>
+                {
+                    i += 8
+                }
+                _ => i += 1,
             }
+            continue;
         }
-        if bytes[i] < 0xCC {
+        if lead < 0xCC {
+            // A continuation byte, or the lead of a character below U+0300.
             i += 1;
             continue;
         }
-        let Some(c) = text[i..].chars().next() else {
-            break;
+        // `text` is valid UTF-8, so the sequence is complete; decoded by hand (CJK text is
+        // nearly all three-byte characters).
+        let cont = |k: usize| u32::from(bytes[i + k] & 0x3f);
+        let (code, len) = match lead {
+            0xCC..=0xDF => ((u32::from(lead & 0x1f) << 6) | cont(1), 2),
+            0xE0..=0xEF => (
+                (u32::from(lead & 0x0f) << 12) | (cont(1) << 6) | cont(2),
+                3,
+            ),
+            _ => (
+                (u32::from(lead & 0x07) << 18) | (cont(1) << 12) | (cont(2) << 6) | cont(3),
+                4,
+            ),
         };
-        let table = starters.get_or_insert_with(plain_starters);
-        let plain = (c as usize) < 0x1_0000 && table[c as usize / 64] >> (c as usize % 64) & 1 == 1;
+        let plain = if code < 0x1_0000 {
+            let table = starters.get_or_insert_with(plain_starters);
+            table[code as usize / 64] >> (code % 64) & 1 == 1
+        } else {
+            // Outside the BMP (emoji, rare ideographs): asked of the crate, one character.
+            char::from_u32(code).is_some_and(|c| {
+                canonical_combining_class(c) == 0
+                    && is_nfc_quick(std::iter::once(c)) == IsNormalized::Yes
+            })
+        };
         if !plain {
             return is_nfc_quick(text[i..].chars()) == IsNormalized::Yes;
         }
-        i += c.len_utf8();
+        i += len;
     }
     true
 }
