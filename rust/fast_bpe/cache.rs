@@ -290,7 +290,6 @@ impl PieceCache {
         self.short.get_probe(probe)
     }
 
-
     pub fn insert(&mut self, piece: &[u8], ids: &[u32]) {
         if piece.len() <= SHORT_LEN {
             if self.short.is_full() {

@@ -577,7 +577,11 @@ fn batches_give_identical_ids_and_offsets() {
 /// its pieces were merged by this thread, found from another thread, or raced.
 #[test]
 fn threads_sharing_the_cache_give_identical_ids() {
-    for variant in [Variant::Shipped, Variant::IgnoreMerges, Variant::AddedTokens] {
+    for variant in [
+        Variant::Shipped,
+        Variant::IgnoreMerges,
+        Variant::AddedTokens,
+    ] {
         let pair = encoders_for(&variant_json(variant));
         let corpus = adversarial_corpus();
         let expected: Vec<Vec<u32>> = corpus

@@ -6,8 +6,8 @@
 mod bpe;
 mod cache;
 mod nfc;
-mod shared_cache;
 pub mod pretokenize;
+mod shared_cache;
 pub mod spec;
 mod table_memory;
 
@@ -56,7 +56,7 @@ pub struct FastBpe {
     byte_ids: [u32; 256],
     merges: Merges,
     /// With `ignore_merges`: the longer pieces that are whole vocabulary entries.
-    long_tokens: FxHashMap<Box<[u8]>, u32>,
+    long_tokens: LongTokens,
     /// Non-special added tokens, cut out of the raw text first (see `spec::Spec::added`).
     added: Option<AddedTokens>,
     /// Merged pieces, shared by the threads; each thread's own cache takes what it cannot.
@@ -330,6 +330,9 @@ fn added_tokens(
     Ok(Some(AddedTokens { matcher, ids }))
 }
 
+/// Pieces longer than `SHORT_LEN` that are one token, with `ignore_merges`.
+type LongTokens = FxHashMap<Box<[u8]>, u32>;
+
 /// The pieces that are exactly one token: short ones as a list, long ones (only
 /// needed with `ignore_merges`, where a whole token wins over merging) in a hash map. Without
 /// `ignore_merges` a token is listed only when merging its own bytes gives it back, which is
@@ -339,7 +342,7 @@ fn whole_token_tables<'t>(
     merges: &Merges,
     byte_ids: &[u32; 256],
     spec: &Spec,
-) -> (Vec<(&'t [u8], u32)>, FxHashMap<Box<[u8]>, u32>) {
+) -> (Vec<(&'t [u8], u32)>, LongTokens) {
     let short: Vec<(&'t [u8], u32)> = tokens
         .par_iter()
         .filter(|(bytes, _)| (2..=SHORT_LEN).contains(&bytes.len()))

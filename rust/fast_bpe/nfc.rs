@@ -71,10 +71,7 @@ pub fn is_nfc(text: &str) -> bool {
         let cont = |k: usize| u32::from(bytes[i + k] & 0x3f);
         let (code, len) = match lead {
             0xCC..=0xDF => ((u32::from(lead & 0x1f) << 6) | cont(1), 2),
-            0xE0..=0xEF => (
-                (u32::from(lead & 0x0f) << 12) | (cont(1) << 6) | cont(2),
-                3,
-            ),
+            0xE0..=0xEF => ((u32::from(lead & 0x0f) << 12) | (cont(1) << 6) | cont(2), 3),
             _ => (
                 (u32::from(lead & 0x07) << 18) | (cont(1) << 12) | (cont(2) << 6) | cont(3),
                 4,
@@ -108,12 +105,19 @@ mod tests {
             for lane in 0..8 {
                 let mut word = [b'a'; 8];
                 word[lane] = b;
-                assert_eq!(has_lead_from_u0300(u64::from_le_bytes(word)), b >= 0xCC, "{b:#x}");
+                assert_eq!(
+                    has_lead_from_u0300(u64::from_le_bytes(word)),
+                    b >= 0xCC,
+                    "{b:#x}"
+                );
             }
         }
         // Common blocks are in the table: Latin, CJK, kana, Hangul, general punctuation.
         for c in ['é', '中', 'の', '한', '—', '’'] {
-            assert!(plain_starters()[c as usize / 64] >> (c as usize % 64) & 1 == 1, "{c}");
+            assert!(
+                plain_starters()[c as usize / 64] >> (c as usize % 64) & 1 == 1,
+                "{c}"
+            );
         }
     }
 

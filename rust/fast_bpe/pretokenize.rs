@@ -351,7 +351,11 @@ mod tests {
                 let mask = ascii_letter_bytes(u64::from_le_bytes(lanes));
                 for (k, &byte) in lanes.iter().enumerate() {
                     let set = mask >> (8 * k + 7) & 1 == 1;
-                    assert_eq!(set, byte.is_ascii_alphabetic(), "byte {byte:#x} in lane {k}");
+                    assert_eq!(
+                        set,
+                        byte.is_ascii_alphabetic(),
+                        "byte {byte:#x} in lane {k}"
+                    );
                 }
                 assert_eq!(mask & !HIGH_BITS, 0);
             }

@@ -339,7 +339,12 @@ mod tests {
         assert_eq!(ids_of(&shared, &long_a[..39]), None);
         // Four ids do not fit a short slot; pieces past MAX_CACHED_LEN are never kept.
         assert!(!insert(&shared, b"abcd", &[1, 2, 3, 4], &mut writer));
-        assert!(!insert(&shared, &[1u8; MAX_CACHED_LEN + 1], &[1], &mut writer));
+        assert!(!insert(
+            &shared,
+            &[1u8; MAX_CACHED_LEN + 1],
+            &[1],
+            &mut writer
+        ));
     }
 
     #[test]
@@ -371,7 +376,7 @@ mod tests {
         let shared = SharedPieces::new(16, 12, 1 << 20);
         let piece = |i: u32| -> Vec<u8> {
             let text = format!("w{i}");
-            if i % 3 == 0 {
+            if i.is_multiple_of(3) {
                 text.repeat(10).into_bytes()
             } else {
                 text.into_bytes()

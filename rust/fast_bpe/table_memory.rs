@@ -37,7 +37,10 @@ pub struct ZeroedTable<T: ZeroValid> {
 enum Backing {
     /// From `mmap`: unmapped on drop (`bytes` as mapped).
     #[cfg(target_os = "linux")]
-    Mapped { base: *mut libc::c_void, bytes: usize },
+    Mapped {
+        base: *mut libc::c_void,
+        bytes: usize,
+    },
     /// From the global allocator.
     Heap(std::alloc::Layout),
     /// Zero elements: nothing allocated.
