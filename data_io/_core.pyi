@@ -94,7 +94,8 @@ class Encoder:
         """Vocabulary size including added tokens."""
     @property
     def engine(self) -> str:
-        """The engine that encodes: ``"fast-bpe"`` or ``"hf-tokenizers"``."""
+        """The engine that encodes: ``"fast-bpe"`` or ``"hf-tokenizers"`` (``"null"`` under
+        ``DATA_IO_ENCODER=null``, which emits placeholder ids to measure the pipeline's floor)."""
     @property
     def fallback_reason(self) -> str | None:
         """Why the HF encoder runs instead of the fast one, or None when the fast one runs."""

@@ -88,12 +88,14 @@ impl TextEncoder for HfEncoder {
 }
 
 /// The environment variable that chooses the engine: unset or `auto` (fast when served),
-/// `hf` (always `tokenizers`), `fast` (fail when the fast encoder does not serve the tokenizer).
+/// `hf` (always `tokenizers`), `fast` (fail when the fast encoder does not serve the tokenizer),
+/// `null` (no encoding at all, for measuring the pipeline's floor; see `Engine::Null`).
 pub const ENGINE_VARIABLE: &str = "DATA_IO_ENCODER";
 
 /// Which engine `Encoder` runs, as named in summaries.
 pub const FAST_ENGINE: &str = "fast-bpe";
 pub const HF_ENGINE: &str = "hf-tokenizers";
+pub const NULL_ENGINE: &str = "null";
 
 /// The encoder the pipeline uses: the fast byte-level BPE when it serves the tokenizer exactly,
 /// the HF encoder otherwise. Both give the same ids; `engine` and `fallback_reason` say which
@@ -108,6 +110,11 @@ enum Engine {
     /// is built (that took about half of loading Qwen's file).
     Fast(Box<FastBpe>, Box<Spec>),
     Hf(Box<HfEncoder>),
+    /// No encoding: one id per four bytes of text (about what BPE gives on prose), the id being
+    /// the top two bits of the chunk's first byte (a byte-class, always in the vocabulary). The
+    /// rest of the pipeline runs as usual, so a run with it is the floor of reading, parsing and
+    /// writing (issue 12). Special tokens resolve from the file as for the fast encoder.
+    Null(Box<Spec>),
 }
 
 impl Encoder {
@@ -116,7 +123,7 @@ impl Encoder {
         Self::from_file_with(path, &engine_choice())
     }
 
-    /// Load `path` with the engine `choice` ("", "auto", "hf" or "fast").
+    /// Load `path` with the engine `choice` ("", "auto", "hf", "fast" or "null").
     pub fn from_file_with(path: &Path, choice: &str) -> Result<Self> {
         Self::from_json(&read_tokenizer(path)?, path, choice)
     }
@@ -155,13 +162,26 @@ impl Encoder {
     }
 
     fn from_json(json: &str, path: &Path, choice: &str) -> Result<Self> {
+        if choice == "null" {
+            let spec = spec::recognise(json).map_err(|reason| {
+                Error::Tokenizer(format!(
+                    "{ENGINE_VARIABLE}=null needs a tokenizer the fast encoder serves (its special \
+                     tokens are read the same way), and {} is not: {reason}",
+                    path.display()
+                ))
+            })?;
+            return Ok(Encoder {
+                engine: Engine::Null(Box::new(spec)),
+                fallback_reason: Some(format!("{ENGINE_VARIABLE}=null: no encoding")),
+            });
+        }
         let fast = match choice {
             "" | "auto" | "fast" => Self::fast_for(json),
             "hf" => Err(format!("{ENGINE_VARIABLE}=hf")),
             other => {
                 return Err(Error::Config(format!(
                     "{ENGINE_VARIABLE}={other:?} is not an encoder; use \"auto\" (the default), \
-                     \"hf\" or \"fast\""
+                     \"hf\", \"fast\" or \"null\" (no encoding: the pipeline's floor)"
                 )))
             }
         };
@@ -193,11 +213,12 @@ impl Encoder {
         Ok((fast, spec))
     }
 
-    /// `FAST_ENGINE` or `HF_ENGINE`.
+    /// `FAST_ENGINE`, `HF_ENGINE` or `NULL_ENGINE`.
     pub fn engine(&self) -> &'static str {
         match self.engine {
             Engine::Fast(..) => FAST_ENGINE,
             Engine::Hf(_) => HF_ENGINE,
+            Engine::Null(_) => NULL_ENGINE,
         }
     }
 
@@ -226,19 +247,23 @@ impl TextEncoder for Encoder {
                 Ok(())
             }
             Engine::Hf(hf) => hf.encode_into(text, out),
+            Engine::Null(_) => {
+                out.extend(text.as_bytes().chunks(4).map(|chunk| u32::from(chunk[0] >> 6)));
+                Ok(())
+            }
         }
     }
 
     fn token_id(&self, token: &str) -> Option<u32> {
         match &self.engine {
-            Engine::Fast(_, spec) => spec.token_id(token),
+            Engine::Fast(_, spec) | Engine::Null(spec) => spec.token_id(token),
             Engine::Hf(hf) => hf.token_id(token),
         }
     }
 
     fn vocab_size(&self) -> usize {
         match &self.engine {
-            Engine::Fast(_, spec) => spec.vocab_size(),
+            Engine::Fast(_, spec) | Engine::Null(spec) => spec.vocab_size(),
             Engine::Hf(hf) => hf.vocab_size(),
         }
     }
@@ -454,6 +479,22 @@ mod tests {
         let err = encode_batch(&Bytes, &texts, None).expect_err("text 40 fails");
         assert_eq!(err.kind(), crate::ErrorKind::Input);
         assert!(err.to_string().starts_with("text 40 of the batch"), "{err}");
+    }
+
+    #[test]
+    fn the_null_engine_emits_one_id_per_four_bytes_and_resolves_specials() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("trained_tokenizers/bpe/tokenizer.json");
+        let null = Encoder::from_file_with(&path, "null").expect("null engine");
+        let fast = Encoder::from_file_with(&path, "fast").expect("fast engine");
+        assert_eq!(null.engine(), NULL_ENGINE);
+        assert!(null.fallback_reason().is_some_and(|r| r.contains("null")));
+        assert_eq!(null.encode("abcdé").expect("encodes"), vec![1, 3]);
+        assert_eq!(null.encode("").expect("encodes"), Vec::<u32>::new());
+        assert_eq!(null.token_id("<|im_start|>"), fast.token_id("<|im_start|>"));
+        assert_eq!(null.vocab_size(), fast.vocab_size());
+        let bad = Encoder::from_file_with(&path, "nul").err().expect("unknown engine");
+        assert!(bad.to_string().contains("\"null\""), "{bad}");
     }
 
     #[test]
