@@ -239,7 +239,7 @@ ENGINES = {
 }
 # Which engines keep state across calls in one process, i.e. what "warm" means for each.
 WARM = {
-    "data_io": "same process: the loaded encoder and each thread's piece cache are kept",
+    "data_io": "same process: the loaded encoder and its piece cache (shared by the threads) are kept",
     "data_io-hf": "same process: the loaded encoder is kept",
     "floor": "page cache",
     "tokenizers": "same Tokenizer: BPE word cache (10k words) warm",
