@@ -143,24 +143,16 @@ impl SharedPieces {
         let state = u64::from(len) | (ids.len() as u64) << 16 | u64::from(ids[0]) << 32;
         let more = u64::from(ids.get(1).copied().unwrap_or(0))
             | u64::from(ids.get(2).copied().unwrap_or(0)) << 32;
-        let mask = self.short.len() - 1;
-        let mut at = (probe.hash() >> self.short_shift) as usize;
-        for _ in 0..MAX_PROBES {
-            let slot = &self.short[at];
-            if slot[2]
-                .compare_exchange(0, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-            {
-                slot[0].store(lo, Ordering::Relaxed);
-                slot[1].store(hi, Ordering::Relaxed);
-                slot[3].store(more, Ordering::Relaxed);
-                slot[2].store(state, Ordering::Release);
-                count_insert(&self.short_used, &mut writer.short_pending);
-                return true;
-            }
-            at = (at + 1) & mask;
+        let start = (probe.hash() >> self.short_shift) as usize;
+        let taken = publish(&self.short, start, 2, state, |slot| {
+            slot[0].store(lo, Ordering::Relaxed);
+            slot[1].store(hi, Ordering::Relaxed);
+            slot[3].store(more, Ordering::Relaxed);
+        });
+        if taken {
+            count_insert(&self.short_used, &mut writer.short_pending);
         }
-        false
+        taken
     }
 
     /// Append the ids of a long piece to `out` if the table has it.
@@ -227,22 +219,14 @@ impl SharedPieces {
         }
         let hash = long_hash(piece);
         let state = (offset as u64) << 32 | (piece.len() as u64) << 16 | ids.len() as u64;
-        let mask = self.long.len() - 1;
-        let mut at = (hash >> self.long_shift) as usize;
-        for _ in 0..MAX_PROBES {
-            let slot = &self.long[at];
-            if slot[1]
-                .compare_exchange(0, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-            {
-                slot[0].store(hash, Ordering::Relaxed);
-                slot[1].store(state, Ordering::Release);
-                count_insert(&self.long_used, &mut writer.long_pending);
-                return true;
-            }
-            at = (at + 1) & mask;
+        let start = (hash >> self.long_shift) as usize;
+        let taken = publish(&self.long, start, 1, state, |slot| {
+            slot[0].store(hash, Ordering::Relaxed);
+        });
+        if taken {
+            count_insert(&self.long_used, &mut writer.long_pending);
         }
-        false
+        taken
     }
 
     /// `words` arena words from the thread's reserved chunk (reserving another when it runs
@@ -265,6 +249,34 @@ impl SharedPieces {
     fn is_full(&self, used: &AtomicUsize, slots: usize) -> bool {
         used.load(Ordering::Relaxed) * 2 >= slots
     }
+}
+
+/// Claim the first empty slot of `table` from `start` on (its state word `state_at` goes from 0
+/// to `CLAIMED`, so no other writer takes it), let `fill` write its other words, then publish
+/// `state` with release ordering: a reader that sees `state` sees the whole entry. `false` when
+/// `MAX_PROBES` slots were taken.
+fn publish<const N: usize>(
+    table: &[[AtomicU64; N]],
+    start: usize,
+    state_at: usize,
+    state: u64,
+    fill: impl FnOnce(&[AtomicU64; N]),
+) -> bool {
+    let mask = table.len() - 1;
+    let mut at = start;
+    for _ in 0..MAX_PROBES {
+        let slot = &table[at];
+        if slot[state_at]
+            .compare_exchange(0, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            fill(slot);
+            slot[state_at].store(state, Ordering::Release);
+            return true;
+        }
+        at = (at + 1) & mask;
+    }
+    false
 }
 
 /// Add an insert to the table's count, a batch at a time (one contended atomic per batch).
