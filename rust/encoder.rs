@@ -248,7 +248,11 @@ impl TextEncoder for Encoder {
             }
             Engine::Hf(hf) => hf.encode_into(text, out),
             Engine::Null(_) => {
-                out.extend(text.as_bytes().chunks(4).map(|chunk| u32::from(chunk[0] >> 6)));
+                out.extend(
+                    text.as_bytes()
+                        .chunks(4)
+                        .map(|chunk| u32::from(chunk[0] >> 6)),
+                );
                 Ok(())
             }
         }
@@ -493,7 +497,9 @@ mod tests {
         assert_eq!(null.encode("").expect("encodes"), Vec::<u32>::new());
         assert_eq!(null.token_id("<|im_start|>"), fast.token_id("<|im_start|>"));
         assert_eq!(null.vocab_size(), fast.vocab_size());
-        let bad = Encoder::from_file_with(&path, "nul").err().expect("unknown engine");
+        let bad = Encoder::from_file_with(&path, "nul")
+            .err()
+            .expect("unknown engine");
         assert!(bad.to_string().contains("\"null\""), "{bad}");
     }
 
