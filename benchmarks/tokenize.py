@@ -22,6 +22,7 @@ import importlib.util
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -492,14 +493,17 @@ def race_child(spec: dict) -> dict:
         "floor": engine_floor,
     }
     load, run = builders[spec["engine"]](spec, texts)
-    digests: list[bytes] = []
+    digests: list[bytes] | None = [] if spec.get("digests") else None
     first = run(digests)
     first_cpu, Clock.total_cpu = Clock.total_cpu, 0.0
-    warm = run(None)
+    # Warm: the fastest of the later passes (a cache may still be learning on the second).
+    warm_passes = [run(None) for _ in range(spec.get("passes", 2) - 1)]
+    warm = min(warm_passes)
+    Clock.total_cpu /= len(warm_passes)
     if digests:
         Path(spec["digests"]).write_bytes(b"".join(digests))
     return {"load_s": load, "first_s": first, "warm_s": warm, "texts": len(texts),
-            "digests": len(digests), "first_cores_used": first_cpu / first,
+            "digests": len(digests or []), "first_cores_used": first_cpu / first,
             "warm_cores_used": Clock.total_cpu / warm, "note": spec.get("note", ""),
             "version": spec.get("version", ""),
             "threads_used": spec.get("threads_used", spec["threads"])}  # fmt: skip
@@ -573,6 +577,63 @@ def race(args: argparse.Namespace) -> list[dict]:
     return results
 
 
+def pairs(args: argparse.Namespace) -> list[dict]:
+    """The race without the oracle, run as interleaved rounds: each round runs every engine once
+    (a fresh process: first pass, then ``--passes`` - 1 warm passes, the fastest kept), so that
+    a busy spell of the shared machine hits every engine alike. Ids are not compared here."""
+    corpora = _load_sibling("tokenize_corpus").build(args.workdir / "corpus", args.mb, args.cjk_mb)
+    tokenizer = str(TOKENIZER if args.vocab == "shipped" else _vocabulary_path(args.vocab))
+    engines = [e.strip() for e in args.engines.split(",") if e.strip() != ORACLE]
+    results = []
+    for slice_name, corpus in corpora.items():
+        info = json.loads((corpus / "corpus.json").read_text())
+        for count in (int(t) for t in args.threads.split(",")):
+            for round_no in range(args.pairs):
+                for engine in engines:
+                    spec = {"engine": engine, "corpus": str(corpus), "tokenizer": tokenizer,
+                            "vocab": args.vocab, "threads": count, "passes": args.passes,
+                            "workdir": str(args.workdir / "run")}  # fmt: skip
+                    row = {"slice": slice_name, "engine": engine, "threads": count,
+                           "round": round_no, "text_bytes": info["text_bytes"],
+                           **_run_child(spec)}  # fmt: skip
+                    results.append(row)
+                    print(json.dumps(row), file=sys.stderr)
+    return results
+
+
+def pairs_table(results: list[dict]) -> str:
+    """Per slice and thread count: each engine's MB/s of text round by round, and each engine's
+    median over data_io's (first pass, warm)."""
+    lines = [
+        "| slice | threads | engine | first pass MB/s by round | warm MB/s by round "
+        "| median vs data_io (first / warm) |",
+        "|---|---:|---|---|---|---|",
+    ]
+    groups: dict[tuple, dict[str, list[dict]]] = {}
+    for r in results:
+        if "error" not in r:
+            groups.setdefault((r["slice"], r["threads"]), {}).setdefault(r["engine"], []).append(r)
+    for (slice_name, count), by_engine in groups.items():
+
+        def speeds(rows: list[dict], key: str) -> list[float]:
+            return [r["text_bytes"] / 1e6 / r[key] for r in rows]
+
+        base = by_engine.get("data_io")
+        for engine, rows in by_engine.items():
+            first, warm = speeds(rows, "first_s"), speeds(rows, "warm_s")
+            versus = ""
+            if base and engine != "data_io":
+                versus = (
+                    f"{statistics.median(first) / statistics.median(speeds(base, 'first_s')):.2f}x"
+                    f" / {statistics.median(warm) / statistics.median(speeds(base, 'warm_s')):.2f}x"
+                )
+            lines.append(
+                f"| {slice_name} | {count} | {engine} | {' / '.join(f'{v:.1f}' for v in first)} "
+                f"| {' / '.join(f'{v:.1f}' for v in warm)} | {versus} |"
+            )
+    return "\n".join(lines)
+
+
 def _vocabulary_path(name: str) -> Path:
     from data_io.vocabularies import vocabulary_path
 
@@ -625,10 +686,21 @@ def main() -> None:
     parser.add_argument("--vocab", default="qwen", help="race: shipped, gpt2, qwen, ...")
     parser.add_argument("--threads", default="1,2", help="race: thread counts")
     parser.add_argument("--engines", default=",".join(ENGINES), help="race: engines to run")
+    parser.add_argument(
+        "--pairs", type=int, default=0, help="race: N interleaved rounds instead, no oracle"
+    )
+    parser.add_argument("--passes", type=int, default=3, help="--pairs: passes per process")
     parser.add_argument("--race-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.race_child:
         print(json.dumps(race_child(json.loads(args.race_child))))
+        return
+    if args.race and args.pairs:
+        args.workdir = args.workdir if args.workdir != DEFAULT_WORKDIR else ROOT / "work" / "race"
+        results = pairs(args)
+        (args.workdir / "pairs.json").write_text(json.dumps(results, indent=1))
+        print(f"\nVocabulary {args.vocab}; {os.cpu_count()} cores; {args.pairs} rounds.\n")
+        print(pairs_table(results))
         return
     if args.race:
         args.workdir = args.workdir if args.workdir != DEFAULT_WORKDIR else ROOT / "work" / "race"
