@@ -233,6 +233,10 @@ impl SharedPieces {
     /// out), or `None` when the arena is spent.
     fn reserve(&self, words: usize, writer: &mut Writer) -> Option<usize> {
         if writer.arena.len() < words {
+            // Once the arena is spent, say so without touching the contended counter again.
+            if self.arena_next.load(Ordering::Relaxed) >= self.arena.len() {
+                return None;
+            }
             let chunk = words.max(ARENA_CHUNK);
             let start = self.arena_next.fetch_add(chunk, Ordering::Relaxed);
             // Offsets are stored in 32 bits.
