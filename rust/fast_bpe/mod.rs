@@ -1,6 +1,6 @@
 //! A fast, exact byte-level BPE encoder for the tokenizer shapes `spec` recognises: NFC (only
 //! when the text needs it), a hand-written pre-tokenizer, and merge-rank BPE per pre-token behind
-//! a per-thread cache. The HF `tokenizers` encoder stays the oracle and the fallback
+//! a cache shared by the threads (`shared_cache`, with a per-thread cache for what it cannot hold). The HF `tokenizers` encoder stays the oracle and the fallback
 //! (`crate::encoder`).
 
 mod bpe;
@@ -137,7 +137,12 @@ impl FastBpe {
             .trailing_zeros()
             .max(SHARED_SHORT_BITS);
         let shared = SharedPieces::new(short_bits, SHARED_LONG_BITS, SHARED_ARENA_WORDS);
-        shared.prefill(&known);
+        if !shared.prefill(&known) {
+            return Err(format!(
+                "{} single-token pieces do not fit the piece cache",
+                known.len()
+            ));
+        }
         let added = added_tokens(spec, added_id)?;
         Ok(FastBpe {
             instance: INSTANCES.fetch_add(1, Ordering::Relaxed),

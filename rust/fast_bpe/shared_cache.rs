@@ -73,17 +73,17 @@ impl SharedPieces {
         }
     }
 
-    /// Put single-token pieces in first (before any thread reads); one that finds no slot is
-    /// merged when met, which gives the same id.
-    pub fn prefill(&self, pieces: &[(&[u8], u32)]) {
+    /// Put single-token pieces in first (before any thread reads); `false` if one found no
+    /// slot. The encoder then declines the tokenizer: with `ignore_merges` a whole token must be
+    /// found, since merging its bytes may give other ids.
+    pub fn prefill(&self, pieces: &[(&[u8], u32)]) -> bool {
         let mut writer = Writer::default();
-        for &(piece, id) in pieces {
-            if let Some(probe) = Probe::new(piece) {
-                self.insert_short(&probe, &[id], &mut writer);
-            }
-        }
+        let placed = pieces.iter().all(|&(piece, id)| {
+            Probe::new(piece).is_some_and(|probe| self.insert_short(&probe, &[id], &mut writer))
+        });
         self.short_used
             .fetch_add(writer.short_pending, Ordering::Relaxed);
+        placed
     }
 
     #[inline(always)]
@@ -361,6 +361,22 @@ mod tests {
             &[1],
             &mut writer
         ));
+    }
+
+    #[test]
+    fn prefill_says_whether_every_piece_found_a_slot() {
+        let names: Vec<String> = (0..40).map(|i| format!("t{i:02}")).collect();
+        let pieces: Vec<(&[u8], u32)> = names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| (name.as_bytes(), i as u32))
+            .collect();
+        let roomy = SharedPieces::new(8, 4, 1 << 12);
+        assert!(roomy.prefill(&pieces));
+        for &(piece, id) in &pieces {
+            assert_eq!(ids_of(&roomy, piece), Some(vec![id]));
+        }
+        assert!(!SharedPieces::new(4, 4, 1 << 12).prefill(&pieces));
     }
 
     #[test]

@@ -301,7 +301,6 @@ impl<'a> Field<'a> {
         match self {
             Field::Text(text) => Ok(text),
             Field::Missing => Err(format!("missing field \"{name}\"")),
-            Field::Not("null") => Err(format!("field \"{name}\" is null; expected a string")),
             Field::Not(found) => Err(format!("field \"{name}\" is {found}; expected a string")),
         }
     }
