@@ -12,8 +12,8 @@ pub const SHORT_LEN: usize = 16;
 /// Pre-tokens longer than this are merged every time, as `tokenizers` does past 256.
 pub const MAX_CACHED_LEN: usize = 256;
 
-/// A piece of at most 16 bytes as (first 8 bytes, last 8 bytes, length), read with overlapping
-/// loads: given the length the two words hold every byte, so equal keys mean equal pieces.
+/// A piece of at most 16 bytes as (bytes 0-7, bytes 8-15, length), little-endian and padded
+/// with zeros: given the length, equal keys mean equal pieces.
 #[derive(Clone, Copy, PartialEq, Eq, Default)]
 struct ShortKey {
     lo: u64,
@@ -21,32 +21,56 @@ struct ShortKey {
     len: u16,
 }
 
+/// `KEEP[len]` keeps the first `len` bytes of the two words of a key and clears the rest.
+const KEEP: [[u64; 2]; SHORT_LEN + 1] = {
+    let mut masks = [[0u64; 2]; SHORT_LEN + 1];
+    let mut len = 0;
+    while len <= SHORT_LEN {
+        let low = if len >= 8 { 8 } else { len };
+        let high = len.saturating_sub(8);
+        masks[len] = [
+            if low == 8 {
+                u64::MAX
+            } else {
+                (1u64 << (8 * low)) - 1
+            },
+            if high == 8 {
+                u64::MAX
+            } else {
+                (1u64 << (8 * high)) - 1
+            },
+        ];
+        len += 1;
+    }
+    masks
+};
+
 impl ShortKey {
     #[inline(always)]
     fn new(piece: &[u8]) -> Option<ShortKey> {
         let len = piece.len();
-        let word = |at: usize| u64::from_le_bytes(piece[at..at + 8].try_into().unwrap_or([0; 8]));
-        let half = |at: usize| {
-            u64::from(u32::from_le_bytes(
-                piece[at..at + 4].try_into().unwrap_or([0; 4]),
-            ))
+        if len == 0 || len > SHORT_LEN {
+            return None;
+        }
+        let mut padded = [0u8; SHORT_LEN];
+        padded[..len].copy_from_slice(piece);
+        Some(ShortKey::from_padded(&padded, len))
+    }
+
+    /// The key of the `len` bytes at the start of `window`; the bytes after them are ignored.
+    #[inline(always)]
+    fn from_padded(window: &[u8; SHORT_LEN], len: usize) -> ShortKey {
+        let [keep_lo, keep_hi] = KEEP[len];
+        let word = |at: usize| {
+            let mut bytes = [0u8; 8];
+            bytes.copy_from_slice(&window[at..at + 8]);
+            u64::from_le_bytes(bytes)
         };
-        let (lo, hi) = match len {
-            8..=SHORT_LEN => (word(0), word(len - 8)),
-            4..=7 => (half(0), half(len - 4)),
-            1..=3 => (
-                u64::from(piece[0])
-                    | (u64::from(piece[len / 2]) << 8)
-                    | (u64::from(piece[len - 1]) << 16),
-                0,
-            ),
-            _ => return None,
-        };
-        Some(ShortKey {
-            lo,
-            hi,
+        ShortKey {
+            lo: word(0) & keep_lo,
+            hi: word(8) & keep_hi,
             len: len as u16,
-        })
+        }
     }
 
     #[inline(always)]
@@ -79,11 +103,30 @@ impl Probe {
     /// `None` for an empty piece or one longer than `SHORT_LEN`.
     #[inline(always)]
     pub fn new(piece: &[u8]) -> Option<Probe> {
-        let key = ShortKey::new(piece)?;
-        Some(Probe {
+        Some(Probe::of_key(ShortKey::new(piece)?))
+    }
+
+    /// The probe of `text[start..start + len]` (`1 <= len <= SHORT_LEN`): with 16 bytes left
+    /// in `text` it is two loads and two masks, with no branch on the length, which is the
+    /// least predictable thing about a piece.
+    #[inline(always)]
+    pub fn at(text: &[u8], start: usize, len: usize) -> Probe {
+        debug_assert!((1..=SHORT_LEN).contains(&len));
+        match text.get(start..start + SHORT_LEN) {
+            Some(window) => {
+                let window: &[u8; SHORT_LEN] = window.try_into().unwrap_or(&[0; SHORT_LEN]);
+                Probe::of_key(ShortKey::from_padded(window, len))
+            }
+            None => Probe::new(&text[start..start + len]).unwrap_or_default(),
+        }
+    }
+
+    #[inline(always)]
+    fn of_key(key: ShortKey) -> Probe {
+        Probe {
             key,
             hash: key.hash(),
-        })
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 //! a cache shared by the threads (`shared_cache`, with a per-thread cache for what it cannot hold). The HF `tokenizers` encoder stays the oracle and the fallback
 //! (`crate::encoder`).
 
+mod ascii_blocks;
 mod bpe;
 mod cache;
 mod nfc;
@@ -197,21 +198,30 @@ impl FastBpe {
             // (encode_speed on 80 MB of Linux docs and the Debian handbook, Qwen: +6% first
             // pass, +4% warm, median of 8 interleaved pairs).
             let mut group = [(0usize, 0usize); PREFETCH_GROUP];
+            let mut probes = [Probe::default(); PREFETCH_GROUP];
             let mut n = 0;
             let bytes = text.as_bytes();
             let mut flush = |group: &[(usize, usize)], state: &mut ThreadState| {
-                // Each piece's key and hash are made once, for both tables.
-                let mut probes = [None; PREFETCH_GROUP];
+                // Each piece's key and hash are made once, for every table.
                 for (probe, &(start, len)) in probes.iter_mut().zip(group) {
-                    if len > 1 {
-                        *probe = Probe::new(&bytes[start..start + len]);
-                        if let Some(probe) = probe {
-                            self.shared.prefetch(probe);
-                        }
+                    if len <= SHORT_LEN {
+                        *probe = Probe::at(bytes, start, len);
+                        self.shared.prefetch(probe);
                     }
                 }
                 for (probe, &(start, len)) in probes.iter().zip(group) {
-                    self.encode_piece(&bytes[start..start + len], probe.as_ref(), state, out);
+                    if len <= SHORT_LEN {
+                        // Nearly every piece is in the line just prefetched: its ids are
+                        // written whatever their count, and the count kept.
+                        let (ids, count) = self.shared.get_home(probe);
+                        if count > 0 {
+                            push_ids(out, ids, count);
+                            continue;
+                        }
+                    }
+                    let piece = &bytes[start..start + len];
+                    let probe = (len <= SHORT_LEN).then_some(probe);
+                    self.encode_piece(piece, probe, state, out);
                 }
             };
             let base = bytes.as_ptr() as usize;
@@ -236,8 +246,8 @@ impl FastBpe {
         Cow::Owned(text.nfc().map(|(c, _)| c).collect())
     }
 
-    /// Append the ids of one pre-token; `probe` is its short-piece probe (`None` for one byte
-    /// and for pieces longer than `SHORT_LEN`).
+    /// Append the ids of one pre-token; `probe` is its short-piece probe (`None` for pieces
+    /// longer than `SHORT_LEN`).
     #[inline(always)]
     fn encode_piece(
         &self,
@@ -293,6 +303,22 @@ impl FastBpe {
         if !shared {
             state.cache.insert(piece, symbols);
         }
+    }
+}
+
+/// Append the first `count` (1 to 3) of `ids`: all three are written, with no branch on the
+/// count, and the length moved past the ones that count.
+#[inline(always)]
+fn push_ids(out: &mut Vec<u32>, ids: [u32; 3], count: usize) {
+    debug_assert!((1..=3).contains(&count));
+    out.reserve(3);
+    let len = out.len();
+    // SAFETY: `reserve` made room for three more ids past `len`; `count <= 3` of them are
+    // kept, and all three are initialised.
+    unsafe {
+        let end = out.as_mut_ptr().add(len);
+        end.cast::<[u32; 3]>().write_unaligned(ids);
+        out.set_len(len + count.min(3));
     }
 }
 
@@ -369,6 +395,22 @@ fn whole_token_tables<'t>(
         )
         .flatten()
         .collect();
+    // Each byte is a piece too, and a token when the vocabulary has it.
+    static BYTE_VALUES: [u8; 256] = {
+        let mut values = [0u8; 256];
+        let mut b = 0;
+        while b < 256 {
+            values[b] = b as u8;
+            b += 1;
+        }
+        values
+    };
+    let bytes = BYTE_VALUES
+        .chunks(1)
+        .zip(byte_ids)
+        .filter(|&(_, &id)| id != NO_ID)
+        .map(|(byte, &id)| (byte, id));
+    let short = short.into_iter().chain(bytes).collect();
     let long_tokens = if spec.ignore_merges {
         tokens
             .iter()

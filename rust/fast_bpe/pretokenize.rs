@@ -5,6 +5,7 @@
 //! are tried in the regex's order, and the backtracking the regex would do is resolved by
 //! looking at the shape of the run (see `space_end`).
 
+use super::ascii_blocks::{self, BLOCK};
 use super::unicode::{ascii_class, class_at, Class};
 
 /// The split regexes served, as they appear in real `tokenizer.json` files.
@@ -58,8 +59,9 @@ pub fn split(pattern: Pattern, text: &str, emit: impl FnMut(&str)) {
     match pattern {
         Pattern::Gpt2 => split_with(text, emit, gpt2_end),
         Pattern::Cl100k => split_with(text, emit, |b, i| cl100k_family_end::<false>(b, i, 3)),
-        Pattern::Qwen => split_with(text, emit, |b, i| cl100k_family_end::<false>(b, i, 1)),
-        Pattern::Qwen35 => split_with(text, emit, |b, i| cl100k_family_end::<true>(b, i, 1)),
+        // ASCII takes the block splitter (`ascii_blocks`), which agrees with these on it.
+        Pattern::Qwen => split_blocks(text, emit, |b, i| cl100k_family_end::<false>(b, i, 1)),
+        Pattern::Qwen35 => split_blocks(text, emit, |b, i| cl100k_family_end::<true>(b, i, 1)),
     }
 }
 
@@ -72,6 +74,57 @@ fn split_with(text: &str, mut emit: impl FnMut(&str), end_at: impl Fn(&[u8], usi
         // Every end is a character boundary past `i` (each branch consumes whole characters).
         emit(&text[i..end]);
         i = end;
+    }
+}
+
+/// `split_with` that takes ASCII 64 bytes at a time (`ascii_blocks`), and `end_at` a piece at a
+/// time from where a block stops knowing (a non-ASCII byte, a contraction) to past that byte.
+#[inline(always)]
+fn split_blocks(text: &str, mut emit: impl FnMut(&str), end_at: impl Fn(&[u8], usize) -> usize) {
+    let bytes = text.as_bytes();
+    let mut padded = [0u8; BLOCK];
+    let mut i = 0;
+    while i < bytes.len() {
+        let rest = &bytes[i..];
+        let mut from = i;
+        // Where the scalar splitter takes over until: one piece at least.
+        let mut scalar_past = i;
+        // Text that is not ASCII right here (CJK, most of all) goes straight to the scalar
+        // splitter: a block would stop within a few bytes.
+        let ascii_ahead = rest
+            .first_chunk::<8>()
+            .is_some_and(|word| u64::from_le_bytes(*word) & HIGH_BITS == 0);
+        if ascii_ahead {
+            let block: &[u8; BLOCK] = match rest.first_chunk() {
+                Some(block) => block,
+                None => {
+                    padded[..rest.len()].copy_from_slice(rest);
+                    padded[rest.len()..].fill(0);
+                    &padded
+                }
+            };
+            let (mut starts, known) =
+                ascii_blocks::starts(&ascii_blocks::classify(block), rest.len());
+            // Every piece that starts and ends inside the block; the last one may go on.
+            starts &= !1;
+            while starts != 0 {
+                let at = i + starts.trailing_zeros() as usize;
+                emit(&text[from..at]);
+                from = at;
+                starts &= starts - 1;
+            }
+            // A block that knew all its bytes is followed by one that starts at its last piece
+            // (or, when it had one piece only, by the scalar splitter for that piece).
+            if known < rest.len().min(BLOCK) {
+                scalar_past = i + known;
+            }
+        }
+        while from <= scalar_past && from < bytes.len() {
+            let end = end_at(bytes, from);
+            emit(&text[from..end]);
+            from = end;
+        }
+        i = from;
     }
 }
 
@@ -364,6 +417,47 @@ mod tests {
         assert_eq!(ascii_letters_end(text, 0), 11);
         assert_eq!(ascii_letters_end(text, 12), 29);
         assert_eq!(ascii_letters_end(b"ab\xc3\xa9", 0), 2);
+    }
+
+    /// The block splitter against the scalar one and the regex, on random texts of the
+    /// characters its rules name, around and across block edges.
+    #[test]
+    fn blocks_split_as_the_scalar_splitter_and_the_regex() {
+        use rand::{Rng, SeedableRng};
+        let parts = [
+            "a", "Zq", "word", " ", "  ", "\t", "\n", "\r\n", "\x0b", "\x0c", ".", "...", "(", "'",
+            "'s", "'ll", "'x", "1", "42", "é", "中", "\u{3000}", "\u{301}", "\0", "\x7f", " .",
+        ];
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(12);
+        for round in 0..40_000 {
+            let mut text = String::new();
+            let len = rng.random_range(0..if round % 10 == 0 { 400 } else { 90 });
+            while text.len() < len {
+                // Mostly ASCII, as the blocks are meant for.
+                let part = parts[rng.random_range(0..parts.len())];
+                if part.is_ascii() || rng.random_bool(0.2) {
+                    text.push_str(part);
+                }
+            }
+            for pattern in [Pattern::Qwen, Pattern::Qwen35] {
+                let mut scalar = Vec::new();
+                let push = |p: &str| scalar.push(p.to_string());
+                match pattern {
+                    Pattern::Qwen => {
+                        split_with(&text, push, |b, i| cl100k_family_end::<false>(b, i, 1))
+                    }
+                    _ => split_with(&text, push, |b, i| cl100k_family_end::<true>(b, i, 1)),
+                }
+                assert_eq!(
+                    our_pieces(pattern, &text),
+                    scalar,
+                    "{pattern:?} on {text:?}"
+                );
+                if round % 20 == 0 {
+                    assert_eq!(scalar, regex_pieces(pattern, &text), "{text:?}");
+                }
+            }
+        }
     }
 
     #[test]

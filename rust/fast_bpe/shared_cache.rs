@@ -90,7 +90,7 @@ impl SharedPieces {
     pub fn prefetch(&self, probe: &Probe) {
         #[cfg(target_arch = "x86_64")]
         {
-            let at = (probe.hash() >> self.short_shift) as usize;
+            let at = self.home(probe);
             // SAFETY: `at` is below the table's length; a prefetch has no effect on state.
             unsafe {
                 use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
@@ -101,12 +101,54 @@ impl SharedPieces {
         let _ = probe;
     }
 
+    /// Where a short piece's search starts: the first slot of the pair of slots (one cache
+    /// line: the table is page aligned) that its hash picks, so that `get_home` finds nearly
+    /// every piece in the one line that was prefetched.
+    #[inline(always)]
+    fn home(&self, probe: &Probe) -> usize {
+        (probe.hash() >> self.short_shift) as usize & !1
+    }
+
+    /// The ids of the short piece of `probe` if it is in its home pair of slots, as
+    /// `(ids, count)`; `count` is 0 when it is not there (absent, or further along; `get_short`
+    /// tells). Both slots are read and compared whatever they hold, so a lookup takes no
+    /// branch that depends on the piece (a state of 0 or `CLAIMED` never has the length of a
+    /// piece).
+    #[inline(always)]
+    pub fn get_home(&self, probe: &Probe) -> ([u32; 3], usize) {
+        let (lo, hi, len) = probe.words();
+        let at = self.home(probe);
+        let (first, second) = (&self.short[at], &self.short[at + 1]);
+        // States first (acquire), then the words they publish.
+        let (state0, state1) = (
+            first[2].load(Ordering::Acquire),
+            second[2].load(Ordering::Acquire),
+        );
+        let holds = |slot: &ShortSlot, state: u64| {
+            (state & 0xffff == u64::from(len))
+                & (slot[0].load(Ordering::Relaxed) == lo)
+                & (slot[1].load(Ordering::Relaxed) == hi)
+        };
+        let (in_first, in_second) = (holds(first, state0), holds(second, state1));
+        let (more0, more1) = (
+            first[3].load(Ordering::Relaxed),
+            second[3].load(Ordering::Relaxed),
+        );
+        let state = if in_first { state0 } else { state1 };
+        let more = if in_first { more0 } else { more1 };
+        let count = ((state >> 16) & 0xffff) as usize * usize::from(in_first | in_second);
+        (
+            [(state >> 32) as u32, more as u32, (more >> 32) as u32],
+            count,
+        )
+    }
+
     /// Append the ids of the short piece of `probe` to `out` if the table has it.
     #[inline(always)]
     pub fn get_short(&self, probe: &Probe, out: &mut Vec<u32>) -> bool {
         let (lo, hi, len) = probe.words();
         let mask = self.short.len() - 1;
-        let mut at = (probe.hash() >> self.short_shift) as usize;
+        let mut at = self.home(probe);
         for _ in 0..MAX_PROBES {
             let slot = &self.short[at];
             let state = slot[2].load(Ordering::Acquire);
@@ -143,8 +185,7 @@ impl SharedPieces {
         let state = u64::from(len) | (ids.len() as u64) << 16 | u64::from(ids[0]) << 32;
         let more = u64::from(ids.get(1).copied().unwrap_or(0))
             | u64::from(ids.get(2).copied().unwrap_or(0)) << 32;
-        let start = (probe.hash() >> self.short_shift) as usize;
-        let taken = publish(&self.short, start, 2, state, |slot| {
+        let taken = publish(&self.short, self.home(probe), 2, state, |slot| {
             slot[0].store(lo, Ordering::Relaxed);
             slot[1].store(hi, Ordering::Relaxed);
             slot[3].store(more, Ordering::Relaxed);
