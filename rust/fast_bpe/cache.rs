@@ -367,6 +367,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn probes_read_in_place_are_the_probes_of_the_piece() {
+        // Every start and length, near the end of the text too (where fewer than 16 bytes are
+        // left to read), with bytes of every value around the piece.
+        let text: Vec<u8> = (0..40u8).map(|b| b.wrapping_mul(97)).collect();
+        for start in 0..text.len() {
+            for len in 1..=SHORT_LEN.min(text.len() - start) {
+                let piece = &text[start..start + len];
+                let (read, made) = (Probe::at(&text, start, len), Probe::new(piece));
+                let made = made.expect("a short piece");
+                assert_eq!(read.words(), made.words(), "{start} {len}");
+                assert_eq!(read.hash(), made.hash());
+            }
+        }
+    }
+
+    #[test]
     fn short_keys_tell_every_length_and_byte_apart() {
         let pieces: Vec<Vec<u8>> = (0..=SHORT_LEN)
             .flat_map(|len| {
