@@ -3,7 +3,8 @@
 //!
 //! Each `*_end` function answers "where does the match starting at `i` end?"; the alternatives
 //! are tried in the regex's order, and the backtracking the regex would do is resolved by
-//! looking at the shape of the run (see `space_end`).
+//! looking at the shape of the run (see `space_end`). For the Qwen family, ASCII text is split
+//! 64 bytes at a time by `ascii_blocks`, and these functions take the rest.
 
 use super::ascii_blocks::{self, BLOCK};
 use super::unicode::{ascii_class, class_at, Class};
