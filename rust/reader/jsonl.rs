@@ -17,6 +17,8 @@ use crate::progress::ByteProgress;
 /// Batches stop growing at this many bytes even if they hold fewer rows than asked: long
 /// rows (books, code files) must not make a batch huge.
 const BATCH_BYTES: usize = 8 << 20;
+/// A batch buffer's room: a batch, and the line that takes it past `BATCH_BYTES`.
+const BATCH_CAPACITY: usize = BATCH_BYTES + (64 << 10);
 /// Read size from disk; progress moves in steps of at most this much.
 const READ_BUFFER: usize = 1 << 20;
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -215,14 +217,14 @@ fn spare_buffer() -> Vec<u8> {
         .lock()
         .ok()
         .and_then(|mut spares| spares.pop());
-    spare.unwrap_or_else(|| Vec::with_capacity(BATCH_BYTES + (64 << 10)))
+    spare.unwrap_or_else(|| Vec::with_capacity(BATCH_CAPACITY))
 }
 
 impl Drop for JsonlBatch {
     fn drop(&mut self) {
         let mut buf = std::mem::take(&mut self.buf);
-        // A buffer that grew for a long line is let go.
-        if buf.capacity() > BATCH_BYTES + (64 << 10) {
+        // A buffer that grew past its room for a long line is let go.
+        if buf.capacity() > BATCH_CAPACITY {
             return;
         }
         buf.clear();
