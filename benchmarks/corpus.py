@@ -11,6 +11,7 @@ next one), so the text is natural English prose with code blocks. Used by
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import tempfile
 from pathlib import Path
@@ -24,26 +25,39 @@ CONDITIONS = ("direct", "cot", "noisy", "synth", "cot,noisy", "")
 DEFAULT_CACHE = Path.home() / ".cache" / "data_io" / "python-docs"
 
 
+def extract_deb(package: str, extracted: Path) -> Path:
+    """Download a Debian package with apt-get and extract it into ``extracted``, once (whole or
+    absent). A fresh machine's package lists can name a version the mirror no longer has (404):
+    then, as root, the lists are updated and the download tried again."""
+    if extracted.is_dir():
+        return extracted
+    extracted.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=extracted.parent) as tmp:
+
+        def download() -> subprocess.CompletedProcess:
+            return subprocess.run(["apt-get", "download", package], cwd=tmp, capture_output=True)
+
+        try:
+            done = download()
+            if done.returncode != 0 and os.geteuid() == 0:
+                subprocess.run(["apt-get", "update", "-q"], capture_output=True)
+                done = download()
+            if done.returncode != 0:
+                raise RuntimeError(done.stderr.decode(errors="replace").strip())
+            deb = next(Path(tmp).glob("*.deb"))
+            subprocess.run(["dpkg-deb", "-x", str(deb), str(Path(tmp) / "x")], check=True)
+        except (OSError, RuntimeError, subprocess.CalledProcessError, StopIteration) as err:
+            raise SystemExit(
+                f"cannot download {package} with apt-get ({err}); run `apt-get update` first, or "
+                f"extract its .deb into {extracted}"
+            ) from err
+        (Path(tmp) / "x").rename(extracted)
+    return extracted
+
+
 def docs_sources(cache: Path = DEFAULT_CACHE) -> Path:
     """The extracted ``_sources`` folder, downloading the package with apt-get once."""
-    extracted = cache / "x"
-    sources = extracted / SOURCES
-    if sources.is_dir():
-        return sources
-    cache.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=cache) as tmp:
-        try:
-            subprocess.run(
-                ["apt-get", "download", PACKAGE], cwd=tmp, check=True, capture_output=True
-            )
-        except (OSError, subprocess.CalledProcessError) as exc:
-            raise SystemExit(
-                f"cannot download {PACKAGE} with apt-get ({exc}); install it "
-                f"(apt-get install {PACKAGE}) or extract its .deb into {extracted}"
-            ) from exc
-        deb = next(Path(tmp).glob("*.deb"))
-        subprocess.run(["dpkg-deb", "-x", str(deb), str(extracted)], check=True)
-    return sources
+    return extract_deb(PACKAGE, cache / "x") / SOURCES
 
 
 def docs_rows(sources: Path) -> list[dict[str, str]]:

@@ -27,7 +27,6 @@ import resource
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -42,24 +41,23 @@ LINUX_DOC = "linux-doc-6.1"
 
 
 def _linux_docs() -> Path:
-    extracted = CACHE / "x"
-    if not extracted.is_dir():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
-            subprocess.run(["apt-get", "download", LINUX_DOC], cwd=tmp, check=True)
-            deb = next(Path(tmp).glob("*.deb"))
-            subprocess.run(["dpkg-deb", "-x", str(deb), str(extracted)], check=True)
+    extracted = _corpus_module().extract_deb(LINUX_DOC, CACHE / "x")
     return extracted / "usr" / "share" / "doc" / LINUX_DOC
 
 
-def _python_docs() -> Path:
+def _corpus_module():
+    """benchmarks/corpus.py, loaded by its path (this folder is kept off the import path)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("corpus", _HERE / "corpus.py")
     assert spec is not None and spec.loader is not None
     corpus = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(corpus)
-    return corpus.docs_sources()
+    return corpus
+
+
+def _python_docs() -> Path:
+    return _corpus_module().docs_sources()
 
 
 def _text_files(root: Path) -> list[Path]:

@@ -26,9 +26,7 @@ import html.parser
 import importlib.util
 import itertools
 import json
-import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,24 +54,7 @@ def _load(name: str):
 
 def deb_tree(package: str) -> Path:
     """The extracted root of a Debian package, downloaded with apt-get once."""
-    extracted = CACHE / package / "x"
-    if extracted.is_dir():
-        return extracted
-    extracted.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=extracted.parent) as tmp:
-        try:
-            subprocess.run(
-                ["apt-get", "download", package], cwd=tmp, check=True, capture_output=True
-            )
-            deb = next(Path(tmp).glob("*.deb"))
-            subprocess.run(["dpkg-deb", "-x", str(deb), str(Path(tmp) / "x")], check=True)
-        except (OSError, subprocess.CalledProcessError, StopIteration) as err:
-            raise SystemExit(
-                f"cannot download {package} with apt-get ({err}); run `apt-get update` first, or "
-                f"extract its .deb into {extracted}"
-            ) from err
-        (Path(tmp) / "x").rename(extracted)  # whole or absent
-    return extracted
+    return _load("corpus").extract_deb(package, CACHE / package / "x")
 
 
 class _TextOfHtml(html.parser.HTMLParser):
