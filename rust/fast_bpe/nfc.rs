@@ -97,8 +97,25 @@ pub fn is_nfc(text: &str) -> bool {
             i += 1;
             continue;
         }
-        // `text` is valid UTF-8, so the sequence is complete; decoded by hand (CJK text is
-        // nearly all three-byte characters).
+        if lead & 0xF0 == 0xE0 {
+            // Three-byte characters one after another (CJK text is nearly all of them): the
+            // lead's low bits and the second byte pick the table word of 64 code points, the
+            // third byte the bit, with no full decode and no other branch.
+            let table = starters.get_or_insert_with(plain_starters);
+            while let Some(&[lead, second, third]) = bytes.get(i..i + 3) {
+                let word = usize::from(lead & 0x0f) << 6 | usize::from(second & 0x3f);
+                if lead & 0xF0 != 0xE0 || table[word] >> (third & 0x3f) & 1 == 0 {
+                    break;
+                }
+                i += 3;
+            }
+            if !bytes.get(i).is_some_and(|&b| b & 0xF0 == 0xE0) {
+                continue;
+            }
+            // A three-byte character that is not a plain starter: the crate checks from here.
+            return is_nfc_quick(text[i..].chars()) == IsNormalized::Yes;
+        }
+        // `text` is valid UTF-8, so the sequence is complete; decoded by hand.
         let cont = |k: usize| u32::from(bytes[i + k] & 0x3f);
         let (code, len) = match lead {
             0xCC..=0xDF => ((u32::from(lead & 0x1f) << 6) | cont(1), 2),
@@ -148,6 +165,29 @@ mod tests {
             assert!(
                 plain_starters()[c as usize / 64] >> (c as usize % 64) & 1 == 1,
                 "{c}"
+            );
+        }
+    }
+
+    #[test]
+    fn runs_of_three_byte_characters_up_to_the_end_of_the_text() {
+        // The three-byte loop stops at the end, at a shorter character, and at a character
+        // that is not a plain starter (U+3099, a combining mark, and the trailing jamo U+11A8).
+        for (text, nfc) in [
+            ("中文", true),
+            ("中文a", true),
+            ("中文é", true),
+            ("か\u{3099}", false),
+            ("中か\u{3099}", false),
+            ("中\u{3099}", false),
+            ("가\u{11a8}", false),
+            ("한국어\u{1f600}", true),
+        ] {
+            assert_eq!(is_nfc(text), nfc, "{text:?}");
+            assert_eq!(
+                is_nfc_quick(text.chars()) == IsNormalized::Yes,
+                nfc,
+                "{text:?}"
             );
         }
     }

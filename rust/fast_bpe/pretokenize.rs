@@ -155,11 +155,20 @@ fn run_end<const MARKS: bool>(bytes: &[u8], mut i: usize, class: Class) -> usize
             Some(&b) if b < 0x80 => return i,
             Some(_) => {}
         }
-        let (c, len) = class_at::<MARKS>(bytes, i);
-        if c != class {
-            return i;
+        // Multi-byte characters one after another (CJK text is nearly all of them) without
+        // going back to the ASCII loop between two of them.
+        loop {
+            let (c, len) = class_at::<MARKS>(bytes, i);
+            if c != class {
+                return i;
+            }
+            i += len;
+            match bytes.get(i) {
+                None => return i,
+                Some(&b) if b < 0x80 => break,
+                Some(_) => {}
+            }
         }
-        i += len;
     }
 }
 
