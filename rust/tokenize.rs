@@ -565,9 +565,14 @@ fn write_task(
     let (encoded, source_blake3) = match parts {
         Some(parts) => crate::tokenize_parts::assemble(&parts, &task.source, tmp, ctx.dtype)?,
         None => {
-            let source_blake3 = cache::file_blake3(&task.source)?;
             let reader = RowReader::open(&task.source, ctx.options.batch_rows, progress.clone())?;
-            (encode_span(ctx, &task.source, reader, tmp)?, source_blake3)
+            let mut encoded = encode_span(ctx, &task.source, reader, tmp)?;
+            // Hashed while read (JSONL), or read again for it (Parquet).
+            let source_blake3 = match encoded.source_blake3.take() {
+                Some(hash) => hash,
+                None => cache::file_blake3(&task.source)?,
+            };
+            (encoded, source_blake3)
         }
     };
     let mut warnings = Vec::new();
@@ -617,6 +622,8 @@ pub(crate) struct Encoded {
     pub bad_rows: u64,
     /// The first bad rows skipped (at most `BAD_ROW_EXAMPLES`), in file order.
     pub bad_row_examples: Vec<Error>,
+    /// The source's BLAKE3, when the reader took it as it read the whole file.
+    pub source_blake3: Option<String>,
 }
 
 /// Bad rows a task's record keeps as examples.
@@ -682,6 +689,7 @@ pub(crate) fn encode_span(
         lines: reader.lines_read(),
         bad_rows,
         bad_row_examples,
+        source_blake3: reader.source_blake3(),
     })
 }
 

@@ -373,6 +373,7 @@ pub(crate) fn assemble(
         lines: 0,
         bad_rows: 0,
         bad_row_examples: Vec::new(),
+        source_blake3: None,
     };
     for (dir, part) in parts {
         writer.append_part(dir)?;

@@ -162,6 +162,15 @@ impl RowReader {
         }
     }
 
+    /// The BLAKE3 (hex) of the whole file, when the reader took it while reading the file to
+    /// its end (whole JSONL files); `None` otherwise.
+    pub fn source_blake3(&self) -> Option<String> {
+        match self {
+            RowReader::Jsonl(r) => r.source_blake3(),
+            RowReader::Parquet(_) => None,
+        }
+    }
+
     /// Open `path` by its name (see `Format`); reading advances `progress` by the bytes of
     /// the file consumed.
     pub fn open(path: &Path, batch_rows: usize, progress: ByteProgress) -> Result<RowReader> {
