@@ -109,7 +109,7 @@ pub fn is_nfc(text: &str) -> bool {
                 }
                 i += 3;
             }
-            if !bytes.get(i).is_some_and(|&b| b & 0xF0 == 0xE0) {
+            if bytes.get(i).is_none_or(|&b| b & 0xF0 != 0xE0) {
                 continue;
             }
             // A three-byte character that is not a plain starter: the crate checks from here.
