@@ -423,6 +423,13 @@ impl JsonlBatch {
                 )));
             }
         };
+        if let Some([condition, instruction, response]) = super::json_row::parse(text) {
+            return Ok(RowText {
+                condition,
+                instruction,
+                response,
+            });
+        }
         // serde would accept `[c, i, r]` for a struct; rows must be objects.
         if !text.trim_start().starts_with('{') {
             // Only on this error path: is it another JSON value, or not JSON at all?

@@ -4,6 +4,7 @@
 //! caller can decode and encode the rows of one batch in parallel. Memory is bounded by a
 //! batch, never by the file.
 
+mod json_row;
 mod jsonl;
 mod parquet;
 

@@ -1,0 +1,296 @@
+//! The fast path for the common JSONL row: one object whose keys are plain strings and whose
+//! values are strings, parsed without serde, finding the end of each string 16 bytes at a time.
+//!
+//! Why: serde_json's string scanning, escape handling and visitor calls were 8% of a warm
+//! `tokenize` run on documentation rows. Anything this path does not take (a value that is not
+//! a string, an escaped key, a duplicate or missing field, invalid JSON) returns `None`, and the
+//! caller parses the line with serde_json, which gives the same fields or names the problem.
+
+use std::borrow::Cow;
+
+use super::FIELDS;
+
+/// The three fields of `line` in the order of `FIELDS`, or `None` when the line is not a
+/// plain row (see the module doc). Other keys with string values are skipped, as serde does.
+pub fn parse(line: &str) -> Option<[Cow<'_, str>; 3]> {
+    let bytes = line.as_bytes();
+    let mut fields: [Option<Cow<'_, str>>; 3] = [None, None, None];
+    let mut i = skip_space(bytes, 0);
+    if bytes.get(i) != Some(&b'{') {
+        return None;
+    }
+    i = skip_space(bytes, i + 1);
+    loop {
+        // A key: a string without escapes.
+        if bytes.get(i) != Some(&b'"') {
+            return None;
+        }
+        let end = string_end(bytes, i + 1);
+        if bytes.get(end) != Some(&b'"') {
+            return None;
+        }
+        let key = &line[i + 1..end];
+        i = skip_space(bytes, end + 1);
+        if bytes.get(i) != Some(&b':') {
+            return None;
+        }
+        i = skip_space(bytes, i + 1);
+        if bytes.get(i) != Some(&b'"') {
+            return None;
+        }
+        let (value, after) = string_value(line, i + 1)?;
+        if let Some(slot) = FIELDS.iter().position(|name| *name == key) {
+            if fields[slot].is_some() {
+                return None; // serde reports the duplicate
+            }
+            fields[slot] = Some(value);
+        }
+        i = skip_space(bytes, after);
+        match bytes.get(i) {
+            Some(b',') => i = skip_space(bytes, i + 1),
+            Some(b'}') => break,
+            _ => return None,
+        }
+    }
+    if skip_space(bytes, i + 1) != bytes.len() {
+        return None;
+    }
+    let [condition, instruction, response] = fields;
+    Some([condition?, instruction?, response?])
+}
+
+/// The string whose text starts at `start` (just past its opening quote), unescaped, and the
+/// index just past its closing quote; `None` for invalid JSON (serde names the problem).
+fn string_value(line: &str, start: usize) -> Option<(Cow<'_, str>, usize)> {
+    let bytes = line.as_bytes();
+    let mut end = string_end(bytes, start);
+    match bytes.get(end) {
+        Some(b'"') => return Some((Cow::Borrowed(&line[start..end]), end + 1)),
+        Some(b'\\') => {}
+        _ => return None, // a control character, or no closing quote
+    }
+    // Escaped: the text is copied once, piece by piece, into its own string.
+    let mut text = String::with_capacity(end - start + 16);
+    let mut from = start;
+    loop {
+        text.push_str(&line[from..end]);
+        match bytes.get(end) {
+            Some(b'"') => return Some((Cow::Owned(text), end + 1)),
+            Some(b'\\') => {
+                let (c, len) = unescape(bytes, end + 1)?;
+                text.push(c);
+                from = end + 1 + len;
+            }
+            _ => return None,
+        }
+        end = string_end(bytes, from);
+    }
+}
+
+/// The character of the escape whose letter is at `bytes[i]` (just past the backslash) and
+/// how many bytes it takes from there.
+fn unescape(bytes: &[u8], i: usize) -> Option<(char, usize)> {
+    let c = match *bytes.get(i)? {
+        b'"' => '"',
+        b'\\' => '\\',
+        b'/' => '/',
+        b'b' => '\u{8}',
+        b'f' => '\u{c}',
+        b'n' => '\n',
+        b'r' => '\r',
+        b't' => '\t',
+        b'u' => {
+            let high = hex4(bytes, i + 1)?;
+            if !(0xD800..0xE000).contains(&high) {
+                return Some((char::from_u32(high)?, 5));
+            }
+            // A surrogate pair: `\uD83D\uDE00`; a lone half is an error (serde says so).
+            if high >= 0xDC00 || bytes.get(i + 5..i + 7)? != b"\\u" {
+                return None;
+            }
+            let low = hex4(bytes, i + 7)?;
+            if !(0xDC00..0xE000).contains(&low) {
+                return None;
+            }
+            let code = 0x1_0000 + ((high - 0xD800) << 10) + (low - 0xDC00);
+            return Some((char::from_u32(code)?, 11));
+        }
+        _ => return None,
+    };
+    Some((c, 1))
+}
+
+/// The four hex digits at `bytes[i..i + 4]` as a number.
+fn hex4(bytes: &[u8], i: usize) -> Option<u32> {
+    let digits = bytes.get(i..i + 4)?;
+    digits.iter().try_fold(0u32, |value, &d| {
+        let digit = (d as char).to_digit(16)?;
+        Some(value << 4 | digit)
+    })
+}
+
+fn skip_space(bytes: &[u8], mut i: usize) -> usize {
+    while matches!(bytes.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        i += 1;
+    }
+    i
+}
+
+/// The index of the first quote, backslash or control character (below 0x20) at or after
+/// `i`, or the length of `bytes`.
+#[inline]
+fn string_end(bytes: &[u8], mut i: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    while let Some(chunk) = bytes.get(i..i + 16) {
+        use std::arch::x86_64::*;
+        // SAFETY: SSE2 is part of x86-64; the load reads the 16 bytes of `chunk`.
+        let found = unsafe {
+            let v = _mm_loadu_si128(chunk.as_ptr().cast());
+            let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+            let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+            // Bytes below 0x20: unchanged by an unsigned minimum with 0x1F.
+            let low = _mm_set1_epi8(0x1F);
+            let control = _mm_cmpeq_epi8(_mm_min_epu8(v, low), v);
+            _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control)) as u32
+        };
+        if found != 0 {
+            return i + found.trailing_zeros() as usize;
+        }
+        i += 16;
+    }
+    while let Some(&b) = bytes.get(i) {
+        if b == b'"' || b == b'\\' || b < 0x20 {
+            return i;
+        }
+        i += 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The oracle: serde_json's view of the line, as the three fields when it is an object
+    /// whose three fields are strings.
+    fn serde_fields(line: &str) -> Option<[String; 3]> {
+        let value: serde_json::Value = serde_json::from_str(line).ok()?;
+        let object = value.as_object()?;
+        let field = |name: &str| object.get(name)?.as_str().map(str::to_owned);
+        Some([field(FIELDS[0])?, field(FIELDS[1])?, field(FIELDS[2])?])
+    }
+
+    fn owned(fields: [Cow<'_, str>; 3]) -> [String; 3] {
+        fields.map(Cow::into_owned)
+    }
+
+    #[test]
+    fn plain_rows_take_the_fast_path_and_borrow_unescaped_text() {
+        let line = r#"{"condition":"cot","instruction":"What is 2+2?","response":"4"}"#;
+        let fields = parse(line).expect("a plain row");
+        assert!(fields.iter().all(|f| matches!(f, Cow::Borrowed(_))));
+        assert_eq!(owned(fields), ["cot", "What is 2+2?", "4"]);
+        // Any key order, white space around everything, another string field skipped.
+        let line = " {\t\"response\" : \"b\",\r\n \"id\": \"x7\", \"condition\":\"\", \
+                    \"instruction\":\"a\"} \n";
+        assert_eq!(
+            parse(line).map(owned),
+            Some(["".into(), "a".into(), "b".into()])
+        );
+    }
+
+    #[test]
+    fn escapes_are_unescaped_as_serde_does() {
+        let line = r#"{"condition":"cot","instruction":"a\"b\\c\/d\n\t\r\b\f","response":"\u00e9\u4e2d\ud83d\ude00 end\u0000"}"#;
+        let fields = parse(line).expect("escapes are taken");
+        assert_eq!(Some(owned(fields)), serde_fields(line));
+        // A long text with escapes past the first 16 bytes and between SIMD chunks.
+        let text = "0123456789abcdef\\n".repeat(40) + "\\\"tail";
+        let line = format!(r#"{{"condition":"c","instruction":"{text}","response":"{text}"}}"#);
+        assert_eq!(parse(&line).map(owned), serde_fields(&line));
+    }
+
+    #[test]
+    fn anything_else_goes_to_serde() {
+        for line in [
+            r#"{"condition":"c","instruction":"a","response":1}"#,
+            r#"{"condition":"c","instruction":"a","response":null}"#,
+            r#"{"condition":"c","instruction":"a"}"#,
+            r#"{"condition":"c","instruction":"a","response":"b","response":"b"}"#,
+            r#"{"condition":"c","instruction":"a","response":"b","n":[1]}"#,
+            r#"{"condition":"c","instr\u0075ction":"a","response":"b"}"#,
+            r#"{"condition":"c","instruction":"a","response":"b"} x"#,
+            r#"{"condition":"c","instruction":"a","response":"b",}"#,
+            r#"{"condition":"c","instruction":"a","response":"b""#,
+            r#"{"condition":"c","instruction":"a	tab","response":"b"}"#,
+            r#"{"condition":"c","instruction":"\x","response":"b"}"#,
+            r#"{"condition":"c","instruction":"\ud83d","response":"b"}"#,
+            r#"{"condition":"c","instruction":"\ude00\ud83d","response":"b"}"#,
+            r#"{"condition":"c","instruction":"\u12g4","response":"b"}"#,
+            r#"["c","a","b"]"#,
+            "",
+            "{",
+        ] {
+            assert!(parse(line).is_none(), "{line}");
+        }
+    }
+
+    /// Pieces that lines are made of: plain text, every escape, control characters, quotes,
+    /// non-ASCII text, and JSON syntax, so that both valid and invalid lines come out.
+    fn fragment() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-z ]{0,20}",
+            "[é中😀]{1,3}",
+            Just("\\n".to_string()),
+            Just("\\\"".to_string()),
+            Just("\\\\".to_string()),
+            Just("\\/".to_string()),
+            Just("\\u00e9".to_string()),
+            Just("\\ud83d\\ude00".to_string()),
+            Just("\\ud83d".to_string()),
+            Just("\\q".to_string()),
+            Just("\t".to_string()),
+            Just("\"".to_string()),
+            Just(", \"x\": ".to_string()),
+            Just("\\u00".to_string()),
+        ]
+    }
+
+    fn row_line() -> impl Strategy<Value = String> {
+        let text = || proptest::collection::vec(fragment(), 0..6).prop_map(|v| v.concat());
+        (text(), text(), text(), any::<bool>(), 0..3usize).prop_map(
+            |(condition, instruction, response, spaced, order)| {
+                let sep = if spaced { " , " } else { "," };
+                let mut fields = [
+                    format!("\"condition\":\"{condition}\""),
+                    format!("\"instruction\":\"{instruction}\""),
+                    format!("\"response\" : \"{response}\""),
+                ];
+                fields.rotate_left(order);
+                format!("{{{}}}", fields.join(sep))
+            },
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+        /// Whatever the fast path accepts, serde accepts with the same fields; and every line
+        /// serde reads as three string fields (with no other keys) the fast path takes too.
+        #[test]
+        fn agrees_with_serde_json(line in row_line()) {
+            let fast = parse(&line).map(owned);
+            let oracle = serde_fields(&line);
+            if fast.is_some() {
+                prop_assert_eq!(&fast, &oracle, "{}", line);
+            }
+            let plain_keys = serde_json::from_str::<serde_json::Value>(&line)
+                .ok()
+                .and_then(|v| v.as_object().map(|o| o.len() == 3))
+                .unwrap_or(false);
+            if oracle.is_some() && plain_keys {
+                prop_assert!(fast.is_some(), "not taken: {}", line);
+            }
+        }
+    }
+}
