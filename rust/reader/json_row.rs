@@ -63,28 +63,71 @@ pub fn parse(line: &str) -> Option<[Cow<'_, str>; 3]> {
 /// index just past its closing quote; `None` for invalid JSON (serde names the problem).
 fn string_value(line: &str, start: usize) -> Option<(Cow<'_, str>, usize)> {
     let bytes = line.as_bytes();
-    let mut end = string_end(bytes, start);
+    let end = string_end(bytes, start);
     match bytes.get(end) {
-        Some(b'"') => return Some((Cow::Borrowed(&line[start..end]), end + 1)),
-        Some(b'\\') => {}
-        _ => return None, // a control character, or no closing quote
+        Some(b'"') => Some((Cow::Borrowed(&line[start..end]), end + 1)),
+        Some(b'\\') => unescaped(bytes, start, end).map(|(text, after)| (Cow::Owned(text), after)),
+        _ => None, // a control character, or no closing quote
     }
-    // Escaped: the text is copied once, piece by piece, into its own string.
-    let mut text = String::with_capacity(end - start + 16);
-    let mut from = start;
+}
+
+/// An escaped string (text from `start`, first backslash at `escape`), copied once into its
+/// own string, and the index past its closing quote. Text between escapes is copied 16 bytes
+/// at a time while it is scanned (documentation rows have an escaped newline every line:
+/// a copy call and a new scan per line cost more than the text itself).
+fn unescaped(bytes: &[u8], start: usize, escape: usize) -> Option<(String, usize)> {
+    // Unescaping never lengthens the text, so the rest of the line plus one chunk of slack
+    // bounds what is written, 16-byte stores past the end included.
+    let mut out: Vec<u8> = Vec::with_capacity(bytes.len() - start + 16);
+    out.extend_from_slice(&bytes[start..escape]);
+    let mut i = escape;
     loop {
-        text.push_str(&line[from..end]);
-        match bytes.get(end) {
-            Some(b'"') => return Some((Cow::Owned(text), end + 1)),
+        match bytes.get(i) {
+            Some(b'"') => break,
             Some(b'\\') => {
-                let (c, len) = unescape(bytes, end + 1)?;
-                text.push(c);
-                from = end + 1 + len;
+                let (c, len) = unescape(bytes, i + 1)?;
+                out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+                i += 1 + len;
             }
             _ => return None,
         }
-        end = string_end(bytes, from);
+        i = copy_to_special(bytes, i, &mut out);
     }
+    // SAFETY: `bytes` is UTF-8 (a `str`), runs between ASCII specials are whole characters,
+    // and escapes were written as `char`s.
+    Some((unsafe { String::from_utf8_unchecked(out) }, i + 1))
+}
+
+/// Append `bytes[i..]` up to the first quote, backslash or control character to `out` and
+/// return that character's index (or the length). `out` has room for the rest of `bytes` and
+/// 16 bytes more (see `unescaped`).
+#[inline]
+fn copy_to_special(bytes: &[u8], mut i: usize, out: &mut Vec<u8>) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    while let Some(chunk) = bytes.get(i..i + 16) {
+        debug_assert!(out.capacity() - out.len() >= 16);
+        // SAFETY: the load reads `chunk`; the store writes 16 bytes at `out`'s end, within its
+        // capacity (above); only the bytes before the special one are kept (`set_len`).
+        unsafe {
+            use std::arch::x86_64::*;
+            let v = _mm_loadu_si128(chunk.as_ptr().cast());
+            _mm_storeu_si128(out.as_mut_ptr().add(out.len()).cast(), v);
+            let found = special_mask(v);
+            let keep = if found == 0 {
+                16
+            } else {
+                found.trailing_zeros() as usize
+            };
+            out.set_len(out.len() + keep);
+            i += keep;
+            if found != 0 {
+                return i;
+            }
+        }
+    }
+    let end = string_end(bytes, i);
+    out.extend_from_slice(&bytes[i..end]);
+    end
 }
 
 /// The character of the escape whose letter is at `bytes[i]` (just past the backslash) and
@@ -144,15 +187,7 @@ fn string_end(bytes: &[u8], mut i: usize) -> usize {
     while let Some(chunk) = bytes.get(i..i + 16) {
         use std::arch::x86_64::*;
         // SAFETY: SSE2 is part of x86-64; the load reads the 16 bytes of `chunk`.
-        let found = unsafe {
-            let v = _mm_loadu_si128(chunk.as_ptr().cast());
-            let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
-            let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
-            // Bytes below 0x20: unchanged by an unsigned minimum with 0x1F.
-            let low = _mm_set1_epi8(0x1F);
-            let control = _mm_cmpeq_epi8(_mm_min_epu8(v, low), v);
-            _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control)) as u32
-        };
+        let found = unsafe { special_mask(_mm_loadu_si128(chunk.as_ptr().cast())) };
         if found != 0 {
             return i + found.trailing_zeros() as usize;
         }
@@ -165,6 +200,18 @@ fn string_end(bytes: &[u8], mut i: usize) -> usize {
         i += 1;
     }
     i
+}
+
+/// One bit per byte of `v` that is a quote, a backslash or a control character (below 0x20).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn special_mask(v: std::arch::x86_64::__m128i) -> u32 {
+    use std::arch::x86_64::*;
+    let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+    let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+    // Bytes below 0x20: unchanged by an unsigned minimum with 0x1F.
+    let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1F)), v);
+    _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control)) as u32
 }
 
 #[cfg(test)]
