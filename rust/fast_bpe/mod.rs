@@ -42,11 +42,14 @@ const CACHE_LONG_ENTRIES: usize = 1 << 18;
 const NO_ID: u32 = u32::MAX;
 /// The cache of merged pieces all threads share (`shared_cache`): slots (log2) for short and
 /// for long pieces, and arena words for the long ones. Virtual memory: pages are touched as the
-/// tables fill (at most 32 + 16 + 64 MiB). The long table holds half a million pieces: the 20 MB
-/// CJK slice of the race has 167k distinct pieces over 16 bytes and the 150 MB main slice 240k;
-/// at 2^18 slots (131k pieces) the rest fell to the per-thread caches, so at 2 threads each
-/// thread merged again what the other had merged (CJK warm at 2 threads +14%).
-const SHARED_SHORT_BITS: u32 = 20;
+/// tables fill (at most 64 + 16 + 64 MiB). The tables take pieces until they are half full, and
+/// a piece they do not hold costs a longer search and a second table on every lookup. The race's
+/// 150 MB main slice has 523k distinct pieces of at most 16 bytes (with Qwen's 140k single-token
+/// pieces prefilled, more than the 524k that 2^20 slots take: tokenize warm +3% at 2^21) and
+/// 240k longer ones; its 20 MB CJK slice has 167k longer ones. At 2^18 long slots (131k pieces)
+/// the rest fell to the per-thread caches, so at 2 threads each thread merged again what the
+/// other had merged (CJK warm at 2 threads +14% at 2^20).
+const SHARED_SHORT_BITS: u32 = 21;
 const SHARED_LONG_BITS: u32 = 20;
 const SHARED_ARENA_WORDS: usize = 1 << 23;
 /// Pieces whose table slots are prefetched together (see `encode_segment`).
