@@ -30,7 +30,7 @@ pub use pretokenize::Pattern;
 pub use spec::Spec;
 
 use bpe::{byte_to_char, merge, CharToByte, Merges, Scratch};
-use cache::{PieceCache, Probe, SHORT_LEN};
+use cache::{PieceCache, Probe, MAX_CACHED_LEN, SHORT_LEN};
 use shared_cache::SharedPieces;
 
 /// Slots (log2) each thread's cache of short pieces starts with (512 KiB), and the most it grows
@@ -207,23 +207,36 @@ impl FastBpe {
             let base = bytes.as_ptr() as usize;
             let mut groups = [[(0usize, 0usize); PREFETCH_GROUP]; 2];
             let mut probes = [[Probe::default(); PREFETCH_GROUP]; 2];
+            let mut long_hashes = [[0u64; PREFETCH_GROUP]; 2];
             let (mut filling, mut n) = (0usize, 0usize);
             let mut waiting: Option<usize> = None;
             // Each piece's key and hash are made once, for every table.
-            let prepare = |group: &[(usize, usize)], probes: &mut [Probe; PREFETCH_GROUP]| {
-                for (probe, &(start, len)) in probes.iter_mut().zip(group) {
+            let prepare = |group: &[(usize, usize)],
+                           probes: &mut [Probe; PREFETCH_GROUP],
+                           long_hashes: &mut [u64; PREFETCH_GROUP]| {
+                for ((probe, long_hash), &(start, len)) in
+                    probes.iter_mut().zip(long_hashes.iter_mut()).zip(group)
+                {
                     if len <= SHORT_LEN {
                         *probe = Probe::at(bytes, start, len);
                         self.shared.prefetch(probe);
+                    } else if len <= MAX_CACHED_LEN {
+                        // Long pieces are few (2% of documentation text's) but each missed
+                        // its slot's line: 6% of a warm run.
+                        *long_hash = shared_cache::long_hash(&bytes[start..start + len]);
+                        self.shared.prefetch_long(*long_hash);
                     }
                 }
             };
             let look_up = |group: &[(usize, usize)],
                            probes: &[Probe; PREFETCH_GROUP],
+                           long_hashes: &[u64; PREFETCH_GROUP],
                            state: &mut ThreadState,
                            out: &mut Vec<u32>| {
-                for (probe, &(start, len)) in probes.iter().zip(group) {
-                    if len <= SHORT_LEN {
+                for ((probe, &long_hash), &(start, len)) in
+                    probes.iter().zip(long_hashes).zip(group)
+                {
+                    let key = if len <= SHORT_LEN {
                         // Nearly every piece is in the line prefetched: its ids are written
                         // whatever their count, and the count kept.
                         let (ids, count) = self.shared.get_home(probe);
@@ -231,30 +244,57 @@ impl FastBpe {
                             push_ids(out, ids, count);
                             continue;
                         }
-                    }
-                    let piece = &bytes[start..start + len];
-                    let probe = (len <= SHORT_LEN).then_some(probe);
-                    self.encode_piece(piece, probe, state, out);
+                        PieceKey::Short(probe)
+                    } else {
+                        PieceKey::Long(long_hash)
+                    };
+                    self.encode_piece(&bytes[start..start + len], key, state, out);
                 }
             };
             pretokenize::split(self.pattern, &text, |piece| {
                 groups[filling][n] = (piece.as_ptr() as usize - base, piece.len());
                 n += 1;
                 if n == PREFETCH_GROUP {
-                    prepare(&groups[filling], &mut probes[filling]);
+                    prepare(
+                        &groups[filling],
+                        &mut probes[filling],
+                        &mut long_hashes[filling],
+                    );
                     if let Some(ready) = waiting {
-                        look_up(&groups[ready], &probes[ready], state, out);
+                        look_up(
+                            &groups[ready],
+                            &probes[ready],
+                            &long_hashes[ready],
+                            state,
+                            out,
+                        );
                     }
                     waiting = Some(filling);
                     filling ^= 1;
                     n = 0;
                 }
             });
-            prepare(&groups[filling][..n], &mut probes[filling]);
+            prepare(
+                &groups[filling][..n],
+                &mut probes[filling],
+                &mut long_hashes[filling],
+            );
             if let Some(ready) = waiting {
-                look_up(&groups[ready], &probes[ready], state, out);
+                look_up(
+                    &groups[ready],
+                    &probes[ready],
+                    &long_hashes[ready],
+                    state,
+                    out,
+                );
             }
-            look_up(&groups[filling][..n], &probes[filling], state, out);
+            look_up(
+                &groups[filling][..n],
+                &probes[filling],
+                &long_hashes[filling],
+                state,
+                out,
+            );
         });
     }
 
@@ -267,13 +307,12 @@ impl FastBpe {
         Cow::Owned(text.nfc().map(|(c, _)| c).collect())
     }
 
-    /// Append the ids of one pre-token; `probe` is its short-piece probe (`None` for pieces
-    /// longer than `SHORT_LEN`).
+    /// Append the ids of one pre-token, looked up by `key`.
     #[inline(always)]
     fn encode_piece(
         &self,
         piece: &[u8],
-        probe: Option<&Probe>,
+        key: PieceKey<'_>,
         state: &mut ThreadState,
         out: &mut Vec<u32>,
     ) {
@@ -285,19 +324,19 @@ impl FastBpe {
             }
             return;
         }
-        let cached = match probe {
-            Some(probe) => {
+        let cached = match key {
+            PieceKey::Short(probe) => {
                 if self.shared.get_short(probe, out) {
                     return;
                 }
                 state.cache.get_short(probe)
             }
-            None => {
+            PieceKey::Long(hash) => {
                 if let Some(&id) = self.long_tokens.get(piece) {
                     out.push(id);
                     return;
                 }
-                if self.shared.get_long(piece, out) {
+                if self.shared.get_long(piece, hash, out) {
                     return;
                 }
                 state.cache.get(piece)
@@ -317,14 +356,22 @@ impl FastBpe {
         );
         merge(&self.merges, symbols, &mut state.scratch);
         out.extend_from_slice(symbols);
-        let shared = match probe {
-            Some(probe) => self.shared.insert_short(probe, symbols, &mut state.writer),
-            None => self.shared.insert_long(piece, symbols, &mut state.writer),
+        let shared = match key {
+            PieceKey::Short(probe) => self.shared.insert_short(probe, symbols, &mut state.writer),
+            PieceKey::Long(_) => self.shared.insert_long(piece, symbols, &mut state.writer),
         };
         if !shared {
             state.cache.insert(piece, symbols);
         }
     }
+}
+
+/// How a piece is looked up: a short piece by its probe, a longer one by its `long_hash`
+/// (pieces past `MAX_CACHED_LEN` are never cached; their hash is not made).
+#[derive(Clone, Copy)]
+enum PieceKey<'p> {
+    Short(&'p Probe),
+    Long(u64),
 }
 
 /// Append the first `count` (1 to 3) of `ids`: all three are written, with no branch on the

@@ -196,13 +196,29 @@ impl SharedPieces {
         taken
     }
 
-    /// Append the ids of a long piece to `out` if the table has it.
+    /// Fetch the first slot a long piece of hash `hash` (`long_hash`) is searched at.
+    #[inline(always)]
+    pub fn prefetch_long(&self, hash: u64) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let at = (hash >> self.long_shift) as usize;
+            // SAFETY: `at` is below the table's length; a prefetch has no effect on state.
+            unsafe {
+                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+                _mm_prefetch::<_MM_HINT_T0>(self.long.as_ptr().add(at).cast());
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = hash;
+    }
+
+    /// Append the ids of a long piece (its `long_hash` is `hash`) to `out` if the table has it.
     #[inline]
-    pub fn get_long(&self, piece: &[u8], out: &mut Vec<u32>) -> bool {
+    pub fn get_long(&self, piece: &[u8], hash: u64, out: &mut Vec<u32>) -> bool {
         if piece.len() > MAX_CACHED_LEN {
             return false;
         }
-        let hash = long_hash(piece);
+        debug_assert_eq!(hash, long_hash(piece));
         let mask = self.long.len() - 1;
         let mut at = (hash >> self.long_shift) as usize;
         for _ in 0..MAX_PROBES {
@@ -360,8 +376,9 @@ fn pack_ids(pair: &[u32]) -> u64 {
     u64::from_ne_bytes(word)
 }
 
+/// The hash a long piece is kept under.
 #[inline]
-fn long_hash(piece: &[u8]) -> u64 {
+pub fn long_hash(piece: &[u8]) -> u64 {
     use std::hash::Hasher;
     let mut hasher = rustc_hash::FxHasher::default();
     hasher.write(piece);
@@ -378,7 +395,7 @@ mod tests {
         let mut out = Vec::new();
         let found = match Probe::new(piece).filter(|_| piece.len() <= SHORT_LEN) {
             Some(probe) => shared.get_short(&probe, &mut out),
-            None => shared.get_long(piece, &mut out),
+            None => shared.get_long(piece, long_hash(piece), &mut out),
         };
         found.then_some(out)
     }
