@@ -205,97 +205,91 @@ impl FastBpe {
             // lookups had stalled on the slots they had just prefetched).
             let bytes = text.as_bytes();
             let base = bytes.as_ptr() as usize;
-            let mut groups = [[(0usize, 0usize); PREFETCH_GROUP]; 2];
-            let mut probes = [[Probe::default(); PREFETCH_GROUP]; 2];
-            let mut long_hashes = [[0u64; PREFETCH_GROUP]; 2];
-            let (mut filling, mut n) = (0usize, 0usize);
-            let mut waiting: Option<usize> = None;
-            // Each piece's key and hash are made once, for every table.
-            let prepare = |group: &[(usize, usize)],
-                           probes: &mut [Probe; PREFETCH_GROUP],
-                           long_hashes: &mut [u64; PREFETCH_GROUP]| {
-                for ((probe, long_hash), &(start, len)) in
-                    probes.iter_mut().zip(long_hashes.iter_mut()).zip(group)
-                {
-                    if len <= SHORT_LEN {
-                        *probe = Probe::at(bytes, start, len);
-                        self.shared.prefetch(probe);
-                    } else if len <= MAX_CACHED_LEN {
-                        // Long pieces are few (2% of documentation text's) but each missed
-                        // its slot's line: 6% of a warm run.
-                        *long_hash = shared_cache::long_hash(&bytes[start..start + len]);
-                        self.shared.prefetch_long(*long_hash);
-                    }
-                }
-            };
-            let look_up = |group: &[(usize, usize)],
-                           probes: &[Probe; PREFETCH_GROUP],
-                           long_hashes: &[u64; PREFETCH_GROUP],
-                           state: &mut ThreadState,
-                           out: &mut Vec<u32>| {
-                for ((probe, &long_hash), &(start, len)) in
-                    probes.iter().zip(long_hashes).zip(group)
-                {
-                    let key = if len <= SHORT_LEN {
-                        // Nearly every piece is in the line prefetched: its ids are written
-                        // whatever their count, and the count kept.
-                        let (ids, count) = self.shared.get_home(probe);
-                        if count > 0 {
-                            push_ids(out, ids, count);
-                            continue;
-                        }
-                        PieceKey::Short(probe)
-                    } else {
-                        PieceKey::Long(long_hash)
-                    };
-                    self.encode_piece(&bytes[start..start + len], key, state, out);
-                }
-            };
+            let mut groups = Groups::default();
             pretokenize::split(self.pattern, &text, |piece| {
-                groups[filling][n] = (piece.as_ptr() as usize - base, piece.len());
-                n += 1;
-                if n == PREFETCH_GROUP {
-                    prepare(
-                        &groups[filling],
-                        &mut probes[filling],
-                        &mut long_hashes[filling],
-                    );
-                    if let Some(ready) = waiting {
-                        look_up(
-                            &groups[ready],
-                            &probes[ready],
-                            &long_hashes[ready],
-                            state,
-                            out,
-                        );
-                    }
-                    waiting = Some(filling);
-                    filling ^= 1;
-                    n = 0;
+                if groups.push(piece.as_ptr() as usize - base, piece.len()) {
+                    self.advance(&mut groups, bytes, state, out);
                 }
             });
-            prepare(
-                &groups[filling][..n],
-                &mut probes[filling],
-                &mut long_hashes[filling],
-            );
-            if let Some(ready) = waiting {
-                look_up(
-                    &groups[ready],
-                    &probes[ready],
-                    &long_hashes[ready],
-                    state,
-                    out,
-                );
+            let last = groups.filling;
+            self.prepare(&mut groups, last, bytes);
+            if let Some(ready) = groups.waiting {
+                self.look_up(&groups, ready, bytes, state, out);
             }
-            look_up(
-                &groups[filling][..n],
-                &probes[filling],
-                &long_hashes[filling],
-                state,
-                out,
-            );
+            self.look_up(&groups, last, bytes, state, out);
         });
+    }
+
+    /// A full group: its slots prefetched, then the group before it looked up. Not inlined,
+    /// so that the splitter's per-piece callback stays small enough to be inlined itself.
+    #[inline(never)]
+    fn advance(
+        &self,
+        groups: &mut Groups,
+        bytes: &[u8],
+        state: &mut ThreadState,
+        out: &mut Vec<u32>,
+    ) {
+        let full = groups.filling;
+        self.prepare(groups, full, bytes);
+        if let Some(ready) = groups.waiting {
+            self.look_up(groups, ready, bytes, state, out);
+        }
+        groups.waiting = Some(full);
+        groups.filling ^= 1;
+        groups.len[groups.filling] = 0;
+    }
+
+    /// Each piece's key and hash, made once for every table, and its first slot prefetched.
+    #[inline(always)]
+    fn prepare(&self, groups: &mut Groups, which: usize, bytes: &[u8]) {
+        let len = groups.len[which];
+        let pieces = &groups.pieces[which][..len];
+        let probes = &mut groups.probes[which];
+        let long_hashes = &mut groups.long_hashes[which];
+        for ((probe, long_hash), &(start, len)) in
+            probes.iter_mut().zip(long_hashes.iter_mut()).zip(pieces)
+        {
+            if len <= SHORT_LEN {
+                *probe = Probe::at(bytes, start, len);
+                self.shared.prefetch(probe);
+            } else if len <= MAX_CACHED_LEN {
+                // Long pieces are few (2% of documentation text's) but each missed its slot's
+                // line: 6% of a warm run.
+                *long_hash = shared_cache::long_hash(&bytes[start..start + len]);
+                self.shared.prefetch_long(*long_hash);
+            }
+        }
+    }
+
+    /// The ids of a prepared group's pieces, in order.
+    #[inline(always)]
+    fn look_up(
+        &self,
+        groups: &Groups,
+        which: usize,
+        bytes: &[u8],
+        state: &mut ThreadState,
+        out: &mut Vec<u32>,
+    ) {
+        let pieces = &groups.pieces[which][..groups.len[which]];
+        let probes = &groups.probes[which];
+        let long_hashes = &groups.long_hashes[which];
+        for ((probe, &long_hash), &(start, len)) in probes.iter().zip(long_hashes).zip(pieces) {
+            let key = if len <= SHORT_LEN {
+                // Nearly every piece is in the line prefetched: its ids are written whatever
+                // their count, and the count kept.
+                let (ids, count) = self.shared.get_home(probe);
+                if count > 0 {
+                    push_ids(out, ids, count);
+                    continue;
+                }
+                PieceKey::Short(probe)
+            } else {
+                PieceKey::Long(long_hash)
+            };
+            self.encode_piece(&bytes[start..start + len], key, state, out);
+        }
     }
 
     /// NFC as `tokenizers` computes it (same crate, same tables), skipped when the quick check
@@ -363,6 +357,41 @@ impl FastBpe {
         if !shared {
             state.cache.insert(piece, symbols);
         }
+    }
+}
+
+/// Two groups of pieces (start, length) with their probes: one being filled by the splitter,
+/// the other prefetched and waiting to be looked up.
+struct Groups {
+    pieces: [[(usize, usize); PREFETCH_GROUP]; 2],
+    probes: [[Probe; PREFETCH_GROUP]; 2],
+    long_hashes: [[u64; PREFETCH_GROUP]; 2],
+    len: [usize; 2],
+    filling: usize,
+    waiting: Option<usize>,
+}
+
+impl Default for Groups {
+    fn default() -> Groups {
+        Groups {
+            pieces: [[(0, 0); PREFETCH_GROUP]; 2],
+            probes: [[Probe::default(); PREFETCH_GROUP]; 2],
+            long_hashes: [[0; PREFETCH_GROUP]; 2],
+            len: [0; 2],
+            filling: 0,
+            waiting: None,
+        }
+    }
+}
+
+impl Groups {
+    /// Add a piece to the group being filled; `true` when that group is now full.
+    #[inline(always)]
+    fn push(&mut self, start: usize, len: usize) -> bool {
+        let at = self.len[self.filling];
+        self.pieces[self.filling][at] = (start, len);
+        self.len[self.filling] = at + 1;
+        at + 1 == PREFETCH_GROUP
     }
 }
 
