@@ -54,17 +54,30 @@ const SCAN_LIMIT: usize = 48;
 /// lookup, made the first pass over CJK text 0.76x as fast (`encode_speed`, 5 interleaved pairs).
 pub struct Merges {
     map: FxHashMap<u64, (u32, u32)>,
+    /// The id of each byte's token and the merge of every pair of bytes (indexed by
+    /// `first << 8 | second`; 512 KiB), when all 256 bytes are tokens: a new piece's first
+    /// ranks are one pair per byte, and this table stays in cache where the map does not
+    /// (`merge_bytes`).
+    bytes: Option<([u32; 256], Box<[(u32, u32)]>)>,
 }
 
 impl Merges {
     /// From `(left id, right id, merged id)` in rank order; a pair listed twice keeps its last
-    /// rank, as `tokenizers` does when it collects the list into a map.
-    pub fn new(list: impl IntoIterator<Item = (u32, u32, u32)>) -> Merges {
+    /// rank, as `tokenizers` does when it collects the list into a map. `byte_ids` are the
+    /// bytes' token ids (`u32::MAX` for a byte the vocabulary lacks).
+    pub fn new(list: impl IntoIterator<Item = (u32, u32, u32)>, byte_ids: &[u32; 256]) -> Merges {
         let mut map = FxHashMap::default();
         for (rank, (left, right, merged)) in list.into_iter().enumerate() {
             map.insert(key(left, right), (rank as u32, merged));
         }
-        Merges { map }
+        let mut merges = Merges { map, bytes: None };
+        if !byte_ids.contains(&u32::MAX) {
+            let pairs = (0..1usize << 16)
+                .map(|pair| merges.get(byte_ids[pair >> 8], byte_ids[pair & 0xff]))
+                .collect();
+            merges.bytes = Some((*byte_ids, pairs));
+        }
+        merges
     }
 
     #[inline(always)]
@@ -93,6 +106,46 @@ pub struct Scratch {
 
 /// Merge `symbols` (the ids of a pre-token's bytes) in place to their final tokens.
 pub fn merge(merges: &Merges, symbols: &mut Vec<u32>, scratch: &mut Scratch) {
+    scratch.ranks.clear();
+    scratch
+        .ranks
+        .extend(symbols.windows(2).map(|w| merges.get(w[0], w[1])));
+    merge_ranked(merges, symbols, scratch);
+}
+
+/// The tokens of `piece` into `symbols`: its bytes' ids (bytes the vocabulary lacks are
+/// dropped, as `tokenizers` does without an unk token), merged. The first ranks come from the
+/// byte-pair table when there is one (first pass over CJK text, where a new piece is 20-60
+/// bytes: +5%).
+pub fn merge_bytes(
+    merges: &Merges,
+    byte_ids: &[u32; 256],
+    piece: &[u8],
+    symbols: &mut Vec<u32>,
+    scratch: &mut Scratch,
+) {
+    symbols.clear();
+    let Some((ids, pairs)) = &merges.bytes else {
+        symbols.extend(
+            piece
+                .iter()
+                .map(|&b| byte_ids[b as usize])
+                .filter(|&id| id != u32::MAX),
+        );
+        return merge(merges, symbols, scratch);
+    };
+    symbols.extend(piece.iter().map(|&b| ids[b as usize]));
+    scratch.ranks.clear();
+    scratch.ranks.extend(
+        piece
+            .windows(2)
+            .map(|w| pairs[usize::from(w[0]) << 8 | usize::from(w[1])]),
+    );
+    merge_ranked(merges, symbols, scratch);
+}
+
+/// `merge`, with `scratch.ranks` holding the (rank, merged id) of each adjacent pair.
+fn merge_ranked(merges: &Merges, symbols: &mut Vec<u32>, scratch: &mut Scratch) {
     if symbols.len() <= SCAN_LIMIT {
         merge_by_scan(merges, symbols, &mut scratch.ranks);
     } else {
@@ -100,10 +153,9 @@ pub fn merge(merges: &Merges, symbols: &mut Vec<u32>, scratch: &mut Scratch) {
     }
 }
 
-/// Find the lowest (rank, position) pair by scanning; quadratic, but tiny for words.
+/// Find the lowest (rank, position) pair by scanning; quadratic, but tiny for words. `ranks`
+/// starts with each adjacent pair's (rank, merged id).
 fn merge_by_scan(merges: &Merges, symbols: &mut Vec<u32>, ranks: &mut Vec<(u32, u32)>) {
-    ranks.clear();
-    ranks.extend(symbols.windows(2).map(|w| merges.get(w[0], w[1])));
     loop {
         let mut best = NO_RANK;
         let mut at = 0;
@@ -134,11 +186,11 @@ fn merge_by_heap(merges: &Merges, symbols: &mut Vec<u32>, scratch: &mut Scratch)
     const NONE: u32 = u32::MAX;
     let n = symbols.len();
     let Scratch {
+        ranks,
         next,
         prev,
         alive,
         heap,
-        ..
     } = scratch;
     next.clear();
     next.extend((1..=n as u32).map(|i| if i as usize == n { NONE } else { i }));
@@ -147,8 +199,7 @@ fn merge_by_heap(merges: &Merges, symbols: &mut Vec<u32>, scratch: &mut Scratch)
     heap.clear();
     alive.clear();
     alive.resize(n, true);
-    for i in 0..n - 1 {
-        let (rank, _) = merges.get(symbols[i], symbols[i + 1]);
+    for (i, &(rank, _)) in ranks.iter().enumerate() {
         if rank != NO_RANK {
             heap.push(Reverse((rank, i as u32)));
         }
@@ -201,17 +252,84 @@ mod tests {
     /// ids: a=0 b=1 c=2, then merges create 3.. in order.
     fn toy() -> Merges {
         // ab=3 (rank 0), bc=4 (rank 1), "ab"+"c"=5 (rank 2), a+a=6 (rank 3)
-        Merges::new([(0, 1, 3), (1, 2, 4), (3, 2, 5), (0, 0, 6)])
+        Merges::new(
+            [(0, 1, 3), (1, 2, 4), (3, 2, 5), (0, 0, 6)],
+            &[u32::MAX; 256],
+        )
+    }
+
+    fn ranks_of(merges: &Merges, symbols: &[u32]) -> Vec<(u32, u32)> {
+        symbols.windows(2).map(|w| merges.get(w[0], w[1])).collect()
     }
 
     fn both(symbols: &[u32]) -> Vec<u32> {
         let merges = toy();
         let mut scan = symbols.to_vec();
-        merge_by_scan(&merges, &mut scan, &mut Vec::new());
+        merge_by_scan(&merges, &mut scan, &mut ranks_of(&merges, symbols));
         let mut heap = symbols.to_vec();
-        merge_by_heap(&merges, &mut heap, &mut Scratch::default());
+        let mut scratch = Scratch {
+            ranks: ranks_of(&merges, symbols),
+            ..Scratch::default()
+        };
+        merge_by_heap(&merges, &mut heap, &mut scratch);
         assert_eq!(scan, heap, "scan and heap differ on {symbols:?}");
         scan
+    }
+
+    #[test]
+    fn merging_bytes_through_the_pair_table_is_merging_their_ids() {
+        // Byte b's token is 1000 + b; merges over bytes and over merged tokens, in an order
+        // where a later merge depends on earlier ones.
+        let mut byte_ids = [0u32; 256];
+        for (b, id) in byte_ids.iter_mut().enumerate() {
+            *id = 1000 + b as u32;
+        }
+        let id = |b: u8| 1000 + u32::from(b);
+        let list = [
+            (id(b'a'), id(b'b'), 1),
+            (1, id(b'c'), 2),
+            (id(b'c'), id(b'c'), 3),
+            (2, 3, 4),
+            (id(0xe4), id(0xb8), 5),
+            (5, id(0xad), 6),
+        ];
+        let merges = Merges::new(list, &byte_ids);
+        assert!(merges.bytes.is_some());
+        let mut missing = byte_ids;
+        missing[0] = u32::MAX;
+        let without_table = Merges::new(list, &missing);
+        assert!(without_table.bytes.is_none());
+        for piece in [
+            &b"abccc"[..],
+            b"abcabccab",
+            "中中a".as_bytes(),
+            b"x",
+            b"",
+            &[0u8; 70],
+        ] {
+            let mut expected: Vec<u32> = piece.iter().map(|&b| id(b)).collect();
+            merge(&merges, &mut expected, &mut Scratch::default());
+            let mut symbols = Vec::new();
+            merge_bytes(
+                &merges,
+                &byte_ids,
+                piece,
+                &mut symbols,
+                &mut Scratch::default(),
+            );
+            assert_eq!(symbols, expected, "{piece:?}");
+            // Without the table (a byte missing), that byte is dropped and the rest merged.
+            merge_bytes(
+                &without_table,
+                &missing,
+                piece,
+                &mut symbols,
+                &mut Scratch::default(),
+            );
+            let mut kept: Vec<u32> = piece.iter().filter(|&&b| b != 0).map(|&b| id(b)).collect();
+            merge(&without_table, &mut kept, &mut Scratch::default());
+            assert_eq!(symbols, kept, "{piece:?}");
+        }
     }
 
     #[test]
@@ -227,9 +345,9 @@ mod tests {
 
     #[test]
     fn duplicate_pair_keeps_the_last_rank() {
-        let merges = Merges::new([(0, 1, 3), (1, 2, 4), (0, 1, 3)]);
+        let merges = Merges::new([(0, 1, 3), (1, 2, 4), (0, 1, 3)], &[u32::MAX; 256]);
         let mut symbols = vec![0, 1, 2];
-        merge_by_scan(&merges, &mut symbols, &mut Vec::new());
+        merge(&merges, &mut symbols, &mut Scratch::default());
         assert_eq!(symbols, vec![0, 4]);
     }
 

@@ -29,7 +29,7 @@ use unicode_normalization_alignments::UnicodeNormalization;
 pub use pretokenize::Pattern;
 pub use spec::Spec;
 
-use bpe::{byte_to_char, merge, CharToByte, Merges, Scratch};
+use bpe::{byte_to_char, merge, merge_bytes, CharToByte, Merges, Scratch};
 use cache::{PieceCache, Probe, MAX_CACHED_LEN, SHORT_LEN};
 use shared_cache::SharedPieces;
 
@@ -128,7 +128,7 @@ impl FastBpe {
             .iter()
             .map(|(a, b)| Ok((id_of(a)?, id_of(b)?, id_of(&format!("{a}{b}"))?)))
             .collect::<Result<Vec<_>, String>>()?;
-        let merges = Merges::new(list);
+        let merges = Merges::new(list, &byte_ids);
         let reverse = CharToByte::new(&chars);
         let tokens: Vec<(Vec<u8>, u32)> = vocab
             .iter()
@@ -341,14 +341,13 @@ impl FastBpe {
             return;
         }
         let symbols = &mut state.symbols;
-        symbols.clear();
-        symbols.extend(
-            piece
-                .iter()
-                .map(|&b| self.byte_ids[b as usize])
-                .filter(|&id| id != NO_ID),
+        merge_bytes(
+            &self.merges,
+            &self.byte_ids,
+            piece,
+            symbols,
+            &mut state.scratch,
         );
-        merge(&self.merges, symbols, &mut state.scratch);
         out.extend_from_slice(symbols);
         let shared = match key {
             PieceKey::Short(probe) => self.shared.insert_short(probe, symbols, &mut state.writer),
