@@ -58,8 +58,11 @@ pub struct Merges {
     /// `first << 8 | second`; 512 KiB), when all 256 bytes are tokens: a new piece's first
     /// ranks are one pair per byte, and this table stays in cache where the map does not
     /// (`merge_bytes`).
-    bytes: Option<([u32; 256], Box<[(u32, u32)]>)>,
+    bytes: Option<([u32; 256], Box<[Merge]>)>,
 }
+
+/// A pair's (rank, merged id); `NO_RANK` when the pair does not merge.
+type Merge = (u32, u32);
 
 impl Merges {
     /// From `(left id, right id, merged id)` in rank order; a pair listed twice keeps its last
