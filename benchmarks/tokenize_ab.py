@@ -61,8 +61,8 @@ def child(build: str, rows: str, tokenizer: str, threads: int, passes: int) -> d
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("a", help="folder with build A's data_io package")
-    parser.add_argument("b", help="folder with build B's data_io package")
+    parser.add_argument("a", nargs="?", help="folder with build A's data_io package")
+    parser.add_argument("b", nargs="?", help="folder with build B's data_io package")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=4)
@@ -74,6 +74,8 @@ def main() -> None:
         build, rows, tokenizer, threads, passes = args.child
         print(json.dumps(child(build, rows, tokenizer, int(threads), int(passes))))
         return
+    if not (args.a and args.b):
+        parser.error("two build folders are needed: A and B")
     tokenizer = args.tokenizer
     if tokenizer is None:
         from data_io.vocabularies import vocabulary_path
