@@ -341,17 +341,14 @@ impl FastBpe {
             return;
         }
         let symbols = &mut state.symbols;
-        merge_bytes(
-            &self.merges,
-            &self.byte_ids,
-            piece,
-            symbols,
-            &mut state.scratch,
-        );
+        merge_bytes(&self.merges, piece, symbols, &mut state.scratch);
         out.extend_from_slice(symbols);
         let shared = match key {
             PieceKey::Short(probe) => self.shared.insert_short(probe, symbols, &mut state.writer),
-            PieceKey::Long(_) => self.shared.insert_long(piece, symbols, &mut state.writer),
+            PieceKey::Long(hash) => {
+                self.shared
+                    .insert_long(piece, hash, symbols, &mut state.writer)
+            }
         };
         if !shared {
             state.cache.insert(piece, symbols);

@@ -254,23 +254,19 @@ impl SharedPieces {
                 let offset = (state >> 32) as usize;
                 let words = piece.len().div_ceil(8);
                 let count = (state & 0xffff) as usize;
-                let entry = &self.arena[offset..offset + words + count.div_ceil(2)];
                 // The entry's words were written before `state` was published and are never
                 // written again, so after the acquire load above they can be read as plain
-                // memory: the piece's bytes in order, then its ids (`pack_bytes`, `pack_ids`). One
-                // `memcmp` and one copy instead of a load, shift and push per word (CJK pieces
-                // run to 30-120 bytes and 10-40 ids).
-                // SAFETY: `entry` spans `words` words of bytes then `count.div_ceil(2)` words
-                // of ids, in bounds (sliced above); no thread writes them any more.
-                let (bytes, ids) = unsafe {
-                    let base = entry.as_ptr().cast::<u8>();
-                    (
-                        std::slice::from_raw_parts(base, piece.len()),
-                        std::slice::from_raw_parts(base.add(words * 8).cast::<u32>(), count),
-                    )
+                // memory: the piece's bytes in order (`pack_bytes`), then its ids
+                // (`arena_ids`). One `memcmp` and one copy instead of a load, shift and push per
+                // word (CJK pieces run to 30-120 bytes and 10-40 ids).
+                let stored = &self.arena[offset..offset + words];
+                // SAFETY: `stored` is `words` words in bounds (sliced above), holding at least
+                // `piece.len()` bytes; no thread writes them any more.
+                let bytes = unsafe {
+                    std::slice::from_raw_parts(stored.as_ptr().cast::<u8>(), piece.len())
                 };
                 if bytes == piece {
-                    out.extend_from_slice(ids);
+                    out.extend_from_slice(self.arena_ids(offset + words, count));
                     return true;
                 }
             }
@@ -279,9 +275,9 @@ impl SharedPieces {
         false
     }
 
-    /// Add a long piece (more than `SHORT_LEN`, at most `MAX_CACHED_LEN` bytes); `false` if it
-    /// was not taken.
-    pub fn insert_long(&self, piece: &[u8], ids: &[u32], writer: &mut Writer) -> bool {
+    /// Add a long piece (more than `SHORT_LEN`, at most `MAX_CACHED_LEN` bytes) whose
+    /// `long_hash` is `hash`; `false` if it was not taken.
+    pub fn insert_long(&self, piece: &[u8], hash: u64, ids: &[u32], writer: &mut Writer) -> bool {
         if piece.len() > MAX_CACHED_LEN
             || ids.is_empty()
             || ids.len() > 0xffff
@@ -293,15 +289,15 @@ impl SharedPieces {
         let Some(offset) = self.reserve(words, writer) else {
             return false;
         };
-        let entry = &self.arena[offset..offset + words];
-        let (bytes_words, id_words) = entry.split_at(piece.len().div_ceil(8));
-        for (word, bytes) in bytes_words.iter().zip(piece.chunks(8)) {
+        let bytes_words = piece.len().div_ceil(8);
+        for (word, bytes) in self.arena[offset..offset + bytes_words]
+            .iter()
+            .zip(piece.chunks(8))
+        {
             word.store(pack_bytes(bytes), Ordering::Relaxed);
         }
-        for (word, pair) in id_words.iter().zip(ids.chunks(2)) {
-            word.store(pack_ids(pair), Ordering::Relaxed);
-        }
-        let hash = long_hash(piece);
+        self.write_ids(offset + bytes_words, ids);
+        debug_assert_eq!(hash, long_hash(piece));
         let state = (offset as u64) << 32 | (piece.len() as u64) << 16 | ids.len() as u64;
         let start = (hash >> self.long_shift) as usize;
         let taken = publish(&self.long, start, 1, state, |slot| {
@@ -441,7 +437,7 @@ mod tests {
     fn insert(shared: &SharedPieces, piece: &[u8], ids: &[u32], writer: &mut Writer) -> bool {
         match Probe::new(piece).filter(|_| piece.len() <= SHORT_LEN) {
             Some(probe) => shared.insert_short(&probe, ids, writer),
-            None => shared.insert_long(piece, ids, writer),
+            None => shared.insert_long(piece, long_hash(piece), ids, writer),
         }
     }
 
