@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(argv: list[str] | None) -> int:
-    from data_io.errors import DataIoError
+    from data_io.errors import DataIoError, os_error_message
 
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
@@ -92,6 +92,11 @@ def _run(argv: list[str] | None) -> int:
         if _from_closed_stdout(exc):
             raise  # not an error of the stage: the reader went away
         print(f"data_io {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # disk full, read-only, permissions: one line, not a traceback
+        if _from_closed_stdout(exc):
+            raise
+        print(f"data_io {args.command}: error: {os_error_message(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"data_io {args.command}: interrupted", file=sys.stderr)

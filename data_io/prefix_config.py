@@ -169,8 +169,14 @@ def load_prefix_config(path: str | os.PathLike[str]) -> PrefixConfig:
     try:
         text = Path(source).read_text(encoding="utf-8")
     except FileNotFoundError:
+        relative = (
+            "" if os.path.isabs(source) else f" (relative to the current folder {Path.cwd()})"
+        )
         raise ConfigError(
-            f"prefix config {source!r} does not exist; pass prefix_config_path=<file>"
+            f"prefix config {source!r} does not exist{relative}; pass an existing file: "
+            "--prefix-config FILE to `data_io train-tokenizer` (--prefix-config none uses "
+            "every text), prefix_config_path=FILE to sample_tokenized.py / `data_io sample`; "
+            "the repository ships prefix_config.yaml at its root"
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"prefix config {source!r} cannot be read: {exc}") from exc

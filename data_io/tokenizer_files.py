@@ -24,7 +24,13 @@ def resolve_tokenizer(spec: str | Path) -> Path:
             return candidate
         raise TokenizerError(f"{path} is a folder without {TOKENIZER_FILE}; pass the file itself")
     if path.suffix == ".json" or path.is_absolute() or str(spec).startswith("."):
-        raise TokenizerError(f"tokenizer {spec} does not exist")
+        relative = "" if path.is_absolute() else f" (relative to the current folder {Path.cwd()})"
+        raise TokenizerError(
+            f"tokenizer {spec} does not exist{relative}; pass an existing tokenizer.json, a "
+            "folder holding one, or a Hub id: --tokenizer-path for `data_io tokenize`, "
+            "--tokenizer for `data_io prepare`, data.tokenizer_path in a loader config "
+            "(tokenizer_path= in the Python API)"
+        )
     return _from_hub(str(spec))
 
 

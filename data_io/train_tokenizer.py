@@ -8,6 +8,7 @@ Training runs in the Rust core with the GIL released; this module reads
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from data_io.errors import ConfigError
+from data_io.fs import write_json_atomic
 from data_io.rows_cli import ROW_FILES, add_rows_and_output
 
 DEFAULT_VOCAB_SIZE = 65536
@@ -44,6 +46,10 @@ class TrainResult:
     files: list[TrainFileResult]
     # Files under the inputs that are not rows (by name), not read.
     skipped_files: list[str] = field(default_factory=list)
+    # The vocabulary asked for (None when read back from an older report).
+    requested_vocab_size: int | None = None
+    # Roles (pad/bos/eos) that tokenizer_config.json names no token for.
+    missing_roles: list[str] = field(default_factory=list)
 
     @property
     def limited(self) -> list[TrainFileResult]:
@@ -77,13 +83,18 @@ def train_tokenizer(
     on_error: str = "fail",
     threads: int | None = None,
     progress: bool | None = None,
+    pad_token: str | None = None,
+    bos_token: str | None = None,
+    eos_token: str | None = None,
 ) -> TrainResult:
     """Train on the instruction and response texts of every row under ``inputs``.
 
     Writes ``output`` (a tokenizers JSON), and ``config.json`` and ``tokenizer_config.json``
     beside it, so that ``transformers.AutoTokenizer`` loads the folder and agrees with
     ``data_io tokenize``. ``prefix_config=None`` uses every text. Inputs without any row file,
-    or without a single usable text, raise and write nothing.
+    or without a single usable text, raise and write nothing. ``pad_token``/``bos_token``/
+    ``eos_token`` name the special tokens ``tokenizer_config.json`` gives those roles (default:
+    the pipeline's own tokens, when they are among ``special_tokens``).
     """
     if tokenizer_type not in ("bpe", "unigram"):
         raise ConfigError(f"tokenizer type must be 'bpe' or 'unigram', not {tokenizer_type!r}")
@@ -95,6 +106,16 @@ def train_tokenizer(
     output = Path(output)
     if output.suffix != ".json":
         raise ConfigError(f"output {output} must be a .json file (e.g. OUT/tokenizer.json)")
+    specials = list(default_special_tokens() if special_tokens is None else special_tokens)
+    roles = {"pad_token": pad_token, "bos_token": bos_token, "eos_token": eos_token}
+    chosen = {role: token for role, token in roles.items() if token is not None}
+    for role, token in chosen.items():
+        if token not in specials:
+            flag = "--" + role.replace("_", "-")
+            raise ConfigError(
+                f"{flag} {token!r} is not one of the special tokens ({', '.join(specials[:8])}"
+                f"{', …' if len(specials) > 8 else ''}); add it to --special-tokens"
+            )
     from data_io import _core
 
     report = _core.train_tokenizer(
@@ -106,13 +127,25 @@ def train_tokenizer(
         prefix_limits=_prefix_limits(prefix_config),
         truncate_len=truncate_len,
         limit_mul_factor=limit_mul_factor,
-        special_tokens=list(default_special_tokens() if special_tokens is None else special_tokens),
+        special_tokens=specials,
         min_frequency=MIN_FREQUENCY,
         on_error=on_error,
         threads=threads,
         progress=sys.stderr.isatty() if progress is None else progress,
     )
-    return TrainResult.from_json(report)
+    missing = _set_roles(output.parent / "tokenizer_config.json", chosen)
+    return dataclasses.replace(
+        TrainResult.from_json(report), requested_vocab_size=vocab_size, missing_roles=missing
+    )
+
+
+def _set_roles(path: Path, chosen: dict[str, str]) -> list[str]:
+    """Give ``tokenizer_config.json`` the chosen role tokens; the roles it still lacks."""
+    config = json.loads(path.read_text(encoding="utf-8"))
+    if chosen:
+        config.update(chosen)
+        write_json_atomic(path, config)
+    return [role for role in ("pad_token", "bos_token", "eos_token") if role not in config]
 
 
 def _prefix_limits(prefix_config: str | Path | None) -> list[tuple[str, int | None]]:
@@ -176,6 +209,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="special tokens registered first, in order (default: the 31 of formats.md §2)",
     )
+    for role in ("pad", "bos", "eos"):
+        parser.add_argument(
+            f"--{role}-token",
+            default=None,
+            metavar="TOKEN",
+            help=f"the special token tokenizer_config.json names {role}_token (default: the "
+            "pipeline's own, when among --special-tokens)",
+        )
     parser.add_argument(
         "--on-error",
         choices=("fail", "skip"),
@@ -209,15 +250,39 @@ def _run(args: argparse.Namespace) -> int:
         on_error=args.on_error,
         threads=args.threads,
         progress=False if args.quiet else None,
+        pad_token=args.pad_token,
+        bos_token=args.bos_token,
+        eos_token=args.eos_token,
     )
     if not args.quiet:
         print(summary_line(result))
+        for line in caveats(result):
+            print(line)
         if result.skipped_files:
             print(
                 f"skipped {len(result.skipped_files):,} input file(s) that are not rows, e.g. "
                 + ", ".join(result.skipped_files[:3])
             )
     return 0
+
+
+def caveats(result: TrainResult) -> list[str]:
+    """What the user asked for and did not get, each on a line of its own."""
+    lines = []
+    asked = result.requested_vocab_size
+    if asked is not None and result.vocab_size < asked:
+        lines.append(
+            f"note: the vocabulary has {result.vocab_size:,} tokens, not the {asked:,} asked: "
+            f"the texts hold no more pairs seen at least {MIN_FREQUENCY} times; train on more "
+            "texts (--prefix-config none uses every text) or ask for fewer with --vocab-size"
+        )
+    if result.missing_roles:
+        flags = ", ".join("--" + role.replace("_", "-") for role in result.missing_roles)
+        lines.append(
+            f"note: tokenizer_config.json names no {', '.join(result.missing_roles)} (the "
+            f"pipeline's tokens are not among --special-tokens); set them with {flags} TOKEN"
+        )
+    return lines
 
 
 def summary_line(result: TrainResult) -> str:

@@ -279,3 +279,45 @@ def test_custom_special_tokens_leave_out_roles_they_lack(tmp_path: Path):
     assert config["pad_token"] == "<|PAD|>"
     assert "eos_token" not in config and "bos_token" not in config
     assert "extra_special_tokens" not in config
+
+
+def test_role_flags_name_custom_special_tokens(tmp_path: Path, capsys):
+    from data_io.cli import main
+
+    out = tmp_path / "t" / "tokenizer.json"
+    argv = ["train-tokenizer", str(EXAMPLE_ROWS), "-o", str(out), "--vocab-size", "400",
+            "--prefix-config", "none", "--special-tokens", "<pad>", "<s>", "</s>"]  # fmt: skip
+    assert main([*argv, "--eos-token", "</s>", "--bos-token", "<s>", "--pad-token", "<pad>"]) == 0
+    config = json.loads((out.parent / "tokenizer_config.json").read_text())
+    assert (config["pad_token"], config["bos_token"], config["eos_token"]) == (
+        "<pad>",
+        "<s>",
+        "</s>",
+    )
+    assert "names no" not in capsys.readouterr().out
+    from transformers import AutoTokenizer
+
+    loaded = AutoTokenizer.from_pretrained(str(out.parent))
+    assert loaded.eos_token == "</s>" and loaded.eos_token_id == 2
+    assert main(argv) == 0  # no role flags: the summary says which roles are missing
+    printed = capsys.readouterr().out
+    assert "names no pad_token, bos_token, eos_token" in printed and "--eos-token" in printed
+
+
+def test_role_token_must_be_a_special_token(tmp_path: Path):
+    with pytest.raises(ConfigError, match=r"--eos-token '</x>' is not one of the special tokens"):
+        train_tokenizer([EXAMPLE_ROWS], tmp_path / "tokenizer.json", special_tokens=["<pad>"],
+                        eos_token="</x>", prefix_config=None, progress=False)  # fmt: skip
+    assert not (tmp_path / "tokenizer.json").exists()
+
+
+def test_a_vocabulary_smaller_than_asked_is_said(tmp_path: Path, capsys):
+    from data_io.cli import main
+
+    out = tmp_path / "tokenizer.json"
+    assert main(["train-tokenizer", str(EXAMPLE_ROWS), "-o", str(out), "--vocab-size", "60000",
+                 "--prefix-config", "none"]) == 0  # fmt: skip
+    size = Tokenizer.from_file(str(out)).get_vocab_size()
+    printed = capsys.readouterr().out
+    assert size < 60000
+    assert f"the vocabulary has {size:,} tokens, not the 60,000 asked" in printed

@@ -17,6 +17,7 @@ Windows are ``train.seq_len + 1`` tokens (input and label shift), so batches hol
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -35,7 +36,8 @@ from data_io.load.dataloader import StatefulLoader
 from data_io.load.mixing import resolve_phases
 from data_io.load.mixture import MixtureDataset
 from data_io.load.samplers import MixtureOrder, ShuffledOrder
-from data_io.load.shards import MemoryMappedDataset
+from data_io.load.shard_metadata import Declarations, read_declarations
+from data_io.load.shards import MemoryMappedDataset, honour_declared
 
 __all__ = [
     "BuiltData",
@@ -92,6 +94,34 @@ class TokenizerFacts:
             return self.data.vocab_size
         return None if self.encoder is None else int(self.encoder.vocab_size)
 
+    def eos_for(self, declared: Declarations) -> int | None:
+        """The EOS id of shards whose metadata may declare one: the declared id, which the
+        config's ``data.eos_token_id`` and tokenizer must not contradict."""
+        if declared.eos_id is None or not self.data.pack_sequences:
+            return self.eos_token_id
+        if self.data.eos_token_id is not None:
+            return honour_declared("data.eos_token_id", self.data.eos_token_id, declared.eos_id)
+        if self.encoder is not None:
+            mine = int(self.encoder.eos_id_for(None))
+            if mine != declared.eos_id.value:
+                raise ConfigError(
+                    f"data.tokenizer_path ({self.path}) ends documents with id {mine}, but "
+                    f"{declared.eos_id.where()}: the shards were written with another tokenizer; "
+                    "point data.tokenizer_path at that tokenizer, or set data.eos_token_id="
+                    f"{declared.eos_id.value} to use the shards' EOS"
+                )
+        return declared.eos_id.value
+
+    def vocab_for(self, declared: Declarations) -> int | None:
+        """The vocabulary size ids are checked against: the config's or tokenizer's, which must
+        not be smaller than the one the shards declare; else the declared one."""
+        if self.data.vocab_size is not None:
+            return honour_declared("data.vocab_size", self.data.vocab_size, declared.vocab_size)
+        if self.encoder is not None:
+            key = f"the vocab_size of data.tokenizer_path ({self.path})"
+            return honour_declared(key, int(self.encoder.vocab_size), declared.vocab_size)
+        return None if declared.vocab_size is None else declared.vocab_size.value
+
     def require_path(self, what: str) -> str:
         if not self.path:
             raise ConfigError(f"{what} is tokenized here: set data.tokenizer_path")
@@ -101,15 +131,17 @@ class TokenizerFacts:
 def shard_dataset(
     data: DataConfig, tok: TokenizerFacts, path: str, pattern: str, window: int
 ) -> Any:
+    folder = Path(path).expanduser()
+    declared = read_declarations(folder) if folder.is_dir() else Declarations()
     return MemoryMappedDataset(
         path,
         window,
         file_pattern=pattern,
         pack_sequences=data.pack_sequences,
-        eos_token_id=tok.eos_token_id,
+        eos_token_id=tok.eos_for(declared),
         position_ids=data.position_ids,
         cu_seqlens=data.cu_seqlens,
-        vocab_size=tok.vocab_size,
+        vocab_size=tok.vocab_for(declared),
     )
 
 
@@ -190,6 +222,8 @@ def tokenized_rows_dataset(config: LoaderConfig, **overrides: Any) -> Any:
         "dataset_prepared_path": data.dataset_prepared_path,
         "seed": data_seed(config),
         "shuffle": data.shuffle,
+        # Every id is checked against the vocabulary the config or its tokenizer names.
+        "vocab_size": TokenizerFacts(data).vocab_size,
     }
     return TokenizedRowsDataset(sources, **(options | overrides))
 
@@ -238,17 +272,22 @@ def build_dataloader(
     config: LoaderConfig | str | Path,
     rank: int | None = None,
     world_size: int | None = None,
+    overrides: Sequence[str] = (),
 ) -> StatefulLoader:
     """The training loader of ``config`` (a ``LoaderConfig`` or a TOML/YAML path) for a rank.
 
-    ``rank``/``world_size`` default to torch.distributed's, else 0 of 1. The loader has
-    ``state_dict()``/``load_state_dict()``; ``loader.lr_scale`` follows the mixture's phases.
+    ``rank``/``world_size`` default to torch.distributed's, else 0 of 1. ``overrides`` are
+    ``section.key=value`` strings (or ``--section.key=value``), applied over the config. The
+    loader has ``state_dict()``/``load_state_dict()``; ``loader.lr_scale`` follows the
+    mixture's phases.
     """
-    from data_io.load.config import load_config
+    from data_io.load.config import apply_overrides, load_config
     from data_io.load.samplers import resolve_rank
 
     if not isinstance(config, LoaderConfig):
-        config = load_config(config)
+        config = load_config(config, overrides)
+    elif overrides:
+        config = apply_overrides(config, overrides)
     rank, world_size = resolve_rank(rank, world_size)
     built = build_data(config, rank, world_size)
     data = config.data

@@ -11,6 +11,7 @@ and the trainer's other ``[train]`` keys belong to the trainer and are ignored.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -214,26 +215,36 @@ def _xorl_sources(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> LoaderConfig:
-    """Read ``path`` (TOML/YAML; None: defaults) and apply ``key=value`` overrides."""
+    """Read ``path`` (TOML/YAML; None: defaults) and apply ``key=value`` overrides (also
+    KempnerForge's ``--section.key=value`` spelling)."""
     where = str(path) if path is not None else "defaults"
     raw = _read(Path(path)) if path is not None else {}
-    if not overrides:
-        return config_from_dict(raw, where)
+    config = config_from_dict(raw, where)
+    return apply_overrides(config, overrides, where) if overrides else config
+
+
+def apply_overrides(
+    config: LoaderConfig, overrides: Sequence[str], where: str = "config"
+) -> LoaderConfig:
+    """``config`` with ``section.key=value`` overrides applied, validated again."""
+    if isinstance(overrides, str):
+        overrides = [overrides]  # one override, not its characters
     try:
-        base = OmegaConf.merge(
-            OmegaConf.structured(LoaderConfig),
-            OmegaConf.structured(config_from_dict(raw, where)),
-        )
+        base = OmegaConf.merge(OmegaConf.structured(LoaderConfig), OmegaConf.structured(config))
         for item in overrides:
-            key, sep, value = item.partition("=")
+            key, sep, value = str(item).partition("=")
+            key = key.strip().removeprefix("--")
             if not sep or not key:
-                raise ConfigError(f"override {item!r} is not KEY=VALUE (e.g. data.num_workers=2)")
-            OmegaConf.update(base, key.strip(), yaml.safe_load(value), merge=True)
-        config = OmegaConf.to_object(base)
+                raise ConfigError(
+                    f"override {item!r} is not KEY=VALUE (e.g. data.num_workers=2 or "
+                    "--data.num_workers=2)"
+                )
+            OmegaConf.update(base, key, yaml.safe_load(value), merge=True)
+        merged = OmegaConf.to_object(base)
     except OmegaConfBaseException as err:
         raise _omegaconf_error(f"{where} with overrides", err) from err
-    assert isinstance(config, LoaderConfig)
-    return config.validate()
+    assert isinstance(merged, LoaderConfig)
+    return merged.validate()
 
 
 def source_name(source: DatasetSource) -> str:
@@ -246,7 +257,12 @@ def source_name(source: DatasetSource) -> str:
 
 
 def _positive(where: str, value: int | float | None, minimum: float = 1) -> None:
-    if value is not None and value < minimum:
+    # NaN compares False with everything, and inf passes any minimum: both refused by name.
+    if value is None:
+        return
+    if not math.isfinite(value):
+        raise ConfigError(f"{where} must be a finite number >= {minimum}, got {value}")
+    if value < minimum:
         raise ConfigError(f"{where} must be >= {minimum}, got {value}")
 
 
@@ -300,6 +316,8 @@ def _validate_sources(data: DataConfig) -> None:
                 raise ConfigError(f"{where}: a tokenized source needs path")
         elif bool(source.path) == bool(source.hf_name):
             raise ConfigError(f"{where}: set exactly one of path and hf_name")
+        if not math.isfinite(source.weight):
+            raise ConfigError(f"{where}.weight must be a finite number > 0, got {source.weight}")
         if not source.weight > 0:
             raise ConfigError(f"{where}.weight must be > 0, got {source.weight}")
         _positive(f"{where}.max_seq_len", source.max_seq_len)

@@ -128,6 +128,7 @@ class StatefulLoader:
         self.state: dict[str, Any] = order.initial_state() if order is not None else {}
         self.tokens_per_source = np.zeros(len(self.names or [None]), dtype=np.int64)
         self._pending: deque[dict[str, Any]] = deque()
+        self._batch_step: int | None = None  # step of the batch last handed out
 
     @functools.cached_property
     def data_description(self) -> Any:
@@ -168,14 +169,28 @@ class StatefulLoader:
 
     @property
     def phase(self) -> int:
-        """The mixture phase of the next step (0 without phases)."""
+        """The mixture phase of the batch being trained on (0 without phases).
+
+        Inside ``for batch in loader`` that is the batch just handed out (the loader's state
+        has already moved past it, so that ``state_dict()`` resumes after it); before the first
+        batch, or after ``load_state_dict``, it is the next step's phase.
+        """
+        if isinstance(self.order, MixtureOrder):
+            step = int(self.state["step"]) if self._batch_step is None else self._batch_step
+            return self.order.phase_at(step)
+        return 0
+
+    @property
+    def next_phase(self) -> int:
+        """The mixture phase of the next step the loader will hand out."""
         if isinstance(self.order, MixtureOrder):
             return self.order.phase_at(int(self.state["step"]))
         return 0
 
     @property
     def lr_scale(self) -> float:
-        """The trainer's learning-rate multiplier for the next step (the phase's ``lr_scale``)."""
+        """The learning-rate multiplier of the batch being trained on (see ``phase``): read it
+        inside ``for batch in loader`` and apply it to that batch's optimizer step."""
         if isinstance(self.order, MixtureOrder):
             return self.order.phases[self.phase].lr_scale
         return 1.0
@@ -204,6 +219,7 @@ class StatefulLoader:
         loader = self._torch_loader(batch_sampler=_StepBatches(self, start, steps))
         for batch in loader:
             self.state = self._pending.popleft()
+            self._batch_step = int(self.state["step"]) - 1
             self._count(batch)
             yield batch
 
@@ -284,6 +300,7 @@ class StatefulLoader:
             return
         self.state = self.order.check_state(inner)
         self._pending.clear()
+        self._batch_step = None
 
     def _load_stream_state(self, inner: Any) -> None:
         """A streaming state: this rank's own (same topology), or all ranks' merged."""

@@ -27,19 +27,53 @@ from data_io.errors import ConfigError
 __all__ = ["MixPhase", "StrideSchedule", "resolve_phases", "temper"]
 
 
-def temper(weights: Sequence[float], temperature: float, where: str = "weights") -> np.ndarray:
-    """Normalised ``w ** (1 / T)`` (T > 1 flattens the mixture towards uniform)."""
-    if not isinstance(temperature, (int, float)) or not math.isfinite(temperature):
-        raise ConfigError(f"mix_temperature must be a positive number, got {temperature!r}")
+def temper(
+    weights: Sequence[float],
+    temperature: float,
+    where: str = "weights",
+    names: Sequence[str] | None = None,
+) -> np.ndarray:
+    """Normalised ``w ** (1 / T)`` (T > 1 flattens the mixture towards uniform).
+
+    Computed as ``exp((log w - max log w) / T)``, which cannot overflow for any T > 0 (a tiny T
+    would make ``w ** (1 / T)`` infinite, and the weights NaN). A source whose positive weight
+    tempers to nothing (its share underflows next to the largest) would silently never be
+    sampled: that is an error naming ``data.mix_temperature``.
+    """
+    if (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, (int, float))
+        or not math.isfinite(temperature)
+    ):
+        raise ConfigError(f"data.mix_temperature must be a finite number > 0, got {temperature!r}")
     if temperature <= 0:
-        raise ConfigError(f"mix_temperature must be > 0, got {temperature}")
+        raise ConfigError(f"data.mix_temperature must be > 0, got {temperature}")
     w = np.asarray(weights, dtype=np.float64)
     if w.ndim != 1 or not np.all(np.isfinite(w)) or np.any(w < 0):
         raise ConfigError(f"{where} must be finite and >= 0, got {list(weights)}")
     if not np.any(w > 0):
         raise ConfigError(f"{where} are all zero: at least one source needs a weight > 0")
-    scaled = np.where(w > 0, w ** (1.0 / temperature), 0.0)
-    return scaled / scaled.sum()
+    positive = w > 0
+    logs = np.full(w.shape, -np.inf)
+    logs[positive] = np.log(w[positive])
+    with np.errstate(under="ignore"):
+        scaled = np.exp((logs - logs.max()) / temperature)
+    shares = scaled / scaled.sum()
+    starved = np.flatnonzero(positive & (shares < _MIN_SHARE))
+    if starved.size:
+        label = [names[i] if names is not None else f"source {i}" for i in starved.tolist()]
+        raise ConfigError(
+            f"data.mix_temperature={temperature} tempers the {where} of {', '.join(label)} "
+            f"from {w[starved[0]]:g} to a share of {shares[starved[0]]:.3g}, so it would never "
+            "be sampled; raise data.mix_temperature (1 keeps the weights as given) or remove "
+            "the source"
+        )
+    return shares
+
+
+# A positive weight tempered below this share of the mixture is never drawn in practice (one
+# sample in a million billion): refused rather than silently starved.
+_MIN_SHARE = 1e-15
 
 
 @dataclass(frozen=True)
@@ -82,7 +116,8 @@ def resolve_phases(
         if not anneal_start_step or not anneal:
             raise ConfigError("anneal_start_step > 0 and anneal_weights go together; set both")
         phases = [{"start_step": anneal_start_step, "dataset_weights": anneal}]
-    result = [MixPhase(0, tuple(float(x) for x in temper(base, temperature, "datasets[].weight")))]
+    first = temper(base, temperature, "datasets[].weight", names)
+    result = [MixPhase(0, tuple(float(x) for x in first))]
     last = 0
     for i, phase in enumerate(phases):
         where = f"data.phases[{i}]"
@@ -109,7 +144,9 @@ def resolve_phases(
         lr_scale = phase.get("lr_scale", 1.0)
         if not isinstance(lr_scale, (int, float)) or not 0 < lr_scale < math.inf:
             raise ConfigError(f"{where}.lr_scale must be a finite number > 0, got {lr_scale!r}")
-        tempered = tuple(float(x) for x in temper(vector, temperature, f"{where}.dataset_weights"))
+        tempered = tuple(
+            float(x) for x in temper(vector, temperature, f"{where}.dataset_weights", names)
+        )
         entry = MixPhase(start, tempered, float(lr_scale))
         if start == 0:
             result[0] = entry

@@ -208,6 +208,18 @@ class MultipackPlanner:
         start = self._starts[index]
         return StepBounds(index, start, self._starts[index + 1] - start)
 
+    def rows_before(self, index: int) -> int:
+        """Rows consumed by steps ``0 .. index - 1`` (a prefix of the epoch, since every step
+        takes the next run of rows); ``index`` may be the number of steps (the whole schedule)."""
+        if index < 0:
+            raise ConfigError(f"step index must be >= 0, got {index}")
+        self._extend(index)
+        if index >= len(self._starts):
+            raise ConfigError(
+                f"step {index} is past the end of this schedule ({len(self._starts) - 1} steps)"
+            )
+        return self._starts[index]
+
     def iter_steps(self, first: int = 0, stride: int = 1) -> Iterator[StepBounds]:
         """Steps ``first, first + stride, ...`` (how DataLoader workers split a rank's share)."""
         index = first

@@ -541,7 +541,7 @@ def _first_bad(bad: np.ndarray, offsets: np.ndarray | None, base: int) -> int | 
 
 
 def _check_chunk(
-    table: pa.RecordBatch, columns: list[str], source: RowSource, base: int
+    table: pa.RecordBatch, columns: list[str], source: RowSource, base: int, vocab_size: int | None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Lengths and per-row supervised-label counts of one record batch of rows."""
     where = f"source {source.label!r}"
@@ -563,6 +563,16 @@ def _check_chunk(
             f"{where} row {row}: a negative label other than {IGNORE_INDEX}; a label is a "
             f"token id or {IGNORE_INDEX} (no loss)"
         )
+    if vocab_size is not None:
+        for name, values in (("input_ids", ids), ("labels", labels)):
+            if (row := _first_bad(values >= vocab_size, offsets, base)) is not None:
+                r = row - base
+                bad = values[offsets[r] : offsets[r + 1]]
+                raise InputError(
+                    f"{where} row {row}: {name} holds id {int(bad.max())}, not below "
+                    f"vocab_size={vocab_size}; the rows were tokenized with another tokenizer "
+                    "(re-tokenize them) or data.vocab_size is wrong"
+                )
     for column in columns:
         if column in REQUIRED_COLUMNS:
             continue
@@ -577,8 +587,11 @@ def _check_chunk(
     return ids_len, supervised
 
 
-def check_rows(source: RowSource, dataset: Any) -> tuple[np.ndarray, RowStats]:
+def check_rows(
+    source: RowSource, dataset: Any, vocab_size: int | None = None
+) -> tuple[np.ndarray, RowStats]:
     """Validate every row of ``dataset``; returns each row's length after truncation and stats.
+    With ``vocab_size`` every id in input_ids and labels must be below it.
 
     Works one Arrow record batch at a time (bounded memory), vectorised within it.
     """
@@ -587,7 +600,7 @@ def check_rows(source: RowSource, dataset: Any) -> tuple[np.ndarray, RowStats]:
     lengths, supervised = [], []
     base = 0
     for batch in table.to_batches(max_chunksize=65536):
-        got, sup = _check_chunk(batch, columns, source, base)
+        got, sup = _check_chunk(batch, columns, source, base, vocab_size)
         lengths.append(got)
         supervised.append(sup)
         base += batch.num_rows

@@ -13,6 +13,12 @@ Ranks split every step without talking to each other; DataLoader workers take ev
 any step and resuming from ``state_dict()`` gives exactly the remaining batches, with or without
 torchdata's ``StatefulDataLoader`` (``ResumableDataLoader`` does the bookkeeping for the plain
 ``DataLoader``). torch is imported only inside ``data_io.load``.
+
+A state from ``ResumableDataLoader.state_dict()`` also resumes with another world size (and the
+``batch_max_length`` or ``batch_size`` that goes with it): every step consumes the next run of
+epoch rows, so a state marks a prefix of the epoch, and the resumed dataset schedules the rest of
+the epoch (``row_offset`` onwards) for the new ranks. The job as a whole sees no row twice and
+skips none; which rank gets which row changes, as with the flat loaders.
 """
 
 from __future__ import annotations
@@ -59,14 +65,20 @@ __all__ = [
 
 Layout = Literal["prefixlm_packed", "causal_padded"]
 _LAYOUTS = ("prefixlm_packed", "causal_padded")
-# 2: states record the sampled folder's identity ("folder"); 1 did not (see load_state_dict).
-_STATE_VERSION = 2
+# 3: states record the first epoch row of the schedule ("row_offset", after an elastic resume);
+# 2 did not (0); 1 did not record the sampled folder's identity either (see load_state_dict).
+_STATE_VERSION = 3
+_OLDER_STATE_VERSIONS = (2, 1)
 _LEGACY_STATE_VERSION = 1
+# Settings that may change on resume when the saved position is global (ResumableDataLoader):
+# the world size, and the per-rank batch that goes with it.
+_ELASTIC_SETTINGS = ("rank", "world_size", "batch_max_length", "batch_size")
 _STATE_KEYS = (
     "version",
     "epoch",
     "config",
     "folder",
+    "row_offset",
     "base_step",
     "num_workers",
     "worker_id",
@@ -138,6 +150,7 @@ class SampledDataset(IterableDataset):
         self.batch_size = batch_size
         # Check everything now, then let go of the maps: workers re-open lazily (fork or spawn).
         self._set_epoch(epoch)
+        self._row_offset = 0  # first epoch row this schedule covers (an elastic resume moves it)
         self._base_step = 0  # first global step of the next iteration (set by load_state_dict)
         self._resume: dict[str, Any] | None = None
         self._yielded = 0
@@ -186,14 +199,20 @@ class SampledDataset(IterableDataset):
 
     def _get_planner(self) -> MultipackPlanner:
         if self._planner is None:
-            _, index = self._open()
-            lengths = (
-                np.asarray(index.inst_len, np.int64) + np.asarray(index.resp_len, np.int64) - 1
-            )
-            self._planner = MultipackPlanner(
-                lengths, self.batch_max_length, self.world_size, drop_last=self.drop_last
+            self._planner = self._planner_for(
+                self._row_offset, self.batch_max_length, self.world_size
             )
         return self._planner
+
+    def _planner_for(self, row_offset: int, capacity: int, world_size: int) -> MultipackPlanner:
+        """The packing schedule of epoch rows ``row_offset ..`` for ``world_size`` ranks."""
+        _, index = self._open()
+        lengths = (
+            np.asarray(index.inst_len[row_offset:], np.int64)
+            + np.asarray(index.resp_len[row_offset:], np.int64)
+            - 1
+        )
+        return MultipackPlanner(lengths, capacity, world_size, drop_last=self.drop_last)
 
     def __getstate__(self) -> dict[str, Any]:
         # Memory maps would be pickled as full copies of the files: send only the recipe.
@@ -212,17 +231,30 @@ class SampledDataset(IterableDataset):
             raise ConfigError(f"epoch must be a non-negative integer, got {epoch!r}")
         self._set_epoch(epoch)
         self._base_step, self._resume, self._yielded = 0, None, 0
+        self._set_row_offset(0)
+
+    def _set_row_offset(self, row_offset: int) -> None:
+        if row_offset != self._row_offset:
+            self._row_offset = row_offset
+            self._planner = None
 
     # -- schedule ------------------------------------------------------------------------
     def num_steps(self) -> int:
-        """Steps (batches per rank) in this epoch, identical on every rank."""
+        """Steps (batches per rank) in this epoch, identical on every rank (after an elastic
+        resume: the steps of the rows from ``row_offset`` on)."""
         if self.layout == "prefixlm_packed":
             return self._get_planner().num_steps()
         assert self.batch_size is not None
-        return self.num_rows // (self.batch_size * self.world_size)
+        return (self.num_rows - self._row_offset) // (self.batch_size * self.world_size)
+
+    @property
+    def row_offset(self) -> int:
+        """The first epoch row this dataset schedules: 0, or where an elastic resume began."""
+        return self._row_offset
 
     def summary(self) -> dict[str, Any]:
-        """Steps, rows and tokens used, and rows dropped by reason, for this epoch (all ranks)."""
+        """Steps, rows and tokens used, and rows dropped by reason, for this epoch (all ranks;
+        after an elastic resume, for the rows from ``row_offset`` on)."""
         if self.layout == "prefixlm_packed":
             s: PackingSummary = self._get_planner().summary()
             return {
@@ -242,7 +274,7 @@ class SampledDataset(IterableDataset):
         return {
             "steps": steps,
             "rows_used": used,
-            "rows_dropped": {"incomplete_last_step": self.num_rows - used},
+            "rows_dropped": {"incomplete_last_step": self.num_rows - self._row_offset - used},
         }
 
     def _rows_of_step(self, step: int) -> np.ndarray | None:
@@ -250,11 +282,11 @@ class SampledDataset(IterableDataset):
         if self.layout == "prefixlm_packed":
             planner = self._get_planner()
             bounds = planner.step(step)
-            return None if bounds is None else planner.bins(bounds)[self.rank]
+            return None if bounds is None else self._row_offset + planner.bins(bounds)[self.rank]
         assert self.batch_size is not None
         if step >= self.num_steps():
             return None
-        first = (step * self.world_size + self.rank) * self.batch_size
+        first = self._row_offset + (step * self.world_size + self.rank) * self.batch_size
         return np.arange(first, first + self.batch_size, dtype=np.int64)
 
     def batch_at(self, step: int) -> dict[str, torch.Tensor]:
@@ -353,6 +385,7 @@ class SampledDataset(IterableDataset):
             "epoch": self.epoch,
             "config": self._fingerprint(),
             "folder": self._folder_record(),
+            "row_offset": self._row_offset,
             "base_step": base_step,
             "num_workers": workers,
             "worker_id": worker_id,
@@ -375,20 +408,20 @@ class SampledDataset(IterableDataset):
         the tokenized data whose file times differ, when you know the rows are the same.
         """
         version = state.get("version") if isinstance(state, dict) else None
-        if version not in (_STATE_VERSION, _LEGACY_STATE_VERSION):
+        if version not in (_STATE_VERSION, *_OLDER_STATE_VERSIONS):
             raise ConfigError(
                 f"not a SampledDataset state (version {_STATE_VERSION}): {state!r}; pass what "
                 "SampledDataset.state_dict() or ResumableDataLoader.state_dict() returned"
             )
         # "folder" is absent from legacy states only; _check_folder explains that case.
-        missing = [k for k in _STATE_KEYS if k not in state and k != "folder"]
+        missing = [k for k in _STATE_KEYS if k not in state and k not in ("folder", "row_offset")]
         if missing or not isinstance(state["config"], dict):
             raise ConfigError(
                 f"not a complete SampledDataset state (missing {', '.join(missing) or 'config'})"
                 "; pass what SampledDataset.state_dict() or ResumableDataLoader.state_dict() "
                 "returned, unmodified"
             )
-        self._check_settings(state)
+        elastic = self._check_settings(state)
         if check_folder:
             self._check_folder(state)
         if state["epoch"] != self.epoch:
@@ -400,23 +433,83 @@ class SampledDataset(IterableDataset):
                 f"saved state had {saved_rows}; the sampled folder was rebuilt. Resume on the "
                 "folder the state was saved on, or start this epoch from step 0"
             )
-        # Stored as a current state: a legacy one is re-labelled with this folder, which the
+        row_offset = _saved_row_offset(state, self.num_rows)
+        # Stored as a current state: an older one is re-labelled with this folder, which the
         # caller vouched for with check_folder=False.
-        self._resume = {k: state[k] for k in _STATE_KEYS if k in state}
-        self._resume.update(version=_STATE_VERSION, folder=self._folder_record())
+        resume = {k: state[k] for k in _STATE_KEYS if k in state}
+        resume.update(version=_STATE_VERSION, folder=self._folder_record())
+        if elastic:
+            # Where the saved schedule stood is a prefix of the epoch: schedule the rest anew.
+            row_offset += self._rows_consumed(state, row_offset)
+            resume.update(base_step=0, num_workers=1, worker_id=0, yielded=0)
+            resume["config"] = self._fingerprint()
+        self._set_row_offset(row_offset)
+        resume["row_offset"] = row_offset
+        self._resume = resume
 
-    def _check_settings(self, state: dict[str, Any]) -> None:
+    def _check_settings(self, state: dict[str, Any]) -> bool:
+        """Refuse changed settings; True for another world size (with the per-rank batch that
+        goes with it), which a worker-independent state resumes elastically."""
         saved = state["config"]
         mine = self._fingerprint()
         differ = {
             k: (saved.get(k), v) for k, v in mine.items() if k != "num_rows" and saved.get(k) != v
         }
-        if differ:
-            details = ", ".join(f"{k}: saved {a!r}, now {b!r}" for k, (a, b) in differ.items())
+        elastic = "world_size" in differ
+        fixed = {
+            k: v
+            for k, v in differ.items()
+            if not (elastic and k in _ELASTIC_SETTINGS) and k != "rank"
+        }
+        if fixed:
+            details = ", ".join(f"{k}: saved {a!r}, now {b!r}" for k, (a, b) in fixed.items())
             raise ConfigError(
                 f"cannot resume: the loader settings changed ({details}); resume with the "
                 "settings the state was saved with"
+                + ("" if elastic else " (only a change of world_size resumes elastically)")
             )
+        if not elastic:
+            if "rank" in differ:  # the same world size: each rank resumes its own state
+                rank_saved, rank_now = differ["rank"]
+                raise ConfigError(
+                    f"cannot resume: this state is rank {rank_saved}'s and this dataset is rank "
+                    f"{rank_now} of the same world size; load each rank's own state"
+                )
+            return False
+        if state.get("num_workers") != 1:
+            details = ", ".join(f"{k}: saved {a!r}, now {b!r}" for k, (a, b) in differ.items())
+            raise ConfigError(
+                f"cannot resume with another topology ({details}) from the state of one "
+                f"DataLoader worker ({state.get('worker_id')} of {state.get('num_workers')}); "
+                "save with ResumableDataLoader.state_dict(), whose position is global, and "
+                "resume from that"
+            )
+        return True
+
+    def _rows_consumed(self, state: dict[str, Any], row_offset: int) -> int:
+        """Epoch rows the saved schedule had consumed from ``row_offset`` on, before its next
+        step (every rank saves the same global step, so every rank computes the same count)."""
+        saved = state["config"]
+        next_step = int(state["base_step"]) + int(state["yielded"])
+        if self.layout == "prefixlm_packed":
+            planner = self._planner_for(
+                row_offset, int(saved["batch_max_length"]), int(saved["world_size"])
+            )
+            steps = planner.num_steps()
+            if next_step > steps:
+                raise ConfigError(
+                    f"cannot resume: the state is at step {next_step} of an epoch the saved "
+                    f"settings schedule in {steps} steps; it was not saved on this epoch"
+                )
+            return planner.rows_before(next_step)
+        per_step = int(saved["batch_size"]) * int(saved["world_size"])
+        consumed = next_step * per_step
+        if row_offset + consumed > self.num_rows:
+            raise ConfigError(
+                f"cannot resume: the state is at step {next_step} ({consumed} rows) of an epoch "
+                f"with {self.num_rows - row_offset} rows left; it was not saved on this epoch"
+            )
+        return consumed
 
     def _check_folder(self, state: dict[str, Any]) -> None:
         """Refuse a state saved on another sample (another seed, corpus, or sampler build)."""
@@ -497,6 +590,17 @@ class ResumableDataLoader(DataLoader):
         dataset = self.dataset
         assert isinstance(dataset, SampledDataset)
         dataset.load_state_dict(state, check_folder=check_folder)
+
+
+def _saved_row_offset(state: dict[str, Any], num_rows: int) -> int:
+    """The first epoch row of the saved schedule (0 in states from before elastic resume)."""
+    value = state.get("row_offset", 0)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= num_rows:
+        raise ConfigError(
+            f"not a valid SampledDataset state: row_offset is {value!r} for an epoch of "
+            f"{num_rows} rows; pass what state_dict() returned, unmodified"
+        )
+    return value
 
 
 def _where(folder: dict[str, Any], epoch: object) -> str:

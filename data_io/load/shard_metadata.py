@@ -10,11 +10,17 @@ token count as garbage. Two declarations are understood:
 each holding ``dtype`` or ``token_dtype`` at the top level or under ``tokenized_info`` (tatm).
 They are looked for in the shard folder, then in its parent (MyPT keeps ``dataset_metadata.json``
 beside ``train/`` and ``val/``). Two files that both declare a dtype must agree.
+
+The same files may declare what else a consumer must honour (``read_declarations``): the EOS id
+that ends each document (``eos_id`` or ``eos_token_id``), the vocabulary size every id is below
+(``vocab_size``), and, from ``data_io prepare``, each shard's sha256 (``splits.<split>.shards``),
+which is the content identity a resumed loader checks.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +29,14 @@ import yaml
 
 from data_io.errors import InputError
 
-__all__ = ["METADATA_FILES", "TOKEN_DTYPES", "read_bin_dtype"]
+__all__ = [
+    "METADATA_FILES",
+    "TOKEN_DTYPES",
+    "Declarations",
+    "Declared",
+    "read_bin_dtype",
+    "read_declarations",
+]
 
 METADATA_FILES = ("dataset_metadata.json", "metadata.yaml")
 # Integer dtypes whose every value fits an int64 token id (uint64 does not).
@@ -108,3 +121,92 @@ def read_bin_dtype(folder: Path, example: Path) -> tuple[np.dtype, Path]:
         raise InputError(f"conflicting shard dtypes: {listed}; make them agree or remove one")
     path, dtype = next(iter(declared.items()))
     return dtype, path
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One value a metadata file declares, and the file, so a contradiction can name both."""
+
+    value: int
+    path: Path
+    key: str
+
+    def where(self) -> str:
+        return f"{self.path} declares {self.key}={self.value}"
+
+
+@dataclass(frozen=True)
+class Declarations:
+    """What a shard folder's producer declared beyond the dtype (each None when undeclared)."""
+
+    eos_id: Declared | None = None
+    vocab_size: Declared | None = None
+    # shard file name -> sha256 of its token bytes, for the shards of this folder
+    sha256: dict[str, str] = field(default_factory=dict)
+
+
+_EOS_KEYS = ("eos_id", "eos_token_id")
+
+
+def _declared_int(
+    path: Path, places: list[dict[str, Any]], keys: tuple[str, ...]
+) -> Declared | None:
+    for place in places:
+        for key in keys:
+            if key not in place or place[key] is None:
+                continue
+            value = place[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InputError(
+                    f"{path}: {key!r} is {value!r}, not a non-negative integer; fix the file or "
+                    "remove the key"
+                )
+            return Declared(value, path, key)
+    return None
+
+
+def _shard_hashes(folder: Path, path: Path, content: dict[str, Any]) -> dict[str, str]:
+    """``data_io prepare``'s per-shard sha256 for the split folder ``folder`` (else empty)."""
+    splits = content.get("splits")
+    # Recorded beside train/ and val/: only the split folder's own list names its files.
+    split = splits.get(folder.name) if isinstance(splits, dict) and path.parent != folder else None
+    if not isinstance(split, dict) or not isinstance(split.get("shards"), list):
+        return {}
+    return {
+        shard["name"]: shard["sha256"]
+        for shard in split["shards"]
+        if isinstance(shard, dict)
+        and isinstance(shard.get("name"), str)
+        and isinstance(shard.get("sha256"), str)
+    }
+
+
+def read_declarations(folder: Path) -> Declarations:
+    """The EOS id, vocabulary size and shard hashes the metadata files of ``folder`` (or, when
+    it has none, of its parent) declare. Two files that declare different values are an error."""
+    eos: Declared | None = None
+    vocab: Declared | None = None
+    hashes: dict[str, str] = {}
+    for path in _candidates(folder):
+        content = _parse(path)
+        if not isinstance(content, dict):
+            continue  # read_bin_dtype names this when the dtype is needed
+        places = [content]
+        if isinstance(content.get(_NESTED_KEY), dict):
+            places.append(content[_NESTED_KEY])
+        for name, found, keys in (("eos", eos, _EOS_KEYS), ("vocab", vocab, ("vocab_size",))):
+            value = _declared_int(path, places, keys)
+            if value is None:
+                continue
+            if found is not None and found.value != value.value:
+                raise InputError(
+                    f"conflicting shard metadata: {found.where()}, {value.where()}; make them "
+                    "agree or remove one"
+                )
+            if name == "eos":
+                eos = value
+            else:
+                vocab = value
+        if path.suffix == ".json":
+            hashes.update(_shard_hashes(folder, path, content))
+    return Declarations(eos, vocab, hashes)

@@ -23,13 +23,15 @@ document boundaries, 0 … context). A trailing EOS at the window's last token o
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
 import os
 import re
 import stat
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,15 +42,24 @@ from torch.utils.data import Dataset
 
 from data_io.errors import ConfigError, InputError
 from data_io.load.batching import new_batch_tensor, pack_rows
-from data_io.load.shard_metadata import TOKEN_DTYPES, read_bin_dtype
+from data_io.load.shard_metadata import (
+    TOKEN_DTYPES,
+    Declarations,
+    Declared,
+    read_bin_dtype,
+    read_declarations,
+)
 
-__all__ = ["MemoryMappedDataset", "pack_window"]
+__all__ = ["MemoryMappedDataset", "honour_declared", "pack_window"]
 
 _SUFFIXES = (".npy", ".bin")
 # Open shards kept per process: each holds a file descriptor, and a folder may have thousands
 # of shards, so the least recently used are closed beyond this many. A window is read with one
 # positioned read (os.preadv), so reopening a shard costs one open(), not a new memory map.
 _MAX_OPEN_FILES = 256
+# The content digest reads this many evenly spaced runs of this many tokens per shard.
+_CONTENT_RUNS = 8
+_CONTENT_RUN = 256
 
 
 @dataclass(frozen=True)
@@ -69,6 +80,26 @@ def _require_int(name: str, value: object, minimum: int, why: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ConfigError(f"{name} must be an integer >= {minimum} ({why}), got {value!r}")
     return int(value)
+
+
+def honour_declared(name: str, given: int | None, declared: Declared | None) -> int | None:
+    """``given`` when it agrees with what the producer declared, the declared value when nothing
+    is given. An EOS id must be the declared one (the shards end documents with it); a
+    vocabulary may be larger than the declared one (models pad it), never smaller."""
+    if declared is None:
+        return given
+    if given is None:
+        return declared.value
+    vocab = name.endswith("vocab_size")
+    agrees = given >= declared.value if vocab else given == declared.value
+    if isinstance(given, bool) or not isinstance(given, (int, np.integer)) or agrees:
+        return given  # a non-integer is named by the caller's own check
+    rule = "at least" if vocab else "the same as"
+    raise ConfigError(
+        f"{name}={given} contradicts the shards' metadata: {declared.where()}; {name} must be "
+        f"{rule} the value the shards were written with: leave {name} unset to use "
+        f"{declared.value}, or point at the shards written with your tokenizer"
+    )
 
 
 def _list_shards(data_dir: Path, file_pattern: str) -> list[Path]:
@@ -210,8 +241,16 @@ class MemoryMappedDataset(Dataset):
         self.seq_len = _require_int(
             "seq_len", seq_len, 2, "a window of context + 1 tokens, the +1 for the label shift"
         )
-        self._check_packing(pack_sequences, eos_token_id, position_ids, cu_seqlens)
         self.data_dir = Path(data_dir).expanduser()
+        # What the shards' producer declared wins over nothing and must agree with the caller.
+        self.declared: Declarations = (
+            read_declarations(self.data_dir) if self.data_dir.is_dir() else Declarations()
+        )
+        declared_eos = honour_declared("eos_token_id", eos_token_id, self.declared.eos_id)
+        # The EOS matters only to packing: unpacked windows keep what the caller passed.
+        eos_token_id = declared_eos if pack_sequences else eos_token_id
+        vocab_size = honour_declared("vocab_size", vocab_size, self.declared.vocab_size)
+        self._check_packing(pack_sequences, eos_token_id, position_ids, cu_seqlens)
         self.file_pattern = file_pattern
         self.pack_sequences = pack_sequences
         self.eos_token_id = None if eos_token_id is None else int(eos_token_id)
@@ -255,9 +294,12 @@ class MemoryMappedDataset(Dataset):
         state["_files"] = OrderedDict()
         return state
 
-    def __del__(self) -> None:
+    def __del__(self, _close: Callable[[int], None] = os.close) -> None:
+        # os.close is bound here, not looked up: at interpreter exit the module's globals may
+        # already be None while datasets are still collected.
         for fd in getattr(self, "_files", {}).values():
-            os.close(fd)
+            with contextlib.suppress(OSError):
+                _close(fd)
 
     def _open(self, index: int) -> int:
         """A file descriptor of shard ``index`` (opened on first use, LRU-bounded)."""
@@ -397,9 +439,11 @@ class MemoryMappedDataset(Dataset):
         return {"input_ids": window[:-1], "labels": window[1:]}
 
     def fingerprint(self) -> str:
-        """What this dataset yields: each shard's name, dtype and length, and the options.
-
-        Paths and mtimes are left out on purpose: a folder copied to another node resumes.
+        """What this dataset yields: each shard's name, dtype, length and content, and the
+        options. The content is the sha256 the producer recorded (``data_io prepare``) and a
+        sample of the tokens themselves (``content_digest``), so a folder whose shards have the
+        same names and lengths but other tokens does not pass for this one. Paths and mtimes
+        are left out on purpose: a byte-identical copy on another node resumes.
         """
         parts = [
             self.seq_len,
@@ -408,8 +452,26 @@ class MemoryMappedDataset(Dataset):
             self.position_ids,
             self.cu_seqlens,
             [[s.path.name, s.dtype.name, s.tokens] for s in self._shards],
+            self.content_digest,
         ]
         return hashlib.blake2b(json.dumps(parts).encode(), digest_size=16).hexdigest()
+
+    @functools.cached_property
+    def content_digest(self) -> str:
+        """A digest of what the shards hold: each shard's recorded sha256 when its producer
+        declared one, and always evenly spaced runs of its tokens (the first and last included):
+        a few small reads per shard, so this costs milliseconds even for thousands of shards.
+        It tells other data from this data; a byte flipped in place between two runs of a
+        shard whose recorded hash was not updated is damage, which the runs may not see."""
+        digest = hashlib.blake2b(digest_size=16)
+        for index, shard in enumerate(self._shards):
+            digest.update(shard.path.name.encode() + b"\0")
+            digest.update(self.declared.sha256.get(shard.path.name, "-").encode())
+            run = min(_CONTENT_RUN, shard.tokens)
+            starts = np.linspace(0, shard.tokens - run, _CONTENT_RUNS).astype(np.int64)
+            for start in sorted(set(starts.tolist())):
+                digest.update(self._read(index, start, run).tobytes())
+        return digest.hexdigest()
 
     def summary(self) -> dict[str, Any]:
         """Shards, tokens and windows, and what the window cut drops (each shard's short tail)."""
@@ -423,6 +485,7 @@ class MemoryMappedDataset(Dataset):
             "tokens": int(tokens.sum()),
             "windows": len(self),
             "dropped_tail_tokens": int(tails.sum()),
+            "content": self.content_digest,
             "files_with_dropped_tail": int(np.count_nonzero(tails)),
             # Whole shards that are shorter than one window contribute nothing at all.
             "files_without_windows": [s.path.name for s in self._shards if s.tokens < self.seq_len],

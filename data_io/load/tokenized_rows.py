@@ -129,8 +129,14 @@ class TokenizedRowsDataset(Dataset):
         seed: int = 0,
         shuffle: bool = True,
         cache_dir: str | None = None,
+        vocab_size: int | None = None,
     ) -> None:
         _check_options(sample_packing_method, sample_packing_sequence_len, seed)
+        if vocab_size is not None and (
+            isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1
+        ):
+            raise ConfigError(f"vocab_size must be a positive integer, got {vocab_size!r}")
+        self.vocab_size = vocab_size
         self.sources = _as_sources(sources)
         self.extra_columns = _extras(self.sources)
         self.method = sample_packing_method
@@ -163,6 +169,8 @@ class TokenizedRowsDataset(Dataset):
             "seed": self.seed,
             "shuffle": self.shuffle,
         }
+        if self.vocab_size is not None:  # a plan is cached only after its ids were checked
+            record["vocab_size"] = self.vocab_size
         return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:20]
 
     def _describe(self, row: int) -> str:
@@ -171,7 +179,10 @@ class TokenizedRowsDataset(Dataset):
 
     def _build(self) -> tuple[BinPlan, dict[str, Any]]:
         """Validate every source, then plan the bins (what the cache saves)."""
-        checked = [check_rows(s, d) for s, d in zip(self.sources, self._datasets, strict=True)]
+        checked = [
+            check_rows(s, d, self.vocab_size)
+            for s, d in zip(self.sources, self._datasets, strict=True)
+        ]
         lengths = np.concatenate([c[0] for c in checked])
         n = lengths.shape[0]
         rng = np.random.default_rng([self.seed, 0])
@@ -288,6 +299,7 @@ class TokenizedRowsDataset(Dataset):
             "fill_ratio": round(tokens / slots, 6) if slots else 0.0,
             "seed": self.seed,
             "shuffle": self.shuffle,
+            "vocab_size": self.vocab_size,
             "fingerprint": self._fingerprint,
             "cache": None if self.cache_folder is None else str(self.cache_folder),
             "cache_reused": self.cache_reused,

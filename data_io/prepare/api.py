@@ -34,6 +34,7 @@ from data_io.prepare.state import (
     PRODUCER,
     SPLITS,
     STATE_DIR,
+    DamagedShards,
     begin_run,
     check_same_options,
     end_run,
@@ -528,10 +529,13 @@ def _run(
         old_hashes = metadata.get("dedup_hashes") if metadata else None
         if old_hashes and old_hashes != hashes:  # merged into the new file: no longer referenced
             (out / STATE_DIR / old_hashes).unlink(missing_ok=True)
-    except BaseException:
+    except BaseException as error:
         for writer in writers.values():
             writer.abandon()
-        rollback(out, metadata)
+        try:
+            rollback(out, metadata)
+        except DamagedShards as damaged:  # left untouched; the run's own error comes first
+            error.add_note(str(damaged))
         raise
     end_run(out, work)
 

@@ -51,8 +51,17 @@ def npy_header(dtype: np.dtype, tokens: int) -> bytes:
 
 
 def truncate_shard(path: Path, tokens: int, dtype: np.dtype, fmt: str) -> None:
-    """Cut a shard back to its first ``tokens`` tokens (rollback of an interrupted run)."""
+    """Cut a shard back to its first ``tokens`` tokens (rollback of an interrupted run).
+
+    Only ever shortens: a shard shorter than that is an error, never padded (padding would
+    invent tokens and hide the damage)."""
     offset = len(npy_header(dtype, tokens)) if fmt == "npy" else 0
+    size = path.stat().st_size
+    if size < offset + tokens * dtype.itemsize:
+        raise OutputError(
+            f"{path}: {size} bytes, shorter than the {tokens} {dtype.name} tokens to keep; "
+            "a shard is only ever cut back, never padded: restore it from a copy"
+        )
     with open(path, "r+b") as f:
         if fmt == "npy":
             f.write(npy_header(dtype, tokens))

@@ -26,7 +26,7 @@ import numpy as np
 
 from data_io.errors import ConfigError, OutputError
 from data_io.fs import write_json_atomic
-from data_io.prepare.shards import ShardRecord, truncate_shard
+from data_io.prepare.shards import ShardRecord, npy_header, truncate_shard
 from data_io.prepare.tokenizers import CHAR_STATE_FILE, TOKENIZER_FILES
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "PRODUCER",
     "SPLITS",
     "STATE_DIR",
+    "DamagedShards",
     "begin_run",
     "end_run",
     "file_sha256",
@@ -108,8 +109,16 @@ def split_records(metadata: dict[str, Any] | None, split: str) -> list[ShardReco
 
 
 def rollback(out: Path, metadata: dict[str, Any] | None) -> list[str]:
-    """Bring ``out`` back to what ``metadata`` records; the paths removed or cut."""
+    """Bring ``out`` back to what ``metadata`` records; the paths removed or cut.
+
+    Only bytes an uncommitted run added are taken away, and nothing is ever written in their
+    place: a recorded shard is cut back only when it is longer than recorded and its first
+    bytes are the recorded ones (their sha256). A shard that is shorter, or whose recorded part
+    changed, was damaged by something else: it is left exactly as it is, as evidence, and
+    ``DamagedShards`` names it (the caller decides whether that stops the run).
+    """
     undone: list[str] = []
+    damaged: list[str] = []
     dtype = np.dtype(metadata["dtype"]) if metadata else None
     fmt = metadata["shard_format"] if metadata else None
     for split in SPLITS:
@@ -125,26 +134,67 @@ def rollback(out: Path, metadata: dict[str, Any] | None) -> list[str]:
                     undone.append(str(path))
                 continue
             assert dtype is not None and fmt is not None
-            header = 128 if fmt == "npy" else 0
-            if path.stat().st_size != header + record.tokens * dtype.itemsize:
+            state = _recorded_state(path, record, dtype, fmt)
+            if state == "extended":
                 truncate_shard(path, record.tokens, dtype, fmt)
                 undone.append(str(path))
+            elif state != "as recorded":
+                damaged.append(f"{path} ({state})")
     _rollback_tokenizer(out, metadata, undone)
-    state = out / STATE_DIR
+    state_dir = out / STATE_DIR
     keep = metadata.get("dedup_hashes") if metadata else None
-    for path in sorted(state.glob("*")) if state.is_dir() else []:
+    for path in sorted(state_dir.glob("*")) if state_dir.is_dir() else []:
         if path.name in (JOURNAL, keep):
             continue
         if path.is_dir():
             shutil.rmtree(path)
         else:
             path.unlink()
-    if (state / JOURNAL).is_file():
-        (state / JOURNAL).unlink()
-        undone.append(str(state / JOURNAL))
-    if metadata is None and state.is_dir():
-        state.rmdir()  # a first run leaves nothing behind, so the folder can be reused
+    if damaged:
+        # The journal stays: the next run rolls back again once the shards are restored.
+        raise DamagedShards(out, damaged)
+    if (state_dir / JOURNAL).is_file():
+        (state_dir / JOURNAL).unlink()
+        undone.append(str(state_dir / JOURNAL))
+    if metadata is None and state_dir.is_dir():
+        state_dir.rmdir()  # a first run leaves nothing behind, so the folder can be reused
     return undone
+
+
+class DamagedShards(OutputError):
+    """Recorded shards that a rollback may not touch: shorter than recorded, or changed."""
+
+    def __init__(self, out: Path, damaged: list[str]) -> None:
+        self.damaged = damaged
+        listed = "; ".join(damaged[:3]) + (
+            f"; and {len(damaged) - 3} more" if len(damaged) > 3 else ""
+        )
+        super().__init__(
+            f"{out}: shards differ from what {METADATA_FILE} records and were left as they are: "
+            f"{listed}; restore them from a copy (or prepare into a new folder)"
+        )
+
+
+def _recorded_state(path: Path, record: ShardRecord, dtype: np.dtype, fmt: str) -> str:
+    """``as recorded``, ``extended`` (the recorded bytes followed by an uncommitted run's), or
+    what is wrong with the shard. Hashes only a shard whose size differs from the record."""
+    header = len(npy_header(dtype, record.tokens)) if fmt == "npy" else 0
+    size = path.stat().st_size
+    expected = header + record.tokens * dtype.itemsize
+    if size == expected:
+        return "as recorded"
+    if size < expected:
+        return f"{size} bytes, {expected} recorded"
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        f.seek(header)
+        remaining = record.tokens * dtype.itemsize
+        while remaining and (block := f.read(min(remaining, 1 << 22))):
+            digest.update(block)
+            remaining -= len(block)
+    if digest.hexdigest() != record.sha256:
+        return f"its first {record.tokens} tokens are not the recorded ones"
+    return "extended"
 
 
 def _rollback_tokenizer(out: Path, metadata: dict[str, Any] | None, undone: list[str]) -> None:

@@ -348,3 +348,23 @@ def test_datasets_override_the_single_source_fields(root: Path) -> None:
     report = check_loader(config, batches=1)
     assert report["kind"] == "mixture"
     assert report["overridden_by_datasets"] == ["data.dataset_path"]
+
+
+def test_kempnerforge_overrides_and_build_dataloader_overrides(root: Path) -> None:
+    """``--section.key=value`` (KempnerForge's spelling) and overrides of build_dataloader."""
+    path = write(
+        root / "kf.yaml",
+        f"train: {{batch_size: 2, seq_len: 8}}\ndata: {{dataset_path: {root}/web, num_workers: 0}}\n",
+    )
+    config = load_config(path, ["--data.num_workers=2", "--train.seed=5"])
+    assert config.data.num_workers == 2 and config.train.seed == 5
+    loader = build_dataloader(path, rank=0, world_size=1, overrides=["--train.batch_size=3"])
+    assert loader.batch_size == 3 and next(iter(loader))["input_ids"].shape[0] == 3
+    built = build_dataloader(config, rank=0, world_size=1, overrides=["data.num_workers=0"])
+    assert built.num_workers == 0
+    with pytest.raises(ConfigError, match=r"with overrides: .*(nope|Key)"):
+        build_dataloader(path, overrides=["--data.nope=1"])
+    with pytest.raises(ConfigError, match=r"not KEY=VALUE"):
+        load_config(path, ["--data.num_workers"])
+    with pytest.raises(ConfigError, match=r"train\.batch_size must be >= 1"):
+        build_dataloader(config, overrides=["train.batch_size=0"])

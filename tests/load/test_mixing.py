@@ -174,3 +174,44 @@ def test_bad_phases(kwargs: dict, message: str) -> None:
 def test_duplicate_names() -> None:
     with pytest.raises(ConfigError, match="unique"):
         resolve_phases(["a", "a"], [1, 1])
+
+
+@pytest.mark.parametrize("temperature", [0.05, 0.5, 1.0, 7.0, 1e6, 1e300])
+def test_temper_never_overflows_and_matches_the_power(temperature: float) -> None:
+    """Against the plain formula where it is representable; always finite, summing to 1."""
+    weights = [3.0, 1.0, 1.0]
+    got = temper(weights, temperature)
+    assert np.all(np.isfinite(got)) and got.sum() == pytest.approx(1.0)
+    with np.errstate(over="ignore", under="ignore"):
+        plain = np.asarray(weights) ** (1.0 / temperature)
+    if np.all(np.isfinite(plain)) and plain.sum() > 0 and np.all(plain > 0):
+        assert got == pytest.approx(plain / plain.sum(), rel=1e-9, abs=0)
+    assert got[0] >= got[1] == got[2]  # tempering keeps the order of the weights
+
+
+def test_tiny_temperature_with_equal_weights_stays_uniform() -> None:
+    """w ** (1 / 1e-9) overflows to inf (then NaN) for any w > 1: the log form does not."""
+    assert temper([2.0, 2.0, 2.0], 1e-9).tolist() == pytest.approx([1 / 3] * 3)
+
+
+def test_tempering_that_starves_a_source_names_the_key_and_the_source() -> None:
+    with pytest.raises(ConfigError, match=r"data\.mix_temperature=0\.001 tempers .* of code"):
+        resolve_phases(["web", "code"], [3.0, 1.0], temperature=0.001)
+
+
+@pytest.mark.parametrize("temperature", [float("nan"), float("inf"), -1.0, True, "2"])
+def test_temper_refuses_what_is_not_a_positive_number(temperature) -> None:
+    with pytest.raises(ConfigError, match=r"data\.mix_temperature must be"):
+        temper([1.0, 2.0], temperature)
+
+
+def test_extreme_temperature_in_a_config_fails_at_load_naming_the_key(tmp_path) -> None:
+    from data_io.load.config import config_from_dict
+
+    raw = {"data": {"datasets": [{"path": "a", "weight": 3}, {"path": "b", "weight": 1}],
+                    "mix_temperature": 0.001}}  # fmt: skip
+    with pytest.raises(ConfigError, match=r"data\.mix_temperature=0\.001 .* of b"):
+        config_from_dict(raw)
+    raw["data"]["mix_temperature"] = float("nan")
+    with pytest.raises(ConfigError, match=r"data\.mix_temperature must be a finite number"):
+        config_from_dict(raw)

@@ -253,3 +253,22 @@ def test_batches_are_tensors_of_the_window(folders) -> None:
     assert batch["input_ids"].dtype == torch.int64 and batch["input_ids"].shape == (4, 8)
     assert torch.equal(batch["labels"][:, :-1], batch["input_ids"][:, 1:])
     assert len(loader) == 240 // 4 - 1  # one batch taken
+
+
+def test_lr_scale_inside_the_loop_is_the_batch_being_trained_on(folders) -> None:
+    """The phase switches at step 7: the batch of step 7 is the first trained with 0.5, and a
+    trainer reads lr_scale right after receiving it (the state has already moved past it)."""
+    (loader,) = loaders(folders, "mixture", 1, 0, 4)
+    scales, phases, next_phases = [], [], []
+    for step, _batch in enumerate(loader):
+        scales.append(loader.lr_scale)
+        phases.append(loader.phase)
+        next_phases.append(loader.next_phase)
+        if step == 9:
+            break
+    assert scales == [1.0] * 7 + [0.5] * 3
+    assert phases == [0] * 7 + [1] * 3
+    assert next_phases == [0] * 6 + [1] * 4
+    state = loader.state_dict()
+    (resumed,) = loaders(folders, "mixture", 1, 0, 4, state=state)
+    assert resumed.lr_scale == 0.5 and resumed.phase == 1  # before a batch: the next step's

@@ -460,3 +460,35 @@ def test_hub_id_fails_at_once_when_the_hub_does_not_answer(monkeypatch: pytest.M
     with pytest.raises(InputError, match=r"Hub is not reachable .*does not answer") as err:
         open_source(RowSource("someorg/some-rows", split="train"))
     assert "HF_HUB_OFFLINE=1" in str(err.value)
+
+
+# -- the vocabulary the config declares is honoured -------------------------------------------
+def test_vocab_size_refuses_out_of_vocabulary_ids(tmp_path: Path, hf_cache: str) -> None:
+    rows = random_rows(2, 30, vocab=900)  # row tags are 12,000 + r: above any small vocabulary
+    path = write_rows(tmp_path / "rows.jsonl", rows)
+    with pytest.raises(
+        InputError, match=r"row 0: input_ids holds id 12000, not below vocab_size=1000"
+    ):
+        build(tmp_path, hf_cache, [str(path)], vocab_size=1000)
+    clean = [
+        {"input_ids": r["input_ids"][1:] or [1], "labels": r["labels"][1:] or [1]} for r in rows
+    ]
+    ok = build(tmp_path, hf_cache, [str(write_rows(tmp_path / "ok.jsonl", clean))], vocab_size=1000)
+    assert ok.summary()["vocab_size"] == 1000 and len(ok) == 30
+    bad_label = [{"input_ids": [1, 2], "labels": [-100, 5000]}]
+    with pytest.raises(InputError, match=r"row 0: labels holds id 5000"):
+        build(
+            tmp_path,
+            hf_cache,
+            [str(write_rows(tmp_path / "lab.jsonl", bad_label))],
+            vocab_size=1000,
+        )
+
+
+def test_config_vocab_size_reaches_tokenized_rows(tmp_path: Path, hf_cache: str) -> None:
+    """data.vocab_size was accepted and ignored for tokenized-row sources."""
+    path = write_rows(tmp_path / "rows.jsonl", random_rows(3, 10))
+    data = {"datasets": [{"path": str(path), "type": "tokenized"}], "vocab_size": 64,
+            "dataset_prepared_path": str(tmp_path / "prep")}  # fmt: skip
+    with pytest.raises(InputError, match=r"not below vocab_size=64"):
+        rows_dataset_from_config(data)

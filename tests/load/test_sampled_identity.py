@@ -218,7 +218,7 @@ def test_legacy_state_is_refused_clearly_and_accepted_on_request(sampled: dict[s
         target.load_state_dict(legacy(state))
     target.load_state_dict(legacy(state), check_folder=False)
     # Re-saved as a current state naming this folder.
-    assert target.state_dict()["version"] == 2
+    assert target.state_dict()["version"] == 3  # the current version
     assert target.state_dict()["folder"]["digest"] == state["folder"]["digest"]
     assert same(head + list(target), reference)
 

@@ -73,3 +73,17 @@ def test_truncate_restores_a_prefix(tmp_path: Path):
     assert len(npy_header(np.dtype(np.uint32), 20)) == 128
     truncate_shard(path, 7, np.dtype(np.uint32), "npy")
     assert np.load(path).tolist() == list(range(7))
+
+
+@pytest.mark.parametrize("fmt", ["npy", "bin"])
+def test_truncate_never_pads_a_shorter_shard(tmp_path: Path, fmt: str):
+    path = tmp_path / f"s.{fmt}"
+    data = np.arange(5, dtype=np.uint16)
+    if fmt == "npy":
+        np.save(path, data)
+    else:
+        data.tofile(path)
+    before = path.read_bytes()
+    with pytest.raises(OutputError, match=r"never padded"):
+        truncate_shard(path, 9, np.dtype(np.uint16), fmt)
+    assert path.read_bytes() == before

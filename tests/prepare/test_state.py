@@ -307,3 +307,62 @@ def test_hub_revision_is_not_asked_offline(monkeypatch: pytest.MonkeyPatch):
 
     monkeypatch.setattr(huggingface_hub.HfApi, "dataset_info", lambda self, name, timeout: Info)
     assert api._hub_revision("org/set") == "0123abc"
+
+
+def _last_shard(out: Path, split: str = "train") -> Path:
+    return sorted((out / split).glob("shard_*.bin"))[-1]
+
+
+@pytest.mark.parametrize("cut", [2, 1000])
+def test_refused_damaged_shard_is_left_exactly_as_it_was(small_tokenizer, tmp_path, corpus, cut):
+    """A shorter last shard makes the next run refuse; its rollback must not pad the shard back
+    to the recorded length (that would invent tokens where an EOS was and hide the damage)."""
+    out = tmp_path / "out"
+    run([corpus[0]], out, small_tokenizer)
+    shard = _last_shard(out)
+    shard.write_bytes(shard.read_bytes()[: max(0, shard.stat().st_size - cut)])
+    before = tree_bytes(out)
+    with pytest.raises(OutputError, match=r"differs from what dataset_metadata\.json records"):
+        run(list(corpus), out, small_tokenizer)
+    assert tree_bytes(out) == before
+
+
+def test_interrupted_run_over_a_damaged_shard_is_refused_not_repaired(
+    small_tokenizer, tmp_path, corpus, monkeypatch
+):
+    """A killed run leaves a journal; if a recorded shard was also changed, the rollback cuts
+    nothing it cannot prove was added, names the shard, and keeps the journal for later."""
+    out = tmp_path / "out"
+    run([corpus[0]], out, small_tokenizer)
+    recorded = json.loads((out / "dataset_metadata.json").read_text())["splits"]["train"]
+    shard = out / "train" / recorded["shards"][-1]["name"]  # the short one the next run extends
+    with monkeypatch.context() as patch:
+        killed_before_commit(patch)
+        with pytest.raises(KeyboardInterrupt):
+            run(list(corpus), out, small_tokenizer)
+    data = bytearray(shard.read_bytes())
+    data[0] ^= 0xFF  # a flipped byte inside the recorded part
+    shard.write_bytes(bytes(data))
+    before = tree_bytes(out)
+    with pytest.raises(OutputError, match=rf"{shard.name} \(.*not the recorded ones\)"):
+        run(list(corpus), out, small_tokenizer)
+    after = tree_bytes(out)
+    assert {k: v for k, v in after.items() if "/train/" in k or "/val/" in k} == {
+        k: v for k, v in before.items() if "/train/" in k or "/val/" in k
+    }
+    assert (out / ".prepare" / "journal.json").is_file()
+
+
+def test_extended_shard_with_the_recorded_prefix_is_cut_back(small_tokenizer, tmp_path, corpus):
+    """What an interrupted append leaves (the recorded bytes and more) is cut to the record."""
+    import data_io.prepare.state as state
+
+    out = tmp_path / "out"
+    run([corpus[0]], out, small_tokenizer)
+    before = tree_bytes(out)
+    shard = _last_shard(out)
+    with open(shard, "ab") as f:
+        f.write(b"\x07\x00" * 9)
+    metadata = json.loads((out / "dataset_metadata.json").read_text())
+    assert state.rollback(out, metadata) == [str(shard)]
+    assert tree_bytes(out) == before

@@ -1,0 +1,170 @@
+"""Elastic resume of ``SampledDataset``: a state saved at one world size resumes at another.
+
+The oracle is independent of the scheduler: every fixture row carries its own tag token, so
+the rows a batch holds are read off the batch itself. Across the stop, the job as a whole must
+see a prefix of the epoch's row order, each row exactly once, and the rows it never sees must be
+exactly the ones the resumed dataset's summary reports as dropped.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+from sampled_fixture import ROW_TAG, Sampled, write_sampled
+
+from data_io.errors import ConfigError
+from data_io.load import ResumableDataLoader, SampledDataset
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:This DataLoader will create"),
+    pytest.mark.filterwarnings("ignore:'set_vital' is deprecated"),
+]
+N_ROWS = 240
+EPOCH = 1
+
+
+@pytest.fixture(scope="module")
+def sampled(tmp_path_factory: pytest.TempPathFactory) -> Sampled:
+    return write_sampled(tmp_path_factory.mktemp("elastic"), n_rows=N_ROWS, epochs=2)
+
+
+def tags(batch: dict[str, torch.Tensor]) -> list[int]:
+    """The pool rows a batch holds, read from their tag tokens."""
+    ids = batch["input_ids"].reshape(-1).numpy()
+    return (ids[(ids >= ROW_TAG) & (ids < ROW_TAG + N_ROWS)] - ROW_TAG).tolist()
+
+
+def settings(layout: str, world: int, rank: int) -> dict:
+    if layout == "prefixlm_packed":  # the trainer's global batch in tokens, split over ranks
+        return {
+            "layout": layout,
+            "batch_max_length": 384 // world,
+            "rank": rank,
+            "world_size": world,
+        }
+    return {"layout": layout, "batch_size": 12 // world, "rank": rank, "world_size": world}
+
+
+def run_ranks(sampled, layout, world, state=None, steps=None, workers=0):
+    """Every rank's rows, step by step, and rank 0's state after ``steps`` steps."""
+    seen: list[list[int]] = []
+    saved = None
+    for rank in range(world):
+        dataset = SampledDataset(sampled.path, epoch=EPOCH, **settings(layout, world, rank))
+        loader = ResumableDataLoader(dataset, num_workers=workers)
+        if state is not None:
+            loader.load_state_dict(state)
+        rows: list[int] = []
+        for batch in itertools.islice(loader, steps):  # exactly `steps` batches taken
+            rows += tags(batch)
+        if rank == 0 and steps is not None:
+            saved = loader.state_dict()
+        seen.append(rows)
+    return seen, saved, dataset
+
+
+@pytest.mark.parametrize("layout", ["prefixlm_packed", "causal_padded"])
+@pytest.mark.parametrize(("before", "after"), [(2, 3), (3, 1), (1, 4), (4, 2)])
+@pytest.mark.parametrize("stop", [0, 1, 5])
+def test_no_row_twice_none_skipped(sampled: Sampled, layout, before, after, stop):
+    order = sampled.epochs[EPOCH].tolist()  # pool row of every epoch row
+    first, state, _ = run_ranks(sampled, layout, before, steps=stop)
+    head = sorted(r for rows in first for r in rows)
+    assert head == sorted(order[: len(head)])  # a prefix of the epoch, each row once
+    second, _, resumed = run_ranks(
+        sampled, layout, after, state=state, workers=2 if after < 3 else 0
+    )
+    tail = sorted(r for rows in second for r in rows)
+    assert tail == sorted(order[len(head) : len(head) + len(tail)])
+    assert resumed.row_offset == len(head)
+    dropped = resumed.summary()["rows_dropped"]
+    assert len(head) + len(tail) + sum(dropped.values()) == N_ROWS
+
+
+def test_a_resumed_state_resumes_again_at_a_third_size(sampled: Sampled):
+    layout = "prefixlm_packed"
+    order = sampled.epochs[EPOCH].tolist()
+    a, state_a, _ = run_ranks(sampled, layout, 2, steps=3)
+    b, state_b, _ = run_ranks(sampled, layout, 3, state=state_a, steps=2)
+    assert state_b["row_offset"] == sum(map(len, a))
+    c, _, _ = run_ranks(sampled, layout, 1, state=state_b)
+    rows = [r for part in (a, b, c) for rows in part for r in rows]
+    assert len(rows) == len(set(rows))
+    assert sorted(rows) == sorted(order[: len(rows)])
+
+
+def test_same_world_size_resumes_the_exact_batches(sampled: Sampled):
+    """After an elastic resume, saving and resuming at the same size is exact, batch by batch."""
+    layout = "prefixlm_packed"
+    _, state, _ = run_ranks(sampled, layout, 2, steps=4)
+
+    def resumed(saved: dict) -> SampledDataset:
+        dataset = SampledDataset(sampled.path, epoch=EPOCH, **settings(layout, 3, 1))
+        dataset.load_state_dict(saved)
+        return dataset
+
+    reference = list(resumed(state))
+    assert len(reference) > 3
+    loader = ResumableDataLoader(resumed(state))
+    it = iter(loader)
+    head = [next(it) for _ in range(2)]
+    rest = list(ResumableDataLoader(resumed(loader.state_dict())))
+    assert len(head) + len(rest) == len(reference)
+    for got, want in zip(head + rest, reference, strict=True):
+        assert all(torch.equal(got[k], want[k]) for k in want)
+
+
+def test_worker_state_cannot_change_topology(sampled: Sampled):
+    layout = "prefixlm_packed"
+    dataset = SampledDataset(sampled.path, epoch=EPOCH, **settings(layout, 2, 0))
+    state = dataset.state_dict()
+    state.update(num_workers=3, worker_id=1)
+    moved = SampledDataset(sampled.path, epoch=EPOCH, **settings(layout, 3, 0))
+    with pytest.raises(ConfigError, match=r"another topology .*ResumableDataLoader\.state_dict"):
+        moved.load_state_dict(state)
+
+
+def test_same_world_other_rank_is_refused(sampled: Sampled):
+    layout = "causal_padded"
+    state = SampledDataset(sampled.path, epoch=EPOCH, **settings(layout, 2, 0)).state_dict()
+    other = SampledDataset(sampled.path, epoch=EPOCH, **settings(layout, 2, 1))
+    with pytest.raises(ConfigError, match=r"rank 0's and this dataset is rank 1"):
+        other.load_state_dict(state)
+
+
+def test_other_settings_still_refused(sampled: Sampled):
+    state = SampledDataset(
+        sampled.path, epoch=EPOCH, **settings("prefixlm_packed", 2, 0)
+    ).state_dict()
+    moved = SampledDataset(
+        sampled.path, epoch=EPOCH, target_only=False, **settings("prefixlm_packed", 3, 0)
+    )
+    with pytest.raises(ConfigError, match=r"target_only: saved True, now False"):
+        moved.load_state_dict(state)
+
+
+@pytest.mark.parametrize("value", [-1, N_ROWS + 1, "3", True])
+def test_a_damaged_row_offset_is_refused(sampled: Sampled, value):
+    dataset = SampledDataset(sampled.path, epoch=EPOCH, **settings("causal_padded", 2, 0))
+    state = dataset.state_dict()
+    state["row_offset"] = value
+    with pytest.raises(ConfigError, match=r"row_offset is"):
+        dataset.load_state_dict(state)
+
+
+def test_older_state_without_row_offset_still_resumes(sampled: Sampled):
+    layout = "causal_padded"
+    loader = ResumableDataLoader(
+        SampledDataset(sampled.path, epoch=EPOCH, **settings(layout, 1, 0))
+    )
+    it = iter(loader)
+    next(it)
+    state = loader.state_dict()
+    del state["row_offset"]
+    state["version"] = 2
+    resumed = SampledDataset(sampled.path, epoch=EPOCH, **settings(layout, 1, 0))
+    resumed.load_state_dict(state)
+    expected = SampledDataset(sampled.path, epoch=EPOCH, **settings(layout, 1, 0)).batch_at(1)
+    assert torch.equal(next(iter(resumed))["input_ids"], expected["input_ids"])
