@@ -123,7 +123,8 @@ def run(module: str, source: Path, out: Path) -> dict[str, float]:
             str(source),
             "--out",
             str(out),
-            "--quiet",
+            # Not --quiet: that also drops the summary, whose first line is parsed below. Its
+            # stderr is not a terminal, so no progress bar is drawn either way.
         ],
         env=env,
         capture_output=True,
@@ -136,7 +137,10 @@ def run(module: str, source: Path, out: Path) -> dict[str, float]:
     peak = int(
         next(line for line in done.stderr.splitlines() if line.startswith("PEAK_KIB")).split()[1]
     )
-    summary = done.stdout.splitlines()[0]
+    lines = done.stdout.splitlines()
+    if not lines:
+        raise SystemExit(f"{module} printed no summary to parse:\n{done.stderr}")
+    summary = lines[0]
     records = int(summary.split(": ", 1)[1].split(" records read")[0].replace(",", ""))
     return {"seconds": seconds, "records": records, "peak_rss_mib": peak / 1024, "summary": summary}
 

@@ -339,6 +339,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="no progress bar and no summary; errors are still printed (default: off)",
     )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help=f"list every file in the summary, not only the first {MAX_LISTED} (default: off)",
+    )
     from data_io.scale.cli import add_executor_arguments
 
     add_executor_arguments(parser)
@@ -385,6 +391,6 @@ def _run(args: argparse.Namespace) -> int:
     )
     if not args.quiet:
         # Failures and the MIXED block are said once, by the error raised below.
-        print_summary(result, problems=False)
+        print_summary(result, problems=False, verbose=args.verbose)
     result.raise_for_failures()
     return 0

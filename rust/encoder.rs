@@ -213,7 +213,16 @@ impl Encoder {
             ))),
             Err(reason) => Ok(Encoder {
                 engine: Engine::Hf(Box::new(HfEncoder::from_json(json, path)?)),
-                fallback_reason: Some(reason),
+                // Not a fault of the file: the fast encoder covers byte-level BPE only.
+                fallback_reason: Some(if choice == "hf" {
+                    format!("{reason} asks for it")
+                } else {
+                    format!(
+                        "not a fault of the tokenizer: the fast encoder serves byte-level BPE \
+                         without extras, and this one has {reason}; the HF encoder encodes it \
+                         (the same ids, slower)"
+                    )
+                }),
             }),
         }
     }

@@ -125,3 +125,28 @@ def test_the_summary_names_the_encoder_and_why_hf_runs(
         for name in ("tokens", "inst_start", "inst_len", "resp_start", "resp_len"):
             one, two = (tmp_path / d / task / f"{name}.npy" for d in ("fast", "hf"))
             assert one.read_bytes() == two.read_bytes(), name
+
+
+def test_long_task_names_are_whole_and_verbose_lists_every_file(
+    small_tokenizer: Path, tmp_path: Path
+):
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    names = [f"a_rather_long_task_name_that_a_narrow_terminal_would_cut_{i:02d}" for i in range(20)]
+    for name in names:
+        (rows / f"{name}.jsonl").write_text(GOOD + "\n")
+    result = tokenize([rows], tmp_path / "out", tokenizer_path=small_tokenizer, progress=False)
+
+    def printed(verbose: bool) -> str:
+        buffer = io.StringIO()
+        print_summary(result, Console(file=buffer, width=80, highlight=False), verbose=verbose)
+        lines = buffer.getvalue().splitlines()
+        # The task column's pieces, folded over several lines, joined up again.
+        tasks = "".join(line.split("│")[0].strip() for line in lines if "│" in line)
+        return tasks + re.sub(r"\s+", "", buffer.getvalue())
+
+    short, full = printed(False), printed(True)
+    assert sum(name in short for name in names) == 15
+    assert "...and5more(--verboseliststhemall)" in short
+    assert all(name in full for name in names) and "more(--verbose" not in full
+    assert "…" not in short and "…" not in full

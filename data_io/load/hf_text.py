@@ -50,6 +50,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
+from data_io.console import on_terminal, quiet_datasets_off_terminal
 from data_io.encoder import TextEncoder
 from data_io.errors import ConfigError, InputError
 from data_io.fs import publish_mode
@@ -138,6 +139,8 @@ class TextSource:
     def load(self, *, streaming: bool) -> Any:
         """The rows as a ``datasets`` Dataset, or an IterableDataset when ``streaming``."""
         import datasets
+
+        quiet_datasets_off_terminal()
 
         self.check_reachable()
         try:
@@ -234,6 +237,8 @@ def _file_stat(path: Path, base: Path) -> list[Any]:
 
 def _load_saved(source: TextSource, streaming: bool) -> Any:
     import datasets
+
+    quiet_datasets_off_terminal()
 
     loaded = datasets.load_from_disk(source.name)
     if isinstance(loaded, datasets.DatasetDict):
@@ -501,7 +506,13 @@ class HuggingFaceDataset(Dataset):
         total = len(dataset) if hasattr(dataset, "__len__") else None
         rows = 0
         batches = _column_batches(dataset, _EAGER_BATCH_ROWS, self.source)
-        with tqdm(total=total, unit="rows", desc=f"tokenizing {self.source.name}") as bar:
+        bar = tqdm(
+            total=total,
+            unit="rows",
+            desc=f"tokenizing {self.source.name}",
+            disable=not on_terminal(),  # a log file gets no bar
+        )
+        with bar:
             for columns in batches:
                 values = columns.get(self.text_field)
                 if values is None:  # columns unknown up front (a JSON stream): checked here

@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from data_io.console import quiet_datasets_off_terminal
 from data_io.errors import ConfigError, InputError
 from data_io.load.layouts import IGNORE_INDEX
 
@@ -226,6 +227,8 @@ def _empty_file_error(source: RowSource, files: list[str]) -> None:
 def _load_files(source: RowSource, files: list[str], cache_dir: str | None):
     import datasets
 
+    quiet_datasets_off_terminal()
+
     if source.split != "train":
         raise ConfigError(
             f"source {source.label!r}: split {source.split!r} applies to Hub datasets and saved "
@@ -259,6 +262,8 @@ def _load_files(source: RowSource, files: list[str], cache_dir: str | None):
 def _pick_split(source: RowSource, loaded: Any, where: str):
     import datasets
 
+    quiet_datasets_off_terminal()
+
     if isinstance(loaded, datasets.DatasetDict):
         if source.split not in loaded:
             raise InputError(
@@ -271,6 +276,8 @@ def _pick_split(source: RowSource, loaded: Any, where: str):
 
 def _load_saved(source: RowSource, where: str, cache_dir: str | None):
     import datasets
+
+    quiet_datasets_off_terminal()
 
     del cache_dir  # a saved dataset is already Arrow files: nothing to cache
     try:
@@ -316,9 +323,37 @@ def _load_folder(source: RowSource, root: str, fs: Any, cache_dir: str | None):
     return _load_files(source, files, cache_dir)
 
 
+# The fsspec backend of each remote scheme, and the data_io extra that installs it.
+_BACKENDS = {
+    "s3": ("s3fs", "s3"),
+    "gs": ("gcsfs", "gcs"),
+    "gcs": ("gcsfs", "gcs"),
+    "abfs": ("adlfs", "azure"),
+    "abfss": ("adlfs", "azure"),
+    "az": ("adlfs", "azure"),
+}
+
+
+def _require_backend(source: RowSource) -> None:
+    """Say which package a remote scheme needs before datasets fails with a bare ImportError."""
+    import fsspec
+
+    scheme = _scheme(source.path)
+    try:
+        fsspec.get_filesystem_class(scheme)
+    except ImportError as err:
+        package, extra = _BACKENDS.get(scheme, (f"the fsspec backend for {scheme}://", None))
+        how = f"pip install 'data_io[{extra}]' (or pip install {package})" if extra else package
+        raise ConfigError(
+            f"source {source.label!r}: {source.path} needs {package} to read {scheme}:// "
+            f"paths, which is not installed; {how}"
+        ) from err
+
+
 def _load_remote(source: RowSource, cache_dir: str | None):
     import fsspec
 
+    _require_backend(source)
     path = source.path
     # A trailing slash, or data_files, marks a folder; otherwise a name with an extension is a file.
     is_file = not path.endswith("/") and Path(path.split("?", 1)[0]).suffix
@@ -337,6 +372,8 @@ def _load_remote(source: RowSource, cache_dir: str | None):
 
 def _load_hub(source: RowSource, cache_dir: str | None):
     import datasets
+
+    quiet_datasets_off_terminal()
 
     from data_io.hub import hub_unreachable, offline_by_environment
 

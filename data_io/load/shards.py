@@ -34,6 +34,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from tokenize import TokenError
 from typing import Any
 
 import numpy as np
@@ -162,7 +163,9 @@ def _inspect_npy(path: Path) -> _Shard:
     """Dtype and length of an ``.npy`` shard from its header, checked against the file size."""
     try:
         shape, dtype, offset, size = _read_npy_header(path)
-    except (ValueError, OSError, EOFError) as err:
+    # numpy parses the header as a Python literal: a damaged one raises SyntaxError or
+    # tokenize.TokenError as readily as ValueError (found by fuzz/python: npy_shard).
+    except (ValueError, OSError, EOFError, SyntaxError, TokenError, TypeError) as err:
         raise InputError(
             f"{path}: unreadable or truncated .npy shard ({err}); re-write the shard"
         ) from err

@@ -27,8 +27,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--tokenizer",
         default="gpt2",
-        help="gpt2 (from the local HF cache), char, a tokenizer.json or its folder, or a Hub "
-        "id (default: %(default)s)",
+        help="gpt2 (built from openai-whisper's rank file: when that package is not installed, "
+        "its archive is fetched from PyPI once and cached; else the local HF cache), char (one "
+        "id per character, MyPT's), a tokenizer.json or its folder, or a Hub id "
+        "(default: %(default)s)",
     )
     parser.add_argument(
         "--eos-token",
@@ -37,9 +39,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "eos_token, else <|endoftext|>)",
     )
     parser.add_argument(
-        "--tokens-per-shard", type=int, default=10_000_000, help="(default: %(default)s)"
+        "--tokens-per-shard",
+        type=int,
+        default=10_000_000,
+        help="tokens in every shard but the last of each split (default: %(default)s)",
     )
-    parser.add_argument("--val-fraction", type=float, default=0.1, help="(default: %(default)s)")
+    parser.add_argument(
+        "--val-fraction",
+        type=float,
+        default=0.1,
+        help="share of documents that go to val/, chosen by a hash of their content, so a "
+        "document keeps its split when inputs are added (default: %(default)s)",
+    )
     parser.add_argument(
         "--seed", type=int, default=0, help="of the train/val split (default: %(default)s)"
     )
@@ -80,7 +91,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="replace bad bytes with U+FFFD and count them, or fail naming file and byte "
         "offset (default: %(default)s)",
     )
-    parser.add_argument("--format", choices=FORMATS, default="bin", help="(default: %(default)s)")
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="bin",
+        help="bin: raw tokens, the dtype in dataset_metadata.json (MyPT's); npy: with a numpy "
+        "header (default: %(default)s)",
+    )
     parser.add_argument(
         "--dtype",
         choices=DTYPES,

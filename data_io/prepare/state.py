@@ -75,7 +75,68 @@ def _read_metadata(out: Path) -> dict[str, Any] | None:
             f"{out} holds another dataset ({METADATA_FILE} not written by {PRODUCER}); pass an "
             "empty or new output folder"
         )
+    problem = _metadata_problem(content)
+    if problem is not None:
+        raise OutputError(
+            f"{path}: {problem}; the file was damaged or edited after prepare wrote it: restore "
+            "it from a copy, or prepare into a new folder"
+        )
     return content
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _metadata_problem(content: dict[str, Any]) -> str | None:
+    """What is missing or malformed in the keys an incremental run relies on (None: fine)."""
+    dtype = content.get("dtype")
+    try:
+        valid_dtype = isinstance(dtype, str) and np.dtype(dtype).kind in "iu"
+    except TypeError:
+        valid_dtype = False
+    if not valid_dtype:
+        return f"'dtype' is {dtype!r}, not an integer dtype"
+    if content.get("shard_format") not in ("bin", "npy"):
+        return f"'shard_format' is {content.get('shard_format')!r}, not 'bin' or 'npy'"
+    for key in ("vocab_size", "eos_id"):
+        if not _is_int(content.get(key)):
+            return f"{key!r} is {content.get(key)!r}, not a non-negative integer"
+    tokenizer = content.get("tokenizer")
+    if not isinstance(tokenizer, dict) or not isinstance(tokenizer.get("kind"), str):
+        return f"'tokenizer' is {tokenizer!r}, not an object with a 'kind'"
+    for key in ("inputs", "runs"):
+        if not isinstance(content.get(key), list) or not all(
+            isinstance(item, dict) for item in content[key]
+        ):
+            return f"{key!r} is not a list of objects"
+    for entry in content["inputs"]:
+        if not isinstance(entry.get("name"), str) or not isinstance(entry.get("sha256"), str):
+            return f"an entry of 'inputs' lacks its name or sha256: {entry!r}"
+    if not isinstance(content.get("options", {}), dict):
+        return "'options' is not an object"
+    splits = content.get("splits")
+    if not isinstance(splits, dict):
+        return "'splits' is not an object"
+    for split in SPLITS:
+        entry = splits.get(split)
+        if not isinstance(entry, dict) or not isinstance(entry.get("shards"), list):
+            return f"'splits.{split}' has no list of shards"
+        if not _is_int(entry.get("tokens")) or not _is_int(entry.get("documents")):
+            return f"'splits.{split}' lacks its tokens or documents count"
+        for shard in entry["shards"]:
+            if not (
+                isinstance(shard, dict)
+                and isinstance(shard.get("name"), str)
+                and "/" not in shard["name"]
+                and _is_int(shard.get("tokens"))
+                and isinstance(shard.get("sha256"), str)
+            ):
+                return f"'splits.{split}.shards' holds {shard!r}, not a name, tokens and sha256"
+    hashes = content.get("dedup_hashes")
+    if hashes is not None and (not isinstance(hashes, str) or "/" in hashes):
+        return f"'dedup_hashes' is {hashes!r}, not a file name"
+    return None
 
 
 def open_output(out: Path) -> tuple[dict[str, Any] | None, list[str]]:

@@ -134,7 +134,7 @@ pub fn recognise(json: &str) -> Result<Spec, String> {
     let model = file.model;
     match model.kind.as_deref() {
         Some("BPE") => {}
-        Some(other) => return Err(format!("model {other}, not BPE")),
+        Some(other) => return Err(format!("a {other} model, not BPE")),
         None => return Err("model without a type".into()),
     }
     if model.dropout.is_some_and(|p| p != 0.0) {
@@ -487,7 +487,7 @@ mod tests {
         );
         assert_eq!(
             reason(qwen(), Value::Null, json!({"type": "WordPiece"})),
-            "model WordPiece, not BPE"
+            "a WordPiece model, not BPE"
         );
         assert_eq!(
             reason(qwen(), Value::Null, json!({"merges": ["a b c"]})),

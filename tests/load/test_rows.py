@@ -492,3 +492,38 @@ def test_config_vocab_size_reaches_tokenized_rows(tmp_path: Path, hf_cache: str)
             "dataset_prepared_path": str(tmp_path / "prep")}  # fmt: skip
     with pytest.raises(InputError, match=r"not below vocab_size=64"):
         rows_dataset_from_config(data)
+
+
+@pytest.mark.parametrize(
+    ("url", "package", "extra"),
+    [("gs://bucket/rows.jsonl", "gcsfs", "gcs"), ("abfs://box/rows/", "adlfs", "azure")],
+)
+def test_missing_remote_backend_names_the_extra(tmp_path, hf_cache, url, package, extra) -> None:
+    """Not a bare ImportError from deep inside datasets: the package and the extra to install."""
+    import importlib.util
+
+    if importlib.util.find_spec(package) is not None:  # installed here: the message cannot show
+        pytest.skip(f"{package} is installed")
+    with pytest.raises(ConfigError, match=rf"needs {package} .*pip install 'data_io\[{extra}\]'"):
+        build(tmp_path, hf_cache, [url])
+
+
+def test_no_datasets_progress_or_logs_off_a_terminal(tmp_path: Path) -> None:
+    """Run with stderr to a pipe (a log file, CI): datasets' bars and "Generating ..." lines
+    would only fill the log."""
+    import subprocess
+    import sys
+
+    path = write_rows(tmp_path / "rows.jsonl", random_rows(4, 50))
+    script = (
+        "import sys\n"
+        "from data_io.load.tokenized_rows import TokenizedRowsDataset\n"
+        "ds = TokenizedRowsDataset([sys.argv[1]], dataset_prepared_path=sys.argv[2],\n"
+        "                          cache_dir=sys.argv[3])\n"
+        "print(len(ds))\n"
+    )
+    argv = [str(path), str(tmp_path / "prep"), str(tmp_path / "hf")]
+    done = subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True,
+                          check=True, cwd=Path(__file__).resolve().parents[2])  # fmt: skip
+    assert done.stdout.strip() == "50"
+    assert "Generating" not in done.stderr and "it/s" not in done.stderr, done.stderr
