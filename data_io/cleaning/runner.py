@@ -138,6 +138,14 @@ class CleanReport:
         return "\n".join(lines)
 
 
+def _null_fields(record: Record, exc: Exception) -> list[str]:
+    """The fields of ``record`` that are null, when ``exc`` is a cleaner tripping over a None
+    (``'NoneType' object has no attribute 'strip'``, ``... is not subscriptable``); else []."""
+    if "NoneType" not in str(exc) or not isinstance(record.data, dict):
+        return []
+    return sorted(str(key) for key, value in record.data.items() if value is None)
+
+
 class _RowBatch:
     """Rows waiting to become one Arrow table, with the record each came from (for errors)."""
 
@@ -158,6 +166,12 @@ class _RowBatch:
         self.rows = []
         self.records = []
         return table
+
+    def discard(self, record: Record) -> None:
+        """Take back the rows ``record`` yielded (they are the last ones, if still here)."""
+        while self.records and self.records[-1] is record:
+            self.records.pop()
+            self.rows.pop()
 
     def _unencodable(self, name: str, exc: Exception) -> InputError:
         """Find the row whose text is not valid Unicode (a lone surrogate) and name it."""
@@ -251,6 +265,17 @@ def _clean_records(
                 raise InputError(f"{name}: assertion failed at {record.where()}: {exc}") from exc
             except DataIoError:
                 raise
+            except (AttributeError, TypeError) as exc:
+                nulls = _null_fields(record, exc)
+                if not nulls:
+                    raise InputError(
+                        f"{name}: cannot clean {record.where()}: {type(exc).__name__}: {exc} "
+                        "(the record does not have the shape this cleaner expects)"
+                    ) from exc
+                # A null field the cleaner cannot use: the record is dropped and counted (the
+                # README's promise), with any rows it had already yielded taken back.
+                batch.discard(record)
+                report.drops.add(Drop(f"null field: {', '.join(nulls)}", record.rows))
             except Exception as exc:  # a field missing or of an unexpected type in the source
                 raise InputError(
                     f"{name}: cannot clean {record.where()}: {type(exc).__name__}: {exc} "

@@ -84,3 +84,14 @@ def test_module_source_that_does_not_exist(tmp_path: Path) -> None:
     done = run_module_offline(MODULE, tmp_path, "--source", "nowhere", "--out", "x.jsonl")
     assert done.returncode == 1
     assert "--source nowhere is not a folder" in done.stderr
+
+
+def test_null_field_is_dropped_and_counted_not_a_crash(tmp_path: Path) -> None:
+    """The README's promise: a record whose field is null is dropped and counted by field."""
+    nulls = [{"question": "Null answer?", "answer": None}, {"question": None, "answer": "#### 1"}]
+    source = _copy(tmp_path / "gsm8k", [TRAIN[0], *nulls, TRAIN[1]])
+    out = tmp_path / "out" / "gsm8k_train.jsonl"
+    report = CLEANER.run(source, out, progress=False)
+    assert out.read_bytes() == jsonl_bytes(EXPECTED[:2])
+    assert report.records == 4 and report.rows_written == 2
+    assert dict(report.drops) == {"null field: answer": 1, "null field: question": 1}
