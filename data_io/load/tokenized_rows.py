@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 from torch.utils.data import Dataset
@@ -100,6 +101,20 @@ def _check_options(method: Any, capacity: Any, seed: Any) -> None:
         raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
 
 
+# Where a source's rows are, not what they are: left out of the resume identity.
+_WHERE_KEYS = ("path", "data_files", "name")
+# Rows per source whose contents the resume identity hashes (evenly spaced, first and last).
+_SAMPLED_ROWS = 64
+
+
+def _row_sample_digest(dataset: Any, columns: tuple[str, ...]) -> str:
+    """A hash of evenly spaced rows' values: other data with the same row lengths differs."""
+    n = len(dataset)
+    rows = np.unique(np.linspace(0, n - 1, min(n, _SAMPLED_ROWS)).astype(np.int64)) if n else []
+    table = dataset.data.table.select(list(columns)).take(pa.array(rows, pa.int64()))
+    return hashlib.sha256(json.dumps(table.to_pydict(), default=str).encode()).hexdigest()
+
+
 def _extras(sources: list[RowSource]) -> tuple[str, ...]:
     """Extra selected columns: the same in every source, since every item has the same keys."""
     chosen = {
@@ -146,7 +161,8 @@ class TokenizedRowsDataset(Dataset):
         self._datasets = [open_source(s, cache_dir=cache_dir) for s in self.sources]
         sizes = [len(d) for d in self._datasets]
         self._starts = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-        self._fingerprint = self._digest()
+        self._fingerprint = self._digest()  # the plan cache's key
+        self._identity: str | None = None  # the resume identity (fingerprint())
         plan, meta, folder, reused = prepare_plan(
             dataset_prepared_path, self._fingerprint, int(self._starts[-1]), self._build
         )
@@ -277,8 +293,38 @@ class TokenizedRowsDataset(Dataset):
         return {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in item.items()}
 
     # -- identity and report -------------------------------------------------------------------
-    def fingerprint(self) -> str:
+    @property
+    def cache_key(self) -> str:
+        """The plan cache's key: the folder ``<dataset_prepared_path>/<cache_key>/``."""
         return self._fingerprint
+
+    def fingerprint(self) -> str:
+        """What this dataset yields, for a resumed loader: every option, each source's row count
+        and a sample of its rows' contents, and the plan's shape. Unlike the cache key (which
+        also covers paths and file times, so an edited file is planned again), it leaves out
+        where the rows are: a byte-identical copy on another node resumes, other rows with the
+        same lengths do not."""
+        if self._identity is None:
+            record = {
+                "version": _FINGERPRINT_VERSION,
+                "sources": [
+                    {
+                        **{k: v for k, v in s.options().items() if k not in _WHERE_KEYS},
+                        "rows": len(d),
+                        "content": _row_sample_digest(d, (*REQUIRED_COLUMNS, *self.extra_columns)),
+                    }
+                    for s, d in zip(self.sources, self._datasets, strict=True)
+                ],
+                "method": self.method,
+                "sequence_len": self.capacity,
+                "seed": self.seed,
+                "shuffle": self.shuffle,
+                "vocab_size": self.vocab_size,
+                "plan": {k: self._meta[k] for k in ("longest", "tokens", "bins")},
+            }
+            text = json.dumps(record, sort_keys=True, default=str)
+            self._identity = hashlib.sha256(text.encode()).hexdigest()[:32]
+        return self._identity
 
     def summary(self) -> dict[str, Any]:
         tokens = int(self._meta["tokens"])

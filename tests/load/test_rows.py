@@ -428,7 +428,7 @@ def test_pack_cli_writes_then_reuses_the_plan(
     summary = json.loads(capsys.readouterr().out)
     assert summary["cache_reused"] and summary["cache"] == f"prep/{folder.name}"
     ds = rows_dataset_from_config(config["data"])
-    assert ds.cache_reused and ds.fingerprint() == folder.name
+    assert ds.cache_reused and ds.cache_key == folder.name
 
 
 def test_pack_cli_bad_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -527,3 +527,35 @@ def test_no_datasets_progress_or_logs_off_a_terminal(tmp_path: Path) -> None:
                           check=True, cwd=Path(__file__).resolve().parents[2])  # fmt: skip
     assert done.stdout.strip() == "50"
     assert "Generating" not in done.stderr and "it/s" not in done.stderr, done.stderr
+
+
+def test_resume_identity_is_content_not_place(tmp_path: Path, hf_cache: str) -> None:
+    """A byte-identical copy elsewhere resumes; rows with the same lengths but other ids do not
+    (the cache key still covers paths and times, so each copy is planned once)."""
+    from data_io.load import StatefulLoader
+    from data_io.load.samplers import ShuffledOrder
+
+    rows = random_rows(5, 40)
+    first = write_rows(tmp_path / "node1" / "rows.jsonl", rows)
+    copy = write_rows(tmp_path / "node2" / "rows.jsonl", rows)
+    other = [{"input_ids": [i + 1 for i in r["input_ids"]], "labels": r["labels"]} for r in rows]
+    changed = write_rows(tmp_path / "node3" / "rows.jsonl", other)
+
+    def loader(path: Path) -> StatefulLoader:
+        ds = build(tmp_path, hf_cache, [str(path)])
+        return StatefulLoader(ds, ShuffledOrder(len(ds), seed=2), batch_size=4)
+
+    saved = loader(first)
+    it = iter(saved)
+    next(it)
+    state = saved.state_dict()
+    resumed = loader(copy)
+    resumed.load_state_dict(state)
+    reference = list(loader(first))
+    got = list(resumed)
+    assert len(got) == len(reference) - 1
+    assert all(
+        torch.equal(a["input_ids"], b["input_ids"]) for a, b in zip(got, reference[1:], strict=True)
+    )
+    with pytest.raises(ConfigError, match=r"saved for other data"):
+        loader(changed).load_state_dict(state)
