@@ -10,6 +10,7 @@ Seeds are read from ``fuzz/seeds/python/TARGET/``; new interesting inputs go to 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -65,10 +66,8 @@ def _with_hypothesis(name: str, seconds: int) -> int:
         count += 1
         run_one(target, data)
 
-    try:
+    with contextlib.suppress(_Done):
         one()
-    except _Done:
-        pass
     print(f"{name}: {count:,} executions in {seconds} s (hypothesis, not coverage-guided)")
     return 0
 

@@ -154,6 +154,8 @@ def run_one(target: Callable[[bytes], None], data: bytes) -> None:
     except RecursionError:
         pass  # a parser's nesting limit (yaml/json), not the project's code
     except Exception as err:
-        raise Finding(f"{target.__name__}: {type(err).__name__}: {err} on input {data[:200]!r}") from err
+        raise Finding(
+            f"{target.__name__}: {type(err).__name__}: {err} on input {data[:200]!r}"
+        ) from err
     finally:
         os.chdir(cwd)
