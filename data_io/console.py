@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import os
 import sys
+from collections.abc import Callable, Iterator
+from typing import ParamSpec, TypeVar
 
 from rich.console import Console
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class _PipeAwareConsole(Console):
@@ -28,13 +36,82 @@ def on_terminal() -> bool:
         return False
 
 
-def quiet_datasets_off_terminal() -> None:
-    """``datasets`` draws its own progress bars and logs "Generating split..." lines: off a
-    terminal they only fill log files, so they are turned off (on a terminal, left as they are).
-    Called where a stage first imports ``datasets``."""
-    if on_terminal():
-        return
-    import datasets
+# The environment variables by which a user sets these libraries' bars and logging: when set,
+# the user's choice stands and the library is left alone.
+_USER_SWITCHES = {
+    "datasets": ("HF_DATASETS_DISABLE_PROGRESS_BARS", "DATASETS_VERBOSITY"),
+    "huggingface_hub": ("HF_HUB_DISABLE_PROGRESS_BARS",),
+}
+# Undo actions of the quiet scopes now open (innermost last), and the modules each has quieted.
+_OPEN_SCOPES: list[tuple[list[Callable[[], None]], set[str]]] = []
 
-    datasets.disable_progress_bars()
-    datasets.logging.set_verbosity_error()
+
+@contextlib.contextmanager
+def quiet_hub_libraries(quiet: bool = True) -> Iterator[None]:
+    """Inside, ``datasets`` and ``huggingface_hub`` draw no progress bars and log no info lines
+    ("Generating train split", "Resolving data files"): off a terminal they only fill log files.
+
+    Scoped: on exit every switch is put back, so a library call leaves the caller's process as
+    it was (a notebook keeps its bars). A user's own ``HF_DATASETS_DISABLE_PROGRESS_BARS``,
+    ``DATASETS_VERBOSITY`` or ``HF_HUB_DISABLE_PROGRESS_BARS`` stands. ``datasets`` is not
+    imported here (it pulls in torch, which a cleaner does not need): code that imports it
+    inside the scope calls ``quiet_newly_imported("datasets")`` right after."""
+    if not quiet:
+        yield
+        return
+    scope: tuple[list[Callable[[], None]], set[str]] = ([], set())
+    _OPEN_SCOPES.append(scope)
+    try:
+        import huggingface_hub  # noqa: F401  (light, and its bars show in every download)
+
+        for name in _USER_SWITCHES:
+            quiet_newly_imported(name)
+        yield
+    finally:
+        _OPEN_SCOPES.remove(scope)
+        for undo in reversed(scope[0]):
+            undo()
+
+
+def quiet_newly_imported(name: str) -> None:
+    """Quiet ``name`` (``datasets`` or ``huggingface_hub``) for the open quiet scope, if any."""
+    module = sys.modules.get(name)
+    if not _OPEN_SCOPES or module is None or name in _OPEN_SCOPES[-1][1]:
+        return
+    undos, done = _OPEN_SCOPES[-1]
+    done.add(name)
+    if any(variable in os.environ for variable in _USER_SWITCHES[name]):
+        return
+    if name == "datasets":
+        bars_were_on = module.is_progress_bar_enabled()
+        level = module.logging.get_verbosity()
+        module.disable_progress_bars()
+        module.logging.set_verbosity_error()
+
+        def undo() -> None:
+            module.logging.set_verbosity(level)
+            if bars_were_on:
+                module.enable_progress_bars()
+
+        undos.append(undo)
+        return
+    import huggingface_hub.utils as utils  # a lazy submodule: not an attribute until imported
+
+    if not utils.are_progress_bars_disabled():
+        utils.disable_progress_bars()
+        undos.append(utils.enable_progress_bars)
+
+
+def quiet_off_terminal(function: Callable[P, R]) -> Callable[P, R]:
+    """Run ``function``, which reads through ``datasets``, inside ``quiet_hub_libraries`` when
+    stderr is not a terminal (``datasets`` is imported first: the function needs it anyway)."""
+
+    @functools.wraps(function)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with quiet_hub_libraries(not on_terminal()):
+            import datasets  # noqa: F401
+
+            quiet_newly_imported("datasets")
+            return function(*args, **kwargs)
+
+    return wrapper

@@ -44,7 +44,13 @@ impl HfEncoder {
 
     /// From the text of the file at `path` (named in errors).
     fn from_json(json: &str, path: &Path) -> Result<Self> {
-        let mut tokenizer = Tokenizer::from_str(json).map_err(|e| cannot_load(path, e))?;
+        // `tokenizers` 0.22 panics instead of failing on a file cut short or otherwise invalid
+        // JSON inside its "decoder" (decoders/mod.rs: `.expect("Helper")`; `{"decoder":` is
+        // enough, found by fuzz/fuzz_targets/tokenizer_json.rs): that is this file's error.
+        let loaded = std::panic::catch_unwind(|| Tokenizer::from_str(json)).unwrap_or_else(|_| {
+            Err("the tokenizers library failed on it (invalid JSON in its decoder?)".into())
+        });
+        let mut tokenizer = loaded.map_err(|e| cannot_load(path, e))?;
         // Data must never inject a control token: "<|im_end|>" inside a row is plain text.
         tokenizer.set_encode_special_tokens(true);
         let vocab_size = tokenizer.get_vocab_size(true);
@@ -215,7 +221,7 @@ impl Encoder {
                 engine: Engine::Hf(Box::new(HfEncoder::from_json(json, path)?)),
                 // Not a fault of the file: the fast encoder covers byte-level BPE only.
                 fallback_reason: Some(if choice == "hf" {
-                    format!("{reason} asks for it")
+                    reason
                 } else {
                     format!(
                         "not a fault of the tokenizer: the fast encoder serves byte-level BPE \
@@ -526,6 +532,23 @@ mod tests {
             .err()
             .expect("unknown engine");
         assert!(bad.to_string().contains("\"null\""), "{bad}");
+    }
+
+    #[test]
+    fn a_tokenizer_file_cut_short_is_an_error_not_a_panic() {
+        // fuzz/regressions/tokenizer_json: `tokenizers` panicked on JSON cut short inside
+        // "decoder"; the fast path declines such a file (unreadable) and falls back to it.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokenizer.json");
+        for text in [r#"{"decoder":"#, r#"{"decoder": {"type": "ByteLevel", "#] {
+            std::fs::write(&path, text).unwrap();
+            for choice in ["auto", "hf"] {
+                let err = Encoder::from_file_with(&path, choice)
+                    .err()
+                    .unwrap_or_else(|| panic!("{text:?} loads"));
+                assert!(err.to_string().contains("cannot load tokenizer"), "{err}");
+            }
+        }
     }
 
     #[test]

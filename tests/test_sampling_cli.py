@@ -36,7 +36,7 @@ def test_entry_points_write_only_the_report_to_stdout(
     tmp_path: Path, corpus: Path, entry: list[str]
 ) -> None:
     out = tmp_path / "out"
-    done = _run(*entry, f"tokenized_path={corpus}", f"output_path={out}", "epochs=2")
+    done = _run(*entry, f"tokenized_path={corpus}", f"output_path={out}", "epochs=2", "--progress")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("\n### Category Coverage Stats\n")
     assert "Sampling epochs" not in done.stdout and "Reading indices" in done.stderr
@@ -68,7 +68,8 @@ def test_help_describes_every_option_with_its_default(entry: list[str]) -> None:
         assert f" {shown} " in text
     for key in CONFIG_KEYS:
         assert " ".join(KEY_HELP[key].split()) in text, key
-    assert "-q, --quiet no progress bars (default: shown" in text
+    assert "-q, --quiet no progress bars (default: shown when stderr is a terminal" in text
+    assert "--progress progress bars even when stderr is not a terminal" in text
 
 
 def _screen(stream: str) -> list[str]:
@@ -94,14 +95,36 @@ def test_no_progress_bar_is_left_unfinished(tmp_path: Path, corpus: Path) -> Non
     """The epochs bar and the copy bar below it used to leave "Writing tokens: 0%" behind."""
     done = subprocess.run(
         [sys.executable, "sample_tokenized.py", f"tokenized_path={corpus}",
-         f"output_path={tmp_path / 'o'}"],
+         f"output_path={tmp_path / 'o'}", "--progress"],
         cwd=ROOT, capture_output=True, timeout=300,
     )  # fmt: skip
     stderr = done.stderr.decode()  # bytes: text mode would turn every "\r" into "\n"
     assert done.returncode == 0, stderr
-    assert "Writing tokens" in stderr  # the bars were drawn (tqdm draws to a pipe too)
+    assert "Writing tokens" in stderr  # the bars were drawn (forced: stderr is a pipe)
     screen = [line for line in _screen(stderr) if "%|" in line]
     assert screen and all("100%|" in line for line in screen), screen
+
+
+@pytest.mark.parametrize("entry", [["sample_tokenized.py"], ["-m", "data_io", "sample"]])
+def test_no_progress_bar_when_stderr_is_not_a_terminal(
+    tmp_path: Path, corpus: Path, entry: list[str]
+) -> None:
+    """stderr to a log file or a pipe: notes only, no bar redrawn hundreds of times."""
+    done = subprocess.run(
+        [sys.executable, *entry, f"tokenized_path={corpus}", f"output_path={tmp_path / 'o'}"],
+        cwd=ROOT, capture_output=True, timeout=300,
+    )  # fmt: skip
+    stderr = done.stderr.decode()
+    assert done.returncode == 0, stderr
+    assert (tmp_path / "o" / "tokens.npy").is_file()
+    for bar in ("Reading indices", "Sampling epochs", "Writing tokens", "%|", "\r"):
+        assert bar not in stderr, stderr
+
+
+def test_quiet_and_progress_exclude_each_other(tmp_path: Path, corpus: Path) -> None:
+    done = _run("sample_tokenized.py", f"tokenized_path={corpus}", "--quiet", "--progress")
+    assert done.returncode == 2
+    assert "not allowed with argument" in done.stderr and "Traceback" not in done.stderr
 
 
 @pytest.mark.parametrize(
@@ -125,7 +148,8 @@ def test_error_after_a_progress_bar_gets_its_own_line(
     inst_len = corpus / "flan__b.parquet" / "inst_len.npy"
     np.save(inst_len, np.load(inst_len) + 1)  # every row's response now overlaps
     done = subprocess.run(
-        [sys.executable, *entry, f"tokenized_path={corpus}", f"output_path={tmp_path / 'o'}"],
+        [sys.executable, *entry, f"tokenized_path={corpus}", f"output_path={tmp_path / 'o'}",
+         "--progress"],
         cwd=ROOT, capture_output=True, timeout=300,
     )  # fmt: skip
     stderr = done.stderr.decode()

@@ -424,9 +424,13 @@ def test_leftover_links_of_dead_runs_are_removed_not_followed(tmp_path: Path, ca
     _run(_config(tmp_path, corpus))
     assert _leftovers(tmp_path) == []
     assert (kept / "tokens.npy").read_bytes() == b"someone's data"
-    assert capsys.readouterr().err.count("left by an interrupted run") == 3
+    lines = [line for line in capsys.readouterr().err.splitlines() if "left by" in line]
+    pids = f"{dead_pid}, {dead_pid + 1}, {dead_pid + 2}"
+    assert lines == [
+        f"sample: removed 3 temporary files left by killed runs (pids {pids}, 1 byte) in {tmp_path}"
+    ]
     _run(_config(tmp_path, corpus, "seed=9"))
-    assert "left by an interrupted run" not in capsys.readouterr().err  # announced once
+    assert "left by" not in capsys.readouterr().err  # announced once
 
 
 def test_remove_entry_handles_every_kind(tmp_path: Path) -> None:

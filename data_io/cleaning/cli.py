@@ -40,6 +40,15 @@ def register(subparsers: Any) -> None:
     from data_io.scale.cli import add_executor_arguments
 
     add_executor_arguments(parser)
+    parser.add_argument(
+        "--plan-dir",
+        metavar="DIR",
+        default=None,
+        help="with --executor: the folder of the plan and its unit records, which `data_io "
+        "status` and `data_io resume` read; on Slurm it must be on a file system the nodes "
+        "share (default: $XDG_CACHE_HOME/data_io/scale/clean-<hash of this folder>, i.e. under "
+        "~/.cache; `data_io status .` finds it there)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -79,6 +88,10 @@ def run(args: argparse.Namespace) -> int:
         missing = [e.name for e in chosen if e.cleaner is None]
         if missing:
             raise ConfigError(f"cleaner(s) not written yet: {', '.join(missing)}")
+    if getattr(args, "executor", None) is None and args.plan_dir is not None:
+        raise ConfigError(
+            "--plan-dir applies to --executor runs: add --executor local (or drop it)"
+        )
     if getattr(args, "executor", None) is not None:
         if args.source or args.out:
             raise ConfigError("--source and --out do not combine with --executor")

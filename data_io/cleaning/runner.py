@@ -32,6 +32,7 @@ from data_io.cleaning.rows import (
 )
 from data_io.cleaning.sources import HubDataset, Record, Source
 from data_io.cleaning.writers import OutputSpec, OutputWriter
+from data_io.console import on_terminal, quiet_hub_libraries
 from data_io.errors import DataIoError, InputError
 
 #: What a cleaner's function may yield for one record.
@@ -195,18 +196,23 @@ def run_cleaner(
     progress: bool | None = None,
     writer_options: dict[str, Any] | None = None,
 ) -> CleanReport:
-    """Run ``cleaner``; raises :class:`DataIoError` (nothing committed) when anything fails."""
-    records = cleaner.source.records(source)  # fails here, with the download hint, if missing
-    try:
-        return _clean_records(cleaner, records, out, progress, writer_options)
-    finally:
-        # A reader stopped by an error must release its threads now: an unfinished Arrow scan
-        # collected during interpreter shutdown aborts the process ("terminate called without an
-        # active exception", apache/arrow#45214). Closing the generator chain runs the readers'
-        # own clean-up (``finally`` blocks) in order.
-        close = getattr(records, "close", None)
-        if close is not None:
-            close()
+    """Run ``cleaner``; raises :class:`DataIoError` (nothing committed) when anything fails.
+
+    ``progress``: our bar, and those of ``datasets`` and ``huggingface_hub`` (downloads,
+    "Resolving data files", ...); None: only when stderr is a terminal."""
+    quiet = progress is False or (progress is None and not on_terminal())
+    with quiet_hub_libraries(quiet):
+        records = cleaner.source.records(source)  # fails here, with the download hint
+        try:
+            return _clean_records(cleaner, records, out, progress, writer_options)
+        finally:
+            # A reader stopped by an error must release its threads now: an unfinished Arrow
+            # scan collected during interpreter shutdown aborts the process ("terminate called
+            # without an active exception", apache/arrow#45214). Closing the generator chain
+            # runs the readers' own clean-up (``finally`` blocks) in order.
+            close = getattr(records, "close", None)
+            if close is not None:
+                close()
 
 
 def _clean_records(
@@ -221,7 +227,8 @@ def _clean_records(
     report = CleanReport(name)
     checker = ConditionChecker()
     batch = _RowBatch(keyed)
-    disable = True if progress is False else None  # None: tqdm shows it only on a terminal
+    # None: tqdm shows it only on a terminal; True forces it (a pipe, a log file).
+    disable = None if progress is None else not progress
     with (
         OutputWriter(cleaner.output, out, **(writer_options or {})) as writer,
         tqdm(

@@ -41,6 +41,7 @@ from data_io.cleaning.hub import (
     offline_by_environment,
     wait_for_abandoned_reads,
 )
+from data_io.console import quiet_newly_imported
 from data_io.errors import DataIoError, InputError
 
 #: Local copies of Hub datasets are looked for here (``raw_data/hub/<owner>/<name>``).
@@ -344,6 +345,7 @@ def _import_datasets() -> Any:
     are set only around that import, so other libraries in the process see the environment as it was.
     """
     if "datasets" in sys.modules:
+        quiet_newly_imported("datasets")  # a quiet scope of the runner may be open
         return sys.modules["datasets"]
     saved = {name: os.environ.get(name) for name in ("USE_TORCH", "USE_TF")}
     os.environ.update(USE_TORCH="0", USE_TF="0")
@@ -355,6 +357,7 @@ def _import_datasets() -> Any:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+    quiet_newly_imported("datasets")
     return datasets
 
 

@@ -96,7 +96,8 @@ class DataConfig:
     # xorl's packing of tokenized rows
     sample_packing_method: str | None = None  # "sequential" | "multipack" | None
     sample_packing_sequence_len: int | None = None
-    dataset_prepared_path: str = "last_prepared_dataset"
+    # "": the user's cache folder (tokenized_rows.default_prepared_path), never the current one
+    dataset_prepared_path: str = ""
     select_columns: list[str] | None = None
 
 

@@ -50,7 +50,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
-from data_io.console import on_terminal, quiet_datasets_off_terminal
+from data_io.console import on_terminal, quiet_off_terminal
 from data_io.encoder import TextEncoder
 from data_io.errors import ConfigError, InputError
 from data_io.fs import publish_mode
@@ -136,11 +136,10 @@ class TextSource:
                 "Face cache"
             )
 
+    @quiet_off_terminal
     def load(self, *, streaming: bool) -> Any:
         """The rows as a ``datasets`` Dataset, or an IterableDataset when ``streaming``."""
         import datasets
-
-        quiet_datasets_off_terminal()
 
         self.check_reachable()
         try:
@@ -235,10 +234,9 @@ def _file_stat(path: Path, base: Path) -> list[Any]:
     return [path.relative_to(base).as_posix(), stat.st_size, stat.st_mtime_ns]
 
 
+@quiet_off_terminal
 def _load_saved(source: TextSource, streaming: bool) -> Any:
     import datasets
-
-    quiet_datasets_off_terminal()
 
     loaded = datasets.load_from_disk(source.name)
     if isinstance(loaded, datasets.DatasetDict):

@@ -5,6 +5,10 @@
 every row and computes the bin plan into the cache that ``TokenizedRowsDataset`` reads, then
 prints what it found. Other top-level sections of the file (model, train, ...) are ignored.
 ``export-rows`` turns one epoch of a sampled folder into such rows.
+
+The cache goes where ``--dataset-prepared-path`` or the config's ``data.dataset_prepared_path``
+says; with neither, under the user's cache folder (:func:`default_prepared_path`), never into
+the current folder.
 """
 
 from __future__ import annotations
@@ -22,15 +26,18 @@ def register(subparsers: Any) -> None:
         "pack",
         help="check tokenized rows and precompute (cache) their packing plan",
         description="Read the data: section of an xorl-style YAML, validate every row of its "
-        "datasets and write the bin plan to dataset_prepared_path/<fingerprint>/, where "
-        "TokenizedRowsDataset finds it. Relative paths are relative to the current folder.",
+        "datasets and write the bin plan to <dataset_prepared_path>/<fingerprint>/, where "
+        "TokenizedRowsDataset finds it. Relative paths are relative to the current folder; "
+        "without a dataset_prepared_path the plan goes under the user's cache folder, not "
+        "the current one.",
     )
     pack.add_argument("config", metavar="CONFIG", help="YAML file with a data: section")
     pack.add_argument(
         "--dataset-prepared-path",
         metavar="DIR",
         default=None,
-        help="cache folder (default: data.dataset_prepared_path, else last_prepared_dataset)",
+        help="cache folder (default: data.dataset_prepared_path, else "
+        "$XDG_CACHE_HOME/data_io/prepared_rows, i.e. ~/.cache/data_io/prepared_rows)",
     )
     pack.add_argument("--json", action="store_true", help="print the full summary as JSON")
     pack.set_defaults(run=_run_pack)

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from data_io.console import quiet_datasets_off_terminal
+from data_io.console import quiet_off_terminal
 from data_io.errors import ConfigError, InputError
 from data_io.load.layouts import IGNORE_INDEX
 
@@ -224,10 +224,9 @@ def _empty_file_error(source: RowSource, files: list[str]) -> None:
             )
 
 
+@quiet_off_terminal
 def _load_files(source: RowSource, files: list[str], cache_dir: str | None):
     import datasets
-
-    quiet_datasets_off_terminal()
 
     if source.split != "train":
         raise ConfigError(
@@ -262,8 +261,6 @@ def _load_files(source: RowSource, files: list[str], cache_dir: str | None):
 def _pick_split(source: RowSource, loaded: Any, where: str):
     import datasets
 
-    quiet_datasets_off_terminal()
-
     if isinstance(loaded, datasets.DatasetDict):
         if source.split not in loaded:
             raise InputError(
@@ -274,10 +271,9 @@ def _pick_split(source: RowSource, loaded: Any, where: str):
     return loaded
 
 
+@quiet_off_terminal
 def _load_saved(source: RowSource, where: str, cache_dir: str | None):
     import datasets
-
-    quiet_datasets_off_terminal()
 
     del cache_dir  # a saved dataset is already Arrow files: nothing to cache
     try:
@@ -370,10 +366,9 @@ def _load_remote(source: RowSource, cache_dir: str | None):
         raise InputError(f"source {source.label!r}: cannot list {path} ({err}); {hint}") from err
 
 
+@quiet_off_terminal
 def _load_hub(source: RowSource, cache_dir: str | None):
     import datasets
-
-    quiet_datasets_off_terminal()
 
     from data_io.hub import hub_unreachable, offline_by_environment
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -46,10 +47,22 @@ from data_io.load.rows import (
     source_fingerprint,
 )
 
-__all__ = ["TokenizedRowsDataset", "rows_dataset_from_config"]
+__all__ = ["TokenizedRowsDataset", "default_prepared_path", "rows_dataset_from_config"]
 
 _FINGERPRINT_VERSION = 1
-DEFAULT_PREPARED_PATH = "last_prepared_dataset"
+# "" stands for the user's cache folder (default_prepared_path); None for no cache at all.
+DEFAULT_PREPARED_PATH = ""
+PREPARED_SUBDIR = "prepared_rows"
+
+
+def default_prepared_path() -> Path:
+    """Where bin plans are cached when no ``dataset_prepared_path`` is given: under the user's
+    cache folder, ``$XDG_CACHE_HOME/data_io/prepared_rows`` (``~/.cache/data_io/...``), never
+    the current folder (xorl's ``last_prepared_dataset`` there is one explicit path away)."""
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "data_io" / PREPARED_SUBDIR
+
+
 # Keys of xorl's ``data:`` section that this dataset reads.
 _DATA_KEYS = (
     "datasets",
@@ -163,6 +176,8 @@ class TokenizedRowsDataset(Dataset):
         self._starts = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
         self._fingerprint = self._digest()  # the plan cache's key
         self._identity: str | None = None  # the resume identity (fingerprint())
+        if dataset_prepared_path == DEFAULT_PREPARED_PATH:
+            dataset_prepared_path = default_prepared_path()
         plan, meta, folder, reused = prepare_plan(
             dataset_prepared_path, self._fingerprint, int(self._starts[-1]), self._build
         )

@@ -10,14 +10,21 @@ Understood folders (told apart by their marker file):
   token counts and dtype, as ``MemoryMappedDataset`` sees them;
 * a tokenized folder (``tokenizer_info.json``, formats.md §3): per task, the five arrays agree;
 * a sampled folder (``metadata.json`` with ``tokenizer_info``, formats.md §4): the pool and every
-  epoch's row table, checked by the loader's own reader.
+  epoch's row table, checked by the loader's own reader;
+* a packing cache (``data_io pack`` / ``TokenizedRowsDataset``'s ``dataset_prepared_path``, or
+  one plan folder of it): what each bin plan covers; it holds no tokens;
+* cleaned rows (formats.md §1): a ``.jsonl`` / ``.jsonl.gz`` / ``.parquet`` file, or a folder
+  of them: rows and columns per file, every row checked, a few rows shown.
 
-Problems are collected, printed, and make the command exit 1.
+Decoded rows show their special tokens (BOQ, the condition tags, EOQ, EOA): the layout is part
+of what is inspected. Problems are collected, printed, and make the command exit 1; notes are
+printed but are no problem.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +37,12 @@ from data_io.errors import InputError
 __all__ = ["InspectReport", "inspect_path", "register"]
 
 _PREVIEW_CHARS = 200
+_PREVIEW_TAIL = 70  # characters kept from a long text's end (where EOQ / EOA are)
+_ROW_FIELDS = ("condition", "instruction", "response")
+_ROW_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet")
+_PROBLEMS_PER_FILE = 5  # bad rows named per file (the rest are counted)
+_SHARD_ROWS = 20  # shards listed in a flat folder's table
+_PLAN_FILES = ("bin_rows.npy", "bin_offsets.npy", "plan.json")
 _BLOCK = 1 << 22  # tokens read at a time when scanning a shard
 _FLAT_PREVIEW_TOKENS = 1 << 16  # head of a flat folder's first shard, cut into documents
 
@@ -42,6 +55,7 @@ class InspectReport:
     tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     samples: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -51,10 +65,18 @@ class InspectReport:
 def inspect_path(
     path: str | Path, *, documents: int = 3, verify: bool = True, tokenizer: str | None = None
 ) -> InspectReport:
-    """Validate the folder at ``path`` and describe it (see the module docstring)."""
+    """Validate the folder (or rows file) at ``path`` and describe it (see the module
+    docstring)."""
     folder = Path(path)
+    if folder.is_file() and _is_rows_file(folder):
+        return _inspect_rows(folder, [folder], documents, tokenizer)
     if not folder.is_dir():
-        raise InputError(f"{folder}: not a folder; pass a shard, tokenized or sampled folder")
+        why = "it does not exist" if not folder.exists() else "an unknown kind of file"
+        raise InputError(
+            f"{folder}: not a folder or a rows file ({why}); pass a prepare, flat shard, "
+            f"tokenized, sampled or packing-cache folder, or cleaned rows "
+            f"({', '.join(_ROW_SUFFIXES)} files or a folder of them)"
+        )
     if _is_prepared(folder):
         return _inspect_prepared(folder, documents, verify)
     unreadable = _unreadable_metadata(folder)
@@ -66,6 +88,14 @@ def inspect_path(
         return _inspect_tokenized(folder, documents, tokenizer)
     if (folder / "metadata.json").is_file() and (folder / "tokens.npy").is_file():
         return _inspect_sampled(folder, documents, tokenizer)
+    if (folder / "plan.json").is_file() and (folder / "bin_rows.npy").is_file():
+        return _inspect_plan(folder)
+    if _plan_folders(folder):
+        return _inspect_plan_cache(folder)
+    if not _shard_files(folder):
+        rows = _rows_files(folder)
+        if rows:
+            return _inspect_rows(folder, rows, documents, tokenizer)
     return _inspect_flat(folder, documents, tokenizer)
 
 
@@ -260,24 +290,75 @@ def _prepared_samples(folder: Path, meta: dict[str, Any], count: int) -> list[st
 
 
 def _preview(text: str) -> str:
-    return text if len(text) <= _PREVIEW_CHARS else text[:_PREVIEW_CHARS] + "…"
+    """``text``, or its head and tail when long: a row's end (EOQ, EOA) stays in view."""
+    if len(text) <= _PREVIEW_CHARS:
+        return text
+    return text[: _PREVIEW_CHARS - _PREVIEW_TAIL] + " … " + text[-_PREVIEW_TAIL:]
 
 
 # -- other layouts ------------------------------------------------------------------------------
-def _inspect_flat(folder: Path, documents: int, tokenizer: str | None) -> InspectReport:
-    from data_io.load.shards import MemoryMappedDataset
+def _shard_files(folder: Path) -> list[Path]:
+    """The flat shards of ``folder``: its ``*.npy`` files, else its ``*.bin`` files."""
+    for pattern in ("*.npy", "*.bin"):
+        files = sorted(p for p in folder.glob(pattern) if p.is_file())
+        if files:
+            return files
+    return []
 
-    pattern = "*.npy" if list(folder.glob("*.npy")) else "*.bin"
+
+def _inspect_flat(folder: Path, documents: int, tokenizer: str | None) -> InspectReport:
+    from data_io.load.shard_metadata import read_bin_dtype
+    from data_io.load.shards import _inspect_bin, _inspect_npy
+
     report = InspectReport(str(folder), "flat shard folder")
+    files = _shard_files(folder)
+    if not files:
+        report.problems.append(
+            f"{folder}: no .npy or .bin shard here, and nothing else `data_io inspect` knows: "
+            "pass a prepare, flat shard, tokenized, sampled or packing-cache folder, or cleaned "
+            f"rows ({', '.join(_ROW_SUFFIXES)} files or a folder of them)"
+        )
+        return report
+    shards = []
     try:
-        dataset = MemoryMappedDataset(folder, 2, file_pattern=pattern)
+        bin_dtype = read_bin_dtype(folder, files[0])[0] if files[0].suffix == ".bin" else None
     except InputError as err:
         report.problems.append(str(err))
         return report
-    shards = dataset._shards
-    report.facts = {"pattern": pattern, "dtype": shards[0].dtype.name, "shards": len(shards)}
-    report.tables["shards"] = [{"shard": s.path.name, "tokens": s.tokens} for s in shards[:20]]
-    report.facts["tokens"] = sum(s.tokens for s in shards)
+    for path in files:  # each shard checked on its own: one bad shard hides no other
+        try:
+            shards.append(
+                _inspect_npy(path) if bin_dtype is None else _inspect_bin(path, bin_dtype)
+            )
+        except InputError as err:
+            report.problems.append(str(err))
+    if not shards:
+        return report
+    dtypes: dict[str, list[str]] = {}
+    for shard in shards:
+        dtypes.setdefault(shard.dtype.name, []).append(shard.path.name)
+    report.facts = {
+        "pattern": f"*{files[0].suffix}",
+        "dtype": shards[0].dtype.name if len(dtypes) == 1 else "mixed",
+        "shards": len(shards),
+        "tokens": sum(s.tokens for s in shards),
+    }
+    if len(dtypes) > 1:
+        report.facts["dtypes"] = ", ".join(
+            f"{name}: {len(names)} shard(s) ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
+            for name, names in sorted(dtypes.items())
+        )
+        report.notes.append(
+            f"{folder}: the shards hold token ids of {len(dtypes)} dtypes "
+            f"({', '.join(sorted(dtypes))}); a loader reads each shard in its own dtype, but one "
+            "producer writes one dtype: check that the shards come from the same tokenizer"
+        )
+    report.tables["shards"] = [
+        {"shard": s.path.name, "dtype": s.dtype.name, "tokens": s.tokens}
+        for s in shards[:_SHARD_ROWS]
+    ]
+    if len(shards) > _SHARD_ROWS:
+        report.notes.append(f"the shards table lists the first {_SHARD_ROWS} of {len(shards)}")
     if tokenizer and documents:
         first = shards[0]
         head = np.memmap(
@@ -319,13 +400,18 @@ def _documents_of(tokens: np.ndarray, eos: int | None, count: int) -> list[np.nd
     return pieces or [tokens]
 
 
-def _hf_decode(tokenizer: str, ids: list[int]) -> str:
+@functools.lru_cache(maxsize=4)
+def _load_tokenizer(tokenizer: str) -> Any:
     from tokenizers import Tokenizer
 
     from data_io.tokenizer_files import resolve_tokenizer
 
-    decoded = Tokenizer.from_file(str(resolve_tokenizer(tokenizer))).decode(ids)
-    return str(decoded)
+    return Tokenizer.from_file(str(resolve_tokenizer(tokenizer)))
+
+
+def _hf_decode(tokenizer: str, ids: list[int]) -> str:
+    """``ids`` as text, special tokens included (BOQ, tags, EOQ, EOA: the layout shows)."""
+    return str(_load_tokenizer(tokenizer).decode(ids, skip_special_tokens=False))
 
 
 def _inspect_tokenized(folder: Path, documents: int, tokenizer: str | None) -> InspectReport:
@@ -334,8 +420,21 @@ def _inspect_tokenized(folder: Path, documents: int, tokenizer: str | None) -> I
     vocab = info.get("vocab_size")
     report.facts = {"tokenizer": info.get("tokenizer_path"), "vocab_size": vocab}
     rows_table = []
-    first_task: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-    for task in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
+    first_task: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+    from data_io.sampling.tasks import select_task_folders
+
+    # What tokenize and sample take for task folders: the others are named, not read.
+    selection = select_task_folders(folder)
+    if (skipped := selection.skipped_note()) is not None:
+        report.notes.append(skipped)
+    for suspect, why in selection.suspect:
+        report.problems.append(
+            f"{suspect}: task arrays, but {why}: `data_io tokenize` will not replace this "
+            f"folder and `data_io sample` refuses it; move it out of {folder} (or delete it if "
+            "it is a damaged task), then re-run the tokenize command"
+        )
+    suspects = {path for path, _ in selection.suspect}
+    for task in (path for path in selection.folders if path not in suspects):
         try:
             arrays = {
                 n: np.load(task / f"{n}.npy", mmap_mode="r")
@@ -356,15 +455,35 @@ def _inspect_tokenized(folder: Path, documents: int, tokenizer: str | None) -> I
             report.problems.append(f"{task}: a token id is not below vocab_size {vocab}")
         rows_table.append({"task": task.name, "rows": rows.pop(), "tokens": len(tokens)})
         if first_task is None:
-            first_task = (tokens, np.asarray(arrays["inst_start"]), ends)
+            first_task = (
+                tokens,
+                np.asarray(arrays["inst_start"]),
+                np.asarray(arrays["resp_start"]),
+                ends,
+            )
     report.tables["tasks"] = rows_table
     report.facts["tasks"] = len(rows_table)
     path = tokenizer or info.get("tokenizer_path")
     if documents and first_task is not None and path and Path(path).exists():
-        tokens, starts, ends = first_task
-        for start, end in list(zip(starts, ends, strict=True))[:documents]:
-            report.samples.append(_preview(_hf_decode(path, tokens[start:end].tolist())))
+        tokens, starts, middles, ends = first_task
+        for start, middle, end in list(zip(starts, middles, ends, strict=True))[:documents]:
+            report.samples.append(_row_sample(path, tokens, int(start), int(middle), int(end)))
+    elif documents and first_task is not None:
+        report.notes.append(
+            f"rows not decoded: the tokenizer {path} is not here; pass --tokenizer PATH"
+        )
     return report
+
+
+def _row_sample(tokenizer: str, tokens: np.ndarray, start: int, middle: int, end: int) -> str:
+    """One row of the tokenized layout decoded: its instruction (BOQ, tags, text, EOQ) and its
+    response (text, EOA), each cut to its head and tail, so that every special token shows."""
+    half = _PREVIEW_CHARS // 2
+    parts = []
+    for lo, hi in ((start, middle), (middle, end)):
+        text = _hf_decode(tokenizer, np.asarray(tokens[lo:hi]).tolist())
+        parts.append(text if len(text) <= half else f"{text[: half - 40]} … {text[-40:]}")
+    return "".join(parts)
 
 
 def _inspect_sampled(folder: Path, documents: int, tokenizer: str | None) -> InspectReport:
@@ -393,9 +512,282 @@ def _inspect_sampled(folder: Path, documents: int, tokenizer: str | None) -> Ins
     if documents and epochs and path and Path(path).exists():
         index = open_epoch(folder, epochs[0]["epoch"], len(tokens), meta, check=False)
         for row in range(min(documents, index.rows)):
-            start = int(index.inst_start[row])
-            end = int(index.resp_start[row] + index.resp_len[row])
-            report.samples.append(_preview(_hf_decode(path, tokens[start:end].tolist())))
+            start, middle = int(index.inst_start[row]), int(index.resp_start[row])
+            end = middle + int(index.resp_len[row])
+            report.samples.append(_row_sample(path, tokens, start, middle, end))
+    return report
+
+
+# -- packing caches ----------------------------------------------------------------------------
+def _plan_folders(folder: Path) -> list[Path]:
+    """The bin-plan folders of a packing cache (``<dataset_prepared_path>/<digest>/``), when
+    every visible sub-folder of ``folder`` is one and no shard lies beside them."""
+    try:
+        subfolders = [p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    except OSError:
+        return []
+    if not subfolders or _shard_files(folder):
+        return []
+    if all((p / "plan.json").is_file() for p in subfolders):
+        return sorted(subfolders)
+    return []
+
+
+def _read_plan(folder: Path) -> tuple[dict[str, Any], list[str]]:
+    """What one bin plan covers (facts), and its problems."""
+    problems: list[str] = []
+    facts: dict[str, Any] = {}
+    try:
+        meta = json.loads((folder / "plan.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        return facts, [f"{folder / 'plan.json'}: unreadable ({err}); delete {folder}, the next "
+                       "`data_io pack` or loader start writes it again"]  # fmt: skip
+    if not isinstance(meta, dict):
+        meta = {}
+    try:
+        rows = np.load(folder / "bin_rows.npy", mmap_mode="r", allow_pickle=False)
+        offsets = np.load(folder / "bin_offsets.npy", allow_pickle=False)
+    except (OSError, ValueError) as err:
+        return facts, [f"{folder}: unreadable bin arrays ({err}); delete {folder}, the next "
+                       "`data_io pack` or loader start writes it again"]  # fmt: skip
+    consistent = (
+        rows.ndim == 1
+        and offsets.ndim == 1
+        and len(offsets) >= 1
+        and int(offsets[0]) == 0
+        and int(offsets[-1]) == len(rows)
+        and bool(np.all(np.diff(offsets) >= 0))
+    )
+    if not consistent:
+        problems.append(
+            f"{folder}: bin_offsets.npy and bin_rows.npy disagree (offsets must run from 0 to "
+            f"the {len(rows)} rows, never decreasing); delete {folder}, the next `data_io pack` "
+            "or loader start writes it again"
+        )
+    sources = meta.get("sources") if isinstance(meta.get("sources"), list) else []
+    facts = {
+        "bins": len(offsets) - 1 if offsets.ndim == 1 else None,
+        "rows": len(rows),
+        "tokens": meta.get("tokens"),
+        "longest row": meta.get("longest"),
+        "sources": ", ".join(
+            str(s.get("path") or s.get("name")) for s in sources if isinstance(s, dict)
+        ),
+    }
+    return facts, problems
+
+
+_PLAN_NOTE = (
+    "a packing cache holds bin plans (which rows go into which packed item), not tokens: "
+    "inspect the rows its sources name to see the data"
+)
+
+
+def _inspect_plan(folder: Path) -> InspectReport:
+    report = InspectReport(str(folder), "packing plan (one entry of a `data_io pack` cache)")
+    facts, problems = _read_plan(folder)
+    report.facts = facts
+    report.problems += problems
+    report.notes.append(_PLAN_NOTE)
+    return report
+
+
+def _inspect_plan_cache(folder: Path) -> InspectReport:
+    report = InspectReport(
+        str(folder), "packing cache (dataset_prepared_path of `data_io pack` / the rows loader)"
+    )
+    plans = []
+    for plan in _plan_folders(folder):
+        facts, problems = _read_plan(plan)
+        report.problems += problems
+        plans.append({"plan": plan.name, **{k: facts.get(k) for k in ("bins", "rows", "tokens")},
+                      "sources": facts.get("sources", "")})  # fmt: skip
+    report.tables["plans"] = plans
+    report.facts = {"plans": len(plans)}
+    leftovers = sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+    if leftovers:
+        report.notes.append(
+            f"{len(leftovers)} hidden entr{'ies' if len(leftovers) > 1 else 'y'} "
+            f"({', '.join(leftovers[:3])}): temporaries of a plan being written, or of one "
+            "killed while writing"
+        )
+    report.notes.append(_PLAN_NOTE)
+    return report
+
+
+# -- cleaned rows --------------------------------------------------------------------------------
+def _is_rows_file(path: Path) -> bool:
+    return path.name.lower().endswith(_ROW_SUFFIXES)
+
+
+def _rows_files(folder: Path) -> list[Path]:
+    """The rows files under ``folder`` (recursively, as tokenize walks it), hidden ones aside."""
+    found = []
+    for path in sorted(folder.rglob("*")):
+        hidden = any(part.startswith(".") for part in path.relative_to(folder).parts)
+        if not hidden and path.is_file() and _is_rows_file(path):
+            found.append(path)
+    return found
+
+
+class _RowsScan:
+    """What one file's rows hold: count, columns, problems (the first few named), examples."""
+
+    def __init__(self, path: Path, wanted: int) -> None:
+        self.path = path
+        self.rows = 0
+        self.columns: dict[str, str] = {}
+        self.problems: list[str] = []
+        self.bad = 0
+        self.examples: list[dict[str, Any]] = []
+        self.wanted = wanted
+
+    def problem(self, text: str) -> None:
+        self.bad += 1
+        if len(self.problems) < _PROBLEMS_PER_FILE:
+            self.problems.append(text)
+
+    def summary_problem(self) -> str | None:
+        more = self.bad - len(self.problems)
+        if more <= 0:
+            return None
+        return f"{self.path}: {more} more problem(s) (the first {len(self.problems)} are above)"
+
+
+def _scan_jsonl(path: Path, wanted: int) -> _RowsScan:
+    import gzip
+
+    scan = _RowsScan(path, wanted)
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    try:
+        with opener(path, "rb") as f:
+            for number, raw in enumerate(f, start=1):
+                if not raw.strip():
+                    continue
+                scan.rows += 1
+                try:
+                    row = json.loads(raw)
+                except ValueError as err:
+                    scan.problem(f"{path}: line {number} is not JSON ({err}); fix or drop it")
+                    continue
+                if not isinstance(row, dict):
+                    scan.problem(
+                        f"{path}: line {number} holds a JSON {type(row).__name__}, not an object "
+                        "with condition, instruction and response; fix or drop it"
+                    )
+                    continue
+                for key, value in row.items():
+                    scan.columns.setdefault(key, type(value).__name__)
+                wrong = [k for k in _ROW_FIELDS if not isinstance(row.get(k), str)]
+                if wrong and not {"input_ids", "labels"} <= row.keys():
+                    scan.problem(
+                        f"{path}: line {number}: {', '.join(wrong)} missing or not a string; "
+                        "every cleaned row has string condition, instruction and response "
+                        "(formats.md §1): fix the cleaner that wrote it"
+                    )
+                elif len(scan.examples) < wanted:
+                    scan.examples.append(row)
+    except (OSError, EOFError) as err:
+        scan.problem(f"{path}: unreadable ({err}); the file is damaged or not {path.suffix}")
+    return scan
+
+
+def _scan_parquet(path: Path, wanted: int) -> _RowsScan:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    scan = _RowsScan(path, wanted)
+    try:
+        parquet = pq.ParquetFile(path)
+    except Exception as err:  # pyarrow's errors for empty, truncated or foreign files vary
+        scan.problem(f"{path}: not a readable Parquet file ({err}); rewrite it")
+        return scan
+    schema = parquet.schema_arrow
+    scan.rows = parquet.metadata.num_rows
+    scan.columns = {field.name: str(field.type) for field in schema}
+    text_types = (pa.string(), pa.large_string())
+    tokenized = {"input_ids", "labels"} <= scan.columns.keys()
+    present = [name for name in _ROW_FIELDS if name in scan.columns]
+    if not tokenized:
+        missing = [name for name in _ROW_FIELDS if name not in scan.columns]
+        if missing:
+            scan.problem(
+                f"{path}: no column {', '.join(missing)}; cleaned rows have the string columns "
+                "condition, instruction and response (formats.md §1)"
+            )
+        for name in present:
+            kind = schema.field(name).type
+            if kind not in text_types and str(kind) != "string_view":
+                scan.problem(
+                    f"{path}: column {name} is {kind}, not a string column (formats.md §1); "
+                    "rewrite it as string"
+                )
+    try:
+        for batch in parquet.iter_batches(batch_size=65536):
+            if not tokenized:
+                for name in present:
+                    nulls = batch.column(name).null_count
+                    if nulls:
+                        scan.problem(f"{path}: {nulls} null {name} value(s); every row needs "
+                                     "all three fields (formats.md §1)")  # fmt: skip
+            if len(scan.examples) < wanted:
+                scan.examples += batch.slice(0, wanted - len(scan.examples)).to_pylist()
+    except Exception as err:  # a damaged page: pyarrow raises OSError or ArrowInvalid
+        scan.problem(f"{path}: unreadable data ({err}); the file is damaged, rewrite it")
+    return scan
+
+
+def _show_row(row: dict[str, Any], tokenizer: str | None) -> str:
+    if "input_ids" in row and not isinstance(row.get("instruction"), str):
+        if not tokenizer:
+            return _preview(f"{len(row['input_ids'])} token ids (pass --tokenizer to decode)")
+        return _preview(_hf_decode(tokenizer, [int(i) for i in row["input_ids"]]))
+    condition = row.get("condition")
+    return _preview(
+        f"[{condition}] {row.get('instruction')!s} → {row.get('response')!s}"
+        if condition
+        else f"{row.get('instruction')!s} → {row.get('response')!s}"
+    )
+
+
+def _inspect_rows(
+    where: Path, files: list[Path], documents: int, tokenizer: str | None
+) -> InspectReport:
+    scans = [
+        _scan_parquet(path, documents)
+        if path.name.lower().endswith(".parquet")
+        else _scan_jsonl(path, documents)
+        for path in files
+    ]
+    columns: dict[str, str] = {}
+    for scan in scans:
+        for name, kind in scan.columns.items():
+            columns.setdefault(name, kind)
+    tokenized = {"input_ids", "labels"} <= columns.keys()
+    report = InspectReport(str(where), "tokenized rows" if tokenized else "cleaned rows")
+    report.facts = {
+        "files": len(scans),
+        "rows": sum(scan.rows for scan in scans),
+        "columns": ", ".join(f"{name} ({kind})" for name, kind in columns.items()),
+    }
+    base = where if where.is_dir() else where.parent
+    report.tables["files"] = [
+        {"file": str(scan.path.relative_to(base)), "rows": scan.rows, "problems": scan.bad}
+        for scan in scans
+    ]
+    for scan in scans:
+        report.problems += [*scan.problems, *filter(None, [scan.summary_problem()])]
+    extra = sorted(set(columns) - set(_ROW_FIELDS) - {"input_ids", "labels"})
+    if extra and not tokenized:
+        report.notes.append(
+            f"column(s) beyond condition, instruction and response: {', '.join(extra)}; the "
+            "tokenizer reads only those three"
+        )
+    examples = [row for scan in scans for row in scan.examples][:documents]
+    try:
+        report.samples = [_show_row(row, tokenizer) for row in examples]
+    except Exception as err:  # tokenizers raises a bare Exception for a bad file
+        report.problems.append(f"cannot decode the rows with --tokenizer {tokenizer}: {err}")
     return report
 
 
@@ -403,12 +795,13 @@ def _inspect_sampled(folder: Path, documents: int, tokenizer: str | None) -> Ins
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "inspect",
-        help="validate a shard, tokenized or sampled folder; counts, dtype, decoded documents",
+        help="validate a shard, tokenized, sampled or rows folder; counts, dtype, documents",
         description="Validate PATH (a `data_io prepare` output, a flat shard folder, a "
-        "tokenized folder or a sampled folder), print what it holds and decode a few "
-        "documents. Exits 1 when a problem is found.",
+        "tokenized folder, a sampled folder, a packing cache, or cleaned rows: a .jsonl, "
+        ".jsonl.gz or .parquet file or a folder of them), print what it holds and show a few "
+        "documents, decoded with their special tokens. Exits 1 when a problem is found.",
     )
-    parser.add_argument("path", metavar="PATH", help="the folder to inspect")
+    parser.add_argument("path", metavar="PATH", help="the folder or rows file to inspect")
     parser.add_argument(
         "--documents", type=int, default=3, help="documents to decode (default: %(default)s)"
     )
@@ -457,7 +850,9 @@ def _print(report: InspectReport) -> None:
             table.add_row(*(f"{v:,}" if isinstance(v, int) else str(v) for v in row.values()))
         console.print(table)
     for i, sample in enumerate(report.samples):
-        console.print(f"document {i}: {escape(sample)!r}")
+        console.print(f"document {i}: {escape(repr(sample))}")
+    for note in report.notes:
+        console.print(f"note: {escape(note)}")
     for problem in report.problems:
         console.print(f"[red]problem:[/red] {escape(problem)}")
     console.print("ok" if report.ok else f"{len(report.problems)} problem(s)")

@@ -13,6 +13,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from data_io.console import on_terminal
 from data_io.errors import DataIoError
 from data_io.sampling.config import SampleConfig, config_help, parse_overrides
 from data_io.sampling.pipeline import SampleResult, sample
@@ -40,7 +41,9 @@ def _run(args: argparse.Namespace) -> int:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
     config = parse_overrides(args.overrides)
-    sample(config, progress=not args.quiet)
+    # Bars only where someone watches them (a log file gets none), unless asked for.
+    progress = args.progress or (not args.quiet and on_terminal())
+    sample(config, progress=progress)
     return 0
 
 
@@ -49,9 +52,15 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "overrides", nargs="*", metavar="key=value",
         help="configuration: any of the keys below (default: all defaults)",
     )  # fmt: skip
-    parser.add_argument(
+    shown = parser.add_mutually_exclusive_group()
+    shown.add_argument(
         "-q", "--quiet", action="store_true",
-        help="no progress bars (default: shown; notes and errors still go to stderr)",
+        help="no progress bars (default: shown when stderr is a terminal; notes and errors "
+        "still go to stderr)",
+    )  # fmt: skip
+    shown.add_argument(
+        "--progress", action="store_true",
+        help="progress bars even when stderr is not a terminal (default: only on a terminal)",
     )  # fmt: skip
 
 

@@ -10,6 +10,7 @@ output is built beside the link's target, so the link keeps working and stays a 
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -21,6 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from data_io.errors import ConfigError, OutputError
+from data_io.scale.processes import (
+    Leftover,
+    describe_removed,
+    entry_size,
+    last_written,
+    owner_gone,
+    remove,
+)
 
 MARKER_KEY = "data_io"
 STAGING_INFIX = ".tmp-"
@@ -238,38 +247,31 @@ def staging_path(target: Path) -> Path:
     return target.parent / f".{target.name}{STAGING_INFIX}{os.getpid()}"
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def remove_stale_staging(target: Path, log: Callable[[str], None]) -> None:
-    """Delete staging/retired folders left by sampler runs that died (their pid is gone)."""
+def remove_stale_staging(target: Path, log: Callable[[str], None]) -> list[Leftover]:
+    """Delete the staging and retired folders (``.<name>.tmp-<pid>``, ``.<name>.old-<pid>``)
+    that sampler runs into ``target`` left when they were killed: those whose process is gone
+    (no process has the pid, or the one that has it started after the folder was last
+    written: the pid was reused). A live run's folder, this process's included, stays. Says
+    what went in one line; returns it."""
+    removed = []
     for infix in (STAGING_INFIX, RETIRED_INFIX):
-        for entry in target.parent.glob(f".{target.name}{infix}*"):
-            pid_text = entry.name.rsplit(infix, 1)[-1]
-            if pid_text.isdigit() and int(pid_text) != os.getpid() and _pid_alive(int(pid_text)):
+        for entry in sorted(target.parent.glob(f".{glob.escape(target.name)}{infix}*")):
+            pid_text = entry.name[len(f".{target.name}{infix}") :]
+            if not pid_text.isdigit() or not owner_gone(int(pid_text), last_written(entry)):
                 continue
-            log(f"sample: removing {entry}, left by an interrupted run")
+            folder = entry.is_dir() and not entry.is_symlink()
+            removed.append(Leftover(entry, int(pid_text), entry_size(entry), folder))
             remove_entry(entry)
+    if removed:
+        log(f"sample: {describe_removed(removed)}")
+    return removed
 
 
 def remove_entry(path: Path) -> None:
     """Remove a leftover of the sampler, whatever it is: a symbolic link (an earlier version
     renamed a linked output_path aside) is unlinked, never followed; a folder is deleted.
     Best effort: a leftover that cannot go is announced again by the next run."""
-    try:
-        if path.is_symlink() or not path.is_dir():
-            path.unlink(missing_ok=True)
-        else:
-            shutil.rmtree(path, ignore_errors=True)
-    except OSError:
-        pass
+    remove(path)
 
 
 def make_staging(target: Path) -> Path:

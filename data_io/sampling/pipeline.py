@@ -24,6 +24,7 @@ from typing import TextIO
 import numpy as np
 from tqdm import tqdm
 
+from data_io.console import on_terminal
 from data_io.errors import ConfigError, DataIoError, InputError, OutputError
 from data_io.prefix_config import format_overlaps, load_prefix_config
 from data_io.provenance import (
@@ -54,10 +55,9 @@ from data_io.sampling.report import (
 from data_io.sampling.tasks import (
     INDEX_NAMES,
     Task,
-    is_temporary,
     load_tokenizer_info,
     read_tasks,
-    task_folders,
+    select_task_folders,
 )
 
 PLOT_NAME = "analytics.png"
@@ -183,7 +183,7 @@ def sample(
     config: SampleConfig,
     *,
     stdout: TextIO | None = None,
-    progress: bool = True,
+    progress: bool | None = None,
     free_space: output.FreeSpaceProbe = output.free_bytes,
     copy_readers: int | None = None,
     report_dir: Path | None = None,
@@ -192,8 +192,11 @@ def sample(
 
     ``report_dir``: the folder the caller saves that report in (default: the current
     folder, where ``> show_analytics.md`` puts it); its figure link is relative to it.
+    ``progress``: bars on stderr (default: when stderr is a terminal).
     """
     stdout = stdout if stdout is not None else sys.stdout
+    if progress is None:
+        progress = on_terminal()
     if copy_readers is None:
         # On 2 cores the "pool" thread reads, converts and writes alone: the cheapest in CPU,
         # while the other core draws, gathers and renders (measured 3.65 s against 3.78 s
@@ -209,15 +212,25 @@ def sample(
     output.check_separate(given, tokenized)  # compares resolved paths, names the given one
     target = resolve_output(given)
     output.check_not_mount_point(target)
+    # Whatever this run does next (reuse, rebuild, fail), the folders killed runs left go.
+    output.remove_stale_staging(target, _log)
     prefix_config = load_prefix_config(config.prefix_config_path)
     tokenizer_info = load_tokenizer_info(tokenized)
-    folders = [folder for folder in task_folders(tokenized) if not is_temporary(folder)]
-    origins = check_provenance(tokenized, tokenizer_info, folders)
+    selection = select_task_folders(tokenized)
+    if (skipped := selection.skipped_note()) is not None:
+        _log(f"sample: note: {skipped}")
+    folders = selection.folders
+    try:
+        origins = check_provenance(tokenized, tokenizer_info, folders)
+    except InputError as exc:
+        # Its advice (re-run tokenize) cannot help a folder tokenize will not replace.
+        advice = selection.suspect_advice(repair_command(tokenized, tokenizer_info))
+        raise InputError(str(exc) if advice is None else f"{exc}\n{advice}") from None
     repair = repair_command(tokenized, tokenizer_info, origins)
     leftovers = check_interrupted_tokenize(tokenized, tokenizer_info, origins)
     tasks = read_tasks(
         tokenized, prefix_config, progress=progress,
-        origins={origin.name: origin for origin in origins}, repair=repair,
+        origins={origin.name: origin for origin in origins}, repair=repair, folders=folders,
     )  # fmt: skip
     overlaps = format_overlaps(prefix_config.overlaps(task.name for task in tasks))
     for line in [*leftovers, *overlaps]:
@@ -329,7 +342,6 @@ def _build(
     vocab_size = tokenizer_info.get("vocab_size")
     output.prepare_parent(target)
     output.check_target(target)
-    output.remove_stale_staging(target, _log)
     output.ensure_space(
         target, needed, probe=free_space, log=_log,
         # The one check the copy makes as it goes: made up front when the previous output

@@ -1,7 +1,10 @@
 """Reading and validating the tokenizer's output (formats.md §3) for the sampler.
 
 One task per sub-folder of ``tokenized_path``, in sorted name order; folders whose name starts
-with ``.`` are the tokenizer's temporary folders and are ignored. Only the four small index
+with ``.`` are the tokenizer's temporary folders and are ignored, and so is a folder that
+``data_io tokenize`` would not take for a task folder (no data_io or original-pipeline
+``metadata.json``: tokenize leaves it alone too) unless it holds task arrays (then it is a
+damaged task folder, or a copy, and is refused with advice that works: move it away). Only the four small index
 arrays are loaded; of ``tokens.npy`` only the header is read (dtype, length, where the data
 starts), because the pool copy streams it later. Anything inconsistent fails here, naming the
 task and file, so that a bad corpus never produces a silently wrong sample; the tokenizer's
@@ -13,8 +16,8 @@ fails is damaged, and the error says to delete it before re-tokenizing
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +203,82 @@ def is_temporary(folder: Path) -> bool:
     return folder.name.startswith(".")
 
 
+def not_a_task_reason(folder: Path) -> str | None:
+    """Why ``data_io tokenize`` would not take ``folder`` for a task folder, in its words;
+    None when it would. The same rule as ``rust/cache.rs`` ``inspect``: a folder is a task
+    folder when its ``metadata.json`` is data_io's record (``"tool": "data_io"``) or the
+    original pipeline's (``source_mtime`` and ``source_size``); tokenize leaves any other
+    alone (and refuses to replace it)."""
+    try:
+        text = (folder / "metadata.json").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return "it has no metadata.json"
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return "its metadata.json is not JSON"
+    if isinstance(record, dict) and (
+        record.get("tool") == "data_io" or ("source_mtime" in record and "source_size" in record)
+    ):
+        return None
+    return "its metadata.json was not written by data_io"
+
+
+@dataclass
+class TaskFolders:
+    """The sub-folders of a tokenized folder, sorted as tasks are: what is sampled."""
+
+    # Task folders, and the suspect ones below (they are read, and fail or pass, as tasks).
+    folders: list[Path] = field(default_factory=list)
+    # Not task folders by tokenize's rule, yet holding task arrays: damaged tasks, or copies.
+    suspect: list[tuple[Path, str]] = field(default_factory=list)
+    # Not task folders and holding no task array: someone's own folder; not sampled.
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+
+    def skipped_note(self) -> str | None:
+        """One line naming the folders that are not sampled, or None."""
+        if not self.skipped:
+            return None
+        names = "; ".join(f"{folder.name} ({why})" for folder, why in self.skipped)
+        count = len(self.skipped)
+        return (
+            f"skipping {count} folder{'s' if count > 1 else ''} of "
+            f"{self.skipped[0][0].parent} that {'are' if count > 1 else 'is'} not a task "
+            f"folder (`data_io tokenize` leaves {'them' if count > 1 else 'it'} alone too): "
+            f"{names}"
+        )
+
+    def suspect_advice(self, repair: str) -> str | None:
+        """What helps with the suspect folders (re-running tokenize alone does not), or None."""
+        if not self.suspect:
+            return None
+        names = "; ".join(f"{folder} ({why})" for folder, why in self.suspect)
+        return (
+            f"{names}: task arrays without data_io's record, which `data_io tokenize` will not "
+            f"replace (it only replaces folders it wrote), so re-running it alone cannot repair "
+            f"this: move each such folder out of {self.suspect[0][0].parent} (or delete it if "
+            f"it is a damaged task), then re-run `{repair}` and sample again"
+        )
+
+
+def select_task_folders(tokenized_path: Path) -> TaskFolders:
+    """Sort the sub-folders of ``tokenized_path`` into tasks, suspects and others (see
+    :class:`TaskFolders`); the tokenizer's ``.``-folders are not listed at all."""
+    selection = TaskFolders()
+    for folder in task_folders(tokenized_path):
+        if is_temporary(folder):
+            continue
+        why = not_a_task_reason(folder)
+        if why is None:
+            selection.folders.append(folder)
+        elif any((folder / name).exists() for name in TASK_FILES):
+            selection.folders.append(folder)
+            selection.suspect.append((folder, why))
+        else:
+            selection.skipped.append((folder, why))
+    return selection
+
+
 def _check_record(task: str, folder: Path, origin: TaskOrigin, rows: int, tokens: int) -> None:
     """The counts the tokenizer recorded against the arrays: catches a task whose arrays
     were all cut short alike, which the layout checks cannot see."""
@@ -236,14 +315,17 @@ def read_tasks(
     progress: bool = True,
     origins: Mapping[str, TaskOrigin] | None = None,
     repair: str | None = None,
+    folders: Sequence[Path] | None = None,
 ) -> list[Task]:
     """Every task under ``tokenized_path``, validated, in sorted name order.
 
     ``origins``: the tokenizer's records by task name (:func:`data_io.provenance.check_provenance`);
     ``repair``: the tokenize command that rebuilds the folder, quoted in the advice for a
-    damaged task (a generic one when not given).
+    damaged task (a generic one when not given); ``folders``: the task folders
+    (default: :func:`select_task_folders`'s).
     """
-    folders = [folder for folder in task_folders(tokenized_path) if not is_temporary(folder)]
+    if folders is None:
+        folders = select_task_folders(tokenized_path).folders
     origins = origins or {}
     tasks = []
     # Closed on an error too, so that the error starts on a line of its own.

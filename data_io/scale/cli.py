@@ -112,7 +112,10 @@ def run_scaled_clean(args: argparse.Namespace, names: list[str]) -> int:
     from data_io.scale.run import scale_clean
 
     outcome = scale_clean(
-        names, settings_from(args, args.executor), progress=False if args.quiet else None
+        names,
+        settings_from(args, args.executor),
+        plan_dir=getattr(args, "plan_dir", None),
+        progress=False if args.quiet else None,
     )
     return _report(outcome, quiet=args.quiet)
 
@@ -170,6 +173,12 @@ def _report(outcome: Outcome, *, quiet: bool = False) -> int:
     return 0
 
 
+_MANIFEST_HELP = (
+    "the plan: OUT/.data_io_scale/manifest.json, or OUT; for `clean --executor`, the folder "
+    "it ran in (its plan is under ~/.cache/data_io/scale unless --plan-dir said otherwise)"
+)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     status_parser = subparsers.add_parser(
         "status",
@@ -177,7 +186,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Read a plan's unit records: counts, throughput, ETA, and the error (file "
         "and row) of each failed unit.",
     )
-    status_parser.add_argument("manifest", help="OUT/.data_io_scale/manifest.json or OUT")
+    status_parser.add_argument("manifest", help=_MANIFEST_HELP)
     status_parser.set_defaults(run=_status)
 
     resume_parser = subparsers.add_parser(
@@ -186,7 +195,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run only the units without a completion record, on the executor the plan "
         "was made for unless --executor says otherwise, then finalize the output.",
     )
-    resume_parser.add_argument("manifest", help="OUT/.data_io_scale/manifest.json or OUT")
+    resume_parser.add_argument("manifest", help=_MANIFEST_HELP)
     resume_parser.add_argument("-q", "--quiet", action="store_true", help="no progress or summary")
     add_executor_arguments(resume_parser)
     resume_parser.set_defaults(run=_resume)

@@ -5,19 +5,26 @@ encoder loaded across the units it runs. A worker that dies mid-unit (killed, ou
 breaks the pool; the units it had not finished are run again in a new pool, up to ``retries``
 times. A unit that fails with an error of the data (a bad row under ``--on-error fail``) is not
 retried: it would fail again; its record says why (so does any other exception of a unit).
+
+Workers die with this process however it ends (``prctl(PR_SET_PDEATHSIG)``, SIGKILL included),
+and SIGTERM (or Ctrl-C) stops them first: the run says how many units are done and how to
+resume, then exits with 128 + the signal's number.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from data_io.scale.manifest import Manifest, Unit
+from data_io.scale.processes import Stopped, die_with_parent, sigterm_raises, stop_processes
 from data_io.scale.progress import UnitProgress
+from data_io.scale.status import stopped_message
 from data_io.scale.units import THREADS_VARIABLE, run_unit
 
 
@@ -30,17 +37,28 @@ def run_local(
     retries: int = 2,
     progress: bool | None = None,
 ) -> list[Unit]:
-    """Run ``units`` on ``workers`` processes; returns the units that did not complete."""
+    """Run ``units`` on ``workers`` processes; returns the units that did not complete.
+
+    SIGTERM stops the workers, says where the run stands and raises ``SystemExit(143)``;
+    Ctrl-C does the same and raises KeyboardInterrupt on."""
     assert manifest.path is not None, "save the manifest first"
     workers = max(1, workers)
     threads = threads_per_worker or max(1, (os.cpu_count() or 1) // workers)
     left = list(units)
     bar = UnitProgress(left, progress)
     failed: list[Unit] = []
-    for _ in range(retries + 1):
-        if not left:
-            break
-        left = _one_pool(manifest.path, left, workers, threads, bar, failed)
+    try:
+        with sigterm_raises():
+            for _ in range(retries + 1):
+                if not left:
+                    break
+                left = _one_pool(manifest.path, left, workers, threads, bar, failed)
+    except (Stopped, KeyboardInterrupt) as stop:
+        bar.close()
+        print(stopped_message(manifest, stop), file=sys.stderr, flush=True)
+        if isinstance(stop, Stopped):
+            raise SystemExit(stop.exit_code) from None
+        raise
     bar.close()
     return failed + left
 
@@ -56,12 +74,13 @@ def _one_pool(
     """One pool over ``units``; the units lost to a dead worker. Failed units go to ``failed``."""
     context = multiprocessing.get_context("spawn")
     lost: list[Unit] = []
-    with ProcessPoolExecutor(
+    pool = ProcessPoolExecutor(
         max_workers=min(workers, len(units)),
         mp_context=context,
-        initializer=_set_threads,
-        initargs=(threads,),
-    ) as pool:
+        initializer=_start_worker,
+        initargs=(threads, os.getpid()),
+    )
+    try:
         futures: dict[Future, Unit] = {pool.submit(run_unit, str(path), u.id): u for u in units}
         pending = set(futures)
         while pending:
@@ -78,9 +97,28 @@ def _one_pool(
                     bar.failed(unit)
                     continue
                 bar.done(unit)
+    except BaseException:
+        # Stopped (SIGTERM, Ctrl-C) or broken here: the workers must not run on without us,
+        # and shutting the pool down would wait for the units they are running.
+        stop_processes(_workers(pool))
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
     return lost
 
 
-def _set_threads(threads: int) -> None:
+def _workers(pool: ProcessPoolExecutor) -> list:
+    """The pool's worker processes (its own table; once the pool broke, every child process
+    multiprocessing started here, which are only ever this pool's workers)."""
+    processes = getattr(pool, "_processes", None)
+    if processes:
+        return list(processes.values())
+    return multiprocessing.active_children()
+
+
+def _start_worker(threads: int, parent: int) -> None:
+    """Each worker's first act: die with the parent (SIGKILL when it ends, however it ends),
+    then take its thread budget."""
+    die_with_parent(parent)
     os.environ[THREADS_VARIABLE] = str(threads)
     os.environ["RAYON_NUM_THREADS"] = str(threads)

@@ -10,10 +10,15 @@ Layout, inside the stage's output folder (hidden, so the stage's readers never s
     OUT/.data_io_scale/units/<id>.failed     its last error (with file and row)
     OUT/.data_io_scale/parts/<task>/<k>/     tokenize: the encoded part of one span
     OUT/.data_io_scale/submissions/...       what an executor submitted (Slurm scripts, ...)
+
+A ``clean`` plan has no output folder of its own (each cleaner writes its files relative to the
+working folder): its plan folder is ``--plan-dir``, by default one per working folder under the
+user's cache folder (:func:`default_clean_plan_dir`), never the working folder itself.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -60,11 +65,15 @@ class Manifest:
     created: float = field(default_factory=time.time)
     executor: dict[str, Any] = field(default_factory=dict)
     format: str = FORMAT
+    # The plan folder when it is not OUT/.data_io_scale (clean plans: see the module doc).
+    scale_root: str | None = None
     path: Path | None = field(default=None, compare=False, repr=False)
 
     # -- where things are ---------------------------------------------------------------------
     @property
     def root(self) -> Path:
+        if self.scale_root:
+            return Path(self.scale_root)
         return Path(self.output) / SCALE_DIR
 
     @property
@@ -96,8 +105,12 @@ class Manifest:
     @classmethod
     def load(cls, path: str | Path) -> Manifest:
         path = Path(path)
-        if path.is_dir():  # the output folder, or its .data_io_scale folder
-            path = path / MANIFEST if path.name == SCALE_DIR else path / SCALE_DIR / MANIFEST
+        if path.is_dir():  # a plan folder, or the output (working) folder it belongs to
+            choices = [path / SCALE_DIR / MANIFEST, path / MANIFEST]
+            choices.append(default_clean_plan_dir(path) / MANIFEST)
+            found = [choice for choice in choices if choice.is_file()]
+            fallback = choices[1] if path.name == SCALE_DIR else choices[0]
+            path = found[0] if found else fallback
         try:
             content = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -107,8 +120,15 @@ class Manifest:
             ) from None
         except (OSError, ValueError) as exc:
             raise ConfigError(f"{path}: not a readable plan ({exc})") from None
-        if content.get("format") != FORMAT:
-            raise ConfigError(f"{path}: format {content.get('format')!r}, expected {FORMAT!r}")
+        if not isinstance(content, dict) or content.get("format") != FORMAT:
+            found = content.get("format") if isinstance(content, dict) else type(content).__name__
+            raise ConfigError(f"{path}: format {found!r}, expected {FORMAT!r}")
+        problem = _plan_problem(content)
+        if problem is not None:
+            raise ConfigError(
+                f"{path}: {problem}; the plan was damaged or edited: plan the run again "
+                "(remove the plan folder and re-run the command with --executor)"
+            )
         content["units"] = [Unit(**unit) for unit in content["units"]]
         manifest = cls(**content)
         manifest.path = path
@@ -147,6 +167,61 @@ class Manifest:
 
     def not_done(self) -> list[Unit]:
         return [unit for unit in self.units if self.state(unit.id) != "done"]
+
+
+# The type of each field of a plan and of a unit, as written by ``save``.
+_PLAN_TYPES: dict[str, tuple[type, ...]] = {
+    "stage": (str,),
+    "output": (str,),
+    "options": (dict,),
+    "units": (list,),
+    "inputs": (list,),
+    "fingerprint": (dict,),
+    "unit_bytes": (int,),
+    "created": (int, float),
+    "executor": (dict,),
+    "format": (str,),
+    "scale_root": (str, type(None)),
+}
+_UNIT_TYPES: dict[str, tuple[type, ...]] = {
+    "id": (str,),
+    "task": (str,),
+    "source": (str,),
+    "span": (dict,),
+    "index": (int,),
+    "count": (int,),
+    "bytes": (int,),
+}
+_REQUIRED = ("stage", "output", "options", "units", "inputs", "fingerprint", "unit_bytes")
+
+
+def _plan_problem(content: dict[str, Any]) -> str | None:
+    """What is missing, unknown or mistyped in a plan's fields (None: it can be loaded)."""
+    missing = [key for key in _REQUIRED if key not in content]
+    if missing:
+        return f"missing {', '.join(missing)}"
+    unknown = sorted(set(content) - set(_PLAN_TYPES))
+    if unknown:
+        return f"unknown field(s) {', '.join(unknown)}"
+    for key, value in content.items():
+        if isinstance(value, bool) or not isinstance(value, _PLAN_TYPES[key]):
+            return f"{key} is {type(value).__name__}, not {_PLAN_TYPES[key][0].__name__}"
+    for number, unit in enumerate(content["units"]):
+        if not isinstance(unit, dict) or set(unit) != set(_UNIT_TYPES):
+            return f"unit {number} is not an object with {', '.join(_UNIT_TYPES)}"
+        for key, value in unit.items():
+            if isinstance(value, bool) or not isinstance(value, _UNIT_TYPES[key]):
+                return f"unit {number}: {key} is {type(value).__name__}"
+    return None
+
+
+def default_clean_plan_dir(workdir: str | Path) -> Path:
+    """The plan folder of ``data_io clean --executor`` run in ``workdir``:
+    ``$XDG_CACHE_HOME/data_io/scale/clean-<hash of workdir>`` (``~/.cache/...``)."""
+    resolved = str(Path(workdir).resolve())
+    digest = hashlib.sha256(resolved.encode()).hexdigest()[:16]
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "data_io" / "scale" / f"clean-{digest}"
 
 
 def _alive(started: dict[str, Any]) -> bool:

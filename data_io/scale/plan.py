@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from data_io.errors import ConfigError, InputError
-from data_io.scale.manifest import Manifest, Unit
+from data_io.scale.manifest import Manifest, Unit, default_clean_plan_dir
 
 DEFAULT_UNIT_MB = 256
 
@@ -148,9 +148,12 @@ def _row_group_ranges(source: Path, unit_bytes: int) -> list[tuple[dict[str, Any
     return spans
 
 
-def plan_clean(names: list[str], workdir: str | Path = ".") -> Manifest:
+def plan_clean(
+    names: list[str], workdir: str | Path = ".", plan_dir: str | Path | None = None
+) -> Manifest:
     """The plan of ``data_io clean NAMES`` run in ``workdir`` (where the cleaners' sources and
-    outputs lie, relative to it): one unit per cleaner, largest source first."""
+    outputs lie, relative to it): one unit per cleaner, largest source first. The plan lives
+    in ``plan_dir`` (default: :func:`default_clean_plan_dir`, not the working folder)."""
     from contextlib import chdir
 
     from data_io.cleaning.registry import find
@@ -184,6 +187,9 @@ def plan_clean(names: list[str], workdir: str | Path = ".") -> Manifest:
         inputs=[{"task": u.task, "source": u.source, "size": u.bytes} for u in units],
         fingerprint={},
         unit_bytes=0,
+        scale_root=str(
+            Path(plan_dir).resolve() if plan_dir is not None else default_clean_plan_dir(workdir)
+        ),
     )
 
 

@@ -3,11 +3,11 @@ bar over the input bytes, with units done and failed in its label."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 
 from tqdm import tqdm
 
+from data_io.console import on_terminal
 from data_io.scale.manifest import Unit
 
 
@@ -21,7 +21,7 @@ class UnitProgress:
             unit="B",
             unit_scale=True,
             desc="units",
-            disable=not (sys.stderr.isatty() if show is None else show),
+            disable=not (on_terminal() if show is None else show),
         )
         self._label()
 

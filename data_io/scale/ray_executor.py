@@ -11,6 +11,10 @@ another worker, up to ``max_retries`` times, and so does one that raises an unex
 exception. An error of the data (a bad row under ``--on-error fail``: a ``DataIoError``) would
 fail again: the task returns it instead of raising, so Ray does not retry it; ``run_unit``
 has already written its ``.failed`` record with the file and row.
+
+SIGTERM (or Ctrl-C) cancels the tasks, shuts down a cluster started here (its processes also
+die with this one if it is killed: Ray starts them bound to it), says how many units are done
+and how to resume, and exits with 128 + the signal's number.
 """
 
 from __future__ import annotations
@@ -18,14 +22,19 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 from data_io.errors import ConfigError, DataIoError
 from data_io.scale.manifest import Manifest, Unit
+from data_io.scale.processes import StopFlag, Stopped, sigterm_sets_flag
 from data_io.scale.progress import UnitProgress
+from data_io.scale.status import stopped_message
 from data_io.scale.units import record_failure
 
+# Seconds between looks at the SIGTERM flag while waiting for tasks.
+_POLL_SECONDS = 0.5
 INSTALL_HINT = "pip install 'data_io[scale]' (or pip install ray)"
 
 
@@ -48,13 +57,21 @@ def run_ray(
     started_here = _connect(ray, address)
     bar = UnitProgress(units, progress)
     try:
-        if started_here and not address:
-            _check_cpus(ray, threads_per_unit)
-        return _run(ray, manifest, list(units), threads_per_unit, max_retries, bar)
-    finally:
-        bar.close()
-        if started_here:
-            ray.shutdown()
+        try:
+            # Set after ray.init, whose own handler would exit 15 without a word.
+            with sigterm_sets_flag() as stop:
+                if started_here and not address:
+                    _check_cpus(ray, threads_per_unit)
+                return _run(ray, manifest, list(units), threads_per_unit, max_retries, bar, stop)
+        finally:
+            bar.close()
+            if started_here:
+                ray.shutdown()
+    except (Stopped, KeyboardInterrupt) as stop:
+        print(stopped_message(manifest, stop), file=sys.stderr, flush=True)
+        if isinstance(stop, Stopped):
+            raise SystemExit(stop.exit_code) from None
+        raise
 
 
 def _import_ray() -> Any:
@@ -96,6 +113,7 @@ def _run(
     threads: int,
     max_retries: int,
     bar: UnitProgress,
+    stop: StopFlag | None = None,
 ) -> list[Unit]:
     task = ray.remote(_unit_task)
     # Absolute: a worker's working folder is not the driver's on other nodes.
@@ -113,7 +131,11 @@ def _run(
     failed: set[str] = set()
     try:
         while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
+            # In steps: SIGTERM is noticed between them (raised inside Ray's wait, an
+            # exception would surface as a SystemError).
+            ready, pending = ray.wait(pending, num_returns=1, timeout=_POLL_SECONDS)
+            if stop is not None:
+                stop.check()
             # With it, every other task that has ended meanwhile: progress catches up at once.
             if pending:
                 more, pending = ray.wait(pending, num_returns=len(pending), timeout=0)
@@ -127,7 +149,7 @@ def _run(
                     failed.add(unit.id)
                     bar.failed(unit)
     except BaseException:
-        # Interrupted (Ctrl-C): do not leave our tasks running on a cluster we leave.
+        # Interrupted (SIGTERM, Ctrl-C): do not leave our tasks running on a cluster we leave.
         for ref in pending:
             ray.cancel(ref, force=True)
         raise

@@ -9,6 +9,7 @@ asked to wait).
 from __future__ import annotations
 
 import shutil
+import sys
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -85,10 +86,13 @@ def scale_clean(
     settings: ExecutorSettings,
     *,
     workdir: str = ".",
+    plan_dir: str | None = None,
     progress: bool | None = None,
 ) -> Outcome:
-    """Run the cleaners ``names`` as units (one per dataset) in ``workdir``, on the executor."""
-    manifest = plan_clean(names, workdir)
+    """Run the cleaners ``names`` as units (one per dataset) in ``workdir``, on the executor;
+    the plan lives in ``plan_dir`` (default: under the user's cache folder, see
+    ``manifest.default_clean_plan_dir``)."""
+    manifest = plan_clean(names, workdir, plan_dir)
     return _start(manifest, settings, progress)
 
 
@@ -121,6 +125,12 @@ def execute(
     *,
     progress: bool | None = None,
 ) -> Outcome:
+    from data_io.scale.leftovers import remove_dead_temporaries
+    from data_io.scale.processes import describe_removed
+
+    removed = remove_dead_temporaries(manifest)
+    if removed:
+        print(describe_removed(removed), file=sys.stderr, flush=True)
     if settings.kind == "local":
         from data_io.scale.local import run_local
 
@@ -155,12 +165,34 @@ def execute(
         )
         if not settings.slurm_wait:
             return Outcome(manifest, [], submitted=submission)
-        wait_slurm(submission)
+        _wait_or_say_so(manifest, submission, wait_slurm)
         manifest = Manifest.load(manifest.path or manifest.root)
         return Outcome(manifest, manifest.not_done(), submitted=submission, waited=True)
     if left:
         return Outcome(manifest, left)
     return Outcome(manifest, [], result=finalize(manifest, progress=progress))
+
+
+def _wait_or_say_so(manifest: Manifest, submission: Any, wait: Any) -> None:
+    """``--wait``: wait for the jobs; stopped (SIGTERM, Ctrl-C), say that they run on and how
+    to follow them (nothing runs here to stop), then exit 128 + the signal's number."""
+    from data_io.scale.processes import Stopped, sigterm_raises
+
+    try:
+        with sigterm_raises():
+            wait(submission)
+    except (Stopped, KeyboardInterrupt) as stop:
+        how = "Ctrl-C" if isinstance(stop, KeyboardInterrupt) else str(stop).split()[-1]
+        print(
+            f"stopped by {how} while waiting: the jobs of {submission.folder} run on (scancel "
+            f"{' '.join(submission.job_ids)} stops them); follow them with `data_io status "
+            f"{manifest.path}`",
+            file=sys.stderr,
+            flush=True,
+        )
+        if isinstance(stop, Stopped):
+            raise SystemExit(stop.exit_code) from None
+        raise
 
 
 def _start(manifest: Manifest, settings: ExecutorSettings, progress: bool | None) -> Outcome:

@@ -101,6 +101,17 @@ def describe(manifest: Manifest, report: Status) -> str:
     return "\n".join(lines)
 
 
+def stopped_message(manifest: Manifest, stop: BaseException) -> str:
+    """What a run stopped by a signal says: ``stopped by SIGTERM: 3 units done, 5 left;
+    `data_io resume PLAN` continues``."""
+    how = "Ctrl-C" if isinstance(stop, KeyboardInterrupt) else str(stop).removeprefix("stopped by ")
+    done = sum(1 for state in manifest.states().values() if state == "done")
+    return (
+        f"stopped by {how}: {done} units done, {len(manifest.units) - done} left; "
+        f"`data_io resume {manifest.path}` continues"
+    )
+
+
 def _duration(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:.0f} s"

@@ -177,6 +177,7 @@ def test_help_gives_every_option_a_description_and_default(
         "--slurm-opt",
         "--wait",
         "--ray-address",
+        "--plan-dir",
     }
     assert (
         set(options)

@@ -9,8 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from data_io.example import EXAMPLE_CLEANERS
-from data_io.scale.manifest import Manifest
+from data_io.scale.manifest import SCALE_DIR, Manifest, default_clean_plan_dir
 from data_io.scale.status import status
 
 from .inputs import ROOT
@@ -50,6 +52,15 @@ def _clean(workdir: Path, *extra: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Plans go under the user's cache folder by default: a private one per test (the
+    subprocesses inherit it through the environment)."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    return cache
+
+
 def test_clean_all_on_workers_writes_what_one_process_writes(tmp_path: Path) -> None:
     one = _workdir(tmp_path / "one")
     scaled = _workdir(tmp_path / "scaled")
@@ -66,3 +77,32 @@ def test_clean_all_on_workers_writes_what_one_process_writes(tmp_path: Path) -> 
     assert report.complete and report.finalized
     done_records = [manifest.read_record(u.id, "done") for u in manifest.units]
     assert all(record and record["outputs"] for record in done_records)
+    # The plan is not written into the working folder: it is under the cache folder.
+    assert not (scaled / SCALE_DIR).exists()
+    assert manifest.root == default_clean_plan_dir(scaled)
+    assert str(manifest.root).startswith(str(tmp_path / "cache" / "data_io" / "scale"))
+    shown = subprocess.run(
+        [sys.executable, "-m", "data_io", "status", "."], cwd=scaled,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert shown.returncode == 0 and "finalized: the output is complete" in shown.stdout
+
+
+def test_clean_plan_dir_is_where_asked(tmp_path: Path) -> None:
+    scaled = _workdir(tmp_path / "scaled")
+    plans = tmp_path / "plans"
+    done = _clean(scaled, "--executor", "local", "--workers", "1", "--plan-dir", str(plans))
+    assert done.returncode == 0, done.stderr
+    manifest = Manifest.load(plans)
+    assert manifest.root == plans.resolve() and status(manifest).finalized
+    assert Path(manifest.output) == scaled.resolve()
+    assert not (scaled / SCALE_DIR).exists()
+    assert not (tmp_path / "cache" / "data_io").exists(), "nothing in the default plan folder"
+
+
+def test_plan_dir_without_an_executor_is_refused(tmp_path: Path) -> None:
+    scaled = _workdir(tmp_path / "scaled")
+    done = _clean(scaled, "--plan-dir", str(tmp_path / "plans"))
+    assert done.returncode == 1
+    assert "--plan-dir applies to --executor runs" in done.stderr
+    assert not (tmp_path / "plans").exists() and not (scaled / "data").exists()

@@ -1,0 +1,278 @@
+"""``data_io inspect`` on what it used to misread: cleaned rows (files and folders), tokenized
+rows decoded with their special tokens, packing caches, mixed-dtype shard folders, folders it
+does not know (an error naming only its own options), and non-task folders of a tokenized
+folder."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from data_io.cli import main
+from data_io.errors import InputError
+from data_io.prepare.inspect import inspect_path
+from tests.load.rows_fixture import random_rows, write_rows
+
+REPO = Path(__file__).resolve().parents[2]
+BPE = REPO / "trained_tokenizers" / "bpe" / "tokenizer.json"
+
+
+def _row(i: int, condition: str = "direct") -> dict[str, str]:
+    return {"condition": condition, "instruction": f"question {i}", "response": f"answer {i}"}
+
+
+def _jsonl(path: Path, lines: list[str]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+# -- cleaned rows --------------------------------------------------------------------------------
+def test_a_jsonl_file_of_cleaned_rows(tmp_path: Path) -> None:
+    rows = [json.dumps(_row(i)) for i in range(5)]
+    path = _jsonl(tmp_path / "rows.jsonl", [*rows[:2], "", *rows[2:]])  # a blank line is no row
+    report = inspect_path(path, documents=2)
+    assert report.ok, report.problems
+    assert report.kind == "cleaned rows"
+    assert report.facts["rows"] == 5 and report.facts["files"] == 1
+    assert report.facts["columns"] == "condition (str), instruction (str), response (str)"
+    assert report.samples == ["[direct] question 0 → answer 0", "[direct] question 1 → answer 1"]
+    assert report.tables["files"] == [{"file": "rows.jsonl", "rows": 5, "problems": 0}]
+
+
+def test_a_folder_of_jsonl_gz_and_parquet_files(tmp_path: Path) -> None:
+    root = tmp_path / "rows"
+    _jsonl(root / "data" / "a.jsonl", [json.dumps(_row(i)) for i in range(3)])
+    (root / "data" / "b.jsonl.gz").write_bytes(
+        gzip.compress("".join(json.dumps(_row(i, "cot")) + "\n" for i in range(4)).encode())
+    )
+    (root / "c").mkdir()
+    pq.write_table(pa.Table.from_pylist([_row(i) for i in range(6)]), root / "c" / "d.parquet")
+    (root / ".hidden").mkdir()
+    _jsonl(root / ".hidden" / "x.jsonl", ["not read"])
+    report = inspect_path(root, documents=10)
+    assert report.ok, report.problems
+    assert report.facts["rows"] == 13 and report.facts["files"] == 3
+    assert [row["file"] for row in report.tables["files"]] == [
+        "c/d.parquet",
+        "data/a.jsonl",
+        "data/b.jsonl.gz",
+    ]
+    assert len(report.samples) == 10 and report.samples[0] == "[direct] question 0 → answer 0"
+
+
+def test_bad_rows_are_named_by_file_and_line(tmp_path: Path) -> None:
+    path = _jsonl(
+        tmp_path / "bad.jsonl",
+        [
+            json.dumps(_row(0)),
+            "{not json",
+            json.dumps([1, 2]),
+            json.dumps({"condition": "direct", "instruction": "q"}),
+            json.dumps({**_row(4), "response": 7, "extra": 1}),
+        ],
+    )
+    report = inspect_path(path)
+    assert not report.ok
+    problems = "\n".join(report.problems)
+    assert f"{path}: line 2 is not JSON" in problems
+    assert f"{path}: line 3 holds a JSON list, not an object" in problems
+    assert f"{path}: line 4: response missing or not a string" in problems
+    assert f"{path}: line 5: response missing or not a string" in problems
+    assert report.facts["rows"] == 5 and report.tables["files"][0]["problems"] == 4
+    assert any("extra" in note for note in report.notes)
+
+
+def test_many_bad_rows_are_counted_not_all_listed(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path / "bad.jsonl", ["{"] * 12)
+    problems = inspect_path(path).problems
+    assert len(problems) == 6
+    assert problems[-1] == f"{path}: 7 more problem(s) (the first 5 are above)"
+
+
+def test_bad_parquet_columns_and_files(tmp_path: Path) -> None:
+    table = pa.table({"condition": ["direct", None], "instruction": [1, 2]})
+    pq.write_table(table, tmp_path / "cols.parquet")
+    problems = "\n".join(inspect_path(tmp_path / "cols.parquet").problems)
+    assert "no column response" in problems
+    assert "column instruction is int64, not a string column" in problems
+    assert "1 null condition value(s)" in problems
+    (tmp_path / "broken.parquet").write_bytes(b"PAR1 not really")
+    problems = inspect_path(tmp_path / "broken.parquet").problems
+    assert problems and "not a readable Parquet file" in problems[0]
+
+
+def test_tokenized_rows_are_recognised_and_decoded_with_a_tokenizer(tmp_path: Path) -> None:
+    from tokenizers import Tokenizer
+
+    ids = Tokenizer.from_file(str(BPE)).encode("hello world").ids
+    write_rows(tmp_path / "sft.jsonl", [{"input_ids": ids, "labels": ids}])
+    report = inspect_path(tmp_path / "sft.jsonl")
+    assert report.ok and report.kind == "tokenized rows"
+    assert report.samples == [f"{len(ids)} token ids (pass --tokenizer to decode)"]
+    report = inspect_path(tmp_path / "sft.jsonl", tokenizer=str(BPE))
+    assert report.samples == ["hello world"]
+
+
+# -- tokenized folders ---------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def tokenized(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from data_io.tokenize import tokenize
+    from tests.conftest import EXAMPLE_ROWS
+
+    out = tmp_path_factory.mktemp("inspect") / "tok"
+    tokenize([EXAMPLE_ROWS], out, tokenizer_path=BPE, progress=False)
+    return out
+
+
+def test_tokenized_rows_show_boq_conditions_eoq_and_eoa(tokenized: Path) -> None:
+    info = json.loads((tokenized / "tokenizer_info.json").read_text())
+    assert (info["boq"], info["eoq"], info["eoa"]) == ("<|im_start|>", "<|im_end|>", "<|box_end|>")
+    tags = tuple(f"<|im_start|>{tag}" for tag in info["condition_mapping"].values())
+    report = inspect_path(tokenized, documents=3)
+    assert report.ok, report.problems
+    assert len(report.samples) == 3
+    for sample in report.samples:
+        assert sample.startswith(tags), sample  # BOQ, then a condition tag
+        assert "<|im_end|>" in sample, sample  # EOQ
+        assert sample.endswith("<|box_end|>"), sample  # EOA, kept from a long row's tail
+
+
+def test_non_task_folders_of_a_tokenized_folder(tokenized: Path, tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "tok"
+    shutil.copytree(tokenized, copy)
+    (copy / "notes").mkdir()
+    report = inspect_path(copy)
+    assert report.ok and report.facts["tasks"] == 6
+    assert any("notes (it has no metadata.json)" in note for note in report.notes)
+    shutil.copytree(copy / "data__arithmetic.jsonl", copy / "stray")
+    (copy / "stray" / "metadata.json").unlink()
+    report = inspect_path(copy)
+    assert report.facts["tasks"] == 6
+    assert any(p.startswith(f"{copy / 'stray'}: task arrays, but") for p in report.problems)
+
+
+# -- packing caches ------------------------------------------------------------------------------
+@pytest.fixture()
+def packed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``data_io pack`` without a dataset_prepared_path: the plan goes to the cache folder."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    write_rows(tmp_path / "sft.jsonl", random_rows(1, 40, longest=50))
+    config = {
+        "data": {
+            "datasets": [{"path": "sft.jsonl", "type": "tokenized", "max_seq_len": 32}],
+            "sample_packing_method": "multipack",
+            "sample_packing_sequence_len": 64,
+        }
+    }
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    assert main(["pack", "config.yaml"]) == 0
+    return tmp_path / "cache" / "data_io" / "prepared_rows"
+
+
+def test_pack_writes_its_default_cache_beside_nothing_in_the_current_folder(
+    packed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "config.yaml", "sft.jsonl"]
+    plans = list(packed.iterdir())
+    assert len(plans) == 1 and (plans[0] / "plan.json").is_file()
+    assert main(["pack", "config.yaml"]) == 0
+    assert f"cache: {plans[0]} (reused)" in capsys.readouterr().out
+    # An explicit path still wins: the flag, then the config's own key.
+    assert main(["pack", "config.yaml", "--dataset-prepared-path", "here"]) == 0
+    assert (tmp_path / "here" / plans[0].name / "plan.json").is_file()
+    config = yaml.safe_load((tmp_path / "config.yaml").read_text())
+    config["data"]["dataset_prepared_path"] = "from_config"
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    assert main(["pack", "config.yaml"]) == 0
+    assert (tmp_path / "from_config" / plans[0].name / "plan.json").is_file()
+
+
+def test_a_packing_cache_is_recognised(packed: Path) -> None:
+    report = inspect_path(packed)
+    assert report.ok, report.problems
+    assert report.kind.startswith("packing cache")
+    [plan] = report.tables["plans"]
+    assert plan["rows"] == 40 and plan["bins"] > 0 and plan["sources"] == "sft.jsonl"
+    assert any("not tokens" in note for note in report.notes)
+    folder = packed / plan["plan"]
+    one = inspect_path(folder)
+    assert one.ok and one.kind.startswith("packing plan") and one.facts["rows"] == 40
+    np.save(folder / "bin_offsets.npy", np.array([0, 5, 3], dtype=np.int64))
+    for report in (inspect_path(folder), inspect_path(packed)):
+        assert any("bin_offsets.npy and bin_rows.npy disagree" in p for p in report.problems)
+    (folder / "plan.json").write_text("{")
+    assert "plan.json: unreadable" in inspect_path(folder).problems[0]
+
+
+# -- flat shard folders --------------------------------------------------------------------------
+def test_a_mixed_dtype_folder_is_reported_per_shard(tmp_path: Path) -> None:
+    np.save(tmp_path / "a.npy", np.arange(10, dtype=np.uint16))
+    np.save(tmp_path / "b.npy", np.arange(7, dtype=np.uint32))
+    np.save(tmp_path / "c.npy", np.arange(5, dtype=np.uint16))
+    report = inspect_path(tmp_path)
+    assert report.facts["dtype"] == "mixed"
+    assert report.facts["dtypes"] == "uint16: 2 shard(s) (a.npy, c.npy), uint32: 1 shard(s) (b.npy)"
+    assert [(row["shard"], row["dtype"]) for row in report.tables["shards"]] == [
+        ("a.npy", "uint16"),
+        ("b.npy", "uint32"),
+        ("c.npy", "uint16"),
+    ]
+    assert report.facts["tokens"] == 22
+    assert any("2 dtypes (uint16, uint32)" in note for note in report.notes)
+    np.save(tmp_path / "b.npy", np.arange(7, dtype=np.uint16))
+    assert inspect_path(tmp_path).facts["dtype"] == "uint16"
+
+
+def test_one_bad_shard_hides_no_other(tmp_path: Path) -> None:
+    np.save(tmp_path / "a.npy", np.arange(10, dtype=np.uint16))
+    (tmp_path / "b.npy").write_bytes(b"junk")
+    np.save(tmp_path / "c.npy", np.zeros((2, 2), dtype=np.uint16))
+    report = inspect_path(tmp_path)
+    assert report.facts["shards"] == 1 and len(report.problems) == 2
+    assert "b.npy" in report.problems[0] and "c.npy" in report.problems[1]
+
+
+def test_unknown_folders_get_an_error_naming_only_inspects_own_options(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "text").mkdir()
+    (tmp_path / "text" / "notes.txt").write_text("x")
+    for folder in (tmp_path / "empty", tmp_path / "text"):
+        report = inspect_path(folder)
+        assert len(report.problems) == 1
+        assert "no .npy or .bin shard here" in report.problems[0]
+        assert "file_pattern" not in report.problems[0]
+    for path in (tmp_path / "nope", tmp_path / "text" / "notes.txt"):
+        with pytest.raises(InputError, match="not a folder or a rows file") as info:
+            inspect_path(path)
+        assert "file_pattern" not in str(info.value)
+
+
+def test_cli_prints_notes_and_json_carries_them(tmp_path: Path) -> None:
+    np.save(tmp_path / "a.npy", np.arange(10, dtype=np.uint16))
+    np.save(tmp_path / "b.npy", np.arange(7, dtype=np.uint32))
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "data_io", "inspect", *args], cwd=REPO,
+                              capture_output=True, text=True, check=False)  # fmt: skip
+
+    shown = cli(str(tmp_path))
+    assert shown.returncode == 0, shown.stderr
+    assert "dtype: mixed" in shown.stdout and "note: " in shown.stdout
+    data = json.loads(cli(str(tmp_path), "--json").stdout)
+    assert data["ok"] and data["notes"] and data["facts"]["dtype"] == "mixed"
+    rows = _jsonl(tmp_path / "r" / "x.jsonl", [json.dumps(_row(0, "direct,cot"))])
+    shown = cli(str(rows))
+    assert shown.returncode == 0 and "[direct,cot] question 0 → answer 0" in shown.stdout
