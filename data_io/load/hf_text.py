@@ -56,6 +56,7 @@ from data_io.errors import ConfigError, InputError
 from data_io.fs import publish_mode
 from data_io.hub import hub_unreachable, offline_by_environment
 from data_io.load.shards import MemoryMappedDataset, _require_int, pack_window
+from data_io.stale import remove_dead_siblings, temporary_prefix
 
 __all__ = [
     "STREAM_KEYS",
@@ -472,7 +473,10 @@ class HuggingFaceDataset(Dataset):
     def _build(self, dataset: Any, encoder: TextEncoder, root: Path) -> None:
         """Tokenize every row into shards in a temporary folder, then rename it into place."""
         root.mkdir(parents=True, exist_ok=True)
-        building = Path(tempfile.mkdtemp(prefix=f".{self.cache_folder.name}.tmp-", dir=root))
+        # A killed build leaves its folder (the whole tokenized source): removed here, once
+        # its process is gone; the pid in the name tells.
+        remove_dead_siblings(root, self.cache_folder.name, "tokenization cache")
+        building = Path(tempfile.mkdtemp(prefix=temporary_prefix(self.cache_folder.name), dir=root))
         publish_mode(building)
         try:
             dtype = np.dtype(np.uint16 if encoder.vocab_size <= 1 << 16 else np.uint32)

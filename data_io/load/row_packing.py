@@ -39,6 +39,7 @@ import numpy as np
 
 from data_io.errors import ConfigError, InputError, OutputError
 from data_io.fs import publish_mode
+from data_io.stale import remove_dead_siblings, temporary_prefix
 
 __all__ = [
     "METHODS",
@@ -205,7 +206,8 @@ def _write(folder: Path, plan: BinPlan, meta: dict[str, Any]) -> None:
     parent = folder.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=parent))
+        remove_dead_siblings(parent, folder.name, "packing plan")  # of killed runs
+        tmp = Path(tempfile.mkdtemp(prefix=temporary_prefix(folder.name), dir=parent))
         publish_mode(tmp)
     except OSError as err:
         raise OutputError(

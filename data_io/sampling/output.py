@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from data_io.errors import ConfigError, OutputError
-from data_io.scale.processes import (
+from data_io.stale import (
     Leftover,
     describe_removed,
     entry_size,

@@ -11,20 +11,26 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-import shutil
 import signal
 import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+
+from data_io.stale import (  # noqa: F401  (where the scale layer and its tests find them)
+    Leftover,
+    describe_removed,
+    entry_size,
+    format_bytes,
+    last_written,
+    owner_gone,
+    pid_alive,
+    process_start_time,
+    remove,
+)
 
 # <linux/prctl.h>
 PR_SET_PDEATHSIG = 1
-# Seconds of slack when comparing a process's start time (clock ticks, boot time in whole
-# seconds) with a file's modification time.
-_CLOCK_SLACK = 2.0
 
 
 def die_with_parent(parent_pid: int | None = None, sig: int = signal.SIGKILL) -> None:
@@ -122,134 +128,3 @@ def stop_processes(processes: Sequence[object], grace: float = 5.0) -> None:
             if process.is_alive():  # type: ignore[attr-defined]
                 process.kill()  # type: ignore[attr-defined]
                 process.join(1.0)  # type: ignore[attr-defined]
-
-
-# -- owners of temporaries ----------------------------------------------------------------------
-def _boot_time() -> float | None:
-    try:
-        with open("/proc/stat", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("btime "):
-                    return float(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
-def process_start_time(pid: int) -> float | None:
-    """When process ``pid`` started (seconds since the epoch, to about a second), from
-    ``/proc``; None when it cannot be read (no such process, no ``/proc``)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    # The command name (field 2) is in parentheses and may hold spaces: split after it.
-    try:
-        fields = stat[stat.rindex(")") + 2 :].split()
-        ticks = int(fields[19])  # field 22 of the whole line: starttime
-    except (ValueError, IndexError):
-        return None
-    boot = _boot_time()
-    if boot is None:
-        return None
-    return boot + ticks / os.sysconf("SC_CLK_TCK")
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process ``pid`` exists on this machine (one of another user counts)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except OverflowError:
-        return False
-    return True
-
-
-def owner_gone(pid: int, last_written: float) -> bool:
-    """Whether the process ``pid`` that last wrote a temporary at ``last_written`` (its
-    modification time) has ended: no process has that pid any more, or the one that has it
-    now started after that write (the pid was reused). This process is never gone."""
-    if pid == os.getpid():
-        return False
-    if not pid_alive(pid):
-        return True
-    started = process_start_time(pid)
-    return started is not None and started > last_written + _CLOCK_SLACK
-
-
-@dataclass(frozen=True)
-class Leftover:
-    """A temporary whose owner is gone: where, whose, how big."""
-
-    path: Path
-    pid: int
-    size: int
-    folder: bool = True
-
-
-def entry_size(path: Path) -> int:
-    """Bytes of a file, or of the files under a folder; a link counts as nothing (it is
-    removed, never followed)."""
-    try:
-        if path.is_symlink() or not path.is_dir():
-            return 0 if path.is_symlink() else path.stat().st_size
-        total = 0
-        for root, _dirs, files in os.walk(path):
-            for name in files:
-                with contextlib.suppress(OSError):
-                    total += os.lstat(os.path.join(root, name)).st_size
-        return total
-    except OSError:
-        return 0
-
-
-def last_written(path: Path) -> float:
-    """The modification time of ``path`` itself (a link's own, not its target's)."""
-    try:
-        return os.lstat(path).st_mtime
-    except OSError:
-        return time.time()
-
-
-def remove(path: Path) -> None:
-    """Remove a leftover whatever it is: a link is unlinked (never followed), a folder
-    deleted. Best effort: one that cannot go is found again by the next run."""
-    try:
-        if path.is_symlink() or not path.is_dir():
-            path.unlink(missing_ok=True)
-        else:
-            shutil.rmtree(path, ignore_errors=True)
-    except OSError:
-        pass
-
-
-def format_bytes(count: int) -> str:
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if count >= size:
-            return f"{count / size:.1f} {unit}"
-    return "1 byte" if count == 1 else f"{count} bytes"
-
-
-def describe_removed(leftovers: Sequence[Leftover], what: str = "temporary") -> str:
-    """``removed 1 temporary folder left by a killed run (pid 1234, 512.0 MiB): PATH``."""
-    kinds = {item.folder for item in leftovers}
-    noun = "folder" if kinds == {True} else "file" if kinds == {False} else "entry"
-    if len(leftovers) > 1:
-        noun = "entries" if noun == "entry" else noun + "s"
-    pids = sorted({item.pid for item in leftovers})
-    size = format_bytes(sum(item.size for item in leftovers))
-    runs = "a killed run" if len(pids) == 1 else "killed runs"
-    pid_text = f"pid {pids[0]}" if len(pids) == 1 else "pids " + ", ".join(map(str, pids[:8]))
-    if len(pids) > 8:
-        pid_text += f" and {len(pids) - 8} more"
-    if len(leftovers) == 1:
-        where = f": {leftovers[0].path}"
-    else:
-        where = f" in {os.path.commonpath([str(item.path.parent) for item in leftovers])}"
-    return f"removed {len(leftovers)} {what} {noun} left by {runs} ({pid_text}, {size}){where}"

@@ -263,3 +263,24 @@ def test_row_longer_than_the_bin_is_named(tmp_path) -> None:
         packed(tmp_path, [{"path": str(path), "name": "long"}], shuffle=False)
     ok = packed(tmp_path, [{"path": str(path), "name": "long", "max_seq_len": 64}])
     assert ok.summary()["truncated_tokens"] == 16
+
+
+def test_a_killed_runs_plan_folder_is_removed_by_the_next_one(tmp_path, capsys) -> None:
+    """The temporary of a process that is gone goes (said on stderr); this process's stays."""
+    import os
+
+    from data_io.load.row_packing import BinPlan, _write
+    from data_io.stale import temporary_prefix
+
+    target = tmp_path / "cache" / "abc123"
+    target.parent.mkdir()
+    dead = target.parent / ".abc123.tmp-999999999-x1"  # no such pid
+    dead.mkdir()
+    (dead / "bin_rows.npy").write_bytes(b"0" * 4096)
+    mine = target.parent / f"{temporary_prefix('abc123')}x2"
+    mine.mkdir()
+    _write(target, BinPlan(np.arange(4, dtype=np.int64), np.array([0, 2, 4])), {"bins": 2})
+    assert not dead.exists() and mine.exists() and (target / "plan.json").is_file()
+    err = capsys.readouterr().err
+    assert "removed 1 packing plan folder left by a killed run (pid 999999999, 4.0 KiB)" in err
+    assert str(os.getpid()) not in err
