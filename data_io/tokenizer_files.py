@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from data_io.console import on_terminal, quiet_hub_libraries
 from data_io.errors import TokenizerError
 
 TOKENIZER_FILE = "tokenizer.json"
@@ -39,7 +40,8 @@ def _from_hub(repo_id: str) -> Path:
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
     try:
-        return Path(hf_hub_download(repo_id, TOKENIZER_FILE))
+        with quiet_hub_libraries(not on_terminal()):  # no download bar in a log file
+            return Path(hf_hub_download(repo_id, TOKENIZER_FILE))
     except (LocalEntryNotFoundError, HfHubHTTPError, OSError, ValueError) as exc:
         raise TokenizerError(
             f"tokenizer {repo_id!r} is neither a local file or folder nor reachable on the "

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from data_io.errors import ConfigError, InputError, TokenizerError
+from data_io.stale import remove_dead_siblings, temporary_prefix
 
 __all__ = [
     "VOCABULARIES",
@@ -399,7 +400,8 @@ def _read_json(path: Path) -> Any:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    remove_dead_siblings(path.parent, path.name, "partial vocabulary file")  # of killed runs
+    temporary = path.with_name(f"{temporary_prefix(path.name)}0")
     temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, path)
 

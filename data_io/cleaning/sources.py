@@ -43,6 +43,7 @@ from data_io.cleaning.hub import (
 )
 from data_io.console import quiet_newly_imported
 from data_io.errors import DataIoError, InputError
+from data_io.stale import remove_dead_siblings, temporary_prefix
 
 #: Local copies of Hub datasets are looked for here (``raw_data/hub/<owner>/<name>``).
 HUB_COPIES_ROOT = Path("raw_data") / "hub"
@@ -316,7 +317,9 @@ class LocalFiles:
                 root,
                 f"raw input (and Hub repository {self.hub_repo} unreachable: {reason}{offline})",
             )
-        partial = root.with_name(f"{root.name}.tmp-{os.getpid()}")
+        # A download killed midway (its folder is named by its pid) goes once its process has.
+        remove_dead_siblings(root.parent, root.name, "partial Hub download")
+        partial = root.parent / f"{temporary_prefix(root.name)}0"
         try:
             snapshot_download(
                 self.hub_repo,

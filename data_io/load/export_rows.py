@@ -27,6 +27,7 @@ from data_io.errors import ConfigError, OutputError
 from data_io.fs import publish_mode
 from data_io.load.layouts import IGNORE_INDEX, _gather_rows
 from data_io.load.sampled_folder import open_epoch, open_tokens, read_metadata
+from data_io.stale import remove_dead_siblings, temporary_prefix
 
 __all__ = ["export_sampled_rows"]
 
@@ -79,7 +80,8 @@ def export_sampled_rows(
     rows_per_batch = max(1, _BATCH_TOKENS // max(meta.max_seq_len, 1))
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+        remove_dead_siblings(out.parent, out.name, "partial export")  # of killed runs
+        fd, tmp_name = tempfile.mkstemp(prefix=temporary_prefix(out.name), dir=out.parent)
         publish_mode(tmp_name)
         os.close(fd)
     except OSError as err:
