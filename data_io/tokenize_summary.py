@@ -48,8 +48,7 @@ def _print_totals(result: TokenizeResult, console: Console) -> None:
         f"[bold]tokenize[/bold] -> {result.output}  (tokenizer {result.tokenizer_path}, "
         f"vocab {result.vocab_size:,}, tokens {result.token_dtype}, {result.threads} threads)"
     )
-    why = f" ({result.encoder_fallback})" if result.encoder_fallback else ""
-    console.print(f"encoder: {result.encoder}{why}", markup=False)
+    console.print(f"encoder: {result.encoder}{_why(result.encoder_fallback)}", markup=False)
     console.print(
         f"{len(result.files)} files: {len(done)} tokenized, {len(unchanged)} unchanged, "
         f"{len(result.failed)} failed; the output holds {result.output_tasks:,} task(s), "
@@ -69,6 +68,19 @@ def _print_totals(result: TokenizeResult, console: Console) -> None:
 
 def _more(hidden: int, indent: str = "") -> str:
     return f"{indent}... and {hidden} more (--verbose lists them all)"
+
+
+def _why(reason: str | None) -> str:
+    """Why the HF encoder runs, read as what it is: a choice, or a tokenizer feature the fast
+    encoder does not cover (not a fault of the file)."""
+    if not reason:
+        return ""
+    if "DATA_IO_ENCODER" in reason:
+        return f" ({reason})"
+    return (
+        f" (the fast encoder covers byte-level BPE without extras, and this tokenizer has "
+        f"{reason}: the HF encoder gives the same ids, more slowly; the file is fine)"
+    )
 
 
 def _print_table(result: TokenizeResult, console: Console, limit: int | None) -> None:

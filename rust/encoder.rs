@@ -219,16 +219,8 @@ impl Encoder {
             ))),
             Err(reason) => Ok(Encoder {
                 engine: Engine::Hf(Box::new(HfEncoder::from_json(json, path)?)),
-                // Not a fault of the file: the fast encoder covers byte-level BPE only.
-                fallback_reason: Some(if choice == "hf" {
-                    reason
-                } else {
-                    format!(
-                        "not a fault of the tokenizer: the fast encoder serves byte-level BPE \
-                         without extras, and this one has {reason}; the HF encoder encodes it \
-                         (the same ids, slower)"
-                    )
-                }),
+                // Why, in the tokenizer's terms ("normalizer NFKC"); the summary says the rest.
+                fallback_reason: Some(reason),
             }),
         }
     }

@@ -150,3 +150,19 @@ def test_long_task_names_are_whole_and_verbose_lists_every_file(
     assert "...and5more(--verboseliststhemall)" in short
     assert all(name in full for name in names) and "more(--verbose" not in full
     assert "…" not in short and "…" not in full
+
+
+def test_a_declined_tokenizer_is_not_reported_as_a_broken_file(small_tokenizer, tmp_path):
+    """A unigram tokenizer is fine; the summary says the fast encoder does not cover it."""
+    import dataclasses
+
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    (rows / "a.jsonl").write_text(GOOD + "\n")
+    result = tokenize([rows], tmp_path / "out", tokenizer_path=small_tokenizer, progress=False)
+    unigram = dataclasses.replace(
+        result, encoder="hf-tokenizers", encoder_fallback="a Unigram model, not BPE"
+    )
+    text = summary_text(unigram)
+    assert "this tokenizer has a Unigram model, not BPE" in text
+    assert "the same ids" in text and "the file is fine" in text
