@@ -7,7 +7,7 @@
 //! it differs, the content hash decides (a touched-but-identical file is not re-tokenized).
 
 use std::fs;
-use std::io::Seek;
+use std::io::{Read, Seek};
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
@@ -188,17 +188,22 @@ pub struct NpyShape {
 /// Read only the header of `path` (a few hundred bytes, whatever the array's size).
 pub fn npy_shape(path: &Path) -> std::io::Result<NpyShape> {
     let mut file = fs::File::open(path)?;
+    let file_len = file.metadata()?.len();
+    check_header(&mut file, file_len)?;
     let header = npyz::NpyHeader::from_reader(&mut file)?;
     let data_start = file.stream_position()?;
-    let file_len = file.metadata()?.len();
     let dtype = match header.dtype() {
         npyz::DType::Plain(ty) => ty.to_string(),
         other => other.descr(),
     };
     let item = header.dtype().num_bytes().unwrap_or(0) as u64;
-    let count: u64 = header.shape().iter().product();
+    // A damaged header can announce any shape: a count past u64 is not this file's.
+    let count = header
+        .shape()
+        .iter()
+        .try_fold(1u64, |count, &n| count.checked_mul(n));
     let complete = count
-        .checked_mul(item)
+        .and_then(|count| count.checked_mul(item))
         .and_then(|bytes| bytes.checked_add(data_start))
         == Some(file_len);
     Ok(NpyShape {
@@ -206,6 +211,76 @@ pub fn npy_shape(path: &Path) -> std::io::Result<NpyShape> {
         shape: header.shape().to_vec(),
         complete,
     })
+}
+
+/// Headers longer than this are not read: numpy writes a few hundred bytes (and by default
+/// refuses to read more than 10,000).
+const MAX_NPY_HEADER: u64 = 1 << 20;
+/// How deep `[` and `{` may nest in a header: numpy writes one dict, and a list per level of a
+/// structured dtype.
+const MAX_NPY_NESTING: usize = 4;
+
+/// An error for a `.npy` header npyz must not be given (found by
+/// fuzz/fuzz_targets/npy_header.rs): one whose announced length (a 16-bit field in version 1,
+/// a 32-bit one in versions 2 and 3) goes past the end of the file or past `MAX_NPY_HEADER`,
+/// since npyz allocates that length before reading (4 GiB for a 12-byte damaged file, an abort
+/// where that much memory cannot be had); and one whose `[` / `{` nest deeper than
+/// `MAX_NPY_NESTING`, since npyz's parser (py_literal) takes time exponential in that depth (a
+/// 150-byte header of 50 `{` did not finish). npyz reads any header numpy writes.
+fn check_header(file: &mut fs::File, file_len: u64) -> std::io::Result<()> {
+    let invalid = |message: String| std::io::Error::new(std::io::ErrorKind::InvalidData, message);
+    let mut start = Vec::with_capacity(12);
+    Read::by_ref(file).take(12).read_to_end(&mut start)?;
+    let (prefix, text_len) = match start[..] {
+        [0x93, b'N', b'U', b'M', b'P', b'Y', 1, _, a, b, ..] => {
+            (10, u64::from(u16::from_le_bytes([a, b])))
+        }
+        [0x93, b'N', b'U', b'M', b'P', b'Y', 2 | 3, _, a, b, c, d] => {
+            (12, u64::from(u32::from_le_bytes([a, b, c, d])))
+        }
+        _ => return file.rewind(), // npyz says what is wrong
+    };
+    if prefix + text_len > file_len {
+        return Err(invalid(format!(
+            "the .npy header announces {} bytes, the file holds {file_len}",
+            prefix + text_len
+        )));
+    }
+    if text_len > MAX_NPY_HEADER {
+        return Err(invalid(format!("a .npy header of {text_len} bytes")));
+    }
+    let mut text = Vec::with_capacity(text_len as usize);
+    file.seek(std::io::SeekFrom::Start(prefix))?;
+    Read::by_ref(file).take(text_len).read_to_end(&mut text)?;
+    if nesting(&text) > MAX_NPY_NESTING {
+        return Err(invalid(
+            "a .npy header nested deeper than numpy writes".into(),
+        ));
+    }
+    file.rewind()
+}
+
+/// The deepest nesting of `[` and `{` in a Python literal, outside its strings.
+fn nesting(text: &[u8]) -> usize {
+    let (mut depth, mut deepest, mut quote, mut escaped) = (0usize, 0, None, false);
+    for &c in text {
+        match quote {
+            Some(_) if escaped => escaped = false,
+            Some(_) if c == b'\\' => escaped = true,
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None => match c {
+                b'\'' | b'"' => quote = Some(c),
+                b'[' | b'{' => {
+                    depth += 1;
+                    deepest = deepest.max(depth);
+                }
+                b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            },
+        }
+    }
+    deepest
 }
 
 /// The numpy type string of a record's `token_dtype`.
@@ -391,6 +466,71 @@ mod tests {
         assert_eq!(
             arrays_mismatch(&rec, task),
             Some("an array file is missing")
+        );
+    }
+
+    /// A version 1 `.npy` file with header text `dict` (padded as numpy pads it) and `data`.
+    fn npy_bytes(dict: &str, data: &[u8]) -> Vec<u8> {
+        let mut text = dict.to_string();
+        while (10 + text.len() + 1) % 64 != 0 {
+            text.push(' ');
+        }
+        text.push('\n');
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        bytes.extend_from_slice(&(text.len() as u16).to_le_bytes());
+        bytes.extend_from_slice(text.as_bytes());
+        bytes.extend_from_slice(data);
+        bytes
+    }
+
+    #[test]
+    fn damaged_npy_headers_are_errors_or_incomplete_never_a_panic() {
+        // fuzz/regressions/npy_header: a version 3 header announcing 4 GiB in a 12-byte file
+        // was allocated in full by npyz before it read anything.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.npy");
+        fs::write(&path, b"\x93NUMPY\x03\x00\xff\x00\xff\xff").unwrap();
+        let err = npy_shape(&path).unwrap_err();
+        assert!(
+            err.to_string().contains("announces 4294902027 bytes"),
+            "{err}"
+        );
+        let mut short = npy_bytes(
+            "{'descr': '<u4', 'fortran_order': False, 'shape': (1,), }",
+            b"",
+        );
+        short[8] = 0xff; // version 1: a 16-bit length past the end
+        fs::write(&path, &short).unwrap();
+        assert!(npy_shape(&path).is_err());
+        // An element count past u64 (2^64 elements of 4 bytes, no data) overflowed the count:
+        // a panic with overflow checks, else a wrapped count of 0 and `complete` for a file
+        // holding no data.
+        let huge = "{'descr': '<u4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }";
+        fs::write(&path, npy_bytes(huge, b"")).unwrap();
+        let found = npy_shape(&path).unwrap();
+        assert_eq!(found.shape, [1 << 32, 1 << 32]);
+        assert!(!found.complete);
+        // `{` nested 12 deep took minutes in npyz's parser (exponential in the depth).
+        let deep = format!(
+            "{{'descr': '<u4', 'fortran_order': False, 'shape': (1,), 'x': {}{}}}",
+            "{".repeat(12),
+            "}".repeat(12)
+        );
+        fs::write(&path, npy_bytes(&deep, &[0; 4])).unwrap();
+        let err = npy_shape(&path).unwrap_err();
+        assert!(err.to_string().contains("nested deeper"), "{err}");
+        // A structured dtype (a list of tuples, one level of nesting more) still reads, and
+        // brackets inside strings do not count.
+        let record = "{'descr': [('a[{[{', '<u2'), ('b', [('c', '<f8')])], 'fortran_order': False, 'shape': (1,), }";
+        fs::write(&path, npy_bytes(record, &[0; 10])).unwrap();
+        assert!(npy_shape(&path).unwrap().complete);
+        // A sound file still reads.
+        let sound = "{'descr': '<u4', 'fortran_order': False, 'shape': (2,), }";
+        fs::write(&path, npy_bytes(sound, &[0; 8])).unwrap();
+        let found = npy_shape(&path).unwrap();
+        assert_eq!(
+            (found.dtype.as_str(), found.shape, found.complete),
+            ("<u4", vec![2], true)
         );
     }
 

@@ -151,6 +151,16 @@ pub fn recognise(json: &str) -> Result<Spec, String> {
     }
     let merges = parse_merges(model.merges.as_deref())?;
     let added_ids = added_token_ids(&file.added_tokens, &model.vocab);
+    // `tokenizers` also maps ids back to tokens (the vocabulary's reverse, the added tokens by
+    // id) and, e.g., tells whether a matched added token is special by its id: with two tokens
+    // on one id it follows whichever it stored last, and its ids differ from the fast path's
+    // (found by fuzz/fuzz_targets/tokenizer_json.rs). Such files are left to it.
+    if let Some(id) = repeated(model.vocab.values().copied()) {
+        return Err(format!("two vocabulary entries have id {id}"));
+    }
+    if let Some(id) = repeated(added_ids.values().copied()) {
+        return Err(format!("two added tokens have id {id}"));
+    }
     Ok(Spec {
         pattern,
         nfc,
@@ -161,6 +171,13 @@ pub fn recognise(json: &str) -> Result<Spec, String> {
         vocab: model.vocab,
         added_ids,
     })
+}
+
+/// An id that occurs twice in `ids`, if one does.
+fn repeated(ids: impl ExactSizeIterator<Item = u32>) -> Option<u32> {
+    let mut seen = rustc_hash::FxHashSet::with_capacity_and_hasher(ids.len(), Default::default());
+    let mut ids = ids;
+    ids.find(|&id| !seen.insert(id))
 }
 
 /// The ids `tokenizers` gives the added tokens when it loads the file: it ignores their `id`
@@ -549,5 +566,39 @@ mod tests {
         assert!(recognise("{not json")
             .expect_err("bad")
             .starts_with("unreadable"));
+    }
+
+    #[test]
+    fn tokens_sharing_an_id_are_declined() {
+        // fuzz/regressions/tokenizer_json/duplicate_vocab_ids.json: `<|PAD|>` (special) and
+        // `<|direct|>` (not special) both id 1; `tokenizers` looked the match of `<|PAD|>` up by
+        // its id, found `<|direct|>`, and emitted id 1 where the fast path encoded text.
+        let shared = json!({"vocab": {"a": 0, "b": 1, "ab": 2, "<|x|>": 1}});
+        assert_eq!(
+            reason_with(gpt2_byte_level(), shared, json!(null)),
+            "two vocabulary entries have id 1"
+        );
+        // Ids with a hole: `<|x|>` is not in the vocabulary, so it gets the next id (4, the
+        // vocabulary's size), which `<y>`, another added token, already has.
+        let holed = json!({"vocab": {"a": 0, "b": 1, "ab": 2, "<y>": 4}});
+        let added = json!([
+            {"content": "<|x|>", "special": true, "normalized": false},
+            {"content": "<y>", "special": false, "normalized": false}
+        ]);
+        assert_eq!(
+            reason_with(gpt2_byte_level(), holed, added),
+            "two added tokens have id 4"
+        );
+    }
+
+    /// `recognise`'s reason for the tokenizer of `tokenizer()` with `model_extra` and, unless
+    /// null, these added tokens.
+    fn reason_with(pre: Value, model_extra: Value, added: Value) -> String {
+        let mut file: Value =
+            serde_json::from_str(&tokenizer(pre, Value::Null, model_extra)).expect("json");
+        if !added.is_null() {
+            file["added_tokens"] = added;
+        }
+        recognise(&file.to_string()).expect_err("declined")
     }
 }

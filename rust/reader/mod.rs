@@ -4,7 +4,9 @@
 //! caller can decode and encode the rows of one batch in parallel. Memory is bounded by a
 //! batch, never by the file.
 
-mod json_row;
+// Public for the fuzz target `fuzz/fuzz_targets/json_row.rs` (differential against serde_json).
+#[doc(hidden)]
+pub mod json_row;
 mod jsonl;
 mod parquet;
 

@@ -98,6 +98,7 @@ impl ParquetReader {
         }
         let metadata = Arc::clone(builder.metadata());
         let group_rows = |g: usize| metadata.row_group(g).num_rows().max(0) as u64;
+        let selected = groups.clone().unwrap_or(0..metadata.num_row_groups());
         let (builder, first_row, total_rows) = match groups {
             None => {
                 let total = metadata.file_metadata().num_rows().max(0) as u64;
@@ -123,6 +124,7 @@ impl ParquetReader {
                 )
             }
         };
+        check_chunk_ranges(path, &metadata, selected, &roots, builder.parquet_schema())?;
         let mask = ProjectionMask::roots(builder.parquet_schema(), roots.iter().copied());
         let inner = builder
             .with_projection(mask)
@@ -167,6 +169,41 @@ impl ParquetReader {
     }
 }
 
+/// An error for a column chunk to be read (the three columns, in the row groups `selected`)
+/// whose offset or size in the footer is negative: Parquet's readers assert on them
+/// (`ColumnChunkMetaData::byte_range`, a panic; found by fuzz/fuzz_targets/parquet_reader.rs),
+/// so a corrupt footer is said to be one here.
+fn check_chunk_ranges(
+    path: &Path,
+    metadata: &parquet::file::metadata::ParquetMetaData,
+    selected: std::ops::Range<usize>,
+    roots: &[usize],
+    schema: &parquet::schema::types::SchemaDescriptor,
+) -> Result<()> {
+    for (g, group) in metadata.row_groups().iter().enumerate() {
+        for (leaf, chunk) in group.columns().iter().enumerate() {
+            let read = selected.contains(&g)
+                && leaf < schema.num_columns()
+                && roots.contains(&schema.get_column_root_idx(leaf));
+            let start = chunk
+                .dictionary_page_offset()
+                .unwrap_or(chunk.data_page_offset());
+            if read && (start < 0 || chunk.compressed_size() < 0) {
+                return Err(Error::bad_file(
+                    path,
+                    format!(
+                        "corrupt Parquet metadata: column {} of row group {g} has offset {start} \
+                         and size {}",
+                        chunk.column_path(),
+                        chunk.compressed_size()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn is_string_type(dt: &DataType) -> bool {
     match dt {
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => true,
@@ -184,7 +221,8 @@ impl ParquetReader {
             if left == 0 {
                 return None;
             }
-            return match raw.next_batch(self.batch_rows.min(left as usize)) {
+            let rows = self.batch_rows.min(left as usize);
+            return match contained(|| raw.next_batch(rows)) {
                 Ok(Some(columns)) => Some(Ok(ParquetBatch {
                     path: Arc::clone(&self.path),
                     first_row: self.rows_done,
@@ -201,7 +239,7 @@ impl ParquetReader {
                 &batch,
                 self.columns,
             )),
-            Err(arrow_error) => match RawRows::open(&self.path, self.rows_done) {
+            Err(arrow_error) => match contained(|| RawRows::open(&self.path, self.rows_done)) {
                 Ok(raw) => {
                     self.raw = Some(Box::new(raw));
                     self.next_batch()
@@ -256,6 +294,26 @@ struct RawRows {
 }
 
 type ParquetResult<T> = parquet::errors::Result<T>;
+
+/// `f`, with a panic turned into an error. Parquet's plain column readers, which `RawRows` uses,
+/// panic on some corrupt pages where Arrow's reader returns an error (found by
+/// fuzz/fuzz_targets/parquet_reader.rs, parquet 60.1: a dictionary page cut short fails
+/// `bit_util::read_num_bytes`'s assertion; a dictionary-encoded page without a dictionary page
+/// fails "Decoder for dict should have been set"). `RawRows` only reads a file that Arrow
+/// already failed to decode, so such a panic is that corrupt file's error; the reader is not
+/// used after it (an error ends the reading).
+fn contained<T>(f: impl FnOnce() -> ParquetResult<T>) -> ParquetResult<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let message = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(parquet::errors::ParquetError::General(format!(
+            "the Parquet decoder failed on a corrupt page ({message})"
+        )))
+    })
+}
 
 impl RawRows {
     /// Positioned at row `start` of the file.
@@ -625,6 +683,60 @@ mod tests {
         let empty = dir.path().join("empty.parquet");
         std::fs::write(&empty, b"").unwrap();
         assert!(ParquetReader::open(&empty, 8, ByteProgress::none()).is_err());
+    }
+
+    #[test]
+    fn corrupt_pages_the_raw_reader_panics_on_are_file_errors() {
+        // Inputs found by fuzz/fuzz_targets/parquet_reader.rs: Arrow's reader fails on a page
+        // (an error), then the fallback `RawRows` re-reads it with Parquet's plain column
+        // readers, which panicked on it; now the reading ends with the file's error.
+        let dir = tempfile::tempdir().unwrap();
+        for name in [
+            "dictionary_page_cut_short",
+            "dictionary_data_without_dictionary",
+        ] {
+            let found = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("fuzz/regressions/parquet_reader")
+                .join(format!("{name}.parquet"));
+            let path = dir.path().join(format!("{name}.parquet"));
+            std::fs::copy(&found, &path).unwrap();
+            for batch_rows in [2, 4] {
+                let reader = ParquetReader::open(&path, batch_rows, ByteProgress::none()).unwrap();
+                let results: Vec<_> = reader.collect();
+                let err = results
+                    .iter()
+                    .find_map(|r| r.as_ref().err())
+                    .unwrap_or_else(|| panic!("{name}: no error"))
+                    .to_string();
+                assert!(
+                    err.contains("cannot decode rows after row"),
+                    "{name}: {err}"
+                );
+                assert!(
+                    results.last().unwrap().is_err(),
+                    "{name}: the error ends it"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_negative_column_chunk_offset_is_a_file_error() {
+        // fuzz/regressions/parquet_reader: row group 0's "instruction" chunk has data page
+        // offset -23 in the footer; Parquet's reader asserted on it (a panic) when it read the
+        // group. Row groups 1 and 2 are sound and still read as a span.
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fuzz/regressions/parquet_reader/negative_column_chunk_size.parquet");
+        let err = ParquetReader::open(&path, 4, ByteProgress::none())
+            .err()
+            .expect("a file error")
+            .to_string();
+        assert!(
+            err.contains("corrupt Parquet metadata: column \"instruction\" of row group 0"),
+            "{err}"
+        );
+        let span = ParquetReader::open_row_groups(&path, 1..3, 4, ByteProgress::none()).unwrap();
+        assert!(span.count() > 0);
     }
 
     /// A string column holding invalid UTF-8 at row `bad`, as a careless writer produces it.

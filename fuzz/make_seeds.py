@@ -1,0 +1,347 @@
+"""Write the seed corpora of the fuzz targets to fuzz/seeds/<target>/ (checked in; see
+docs/fuzzing.md). Run from anywhere with a Python that has numpy, pyarrow and zstandard (the
+project's .venv has them):
+
+    .venv/bin/python fuzz/make_seeds.py
+
+Deterministic: running it again rewrites the same files. Every seed is small (a few KB at most):
+the fuzzer mutates it, so a small valid example reaches as much code as a big one, faster.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import zstandard
+
+FUZZ = Path(__file__).resolve().parent
+ROOT = FUZZ.parent
+SEEDS = FUZZ / "seeds"
+SHIPPED = ROOT / "trained_tokenizers" / "bpe" / "tokenizer.json"
+
+ROW = '{"condition":"cot","instruction":"What is 2+2?","response":"4"}'
+ROWS = [
+    ROW,
+    ' {\t"response" : "b",\r\n "id": "x7", "condition":"", "instruction":"a"} ',
+    r'{"condition":"cot","instruction":"a\"b\\c\/d\n\t\r\b\f","response":"\u00e9\u4e2d\ud83d\ude00 end\u0000"}',
+    '{"condition":"direct","instruction":"日本語 é","response":"<|im_end|>"}',
+    '{"condition":"c","instruction":"a","response":1}',
+    '{"condition":"c","instruction":"a","response":null}',
+    '{"condition":"c","instruction":"a"}',
+    '{"condition":"c","instruction":"a","response":"b","response":"b"}',
+    '{"condition":"c","instruction":"a","response":"b","n":[1,{"x":2}]}',
+    r'{"condition":"c","instr\u0075ction":"a","response":"b"}',
+    '{"condition":"c","instruction":"a","response":"b"} x',
+    r'{"condition":"c","instruction":"\ud83d","response":"b"}',
+    '["c","a","b"]',
+]
+
+
+def write(target: str, name: str, data: bytes | str) -> None:
+    folder = SEEDS / target
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_bytes(data.encode() if isinstance(data, str) else data)
+
+
+def json_row() -> None:
+    for i, row in enumerate(ROWS):
+        write("json_row", f"row{i:02d}", row)
+    long = "0123456789abcdef\\n" * 8 + '\\"tail'
+    write(
+        "json_row",
+        "long_escapes",
+        f'{{"condition":"c","instruction":"{long}","response":"{long}"}}',
+    )
+
+
+def jsonl_reader() -> None:
+    text = ("\ufeff" + "\n".join(ROWS[:4]) + "\r\n\n" + "\n".join(ROWS[4:]) + "\n").encode()
+    small = (ROW + "\n" + ROWS[3] + "\n\n" + ROWS[6]).encode()
+    # Byte 0: mode in the low 3 bits (see fuzz_targets/jsonl_reader.rs), batch size above.
+    write("jsonl_reader", "plain", b"\x00" + text)
+    write("jsonl_reader", "plain_batch3", b"\x10" + small)
+    write("jsonl_reader", "gzip", b"\x01" + small)
+    write("jsonl_reader", "zstd", b"\x02" + small)
+    write("jsonl_reader", "raw_gzip", b"\x03" + gzip.compress(small, mtime=0))
+    write("jsonl_reader", "raw_gzip_two_members", b"\x0b" + gzip.compress(small, mtime=0) * 2)
+    write("jsonl_reader", "raw_zstd", b"\x04" + zstandard.ZstdCompressor(level=3).compress(small))
+    write("jsonl_reader", "two_members", b"\x05\x20" + small)
+    write("jsonl_reader", "range", b"\x06\x01\x02" + text)
+    write("jsonl_reader", "cut_zstd", b"\x07" + small)
+
+
+def parquet_reader() -> None:
+    def table(n: int, offset: int = 0) -> dict[str, list]:
+        return {
+            "condition": ["cot", "direct", ""][:n] * (n // 3 + 1),
+            "instruction": [f"question {i} ü" for i in range(offset, offset + n)],
+            "response": [f"answer {i}" for i in range(offset, offset + n)],
+        }
+
+    def save(name: str, tab: pa.Table, **options) -> None:
+        sink = io.BytesIO()
+        pq.write_table(tab, sink, **options)
+        write("parquet_reader", name, sink.getvalue())
+
+    def cut(columns: dict[str, list], n: int) -> dict[str, list]:
+        return {k: v[:n] for k, v in columns.items()}
+
+    save("snappy.parquet", pa.table(cut(table(3), 3)))
+    save(
+        "dictionary_groups.parquet",
+        pa.table(cut(table(5), 5)),
+        row_group_size=2,
+        use_dictionary=True,
+        compression="zstd",
+    )
+    schema = pa.schema(
+        [
+            ("response", pa.large_string()),
+            ("extra", pa.int32()),
+            ("instruction", pa.string()),
+            ("condition", pa.string()),
+        ]
+    )
+    save(
+        "large_nulls_plain.parquet",
+        pa.table(
+            {
+                "response": ["a", None, "c"],
+                "extra": [1, 2, 3],
+                "instruction": ["x", "y", None],
+                "condition": ["", "cot", "direct"],
+            },
+            schema=schema,
+        ),
+        compression="none",
+        use_dictionary=False,
+        row_group_size=2,
+    )
+    required = pa.schema(
+        [
+            pa.field(name, pa.string(), nullable=False)
+            for name in ("condition", "instruction", "response")
+        ]
+    )
+    save(
+        "required_v2_pages.parquet",
+        pa.table(cut(table(4), 4), schema=required),
+        data_page_version="2.0",
+        compression="gzip",
+        store_schema=False,
+    )
+    save(
+        "string_view.parquet",
+        pa.table({k: pa.array(v, pa.string_view()) for k, v in cut(table(3), 3).items()}),
+        compression="lz4",
+    )
+    save(
+        "dictionary_typed.parquet",
+        pa.table({k: pa.array(v).dictionary_encode() for k, v in cut(table(4), 4).items()}),
+        row_group_size=3,
+    )
+    # Invalid UTF-8 in a string column (the reader's value-by-value fallback, `RawRows`):
+    # written as placeholder text, plain and uncompressed, then patched in the file's bytes.
+    sink = io.BytesIO()
+    columns = cut(table(4), 4)
+    columns["instruction"][2] = "QQQQ"
+    pq.write_table(
+        pa.table(columns),
+        sink,
+        compression="none",
+        use_dictionary=False,
+        write_statistics=False,
+        row_group_size=2,
+    )
+    data = sink.getvalue()
+    assert data.count(b"QQQQ") == 1, data.count(b"QQQQ")
+    write("parquet_reader", "invalid_utf8.parquet", data.replace(b"QQQQ", b"\xff\xfe\xc3\x28"))
+    # Wrong column types: a file error, named.
+    save(
+        "wrong_type.parquet", pa.table({"condition": [1], "instruction": ["a"], "response": [b"b"]})
+    )
+
+
+def npy_header() -> None:
+    def save(name: str, array: np.ndarray, version: tuple[int, int] | None = None) -> None:
+        sink = io.BytesIO()
+        np.lib.format.write_array(sink, array, version=version, allow_pickle=False)
+        write("npy_header", name, sink.getvalue())
+
+    save("u4.npy", np.arange(3, dtype="<u4"))
+    save("u8_empty.npy", np.zeros(0, dtype="<u8"))
+    save("u2_v2.npy", np.arange(2, dtype="<u2"), version=(2, 0))
+    save("u4_v3.npy", np.arange(2, dtype="<u4"), version=(3, 0))
+    save("be_2d.npy", np.arange(6, dtype=">u4").reshape(2, 3))
+    save("fortran.npy", np.asfortranarray(np.arange(4, dtype="<i4").reshape(2, 2)))
+    save("record.npy", np.zeros(2, dtype=[("a", "<u2"), ("b", "<f8")]))
+    save("scalar.npy", np.array(7, dtype="<u8"))
+    sink = io.BytesIO()
+    np.lib.format.write_array(sink, np.arange(4, dtype="<u4"))
+    write("npy_header", "truncated.npy", sink.getvalue()[:-3])
+
+
+def tiny_tokenizer(merges_kept: int = 60, added_kept: int = 4) -> dict:
+    """The shipped tokenizer cut down: its 256 byte tokens, its first merges, a few added
+    tokens; ids renumbered from 0 in the order of the shipped ones."""
+    shipped = json.loads(SHIPPED.read_text(encoding="utf-8"))
+    vocab = shipped["model"]["vocab"]
+    added = shipped["added_tokens"][:added_kept]
+    by_id = sorted(vocab, key=vocab.get)
+    keep = {t for t in by_id if len(t) == 1 and not (t.startswith("<|"))}
+    keep |= {a["content"] for a in added}
+    merges = []
+    for a, b in shipped["model"]["merges"]:
+        if len(merges) == merges_kept:
+            break
+        if a in keep and b in keep and a + b in vocab:
+            merges.append([a, b])
+            keep.add(a + b)
+    ids = {t: i for i, t in enumerate(t for t in by_id if t in keep)}
+    added = [dict(a, id=ids[a["content"]]) for a in added]
+    model = dict(shipped["model"], vocab=ids, merges=merges)
+    return dict(shipped, added_tokens=added, model=model)
+
+
+def dump(value: dict) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def split_then_byte_level(regex: str) -> dict:
+    return {
+        "type": "Sequence",
+        "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": regex}, "behavior": "Isolated", "invert": False},
+            {
+                "type": "ByteLevel",
+                "add_prefix_space": False,
+                "trim_offsets": True,
+                "use_regex": False,
+            },
+        ],
+    }
+
+
+def tokenizer_json() -> None:
+    base = tiny_tokenizer()
+    write("tokenizer_json", "qwen_nfc.json", dump(base))
+    gpt2 = json.loads(dump(base))
+    gpt2["pre_tokenizer"] = {
+        "type": "ByteLevel",
+        "add_prefix_space": False,
+        "trim_offsets": True,
+        "use_regex": True,
+    }
+    gpt2["normalizer"] = None
+    gpt2["model"]["ignore_merges"] = True
+    gpt2["model"]["merges"] = [f"{a} {b}" for a, b in gpt2["model"]["merges"]]
+    write("tokenizer_json", "gpt2_ignore_merges_legacy.json", dump(gpt2))
+    cl100k = json.loads(dump(base))
+    cl100k["pre_tokenizer"] = split_then_byte_level(
+        r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+    )
+    cl100k["model"]["unk_token"] = "<|PAD|>"
+    write("tokenizer_json", "cl100k_unk.json", dump(cl100k))
+    plain = json.loads(dump(base))
+    plain["pre_tokenizer"] = split_then_byte_level(
+        r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+    )
+    next_id = len(plain["model"]["vocab"])
+    plain["added_tokens"][1]["special"] = False
+    plain["added_tokens"] += [
+        {
+            "id": next_id,
+            "content": "zqx",
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": False,
+        },
+        {
+            "id": next_id + 1,
+            "content": "<|cot|>>",
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": True,
+        },
+    ]
+    write("tokenizer_json", "qwen35_plain_added.json", dump(plain))
+    # Shapes the fast encoder declines (the HF encoder loads them).
+    nfkc = json.loads(dump(base))
+    nfkc["normalizer"] = {"type": "NFKC"}
+    write("tokenizer_json", "declined_nfkc.json", dump(nfkc))
+    fallback = json.loads(dump(base))
+    fallback["model"]["byte_fallback"] = True
+    fallback["model"]["vocab"] = {
+        t: i for t, i in fallback["model"]["vocab"].items() if t not in "ĀāĂ"
+    }
+    write("tokenizer_json", "declined_byte_fallback_missing_bytes.json", dump(fallback))
+    metaspace = json.loads(dump(base))
+    metaspace["pre_tokenizer"] = {
+        "type": "Metaspace",
+        "replacement": "▁",
+        "prepend_scheme": "always",
+        "split": True,
+    }
+    write("tokenizer_json", "declined_metaspace.json", dump(metaspace))
+
+
+def fast_encoder() -> None:
+    texts = [
+        "Hello, World! It's 2024: 12345 + 0.5 = ?",
+        "don't I'LL we've 'S 'ſ 'K it's",
+        " \n\t  x\r\n\n  \u3000\u00a0word  1 .",
+        "e\u0301t\u00e9 \u212b \ufb01 \u1e0b\u0323 \u1100\u1161\u11a8",
+        "中文文本，测试。日本語のテキスト、カタカナ 한국어",
+        "👨‍👩‍👧‍👦 family 👍🏽 🇺🇸 ❤️‍🔥",
+        "مَرْحَبًا ١٢٣ हिन्दी १२३४५ ٠١٢٣٤٥٦٧٨٩",
+        "<|endoftext|><|im_start|>user x<tool_call>y<tool_call>>zqxjkv<think>\u0301",
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa 1111111111111111",
+        "def f(x):\n    return x ** 2  # comment\n\n",
+    ]
+    for i, text in enumerate(texts):
+        # Byte 0 picks the variant (fuzz_targets/fast_encoder.rs): one text per variant, round.
+        write("fast_encoder", f"text{i:02d}", bytes([i % 7]) + text.encode())
+
+
+TARGETS = (
+    "json_row",
+    "jsonl_reader",
+    "parquet_reader",
+    "npy_header",
+    "tokenizer_json",
+    "fast_encoder",
+)
+
+
+def main() -> None:
+    # Only the Rust targets' folders: fuzz/seeds/python/ belongs to the Python targets.
+    for target in TARGETS:
+        if (SEEDS / target).exists():
+            shutil.rmtree(SEEDS / target)
+    json_row()
+    jsonl_reader()
+    parquet_reader()
+    npy_header()
+    tokenizer_json()
+    fast_encoder()
+    total = 0
+    for folder in (SEEDS / target for target in TARGETS):
+        sizes = [p.stat().st_size for p in folder.iterdir()]
+        total += sum(sizes)
+        print(f"{folder.name}: {len(sizes)} seeds, {sum(sizes)} bytes, largest {max(sizes)}")
+    print(f"total {total} bytes")
+
+
+if __name__ == "__main__":
+    main()
