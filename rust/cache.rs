@@ -472,7 +472,7 @@ mod tests {
     /// A version 1 `.npy` file with header text `dict` (padded as numpy pads it) and `data`.
     fn npy_bytes(dict: &str, data: &[u8]) -> Vec<u8> {
         let mut text = dict.to_string();
-        while (10 + text.len() + 1) % 64 != 0 {
+        while !(10 + text.len() + 1).is_multiple_of(64) {
             text.push(' ');
         }
         text.push('\n');
