@@ -232,7 +232,9 @@ impl ParquetReader {
                 Err(e) => Some(Err(self.decode_error(e))),
             };
         }
-        match self.inner.next()? {
+        let next = caught(|| self.inner.next())
+            .unwrap_or_else(|message| Some(Err(arrow_schema::ArrowError::ParquetError(message))));
+        match next? {
             Ok(batch) => Some(ParquetBatch::new(
                 Arc::clone(&self.path),
                 self.rows_done,
@@ -295,24 +297,28 @@ struct RawRows {
 
 type ParquetResult<T> = parquet::errors::Result<T>;
 
-/// `f`, with a panic turned into an error. Parquet's plain column readers, which `RawRows` uses,
-/// panic on some corrupt pages where Arrow's reader returns an error (found by
-/// fuzz/fuzz_targets/parquet_reader.rs, parquet 60.1: a dictionary page cut short fails
-/// `bit_util::read_num_bytes`'s assertion; a dictionary-encoded page without a dictionary page
-/// fails "Decoder for dict should have been set"). `RawRows` only reads a file that Arrow
-/// already failed to decode, so such a panic is that corrupt file's error; the reader is not
-/// used after it (an error ends the reading).
-fn contained<T>(f: impl FnOnce() -> ParquetResult<T>) -> ParquetResult<T> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+/// `f()`, or the message of its panic. Parquet's and Arrow's decoders panic on some corrupt
+/// pages where they mostly return an error (found by fuzz/fuzz_targets/parquet_reader.rs,
+/// parquet/arrow 60.1): Arrow's record reader on definition levels that overrun their buffer
+/// (arrow-buffer's `bit_chunk_iterator`: "offset + len out of bounds"), the plain column
+/// readers of `RawRows` on a dictionary page cut short (`bit_util::read_num_bytes`'s
+/// assertion) or a dictionary-encoded page without a dictionary ("Decoder for dict should have
+/// been set"). Such a panic is that corrupt file's error; the reader that panicked is not used
+/// again (Arrow's gives way to `RawRows`, and an error of `RawRows` ends the reading).
+fn caught<T>(f: impl FnOnce() -> T) -> std::result::Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|panic| {
         let message = panic
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_default();
-        Err(parquet::errors::ParquetError::General(format!(
-            "the Parquet decoder failed on a corrupt page ({message})"
-        )))
+        format!("the Parquet decoder failed on a corrupt page ({message})")
     })
+}
+
+/// `caught` for the `RawRows` calls.
+fn contained<T>(f: impl FnOnce() -> ParquetResult<T>) -> ParquetResult<T> {
+    caught(f).unwrap_or_else(|message| Err(parquet::errors::ParquetError::General(message)))
 }
 
 impl RawRows {
@@ -686,14 +692,46 @@ mod tests {
     }
 
     #[test]
+    fn every_crash_the_fuzzer_found_on_many_cores_is_read_or_refused_without_a_panic() {
+        // fuzz/regressions/parquet_reader/device_crash_*: panics of Arrow's and Parquet's
+        // decoders (a sum overflowing in an iterator, `bit_chunk_iterator` bounds,
+        // `byte_array.rs` offsets) found by 16 cores in 7.5 minutes (docs/fuzzing.md).
+        let found = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions/parquet_reader");
+        let dir = tempfile::tempdir().unwrap();
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&found).unwrap() {
+            let source = entry.unwrap().path();
+            let name = source.file_name().unwrap().to_string_lossy().into_owned();
+            if !name.starts_with("device_crash_") {
+                continue;
+            }
+            let path = dir.path().join(&name);
+            std::fs::copy(&source, &path).unwrap();
+            for batch_rows in [1, 3, 64] {
+                if let Ok(reader) = ParquetReader::open(&path, batch_rows, ByteProgress::none()) {
+                    for result in reader {
+                        if result.is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+            seen += 1;
+        }
+        assert!(seen >= 6, "{seen} regression files");
+    }
+
+    #[test]
     fn corrupt_pages_the_raw_reader_panics_on_are_file_errors() {
         // Inputs found by fuzz/fuzz_targets/parquet_reader.rs: Arrow's reader fails on a page
-        // (an error), then the fallback `RawRows` re-reads it with Parquet's plain column
-        // readers, which panicked on it; now the reading ends with the file's error.
+        // (an error; on the last one it panicked), then the fallback `RawRows` re-reads it with
+        // Parquet's plain column readers, which panicked on the first two; now the reading
+        // ends with the file's error.
         let dir = tempfile::tempdir().unwrap();
         for name in [
             "dictionary_page_cut_short",
             "dictionary_data_without_dictionary",
+            "definition_levels_overrun",
         ] {
             let found = Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("fuzz/regressions/parquet_reader")
