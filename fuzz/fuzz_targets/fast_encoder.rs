@@ -65,7 +65,13 @@ fn variant_json(variant: &str) -> Value {
                 .as_array()
                 .expect("merges")
                 .iter()
-                .map(|pair| format!("{} {}", pair[0].as_str().unwrap(), pair[1].as_str().unwrap()))
+                .map(|pair| {
+                    format!(
+                        "{} {}",
+                        pair[0].as_str().unwrap(),
+                        pair[1].as_str().unwrap()
+                    )
+                })
                 .collect();
             file["model"]["merges"] = json!(legacy);
         }
@@ -90,9 +96,11 @@ fn with_plain_added_tokens(file: &mut Value) {
         .into_iter()
         .enumerate()
     {
-        added.push(json!({"id": next_id + offset, "content": content, "single_word": false,
+        added.push(
+            json!({"id": next_id + offset, "content": content, "single_word": false,
                           "lstrip": false, "rstrip": false, "normalized": false,
-                          "special": special}));
+                          "special": special}),
+        );
     }
 }
 

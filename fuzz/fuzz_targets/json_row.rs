@@ -76,7 +76,10 @@ fn plain(line: &str) -> bool {
 
 fn check(line: &str) {
     let Some(fast) = parse(line) else {
-        assert!(!plain(line), "a plain row not taken by the fast path: {line:?}");
+        assert!(
+            !plain(line),
+            "a plain row not taken by the fast path: {line:?}"
+        );
         return;
     };
     let fast: [String; 3] = fast.map(Cow::into_owned);

@@ -30,7 +30,8 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 fn dir() -> &'static Path {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    DIR.get_or_init(|| tempfile::tempdir().expect("temp dir")).path()
+    DIR.get_or_init(|| tempfile::tempdir().expect("temp dir"))
+        .path()
 }
 
 fn write(name: &str, bytes: &[u8]) -> PathBuf {
@@ -54,7 +55,10 @@ fn reference(text: &[u8], skip_bom: bool) -> Rows {
     let mut line_no = 0u64;
     let mut rest = text;
     while !rest.is_empty() {
-        let cut = rest.iter().position(|&b| b == b'\n').map_or(rest.len(), |i| i + 1);
+        let cut = rest
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(rest.len(), |i| i + 1);
         let (mut line, after) = rest.split_at(cut);
         rest = after;
         line_no += 1;
@@ -115,13 +119,20 @@ fn read_whole(name: &str, file: &[u8], batch_rows: usize) -> Option<(Rows, u64)>
     let mut reader = RowReader::open(&path, batch_rows, ByteProgress::none()).ok()?;
     let (rows, failed) = read(&mut reader);
     if let Some(hash) = reader.source_blake3() {
-        assert_eq!(hash, blake3::hash(file).to_hex().to_string(), "{name}: wrong source hash");
+        assert_eq!(
+            hash,
+            blake3::hash(file).to_hex().to_string(),
+            "{name}: wrong source hash"
+        );
     }
     if failed {
         return None;
     }
     if name.ends_with(".jsonl") {
-        assert!(reader.source_blake3().is_some(), "a plain file read to its end has no hash");
+        assert!(
+            reader.source_blake3().is_some(),
+            "a plain file read to its end has no hash"
+        );
     }
     Some((rows, reader.lines_read()))
 }
@@ -138,7 +149,11 @@ fn check_whole(name: &str, file: &[u8], text: &[u8], batch_rows: usize) {
     let Some((rows, lines_read)) = read_whole(name, file, batch_rows) else {
         panic!("{name}: a valid file failed to read (only rows can be bad in it)");
     };
-    assert_eq!(rows, reference(text, true), "{name}: rows differ from the reference");
+    assert_eq!(
+        rows,
+        reference(text, true),
+        "{name}: rows differ from the reference"
+    );
     assert_eq!(lines_read, lines(text), "{name}: lines_read");
 }
 
@@ -174,7 +189,12 @@ fuzz_target!(|data: &[u8]| {
                 return;
             };
             let mut starts: Vec<usize> = std::iter::once(0)
-                .chain(text.iter().enumerate().filter(|(_, &c)| c == b'\n').map(|(i, _)| i + 1))
+                .chain(
+                    text.iter()
+                        .enumerate()
+                        .filter(|(_, &c)| c == b'\n')
+                        .map(|(i, _)| i + 1),
+                )
                 .collect();
             starts.dedup();
             let start = starts[usize::from(*a) % starts.len()];
@@ -194,8 +214,16 @@ fuzz_target!(|data: &[u8]| {
                 .expect("a range at line starts opens");
             let (rows, failed) = read(&mut reader);
             assert!(!failed, "a plain range failed to read");
-            assert_eq!(reader.source_blake3(), None, "a range has no whole-file hash");
-            assert_eq!(reader.lines_read(), lines(&text[start..end]), "range lines_read");
+            assert_eq!(
+                reader.source_blake3(),
+                None,
+                "a range has no whole-file hash"
+            );
+            assert_eq!(
+                reader.lines_read(),
+                lines(&text[start..end]),
+                "range lines_read"
+            );
             assert_eq!(
                 rows,
                 reference(&text[start..end], start == 0),

@@ -64,7 +64,7 @@ fn read_file(data: &[u8]) {
     if let Ok(reader) = RowReader::open(path, batch_rows, ByteProgress::none()) {
         read_all(reader, Some(0));
     }
-    if data.len() % 2 == 0 {
+    if data.len().is_multiple_of(2) {
         // The second row group alone (a file of one group: a stale plan, an error). Its rows
         // keep their index in the file.
         let span = Span::RowGroups { start: 1, end: 2 };

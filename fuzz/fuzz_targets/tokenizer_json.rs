@@ -64,7 +64,12 @@ fn file_strings(json: &str) -> (Vec<String>, Vec<String>) {
         .map(|(k, _)| k.clone())
         .take(16)
         .collect();
-    let mut texts = vec![added.join(""), added.join(" x "), vocab.join(""), vocab.join(" ")];
+    let mut texts = vec![
+        added.join(""),
+        added.join(" x "),
+        vocab.join(""),
+        vocab.join(" "),
+    ];
     texts.extend(added.iter().map(|t| format!("a{t}b")));
     let mut tokens = added;
     tokens.extend(vocab);
@@ -86,7 +91,11 @@ fn load_file(data: &[u8]) {
     };
     let json = std::str::from_utf8(data).expect("a served file is text");
     let (texts, tokens) = file_strings(json);
-    for text in TEXTS.iter().copied().chain(texts.iter().map(String::as_str)) {
+    for text in TEXTS
+        .iter()
+        .copied()
+        .chain(texts.iter().map(String::as_str))
+    {
         let Ok(expected) = hf.encode(text) else {
             continue;
         };
@@ -94,7 +103,11 @@ fn load_file(data: &[u8]) {
         assert_eq!(got, expected, "ids differ on {text:?}");
     }
     for token in &tokens {
-        assert_eq!(auto.token_id(token), hf.token_id(token), "token_id({token:?})");
+        assert_eq!(
+            auto.token_id(token),
+            hf.token_id(token),
+            "token_id({token:?})"
+        );
     }
     assert_eq!(auto.vocab_size(), hf.vocab_size(), "vocab_size");
 }

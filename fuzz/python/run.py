@@ -1,6 +1,6 @@
 """Run the Python fuzz targets: ``python -m fuzz.python.run TARGET [--seconds N]``.
 
-With atheris installed (``pip install atheris``; ``make fuzz`` does) the run is coverage-guided
+With atheris installed (``.venv/bin/pip install atheris``) the run is coverage-guided
 (libFuzzer under the hood: it prints executions and coverage, and writes a crashing input to
 ``fuzz/artifacts/python-TARGET/``); without it, hypothesis generates inputs for the same time.
 Seeds are read from ``fuzz/seeds/python/TARGET/``; new interesting inputs go to the ignored

@@ -124,7 +124,7 @@ impl ParquetReader {
                 )
             }
         };
-        check_chunk_ranges(path, &metadata, selected, &roots, builder.parquet_schema())?;
+        check_footer(path, &metadata, selected, &roots, builder.parquet_schema())?;
         let mask = ProjectionMask::roots(builder.parquet_schema(), roots.iter().copied());
         let inner = builder
             .with_projection(mask)
@@ -169,11 +169,12 @@ impl ParquetReader {
     }
 }
 
-/// An error for a column chunk to be read (the three columns, in the row groups `selected`)
-/// whose offset or size in the footer is negative: Parquet's readers assert on them
-/// (`ColumnChunkMetaData::byte_range`, a panic; found by fuzz/fuzz_targets/parquet_reader.rs),
-/// so a corrupt footer is said to be one here.
-fn check_chunk_ranges(
+/// An error for corrupt footer values that Parquet's readers do not check themselves, in the
+/// row groups `selected`: a negative row count (summed as `usize` by Arrow's reader: an overflow
+/// panic with overflow checks, a wrapped count without), or a negative offset or size of a
+/// column chunk to be read, the three columns' (`ColumnChunkMetaData::byte_range` asserts on
+/// those, a panic). Both found by fuzz/fuzz_targets/parquet_reader.rs.
+fn check_footer(
     path: &Path,
     metadata: &parquet::file::metadata::ParquetMetaData,
     selected: std::ops::Range<usize>,
@@ -181,6 +182,15 @@ fn check_chunk_ranges(
     schema: &parquet::schema::types::SchemaDescriptor,
 ) -> Result<()> {
     for (g, group) in metadata.row_groups().iter().enumerate() {
+        if selected.contains(&g) && group.num_rows() < 0 {
+            return Err(Error::bad_file(
+                path,
+                format!(
+                    "corrupt Parquet metadata: row group {g} has {} rows",
+                    group.num_rows()
+                ),
+            ));
+        }
         for (leaf, chunk) in group.columns().iter().enumerate() {
             let read = selected.contains(&g)
                 && leaf < schema.num_columns()
@@ -774,6 +784,25 @@ mod tests {
             "{err}"
         );
         let span = ParquetReader::open_row_groups(&path, 1..3, 4, ByteProgress::none()).unwrap();
+        assert!(span.count() > 0);
+    }
+
+    #[test]
+    fn a_negative_row_count_is_a_file_error() {
+        // fuzz/regressions/parquet_reader: row group 2 says it holds -2 rows; Arrow's reader
+        // sums the counts as usize (an overflow panic with overflow checks, a wrapped count
+        // without). Groups 0 and 1 are sound and still read as a span.
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fuzz/regressions/parquet_reader/negative_row_group_rows.parquet");
+        let err = ParquetReader::open(&path, 4, ByteProgress::none())
+            .err()
+            .expect("a file error")
+            .to_string();
+        assert!(
+            err.contains("corrupt Parquet metadata: row group 2 has -2 rows"),
+            "{err}"
+        );
+        let span = ParquetReader::open_row_groups(&path, 0..2, 4, ByteProgress::none()).unwrap();
         assert!(span.count() > 0);
     }
 

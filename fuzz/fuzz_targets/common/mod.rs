@@ -22,7 +22,10 @@ pub fn record_panics() {
 pub fn check(body: impl FnOnce()) {
     if std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).is_err() {
         let last = LAST_PANIC.lock().unwrap_or_else(|e| e.into_inner()).take();
-        eprintln!("panic out of the code under test: {}", last.unwrap_or_default());
+        eprintln!(
+            "panic out of the code under test: {}",
+            last.unwrap_or_default()
+        );
         std::process::abort();
     }
 }
