@@ -142,6 +142,7 @@ def shard_dataset(
         position_ids=data.position_ids,
         cu_seqlens=data.cu_seqlens,
         vocab_size=tok.vocab_for(declared),
+        declared=declared,  # read once for the folder
     )
 
 

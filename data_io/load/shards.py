@@ -240,15 +240,18 @@ class MemoryMappedDataset(Dataset):
         position_ids: bool = False,
         cu_seqlens: bool = False,
         vocab_size: int | None = None,
+        declared: Declarations | None = None,
     ) -> None:
         self.seq_len = _require_int(
             "seq_len", seq_len, 2, "a window of context + 1 tokens, the +1 for the label shift"
         )
         self.data_dir = Path(data_dir).expanduser()
         # What the shards' producer declared wins over nothing and must agree with the caller.
-        self.declared: Declarations = (
-            read_declarations(self.data_dir) if self.data_dir.is_dir() else Declarations()
-        )
+        # ``declared``: the folder's declarations when the caller has read them already.
+        if declared is None:
+            dir_exists = self.data_dir.is_dir()
+            declared = read_declarations(self.data_dir) if dir_exists else Declarations()
+        self.declared: Declarations = declared
         declared_eos = honour_declared("eos_token_id", eos_token_id, self.declared.eos_id)
         # The EOS matters only to packing: unpacked windows keep what the caller passed.
         eos_token_id = declared_eos if pack_sequences else eos_token_id
