@@ -124,11 +124,16 @@ class StatefulLoader:
         self.prefetch_factor = prefetch_factor if num_workers > 0 else None
         self.names = list(names) if names is not None else None
         self.identity = dict(identity or {})
-        self.fingerprint = dataset_fingerprint(dataset)
         self.state: dict[str, Any] = order.initial_state() if order is not None else {}
         self.tokens_per_source = np.zeros(len(self.names or [None]), dtype=np.int64)
         self._pending: deque[dict[str, Any]] = deque()
         self._batch_step: int | None = None  # step of the batch last handed out
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """The dataset's identity for states, made when a state is first saved or loaded (it
+        reads a sample of the data: the first batch does not wait for it)."""
+        return dataset_fingerprint(self.dataset)
 
     @functools.cached_property
     def data_description(self) -> Any:

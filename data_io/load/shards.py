@@ -59,7 +59,7 @@ _SUFFIXES = (".npy", ".bin")
 # positioned read (os.preadv), so reopening a shard costs one open(), not a new memory map.
 _MAX_OPEN_FILES = 256
 # The content digest reads this many evenly spaced runs of this many tokens per shard.
-_CONTENT_RUNS = 8
+_CONTENT_RUNS = 4
 _CONTENT_RUN = 256
 
 
