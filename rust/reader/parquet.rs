@@ -14,9 +14,14 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, LargeBinaryArray, RecordBatch};
 use arrow_schema::DataType;
-use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use arrow_schema::{Field, Schema};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
+    ParquetRecordBatchReaderBuilder,
+};
 use parquet::arrow::ProjectionMask;
-use parquet::column::reader::{get_typed_column_reader, ColumnReaderImpl};
+use parquet::column::page::{Page, PageMetadata, PageReader};
+use parquet::column::reader::ColumnReaderImpl;
 use parquet::data_type::{ByteArray, ByteArrayType};
 use parquet::file::reader::{FileReader, SerializedFileReader};
 
@@ -65,12 +70,16 @@ impl ParquetReader {
     ) -> Result<Self> {
         let file = File::open(path).map_err(|e| Error::read(path, e))?;
         let file_size = file.metadata().map_err(|e| Error::read(path, e))?.len();
-        let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| {
+        let unreadable = |e: parquet::errors::ParquetError| {
             Error::bad_file(
                 path,
                 format!("not a readable Parquet file (empty, truncated or corrupt?): {e}"),
             )
-        })?;
+        };
+        let loaded =
+            ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(unreadable)?;
+        let loaded = without_string_views(loaded).map_err(unreadable)?;
+        let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, loaded);
         let schema = Arc::clone(builder.schema());
         let mut roots = Vec::with_capacity(3);
         for name in FIELDS {
@@ -212,6 +221,37 @@ fn check_footer(
         }
     }
     Ok(())
+}
+
+/// The file's Arrow schema with `string_view` columns read as `large_string`. Arrow's view
+/// decoder reserves one 16-byte view per value a dictionary page announces before it reads
+/// any (`ViewBuffer::with_capacity(num_values)`, parquet 60.1): a corrupt page header asked
+/// for 9.5 GB in one allocation on the fuzzer's 16-core run. The offsets decoder grows with
+/// the values actually read; the rows are the same strings either way.
+fn without_string_views(
+    loaded: ArrowReaderMetadata,
+) -> parquet::errors::Result<ArrowReaderMetadata> {
+    let schema = loaded.schema();
+    if !schema
+        .fields()
+        .iter()
+        .any(|f| f.data_type() == &DataType::Utf8View)
+    {
+        return Ok(loaded);
+    }
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| match f.data_type() {
+            DataType::Utf8View => f.as_ref().clone().with_data_type(DataType::LargeUtf8),
+            _ => f.as_ref().clone(),
+        })
+        .collect();
+    let coerced = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+    ArrowReaderMetadata::try_new(
+        Arc::clone(loaded.metadata()),
+        ArrowReaderOptions::new().with_schema(coerced),
+    )
 }
 
 fn is_string_type(dt: &DataType) -> bool {
@@ -387,7 +427,18 @@ impl RawRows {
         self.readers = self
             .leaves
             .iter()
-            .map(|&leaf| group.get_column_reader(leaf).map(get_typed_column_reader))
+            .map(|&leaf| {
+                let descr = group.metadata().schema_descr().column(leaf);
+                if descr.physical_type() != parquet::basic::Type::BYTE_ARRAY {
+                    return Err(parquet::errors::ParquetError::General(format!(
+                        "column {} is stored as {}, not as strings (BYTE_ARRAY)",
+                        descr.name(),
+                        descr.physical_type()
+                    )));
+                }
+                let pages = CheckedPages(group.get_column_page_reader(leaf)?);
+                Ok(ColumnReaderImpl::new(descr, Box::new(pages)))
+            })
             .collect::<ParquetResult<_>>()?;
         self.next_group += 1;
         Ok(true)
@@ -409,6 +460,63 @@ impl RawRows {
             .try_into()
             .map_err(|_| parquet::errors::ParquetError::General("expected three columns".into()))?;
         Ok(Some([a, b, c]))
+    }
+}
+
+/// A column's pages, each dictionary page checked before Parquet's plain readers decode it:
+/// `DictDecoder::set_dict` sizes the dictionary by the count the page header announces (a
+/// 32-byte `ByteArray` per value, parquet 60.1), so a corrupt count asked for 30 GB in one
+/// allocation on the fuzzer's 16-core run. A plain byte-array value takes at least its 4-byte
+/// length, so a page of `n` bytes holds at most `n / 4` values; more is a corrupt page.
+struct CheckedPages(Box<dyn PageReader>);
+
+fn checked(page: Page) -> ParquetResult<Page> {
+    if let Page::DictionaryPage {
+        buf, num_values, ..
+    } = &page
+    {
+        if *num_values as usize > buf.len() / 4 {
+            return Err(parquet::errors::ParquetError::General(format!(
+                "corrupt dictionary page: it announces {num_values} values in {} bytes \
+                 (a value takes at least 4)",
+                buf.len()
+            )));
+        }
+    }
+    Ok(page)
+}
+
+impl PageReader for CheckedPages {
+    fn get_next_page(&mut self) -> ParquetResult<Option<Page>> {
+        self.0.get_next_page()?.map(checked).transpose()
+    }
+
+    fn peek_next_page(&mut self) -> ParquetResult<Option<PageMetadata>> {
+        self.0.peek_next_page()
+    }
+
+    fn skip_next_page(&mut self) -> ParquetResult<()> {
+        self.0.skip_next_page()
+    }
+
+    fn supports_deferred_dictionary(&self) -> bool {
+        self.0.supports_deferred_dictionary()
+    }
+
+    fn take_deferred_dictionary(&mut self) -> ParquetResult<Option<Page>> {
+        self.0.take_deferred_dictionary()?.map(checked).transpose()
+    }
+
+    fn at_record_boundary(&mut self) -> ParquetResult<bool> {
+        self.0.at_record_boundary()
+    }
+}
+
+impl Iterator for CheckedPages {
+    type Item = ParquetResult<Page>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.get_next_page().transpose()
     }
 }
 
@@ -699,6 +807,89 @@ mod tests {
         let empty = dir.path().join("empty.parquet");
         std::fs::write(&empty, b"").unwrap();
         assert!(ParquetReader::open(&empty, 8, ByteProgress::none()).is_err());
+    }
+
+    /// `path` with the value count of column `leaf`'s dictionary page header (row group 0)
+    /// replaced by `count`. Thrift's compact encoding: the header starts with field 1 (page
+    /// type 2, `15 04`), fields 2-4 are varints, then the `DictionaryPageHeader` struct (field
+    /// 7: `3c` or `4c`) opens with `num_values` (`15`, a zigzag varint). The longer varint
+    /// shifts the rest of the file: the pages after it no longer line up, as in a corrupt file.
+    fn with_dictionary_count(path: &Path, leaf: usize, count: i32) {
+        let file = SerializedFileReader::new(File::open(path).unwrap()).unwrap();
+        let chunk = file.metadata().row_group(0).column(leaf).clone();
+        let start = chunk.dictionary_page_offset().expect("a dictionary page") as usize;
+        let mut bytes = std::fs::read(path).unwrap();
+        assert_eq!(&bytes[start..start + 2], &[0x15, 0x04], "a dictionary page header");
+        let varint_end = |mut at: usize| {
+            while bytes[at] & 0x80 != 0 {
+                at += 1;
+            }
+            at + 1
+        };
+        let mut at = start + 2;
+        while bytes[at] == 0x15 {
+            at = varint_end(at + 1);
+        }
+        assert!(bytes[at] == 0x3c || bytes[at] == 0x4c, "field 7 at {at}");
+        assert_eq!(bytes[at + 1], 0x15, "num_values");
+        let (from, to) = (at + 2, varint_end(at + 2));
+        let mut zigzag = ((count << 1) ^ (count >> 31)) as u32;
+        let mut encoded = Vec::new();
+        loop {
+            let byte = (zigzag & 0x7f) as u8;
+            zigzag >>= 7;
+            if zigzag == 0 {
+                encoded.push(byte);
+                break;
+            }
+            encoded.push(byte | 0x80);
+        }
+        bytes.splice(from..to, encoded);
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    #[test]
+    fn a_dictionary_page_announcing_more_values_than_its_bytes_is_refused_before_allocating() {
+        // The fuzzer's 16-core run found inputs asking for 9.5 and 30 GB at once: a dictionary
+        // page header's value count, believed by Arrow's view decoder (16 bytes a value) and by
+        // Parquet's plain dictionary decoder (32 bytes a value). 2^31 - 1 values would be 34
+        // and 68 GB: without the checks this test aborts on the failed allocation.
+        let dir = tempfile::tempdir().unwrap();
+        for view in [false, true] {
+            let path = dir.path().join(format!("dict_{view}.parquet"));
+            let n = 40;
+            let words: Vec<String> = (0..n).map(|i| format!("word {}", i % 3)).collect();
+            let response: ArrayRef = if view {
+                Arc::new(StringViewArray::from_iter_values(&words))
+            } else {
+                Arc::new(StringArray::from_iter_values(&words))
+            };
+            write(
+                &path,
+                vec![
+                    (
+                        "condition",
+                        Arc::new(StringArray::from_iter_values(vec!["cot"; n])) as ArrayRef,
+                    ),
+                    (
+                        "instruction",
+                        Arc::new(StringArray::from_iter_values(&words)) as ArrayRef,
+                    ),
+                    ("response", response),
+                ],
+                n,
+            );
+            assert_eq!(read_all(&path, 8).len(), n, "the sound file reads");
+            with_dictionary_count(&path, 2, i32::MAX);
+            let reader = ParquetReader::open(&path, 8, ByteProgress::none()).unwrap();
+            let results: Vec<_> = reader.collect();
+            let err = results.last().unwrap().as_ref().err().expect("an error ends it");
+            assert!(
+                err.to_string().contains("cannot decode rows after row 0"),
+                "view {view}: {err}"
+            );
+            assert!(results.iter().all(|r| r.is_err()), "no row of the damaged group");
+        }
     }
 
     #[test]
