@@ -27,7 +27,7 @@ from data_io.prepare.pipeline import (
     write_shards,
 )
 from data_io.prepare.progress import ProgressBar
-from data_io.prepare.shards import FORMATS, ShardWriter
+from data_io.prepare.shards import FORMATS, ShardWriter, number_across
 from data_io.prepare.split import check_val_fraction
 from data_io.prepare.state import (
     FORMAT_VERSION,
@@ -45,11 +45,19 @@ from data_io.prepare.state import (
     split_records,
     write_metadata,
 )
-from data_io.prepare.tokenizers import PrepTokenizer, load_tokenizer
+from data_io.prepare.tokenizers import (
+    CHAR_STATE_FILE,
+    PrepTokenizer,
+    load_tokenizer,
+    write_state,
+)
 
-__all__ = ["DTYPES", "PrepareResult", "RunPlan", "plan_run", "prepare"]
+__all__ = ["DTYPES", "LAYOUTS", "PrepareResult", "RunPlan", "plan_run", "prepare"]
 
 DTYPES = ("auto", "uint8", "uint16", "uint32")
+# data_io: shards numbered per split, the smallest dtype. mypt: MyPT's layout (its guide): uint32
+# .bin shards numbered across the splits, tokenizer_state.json for gpt2 and char.
+LAYOUTS = ("data_io", "mypt")
 VAL_SPLIT_RULE = (
     "by document: val when a 64-bit mix of the document's 128-bit content hash and the seed, "
     "as a fraction of 2^64, is below val_fraction; an earlier document never changes split"
@@ -139,6 +147,7 @@ def prepare(
     eos_token: str | int | None = None,
     split: str = "train",
     hf_config: str | None = None,
+    layout: str = "data_io",
     progress: bool | None = None,
     parts: str | os.PathLike[str] | None = None,
 ) -> PrepareResult:
@@ -173,6 +182,7 @@ def prepare(
         eos_token=eos_token,
         split=split,
         hf_config=hf_config,
+        layout=layout,
     )
     out, metadata, new = plan.out, plan.metadata, plan.new
     result = PrepareResult(
@@ -261,6 +271,7 @@ def plan_run(
     eos_token: str | int | None = None,
     split: str = "train",
     hf_config: str | None = None,
+    layout: str = "data_io",
 ) -> RunPlan:
     """Check the options, open the output (an interrupted run is rolled back) and find the new
     sources: the first half of ``prepare``, also what ``data_io.scale`` cuts into units. The
@@ -273,6 +284,9 @@ def plan_run(
     _check_choice("format", format, FORMATS)
     _check_choice("dtype", dtype, DTYPES)
     _check_choice("invalid_utf8", invalid_utf8, INVALID_UTF8_POLICIES)
+    _check_choice("layout", layout, LAYOUTS)
+    if layout == "mypt":
+        dtype, format = _mypt_shards(dtype, format)
     if not isinstance(text_field, str) or not text_field:
         raise ConfigError(f"text_field must be a non-empty string, got {text_field!r}")
     budget = parse_memory(dedup_memory)
@@ -306,6 +320,8 @@ def plan_run(
         "tokenizer": tok.fingerprint(),
         "eos_id": tok.eos_id,
     }
+    if layout != "data_io":  # absent from folders written before layouts existed
+        options["layout"] = layout
     if metadata is not None:
         check_same_options(out, metadata, options)
     new, known, same_as = _plan_inputs(sources, metadata)
@@ -315,6 +331,22 @@ def plan_run(
     return RunPlan(
         out, metadata, rolled_back, read, clean, tok, options, budget, new, known, skipped, same_as
     )
+
+
+def _mypt_shards(dtype: str, format: str) -> tuple[str, str]:
+    """MyPT's shards: raw ``.bin`` of ``uint32``, which its trainer memory-maps without reading
+    any metadata (``np.memmap(path, dtype=np.uint32)``)."""
+    if dtype not in ("auto", "uint32"):
+        raise ConfigError(
+            f"layout mypt writes uint32 shards (MyPT's trainer reads them as uint32), not "
+            f"{dtype}; leave --dtype unset, or use --layout data_io for {dtype} shards"
+        )
+    if format != "bin":
+        raise ConfigError(
+            f"layout mypt writes raw .bin shards (MyPT's), not {format}; leave --format unset, "
+            "or use --layout data_io"
+        )
+    return "uint32", "bin"
 
 
 def read_and_clean_options(
@@ -508,9 +540,16 @@ def _run(
         }
         result.documents = write_shards(spool, keep, tok, writers)
         records = {s: w.finish() for s, w in writers.items()}
+        mypt = options.get("layout") == "mypt"
+        if mypt:
+            number_across([writers[s] for s in SPLITS])
         for writer in writers.values():
             writer.commit()
         tokenizer_files = tok.save(out)
+        if mypt and tok.spec == "gpt2":
+            # MyPT's trainer rebuilds its tokenizer from this file (token_kind, chars).
+            write_state(out, {"token_kind": "gpt2", "chars": None})
+            tokenizer_files.append(CHAR_STATE_FILE)
         for s, w in writers.items():
             result.tokens[s] = w.tokens_added
             result.shards_written[s] = [shard.final.name for shard in w.written]
@@ -602,6 +641,12 @@ def _metadata(
         "val_tokens": splits["val"]["tokens"],
         "num_train_shards": len(splits["train"]["shards"]),
         "num_val_shards": len(splits["val"]["shards"]),
+        # MyPT's keys (its prepare_dataset.py), for its tools and scripts that read them.
+        "total_shards": sum(len(split["shards"]) for split in splits.values()),
+        "train_shards": len(splits["train"]["shards"]),
+        "val_shards": len(splits["val"]["shards"]),
+        "input_files": [e["name"] for e in (old["inputs"] if old else [])]
+        + [e["name"] for e in entries],
         "inputs": (old["inputs"] if old else []) + [{**e, "run": run} for e in entries],
         "runs": (old["runs"] if old else []) + [this_run],
         "dedup_hashes": hashes,

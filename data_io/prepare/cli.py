@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from data_io.prepare.api import DTYPES, PrepareResult, prepare
+from data_io.prepare.api import DTYPES, LAYOUTS, PrepareResult, prepare
 from data_io.prepare.inputs import INVALID_UTF8_POLICIES
 from data_io.prepare.shards import FORMATS
 
-__all__ = ["print_summary", "register"]
+__all__ = ["merge_mypt_spellings", "print_summary", "register"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,8 +22,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "tokens, with OUT/dataset_metadata.json and the tokenizer beside them. Re-running with "
         "more inputs appends shards; the same inputs again do nothing.",
     )
-    parser.add_argument("inputs", nargs="+", metavar="INPUT", help="files, folders or Hub ids")
-    parser.add_argument("-o", "--output", required=True, metavar="OUT", help="output folder")
+    parser.add_argument(
+        "inputs", nargs="*", metavar="INPUT", help="files, folders or Hub ids (at least one)"
+    )
+    parser.add_argument("-o", "--output", metavar="OUT", help="output folder (required)")
     parser.add_argument(
         "--tokenizer",
         default="gpt2",
@@ -111,11 +113,76 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--split", default="train", help="split of a datasets source (default: %(default)s)"
     )
     parser.add_argument("--hf-config", default=None, help="config of a Hub dataset")
+    parser.add_argument(
+        "--layout",
+        choices=LAYOUTS,
+        default=None,
+        help="data_io: shards numbered per split, the smallest dtype; mypt: MyPT's layout "
+        "(uint32 .bin shards numbered across train/ then val/, tokenizer_state.json, one "
+        "document per .txt line) (default: mypt when one of MyPT's spellings below is used, "
+        "else data_io)",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary")
+    _add_mypt_spellings(parser)
     from data_io.scale.cli import add_executor_arguments
 
     add_executor_arguments(parser)
-    parser.set_defaults(run=_run)
+    parser.set_defaults(run=_run, parser=parser)
+
+
+# MyPT's prepare_dataset.py flags: (its spelling, ours, what add_argument needs beyond the help).
+_MYPT_FLAGS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("--input_files", "INPUT", {"nargs": "+", "metavar": "FILE"}),
+    ("--out_dir", "--output", {"metavar": "OUT"}),
+    ("--tokenization", "--tokenizer", {"metavar": "TOKENIZER"}),
+    ("--tokens_per_shard", "--tokens-per-shard", {"type": int, "metavar": "N"}),
+    ("--val_fraction", "--val-fraction", {"type": float, "metavar": "F"}),
+    ("--no_normalize", "--no-normalize", {"action": "store_true"}),
+    ("--no_filter", "--no-filter", {"action": "store_true"}),
+    ("--no_dedup", "--no-dedup", {"action": "store_true"}),
+)
+
+
+def _mypt_dest(flag: str) -> str:
+    return "mypt_" + flag.lstrip("-")
+
+
+def _add_mypt_spellings(parser: argparse.ArgumentParser) -> None:
+    """MyPT's flag spellings, so the command lines of its guide run unchanged; using one
+    selects MyPT's layout unless --layout says otherwise."""
+    group = parser.add_argument_group(
+        "MyPT's spellings (scripts/prepare_dataset.py); any of them selects --layout mypt"
+    )
+    for flag, ours, extra in _MYPT_FLAGS:
+        group.add_argument(flag, dest=_mypt_dest(flag), default=None, help=f"= {ours}", **extra)
+
+
+def merge_mypt_spellings(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """Fold MyPT's spellings into ours and settle the layout; a value given both ways must
+    agree (else the parser's error names both)."""
+    used = False
+    for flag, ours, _ in _MYPT_FLAGS:
+        value = getattr(args, _mypt_dest(flag))
+        if value is None or value is False:
+            continue
+        used = True
+        if flag == "--input_files":
+            args.inputs = [*args.inputs, *value]
+            continue
+        dest = ours.lstrip("-").replace("-", "_")
+        current = getattr(args, dest)
+        default = parser.get_default(dest)
+        if current not in (default, value):
+            parser.error(f"{flag} {value} and {ours} {current} disagree; give one of them")
+        setattr(args, dest, value)
+    if args.layout is None:
+        args.layout = "mypt" if used else "data_io"
+    if args.layout == "mypt":
+        args.doc_per_line = True  # MyPT reads, cleans and de-duplicates its .txt by line
+    if not args.inputs:
+        parser.error("no input: give files, folders or Hub ids (or MyPT's --input_files)")
+    if args.output is None:
+        parser.error("no output folder: give -o/--output OUT (or MyPT's --out_dir)")
 
 
 def _eos(value: str | None) -> str | int | None:
@@ -144,10 +211,12 @@ def prepare_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "eos_token": _eos(args.eos_token),
         "split": args.split,
         "hf_config": args.hf_config,
+        "layout": args.layout,
     }
 
 
 def _run(args: argparse.Namespace) -> int:
+    merge_mypt_spellings(args, args.parser)
     if args.executor is not None:
         from data_io.scale.cli import run_scaled_prepare
 

@@ -263,10 +263,11 @@ def _eos_only_between_documents(folder: Path, meta: dict[str, Any]) -> bool:
 
 def _decoder(folder: Path, meta: dict[str, Any]) -> Any:
     """A ``decode(ids) -> str`` for the tokenizer saved beside the shards."""
-    from data_io.prepare.tokenizers import CHAR_EOS, CHAR_STATE_FILE
+    from data_io.prepare.tokenizers import CHAR_EOS, CHAR_STATE_FILE, state_characters
 
     if meta["tokenizer"]["kind"] == "char":
-        chars = json.loads((folder / CHAR_STATE_FILE).read_text(encoding="utf-8"))["chars"]
+        state = json.loads((folder / CHAR_STATE_FILE).read_text(encoding="utf-8"))
+        chars = state_characters(state["chars"])
         return lambda ids: "".join(CHAR_EOS if i == 0 else chars[i - 1] for i in ids)
     from tokenizers import Tokenizer
 

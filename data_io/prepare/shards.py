@@ -1,7 +1,9 @@
 """Flat token shards of exactly ``tokens_per_shard`` tokens (formats.md §6), written safely.
 
 A split's shards are ``shard_00000.bin`` (raw, dtype declared in ``dataset_metadata.json``) or
-``.npy`` (dtype in the header), numbered from 0, every one full but the last. Shards are written
+``.npy`` (dtype in the header), numbered from 0, every one full but the last. MyPT numbers its
+shards across the splits instead (``train/`` 0-45, then ``val/`` 46-50): ``number_across``
+gives a run's new shards those names before they are committed. Shards are written
 under hidden temporary names (``.shard_00003.bin.tmp``, which no ``*.bin`` pattern matches) and
 renamed by ``commit`` only once the whole run has succeeded; the metadata, written after, is the
 run's commit point. A later run continues the last, shorter shard: its tokens are copied as the
@@ -10,9 +12,12 @@ prefix of the new version, so the old bytes are unchanged and a rollback only ha
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import os
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -22,7 +27,15 @@ from numpy.typing import NDArray
 
 from data_io.errors import OutputError
 
-__all__ = ["FORMATS", "ShardRecord", "ShardWriter", "npy_header", "shard_name", "truncate_shard"]
+__all__ = [
+    "FORMATS",
+    "ShardRecord",
+    "ShardWriter",
+    "npy_header",
+    "number_across",
+    "shard_name",
+    "truncate_shard",
+]
 
 FORMATS = ("bin", "npy")
 
@@ -140,19 +153,22 @@ class ShardWriter:
         self.fmt = fmt
         self.records = list(existing)
         self.written: list[_OpenShard] = []
+        # Shards this run started (not the continued last one): their index in ``records``.
+        self.started: list[tuple[int, _OpenShard]] = []
+        self._continued: _OpenShard | None = None
         self.tokens_added = 0
         self._open: _OpenShard | None = None
         folder.mkdir(parents=True, exist_ok=True)
 
     def _next(self) -> _OpenShard:
         """The shard to write into: the last one when it is not full yet, else a new one."""
-        prefix = None
         if self.records and self.records[-1].tokens < self.tokens_per_shard:
             prefix = self.records.pop()
-            number = len(self.records)
-        else:
-            number = len(self.records)
-        return _OpenShard(self.folder / shard_name(number, self.fmt), self.dtype, self.fmt, prefix)
+            shard = _OpenShard(self.folder / prefix.name, self.dtype, self.fmt, prefix)
+            self._continued = shard
+            return shard
+        name = shard_name(len(self.records), self.fmt)
+        return _OpenShard(self.folder / name, self.dtype, self.fmt, None)
 
     def add(self, ids: NDArray[Any]) -> None:
         done = 0
@@ -171,6 +187,8 @@ class ShardWriter:
         assert self._open is not None
         self.records.append(self._open.finish())
         self.written.append(self._open)
+        if self._open is not self._continued:
+            self.started.append((len(self.records) - 1, self._open))
         self._open = None
 
     def finish(self) -> list[ShardRecord]:
@@ -192,3 +210,26 @@ class ShardWriter:
             self._open = None
         for shard in self.written:
             shard.temporary.unlink(missing_ok=True)
+
+
+def _number(name: str) -> int:
+    found = re.fullmatch(r"shard_(\d+)\.\w+", name)
+    return int(found.group(1)) if found else -1
+
+
+def number_across(writers: Sequence[ShardWriter]) -> None:
+    """MyPT's numbering, for finished writers not committed yet: the shards this run started
+    take the numbers after the highest one in any split, the first writer's first (train, then
+    val, as MyPT's ``train/shard_00045.bin`` is followed by ``val/shard_00046.bin``). A
+    continued last shard keeps its name; so do the shards of earlier runs."""
+    kept = []
+    for writer in writers:
+        new = {index for index, _ in writer.started}
+        kept += [_number(r.name) for i, r in enumerate(writer.records) if i not in new]
+    following = max(kept, default=-1) + 1
+    for writer in writers:
+        for index, shard in writer.started:
+            name = shard_name(following, writer.fmt)
+            shard.final = writer.folder / name
+            writer.records[index] = dataclasses.replace(writer.records[index], name=name)
+            following += 1

@@ -27,7 +27,7 @@ import numpy as np
 from data_io.errors import ConfigError, OutputError
 from data_io.fs import write_json_atomic
 from data_io.prepare.shards import ShardRecord, npy_header, truncate_shard
-from data_io.prepare.tokenizers import CHAR_STATE_FILE, TOKENIZER_FILES
+from data_io.prepare.tokenizers import CHAR_EOS, CHAR_STATE_FILE, TOKENIZER_FILES
 
 __all__ = [
     "METADATA_FILE",
@@ -274,10 +274,13 @@ def _rollback_tokenizer(out: Path, metadata: dict[str, Any] | None, undone: list
     if metadata["tokenizer"]["kind"] != "char" or not state_file.is_file():
         return
     state = json.loads(state_file.read_text(encoding="utf-8"))
-    chars = int(metadata["vocab_size"]) - 1
-    if len(state.get("chars", [])) > chars:
-        state["chars"] = state["chars"][:chars]
-        state["vocab_size"] = chars + 1
+    vocab_size = int(metadata["vocab_size"])
+    listed = state.get("chars", [])
+    # This version lists the EOS first (one entry per id); earlier ones the characters only.
+    keep = vocab_size if listed[:1] == [CHAR_EOS] else vocab_size - 1
+    if len(listed) > keep:
+        state["chars"] = listed[:keep]
+        state["vocab_size"] = vocab_size
         write_json_atomic(state_file, state)
         undone.append(str(state_file))
 

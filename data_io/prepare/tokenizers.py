@@ -34,10 +34,13 @@ from numpy.typing import NDArray
 from data_io.errors import ConfigError, InputError, TokenizerError
 
 __all__ = [
+    "CHAR_EOS",
     "CHAR_STATE_FILE",
     "TOKENIZER_FILES",
     "PrepTokenizer",
     "load_tokenizer",
+    "state_characters",
+    "write_state",
 ]
 
 CHAR_STATE_FILE = "tokenizer_state.json"
@@ -232,35 +235,52 @@ class CharTokenizer:
         return self._table[ids]
 
     def save(self, folder: Path) -> list[str]:
+        # MyPT's trainer rebuilds its char tokenizer from "token_kind" and "chars", id i being
+        # chars[i]: the EOS (id 0) is listed first under its name, a string no single
+        # character of the text can equal, so MyPT decodes it and never encodes to it.
         state = {
             "token_kind": "char",
-            "chars": self.known,
-            "first_char_id": 1,
+            "chars": [CHAR_EOS, *self.known],
+            "first_char_id": 0,
             "eos_token": CHAR_EOS,
             "eos_id": 0,
             "vocab_size": self.vocab_size,
         }
-        target = folder / CHAR_STATE_FILE
-        temporary = target.with_name(f".{target.name}.tmp")
-        temporary.write_text(json.dumps(state, ensure_ascii=False, indent=1), encoding="utf-8")
-        os.replace(temporary, target)
+        write_state(folder, state)
         return [CHAR_STATE_FILE]
 
     def decode(self, ids: list[int]) -> str:
         return "".join(CHAR_EOS if i == 0 else self.known[i - 1] for i in ids)
 
 
+def write_state(folder: Path, state: dict[str, Any]) -> None:
+    """``tokenizer_state.json`` in ``folder``, written whole or not at all."""
+    target = folder / CHAR_STATE_FILE
+    temporary = target.with_name(f".{target.name}.tmp")
+    temporary.write_text(json.dumps(state, ensure_ascii=False, indent=1), encoding="utf-8")
+    os.replace(temporary, target)
+
+
+def state_characters(chars: Any) -> list[str]:
+    """The characters of a char vocabulary (ids 1, 2, …) from a state's ``chars``: listed
+    after the EOS (this version, MyPT-readable), or alone (earlier versions, first id 1)."""
+    if not isinstance(chars, list):
+        raise ValueError("'chars' must be a list of single characters")
+    if chars and chars[0] == CHAR_EOS:
+        chars = chars[1:]
+    if not all(isinstance(c, str) and len(c) == 1 for c in chars):
+        raise ValueError("'chars' must be a list of single characters")
+    if len(set(chars)) != len(chars):
+        raise ValueError("'chars' lists a character twice")
+    return list(chars)
+
+
 def _read_char_state(path: Path) -> list[str]:
     try:
         state: Any = json.loads(path.read_text(encoding="utf-8"))
-        chars = state["chars"]
-        if not (isinstance(chars, list) and all(isinstance(c, str) and len(c) == 1 for c in chars)):
-            raise ValueError("'chars' must be a list of single characters")
-        if len(set(chars)) != len(chars):
-            raise ValueError("'chars' lists a character twice")
+        return state_characters(state["chars"])
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise InputError(
             f"{path}: unreadable char tokenizer state ({err}); restore it or prepare into a "
             "new folder"
         ) from err
-    return list(chars)

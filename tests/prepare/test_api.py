@@ -147,12 +147,12 @@ def test_char_tokenizer_mypt_style(tmp_path: Path):
     out = tmp_path / "out"
     result = run([tmp_path / "a.txt"], out, "char", val_fraction=0.0)
     state = json.loads((out / "tokenizer_state.json").read_text())
-    chars = state["chars"]
-    assert chars == sorted(set("".join(docs)))
+    chars = state["chars"]  # MyPT's: id i is chars[i], the EOS (id 0) first
+    assert chars == ["<|endoftext|>", *sorted(set("".join(docs)))]
     # uint16 although 22 ids fit uint8: later inputs may add characters, the dtype is fixed now.
-    assert result.dtype == "uint16" and result.vocab_size == len(chars) + 1
+    assert result.dtype == "uint16" and result.vocab_size == len(chars)
     got = split_documents(read_split(out, "train"), 0)
-    assert ["".join(chars[i - 1] for i in doc) for doc in got] == docs
+    assert ["".join(chars[i] for i in doc) for doc in got] == docs
     assert not (out / "tokenizer.json").exists()
 
 
@@ -167,7 +167,7 @@ def test_char_vocabulary_grows_past_uint8_on_a_later_run(tmp_path: Path):
     assert result.dtype == "uint16" and result.vocab_size > 400
     chars = json.loads((out / "tokenizer_state.json").read_text())["chars"]
     got = split_documents(read_split(out, "train"), 0)
-    assert ["".join(chars[i - 1] for i in doc) for doc in got] == [*ascii_docs, many]
+    assert ["".join(chars[i] for i in doc) for doc in got] == [*ascii_docs, many]
 
 
 def test_tokenizer_without_eos_fails_before_writing(no_eos_tokenizer: Path, tmp_path: Path):

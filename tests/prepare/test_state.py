@@ -182,10 +182,10 @@ def test_char_vocabulary_grows_without_moving_old_ids(tmp_path: Path):
     old = read_split(out, "train").tolist()
     run([tmp_path / "a.txt", tmp_path / "b.txt"], out, "char", val_fraction=0.0)
     state = json.loads((out / "tokenizer_state.json").read_text())
-    assert state["chars"][:4] == [" ", "a", "b", "c"]
+    assert state["chars"][:5] == ["<|endoftext|>", " ", "a", "b", "c"]
     docs = split_documents(read_split(out, "train"), 0)
     assert read_split(out, "train").tolist()[: len(old)] == old
-    assert "".join(state["chars"][i - 1] for i in docs[1]) == "zzz abc xyz and more text here"
+    assert "".join(state["chars"][i] for i in docs[1]) == "zzz abc xyz and more text here"
 
 
 def test_sigkill_at_the_worst_moment_is_redone_cleanly(small_tokenizer, tmp_path, corpus):

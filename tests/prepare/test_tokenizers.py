@@ -83,7 +83,8 @@ def test_char_vocabulary_sorted_with_eos_zero_and_saved(tmp_path):
     assert offsets.tolist() == [0, 4, 5, 8]
     assert tok.save(tmp_path) == [CHAR_STATE_FILE]
     state = json.loads((tmp_path / CHAR_STATE_FILE).read_text())
-    assert state["chars"] == ["\x00", "a", "b", "c", "é"] and state["eos_id"] == 0
+    assert state["chars"] == ["<|endoftext|>", "\x00", "a", "b", "c", "é"]
+    assert state["eos_id"] == 0
     assert tok.decode(final[:4].tolist()) == "bca<|endoftext|>"
 
 
@@ -97,6 +98,15 @@ def test_char_vocabulary_of_a_later_run_keeps_old_ids(tmp_path):
     second.finish()
     assert second.known == ["d", "i", "m", "a", "z"]
     assert second.remap(ids).tolist() == [5, 4, 3, 2, 0]
+
+
+def test_char_state_of_earlier_versions_without_the_eos_is_continued(tmp_path):
+    # Before MyPT's layout the EOS was not listed: chars[0] was id 1.
+    (tmp_path / CHAR_STATE_FILE).write_text('{"chars": ["a", "b"], "first_char_id": 1}')
+    tok = load_tokenizer("char", None, tmp_path)
+    ids, _ = tok.encode(["ba"])
+    tok.finish()
+    assert tok.remap(ids).tolist() == [2, 1, 0]
 
 
 def test_char_state_damaged_is_an_error(tmp_path):
