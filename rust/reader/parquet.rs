@@ -78,7 +78,7 @@ impl ParquetReader {
         };
         let loaded =
             ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(unreadable)?;
-        let loaded = without_string_views(loaded).map_err(unreadable)?;
+        let loaded = plain_strings(loaded).map_err(unreadable)?;
         let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, loaded);
         let schema = Arc::clone(builder.schema());
         let mut roots = Vec::with_capacity(3);
@@ -223,28 +223,31 @@ fn check_footer(
     Ok(())
 }
 
-/// The file's Arrow schema with `string_view` columns read as `large_string`. Arrow's view
-/// decoder reserves one 16-byte view per value a dictionary page announces before it reads
-/// any (`ViewBuffer::with_capacity(num_values)`, parquet 60.1): a corrupt page header asked
-/// for 9.5 GB in one allocation on the fuzzer's 16-core run. The offsets decoder grows with
-/// the values actually read; the rows are the same strings either way.
-fn without_string_views(
-    loaded: ArrowReaderMetadata,
-) -> parquet::errors::Result<ArrowReaderMetadata> {
+/// The file's Arrow schema with `string_view` and dictionary-of-string columns read as
+/// `large_string`, the one string type the rows are then taken from.
+///
+/// Views: Arrow's view decoder reserves one 16-byte view per value a dictionary page announces
+/// before it reads any (`ViewBuffer::with_capacity(num_values)`, parquet 60.1): a corrupt page
+/// header asked for 9.5 GB in one allocation on the fuzzer's 16-core run. The offsets decoder
+/// grows with the values actually read. Dictionaries: decoded to strings by the Parquet
+/// reader itself, instead of a cast of every batch (which needed the arrow-cast crate, a
+/// minute of the build on 2 cores). The rows are the same strings either way.
+fn plain_strings(loaded: ArrowReaderMetadata) -> parquet::errors::Result<ArrowReaderMetadata> {
     let schema = loaded.schema();
-    if !schema
-        .fields()
-        .iter()
-        .any(|f| f.data_type() == &DataType::Utf8View)
-    {
+    let plain = |dt: &DataType| match dt {
+        DataType::Utf8View => true,
+        DataType::Dictionary(_, value) => is_string_type(value),
+        _ => false,
+    };
+    if !schema.fields().iter().any(|f| plain(f.data_type())) {
         return Ok(loaded);
     }
     let fields: Vec<Field> = schema
         .fields()
         .iter()
-        .map(|f| match f.data_type() {
-            DataType::Utf8View => f.as_ref().clone().with_data_type(DataType::LargeUtf8),
-            _ => f.as_ref().clone(),
+        .map(|f| match plain(f.data_type()) {
+            true => f.as_ref().clone().with_data_type(DataType::LargeUtf8),
+            false => f.as_ref().clone(),
         })
         .collect();
     let coerced = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
@@ -285,12 +288,12 @@ impl ParquetReader {
         let next = caught(|| self.inner.next())
             .unwrap_or_else(|message| Some(Err(arrow_schema::ArrowError::ParquetError(message))));
         match next? {
-            Ok(batch) => Some(ParquetBatch::new(
+            Ok(batch) => Some(Ok(ParquetBatch::new(
                 Arc::clone(&self.path),
                 self.rows_done,
                 &batch,
                 self.columns,
-            )),
+            ))),
             Err(arrow_error) => match contained(|| RawRows::open(&self.path, self.rows_done)) {
                 Ok(raw) => {
                     self.raw = Some(Box::new(raw));
@@ -560,27 +563,14 @@ pub struct ParquetBatch {
 }
 
 impl ParquetBatch {
-    fn new(
-        path: Arc<PathBuf>,
-        first_row: u64,
-        batch: &RecordBatch,
-        positions: [usize; 3],
-    ) -> Result<Self> {
-        let column = |k: usize| -> Result<ArrayRef> {
-            let array = batch.column(positions[k]);
-            match array.data_type() {
-                // Dictionary-encoded strings are decoded once per batch into plain strings.
-                DataType::Dictionary(_, _) => arrow_cast::cast(array, &DataType::LargeUtf8)
-                    .map_err(|e| Error::bad_file(&path, format!("column \"{}\": {e}", FIELDS[k]))),
-                _ => Ok(Arc::clone(array)),
-            }
-        };
-        let columns = [column(0)?, column(1)?, column(2)?];
-        Ok(ParquetBatch {
+    /// Dictionary and view columns were read as `large_string` (`plain_strings`).
+    fn new(path: Arc<PathBuf>, first_row: u64, batch: &RecordBatch, positions: [usize; 3]) -> Self {
+        let columns = positions.map(|p| Arc::clone(batch.column(p)));
+        ParquetBatch {
             path,
             first_row,
             columns,
-        })
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -819,7 +809,11 @@ mod tests {
         let chunk = file.metadata().row_group(0).column(leaf).clone();
         let start = chunk.dictionary_page_offset().expect("a dictionary page") as usize;
         let mut bytes = std::fs::read(path).unwrap();
-        assert_eq!(&bytes[start..start + 2], &[0x15, 0x04], "a dictionary page header");
+        assert_eq!(
+            &bytes[start..start + 2],
+            &[0x15, 0x04],
+            "a dictionary page header"
+        );
         let varint_end = |mut at: usize| {
             while bytes[at] & 0x80 != 0 {
                 at += 1;
@@ -883,12 +877,20 @@ mod tests {
             with_dictionary_count(&path, 2, i32::MAX);
             let reader = ParquetReader::open(&path, 8, ByteProgress::none()).unwrap();
             let results: Vec<_> = reader.collect();
-            let err = results.last().unwrap().as_ref().err().expect("an error ends it");
+            let err = results
+                .last()
+                .unwrap()
+                .as_ref()
+                .err()
+                .expect("an error ends it");
             assert!(
                 err.to_string().contains("cannot decode rows after row 0"),
                 "view {view}: {err}"
             );
-            assert!(results.iter().all(|r| r.is_err()), "no row of the damaged group");
+            assert!(
+                results.iter().all(|r| r.is_err()),
+                "no row of the damaged group"
+            );
         }
     }
 
