@@ -85,7 +85,9 @@ def _run(argv: list[str] | None) -> int:
 
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        _take_dotted_overrides(parser, args, argv, unknown)
     try:
         return int(args.run(args) or 0)
     except DataIoError as exc:
@@ -101,6 +103,27 @@ def _run(argv: list[str] | None) -> int:
     except KeyboardInterrupt:
         print(f"data_io {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _take_dotted_overrides(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str], unknown: list[str]
+) -> None:
+    """KempnerForge's ``--section.key=value`` overrides, for the commands that read a loader
+    config (they set ``dotted_overrides`` to the name of their overrides list): argparse takes
+    them for unknown options. Anything else unknown is the usual argparse error."""
+    target = getattr(args, "dotted_overrides", None)
+    # After an option argparse does not know, it leaves the plain key=value ones unparsed too.
+    dotted = [a for a in unknown if "." in a.split("=", 1)[0] and not a.startswith("---")]
+    if target is None or len(dotted) != len(unknown):
+        hint = (
+            "; a config override is --section.key=value (loader-check, pack)"
+            if any(a.startswith("--") and "." in a for a in unknown)
+            else ""
+        )
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+    given = set(getattr(args, target)) | set(dotted)
+    # In the order they were typed: a later override of the same key wins.
+    setattr(args, target, [a for a in argv if a in given])
 
 
 def exit_quietly_on_closed_stdout(command: Callable[[], int]) -> int:

@@ -10,6 +10,7 @@ config                                   dataset                            orde
 ``... + data.hf_streaming``              ``StreamingHuggingFaceDataset``    (its own streams)
 ``data.datasets`` (token sources)        ``MixtureDataset`` of the above    ``MixtureOrder``
 ``data.datasets`` (``type: tokenized``)  ``TokenizedRowsDataset``           ``ShuffledOrder``
+``... + streaming: true``                ``StreamingTokenizedRowsDataset``  (its own streams)
 =======================================  =================================  =================
 
 Windows are ``train.seq_len + 1`` tokens (input and label shift), so batches hold ``seq_len``.
@@ -30,6 +31,7 @@ from data_io.load.config import (
     LoaderConfig,
     data_seed,
     phase_dicts,
+    ring_multiple,
     source_name,
 )
 from data_io.load.dataloader import StatefulLoader
@@ -129,10 +131,17 @@ class TokenizerFacts:
 
 
 def shard_dataset(
-    data: DataConfig, tok: TokenizerFacts, path: str, pattern: str, window: int
+    data: DataConfig,
+    tok: TokenizerFacts,
+    path: str,
+    pattern: str,
+    window: int,
+    dtype: tuple[str | None, str] | None = None,
 ) -> Any:
+    """``dtype``: (the .bin dtype, the config key that gave it); default ``data.dtype``."""
     folder = Path(path).expanduser()
     declared = read_declarations(folder) if folder.is_dir() else Declarations()
+    bin_dtype, dtype_key = dtype if dtype is not None else (data.dtype, "data.dtype")
     return MemoryMappedDataset(
         path,
         window,
@@ -143,6 +152,8 @@ def shard_dataset(
         cu_seqlens=data.cu_seqlens,
         vocab_size=tok.vocab_for(declared),
         declared=declared,  # read once for the folder
+        dtype=bin_dtype,
+        dtype_key=dtype_key,
     )
 
 
@@ -177,10 +188,17 @@ def hf_text_dataset(
     return HuggingFaceDataset(name, window, tokenizer, cache_dir=data.cache_dir or None, **options)
 
 
-def _token_source(data: DataConfig, tok: TokenizerFacts, source: DatasetSource, window: int) -> Any:
+def _token_source(
+    data: DataConfig, tok: TokenizerFacts, source: DatasetSource, window: int, index: int
+) -> Any:
     if source.path:
+        dtype = (
+            (source.dtype, f"data.datasets[{index}].dtype")
+            if source.dtype is not None
+            else (data.dtype, "data.dtype")
+        )
         return shard_dataset(
-            data, tok, source.path, source.file_pattern or data.file_pattern, window
+            data, tok, source.path, source.file_pattern or data.file_pattern, window, dtype
         )
     assert source.hf_name is not None
     split = source.hf_split or data.hf_dataset_split
@@ -190,7 +208,6 @@ def _token_source(data: DataConfig, tok: TokenizerFacts, source: DatasetSource, 
 def tokenized_rows_dataset(config: LoaderConfig, **overrides: Any) -> Any:
     """The ``TokenizedRowsDataset`` of a config whose sources are ``type: tokenized`` (the one
     place both ``build_dataloader`` and ``data_io pack`` make it, so they share the cache)."""
-    from data_io.load.rows import RowSource
     from data_io.load.tokenized_rows import TokenizedRowsDataset
 
     data = config.data
@@ -204,19 +221,12 @@ def tokenized_rows_dataset(config: LoaderConfig, **overrides: Any) -> Any:
             "data.datasets must be tokenized-row sources (type: tokenized, or files such as "
             ".jsonl/.parquet, or any source when sample_packing_method is set)"
         )
-    sources = [
-        RowSource(
-            path=s.path,
-            split=s.split,
-            data_files=s.data_files,
-            revision=s.revision,
-            select_columns=s.select_columns or data.select_columns,
-            max_seq_len=s.max_seq_len,
-            storage_options=s.storage_options,
-            name=source_name(s),
+    sources = row_sources(config)
+    if any(s.streaming for s in sources):
+        raise ConfigError(
+            "the sources have streaming: true: a stream is read as it is trained on, so there is "
+            "no plan to precompute or cache; build the loader (build_dataloader) instead"
         )
-        for s in data.datasets
-    ]
     options: dict[str, Any] = {
         "sample_packing_method": data.sample_packing_method,
         "sample_packing_sequence_len": data.sample_packing_sequence_len,
@@ -225,8 +235,50 @@ def tokenized_rows_dataset(config: LoaderConfig, **overrides: Any) -> Any:
         "shuffle": data.shuffle,
         # Every id is checked against the vocabulary the config or its tokenizer names.
         "vocab_size": TokenizerFacts(data).vocab_size,
+        "ring_multiple": ring_multiple(config.train),
     }
     return TokenizedRowsDataset(sources, **(options | overrides))
+
+
+def row_sources(config: LoaderConfig) -> list[Any]:
+    """The ``RowSource`` of each ``type: tokenized`` entry of ``data.datasets``."""
+    from data_io.load.rows import RowSource
+
+    data = config.data
+    return [
+        RowSource(
+            path=s.path,
+            split=s.split,
+            data_files=s.data_files,
+            revision=s.revision,
+            select_columns=s.select_columns or data.select_columns,
+            max_seq_len=s.max_seq_len,
+            storage_options=s.storage_options,
+            name=s.name or None,
+            data_dir=s.data_dir,
+            trust_remote_code=s.trust_remote_code,
+            streaming=s.streaming,
+            token=s.token,
+            metrics_name=source_name(s),
+        )
+        for s in data.datasets
+    ]
+
+
+def streaming_rows_dataset(config: LoaderConfig, rank: int, world_size: int) -> Any:
+    """The ``StreamingTokenizedRowsDataset`` of a config whose sources all stream."""
+    from data_io.load.rows_stream import StreamingTokenizedRowsDataset
+
+    data = config.data
+    assert data.sample_packing_sequence_len is not None  # config validation: sequential packing
+    return StreamingTokenizedRowsDataset(
+        row_sources(config),
+        sample_packing_sequence_len=data.sample_packing_sequence_len,
+        rank=rank,
+        world_size=world_size,
+        vocab_size=TokenizerFacts(data).vocab_size,
+        ring_multiple=ring_multiple(config.train),
+    )
 
 
 def build_data(config: LoaderConfig, rank: int = 0, world_size: int = 1) -> BuiltData:
@@ -235,12 +287,15 @@ def build_data(config: LoaderConfig, rank: int = 0, world_size: int = 1) -> Buil
     window = train.seq_len + 1
     tok = TokenizerFacts(data)
     seed, shuffle = data_seed(config), data.shuffle
+    if data.datasets and data.datasets[0].type == "tokenized" and data.datasets[0].streaming:
+        stream = streaming_rows_dataset(config, rank, world_size)
+        return BuiltData(stream, None, None, "tokenized-streaming")
     if data.datasets and data.datasets[0].type == "tokenized":
         dataset = tokenized_rows_dataset(config)
         return BuiltData(dataset, ShuffledOrder(len(dataset), seed, shuffle), None, "tokenized")
     if data.datasets:
         names = [source_name(s) for s in data.datasets]
-        parts = [_token_source(data, tok, s, window) for s in data.datasets]
+        parts = [_token_source(data, tok, s, window, i) for i, s in enumerate(data.datasets)]
         phases = resolve_phases(
             names,
             [s.weight for s in data.datasets],

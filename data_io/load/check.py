@@ -203,7 +203,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("config", type=Path, help="the .toml/.yaml config")
     parser.add_argument(
-        "overrides", nargs="*", help="OmegaConf dotlist overrides, e.g. data.num_workers=0"
+        "overrides",
+        nargs="*",
+        help="overrides of config keys: data.num_workers=0, or KempnerForge's "
+        "--data.num_workers=0; an unknown key is an error naming it",
     )
     parser.add_argument("--rank", type=int, default=0, help="the rank to build")
     parser.add_argument("--world-size", type=int, default=1, help="ranks in the job")
@@ -214,4 +217,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--workers", type=int, default=None, help="override data.num_workers for this check"
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.set_defaults(run=_run)
+    # cli.py hands --section.key=value arguments (unknown options to argparse) to this list.
+    parser.set_defaults(run=_run, dotted_overrides="overrides")

@@ -1,8 +1,9 @@
 """The loader's typed configuration: KempnerForge's ``[data]``/``[eval]``, xorl's ``datasets:``.
 
 ``LoaderConfig`` holds ``data`` (``DataConfig``), ``eval`` (``EvalConfig``) and ``train``
-(``TrainSection``: the three ``[train]`` fields a loader needs: ``batch_size``, ``seq_len``,
-``seed``). Field names and defaults are the seeds'; data_io's additions are marked below.
+(``TrainSection``: the ``[train]`` fields a loader needs: ``batch_size``, ``seq_len``,
+``seed``, and xorl's ``ringattn_parallel_size``/``ulysses_parallel_size``). Field names and
+defaults are the seeds'; data_io's additions are marked below.
 ``load_config`` reads TOML or YAML and applies OmegaConf dotlist overrides
 (``data.datasets.0.weight=2``). Inside ``data``/``eval`` an unknown key or a value of the wrong
 type is an error naming the key; other sections of a job file (``[model]``, ``[optimizer]``...)
@@ -20,7 +21,7 @@ from typing import Any
 
 import yaml
 from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from data_io.errors import ConfigError
 
@@ -43,17 +44,26 @@ class DatasetSource:
 
     path: str = ""  # pre-tokenized shard directory; for type="tokenized", the rows
     weight: float = 1.0  # relative sampling weight, > 0
-    name: str = ""  # for metrics and phase weights; derived from path/hf_name if empty
+    # KempnerForge (token sources): the name for metrics and phase weights (derived from
+    # path/hf_name if empty). xorl (type: tokenized): the Hub config name given to
+    # datasets.load_dataset, as in xorl; such a source's metrics name is metrics_name.
+    name: str = ""
     hf_name: str | None = None  # HF dataset id (eager, tokenized into the cache)
     hf_config: str | None = None
     # data_io additions
     file_pattern: str | None = None  # overrides data.file_pattern for this source
     hf_split: str | None = None  # overrides data.hf_dataset_split
+    dtype: str | None = None  # token dtype of this source's raw .bin shards (overrides data.dtype)
     # xorl's tokenized rows ({input_ids, labels}); these follow datasets.load_dataset
     type: str = ""  # "" (shards or HF text) or "tokenized"
+    metrics_name: str = ""  # a tokenized source's name in summaries and metrics (default: path)
     split: str = "train"
+    data_dir: str | None = None
     data_files: list[str] | None = None
     revision: str | None = None
+    trust_remote_code: bool | None = None
+    streaming: bool = False
+    token: str | None = None  # a Hub token (default: the one `hf auth login` saved)
     max_seq_len: int | None = None
     select_columns: list[str] | None = None
     storage_options: dict[str, Any] | None = None  # fsspec options for s3://, gs://, abfs://
@@ -70,6 +80,9 @@ class TrainingPhase:
 class DataConfig:
     dataset_path: str = ""
     file_pattern: str = "*.npy"
+    # data_io's: the token dtype of raw .bin shards (uint16, uint32...), when their folder's
+    # metadata does not declare it: KempnerForge guesses it from the file size, data_io never.
+    dtype: str | None = None
     tokenizer_path: str = ""
     num_workers: int = 4
     pin_memory: bool = True
@@ -118,6 +131,10 @@ class TrainSection:
     batch_size: int = 8  # per-device micro-batch
     seq_len: int = 2048  # tokens per sequence (windows of seq_len + 1 are read)
     seed: int = 42
+    # xorl's train: keys that shape tokenized rows: above 1, every row of an item is padded to
+    # a multiple of 2 x ringattn_parallel_size x ulysses_parallel_size (ring attention's split).
+    ringattn_parallel_size: int = 1
+    ulysses_parallel_size: int = 1
 
 
 @dataclass
@@ -169,8 +186,8 @@ def config_from_dict(raw: Mapping[str, Any], where: str = "config") -> LoaderCon
     picked = {
         "data": _xorl_sources(_section(raw, "data", where)),
         "eval": _section(raw, "eval", where),
-        # The trainer's [train] has many keys; the loader reads these three.
-        "train": {k: train[k] for k in ("batch_size", "seq_len", "seed") if k in train},
+        # The trainer's [train] has many keys; the loader reads these.
+        "train": {k: train[k] for k in TrainSection.__dataclass_fields__ if k in train},
     }
     try:
         merged = OmegaConf.merge(OmegaConf.structured(LoaderConfig), picked)
@@ -188,9 +205,27 @@ def _looks_like_rows(path: str) -> bool:
     return "://" in path or Path(path.split("?", 1)[0]).suffix.lower() in FORMATS
 
 
+# Keys of a source that only xorl's tokenized rows have (KempnerForge's are path, weight, name,
+# hf_name, hf_config).
+_XORL_ONLY = (
+    "split",
+    "data_dir",
+    "data_files",
+    "revision",
+    "trust_remote_code",
+    "streaming",
+    "token",
+    "max_seq_len",
+    "select_columns",
+    "storage_options",
+    "metrics_name",
+)
+
+
 def _xorl_sources(data: dict[str, Any]) -> dict[str, Any]:
     """xorl's shorthand, read as it is: a source given as a bare path, and a source without
-    ``type`` that is a rows file or URI, or any source when ``sample_packing_method`` is set
+    ``type`` that is a rows file or URI, sets a load_dataset keyword only xorl has
+    (``data_files``, ``revision``...), or any source when ``sample_packing_method`` is set
     (only tokenized rows are packed), is ``type: tokenized``."""
     sources = data.get("datasets")
     if not isinstance(sources, list):
@@ -209,7 +244,9 @@ def _xorl_sources(data: dict[str, Any]) -> dict[str, Any]:
             )
         if isinstance(entry, Mapping) and "type" not in entry and not entry.get("hf_name"):
             path = str(entry.get("path", ""))
-            if packing or (path and _looks_like_rows(path)):
+            # A load_dataset keyword (data_files, revision...) is xorl's: so is the source.
+            xorl_keys = any(k in entry for k in _XORL_ONLY)
+            if packing or xorl_keys or (path and _looks_like_rows(path)):
                 entry = {**entry, "type": "tokenized"}
         normalised.append(entry)
     return {**data, "datasets": normalised}
@@ -240,7 +277,10 @@ def apply_overrides(
                     f"override {item!r} is not KEY=VALUE (e.g. data.num_workers=2 or "
                     "--data.num_workers=2)"
                 )
-            OmegaConf.update(base, key, yaml.safe_load(value), merge=True)
+            try:
+                OmegaConf.update(base, key, yaml.safe_load(value), merge=True)
+            except (ConfigKeyError, ConfigAttributeError) as err:
+                raise _unknown_override(item, key) from err
         merged = OmegaConf.to_object(base)
     except OmegaConfBaseException as err:
         raise _omegaconf_error(f"{where} with overrides", err) from err
@@ -248,8 +288,26 @@ def apply_overrides(
     return merged.validate()
 
 
+def _unknown_override(item: str, key: str) -> ConfigError:
+    """An override naming a key the config does not have: say which, and what there is."""
+    section, _, rest = key.partition(".")
+    kinds = {"data": DataConfig, "eval": EvalConfig, "train": TrainSection}
+    if section not in kinds:
+        known = f"sections are {', '.join(kinds)} (the trainer's others are not the loader's)"
+    elif "." in rest:
+        known = "see the keys of that table"
+    else:
+        known = f"[{section}] keys are {', '.join(kinds[section].__dataclass_fields__)}"
+    return ConfigError(f"override {item!r}: unknown key {key}; {known}")
+
+
 def source_name(source: DatasetSource) -> str:
-    """The source's name, or one derived from its path or HF id."""
+    """The source's name, or one derived from its path or HF id. A tokenized (xorl) source's
+    ``name`` is its Hub config, as in xorl, so its own name is ``metrics_name``."""
+    if source.type == "tokenized":
+        if source.metrics_name:
+            return source.metrics_name
+        return f"{source.path} ({source.name})" if source.name else source.path
     if source.name:
         return source.name
     if source.path:
@@ -294,11 +352,97 @@ def _validate(config: LoaderConfig) -> None:
         raise ConfigError("data.position_ids/data.cu_seqlens need data.pack_sequences = true")
     if data.hf_streaming and not data.hf_dataset_name:
         raise ConfigError("data.hf_streaming needs data.hf_dataset_name")
+    _check_dtype("data.dtype", data.dtype)
+    _validate_ring(config)
     _validate_sources(data)
     if ev.enabled and not (ev.dataset_path or ev.hf_dataset_name):
         raise ConfigError("eval.enabled needs eval.dataset_path or eval.hf_dataset_name")
     if ev.dataset_path and ev.hf_dataset_name:
         raise ConfigError("eval.dataset_path and eval.hf_dataset_name are exclusive")
+
+
+def _check_dtype(key: str, value: str | None) -> None:
+    from data_io.load.shard_metadata import TOKEN_DTYPES
+
+    if value is not None and value not in TOKEN_DTYPES:
+        raise ConfigError(
+            f"{key} must be one of {', '.join(TOKEN_DTYPES)} (the dtype the .bin shards were "
+            f"written with), got {value!r}"
+        )
+
+
+def ring_multiple(train: TrainSection) -> int:
+    """What every tokenized row is padded to a multiple of: 2 x ring x ulysses, or 1 (no ring
+    attention: rows are not padded)."""
+    ring, ulysses = train.ringattn_parallel_size, train.ulysses_parallel_size
+    return 2 * ring * ulysses if ring > 1 else 1
+
+
+def _validate_ring(config: LoaderConfig) -> None:
+    train, data = config.train, config.data
+    _positive("train.ringattn_parallel_size", train.ringattn_parallel_size)
+    _positive("train.ulysses_parallel_size", train.ulysses_parallel_size)
+    multiple = ring_multiple(train)
+    capacity = data.sample_packing_sequence_len
+    if multiple > 1 and capacity is not None and capacity % multiple:
+        raise ConfigError(
+            f"data.sample_packing_sequence_len={capacity} is not a multiple of "
+            f"2 x train.ringattn_parallel_size x train.ulysses_parallel_size = {multiple}; ring "
+            f"attention splits every document of a bin, and the bin, into {multiple} equal "
+            f"chunks: use a multiple of {multiple} (e.g. {-(-capacity // multiple) * multiple})"
+        )
+
+
+# Keys that only a tokenized (xorl) source reads, and only a token (KempnerForge) source reads.
+_ROWS_ONLY = ("metrics_name", "data_dir", "trust_remote_code", "streaming", "token")
+_TOKENS_ONLY = ("dtype", "file_pattern", "hf_name", "hf_config", "hf_split")
+
+
+def _validate_kind_keys(where: str, source: DatasetSource) -> None:
+    defaults = DatasetSource()
+    tokenized = source.type == "tokenized"
+    wrong = [
+        k
+        for k in (_TOKENS_ONLY if tokenized else _ROWS_ONLY)
+        if getattr(source, k) != getattr(defaults, k)
+    ]
+    if not wrong:
+        return
+    if tokenized:
+        raise ConfigError(
+            f"{where}: {', '.join(wrong)} belong(s) to shard/HF-text sources, and this source is "
+            "type: tokenized (rows of input_ids and labels); remove the key(s)"
+        )
+    hint = (
+        "; a KempnerForge source is named by name"
+        if "metrics_name" in wrong
+        else "; KempnerForge streams HF text with data.hf_streaming"
+        if "streaming" in wrong
+        else ""
+    )
+    raise ConfigError(
+        f"{where}: {', '.join(wrong)} belong(s) to tokenized-row sources (type: tokenized, "
+        f"xorl's load_dataset keys), and this source is a token source{hint}"
+    )
+
+
+def _validate_streaming(data: DataConfig) -> None:
+    flags = [s.streaming for s in data.datasets if s.type == "tokenized"]
+    if not any(flags):
+        return
+    if not all(flags):
+        raise ConfigError(
+            "data.datasets: some tokenized sources have streaming: true and others not; a "
+            "loader is either a stream or a map-style dataset: set streaming on every source "
+            "or on none"
+        )
+    if data.sample_packing_method != "sequential":
+        raise ConfigError(
+            f"streaming: true needs data.sample_packing_method: sequential (got "
+            f"{data.sample_packing_method!r}): a stream is packed in the order it is read; "
+            "multipack needs every row's length up front, and unpacked items need the longest "
+            "row's"
+        )
 
 
 def _validate_sources(data: DataConfig) -> None:
@@ -312,6 +456,8 @@ def _validate_sources(data: DataConfig) -> None:
         where = f"data.datasets[{i}]"
         if source.type not in ("", "tokenized"):
             raise ConfigError(f"{where}.type must be 'tokenized' or unset, got {source.type!r}")
+        _validate_kind_keys(where, source)
+        _check_dtype(f"{where}.dtype", source.dtype)
         if source.type == "tokenized":
             if not source.path:
                 raise ConfigError(f"{where}: a tokenized source needs path")
@@ -322,11 +468,13 @@ def _validate_sources(data: DataConfig) -> None:
         if not source.weight > 0:
             raise ConfigError(f"{where}.weight must be > 0, got {source.weight}")
         _positive(f"{where}.max_seq_len", source.max_seq_len)
+    _validate_streaming(data)
     names = [source_name(s) for s in data.datasets]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise ConfigError(
-            f"data.datasets: several sources are named {duplicates}; give each a unique name"
+            f"data.datasets: several sources are named {duplicates}; give each a unique name "
+            "(name; metrics_name for a type: tokenized source)"
         )
     if (data.phases or data.anneal_start_step or data.anneal_weights) and not data.datasets:
         raise ConfigError("data.phases/data.anneal_* weight the sources of data.datasets; add them")

@@ -33,6 +33,7 @@ from torch.utils.data import DataLoader, IterableDataset, default_collate
 
 from data_io.errors import ConfigError
 from data_io.load.batching import BatchedView, first
+from data_io.load.dataset_state import MapDatasetState, bind_loader
 from data_io.load.mixture import dataset_fingerprint
 from data_io.load.samplers import MixtureOrder, ShuffledOrder, differences, resolve_rank
 
@@ -128,6 +129,9 @@ class StatefulLoader:
         self.tokens_per_source = np.zeros(len(self.names or [None]), dtype=np.int64)
         self._pending: deque[dict[str, Any]] = deque()
         self._batch_step: int | None = None  # step of the batch last handed out
+        if isinstance(dataset, MapDatasetState):
+            # dataset.state_dict()/load_state_dict() (KempnerForge's interface) delegate here.
+            bind_loader(dataset, self)
 
     @functools.cached_property
     def fingerprint(self) -> str:

@@ -55,6 +55,7 @@ from data_io.encoder import TextEncoder
 from data_io.errors import ConfigError, InputError
 from data_io.fs import publish_mode
 from data_io.hub import hub_unreachable, offline_by_environment
+from data_io.load.dataset_state import MapDatasetState
 from data_io.load.shards import MemoryMappedDataset, _require_int, pack_window
 from data_io.stale import remove_dead_siblings, temporary_prefix
 
@@ -412,7 +413,7 @@ def _publish(built: Path, folder: Path, key: str) -> None:
         shutil.rmtree(built, ignore_errors=True)
 
 
-class HuggingFaceDataset(Dataset):
+class HuggingFaceDataset(MapDatasetState, Dataset):
     """Map-style windows over a text dataset tokenized once into cached flat shards."""
 
     def __init__(

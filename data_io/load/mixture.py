@@ -18,6 +18,7 @@ from torch.utils.data import Dataset
 
 from data_io.errors import ConfigError
 from data_io.load.batching import collate_items, cu_seqlens_from_doc_ids, new_batch_tensor
+from data_io.load.dataset_state import MapDatasetState
 
 __all__ = ["MixtureDataset", "dataset_fingerprint"]
 
@@ -38,7 +39,7 @@ def _shape_of(dataset: Any, name: str) -> dict[str, tuple[int, ...]]:
     return {k: tuple(v.shape) for k, v in sample.items() if k != "cu_seqlens"}
 
 
-class MixtureDataset(Dataset):
+class MixtureDataset(MapDatasetState, Dataset):
     """The concatenation of ``datasets``, named ``names`` (for metrics and phase weights)."""
 
     def __init__(self, datasets: Sequence[Any], names: Sequence[str] | None = None) -> None:

@@ -33,6 +33,12 @@ def register(subparsers: Any) -> None:
     )
     pack.add_argument("config", metavar="CONFIG", help="YAML file with a data: section")
     pack.add_argument(
+        "overrides",
+        nargs="*",
+        help="overrides of config keys: data.sample_packing_sequence_len=4096, or "
+        "KempnerForge's --data.sample_packing_sequence_len=4096",
+    )
+    pack.add_argument(
         "--dataset-prepared-path",
         metavar="DIR",
         default=None,
@@ -40,7 +46,8 @@ def register(subparsers: Any) -> None:
         "$XDG_CACHE_HOME/data_io/prepared_rows, i.e. ~/.cache/data_io/prepared_rows)",
     )
     pack.add_argument("--json", action="store_true", help="print the full summary as JSON")
-    pack.set_defaults(run=_run_pack)
+    # cli.py hands --section.key=value arguments (unknown options to argparse) to this list.
+    pack.set_defaults(run=_run_pack, dotted_overrides="overrides")
 
     export = subparsers.add_parser(
         "export-rows",
@@ -61,7 +68,7 @@ def _run_pack(args: argparse.Namespace) -> int:
     from data_io.load.config import load_config
 
     # The loader's own reading of the config: `pack` fills the cache build_dataloader reads.
-    config = load_config(Path(args.config))
+    config = load_config(Path(args.config), args.overrides)
     overrides = {}
     if args.dataset_prepared_path is not None:
         overrides["dataset_prepared_path"] = args.dataset_prepared_path

@@ -16,6 +16,12 @@ Where a source can be:
 * a Hub id (``org/name``) with ``split`` and ``revision``;
 * ``s3://``, ``gs://``, ``abfs://``, ``http(s)://`` through ``datasets``/``fsspec``, with
   ``storage_options`` (credentials, ``endpoint_url``, ...).
+
+As in xorl, an entry's keys are ``datasets.load_dataset`` arguments: ``name`` is the Hub config
+name (not a label: the label is ``metrics_name``), and ``data_dir``, ``revision``,
+``trust_remote_code``, ``token`` and ``streaming`` are passed on. A local folder with ``name`` or
+``data_dir`` is read by ``load_dataset(folder, name, data_dir=...)``, which understands a Hub
+repo's layout (README configs, ``data/``), exactly as the Hub id would be.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +49,7 @@ __all__ = [
     "RowStats",
     "check_rows",
     "open_source",
+    "open_stream",
     "source_fingerprint",
 ]
 
@@ -72,11 +79,16 @@ class RowSource:
     select_columns: tuple[str, ...] | None = None
     max_seq_len: int | None = None
     storage_options: dict[str, Any] | None = None
-    name: str | None = None
+    name: str | None = None  # the Hub config name (load_dataset's ``name``), as in xorl
     type: str = "tokenized"
+    data_dir: str | None = None
+    trust_remote_code: bool | None = None
+    streaming: bool = False
+    token: str | None = None  # a Hub token; never in fingerprints or summaries
+    metrics_name: str | None = None  # how summaries and messages name the source
 
     def __post_init__(self) -> None:
-        where = f"dataset source {self.name or self.path!r}"
+        where = f"dataset source {self.label!r}"
         if not isinstance(self.path, str) or not self.path:
             raise ConfigError(f"{where}: 'path' must be a non-empty string, got {self.path!r}")
         if self.type != "tokenized":
@@ -116,6 +128,14 @@ class RowSource:
             raise ConfigError(
                 f"{where}: 'storage_options' must be a mapping, got {self.storage_options!r}"
             )
+        for key in ("name", "data_dir", "revision", "token", "metrics_name"):
+            value = getattr(self, key)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ConfigError(f"{where}: {key!r} must be a non-empty string, got {value!r}")
+        for key in ("trust_remote_code", "streaming"):
+            value = getattr(self, key)
+            if value is not None and not isinstance(value, bool):
+                raise ConfigError(f"{where}: {key!r} must be true or false, got {value!r}")
 
     @classmethod
     def from_mapping(cls, raw: Any, where: str) -> RowSource:
@@ -138,14 +158,32 @@ class RowSource:
     @property
     def label(self) -> str:
         """How messages and summaries name this source."""
-        return self.name or self.path
+        if self.metrics_name:
+            return self.metrics_name
+        return f"{self.path} ({self.name})" if self.name else self.path
 
     def options(self) -> dict[str, Any]:
-        """Every field, JSON-able (part of the fingerprint). Storage options are left out:
-        they hold credentials, and they say how to reach the data, not what it is."""
+        """Every field, JSON-able (part of the fingerprint). Storage options and the token are
+        left out: they hold credentials, and they say how to reach the data, not what it is."""
         values = asdict(self)
         values.pop("storage_options")
+        values.pop("token")
         return {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
+
+    def load_kwargs(self) -> dict[str, Any]:
+        """The ``datasets.load_dataset`` arguments this entry sets (xorl's pass-through), the
+        unset ones left out so that datasets' own defaults apply."""
+        kwargs = {
+            "name": self.name,
+            "data_dir": self.data_dir,
+            "revision": self.revision,
+            "token": self.token,
+            "trust_remote_code": self.trust_remote_code,
+        }
+        out = {k: v for k, v in kwargs.items() if v is not None}
+        if self.streaming:
+            out["streaming"] = True
+        return out
 
 
 @dataclass(frozen=True)
@@ -234,6 +272,13 @@ def _load_files(source: RowSource, files: list[str], cache_dir: str | None):
             "DatasetDicts; rows read from files form the split 'train' (remove 'split', or "
             "list the files of that split in data_files)"
         )
+    if source.name is not None or source.data_dir is not None:
+        key = "name" if source.name is not None else "data_dir"
+        raise ConfigError(
+            f"source {source.label!r}: {key} selects a config or sub-folder of a dataset "
+            f"repository (load_dataset's {key}), and {', '.join(files[:3])} are plain files: "
+            f"remove {key}, or point path at the dataset's folder or Hub id"
+        )
     builder = _one_builder(files, source)
     _empty_file_error(source, files)
     try:
@@ -243,6 +288,7 @@ def _load_files(source: RowSource, files: list[str], cache_dir: str | None):
             split="train",
             cache_dir=cache_dir,
             storage_options=_storage(source),
+            streaming=source.streaming,
         )
     except StopIteration as err:  # datasets' way of saying "no rows at all"
         raise InputError(
@@ -284,7 +330,34 @@ def _load_saved(source: RowSource, where: str, cache_dir: str | None):
             f"(it holds {' or '.join(_SAVED_MARKERS)}) but cannot be opened "
             f"({type(err).__name__}: {err}); re-save it, or remove the marker to read its files"
         ) from err
-    return _pick_split(source, loaded, where)
+    picked = _pick_split(source, loaded, where)
+    # Its Arrow files become the stream's shards (one per file), read in order.
+    return picked.to_iterable_dataset() if source.streaming else picked
+
+
+@quiet_off_terminal
+def _load_repo_folder(source: RowSource, root: str, cache_dir: str | None):
+    """A local copy of a dataset repository, read the way its Hub id is (``name`` picks a README
+    config, ``data_dir`` a sub-folder): the same load_dataset call, without a network."""
+    import datasets
+
+    kwargs = source.load_kwargs()
+    kwargs.pop("revision", None)  # a local folder has no revisions
+    try:
+        return datasets.load_dataset(
+            root,
+            split=source.split,
+            data_files=list(source.data_files) if source.data_files else None,
+            cache_dir=cache_dir,
+            **kwargs,
+        )
+    except (OSError, ValueError, TypeError, pa.ArrowException) as err:
+        raise InputError(
+            f"source {source.label!r}: load_dataset({root!r}, name={source.name!r}, "
+            f"data_dir={source.data_dir!r}, split={source.split!r}) failed "
+            f"({type(err).__name__}: {err}); check name (a config of the folder's README), "
+            "data_dir and split"
+        ) from err
 
 
 def _discover(source: RowSource, root: str, fs: Any) -> list[str]:
@@ -311,6 +384,11 @@ def _load_folder(source: RowSource, root: str, fs: Any, cache_dir: str | None):
     base = root.rstrip("/")
     if source.data_files is None and any(fs.isfile(f"{base}/{m}") for m in _SAVED_MARKERS):
         return _load_saved(source, root, cache_dir)
+    # A config, a sub-folder or a split other than train: a local copy of a Hub repository
+    # (hf download), read by load_dataset as its Hub id would be.
+    repo_keys = source.name is not None or source.data_dir is not None or source.split != "train"
+    if not _scheme(root) and repo_keys:
+        return _load_repo_folder(source, root, cache_dir)
     files = _discover(source, root, fs)
     # fsspec lists remote files without their protocol: give it back to datasets.
     scheme = _scheme(root)
@@ -384,9 +462,9 @@ def _load_hub(source: RowSource, cache_dir: str | None):
         loaded = datasets.load_dataset(
             source.path,
             split=source.split,
-            revision=source.revision,
             data_files=list(source.data_files) if source.data_files else None,
             cache_dir=cache_dir,
+            **source.load_kwargs(),  # name, data_dir, revision, trust_remote_code, streaming...
         )
     except ConnectionError as err:
         raise InputError(
@@ -468,6 +546,11 @@ def open_source(source: RowSource, *, cache_dir: str | None = None):
     Kept: ``select_columns`` when given, else ``input_ids`` and ``labels``. Not validated here
     (``check_rows`` does that), so that a cached plan can skip the pass over the tokens.
     """
+    if source.streaming:
+        raise ConfigError(
+            f"source {source.label!r} has streaming: true; a stream is read by "
+            "StreamingTokenizedRowsDataset (build_dataloader picks it when every source streams)"
+        )
     dataset = _load(source, cache_dir)
     columns = list(source.select_columns or REQUIRED_COLUMNS)
     missing = [c for c in columns if c not in dataset.column_names]
@@ -483,6 +566,27 @@ def open_source(source: RowSource, *, cache_dir: str | None = None):
         )
     dataset = dataset.select_columns(columns)
     return _decode_text_lists(dataset, columns, source)
+
+
+def open_stream(source: RowSource, *, cache_dir: str | None = None):
+    """The rows of ``source`` as a ``datasets.IterableDataset`` (``load_dataset(...,
+    streaming=True)``), of the columns to keep when the stream knows its columns (a JSON stream
+    learns them from its first rows: the reader checks them then)."""
+    if not source.streaming:
+        source = replace(source, streaming=True)
+    dataset = _load(source, cache_dir)
+    columns = list(source.select_columns or REQUIRED_COLUMNS)
+    known = dataset.column_names
+    if known is None:
+        return dataset
+    missing = [c for c in columns if c not in known]
+    if missing:
+        raise InputError(
+            f"source {source.label!r}: no column {', '.join(map(repr, missing))} (columns: "
+            f"{', '.join(known) or 'none'}); tokenized rows need input_ids and labels lists; "
+            "fix select_columns or the data"
+        )
+    return dataset.select_columns(columns)
 
 
 def _local_stats(source: RowSource) -> list[str]:

@@ -8,6 +8,8 @@ token count as garbage. Two declarations are understood:
 - ``metadata.yaml`` (tatm's tokenized layout), a YAML mapping;
 
 each holding ``dtype`` or ``token_dtype`` at the top level or under ``tokenized_info`` (tatm).
+MyPT's own ``dataset_metadata.json`` declares no dtype, but its format fixes one: a file with
+MyPT's keys (``total_shards``, ``train_shards``, ``val_shards``, ``tokenization``) means uint32.
 They are looked for in the shard folder, then in its parent (MyPT keeps ``dataset_metadata.json``
 beside ``train/`` and ``val/``). Two files that both declare a dtype must agree.
 
@@ -47,6 +49,11 @@ _HOW_TO_DECLARE = (
     'declare it by writing {"dtype": "uint16"} (or the dtype the shards were written with) '
     "to dataset_metadata.json in the shard folder"
 )
+# Said when the dtype is missing: the loader config can declare it too (config.py).
+_HOW_TO_CONFIGURE = (
+    'or in the loader config: dtype = "uint16" in [data] (data.dtype), or per source in '
+    "data.datasets; MemoryMappedDataset(..., dtype=...)"
+)
 
 
 def _parse(path: Path) -> Any:
@@ -74,7 +81,22 @@ def _declared_dtype(path: Path, content: Any) -> np.dtype | None:
         for key in _DTYPE_KEYS:
             if key in place:
                 return _check_dtype(path, key, place[key])
+    if _written_by_mypt(path, content):
+        return np.dtype(np.uint32)
     return None
+
+
+# The keys MyPT's prepare_dataset.py writes to dataset_metadata.json (it declares no dtype).
+_MYPT_KEYS = frozenset({"total_shards", "train_shards", "val_shards", "tokenization"})
+
+
+def _written_by_mypt(path: Path, content: dict[str, Any]) -> bool:
+    """A ``dataset_metadata.json`` of MyPT's: its shards are uint32 by MyPT's format (its guide
+    and trainer: ``np.memmap(path, dtype=np.uint32)``), the one case where the dtype is known
+    without a declaration."""
+    mypt_keys = content.keys() >= _MYPT_KEYS
+    # data_io prepare writes MyPT's keys too, beside its own (and its "producer").
+    return path.name == "dataset_metadata.json" and mypt_keys and "producer" not in content
 
 
 def _check_dtype(path: Path, key: str, value: Any) -> np.dtype:
@@ -99,27 +121,41 @@ def _candidates(folder: Path) -> list[Path]:
     return []
 
 
-def read_bin_dtype(folder: Path, example: Path) -> tuple[np.dtype, Path]:
-    """The declared dtype of the ``.bin`` shards in ``folder`` and the file that declares it.
+def read_bin_dtype(
+    folder: Path, example: Path, given: str | None = None, key: str = "dtype"
+) -> tuple[np.dtype, Path | None]:
+    """The dtype of the ``.bin`` shards in ``folder`` and the file that declares it (None when
+    only the caller's ``given`` dtype, the config key ``key``, declares it).
 
-    ``example`` is a shard named in the error when no dtype is declared.
+    A dtype given by the caller and one declared by the folder's metadata must agree.
+    ``example`` is a shard named in the error when no dtype is declared anywhere.
     """
     declared: dict[Path, np.dtype] = {}
     for path in _candidates(folder):
         dtype = _declared_dtype(path, _parse(path))
         if dtype is not None:
             declared[path] = dtype
-    if not declared:
+    mine = None if given is None else _check_dtype(Path(key), key, given)
+    if not declared and mine is None:
         looked = ", ".join(str(folder / name) for name in METADATA_FILES)
         raise InputError(
             f"{example}: raw .bin shard without a declared token dtype (looked for {looked} and "
-            f"the same in {folder.parent}); the dtype is never guessed from the file size; "
-            f"{_HOW_TO_DECLARE}"
+            f"the same in {folder.parent}, and {key} is not set); the dtype is never guessed "
+            f"from the file size; {_HOW_TO_DECLARE}, {_HOW_TO_CONFIGURE}"
         )
     if len(set(declared.values())) > 1:
         listed = "; ".join(f"{path} says {dtype}" for path, dtype in declared.items())
         raise InputError(f"conflicting shard dtypes: {listed}; make them agree or remove one")
+    if not declared:
+        assert mine is not None
+        return mine, None
     path, dtype = next(iter(declared.items()))
+    if mine is not None and mine != dtype:
+        raise InputError(
+            f"{key}={given!r} contradicts the shards' metadata: {path} declares dtype "
+            f"{dtype.name}; the shards were written as {dtype.name}: remove {key} (the "
+            "metadata's dtype is used) or fix the metadata file if it is the wrong one"
+        )
     return dtype, path
 
 
@@ -194,7 +230,10 @@ def read_declarations(folder: Path) -> Declarations:
         places = [content]
         if isinstance(content.get(_NESTED_KEY), dict):
             places.append(content[_NESTED_KEY])
-        for name, found, keys in (("eos", eos, _EOS_KEYS), ("vocab", vocab, ("vocab_size",))):
+        # MyPT's vocab_size is its model's embedding size (GPT-2's 50,257 padded to 50,304),
+        # not a bound of the shards' ids to hold a tokenizer to.
+        vocab_keys = () if _written_by_mypt(path, content) else ("vocab_size",)
+        for name, found, keys in (("eos", eos, _EOS_KEYS), ("vocab", vocab, vocab_keys)):
             value = _declared_int(path, places, keys)
             if value is None:
                 continue

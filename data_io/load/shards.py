@@ -3,7 +3,9 @@
 Each shard is a 1-D token array, ``*.npy`` (dtype in the header) or raw ``*.bin`` (dtype from the
 folder's metadata file, see ``shard_metadata``), documents separated by an EOS id. The dataset cuts
 every shard, in sorted name order, into non-overlapping windows of ``seq_len`` tokens; a shard's
-tail shorter than ``seq_len`` is dropped (``summary()`` counts it). As in KempnerForge, the caller
+tail shorter than ``seq_len`` is dropped (``summary()`` counts it). A ``.bin`` shard's dtype may
+also be given (``dtype=``, the config's ``data.dtype``) when the metadata does not declare it,
+and must agree with the metadata when both do. As in KempnerForge, the caller
 passes ``seq_len = context + 1`` and item ``i`` is ``input_ids = window[:-1]``,
 ``labels = window[1:]``, both ``context`` long.
 
@@ -43,6 +45,7 @@ from torch.utils.data import Dataset
 
 from data_io.errors import ConfigError, InputError
 from data_io.load.batching import new_batch_tensor, pack_rows
+from data_io.load.dataset_state import MapDatasetState
 from data_io.load.shard_metadata import (
     TOKEN_DTYPES,
     Declarations,
@@ -200,7 +203,9 @@ def _inspect_bin(path: Path, dtype: np.dtype) -> _Shard:
     return _Shard(path, dtype, size // dtype.itemsize, 0)
 
 
-def _inspect(data_dir: Path, files: list[Path]) -> list[_Shard]:
+def _inspect(
+    data_dir: Path, files: list[Path], dtype: str | None = None, dtype_key: str = "dtype"
+) -> list[_Shard]:
     bin_dtype: np.dtype | None = None
     shards = []
     for path in files:
@@ -208,7 +213,7 @@ def _inspect(data_dir: Path, files: list[Path]) -> list[_Shard]:
             shards.append(_inspect_npy(path))
             continue
         if bin_dtype is None:  # one metadata file per folder: read once
-            bin_dtype, _ = read_bin_dtype(data_dir, path)
+            bin_dtype, _ = read_bin_dtype(data_dir, path, dtype, dtype_key)
         shards.append(_inspect_bin(path, bin_dtype))
     return shards
 
@@ -227,7 +232,7 @@ def pack_window(
     return {k: v if k == "cu_seqlens" else v[0] for k, v in packed.items()}
 
 
-class MemoryMappedDataset(Dataset):
+class MemoryMappedDataset(MapDatasetState, Dataset):
     """Map-style dataset of ``seq_len``-token windows over a folder of flat token shards."""
 
     def __init__(
@@ -241,6 +246,8 @@ class MemoryMappedDataset(Dataset):
         cu_seqlens: bool = False,
         vocab_size: int | None = None,
         declared: Declarations | None = None,
+        dtype: str | None = None,
+        dtype_key: str = "dtype",
     ) -> None:
         self.seq_len = _require_int(
             "seq_len", seq_len, 2, "a window of context + 1 tokens, the +1 for the label shift"
@@ -267,7 +274,11 @@ class MemoryMappedDataset(Dataset):
             if vocab_size is None
             else _require_int("vocab_size", vocab_size, 1, "every token id must be below it")
         )
-        self._shards = _inspect(self.data_dir, _list_shards(self.data_dir, file_pattern))
+        # ``dtype``: raw .bin shards' dtype when the metadata does not declare it (named in
+        # errors as ``dtype_key``, the config key it came from).
+        self._shards = _inspect(
+            self.data_dir, _list_shards(self.data_dir, file_pattern), dtype, dtype_key
+        )
         counts = np.array([s.tokens // self.seq_len for s in self._shards], dtype=np.int64)
         self._starts = np.concatenate(([0], np.cumsum(counts)))  # first window of each shard
         if self._starts[-1] == 0:

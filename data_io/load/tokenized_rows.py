@@ -15,6 +15,11 @@ at the item length), and every extra selected column (padding 0; float columns a
 rest int64). In a packed item the label of each row's first token is -100: after the model's
 shift it would be predicted from the previous row's last token, and it is never used unpacked.
 
+With ``ring_multiple`` m > 1 (xorl's ring attention: m = 2 x ringattn_parallel_size x
+ulysses_parallel_size) every row is padded to a multiple of m tokens inside the item (id 0,
+label -100, its positions counting on), so every ``cu_seqlens`` boundary is a multiple of m; bins
+are planned with the padded lengths (``assemble_item``).
+
 The bin plan, and the per-source statistics, are cached under
 ``<dataset_prepared_path>/<fingerprint>/`` (``dataset_prepared_path=None``: not cached); with
 a cached plan start-up skips the pass over the tokens. The fingerprint covers each source's
@@ -37,6 +42,7 @@ import torch
 from torch.utils.data import Dataset
 
 from data_io.errors import ConfigError, InputError
+from data_io.load.dataset_state import MapDatasetState
 from data_io.load.layouts import IGNORE_INDEX, PAD_ID
 from data_io.load.row_packing import METHODS, BinPlan, plan_bins, prepare_plan
 from data_io.load.rows import (
@@ -47,7 +53,13 @@ from data_io.load.rows import (
     source_fingerprint,
 )
 
-__all__ = ["TokenizedRowsDataset", "default_prepared_path", "rows_dataset_from_config"]
+__all__ = [
+    "TokenizedRowsDataset",
+    "assemble_item",
+    "default_prepared_path",
+    "padded_length",
+    "rows_dataset_from_config",
+]
 
 _FINGERPRINT_VERSION = 1
 # "" stands for the user's cache folder (default_prepared_path); None for no cache at all.
@@ -73,6 +85,71 @@ _DATA_KEYS = (
     "seed",
     "shuffle",
 )
+
+
+def padded_length(lengths: Any, multiple: int) -> Any:
+    """``lengths`` rounded up to a multiple of ``multiple`` (ring attention's constraint)."""
+    return -(-np.asarray(lengths, dtype=np.int64) // multiple) * multiple
+
+
+def check_ring_multiple(multiple: Any, capacity: int | None) -> int:
+    """``multiple`` (2 x ring x ulysses, or 1), checked, and the bin length against it."""
+    if isinstance(multiple, bool) or not isinstance(multiple, (int, np.integer)) or multiple < 1:
+        raise ConfigError(f"ring_multiple must be a positive integer, got {multiple!r}")
+    if capacity is not None and capacity % multiple:
+        raise ConfigError(
+            f"sample_packing_sequence_len={capacity} is not a multiple of {multiple} (2 x "
+            "ringattn_parallel_size x ulysses_parallel_size): ring attention splits every "
+            f"document and the bin into {multiple} equal chunks; use a multiple of {multiple}"
+        )
+    return int(multiple)
+
+
+def assemble_item(
+    parts: list[dict[str, np.ndarray]],
+    width: int,
+    *,
+    packed: bool,
+    columns: tuple[str, ...],
+    multiple: int = 1,
+    overflow: Any = None,
+) -> dict[str, torch.Tensor]:
+    """One item from its rows (already truncated), ``width`` tokens long.
+
+    Each row is a segment of its own. With ``multiple > 1`` (ring attention) a row's segment is
+    its length rounded up to a multiple: the pad tokens are id 0 with label -100 and belong to
+    that row's segment, so its positions keep counting (0 .. padded - 1) and ``cu_seqlens``
+    falls on multiples, as a ring/ulysses split of each document needs. What is left of the
+    item after the rows is one more segment (positions from 0). ``overflow(used)`` is raised
+    when the rows do not fit ``width``.
+    """
+    lens = np.array([p["input_ids"].shape[0] for p in parts], dtype=np.int64)
+    seg_lens = padded_length(lens, multiple)
+    used = int(seg_lens.sum())
+    if used > width:
+        raise overflow(used) if overflow is not None else ValueError(f"{used} > {width} tokens")
+    starts = np.cumsum(seg_lens) - seg_lens
+    # Where each real token goes in the item: its row's start plus its place in the row.
+    where = np.repeat(starts, lens) + (
+        np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+    )
+    item = {}
+    for column in columns:
+        values = np.concatenate([p[column] for p in parts])
+        dtype = np.float32 if values.dtype.kind == "f" else np.int64
+        fill = IGNORE_INDEX if column == "labels" else PAD_ID
+        padded = np.full(width, fill, dtype=dtype)
+        padded[where] = values
+        item[column] = padded
+    if packed:
+        item["labels"][starts] = IGNORE_INDEX  # see the module docstring
+    bounds = np.append(starts, used)
+    if used < width:
+        bounds = np.append(bounds, width)  # the rest is a segment of its own
+    segments = np.diff(bounds)
+    item["position_ids"] = np.arange(width, dtype=np.int64) - np.repeat(bounds[:-1], segments)
+    item["cu_seqlens"] = bounds.astype(np.int32)
+    return {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in item.items()}
 
 
 def _as_sources(sources: Any) -> list[RowSource]:
@@ -114,8 +191,9 @@ def _check_options(method: Any, capacity: Any, seed: Any) -> None:
         raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
 
 
-# Where a source's rows are, not what they are: left out of the resume identity.
-_WHERE_KEYS = ("path", "data_files", "name")
+# Where a source's rows are, not what they are: left out of the resume identity. (``name`` is
+# the Hub config, which selects other rows: it stays in.)
+_WHERE_KEYS = ("path", "data_files", "metrics_name")
 # Rows per source whose contents the resume identity hashes (evenly spaced, first and last).
 _SAMPLED_ROWS = 64
 
@@ -144,7 +222,7 @@ def _extras(sources: list[RowSource]) -> tuple[str, ...]:
     return chosen.pop()
 
 
-class TokenizedRowsDataset(Dataset):
+class TokenizedRowsDataset(MapDatasetState, Dataset):
     """Map-style dataset of tokenized rows; see the module docstring."""
 
     def __init__(
@@ -158,8 +236,10 @@ class TokenizedRowsDataset(Dataset):
         shuffle: bool = True,
         cache_dir: str | None = None,
         vocab_size: int | None = None,
+        ring_multiple: int = 1,
     ) -> None:
         _check_options(sample_packing_method, sample_packing_sequence_len, seed)
+        self.ring_multiple = check_ring_multiple(ring_multiple, sample_packing_sequence_len)
         if vocab_size is not None and (
             isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1
         ):
@@ -184,7 +264,7 @@ class TokenizedRowsDataset(Dataset):
         self._meta = meta
         self.cache_folder = folder
         self.cache_reused = reused
-        self.item_length = int(self.capacity or meta["longest"])
+        self.item_length = int(self.capacity or padded_length(meta["longest"], self.ring_multiple))
         self._plan: BinPlan | None = plan
         self._n_items = len(plan)
 
@@ -202,6 +282,8 @@ class TokenizedRowsDataset(Dataset):
         }
         if self.vocab_size is not None:  # a plan is cached only after its ids were checked
             record["vocab_size"] = self.vocab_size
+        if self.ring_multiple > 1:  # (absent when 1: the plans cached before it stay valid)
+            record["ring_multiple"] = self.ring_multiple
         return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:20]
 
     def _describe(self, row: int) -> str:
@@ -218,7 +300,19 @@ class TokenizedRowsDataset(Dataset):
         n = lengths.shape[0]
         rng = np.random.default_rng([self.seed, 0])
         order = rng.permutation(n) if self.shuffle else np.arange(n, dtype=np.int64)
-        plan = plan_bins(self.method, order, lengths, self.capacity, self.seed, self._describe)
+        # With ring attention a row takes its padded length in a bin.
+        padded = padded_length(lengths, self.ring_multiple)
+        if self.capacity is not None and self.ring_multiple > 1 and padded.size:
+            worst = int(np.argmax(padded))
+            if int(padded[worst]) > self.capacity:
+                raise InputError(
+                    f"{self._describe(worst)} has {int(lengths[worst])} tokens, "
+                    f"{int(padded[worst])} once padded to a multiple of {self.ring_multiple} "
+                    "(2 x ringattn_parallel_size x ulysses_parallel_size), more than "
+                    f"sample_packing_sequence_len={self.capacity}; set max_seq_len <= "
+                    f"{self.capacity} on its source, or raise sample_packing_sequence_len"
+                )
+        plan = plan_bins(self.method, order, padded, self.capacity, self.seed, self._describe)
         meta = {
             "sources": [
                 {"name": s.label, "path": s.path, **c[1].as_dict()}
@@ -279,33 +373,18 @@ class TokenizedRowsDataset(Dataset):
     def _assemble(
         self, parts: list[dict[str, np.ndarray]], rows: np.ndarray
     ) -> dict[str, torch.Tensor]:
-        width = self.item_length
-        lens = np.array([p["input_ids"].shape[0] for p in parts], dtype=np.int64)
-        used = int(lens.sum())
-        if used > width:
-            raise InputError(
+        return assemble_item(
+            parts,
+            self.item_length,
+            packed=self.method is not None,
+            columns=(*REQUIRED_COLUMNS, *self.extra_columns),
+            multiple=self.ring_multiple,
+            overflow=lambda used: InputError(
                 f"{self._describe(int(rows[0]))}: the rows of this item hold {used} tokens, more "
-                f"than the planned {width}; the data changed since the plan was made: delete "
-                f"{self.cache_folder} and build the dataset again"
-            )
-        starts = np.cumsum(lens) - lens
-        item = {}
-        for column in (*REQUIRED_COLUMNS, *self.extra_columns):
-            values = np.concatenate([p[column] for p in parts])
-            dtype = np.float32 if values.dtype.kind == "f" else np.int64
-            fill = IGNORE_INDEX if column == "labels" else PAD_ID
-            padded = np.full(width, fill, dtype=dtype)
-            padded[:used] = values
-            item[column] = padded
-        if self.method is not None:
-            item["labels"][starts] = IGNORE_INDEX  # see the module docstring
-        bounds = np.append(starts, used)
-        if used < width:
-            bounds = np.append(bounds, width)  # the padding is a segment of its own
-        seg_lens = np.diff(bounds)
-        item["position_ids"] = np.arange(width, dtype=np.int64) - np.repeat(bounds[:-1], seg_lens)
-        item["cu_seqlens"] = bounds.astype(np.int32)
-        return {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in item.items()}
+                f"than the planned {self.item_length}; the data changed since the plan was "
+                f"made: delete {self.cache_folder} and build the dataset again"
+            ),
+        )
 
     # -- identity and report -------------------------------------------------------------------
     @property
@@ -337,6 +416,8 @@ class TokenizedRowsDataset(Dataset):
                 "vocab_size": self.vocab_size,
                 "plan": {k: self._meta[k] for k in ("longest", "tokens", "bins")},
             }
+            if self.ring_multiple > 1:  # (absent when 1: states saved before it still load)
+                record["ring_multiple"] = self.ring_multiple
             text = json.dumps(record, sort_keys=True, default=str)
             self._identity = hashlib.sha256(text.encode()).hexdigest()[:32]
         return self._identity
@@ -361,6 +442,7 @@ class TokenizedRowsDataset(Dataset):
             "seed": self.seed,
             "shuffle": self.shuffle,
             "vocab_size": self.vocab_size,
+            "ring_multiple": self.ring_multiple,
             "fingerprint": self._fingerprint,
             "cache": None if self.cache_folder is None else str(self.cache_folder),
             "cache_reused": self.cache_reused,

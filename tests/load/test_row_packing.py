@@ -260,8 +260,8 @@ def test_row_longer_than_the_bin_is_named(tmp_path) -> None:
     rows[7] = {"input_ids": list(range(1, 81)), "labels": list(range(1, 81))}
     path = write_rows(tmp_path / "a.jsonl", rows)
     with pytest.raises(InputError, match=r"source 'long' row 7 has 80 tokens, more than"):
-        packed(tmp_path, [{"path": str(path), "name": "long"}], shuffle=False)
-    ok = packed(tmp_path, [{"path": str(path), "name": "long", "max_seq_len": 64}])
+        packed(tmp_path, [{"path": str(path), "metrics_name": "long"}], shuffle=False)
+    ok = packed(tmp_path, [{"path": str(path), "metrics_name": "long", "max_seq_len": 64}])
     assert ok.summary()["truncated_tokens"] == 16
 
 

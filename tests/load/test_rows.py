@@ -127,7 +127,7 @@ def test_offline_hub_id_says_how_to_use_a_local_copy(monkeypatch: pytest.MonkeyP
 # -- bad input --------------------------------------------------------------------------------
 def bad(tmp_path: Path, rows: list[dict], suffix: str = ".jsonl") -> RowSource:
     path = write_rows(tmp_path / f"bad{suffix}", rows)
-    return RowSource(str(path), name="bad")
+    return RowSource(str(path), metrics_name="bad")
 
 
 def check(source: RowSource, cache: str):
@@ -221,7 +221,12 @@ def test_csv_cell_that_is_not_a_list(tmp_path: Path, hf_cache: str) -> None:
         ({"path": "x.jsonl", "type": "text"}, "type 'text' is not supported; only 'tokenized'"),
         ({"path": "x.jsonl", "max_seq_len": 0}, "'max_seq_len' must be a positive integer"),
         ({"path": "x.jsonl", "select_columns": ["input_ids"]}, "must include labels"),
-        ({"path": "x.jsonl", "trust_remote_code": True}, r"unknown key\(s\) 'trust_remote_code'"),
+        ({"path": "x.jsonl", "trust_remote_cod": True}, r"unknown key\(s\) 'trust_remote_cod'"),
+        (
+            {"path": "x.jsonl", "trust_remote_code": "yes"},
+            "'trust_remote_code' must be true or false",
+        ),
+        ({"path": "x.jsonl", "name": ""}, "'name' must be a non-empty string"),
         ({"split": "train"}, "missing 'path'"),
         ({"path": ""}, "'path' must be a non-empty string"),
         ({"path": "x.jsonl", "storage_options": "anon"}, "'storage_options' must be a mapping"),
@@ -257,7 +262,7 @@ def test_truncation_is_applied_and_counted(tmp_path: Path, hf_cache: str) -> Non
 def test_sources_are_concatenated_and_shuffled_with_the_seed(tmp_path: Path, hf_cache: str) -> None:
     a = write_rows(tmp_path / "a.jsonl", random_rows(1, 20))
     b = write_rows(tmp_path / "b.parquet", random_rows(2, 15))
-    sources = [{"path": str(a)}, {"path": str(b), "name": "second"}]
+    sources = [{"path": str(a)}, {"path": str(b), "metrics_name": "second"}]
     first = build(tmp_path, hf_cache, sources, seed=3)
     tags = [first[i]["input_ids"][0].item() for i in range(len(first))]
     expected = [r["input_ids"][0] for r in random_rows(1, 20) + random_rows(2, 15)]
