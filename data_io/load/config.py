@@ -278,7 +278,13 @@ def apply_overrides(
                     "--data.num_workers=2)"
                 )
             try:
-                OmegaConf.update(base, key, yaml.safe_load(value), merge=True)
+                parsed = yaml.safe_load(value)
+            except yaml.YAMLError as err:  # e.g. control characters: YAML refuses them
+                raise ConfigError(
+                    f"override {item!r}: the value is not a YAML scalar, list or mapping ({err})"
+                ) from err
+            try:
+                OmegaConf.update(base, key, parsed, merge=True)
             except (ConfigKeyError, ConfigAttributeError) as err:
                 raise _unknown_override(item, key) from err
         merged = OmegaConf.to_object(base)
