@@ -10,7 +10,7 @@
 * One typed config (``LoaderConfig``: ``DataConfig``, ``DatasetSource``, ``TrainingPhase``,
   ``EvalConfig``) and one entry point, ``build_dataloader(config, rank, world_size)``, whose
   ``StatefulLoader`` resumes exactly, and elastically across world sizes and worker counts;
-  ``build_eval_loader`` for ``[eval]``.
+  ``build_eval_loader`` for ``[eval]`` (``build_eval_loaders``: with its named sets).
 
 torch is imported only inside this package, and only when one of these names is first used
 (the command line imports ``data_io.load.check`` and ``pack_cli`` without paying for torch).
@@ -45,6 +45,7 @@ _EXPORTS = {
     "build_dataloader": "build",
     "EvalLoader": "eval",
     "build_eval_loader": "eval",
+    "build_eval_loaders": "eval",
     "HuggingFaceDataset": "hf_text",
     "StreamingHuggingFaceDataset": "hf_text",
     "RowSource": "rows",

@@ -47,7 +47,8 @@ def check_loader(
 ) -> dict[str, Any]:
     """Build the loader, time ``batches`` batches; returns the report ``loader-check`` prints."""
     from data_io.load.build import build_dataloader
-    from data_io.load.eval import build_eval_loader
+    from data_io.load.config import EVAL_MAIN_SET
+    from data_io.load.eval import build_eval_loaders
 
     started = time.perf_counter()
     # The loader a training job would get, built the same way.
@@ -86,9 +87,8 @@ def check_loader(
         tokens = config.train.batch_size * config.train.seq_len * (len(timings) - 1)
         report["tokens_per_second_after_first"] = round(tokens / rest) if rest else None
     report["tokens_per_source"] = loader.token_counts()
-    evaluation = build_eval_loader(config, rank, world_size)
-    if evaluation is not None:
-        report["eval"] = {
+    for name, evaluation in build_eval_loaders(config, rank, world_size).items():
+        report["eval" if name == EVAL_MAIN_SET else f"eval {name}"] = {
             "samples": len(evaluation.dataset),
             "steps": evaluation.steps,
             "interval": evaluation.interval,
@@ -165,11 +165,11 @@ def _print(report: dict[str, Any], as_json: bool) -> None:
         f"{report.get('tokens_per_second_after_first') or 0:,} tokens/s; tokens per source: "
         + ", ".join(f"{k} {v:,}" for k, v in report["tokens_per_source"].items())
     )
-    if "eval" in report:
-        ev = report["eval"]
+    for key in [k for k in report if k == "eval" or k.startswith("eval ")]:
+        ev = report[key]
         wraps = " (wraps around)" if ev["wraps_around"] else ""
         console.print(
-            f"eval: {ev['samples']:,} samples, {ev['steps']} steps every {ev['interval']} "
+            f"{key}: {ev['samples']:,} samples, {ev['steps']} steps every {ev['interval']} "
             f"steps{wraps}"
         )
 

@@ -26,9 +26,11 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBase
 from data_io.errors import ConfigError
 
 __all__ = [
+    "EVAL_MAIN_SET",
     "DataConfig",
     "DatasetSource",
     "EvalConfig",
+    "EvalSet",
     "LoaderConfig",
     "TrainSection",
     "TrainingPhase",
@@ -114,6 +116,22 @@ class DataConfig:
     select_columns: list[str] | None = None
 
 
+# The name of [eval]'s own source among the eval sets (MyPT logs it as "val").
+EVAL_MAIN_SET = "val"
+
+
+@dataclass
+class EvalSet:
+    """A named eval set beside ``[eval]``'s own, read the same way (``[eval.sets.general]``):
+    MyPT's dual eval, a domain's val loss and a general one to watch for forgetting."""
+
+    dataset_path: str = ""
+    file_pattern: str = "*.npy"
+    hf_dataset_name: str | None = None
+    hf_dataset_config: str | None = None
+    hf_dataset_split: str = "validation"
+
+
 @dataclass
 class EvalConfig:
     enabled: bool = False
@@ -124,6 +142,8 @@ class EvalConfig:
     hf_dataset_name: str | None = None
     hf_dataset_config: str | None = None
     hf_dataset_split: str = "validation"
+    # More eval sets by name; [eval]'s own source (if any) is the set named "val".
+    sets: dict[str, EvalSet] = field(default_factory=dict)
 
 
 @dataclass
@@ -277,12 +297,13 @@ def apply_overrides(
                     f"override {item!r} is not KEY=VALUE (e.g. data.num_workers=2 or "
                     "--data.num_workers=2)"
                 )
+            _new_eval_set(base, key)
             try:
                 parsed = yaml.safe_load(value)
-            except yaml.YAMLError as err:  # e.g. control characters: YAML refuses them
-                raise ConfigError(
-                    f"override {item!r}: the value is not a YAML scalar, list or mapping ({err})"
-                ) from err
+            except yaml.YAMLError:
+                # Not YAML (`*.bin` reads as an alias, control characters are refused): the
+                # text itself, which the typed config then accepts or names as wrong.
+                parsed = value
             try:
                 OmegaConf.update(base, key, parsed, merge=True)
             except (ConfigKeyError, ConfigAttributeError) as err:
@@ -305,6 +326,14 @@ def _unknown_override(item: str, key: str) -> ConfigError:
     else:
         known = f"[{section}] keys are {', '.join(kinds[section].__dataclass_fields__)}"
     return ConfigError(f"override {item!r}: unknown key {key}; {known}")
+
+
+def _new_eval_set(base: Any, key: str) -> None:
+    """Add the named eval set an override like ``eval.sets.general.dataset_path=…`` is the
+    first to mention (OmegaConf would make it a plain dict, refused as not an ``EvalSet``)."""
+    parts = key.split(".")
+    if len(parts) > 3 and parts[:2] == ["eval", "sets"] and parts[2] not in base.eval.sets:
+        base.eval.sets[parts[2]] = OmegaConf.structured(EvalSet)
 
 
 def source_name(source: DatasetSource) -> str:
@@ -361,10 +390,22 @@ def _validate(config: LoaderConfig) -> None:
     _check_dtype("data.dtype", data.dtype)
     _validate_ring(config)
     _validate_sources(data)
-    if ev.enabled and not (ev.dataset_path or ev.hf_dataset_name):
-        raise ConfigError("eval.enabled needs eval.dataset_path or eval.hf_dataset_name")
+    if ev.enabled and not (ev.dataset_path or ev.hf_dataset_name or ev.sets):
+        raise ConfigError(
+            "eval.enabled needs eval.dataset_path or eval.hf_dataset_name (or named sets in "
+            "eval.sets)"
+        )
     if ev.dataset_path and ev.hf_dataset_name:
         raise ConfigError("eval.dataset_path and eval.hf_dataset_name are exclusive")
+    for name, one in ev.sets.items():
+        where = f"eval.sets.{name}"
+        if not name or name == EVAL_MAIN_SET:
+            raise ConfigError(
+                f"{where}: the name {EVAL_MAIN_SET!r} is [eval]'s own source; name the set "
+                "otherwise (e.g. general)"
+            )
+        if bool(one.dataset_path) == bool(one.hf_dataset_name):
+            raise ConfigError(f"{where} needs one of dataset_path or hf_dataset_name")
 
 
 def _check_dtype(key: str, value: str | None) -> None:

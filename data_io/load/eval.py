@@ -5,6 +5,10 @@ step and rank ``r`` every ``world_size``-th, for ``eval.steps`` steps. When the 
 shorter than that it wraps around to its start, so a small held-out folder still fills every
 evaluation. Every evaluation sees the same batches, so eval losses are comparable over training;
 ``should_evaluate(step)`` implements ``eval.interval``.
+
+Named sets (``[eval.sets.NAME]``, each a path or HF dataset like ``[eval]``'s own) give more
+loaders with the same steps and interval: ``build_eval_loaders`` returns them all by name,
+``[eval]``'s own source as ``val`` (MyPT's dual eval: ``val`` and ``general``).
 """
 
 from __future__ import annotations
@@ -19,10 +23,10 @@ from torch.utils.data import DataLoader
 
 from data_io.errors import ConfigError
 from data_io.load.batching import BatchedView, first
-from data_io.load.config import LoaderConfig, load_config
+from data_io.load.config import EVAL_MAIN_SET, EvalConfig, EvalSet, LoaderConfig, load_config
 from data_io.load.samplers import resolve_rank
 
-__all__ = ["EvalLoader", "build_eval_loader"]
+__all__ = ["EvalLoader", "build_eval_loader", "build_eval_loaders"]
 
 
 class EvalLoader:
@@ -79,31 +83,57 @@ def build_eval_loader(
     rank: int | None = None,
     world_size: int | None = None,
 ) -> EvalLoader | None:
-    """The eval loader of ``config`` (None when ``eval.enabled`` is false)."""
-    from data_io.load.build import TokenizerFacts, hf_text_dataset, shard_dataset
+    """The eval loader of ``[eval]``'s own source (None when ``eval.enabled`` is false or only
+    named sets are given: ``build_eval_loaders`` has those)."""
+    return build_eval_loaders(config, rank, world_size).get(EVAL_MAIN_SET)
 
+
+def build_eval_loaders(
+    config: LoaderConfig | str | Path,
+    rank: int | None = None,
+    world_size: int | None = None,
+) -> dict[str, EvalLoader]:
+    """Every eval loader of ``config`` by name: ``val`` for ``[eval]``'s own source, then each
+    of ``eval.sets`` (empty when ``eval.enabled`` is false)."""
     if not isinstance(config, LoaderConfig):
         config = load_config(config)
-    ev, data = config.eval, config.data
+    ev = config.eval
     if not ev.enabled:
-        return None
-    window = config.train.seq_len + 1
-    tok = TokenizerFacts(data)
-    if ev.dataset_path:
-        dataset = shard_dataset(data, tok, ev.dataset_path, ev.file_pattern, window)
-    else:
-        assert ev.hf_dataset_name is not None
-        dataset = hf_text_dataset(
-            data, tok, window, ev.hf_dataset_name, ev.hf_dataset_config, ev.hf_dataset_split
-        )
+        return {}
+    sources: dict[str, EvalConfig | EvalSet] = {}
+    if ev.dataset_path or ev.hf_dataset_name:
+        sources[EVAL_MAIN_SET] = ev
+    sources.update(ev.sets)
     rank, world_size = resolve_rank(rank, world_size)
-    return EvalLoader(
-        dataset,
-        steps=ev.steps,
-        batch_size=config.train.batch_size,
-        interval=ev.interval,
-        rank=rank,
-        world_size=world_size,
-        num_workers=min(data.num_workers, 2),
-        pin_memory=data.pin_memory,
+    return {
+        name: EvalLoader(
+            _eval_dataset(config, source),
+            steps=ev.steps,
+            batch_size=config.train.batch_size,
+            interval=ev.interval,
+            rank=rank,
+            world_size=world_size,
+            num_workers=min(config.data.num_workers, 2),
+            pin_memory=config.data.pin_memory,
+        )
+        for name, source in sources.items()
+    }
+
+
+def _eval_dataset(config: LoaderConfig, source: EvalConfig | EvalSet) -> Any:
+    """The windows of one eval source, read as the training data is (tokenizer, dtype, EOS)."""
+    from data_io.load.build import TokenizerFacts, hf_text_dataset, shard_dataset
+
+    data, window = config.data, config.train.seq_len + 1
+    tok = TokenizerFacts(data)
+    if source.dataset_path:
+        return shard_dataset(data, tok, source.dataset_path, source.file_pattern, window)
+    assert source.hf_dataset_name is not None  # checked by the config
+    return hf_text_dataset(
+        data,
+        tok,
+        window,
+        source.hf_dataset_name,
+        source.hf_dataset_config,
+        source.hf_dataset_split,
     )

@@ -383,3 +383,48 @@ def test_bin_shards_without_mypts_keys_are_still_refused(tmp_path):
     out, _ = _mypt_folder(tmp_path, {"tokenization": "gpt2"})
     with pytest.raises(InputError, match="never guessed from the file size"):
         MemoryMappedDataset(str(out / "train"), 100, file_pattern="*.bin")
+
+
+def test_dual_eval_reads_the_domain_val_and_a_general_val(tmp_path):
+    # MyPT's `train.py --dataset_dir data/domain_corpus --eval_dataset_dir data/general_corpus`:
+    # train on the domain's train/, evaluate on its val/ ("val") and the general val/.
+    _workspace(tmp_path, ["domain.txt", "general.txt"])
+    for corpus in ("domain", "general"):
+        done = _run_verbatim(
+            f"python scripts/prepare_dataset.py --input_files {corpus}.txt "
+            f"--out_dir data/{corpus}_corpus --val_fraction 0.3",
+            tmp_path,
+        )
+        assert done.returncode == 0, done.stderr
+    data = tmp_path / "data"
+    job = tmp_path / "job.toml"
+    job.write_text(
+        f"""
+[data]
+dataset_path = "{data / "domain_corpus/train"}"
+file_pattern = "*.bin"
+
+[eval]
+enabled = true
+steps = 2
+dataset_path = "{data / "domain_corpus/val"}"
+file_pattern = "*.bin"
+
+[eval.sets.general]
+dataset_path = "{data / "general_corpus/val"}"
+file_pattern = "*.bin"
+
+[train]
+seq_len = 16
+batch_size = 2
+"""
+    )
+    from data_io.load import build_eval_loaders
+
+    loaders = build_eval_loaders(job, 0, 1)
+    assert list(loaders) == ["val", "general"]
+    for name, corpus in (("val", "domain"), ("general", "general")):
+        shards = _read_like_mypt(data / f"{corpus}_corpus")["val"]
+        tokens = np.concatenate([np.asarray(a) for a in shards]).astype(np.int64)
+        batch = next(iter(loaders[name]))
+        assert batch["input_ids"][0].tolist() == tokens[:16].tolist()

@@ -368,3 +368,11 @@ def test_kempnerforge_overrides_and_build_dataloader_overrides(root: Path) -> No
         load_config(path, ["--data.num_workers"])
     with pytest.raises(ConfigError, match=r"train\.batch_size must be >= 1"):
         build_dataloader(config, overrides=["train.batch_size=0"])
+
+
+def test_an_override_value_yaml_refuses_is_taken_as_text() -> None:
+    # `*.bin` is a YAML alias; a NUL is refused by YAML: the text itself goes to the typed
+    # config, which takes a string and names a wrong type.
+    assert load_config(None, ["data.file_pattern=*.bin"]).data.file_pattern == "*.bin"
+    with pytest.raises(ConfigError, match="num_workers"):
+        load_config(None, ["data.num_workers=\x00"])

@@ -7,7 +7,13 @@ from pathlib import Path
 import pytest
 
 from data_io.errors import ConfigError
-from data_io.load import EvalLoader, MemoryMappedDataset, build_eval_loader, load_config
+from data_io.load import (
+    EvalLoader,
+    MemoryMappedDataset,
+    build_eval_loader,
+    build_eval_loaders,
+    load_config,
+)
 from tests.load.id_shards import sample_ids, write_id_source
 
 
@@ -56,3 +62,64 @@ def test_disabled_and_from_config(dataset: MemoryMappedDataset, tmp_path: Path) 
         build_eval_loader(config, 0, 1)
     with pytest.raises(ConfigError, match=r"eval.enabled needs"):
         load_config(None, ["eval.enabled=true"])
+
+
+def test_named_eval_sets_beside_the_main_one(tmp_path: Path) -> None:
+    # MyPT's dual eval: the domain's val set and a general one, each its own loader.
+    write_id_source(tmp_path / "domain_val", 1, [9 * 3])
+    write_id_source(tmp_path / "general_val", 2, [9 * 5])
+    job = tmp_path / "job.toml"
+    job.write_text(
+        f"""
+[eval]
+enabled = true
+steps = 2
+dataset_path = "{tmp_path / "domain_val"}"
+
+[eval.sets.general]
+dataset_path = "{tmp_path / "general_val"}"
+
+[train]
+seq_len = 8
+batch_size = 2
+"""
+    )
+    loaders = build_eval_loaders(job, 0, 1)
+    assert list(loaders) == ["val", "general"]
+    sources = {
+        name: {i // 10**7 for b in ld for i in sample_ids(b)} for name, ld in loaders.items()
+    }
+    assert sources == {"val": {1}, "general": {2}}
+    assert len(loaders["general"].dataset) == 5
+    main = build_eval_loader(job, 0, 1)
+    assert main is not None and len(main.dataset) == 3
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["eval.sets.val.dataset_path=x"], "is \\[eval\\]'s own source"),
+        (["eval.sets.general.file_pattern=*.bin"], "needs one of dataset_path or hf_dataset_name"),
+        (
+            ["eval.sets.general.dataset_path=x", "eval.sets.general.hf_dataset_name=y"],
+            "needs one of dataset_path or hf_dataset_name",
+        ),
+    ],
+)
+def test_named_eval_set_mistakes_are_named(overrides: list[str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, ["eval.enabled=true", *overrides])
+
+
+def test_only_named_sets_is_enough_and_the_main_loader_is_then_none(tmp_path: Path) -> None:
+    write_id_source(tmp_path / "general_val", 2, [9 * 5])
+    config = load_config(
+        None,
+        [
+            "eval.enabled=true",
+            f"eval.sets.general.dataset_path={tmp_path / 'general_val'}",
+            "train.seq_len=8",
+        ],
+    )
+    assert build_eval_loader(config, 0, 1) is None
+    assert list(build_eval_loaders(config, 0, 1)) == ["general"]
