@@ -18,6 +18,9 @@ from omegaconf.errors import OmegaConfBaseException
 from data_io.errors import ConfigError
 
 SHORT_TRUNCATED_POLICIES = ("drop", "keep")
+# compat=original: every .npy written is byte for byte what the original sampler writes for the
+# same input and seed (docs/compat/hrm-text.md); "none" keeps this project's choices.
+COMPAT_MODES = ("none", "original")
 
 
 @dataclass
@@ -44,6 +47,9 @@ class SampleConfig:
     plot_path: str | None = None
     # An empty sample (no task, or every row dropped) is refused; true publishes it anyway.
     allow_empty: bool = False
+    # "original": the original sampler's token-pool dtype rule and short_truncated=keep, so
+    # that its users' SHA-256 checks of the .npy files keep passing. "none": this project's.
+    compat: str = "none"
 
 
 CONFIG_KEYS: tuple[str, ...] = tuple(f.name for f in fields(SampleConfig))
@@ -69,6 +75,9 @@ KEY_HELP: dict[str, str] = {
     "plot": "write a PNG of length distributions and tokens per category",
     "plot_path": "where the PNG goes; null = <output_path>/analytics.png",
     "allow_empty": "publish an empty sample (no task, or every row dropped) instead of failing",
+    "compat": "'original' writes every .npy byte-identical to the original sampler's for the "
+    "same input and seed (its token-pool dtype rule: int32 for a 65,536-token vocabulary, "
+    "where 'none' uses uint16; and short_truncated=keep); see docs/compat/hrm-text.md",
 }
 
 
@@ -89,6 +98,10 @@ def parse_overrides(overrides: Sequence[str]) -> SampleConfig:
             detail += f"; valid keys: {', '.join(CONFIG_KEYS)}"
         raise ConfigError(f"config key {key!r}: {detail}") from None
     assert isinstance(config, SampleConfig)
+    given = {item.split("=", 1)[0].strip() for item in overrides}
+    if config.compat == "original" and "short_truncated" not in given:
+        # The original keeps these rows; an explicit short_truncated=drop is refused below.
+        config.short_truncated = "keep"
     validate(config)
     return config
 
@@ -112,6 +125,17 @@ def validate(config: SampleConfig) -> None:
     if config.short_truncated not in SHORT_TRUNCATED_POLICIES:
         raise ConfigError(
             f"config key 'short_truncated' must be 'drop' or 'keep', got {config.short_truncated!r}"
+        )
+    if config.compat not in COMPAT_MODES:
+        raise ConfigError(
+            f"config key 'compat' must be 'none' or 'original', got {config.compat!r}"
+        )
+    if config.compat == "original" and config.short_truncated != "keep":
+        raise ConfigError(
+            "config key 'short_truncated' must be 'keep' with compat=original: the original "
+            "sampler keeps rows that truncation leaves with a 1-token response, so dropping "
+            "them changes the epoch arrays; leave short_truncated out (compat=original sets "
+            "keep) or leave compat out"
         )
     for key in ("tokenized_path", "output_path", "prefix_config_path"):
         if not getattr(config, key):

@@ -95,6 +95,9 @@ def _marker_config(config: SampleConfig, tasks: list[Task]) -> dict[str, object]
     """The settings that change the output (not where it goes, nor reuse/plot switches)."""
     keys = ("seed", "epochs", "context_size", "min_resp_length", "short_truncated")
     settings: dict[str, object] = {key: getattr(config, key) for key in keys}
+    if config.compat != "none":
+        # Only when set: outputs built before the key existed stay reusable.
+        settings["compat"] = config.compat
     settings["tokenized_path"] = str(Path(config.tokenized_path).absolute())
     # The rules as applied, not the YAML file: a comment edit does not force a rebuild.
     settings["rules"] = {task.name: asdict(task.rule) for task in tasks}
@@ -248,7 +251,11 @@ def sample(
     if not config.allow_empty:
         _check_not_empty(config, tokenized, filtered, per_epoch)
     pool_tokens = sum(task.tokens.length for task in tasks)
-    dtype = pool_dtype(tokenizer_info.get("vocab_size"), [task.tokens.dtype for task in tasks])
+    dtype = pool_dtype(
+        tokenizer_info.get("vocab_size"),
+        [task.tokens.dtype for task in tasks],
+        compat=config.compat,
+    )
     pool_bytes = len(npy_header(dtype, pool_tokens)) + pool_tokens * dtype.itemsize
 
     plot = _plot_target(config, target)

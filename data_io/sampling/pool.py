@@ -25,13 +25,18 @@ from data_io.sampling.tasks import TokenFile
 POOL_DTYPES = (np.dtype("u1"), np.dtype("<u2"), np.dtype("<i4"))
 
 
-def pool_dtype(vocab_size: int | None, source_dtypes: Sequence[np.dtype]) -> np.dtype:
+def pool_dtype(
+    vocab_size: int | None, source_dtypes: Sequence[np.dtype], *, compat: str = "none"
+) -> np.dtype:
     """The smallest of uint8/uint16/int32 that holds every token id.
 
     With a vocabulary size the largest id is ``vocab_size - 1`` (so 65,536 fits uint16; the
     original compared ``vocab_size <= 65535`` and wasted int32 there). Without one, the
     sources' own dtypes bound the ids; ``<u4`` sources then need int32 (checked while copying).
+    ``compat="original"``: the original's rule instead (:func:`original_pool_dtype`).
     """
+    if compat == "original":
+        return original_pool_dtype(vocab_size)
     if vocab_size is not None:
         largest = vocab_size - 1
     elif source_dtypes:
@@ -44,6 +49,17 @@ def pool_dtype(vocab_size: int | None, source_dtypes: Sequence[np.dtype]) -> np.
     if vocab_size is None:
         return np.dtype("<i4")
     raise InputError(f"vocab_size {vocab_size} does not fit the int32 token pool")
+
+
+def original_pool_dtype(vocab_size: int | None) -> np.dtype:
+    """The original sampler's pool dtype (formats.md §4): it compares the vocabulary size,
+    not the largest id, with each type's maximum: uint8 up to 255, uint16 up to 65,535, int32
+    above that and when ``tokenizer_info.json`` has no ``vocab_size``. So a vocabulary of
+    exactly 256 or 65,536 tokens gets the wider type. Ids the dtype cannot hold are still
+    refused by the copy (the original wrapped them around silently)."""
+    if vocab_size is None or vocab_size > np.iinfo(np.uint16).max:
+        return np.dtype("<i4")
+    return np.dtype("u1") if vocab_size <= np.iinfo(np.uint8).max else np.dtype("<u2")
 
 
 def id_limit(dtype: np.dtype, vocab_size: int | None) -> int:
