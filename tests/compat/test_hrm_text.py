@@ -388,11 +388,12 @@ def test_compat_settings_are_checked(tmp_path: Path):
 
 @pytest.fixture(scope="session")
 def cargo_target() -> Path:
-    """Build both binaries once per session, in CARGO_TARGET_DIR when set (CI points it at a
-    cache), else in tokenizer/target. Minutes from scratch on 2 cores (docs/compat)."""
+    """Build both binaries once per session, in CARGO_TARGET_DIR when set (the Makefile and CI
+    set it), else in the workspace's target/, where the extension's build already is: only the
+    main crate without bindings, clap, serde_yaml and the binaries are compiled (docs/compat)."""
     if shutil.which("cargo") is None:
         pytest.fail("cargo is needed to build the tokenizer/ binaries (install Rust)")
-    target = Path(os.environ.get("CARGO_TARGET_DIR") or CRATE / "target")
+    target = Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target")
     started = time.monotonic()
     done = subprocess.run(
         ["cargo", "build", "--release", "--bins"],
@@ -407,15 +408,17 @@ def cargo_target() -> Path:
 @pytest.fixture()
 def original_layout(tmp_path: Path) -> Path:
     """A checkout laid out as the original README expects, on small local data: data/,
-    data_clustered/, prefix_config.yaml, and a tokenizer/ crate (a copy of ours whose
-    dependency points at this repository, so that the session's build is reused)."""
+    data_clustered/, prefix_config.yaml, and a tokenizer/ crate (a copy of ours, a package of
+    its own there, whose dependency points at this repository, so that the session's build is
+    reused)."""
     root = tmp_path / "data_io"
     shutil.copytree(EXAMPLE_ROWS / "data", root / "data")
     shutil.copytree(EXAMPLE_ROWS / "data_clustered", root / "data_clustered")
     shutil.copy(REPO / "prefix_config.yaml", root / "prefix_config.yaml")
     crate = root / "tokenizer"
     shutil.copytree(CRATE / "src", crate / "src")
-    shutil.copy(CRATE / "Cargo.lock", crate / "Cargo.lock")
+    # The workspace's lock: the same versions as the session's build, so nothing is rebuilt.
+    shutil.copy(REPO / "Cargo.lock", crate / "Cargo.lock")
     manifest = (CRATE / "Cargo.toml").read_text()
     assert 'data_io = { path = ".." }' in manifest
     manifest = manifest.replace('path = ".."', f"path = {json.dumps(str(REPO))}")
