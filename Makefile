@@ -70,14 +70,15 @@ slurm:
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	cargo fmt --check
+	cargo fmt --all --check
 	cargo clippy --release --all-targets -- -D warnings
 	cargo clippy --release --features python -- -D warnings
+	cargo clippy --release -p data_io_tokenizer_cli --all-targets -- -D warnings
 
 fmt: install
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
-	cargo fmt
+	cargo fmt --all
 
 # Run as modules: `python benchmarks/X.py` would put benchmarks/ first on the import path, where
 # benchmarks/tokenize.py shadows the standard library's tokenize module.
