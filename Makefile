@@ -11,7 +11,11 @@ RUST_SOURCES := Cargo.toml $(shell find rust -name '*.rs' 2>/dev/null)
 # The extension is built once per change and `cargo test` reuses that build: it compiles the same
 # features with the same PyO3 settings as maturin, so only the crate itself is compiled again (as a
 # test harness), not its dependencies. Without these variables PyO3's build script sees another
-# environment and every crate above it is rebuilt.
+# environment and every crate above it is rebuilt. The test build's dev-dependencies and the
+# tokenizer/ binaries' dependencies must not change the features of a shared crate either (Cargo
+# compiles a crate once per feature set): Cargo.toml and tokenizer/Cargo.toml declare the few
+# features that would differ; `cargo tree -e normal,build -f "{p} [{f}]"` of the three builds shows
+# it.
 ABS_VENV = $(abspath $(VENV))
 PYO3_ENV = VIRTUAL_ENV=$(ABS_VENV) PYO3_PYTHON=$(ABS_VENV)/bin/python \
 	PYTHON_SYS_EXECUTABLE=$(ABS_VENV)/bin/python \
