@@ -287,6 +287,11 @@ def plan_run(
     _check_choice("layout", layout, LAYOUTS)
     if layout == "mypt":
         dtype, format = _mypt_shards(dtype, format)
+        if tokenizer not in ("gpt2", "char"):
+            raise ConfigError(
+                f"layout mypt is for MyPT's tokenizers, gpt2 and char (its trainer knows no "
+                f"other), not {tokenizer!r}; use --layout data_io for other tokenizers"
+            )
     if not isinstance(text_field, str) or not text_field:
         raise ConfigError(f"text_field must be a non-empty string, got {text_field!r}")
     budget = parse_memory(dedup_memory)
@@ -323,6 +328,12 @@ def plan_run(
     if layout != "data_io":  # absent from folders written before layouts existed
         options["layout"] = layout
     if metadata is not None:
+        recorded_layout = metadata.get("options", {}).get("layout", "data_io")
+        if recorded_layout != layout:
+            raise ConfigError(
+                f"{out} was prepared in the {recorded_layout} layout, not {layout}; re-run with "
+                f"--layout {recorded_layout} to add inputs, or prepare into a new folder"
+            )
         check_same_options(out, metadata, options)
     new, known, same_as = _plan_inputs(sources, metadata)
     recorded_dtype = metadata["dtype"] if metadata else None

@@ -167,7 +167,11 @@ class ShardWriter:
             shard = _OpenShard(self.folder / prefix.name, self.dtype, self.fmt, prefix)
             self._continued = shard
             return shard
-        name = shard_name(len(self.records), self.fmt)
+        # After the highest number in the split, not its count: MyPT's numbering leaves gaps
+        # (train/ 0-45 and 51-55), and a new shard must not take the name, or the temporary
+        # name, of one that exists.
+        following = max((_number(r.name) for r in self.records), default=-1) + 1
+        name = shard_name(following, self.fmt)
         return _OpenShard(self.folder / name, self.dtype, self.fmt, None)
 
     def add(self, ids: NDArray[Any]) -> None:

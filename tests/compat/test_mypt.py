@@ -269,24 +269,41 @@ def test_char_example_reads_back_with_mypts_tokenizer_state(tmp_path):
 
 
 def test_more_input_continues_mypts_numbering_and_keeps_earlier_bytes(tmp_path):
-    _workspace(tmp_path, ["a.txt", "b.txt", "c.txt"])
+    # Three runs: from the third on, a split's numbers have gaps (train 0-3 and 6-7), and the
+    # continued last shard and the new ones must never share a name, final or temporary.
+    _workspace(tmp_path, ["a.txt", "b.txt", "c.txt", "d.txt", "e.txt"])
     small = "--tokens_per_shard 700 --val_fraction 0.2"
-    first = f"python scripts/prepare_dataset.py --input_files a.txt b.txt --out_dir ds {small}"
+    command = "python scripts/prepare_dataset.py --out_dir ds {small} --input_files {files}"
+    runs = ["a.txt b.txt", "a.txt b.txt c.txt", "a.txt b.txt c.txt d.txt e.txt"]
+    before: dict[Path, bytes] = {}
+    for files in runs:
+        done = _run_verbatim(command.format(small=small, files=files), tmp_path)
+        assert done.returncode == 0, done.stderr
+        after = sorted((tmp_path / "ds").rglob("*.bin"))
+        numbers = [int(p.stem.split("_")[1]) for p in after]
+        assert len(set(numbers)) == len(numbers), "a number is never used twice across splits"
+        assert len(after) > len(before)
+        for path, data in before.items():  # earlier shards: unchanged, or grown at their end
+            assert path.read_bytes()[: len(data)] == data
+        metadata = json.loads((tmp_path / "ds" / "dataset_metadata.json").read_text())
+        assert metadata["total_tokens"] * 4 == sum(p.stat().st_size for p in after)
+        for split in ("train", "val"):
+            recorded = [s["name"] for s in metadata["splits"][split]["shards"]]
+            assert recorded == [p.name for p in after if p.parent.name == split]
+            sizes = [(tmp_path / "ds" / split / n).stat().st_size // 4 for n in recorded]
+            assert all(size == 700 for size in sizes[:-1]), sizes
+        before = {p: p.read_bytes() for p in after}
+    train = sorted(int(p.stem.split("_")[1]) for p in (tmp_path / "ds" / "train").glob("*.bin"))
+    assert train != list(range(len(train))), "the runs left gaps in train/'s numbers"
+
+
+def test_a_mypt_folder_is_not_extended_in_another_layout(tmp_path):
+    _workspace(tmp_path, ["a.txt", "b.txt"])
+    first = "python scripts/prepare_dataset.py --input_files a.txt --out_dir ds"
     assert _run_verbatim(first, tmp_path).returncode == 0
-    before = {p: p.read_bytes() for p in (tmp_path / "ds").rglob("*.bin")}
-    more = f"python scripts/prepare_dataset.py --input_files a.txt b.txt c.txt --out_dir ds {small}"
-    done = _run_verbatim(more, tmp_path)
-    assert done.returncode == 0, done.stderr
-    after = sorted((tmp_path / "ds").rglob("*.bin"))
-    numbers = [int(p.stem.split("_")[1]) for p in after]
-    assert len(set(numbers)) == len(numbers), "a number is never used twice across splits"
-    assert len(after) > len(before)
-    for path, data in before.items():  # earlier shards: unchanged, or grown at their end only
-        assert path.read_bytes()[: len(data)] == data
-    for split in ("train", "val"):
-        full = sorted((tmp_path / "ds" / split).glob("*.bin"), key=lambda p: p.name)
-        sizes = [p.stat().st_size // 4 for p in full]
-        assert all(size == 700 for size in sizes[:-1]), sizes
+    done = _run_verbatim("data_io prepare a.txt b.txt -o ds --dtype uint32", tmp_path)
+    assert done.returncode != 0
+    assert "prepared in the mypt layout" in done.stderr
 
 
 def test_help_lists_mypts_spellings_as_aliases():
@@ -315,6 +332,8 @@ def test_help_lists_mypts_spellings_as_aliases():
         ("--tokens_per_shard 50 --tokens-per-shard 60", "disagree"),
         ("--dtype uint16", "layout mypt writes uint32 shards"),
         ("--format npy", "layout mypt writes raw .bin shards"),
+        ("--tokenization gpt2 --tokenizer-path x", "unrecognized arguments"),
+        ("--tokenizer Qwen/Qwen3", "layout mypt is for MyPT's tokenizers"),
     ],
 )
 def test_contradicting_mypt_flags_are_refused_before_any_work(tmp_path, extra, message):
