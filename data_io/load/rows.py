@@ -163,11 +163,17 @@ class RowSource:
         return f"{self.path} ({self.name})" if self.name else self.path
 
     def options(self) -> dict[str, Any]:
-        """Every field, JSON-able (part of the fingerprint). Storage options and the token are
-        left out: they hold credentials, and they say how to reach the data, not what it is."""
+        """Every field that says what the data is, JSON-able (part of the fingerprint).
+        Storage options and the token are left out: they hold credentials, and they say how to
+        reach the data, not what it is; so is ``metrics_name``, a label. The keys added for
+        xorl's pass-through appear only when set, so entries without them keep the fingerprint
+        (and the loader states and plan caches) they had before those keys existed."""
         values = asdict(self)
-        values.pop("storage_options")
-        values.pop("token")
+        for key in ("storage_options", "token", "metrics_name"):
+            values.pop(key)
+        for key in ("data_dir", "trust_remote_code", "streaming"):
+            if values[key] in (None, False):
+                values.pop(key)
         return {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
 
     def load_kwargs(self) -> dict[str, Any]:

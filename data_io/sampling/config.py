@@ -38,7 +38,8 @@ class SampleConfig:
     # What to do with a row whose truncated response keeps a single token: the trainer sees
     # zero causal tokens for it, and a batch of such rows crashes FlashAttention's backward.
     # "drop" (default) removes them and counts them; "keep" reproduces the original exactly.
-    short_truncated: str = "drop"
+    # Unset (None): "drop", or "keep" with compat=original (settled in __post_init__).
+    short_truncated: str | None = None
     # Reuse a complete output built from the same inputs, config and code (false: rebuild).
     reuse: bool = True
     # The PNG with length distributions and tokens per category (plot=false: none).
@@ -50,6 +51,12 @@ class SampleConfig:
     # "original": the original sampler's token-pool dtype rule and short_truncated=keep, so
     # that its users' SHA-256 checks of the .npy files keep passing. "none": this project's.
     compat: str = "none"
+
+    def __post_init__(self) -> None:
+        # Settled here, not only on the command line: a SampleConfig made in Python with
+        # compat="original" must keep these rows too, or its .npy files silently differ.
+        if self.short_truncated is None:
+            self.short_truncated = "keep" if self.compat == "original" else "drop"
 
 
 CONFIG_KEYS: tuple[str, ...] = tuple(f.name for f in fields(SampleConfig))
@@ -98,10 +105,6 @@ def parse_overrides(overrides: Sequence[str]) -> SampleConfig:
             detail += f"; valid keys: {', '.join(CONFIG_KEYS)}"
         raise ConfigError(f"config key {key!r}: {detail}") from None
     assert isinstance(config, SampleConfig)
-    given = {item.split("=", 1)[0].strip() for item in overrides}
-    if config.compat == "original" and "short_truncated" not in given:
-        # The original keeps these rows; an explicit short_truncated=drop is refused below.
-        config.short_truncated = "keep"
     validate(config)
     return config
 

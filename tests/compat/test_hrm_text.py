@@ -535,3 +535,13 @@ def test_binaries_fail_clearly(cargo_target: Path, tmp_path: Path):
     assert done.returncode == 1
     assert 'item 1 (prefix "a__"): unknown field(s) max_per_fil' in done.stderr
     assert not (tmp_path / "t").exists()
+
+
+def test_compat_original_keeps_short_truncated_rows_from_python_too() -> None:
+    # Settled by the config itself, not only by the command line: a SampleConfig made in Python
+    # with compat="original" must write what the original writes.
+    from data_io.sampling.config import SampleConfig
+
+    assert SampleConfig(compat="original").short_truncated == "keep"
+    assert SampleConfig().short_truncated == "drop"
+    assert SampleConfig(compat="original", short_truncated="drop").short_truncated == "drop"

@@ -564,3 +564,16 @@ def test_resume_identity_is_content_not_place(tmp_path: Path, hf_cache: str) -> 
     )
     with pytest.raises(ConfigError, match=r"saved for other data"):
         loader(changed).load_state_dict(state)
+
+
+def test_options_without_the_pass_through_keys_are_those_of_earlier_versions() -> None:
+    # The fingerprint (loader states, plan caches) of an entry that sets none of the keys added
+    # for xorl's load_dataset pass-through is what it was before they existed.
+    assert set(RowSource(path="rows.jsonl").options()) == {
+        "path", "split", "data_files", "revision", "select_columns", "max_seq_len", "name", "type",
+    }  # fmt: skip
+    assert (
+        RowSource(path="rows.jsonl", metrics_name="a").options()
+        == RowSource(path="rows.jsonl").options()
+    )
+    assert RowSource(path="d", data_dir="sub").options()["data_dir"] == "sub"
