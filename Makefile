@@ -50,6 +50,7 @@ test: build test-rust test-python
 
 test-rust: build
 	$(PYO3_ENV) cargo test --release $(CARGO_FEATURES) --quiet
+	cargo test --release -p data_io_tokenizer_cli --quiet
 
 # On every core (pytest-xdist): 1,726 tests in 178 s on 2 cores, against ~290 s in one process.
 # A file's tests stay on one worker (--dist loadfile): they share its fixtures and servers.

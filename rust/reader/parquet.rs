@@ -24,6 +24,7 @@ use parquet::column::reader::ColumnReaderImpl;
 use parquet::data_type::{ByteArray, ByteArrayType};
 use parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
 use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::file::serialized_reader::SerializedPageReader;
 
 use super::{RowText, FIELDS};
 use crate::error::{Error, Location, Result};
@@ -133,7 +134,8 @@ impl ParquetReader {
         let levels = parquet_to_arrow_field_levels(parquet_schema, mask, Some(schema.fields()))
             .map_err(cannot_read)?;
         let row_groups = CheckedRowGroups {
-            file: Arc::new(SerializedFileReader::new(file).map_err(unreadable)?),
+            file: Arc::new(file),
+            metadata: Arc::clone(&metadata),
             groups: selected.collect(),
         };
         let inner = ParquetRecordBatchReader::try_new_with_row_groups(
@@ -531,37 +533,40 @@ impl Iterator for CheckedPages {
 /// announces before it reads any (`ByteArrayDecoderPlain::read`, parquet 60.1; 9 GB for the
 /// fuzzer's inputs). The rest is what Arrow's own file reader does.
 struct CheckedRowGroups {
-    file: Arc<SerializedFileReader<File>>,
+    file: Arc<File>,
+    /// The footer read at open (once: the page readers are made from it).
+    metadata: Arc<ParquetMetaData>,
     groups: Vec<usize>,
 }
 
 impl RowGroups for CheckedRowGroups {
     fn num_rows(&self) -> usize {
-        let group = |g: usize| self.file.metadata().row_group(g).num_rows().max(0) as usize;
+        let group = |g: usize| self.metadata.row_group(g).num_rows().max(0) as usize;
         self.groups.iter().map(|&g| group(g)).sum()
     }
 
     fn column_chunks(&self, column: usize) -> ParquetResult<Box<dyn PageIterator>> {
         Ok(Box::new(CheckedChunks {
             file: Arc::clone(&self.file),
+            metadata: Arc::clone(&self.metadata),
             column,
             groups: self.groups.clone().into_iter(),
         }))
     }
 
     fn row_groups(&self) -> Box<dyn Iterator<Item = &RowGroupMetaData> + '_> {
-        let metadata = self.file.metadata();
-        Box::new(self.groups.iter().map(move |&g| metadata.row_group(g)))
+        Box::new(self.groups.iter().map(|&g| self.metadata.row_group(g)))
     }
 
     fn metadata(&self) -> &ParquetMetaData {
-        self.file.metadata()
+        &self.metadata
     }
 }
 
 /// One column's chunks, row group after row group, as checked page readers.
 struct CheckedChunks {
-    file: Arc<SerializedFileReader<File>>,
+    file: Arc<File>,
+    metadata: Arc<ParquetMetaData>,
     column: usize,
     groups: std::vec::IntoIter<usize>,
 }
@@ -570,12 +575,15 @@ impl Iterator for CheckedChunks {
     type Item = ParquetResult<Box<dyn PageReader>>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let group = self.groups.next()?;
-        let pages = self
-            .file
-            .get_row_group(group)
-            .and_then(|g| g.get_column_page_reader(self.column));
-        Some(pages.map(|p| Box::new(CheckedPages(p)) as Box<dyn PageReader>))
+        let group = self.metadata.row_group(self.groups.next()?);
+        let rows = group.num_rows().max(0) as usize;
+        let pages = SerializedPageReader::new(
+            Arc::clone(&self.file),
+            group.column(self.column),
+            rows,
+            None,
+        );
+        Some(pages.map(|p| Box::new(CheckedPages(Box::new(p))) as Box<dyn PageReader>))
     }
 }
 
@@ -942,7 +950,10 @@ mod tests {
                 .err()
                 .expect("an error ends it");
             assert!(
-                err.to_string().contains("cannot decode rows after row 0"),
+                err.to_string().contains("cannot decode rows after row 0")
+                    && err
+                        .to_string()
+                        .contains("corrupt dictionary page: it announces"),
                 "view {view}: {err}"
             );
             assert!(
