@@ -129,10 +129,13 @@ def assemble_item(
     if used > width:
         raise overflow(used) if overflow is not None else ValueError(f"{used} > {width} tokens")
     starts = np.cumsum(seg_lens) - seg_lens
-    # Where each real token goes in the item: its row's start plus its place in the row.
-    where = np.repeat(starts, lens) + (
-        np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
-    )
+    # Where each real token goes in the item: its row's start plus its place in the row; without
+    # ring padding the rows are simply one after another (the usual case, kept cheap).
+    where: Any = slice(0, used)
+    if multiple > 1:
+        where = np.repeat(starts, lens) + (
+            np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+        )
     item = {}
     for column in columns:
         values = np.concatenate([p[column] for p in parts])

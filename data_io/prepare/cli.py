@@ -11,6 +11,14 @@ from data_io.prepare.shards import FORMATS
 
 __all__ = ["merge_mypt_spellings", "print_summary", "register"]
 
+# Defaults of the options MyPT also spells, applied after both spellings are read (so that a
+# value given both ways is compared as given, the default included).
+_DEFAULTS: dict[str, Any] = {
+    "tokenizer": "gpt2",
+    "tokens_per_shard": 10_000_000,
+    "val_fraction": 0.1,
+}
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -28,11 +36,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("-o", "--output", metavar="OUT", help="output folder (required)")
     parser.add_argument(
         "--tokenizer",
-        default="gpt2",
+        default=None,
         help="gpt2 (built from openai-whisper's rank file: when that package is not installed, "
         "its archive is fetched from PyPI once and cached; else the local HF cache), char (one "
         "id per character, MyPT's), a tokenizer.json or its folder, or a Hub id "
-        "(default: %(default)s)",
+        f"(default: {_DEFAULTS['tokenizer']})",
     )
     parser.add_argument(
         "--eos-token",
@@ -43,15 +51,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--tokens-per-shard",
         type=int,
-        default=10_000_000,
-        help="tokens in every shard but the last of each split (default: %(default)s)",
+        default=None,
+        help="tokens in every shard but the last of each split "
+        f"(default: {_DEFAULTS['tokens_per_shard']})",
     )
     parser.add_argument(
         "--val-fraction",
         type=float,
-        default=0.1,
+        default=None,
         help="share of documents that go to val/, chosen by a hash of their content, so a "
-        "document keeps its split when inputs are added (default: %(default)s)",
+        f"document keeps its split when inputs are added (default: {_DEFAULTS['val_fraction']})",
     )
     parser.add_argument(
         "--seed", type=int, default=0, help="of the train/val split (default: %(default)s)"
@@ -171,10 +180,13 @@ def merge_mypt_spellings(args: argparse.Namespace, parser: argparse.ArgumentPars
             continue
         dest = ours.lstrip("-").replace("-", "_")
         current = getattr(args, dest)
-        default = parser.get_default(dest)
-        if current not in (default, value):
+        given = not (current is None or current is False)  # store_true flags: False is unset
+        if given and current != value:
             parser.error(f"{flag} {value} and {ours} {current} disagree; give one of them")
         setattr(args, dest, value)
+    for dest, default in _DEFAULTS.items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, default)
     if args.layout is None:
         args.layout = "mypt" if used else "data_io"
     if args.layout == "mypt":

@@ -330,6 +330,8 @@ def test_help_lists_mypts_spellings_as_aliases():
     ("extra", "message"),
     [
         ("--tokens_per_shard 50 --tokens-per-shard 60", "disagree"),
+        ("--tokens_per_shard 50 --tokens-per-shard 10000000", "disagree"),  # ours at its default
+        ("--val_fraction 0.2 --val-fraction 0.0", "disagree"),
         ("--dtype uint16", "layout mypt writes uint32 shards"),
         ("--format npy", "layout mypt writes raw .bin shards"),
         ("--tokenization gpt2 --tokenizer-path x", "unrecognized arguments"),
