@@ -130,6 +130,7 @@ class EvalSet:
     hf_dataset_name: str | None = None
     hf_dataset_config: str | None = None
     hf_dataset_split: str = "validation"
+    dtype: str | None = None  # of raw .bin shards (default: data.dtype)
 
 
 @dataclass
@@ -142,6 +143,7 @@ class EvalConfig:
     hf_dataset_name: str | None = None
     hf_dataset_config: str | None = None
     hf_dataset_split: str = "validation"
+    dtype: str | None = None  # of raw .bin shards (default: data.dtype)
     # More eval sets by name; [eval]'s own source (if any) is the set named "val".
     sets: dict[str, EvalSet] = field(default_factory=dict)
 
@@ -397,8 +399,10 @@ def _validate(config: LoaderConfig) -> None:
         )
     if ev.dataset_path and ev.hf_dataset_name:
         raise ConfigError("eval.dataset_path and eval.hf_dataset_name are exclusive")
+    _check_dtype("eval.dtype", ev.dtype)
     for name, one in ev.sets.items():
         where = f"eval.sets.{name}"
+        _check_dtype(f"{where}.dtype", one.dtype)
         if not name or name == EVAL_MAIN_SET:
             raise ConfigError(
                 f"{where}: the name {EVAL_MAIN_SET!r} is [eval]'s own source; name the set "

@@ -107,7 +107,7 @@ def build_eval_loaders(
     rank, world_size = resolve_rank(rank, world_size)
     return {
         name: EvalLoader(
-            _eval_dataset(config, source),
+            _eval_dataset(config, name, source),
             steps=ev.steps,
             batch_size=config.train.batch_size,
             interval=ev.interval,
@@ -120,14 +120,17 @@ def build_eval_loaders(
     }
 
 
-def _eval_dataset(config: LoaderConfig, source: EvalConfig | EvalSet) -> Any:
+def _eval_dataset(config: LoaderConfig, name: str, source: EvalConfig | EvalSet) -> Any:
     """The windows of one eval source, read as the training data is (tokenizer, dtype, EOS)."""
     from data_io.load.build import TokenizerFacts, hf_text_dataset, shard_dataset
 
     data, window = config.data, config.train.seq_len + 1
     tok = TokenizerFacts(data)
     if source.dataset_path:
-        return shard_dataset(data, tok, source.dataset_path, source.file_pattern, window)
+        # Its own dtype when given (an eval corpus may be stored otherwise), else data.dtype.
+        key = "eval.dtype" if name == EVAL_MAIN_SET else f"eval.sets.{name}.dtype"
+        dtype = (source.dtype, key) if source.dtype is not None else None
+        return shard_dataset(data, tok, source.dataset_path, source.file_pattern, window, dtype)
     assert source.hf_dataset_name is not None  # checked by the config
     return hf_text_dataset(
         data,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from data_io.errors import ConfigError
@@ -123,3 +124,21 @@ def test_only_named_sets_is_enough_and_the_main_loader_is_then_none(tmp_path: Pa
     )
     assert build_eval_loader(config, 0, 1) is None
     assert list(build_eval_loaders(config, 0, 1)) == ["general"]
+
+
+def test_an_eval_set_declares_its_own_bin_dtype(tmp_path: Path) -> None:
+    # A general corpus stored as uint32 beside uint16 training shards (data.dtype).
+    (tmp_path / "general").mkdir()
+    tokens = np.arange(9 * 4, dtype=np.uint32) + 70_000
+    tokens.tofile(tmp_path / "general" / "shard_00000.bin")
+    base = [
+        "eval.enabled=true",
+        f"eval.sets.general.dataset_path={tmp_path / 'general'}",
+        "eval.sets.general.file_pattern=*.bin",
+        "data.dtype=uint16",
+        "train.seq_len=8",
+    ]
+    loader = build_eval_loaders(load_config(None, [*base, "eval.sets.general.dtype=uint32"]))
+    assert loader["general"].dataset.window(1).tolist() == tokens[9:18].tolist()
+    with pytest.raises(ConfigError, match=r"eval\.sets\.general\.dtype"):
+        load_config(None, [*base, "eval.sets.general.dtype=float32"])
