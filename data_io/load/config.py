@@ -13,6 +13,7 @@ and the trainer's other ``[train]`` keys belong to the trainer and are ignored.
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +39,9 @@ __all__ = [
 ]
 
 PACKING_METHODS = ("sequential", "multipack")
+# A dotted key: names, and list positions (data.datasets.0.weight); OmegaConf itself fails on
+# other text with errors that do not name the override (an IndexError for "[6_m").
+_OVERRIDE_KEY = re.compile(r"[A-Za-z_]\w*(\.(\w+))+")
 
 
 @dataclass
@@ -134,16 +138,13 @@ class EvalSet:
 
 
 @dataclass
-class EvalConfig:
+class EvalConfig(EvalSet):
+    """``[eval]``: its own source (the fields of ``EvalSet``, the set named ``val``), when and
+    how long to evaluate, and more sets by name."""
+
     enabled: bool = False
     interval: int = 1000  # evaluate every N training steps
     steps: int = 50  # batches per evaluation
-    dataset_path: str = ""
-    file_pattern: str = "*.npy"
-    hf_dataset_name: str | None = None
-    hf_dataset_config: str | None = None
-    hf_dataset_split: str = "validation"
-    dtype: str | None = None  # of raw .bin shards (default: data.dtype)
     # More eval sets by name; [eval]'s own source (if any) is the set named "val".
     sets: dict[str, EvalSet] = field(default_factory=dict)
 
@@ -294,10 +295,10 @@ def apply_overrides(
         for item in overrides:
             key, sep, value = str(item).partition("=")
             key = key.strip().removeprefix("--")
-            if not sep or not key:
+            if not sep or not _OVERRIDE_KEY.fullmatch(key):
                 raise ConfigError(
-                    f"override {item!r} is not KEY=VALUE (e.g. data.num_workers=2 or "
-                    "--data.num_workers=2)"
+                    f"override {item!r} is not KEY=VALUE with a dotted key (e.g. data.num_workers=2, "
+                    "--data.num_workers=2 or data.datasets.0.weight=2)"
                 )
             _new_eval_set(base, key)
             try:

@@ -36,11 +36,11 @@ from data_io.load.batching import BatchedView, first
 from data_io.load.dataset_state import MapDatasetState, bind_loader
 from data_io.load.mixture import dataset_fingerprint
 from data_io.load.samplers import MixtureOrder, ShuffledOrder, differences, resolve_rank
+from data_io.load.stream_state import STREAM_KEYS
 
 __all__ = ["StatefulLoader", "collate_samples"]
 
 _STATE_VERSION = 1
-_STREAM_KEYS = ("stream_id", "stream_row", "stream_offset")
 
 
 def collate_samples(samples: Sequence[Mapping[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
@@ -237,7 +237,7 @@ class StatefulLoader:
         streams = {str(k): v for k, v in self.state.get("streams", {}).items()}
         served = int(self.state.get("served", 0))
         for batch in loader:
-            ids, rows, offsets = (batch.pop(k) for k in _STREAM_KEYS)
+            ids, rows, offsets = (batch.pop(k) for k in STREAM_KEYS)
             # A batch comes from one worker, i.e. one stream: its last sample is the resume point.
             streams[str(int(ids[-1]))] = [int(rows[-1]), int(offsets[-1])]
             served += 1

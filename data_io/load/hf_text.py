@@ -57,6 +57,7 @@ from data_io.fs import publish_mode
 from data_io.hub import hub_unreachable, offline_by_environment
 from data_io.load.dataset_state import MapDatasetState
 from data_io.load.shards import MemoryMappedDataset, _require_int, pack_window
+from data_io.load.stream_state import STREAM_KEYS, parse_stream_state
 from data_io.stale import remove_dead_siblings, temporary_prefix
 
 __all__ = [
@@ -79,8 +80,6 @@ _COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst")
 _SAVED_MARKERS = ("state.json", "dataset_dict.json")
 # A path-like name that does not exist is a typo, not a Hub id.
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
-# Keys every streaming sample carries, besides the window's: where its stream resumes.
-STREAM_KEYS = ("stream_id", "stream_row", "stream_offset")
 # Bumped when the cache folder's content changes meaning: old folders are then not reused.
 _CACHE_FORMAT = 1
 _CACHE_RECORD = "hf_text_cache.json"
@@ -665,42 +664,18 @@ class _StreamCutter:
         return out
 
 
-def _parse_resume(state: Mapping[str, Any]) -> tuple[int | None, dict[int, tuple[int, int]]]:
+def _parse_resume(state: Mapping[str, Any]) -> tuple[int | None, dict[int, tuple[int, int]], int]:
     """Validate a resume state ``{"num_streams": G, "streams": {g: [row, offset]}}``."""
     allowed = {"num_streams", "streams", "fingerprint", "worker_shift", "complete"}
-    if not isinstance(state, Mapping) or set(state) - allowed:
-        raise ConfigError(
-            "a streaming resume state is {'num_streams': G, 'streams': {g: [row, offset]}}, "
-            f"got {state!r}; pass what state_dict() or the loader recorded"
-        )
-    total = state.get("num_streams")
-    streams = state.get("streams") or {}
-    if total is None:
-        if streams:
-            raise ConfigError("resume state: 'streams' given without 'num_streams'")
-        return None, {}
-    total = _require_int("resume state num_streams", total, 1, "ranks x workers")
-    if not isinstance(streams, Mapping):
-        raise ConfigError(f"resume state: 'streams' must be a mapping, got {streams!r}")
-    parsed: dict[int, tuple[int, int]] = {}
-    for key, value in streams.items():
-        try:
-            stream = int(key)  # JSON turns the keys into strings
-        except (TypeError, ValueError):
-            raise ConfigError(f"resume state: stream id {key!r} is not an integer") from None
-        if not 0 <= stream < total:
-            raise ConfigError(f"resume state: stream {stream} is outside 0..{total - 1}")
-        if not isinstance(value, (list, tuple)) or len(value) != 2:
-            raise ConfigError(f"resume state: stream {stream} must map to [row, offset]")
-        row = _require_int(f"resume state stream {stream} row", value[0], 0, "a row number")
-        offset = _require_int(f"resume state stream {stream} offset", value[1], 0, "tokens")
+    total, parsed, shift = parse_stream_state(state, allowed, ("row", "offset"))
+    for stream, (row, _) in parsed.items():
+        assert total is not None  # streams need num_streams (parse_stream_state)
         if row % total != stream:
             raise ConfigError(
                 f"resume state: row {row} does not belong to stream {stream} of {total} "
                 f"(stream g reads rows i with i % {total} == g); the state is damaged"
             )
-        parsed[stream] = (row, offset)
-    return total, parsed
+    return total, parsed, shift
 
 
 class StreamingHuggingFaceDataset(IterableDataset):
@@ -758,10 +733,7 @@ class StreamingHuggingFaceDataset(IterableDataset):
                 f"{fingerprint}, this dataset {self.fingerprint()}); resume with the same "
                 "source, tokenizer and options, or start afresh"
             )
-        total, streams = _parse_resume(state)
-        shift = state.get("worker_shift", 0)
-        if isinstance(shift, bool) or not isinstance(shift, int) or shift < 0:
-            raise ConfigError(f"resume state: worker_shift must be an integer >= 0, got {shift!r}")
+        total, streams, shift = _parse_resume(state)
         self._resume = {
             "num_streams": total,
             "streams": {g: list(pos) for g, pos in sorted(streams.items())},

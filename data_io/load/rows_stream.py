@@ -34,6 +34,7 @@ from torch.utils.data import IterableDataset, get_worker_info
 
 from data_io.errors import ConfigError, InputError
 from data_io.load.rows import REQUIRED_COLUMNS, RowSource, _check_chunk, open_stream
+from data_io.load.stream_state import STREAM_KEYS, parse_stream_state
 from data_io.load.tokenized_rows import (
     _as_sources,
     _extras,
@@ -44,7 +45,6 @@ from data_io.load.tokenized_rows import (
 
 __all__ = ["StreamingTokenizedRowsDataset"]
 
-_STREAM_KEYS = ("stream_id", "stream_row", "stream_offset")
 _BATCH_ROWS = 256  # rows read and checked at once
 _VERSION = 1
 
@@ -106,40 +106,13 @@ class StreamingTokenizedRowsDataset(IterableDataset):
         """Resume from ``{"num_streams": G, "streams": {g: [source, rows]}, "worker_shift": s}``
         (what ``StatefulLoader`` records; see the module docstring)."""
         allowed = {"num_streams", "streams", "worker_shift", "complete"}
-        if not isinstance(state, Mapping) or set(state) - allowed:
-            raise ConfigError(
-                "a tokenized-row stream's resume state is {'num_streams': G, 'streams': "
-                f"{{g: [source, rows]}}}}, got {state!r}; pass what the loader recorded"
-            )
-        total = state.get("num_streams")
-        streams = state.get("streams") or {}
-        shift = state.get("worker_shift", 0)
-        if isinstance(shift, bool) or not isinstance(shift, int) or shift < 0:
-            raise ConfigError(f"resume state: worker_shift must be an integer >= 0, got {shift!r}")
-        if total is not None:
-            total = _positive("resume state num_streams", total, 1)
-        elif streams:
-            raise ConfigError("resume state: 'streams' given without 'num_streams'")
-        if not isinstance(streams, Mapping):
-            raise ConfigError(f"resume state: 'streams' must be a mapping, got {streams!r}")
-        parsed: dict[int, tuple[int, int]] = {}
-        for key, value in streams.items():
-            try:
-                stream = int(key)  # JSON turns the keys into strings
-            except (TypeError, ValueError):
-                raise ConfigError(f"resume state: stream id {key!r} is not an integer") from None
-            if total is not None and not 0 <= stream < total:
-                raise ConfigError(f"resume state: stream {stream} is outside 0..{total - 1}")
-            if not isinstance(value, (list, tuple)) or len(value) != 2:
-                raise ConfigError(f"resume state: stream {stream} must map to [source, rows]")
-            source = _positive(f"resume state stream {stream} source", value[0], 0)
-            rows = _positive(f"resume state stream {stream} rows", value[1], 0)
+        total, parsed, shift = parse_stream_state(state, allowed, ("source", "rows"))
+        for stream, (source, _) in parsed.items():
             if source >= len(self.sources):
                 raise ConfigError(
                     f"resume state: stream {stream} is in source {source}, and there are "
                     f"{len(self.sources)} sources; resume with the sources that saved it"
                 )
-            parsed[stream] = (source, rows)
         self._resume = {"num_streams": total, "streams": parsed, "worker_shift": shift}
 
     def state_dict(self) -> dict[str, Any]:
@@ -243,7 +216,7 @@ class StreamingTokenizedRowsDataset(IterableDataset):
         item = assemble_item(
             parts, self.capacity, packed=True, columns=columns, multiple=self.ring_multiple
         )
-        for key, value in zip(_STREAM_KEYS, (stream, *resume), strict=True):
+        for key, value in zip(STREAM_KEYS, (stream, *resume), strict=True):
             item[key] = torch.tensor(value, dtype=torch.int64)
         return item
 
