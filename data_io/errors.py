@@ -59,3 +59,18 @@ def os_error_message(error: OSError) -> str:
     where = " -> ".join(str(p) for p in paths)
     advice = _OS_ADVICE.get(name, "fix the cause and run again; finished outputs are kept")
     return f"{where + ': ' if where else ''}{what}{f' [{name}]' if name else ''}; {advice}"
+
+
+# The kinds of error the Rust core reports (rust/error.rs, ErrorKind::name), each one class:
+# the one map, used by the extension's exceptions and by reports that carry an error_kind.
+_KINDS: dict[str, type[DataIoError]] = {
+    "input": InputError,
+    "config": ConfigError,
+    "tokenizer": TokenizerError,
+    "output": OutputError,
+}
+
+
+def error_class(kind: str | None) -> type[DataIoError]:
+    """The exception class of an error kind of the Rust core; ``InputError`` when unknown."""
+    return _KINDS.get(kind or "input", InputError)

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from data_io.errors import ConfigError, DataIoError, InputError, OutputError, TokenizerError
+from data_io.errors import ConfigError, InputError, OutputError, error_class
 from data_io.rows_cli import ROW_FILES, add_rows_and_output
 from data_io.tokenizer_files import resolve_tokenizer
 
@@ -30,13 +30,6 @@ DEFAULT_CONDITIONS: dict[str, str] = {
 DEFAULT_BATCH_ROWS = 4096
 # How many tasks or files a message lists by name; the rest are counted.
 MAX_LISTED = 15
-
-_ERROR_CLASSES: dict[str, type[DataIoError]] = {
-    "input": InputError,
-    "config": ConfigError,
-    "tokenizer": TokenizerError,
-    "output": OutputError,
-}
 
 
 @dataclass(frozen=True)
@@ -141,12 +134,8 @@ class TokenizeResult:
             )
         if self.mixed_warning:
             parts.append(self.mixed_warning)
-        error_class = (
-            _ERROR_CLASSES.get(failed[0].error_kind or "input", InputError)
-            if failed
-            else OutputError
-        )
-        error = error_class("\n".join(parts))
+        raised = error_class(failed[0].error_kind) if failed else OutputError
+        error = raised("\n".join(parts))
         error.result = self  # type: ignore[attr-defined]
         raise error
 

@@ -15,7 +15,7 @@ use pyo3::types::PyType;
 use serde::Serialize;
 
 use crate::encoder::{encode_batch as encode_texts, Encoder as TextEncoderImpl, TextEncoder};
-use crate::error::{Error, ErrorKind};
+use crate::error::Error;
 use crate::layout::LayoutTokens;
 use crate::sampling::gather::{gather_epoch as gather_rows, EpochColumns, RowRecord};
 use crate::sampling::philox::NumpyPhilox;
@@ -29,16 +29,11 @@ use crate::train::{TokenizerKind, TrainOptions, DEFAULT_SPECIAL_TOKENS, SPLIT_RE
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn to_py_err(py: Python<'_>, error: Error) -> PyErr {
-    let class = match error.kind() {
-        ErrorKind::Input => "InputError",
-        ErrorKind::Config => "ConfigError",
-        ErrorKind::Tokenizer => "TokenizerError",
-        ErrorKind::Output => "OutputError",
-    };
+    // The kind -> exception class map is written once, in Python (`errors.error_class`).
     let message = error.to_string();
     match py
         .import("data_io.errors")
-        .and_then(|m| m.getattr(class))
+        .and_then(|m| m.call_method1("error_class", (error.kind().name(),)))
         .and_then(|c| c.cast_into::<PyType>().map_err(PyErr::from))
     {
         Ok(class) => PyErr::from_type(class, message),

@@ -78,6 +78,18 @@ fn join_lines(errors: &[Error]) -> String {
         .join("\n")
 }
 
+impl ErrorKind {
+    /// The kind's name, as reports carry it and `data_io.errors.error_class` reads it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Input => "input",
+            ErrorKind::Config => "config",
+            ErrorKind::Tokenizer => "tokenizer",
+            ErrorKind::Output => "output",
+        }
+    }
+}
+
 impl Error {
     pub fn kind(&self) -> ErrorKind {
         match self {

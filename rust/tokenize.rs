@@ -1093,12 +1093,7 @@ fn failed_report(task: &Task, error: &Error, seconds: f64) -> FileReport {
         bytes: task.stat.size,
         seconds,
         error: Some(error.to_string()),
-        error_kind: Some(match error.kind() {
-            ErrorKind::Input => "input",
-            ErrorKind::Config => "config",
-            ErrorKind::Tokenizer => "tokenizer",
-            ErrorKind::Output => "output",
-        }),
+        error_kind: Some(error.kind().name()),
     }
 }
 
