@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from data_io.errors import InputError
+from data_io.formats.task_arrays import read_token_header
 
 TOOL = "data_io"
 METADATA = "metadata.json"
@@ -329,9 +330,6 @@ def _check_dtypes(
     task_folders: Sequence[Path],
 ) -> None:
     """Each recorded ``token_dtype`` against the ``tokens.npy`` header (a few bytes each)."""
-    # Imported here: data_io.sampling imports this module (a top-level import would cycle).
-    from data_io.sampling.tasks import read_token_header
-
     wrong = []
     for task, folder in zip(tasks, task_folders, strict=True):
         if task.token_dtype is None:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from data_io.errors import InputError
+from data_io.formats.task_arrays import INDEX_NAMES
 
 __all__ = [
     "INDEX_NAMES",
@@ -32,7 +33,6 @@ __all__ = [
     "read_metadata",
 ]
 
-INDEX_NAMES = ("inst_start", "inst_len", "resp_start", "resp_len")
 _RESAMPLE = "re-run `data_io sample` to rebuild the folder"
 # The sampler's marker block in metadata.json (data_io.sampling.output.MARKER_KEY; not imported,
 # so that the loader does not pull in the sampler).

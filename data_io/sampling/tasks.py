@@ -25,24 +25,16 @@ import numpy as np
 from tqdm import tqdm
 
 from data_io.errors import InputError
+from data_io.formats.task_arrays import (
+    INDEX_NAMES,
+    TASK_FILES,
+    TokenFile,
+    read_token_header,
+)
 from data_io.prefix_config import PrefixConfig, PrefixRule
 from data_io.provenance import TaskOrigin, damaged_task_advice, repair_command
 
-INDEX_NAMES = ("inst_start", "inst_len", "resp_start", "resp_len")
-TASK_FILES = ("tokens.npy", *(f"{name}.npy" for name in INDEX_NAMES))
-# Token dtypes the tokenizer writes: <u4 by default, <u2 (or u1) with --token-dtype auto.
-TOKEN_DTYPES = (np.dtype("<u4"), np.dtype("<u2"), np.dtype("u1"))
 _DEFAULT_RULE = PrefixRule(prefix="")
-
-
-@dataclass(frozen=True)
-class TokenFile:
-    """Where a task's ``tokens.npy`` keeps its data, read from the header only."""
-
-    path: Path
-    dtype: np.dtype
-    length: int
-    data_offset: int
 
 
 @dataclass
@@ -88,40 +80,6 @@ def load_tokenizer_info(tokenized_path: Path) -> dict[str, Any]:
     ):
         raise InputError(f"{path}: 'vocab_size' must be a positive integer, got {vocab_size!r}")
     return info
-
-
-def read_token_header(path: Path, task: str) -> TokenFile:
-    """Dtype, length and data offset of a 1-D ``tokens.npy`` without reading its data."""
-    try:
-        with path.open("rb") as handle:
-            version = np.lib.format.read_magic(handle)
-            if version == (1, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_1_0(handle)
-            elif version == (2, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_2_0(handle)
-            else:
-                raise InputError(
-                    f"task {task}: {path} uses .npy version {version}; expected 1.0/2.0"
-                )
-            data_offset = handle.tell()
-    except FileNotFoundError:
-        raise InputError(f"task {task}: {path} is missing") from None
-    except (OSError, ValueError) as exc:
-        raise InputError(f"task {task}: {path} is not a valid .npy file: {exc}") from exc
-    if len(shape) != 1 or fortran:
-        raise InputError(f"task {task}: {path} must be a 1-D array, got shape {shape}")
-    if dtype not in TOKEN_DTYPES:
-        raise InputError(
-            f"task {task}: {path} has dtype {dtype.str}; token ids must be <u4, <u2 or u1"
-        )
-    expected_size = data_offset + shape[0] * dtype.itemsize
-    actual_size = path.stat().st_size
-    if actual_size < expected_size:
-        raise InputError(
-            f"task {task}: {path} is truncated ({actual_size} bytes, header promises "
-            f"{expected_size})"
-        )
-    return TokenFile(path=path, dtype=dtype, length=int(shape[0]), data_offset=data_offset)
 
 
 def _load_index(path: Path, task: str) -> np.ndarray:

@@ -1,0 +1,4 @@
+"""On-disk formats read by more than one package (formats.md), as ground that knows no stage.
+
+- ``task_arrays``: the tokenizer's per-task ``.npy`` arrays (names, dtypes, ``tokens.npy`` header).
+"""
