@@ -50,7 +50,7 @@ _EXPORTS = {
     "StreamingHuggingFaceDataset": "hf_text",
     "RowSource": "rows",
     "TokenizedRowsDataset": "tokenized_rows",
-    "rows_dataset_from_config": "tokenized_rows",
+    "rows_dataset_from_config": "build",
     "export_sampled_rows": "export_rows",
 }
 

@@ -18,7 +18,7 @@ Windows are ``train.seq_len + 1`` tokens (input and label shift), so batches hol
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -29,6 +29,7 @@ from data_io.load.config import (
     DataConfig,
     DatasetSource,
     LoaderConfig,
+    config_from_dict,
     data_seed,
     phase_dicts,
     ring_multiple,
@@ -47,6 +48,7 @@ __all__ = [
     "build_data",
     "build_dataloader",
     "hf_text_dataset",
+    "rows_dataset_from_config",
     "shard_dataset",
     "tokenized_rows_dataset",
 ]
@@ -359,3 +361,13 @@ def build_dataloader(
         names=built.names,
         identity={"kind": built.kind, "seq_len": config.train.seq_len},
     )
+
+
+def rows_dataset_from_config(data: Any, *, where: str = "data", **overrides: Any) -> Any:
+    """The dataset of an xorl ``data:`` section, read as ``build_dataloader`` reads it
+    (``data_io.load.config``): the same keys, checks and cache. ``overrides`` replace
+    ``TokenizedRowsDataset`` options (``dataset_prepared_path``...); a ``TokenizedRowsDataset``."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where}: expected a mapping with a 'datasets' list, got {data!r}")
+    config = config_from_dict({"data": dict(data)}, where)
+    return tokenized_rows_dataset(config, **overrides)

@@ -58,7 +58,6 @@ __all__ = [
     "assemble_item",
     "default_prepared_path",
     "padded_length",
-    "rows_dataset_from_config",
 ]
 
 _FINGERPRINT_VERSION = 1
@@ -450,18 +449,3 @@ class TokenizedRowsDataset(MapDatasetState, Dataset):
             "cache": None if self.cache_folder is None else str(self.cache_folder),
             "cache_reused": self.cache_reused,
         }
-
-
-def rows_dataset_from_config(
-    data: Any, *, where: str = "data", **overrides: Any
-) -> TokenizedRowsDataset:
-    """The dataset of an xorl ``data:`` section, read as ``build_dataloader`` reads it
-    (``data_io.load.config``): the same keys, checks and cache. ``overrides`` replace
-    ``TokenizedRowsDataset`` options (``dataset_prepared_path``...)."""
-    from data_io.load.build import tokenized_rows_dataset
-    from data_io.load.config import config_from_dict
-
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"{where}: expected a mapping with a 'datasets' list, got {data!r}")
-    config = config_from_dict({"data": dict(data)}, where)
-    return tokenized_rows_dataset(config, **overrides)

@@ -21,9 +21,10 @@ from torch.utils.data import DataLoader
 
 from data_io.cli import main
 from data_io.errors import ConfigError, InputError
+from data_io.load.build import rows_dataset_from_config
 from data_io.load.export_rows import export_sampled_rows
 from data_io.load.rows import RowSource, check_rows, open_source
-from data_io.load.tokenized_rows import TokenizedRowsDataset, rows_dataset_from_config
+from data_io.load.tokenized_rows import TokenizedRowsDataset
 from tests.load.rows_fixture import random_rows, write_rows
 from tests.sampled_fixture import write_sampled
 
