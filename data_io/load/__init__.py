@@ -34,7 +34,7 @@ _EXPORTS = {
     "MixtureSampler": "samplers",
     "MixtureDataset": "mixture",
     "StatefulLoader": "dataloader",
-    "collate_samples": "dataloader",
+    "collate_samples": "batching",
     "DataConfig": "config",
     "DatasetSource": "config",
     "EvalConfig": "config",

@@ -10,16 +10,16 @@ without ``get_batch`` are fetched item by item and collated.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import Dataset, get_worker_info
+from torch.utils.data import Dataset, default_collate, get_worker_info
 
 from data_io.load.layouts import IGNORE_INDEX
 
-__all__ = ["BatchedView", "new_batch_tensor", "pack_rows"]
+__all__ = ["BatchedView", "collate_samples", "new_batch_tensor", "pack_rows"]
 
 
 def new_batch_tensor(shape: tuple[int, ...], dtype: torch.dtype = torch.int64) -> torch.Tensor:
@@ -97,8 +97,6 @@ def collate_items(dataset: Any, indices: Sequence[int]) -> dict[str, torch.Tenso
     get_batch = getattr(dataset, "get_batch", None)
     if callable(get_batch):
         return get_batch(indices)
-    from data_io.load.dataloader import collate_samples
-
     return collate_samples([dataset[int(i)] for i in indices])
 
 
@@ -124,3 +122,26 @@ class BatchedView(Dataset):
 
 def first(batches: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
     return batches[0]
+
+
+def collate_samples(samples: Sequence[Mapping[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """Stack samples into a batch; ``cu_seqlens`` become the flattened batch's boundaries.
+
+    Varlen attention kernels take one ``cu_seqlens`` for the whole ``(batch * context)`` token
+    stream, so sample ``i``'s boundaries are shifted by ``i * context`` and joined.
+    """
+    if not samples:
+        raise ValueError("cannot collate an empty batch")
+    keys = list(samples[0])
+    batch: dict[str, torch.Tensor] = {}
+    for key in keys:
+        if key == "cu_seqlens":
+            context = samples[0]["input_ids"].shape[-1]
+            parts = [samples[0]["cu_seqlens"]]
+            parts += [s["cu_seqlens"][1:] + i * context for i, s in enumerate(samples) if i]
+            batch[key] = torch.cat(parts).to(torch.int32)
+        else:
+            # default_collate stacks straight into shared memory inside a worker, saving the
+            # copy that sending a batch to the main process would otherwise make.
+            batch[key] = default_collate([s[key] for s in samples])
+    return batch

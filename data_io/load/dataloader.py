@@ -29,41 +29,17 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, IterableDataset, default_collate
+from torch.utils.data import DataLoader, IterableDataset
 
 from data_io.errors import ConfigError
-from data_io.load.batching import BatchedView, first
-from data_io.load.dataset_state import MapDatasetState, bind_loader
-from data_io.load.mixture import dataset_fingerprint
+from data_io.load.batching import BatchedView, collate_samples, first
+from data_io.load.dataset_state import MapDatasetState, bind_loader, dataset_fingerprint
 from data_io.load.samplers import MixtureOrder, ShuffledOrder, differences, resolve_rank
 from data_io.load.stream_state import STREAM_KEYS
 
-__all__ = ["StatefulLoader", "collate_samples"]
+__all__ = ["StatefulLoader"]
 
 _STATE_VERSION = 1
-
-
-def collate_samples(samples: Sequence[Mapping[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    """Stack samples into a batch; ``cu_seqlens`` become the flattened batch's boundaries.
-
-    Varlen attention kernels take one ``cu_seqlens`` for the whole ``(batch * context)`` token
-    stream, so sample ``i``'s boundaries are shifted by ``i * context`` and joined.
-    """
-    if not samples:
-        raise ValueError("cannot collate an empty batch")
-    keys = list(samples[0])
-    batch: dict[str, torch.Tensor] = {}
-    for key in keys:
-        if key == "cu_seqlens":
-            context = samples[0]["input_ids"].shape[-1]
-            parts = [samples[0]["cu_seqlens"]]
-            parts += [s["cu_seqlens"][1:] + i * context for i, s in enumerate(samples) if i]
-            batch[key] = torch.cat(parts).to(torch.int32)
-        else:
-            # default_collate stacks straight into shared memory inside a worker, saving the
-            # copy that sending a batch to the main process would otherwise make.
-            batch[key] = default_collate([s[key] for s in samples])
-    return batch
 
 
 class _StepBatches:

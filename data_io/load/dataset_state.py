@@ -21,7 +21,7 @@ from typing import Any
 
 from data_io.errors import ConfigError
 
-__all__ = ["MapDatasetState", "bind_loader"]
+__all__ = ["MapDatasetState", "bind_loader", "dataset_fingerprint"]
 
 _VERSION = 1
 _KEYS = {"version", "kind", "samples", "fingerprint", "epoch"}
@@ -43,6 +43,14 @@ def bind_loader(dataset: Any, loader: Any) -> None:
         loader.load_state_dict(pending)
 
 
+def dataset_fingerprint(dataset: Any) -> str:
+    """The dataset's own ``fingerprint()``, or its class and length for foreign datasets."""
+    method = getattr(dataset, "fingerprint", None)
+    if callable(method):
+        return str(method())
+    return f"{type(dataset).__qualname__}:{len(dataset)}"
+
+
 class MapDatasetState:
     """Mixin of the map-style datasets: see the module docstring."""
 
@@ -61,8 +69,6 @@ class MapDatasetState:
     def state_dict(self) -> dict[str, Any]:
         """``kind``, ``samples``, ``fingerprint``, ``epoch``, and ``loader`` (the state of the
         ``StatefulLoader`` that reads this dataset, when there is one)."""
-        from data_io.load.mixture import dataset_fingerprint
-
         loader = self._loader()
         state: dict[str, Any] = {
             "version": _VERSION,
@@ -78,8 +84,6 @@ class MapDatasetState:
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Check that ``state`` was saved for this data, restore the epoch, and hand the loader's
         state (if it holds one) to the loader reading this dataset."""
-        from data_io.load.mixture import dataset_fingerprint
-
         name = type(self).__name__
         if (
             not isinstance(state, Mapping)

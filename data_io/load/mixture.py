@@ -18,17 +18,9 @@ from torch.utils.data import Dataset
 
 from data_io.errors import ConfigError
 from data_io.load.batching import collate_items, cu_seqlens_from_doc_ids, new_batch_tensor
-from data_io.load.dataset_state import MapDatasetState
+from data_io.load.dataset_state import MapDatasetState, dataset_fingerprint
 
-__all__ = ["MixtureDataset", "dataset_fingerprint"]
-
-
-def dataset_fingerprint(dataset: Any) -> str:
-    """The dataset's own ``fingerprint()``, or its class and length for foreign datasets."""
-    method = getattr(dataset, "fingerprint", None)
-    if callable(method):
-        return str(method())
-    return f"{type(dataset).__qualname__}:{len(dataset)}"
+__all__ = ["MixtureDataset"]
 
 
 def _shape_of(dataset: Any, name: str) -> dict[str, tuple[int, ...]]:
