@@ -49,7 +49,6 @@ def _clean(tmp_path: Path, progress: str, **env: str) -> tuple[dict, str]:
     return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
 
 
-@pytest.mark.skipif(not GSM8K.is_dir(), reason="the example's local Hub copy is missing")
 def test_no_bars_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
     state, stderr = _clean(tmp_path, "auto")
     assert state["rows"] > 0
@@ -59,7 +58,6 @@ def test_no_bars_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
     assert not state["datasets_off"] and not state["hub_off"] and not state["datasets_quiet"]
 
 
-@pytest.mark.skipif(not GSM8K.is_dir(), reason="the example's local Hub copy is missing")
 def test_asked_for_bars_and_the_users_own_setting_are_kept(tmp_path: Path) -> None:
     state, stderr = _clean(tmp_path, "on")
     assert "clean gsm8k_train" in stderr  # our bar, forced onto the pipe
