@@ -10,8 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 GSM8K = ROOT / "data_io" / "example_data" / "raw" / "hub" / "openai" / "gsm8k"
 
