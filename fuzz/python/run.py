@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import sys
 import time
 from pathlib import Path
@@ -22,7 +23,10 @@ def _with_atheris(name: str, seconds: int, extra: list[str]) -> int:
     import atheris
 
     with atheris.instrument_imports(include=["data_io"]):
-        from fuzz.python.targets import TARGETS, run_one
+        from fuzz.python.targets import MODULES, TARGETS, run_one
+
+        for module in MODULES:  # instrumented only when first imported here
+            importlib.import_module(module)
     target = TARGETS[name]
     corpus = FUZZ / "corpus" / f"python-{name}"
     artifacts = FUZZ / "artifacts" / f"python-{name}"

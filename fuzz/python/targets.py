@@ -23,6 +23,19 @@ import yaml
 
 from data_io.errors import DataIoError
 
+# The modules the targets call into. The targets import them when first run, which under
+# atheris would be after its instrumentation: fuzz.python.run imports them inside it.
+MODULES = (
+    "data_io.load",
+    "data_io.load.config",
+    "data_io.load.shards",
+    "data_io.load.shard_metadata",
+    "data_io.load.sampled_folder",
+    "data_io.scale.manifest",
+    "data_io.prefix_config",
+    "data_io.prepare.state",
+)
+
 __all__ = ["TARGETS", "Finding", "run_one"]
 
 
