@@ -166,10 +166,18 @@ class StreamingTokenizedRowsDataset(IterableDataset):
                         f"source {source.label!r}: no column {', '.join(map(repr, missing))} "
                         f"(columns: {', '.join(batch)}); tokenized rows need input_ids and labels"
                     )
-                table = pa.RecordBatch.from_pydict(
-                    {c: _as_list(batch[c], c, source, done) for c in columns}
-                )
-                lengths, _ = _check_chunk(table, columns, source, done, self.vocab_size)
+                try:
+                    table = pa.RecordBatch.from_pydict(
+                        {c: _as_list(batch[c], c, source, done) for c in columns}
+                    )
+                    lengths, _ = _check_chunk(table, columns, source, done, self.vocab_size)
+                except InputError as err:
+                    # The row number counts this stream's rows, not the source's.
+                    raise InputError(
+                        f"{err} (row numbers count the rows of stream {stream} of {total}, "
+                        "this rank and worker's part of the source; read it unstreamed to "
+                        "find the row in the file)"
+                    ) from err
                 flat = {c: np.asarray(table.column(c).flatten().to_numpy(False)) for c in columns}
                 ends = np.cumsum(lengths)
                 for k, (start, end) in enumerate(

@@ -526,3 +526,12 @@ def test_dotted_overrides_on_the_command_line(tmp_path: Path) -> None:
     assert done.returncode == 1 and "is not KEY=VALUE" in done.stderr
     done = check("--bogus")
     assert done.returncode == 2 and "unrecognized arguments: --bogus" in done.stderr
+
+
+def test_a_bad_streamed_row_says_which_stream_its_number_counts(tmp_path: Path) -> None:
+    path = stream_config(tmp_path, 1, 0, batch=1)
+    rows = random_rows(0, 12, longest=12)
+    rows[5]["labels"] = rows[5]["labels"][:-1]  # one label short
+    write_rows(tmp_path / "d" / "part0.jsonl", rows)
+    with pytest.raises(InputError, match=r"row 5.*stream 0 of 1"):
+        list(build_dataloader(path, 0, 1))
