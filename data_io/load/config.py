@@ -212,6 +212,7 @@ def config_from_dict(raw: Mapping[str, Any], where: str = "config") -> LoaderCon
         # The trainer's [train] has many keys; the loader reads these.
         "train": {k: train[k] for k in TrainSection.__dataclass_fields__ if k in train},
     }
+    _check_containers(picked, where)
     try:
         merged = OmegaConf.merge(OmegaConf.structured(LoaderConfig), picked)
         config = OmegaConf.to_object(merged)
@@ -219,6 +220,24 @@ def config_from_dict(raw: Mapping[str, Any], where: str = "config") -> LoaderCon
         raise _omegaconf_error(where, err) from err
     assert isinstance(config, LoaderConfig)
     return config.validate()
+
+
+def _check_containers(picked: Mapping[str, Mapping[str, Any]], where: str) -> None:
+    """A list where the config has a list, a table where it has a table: OmegaConf's merge
+    raises a bare TypeError otherwise ("Cannot merge incompatible container types")."""
+    kinds = {"data": DataConfig, "eval": EvalConfig, "train": TrainSection}
+    for section, values in picked.items():
+        defaults = kinds[section]()
+        for key, value in values.items():
+            default = getattr(defaults, key, None)
+            for shape, name in ((list, "a list"), (dict, "a table")):
+                if isinstance(default, shape) and not isinstance(
+                    value, (list, tuple) if shape is list else Mapping
+                ):
+                    raise ConfigError(
+                        f"{where}: {section}.{key} must be {name}, got {type(value).__name__} "
+                        f"{value!r}"
+                    )
 
 
 def _looks_like_rows(path: str) -> bool:
