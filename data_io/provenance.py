@@ -37,9 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from data_io.errors import InputError
+from data_io.formats.dtypes import dtype_or_none
 from data_io.formats.task_arrays import read_token_header
 
 TOOL = "data_io"
@@ -339,11 +338,7 @@ def _check_dtypes(
         except InputError as exc:
             advice = damaged_task_advice(folder, repair_command(tokenized_path, info, tasks))
             raise InputError(f"{exc}\n{advice}") from None
-        try:
-            recorded = np.dtype(task.token_dtype)
-        except TypeError:
-            recorded = None
-        if recorded != actual:
+        if dtype_or_none(task.token_dtype) != actual:
             wrong.append(f"{task.name} ({actual.name}, record says {task.token_dtype})")
     if wrong:
         raise InputError(

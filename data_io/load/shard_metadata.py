@@ -30,6 +30,7 @@ import numpy as np
 import yaml
 
 from data_io.errors import InputError
+from data_io.formats.dtypes import dtype_or_none
 
 __all__ = [
     "METADATA_FILES",
@@ -101,10 +102,7 @@ def _written_by_mypt(path: Path, content: dict[str, Any]) -> bool:
 
 def _check_dtype(path: Path, key: str, value: Any) -> np.dtype:
     """``value`` as a dtype, if it names one of TOKEN_DTYPES (any byte order, e.g. ``>u2``)."""
-    try:
-        dtype = np.dtype(value) if isinstance(value, str) else None
-    except TypeError:
-        dtype = None
+    dtype = dtype_or_none(value)
     if dtype is None or dtype.name not in TOKEN_DTYPES:
         raise InputError(
             f"{path}: {key!r} is {value!r}, not a token dtype; use one of {', '.join(TOKEN_DTYPES)}"

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from data_io.errors import ConfigError, OutputError
+from data_io.formats.dtypes import dtype_or_none
 from data_io.fs import write_json_atomic
 from data_io.prepare.shards import ShardRecord, npy_header, truncate_shard
 from data_io.prepare.tokenizers import CHAR_EOS, CHAR_STATE_FILE, TOKENIZER_FILES
@@ -91,11 +92,8 @@ def _is_int(value: Any) -> bool:
 def _metadata_problem(content: dict[str, Any]) -> str | None:
     """What is missing or malformed in the keys an incremental run relies on (None: fine)."""
     dtype = content.get("dtype")
-    try:
-        valid_dtype = isinstance(dtype, str) and np.dtype(dtype).kind in "iu"
-    except TypeError:
-        valid_dtype = False
-    if not valid_dtype:
+    parsed = dtype_or_none(dtype)
+    if parsed is None or parsed.kind not in "iu":
         return f"'dtype' is {dtype!r}, not an integer dtype"
     if content.get("shard_format") not in ("bin", "npy"):
         return f"'shard_format' is {content.get('shard_format')!r}, not 'bin' or 'npy'"
