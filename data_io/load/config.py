@@ -229,6 +229,8 @@ def _check_containers(picked: Mapping[str, Mapping[str, Any]], where: str) -> No
     for section, values in picked.items():
         defaults = kinds[section]()
         for key, value in values.items():
+            if not isinstance(key, str):  # YAML allows null, numbers or lists as keys
+                raise ConfigError(f"{where}: [{section}] has a key {key!r}; keys are names")
             default = getattr(defaults, key, None)
             for shape, name in ((list, "a list"), (dict, "a table")):
                 if isinstance(default, shape) and not isinstance(

@@ -62,7 +62,8 @@ def _parse(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
         return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, yaml.YAMLError) as err:
+    # ValueError: PyYAML's own int() of a malformed YAML 1.1 integer ("0b_"), found by fuzzing.
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, yaml.YAMLError, ValueError) as err:
         raise InputError(
             f"{path}: cannot read the shard metadata ({err}); fix or remove it"
         ) from err
