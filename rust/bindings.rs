@@ -17,10 +17,11 @@ use serde::Serialize;
 use crate::encoder::{encode_batch as encode_texts, Encoder as TextEncoderImpl, TextEncoder};
 use crate::error::Error;
 use crate::layout::LayoutTokens;
+use crate::reader::OnError;
 use crate::sampling::gather::{gather_epoch as gather_rows, EpochColumns, RowRecord};
 use crate::sampling::philox::NumpyPhilox;
 use crate::sampling::pool::{copy_pool, PoolSource, PoolTarget, TokenType};
-use crate::tokenize::{DtypeChoice, OnError, TokenizeOptions};
+use crate::tokenize::{DtypeChoice, TokenizeOptions};
 use crate::train::{TokenizerKind, TrainOptions, DEFAULT_SPECIAL_TOKENS, SPLIT_REGEX};
 
 /// mimalloc for everything the extension allocates: the HF encoder and the readers allocate

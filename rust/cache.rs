@@ -13,7 +13,7 @@ use std::time::UNIX_EPOCH;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
 use crate::task_writer::ARRAY_FILES;
 
 /// Marks folders written by this tool; only those are ever deleted as orphans.
@@ -318,18 +318,10 @@ pub fn arrays_mismatch(record: &TaskRecord, task_dir: &Path) -> Option<&'static 
     None
 }
 
-/// Write `value` as JSON to `path` through a temporary file and a rename.
-pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    let tmp = path.with_extension(format!("json.tmp-{}", std::process::id()));
-    let text = serde_json::to_string_pretty(value)
-        .map_err(|e| Error::Output(format!("cannot serialise {}: {e}", path.display())))?;
-    fs::write(&tmp, text + "\n").ctx("cannot write", &tmp)?;
-    fs::rename(&tmp, path).ctx("cannot rename into place", path)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fs::write_json_atomic;
 
     fn record(stat: SourceStat, source_blake3: String) -> TaskRecord {
         TaskRecord {

@@ -7,6 +7,7 @@ pub mod cache;
 pub mod encoder;
 pub mod error;
 pub mod fast_bpe;
+pub mod fs;
 pub mod layout;
 pub mod npy_stream;
 pub mod progress;

@@ -20,7 +20,7 @@ use crate::encoder::{Encoder, TextEncoder};
 use crate::error::{Error, ErrorKind, IoContext, Result};
 use crate::layout::{encode_row, EncodedRow, LayoutTokens, Specials};
 use crate::progress::{bytes_bar, ByteProgress};
-use crate::reader::{task_files, Batch, Inputs, RowReader};
+use crate::reader::{task_files, Batch, Inputs, OnError, RowReader};
 use crate::task_writer::{TaskWriter, TokenDtype};
 
 /// Prefixes of this tool's temporary folders inside the output; hidden, so readers skip them.
@@ -28,14 +28,6 @@ const TMP_PREFIX: &str = ".data_io-tmp-";
 const OLD_PREFIX: &str = ".data_io-old-";
 const LOCK_FILE: &str = ".data_io.lock";
 pub const TOKENIZER_INFO: &str = "tokenizer_info.json";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnError {
-    /// The first bad row fails its file; the run exits non-zero.
-    Fail,
-    /// Bad rows are skipped, counted per file and recorded in the task's metadata.
-    Skip,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DtypeChoice {
@@ -487,7 +479,7 @@ fn plan_task(ctx: &Context<'_>, task: &Task, update: bool) -> Result<Plan> {
                     record.source_mtime_ns = task.stat.mtime_ns;
                     record.source_path = path;
                     record.source_root = Some(root);
-                    cache::write_json_atomic(&dir.join(cache::METADATA), &record)?;
+                    crate::fs::write_json_atomic(&dir.join(cache::METADATA), &record)?;
                 }
             }
             Ok((decision, Some(record)))
@@ -608,7 +600,7 @@ fn write_task(
             .collect(),
         warnings,
     };
-    cache::write_json_atomic(&tmp.join(cache::METADATA), &record)?;
+    crate::fs::write_json_atomic(&tmp.join(cache::METADATA), &record)?;
     replace_dir(tmp, &ctx.options.output, &task.name)?;
     Ok((record, assembled))
 }
@@ -1054,7 +1046,7 @@ fn write_tokenizer_info(ctx: &Context<'_>, info: &serde_json::Value) -> Result<(
     if current.as_ref() == Some(info) {
         return Ok(());
     }
-    cache::write_json_atomic(&path, info)
+    crate::fs::write_json_atomic(&path, info)
 }
 
 fn unchanged_report(task: &Task, record: Option<TaskRecord>) -> FileReport {

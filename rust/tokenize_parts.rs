@@ -208,7 +208,7 @@ fn write_part(
         arrays,
         encoder: ctx.encoder.engine().into(),
     };
-    cache::write_json_atomic(&tmp.join(PART_RECORD), &part)?;
+    crate::fs::write_json_atomic(&tmp.join(PART_RECORD), &part)?;
     Ok(part)
 }
 

@@ -29,8 +29,7 @@ use tokenizers::{AddedToken, SplitDelimiterBehavior, Tokenizer};
 
 use crate::error::{Error, IoContext, Result};
 use crate::progress::ByteProgress;
-use crate::reader::{task_files, Batch, RowReader, DEFAULT_BATCH_ROWS};
-use crate::tokenize::OnError;
+use crate::reader::{task_files, Batch, OnError, RowReader, DEFAULT_BATCH_ROWS};
 
 /// The pre-tokenizer's split regex (formats.md §2).
 pub const SPLIT_REGEX: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
@@ -466,11 +465,11 @@ fn save(tokenizer: &Tokenizer, output: &Path, special_tokens: &[String]) -> Resu
         .save(&tmp, false)
         .map_err(|e| Error::Output(format!("cannot write {}: {e}", tmp.display())))?;
     fs::rename(&tmp, output).ctx("cannot rename into place", output)?;
-    crate::cache::write_json_atomic(
+    crate::fs::write_json_atomic(
         &folder.join("config.json"),
         &serde_json::json!({"model_type": "qwen3"}),
     )?;
-    crate::cache::write_json_atomic(
+    crate::fs::write_json_atomic(
         &folder.join("tokenizer_config.json"),
         &tokenizer_config(special_tokens),
     )

@@ -3,6 +3,13 @@
 //! A reader yields batches; a batch decodes its rows on access (`Batch::row`), so that the
 //! caller can decode and encode the rows of one batch in parallel. Memory is bounded by a
 //! batch, never by the file.
+//!
+//! - `mod.rs`: the face: `RowReader` (a file, or a span of one, as batches), `Batch`, `RowText`,
+//!   the input discovery (`task_files`) and `OnError` (what a bad row does, for every stage
+//!   that reads rows).
+//! - `jsonl.rs`: JSONL rows (plain, gzip or zstd), split into lines here, parsed per row.
+//! - `parquet.rs`: Parquet rows, a row group at a time, with its page checks.
+//! - `json_row.rs`: the parser of one JSONL row (public for its fuzz target).
 
 // Public for the fuzz target `fuzz/fuzz_targets/json_row.rs` (differential against serde_json).
 #[doc(hidden)]
@@ -62,6 +69,15 @@ impl Format {
         .find(|(suffix, _)| name.len() > suffix.len() && name.ends_with(suffix))
         .map(|(_, format)| format)
     }
+}
+
+/// What a bad row does: to `tokenize` and `train` alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnError {
+    /// The first bad row fails its file; the run exits non-zero.
+    Fail,
+    /// Bad rows are skipped, counted per file and recorded in the task's metadata.
+    Skip,
 }
 
 /// How many rows a batch holds at most. Large enough to keep every core busy, small

@@ -10,8 +10,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
 use data_io_core::layout::LayoutTokens;
-use data_io_core::reader::DEFAULT_BATCH_ROWS;
-use data_io_core::tokenize::{tokenize, DtypeChoice, OnError, TokenizeOptions};
+use data_io_core::reader::{OnError, DEFAULT_BATCH_ROWS};
+use data_io_core::tokenize::{tokenize, DtypeChoice, TokenizeOptions};
 use tokenizer_cli::{parse_conditions, resolve_tokenizer, tokenize_failure, tokenize_summary};
 
 // The allocator of the Python extension: the encoder allocates per text (see ../Cargo.toml).

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
-use data_io_core::tokenize::OnError;
+use data_io_core::reader::OnError;
 use data_io_core::train::{train, TokenizerKind, TrainOptions, DEFAULT_SPECIAL_TOKENS};
 use tokenizer_cli::load_prefix_limits;
 
