@@ -3,17 +3,14 @@
 //! with `cargo test`; the Python bindings live in `bindings.rs` alone, behind the `python`
 //! feature.
 
-pub mod cache;
 pub mod encoder;
 pub mod error;
 pub mod fast_bpe;
 pub mod fs;
 pub mod layout;
-pub mod npy_stream;
 pub mod progress;
 pub mod reader;
 pub mod sampling;
-pub mod task_writer;
 pub mod tokenize;
 pub mod tokenize_parts;
 pub mod train;

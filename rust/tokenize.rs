@@ -15,13 +15,13 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::cache::{self, Decision, Existing, Fingerprint, SourceStat, TaskRecord};
 use crate::encoder::{Encoder, TextEncoder};
 use crate::error::{Error, ErrorKind, IoContext, Result};
+use crate::layout::cache::{self, Decision, Existing, Fingerprint, SourceStat, TaskRecord};
+use crate::layout::task_writer::{TaskWriter, TokenDtype};
 use crate::layout::{encode_row, EncodedRow, LayoutTokens, Specials};
 use crate::progress::{bytes_bar, ByteProgress};
 use crate::reader::{task_files, Batch, Inputs, OnError, RowReader};
-use crate::task_writer::{TaskWriter, TokenDtype};
 
 /// Prefixes of this tool's temporary folders inside the output; hidden, so readers skip them.
 const TMP_PREFIX: &str = ".data_io-tmp-";

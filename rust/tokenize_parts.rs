@@ -13,11 +13,11 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cache::{self, SourceStat};
 use crate::error::{Error, IoContext, Location, Result};
+use crate::layout::cache::{self, SourceStat};
+use crate::layout::task_writer::{TaskWriter, TokenDtype, ARRAY_FILES};
 use crate::progress::ByteProgress;
 use crate::reader::{RowReader, Span};
-use crate::task_writer::{TaskWriter, TokenDtype, ARRAY_FILES};
 use crate::tokenize::{
     canonical_tokenizer, encode_span, Context, Encoded, TokenizeOptions, BAD_ROW_EXAMPLES,
 };

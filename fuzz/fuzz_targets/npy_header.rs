@@ -1,7 +1,7 @@
-//! The `.npy` header reader of the Rust core, `cache::npy_shape` (rust/cache.rs): it reads the
-//! header of each array of a task folder (`arrays_mismatch`, and the totals of
+//! The `.npy` header reader of the Rust core, `layout::cache::npy_shape` (rust/layout/cache.rs):
+//! it reads the header of each array of a task folder (`arrays_mismatch`, and the totals of
 //! `tokenize::output_totals`) to tell a complete folder from a damaged one. On arbitrary bytes
-//! written to a file it must return `Ok` or `Err`, never panic. (npy_stream.rs only writes.)
+//! written to a file it must return `Ok` or `Err`, never panic. (layout/npy.rs only writes.)
 //!
 //! When it says `complete`, the file must hold exactly the bytes the header announces: checked
 //! against the header's own length (the magic, the version's length field, the text).
@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use data_io_core::cache::npy_shape;
+use data_io_core::layout::cache::npy_shape;
 use libfuzzer_sys::fuzz_target;
 
 fn path() -> &'static Path {

@@ -1,14 +1,14 @@
 //! Writes one task folder's arrays (formats.md §3) as streams: tokens and offsets go to disk
 //! batch by batch, and each `.npy` header gets its final length when the writer finishes. The
-//! files are byte-identical to the original tool's for the same input (`npy_stream`).
+//! files are byte-identical to the original tool's for the same input (`npy`).
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::npy::{header, NpyElement, NpyStream, HEADER_LEN};
 use crate::error::{Error, IoContext, Result};
 use crate::layout::EncodedRow;
-use crate::npy_stream::{header, NpyElement, NpyStream, HEADER_LEN};
 
 /// Element type of `tokens.npy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -1,9 +1,22 @@
+//! The tokenized folder (formats.md §3): how a row becomes tokens, and a task folder's arrays
+//! and record.
+//!
+//! - `mod.rs`: the row layout (below): `LayoutTokens`, `Specials`, `encode_row`, `EncodedRow`.
+//! - `task_writer.rs`: a task folder's arrays, streamed to disk (`TaskWriter`, `TokenDtype`).
+//! - `npy.rs`: the streaming `.npy` writer whose bytes equal the original tool's.
+//! - `cache.rs`: a task folder's record (`metadata.json`), the decision whether its source must
+//!   be tokenized again, and the `.npy` header reader that checks its arrays.
+//!
 //! The row layout of formats.md §3:
 //!
 //! ```text
 //! instruction = [BOQ] + [id(tag) for tag in condition.split(",")] + encode(instruction) + [EOQ]
 //! response    = encode(response) + [EOA]
 //! ```
+
+pub mod cache;
+pub mod npy;
+pub mod task_writer;
 
 use serde::Serialize;
 

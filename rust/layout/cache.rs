@@ -13,8 +13,8 @@ use std::time::UNIX_EPOCH;
 
 use serde::{Deserialize, Serialize};
 
+use super::task_writer::ARRAY_FILES;
 use crate::error::{Error, Result};
-use crate::task_writer::ARRAY_FILES;
 
 /// Marks folders written by this tool; only those are ever deleted as orphans.
 pub const TOOL: &str = "data_io";
