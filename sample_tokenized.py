@@ -7,8 +7,8 @@ Same as ``data_io sample ...``; see ``data_io/sampling`` and README.md ("Stratif
 
 import sys
 
-from data_io.cli import exit_quietly_on_closed_stdout
 from data_io.sampling import main
+from data_io.util.closed_stdout import exit_quietly_on_closed_stdout
 
 if __name__ == "__main__":
     sys.exit(exit_quietly_on_closed_stdout(main))

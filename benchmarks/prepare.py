@@ -145,7 +145,7 @@ def child_baseline(corpus: Path, engine: str) -> dict:
     ``encode_batch`` ("baseline"), or data_io's own encoder ("encoder": the seam prepare uses)."""
     texts, size = _prepared_texts(corpus)
     if engine == "encoder":
-        from data_io.encoder import TextEncoder
+        from data_io.tokenizer.encoder import TextEncoder
 
         ours = TextEncoder(TOKENIZER)
 

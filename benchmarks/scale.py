@@ -81,7 +81,7 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=4, help="corpus repetitions (~20 MB each)")
     parser.add_argument("--unit-mb", type=float, default=4)
     parser.add_argument(
-        "--vocab", default="shipped", help="shipped, or a data_io.vocabularies name"
+        "--vocab", default="shipped", help="shipped, or a data_io.tokenizer.vocabularies name"
     )
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
@@ -90,7 +90,7 @@ def main() -> None:
 
     tokenizer = SHIPPED
     if args.vocab != "shipped":
-        from data_io.vocabularies import vocabulary_path
+        from data_io.tokenizer.vocabularies import vocabulary_path
 
         tokenizer = vocabulary_path(args.vocab)
     inputs = args.workdir / "rows"

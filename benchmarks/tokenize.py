@@ -344,7 +344,7 @@ def engine_tiktoken(spec: dict, texts: list[str]) -> tuple[float, Callable]:
 def _tiktoken_for(spec: dict):
     if spec["vocab"] == "shipped":
         return tiktoken_encoding()
-    from data_io.vocabularies import tiktoken_encoding as of_vocabulary
+    from data_io.tokenizer.vocabularies import tiktoken_encoding as of_vocabulary
 
     return of_vocabulary(spec["vocab"])
 
@@ -635,7 +635,7 @@ def pairs_table(results: list[dict]) -> str:
 
 
 def _vocabulary_path(name: str) -> Path:
-    from data_io.vocabularies import vocabulary_path
+    from data_io.tokenizer.vocabularies import vocabulary_path
 
     return vocabulary_path(name)
 

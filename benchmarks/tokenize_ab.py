@@ -78,7 +78,7 @@ def main() -> None:
         parser.error("two build folders are needed: A and B")
     tokenizer = args.tokenizer
     if tokenizer is None:
-        from data_io.vocabularies import vocabulary_path
+        from data_io.tokenizer.vocabularies import vocabulary_path
 
         tokenizer = str(vocabulary_path("qwen"))
     rows = args.corpus / "rows"

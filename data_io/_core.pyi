@@ -1,7 +1,7 @@
 """Type stubs of the private Rust extension. Use the typed facade instead:
-``data_io.tokenize.tokenize``, ``data_io.train_tokenizer.train_tokenizer`` and
+``data_io.tokenize.tokenize``, ``data_io.tokenizer.train.train_tokenizer`` and
 ``data_io.sampling`` (whose ``rng``, ``algorithm`` and ``pool`` modules wrap the rest) and
-``data_io.encoder.TextEncoder`` (``Encoder``)."""
+``data_io.tokenizer.encoder.TextEncoder`` (``Encoder``)."""
 
 from collections.abc import Callable, Sequence
 from os import PathLike
@@ -86,7 +86,7 @@ def copy_token_pool(
 
 class Encoder:
     """A tokenizers JSON file; special-token strings in a text encode as plain text.
-    Use ``data_io.encoder.TextEncoder``."""
+    Use ``data_io.tokenizer.encoder.TextEncoder``."""
 
     def __init__(self, tokenizer_path: str | PathLike[str]) -> None: ...
     @property

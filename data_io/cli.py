@@ -1,26 +1,30 @@
-"""The ``data_io`` command line: one sub-command per stage.
+"""The ``data_io`` command line: one sub-command per stage, and the one place that composes the
+stages with the scale layer.
 
-Each stage module exposes ``register(subparsers)``, which adds its sub-command and sets
-``run`` (a function taking the parsed namespace and returning an exit code) as a default.
-``exit_quietly_on_closed_stdout`` is shared with the other entry points (``python -m
-pipe.clean_*``, ``sample_tokenized.py``) so that ``... | head`` ends quietly everywhere.
+Each stage's ``cli`` module exposes ``register(subparsers)``, which adds its sub-command and sets
+``run`` (a function taking the parsed namespace and returning an exit code) as a default. A stage
+that scales out (``data_io.stage.STAGES``) also sets ``scale_request`` (the namespace -> the
+stage's plan request); here its command gets ``--executor`` and the rest of the scale-out
+options, and a run with ``--executor`` goes to ``data_io.scale`` instead of ``run``. No stage
+imports the scale layer, nor the scale layer a stage.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
-from collections.abc import Callable
+
+from data_io.stage import STAGES
+from data_io.util.closed_stdout import exit_quietly_on_closed_stdout, from_closed_stdout
 
 # Stage modules, in pipeline order, and the sub-commands each one registers. Each one owns its
 # sub-command; only the chosen command's module is imported (the others pull in polars,
 # pyarrow, omegaconf...: ~1 s of start-up that `data_io tokenize` on one row does not need).
 _STAGE_MODULES: dict[str, tuple[str, ...]] = {
     "data_io.cleaning.cli": ("clean",),
-    "data_io.train_tokenizer": ("train-tokenizer",),
-    "data_io.tokenize": ("tokenize",),
+    "data_io.tokenizer.cli": ("train-tokenizer",),
+    "data_io.tokenize.cli": ("tokenize",),
     "data_io.sampling": ("sample",),
     "data_io.example": ("example",),
     "data_io.load.pack_cli": ("pack", "export-rows"),
@@ -29,8 +33,6 @@ _STAGE_MODULES: dict[str, tuple[str, ...]] = {
     "data_io.prepare.inspect": ("inspect",),
     "data_io.scale.cli": ("status", "resume", "scale"),
 }
-# What a shell reports for a process killed by SIGPIPE (128 + 13): `yes | head` exits so.
-EXIT_CLOSED_STDOUT = 141
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -51,6 +53,12 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     )
     for name in _modules_for(argv):
         importlib.import_module(name).register(subparsers)
+    scalable = [command for command in subparsers.choices if command in STAGES]
+    if scalable:
+        from data_io.scale.cli import add_executor_arguments
+
+        for command in scalable:
+            add_executor_arguments(subparsers.choices[command])
     return parser
 
 
@@ -89,20 +97,29 @@ def _run(argv: list[str] | None) -> int:
     if unknown:
         _take_dotted_overrides(parser, args, argv, unknown)
     try:
-        return int(args.run(args) or 0)
+        return int(_stage_run(args) or 0)
     except DataIoError as exc:
-        if _from_closed_stdout(exc):
+        if from_closed_stdout(exc):
             raise  # not an error of the stage: the reader went away
         print(f"data_io {args.command}: error: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:  # disk full, read-only, permissions: one line, not a traceback
-        if _from_closed_stdout(exc):
+        if from_closed_stdout(exc):
             raise
         print(f"data_io {args.command}: error: {os_error_message(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"data_io {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _stage_run(args: argparse.Namespace) -> int:
+    """The command, or with ``--executor`` its stage planned and run as units."""
+    if getattr(args, "executor", None) is None:
+        return args.run(args)
+    from data_io.scale.cli import run_scaled
+
+    return run_scaled(args.command, args.scale_request(args), args)
 
 
 def _take_dotted_overrides(
@@ -124,47 +141,6 @@ def _take_dotted_overrides(
     given = set(getattr(args, target)) | set(dotted)
     # In the order they were typed: a later override of the same key wins.
     setattr(args, target, [a for a in argv if a in given])
-
-
-def exit_quietly_on_closed_stdout(command: Callable[[], int]) -> int:
-    """Run ``command``; when the reader of stdout has gone (``| head``), exit 141 silently.
-
-    Without this, Python prints a BrokenPipeError traceback, and a second one when it flushes
-    stdout at exit. stdout is flushed here, so a closed pipe surfaces inside the guard (also
-    after ``--help``, which exits through SystemExit), then pointed at /dev/null so that the
-    interpreter's own final flush has nowhere to fail.
-    """
-    try:
-        try:
-            return command()
-        finally:
-            sys.stdout.flush()
-    except Exception as exc:
-        if not _from_closed_stdout(exc):
-            raise
-        _discard_stdout()
-        return EXIT_CLOSED_STDOUT
-
-
-def _from_closed_stdout(exc: BaseException) -> bool:
-    """True when ``exc`` is, or was raised while handling, a write to a closed pipe."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, BrokenPipeError):
-            return True
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return False
-
-
-def _discard_stdout() -> None:
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        # stdout is not a real file (a test's capture, a closed stream): nothing to redirect.
-        pass
 
 
 if __name__ == "__main__":

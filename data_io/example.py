@@ -15,8 +15,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from data_io.console import summary_console
 from data_io.errors import OutputError
+from data_io.util.console import summary_console
 
 EXAMPLE_DATA = Path(__file__).resolve().parent / "example_data"
 REPO_PREFIX_CONFIG = Path(__file__).resolve().parent.parent / "prefix_config.yaml"
@@ -70,7 +70,7 @@ def run_example(workdir: Path, console: Console | None = None) -> None:
     console.print(f"{len(files)} files of rows (cleaned + embedded): " + ", ".join(map(str, files)))
 
     header("train-tokenizer: byte-level BPE")
-    from data_io.train_tokenizer import train_tokenizer
+    from data_io.tokenizer.train import train_tokenizer
 
     tokenizer = workdir / "trained_tokenizers" / "example" / "tokenizer.json"
     trained = train_tokenizer(
@@ -83,7 +83,7 @@ def run_example(workdir: Path, console: Console | None = None) -> None:
 
     header("tokenize: rows -> per-file token arrays, then an incremental re-run")
     from data_io.tokenize import tokenize
-    from data_io.tokenize_summary import print_summary
+    from data_io.tokenize.summary import print_summary
 
     tokenized = workdir / "data_tokenized_example"
     print_summary(tokenize(inputs, tokenized, tokenizer_path=tokenizer, progress=False), console)
@@ -144,7 +144,7 @@ def _prepare_shards(shards: Path, tokenizer: Path, console: Console) -> None:
     a re-run that finds nothing to do, and the shards read by the loader as they are."""
     from data_io.load import MemoryMappedDataset
     from data_io.prepare import prepare
-    from data_io.prepare.cli import print_summary as print_prepare_summary
+    from data_io.prepare.summary import print_summary as print_prepare_summary
 
     options = {
         "tokenizer": str(tokenizer),
@@ -165,9 +165,9 @@ def _flat_shard_mixture(tokenized: Path, tokenizer: Path, console: Console) -> N
     """A tokenized task's ``tokens.npy`` is a flat stream of rows, each ending with the
     ``eoa`` token: a flat token shard (formats.md §6). Mix three tasks by weight, anneal onto
     the first from step 3, stop, and resume from the saved state with 2 DataLoader workers."""
-    from data_io.encoder import TextEncoder
     from data_io.load import DataConfig, DatasetSource, LoaderConfig, build_dataloader
     from data_io.load.config import TrainSection
+    from data_io.tokenizer.encoder import TextEncoder
 
     # The three largest tasks, so that a 64-token window fits each of them many times.
     shards = sorted(tokenized.glob("*/tokens.npy"), key=lambda p: (-p.stat().st_size, p))

@@ -17,7 +17,7 @@ EXAMPLE_ROWS = Path(__file__).resolve().parent.parent / "data_io" / "example_dat
 @pytest.fixture(scope="session")
 def small_tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 600-token byte-level BPE trained by data_io on the example rows (seconds to train)."""
-    from data_io.train_tokenizer import train_tokenizer
+    from data_io.tokenizer.train import train_tokenizer
 
     out = tmp_path_factory.mktemp("tokenizer") / "tokenizer.json"
     train_tokenizer([EXAMPLE_ROWS], out, vocab_size=600, prefix_config=None, progress=False)

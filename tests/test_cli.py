@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from data_io.cli import EXIT_CLOSED_STDOUT, build_parser, exit_quietly_on_closed_stdout, main
+from data_io.cli import build_parser, main
 from data_io.errors import OutputError
+from data_io.util.closed_stdout import EXIT_CLOSED_STDOUT, exit_quietly_on_closed_stdout
 from tests.conftest import EXAMPLE_ROWS
 
 REPO = Path(__file__).resolve().parent.parent

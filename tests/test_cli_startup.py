@@ -71,7 +71,7 @@ def test_each_stage_registers_exactly_the_commands_listed_for_it(module: str) ->
 @pytest.mark.parametrize(
     ("argv", "modules"),
     [
-        (["tokenize", "x", "-o", "y"], ["data_io.tokenize"]),
+        (["tokenize", "x", "-o", "y"], ["data_io.tokenize.cli"]),
         (["export-rows", "--help"], ["data_io.load.pack_cli"]),
         (["-h"], list(cli._STAGE_MODULES)),
         ([], list(cli._STAGE_MODULES)),

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
-from data_io.encoder import TextEncoder
+from data_io.tokenizer.encoder import TextEncoder
 from data_io.errors import ConfigError, TokenizerError
 
 TEXTS = [

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from data_io.fs import publish_mode
+from data_io.util.fs import publish_mode
 
 
 @pytest.mark.parametrize("mask", [0o022, 0o077, 0o002])

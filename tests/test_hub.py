@@ -1,11 +1,11 @@
-"""data_io.hub: the Hub reachability check, made once per process."""
+"""data_io.util.hub: the Hub reachability check, made once per process."""
 
 from __future__ import annotations
 
 import pytest
 
-from data_io import hub
-from data_io.hub import hub_unreachable, offline_by_environment, offline_hint
+from data_io.util import hub
+from data_io.util.hub import hub_unreachable, offline_by_environment, offline_hint
 
 
 @pytest.mark.parametrize("value", ["1", "ON", "yes", "True"])

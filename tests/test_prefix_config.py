@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from data_io.errors import ConfigError
-from data_io.prefix_config import (
+from data_io.formats.prefix_config import (
     PrefixConfig,
     PrefixRule,
     format_overlaps,

@@ -1,4 +1,4 @@
-"""Provenance of a tokenized folder (data_io/provenance.py) and the sampler's use of it:
+"""Provenance of a tokenized folder (data_io/formats/provenance.py) and the sampler's use of it:
 tasks of two tokenizer runs are refused before anything is written; consistent folders and
 folders of the original pipeline are accepted."""
 
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from data_io.errors import InputError
-from data_io.provenance import (
+from data_io.formats.provenance import (
     LEGACY,
     Origin,
     TaskOrigin,

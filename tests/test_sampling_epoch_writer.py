@@ -155,7 +155,7 @@ def test_epoch_write_failure_leaves_no_output(tmp_path: Path, monkeypatch) -> No
 def test_coverage_counted_before_the_shuffle_equals_bincount_of_the_epoch() -> None:
     """``next_epoch(coverage=...)`` counts each row as often as the epoch holds it (repeats,
     caps walking through a permutation across epochs), and does not change the draws."""
-    from data_io.prefix_config import PrefixRule
+    from data_io.formats.prefix_config import PrefixRule
     from data_io.sampling.algorithm import filter_tasks
     from data_io.sampling.tasks import Task, TokenFile
 

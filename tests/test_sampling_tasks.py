@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from data_io.errors import InputError
-from data_io.prefix_config import PrefixConfig, PrefixRule
+from data_io.formats.prefix_config import PrefixConfig, PrefixRule
 from data_io.sampling.synthetic import SyntheticTask, write_corpus
 from data_io.sampling.tasks import load_tokenizer_info, read_tasks
 

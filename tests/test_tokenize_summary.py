@@ -12,7 +12,7 @@ from rich.console import Console
 
 from data_io.cli import build_parser, main
 from data_io.tokenize import tokenize
-from data_io.tokenize_summary import print_summary
+from data_io.tokenize.summary import print_summary
 
 GOOD = json.dumps({"condition": "cot", "instruction": "What is 2+2?", "response": "4"})
 

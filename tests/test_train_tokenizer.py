@@ -1,4 +1,4 @@
-"""data_io.train_tokenizer: the trained file loads in tokenizers and transformers, has the
+"""data_io.tokenizer.train: the trained file loads in tokenizers and transformers, has the
 formats.md §2 pipeline and special tokens, round-trips text, and honours per-file limits."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from tokenizers import Tokenizer
 
 from data_io import _core
 from data_io.errors import ConfigError, InputError
-from data_io.train_tokenizer import summary_line, train_tokenizer
+from data_io.tokenizer.summary import summary_line
+from data_io.tokenizer.train import train_tokenizer
 from tests.conftest import EXAMPLE_ROWS
 
 SAMPLES = [

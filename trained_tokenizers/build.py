@@ -16,7 +16,7 @@ sys.path.insert(
 )  # benchmarks/ as a package: its tokenize.py must not shadow the stdlib's
 
 from benchmarks import corpus  # noqa: E402
-from data_io.train_tokenizer import train_tokenizer  # noqa: E402
+from data_io.tokenizer.train import train_tokenizer  # noqa: E402
 
 WORK = ROOT / "work" / "tokenizer_corpus"
 

@@ -37,9 +37,6 @@ def register(subparsers: Any) -> None:
         "raw_data/hub/<repo>) (default: off)",
     )
     add_run_arguments(parser)
-    from data_io.scale.cli import add_executor_arguments
-
-    add_executor_arguments(parser)
     parser.add_argument(
         "--plan-dir",
         metavar="DIR",
@@ -49,7 +46,7 @@ def register(subparsers: Any) -> None:
         "share (default: $XDG_CACHE_HOME/data_io/scale/clean-<hash of this folder>, i.e. under "
         "~/.cache; `data_io status .` finds it there)",
     )
-    parser.set_defaults(run=run)
+    parser.set_defaults(run=run, scale_request=scale_request)
 
 
 def _listing(rows: list[Entry]) -> str:
@@ -71,10 +68,8 @@ def _listing(rows: list[Entry]) -> str:
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.list:
-        print(_listing(entries()))
-        return 0
+def _chosen(args: argparse.Namespace) -> list[Entry]:
+    """The cleaners the command line names (or --all of those whose source is present)."""
     if args.all == bool(args.names):
         raise ConfigError("name the cleaners to run, or pass --all (or --list to see them)")
     if (args.source or args.out) and len(args.names) != 1:
@@ -88,16 +83,29 @@ def run(args: argparse.Namespace) -> int:
         missing = [e.name for e in chosen if e.cleaner is None]
         if missing:
             raise ConfigError(f"cleaner(s) not written yet: {', '.join(missing)}")
-    if getattr(args, "executor", None) is None and args.plan_dir is not None:
+    return chosen
+
+
+def scale_request(args: argparse.Namespace) -> dict[str, Any]:
+    """What ``--executor`` plans (``data_io.cleaning.scaled``): one unit per chosen cleaner,
+    run in this folder."""
+    if args.list:
+        raise ConfigError("--list does not combine with --executor: drop one of them")
+    chosen = _chosen(args)
+    if args.source or args.out:
+        raise ConfigError("--source and --out do not combine with --executor")
+    return {"names": [entry.name for entry in chosen], "workdir": ".", "plan_dir": args.plan_dir}
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list:
+        print(_listing(entries()))
+        return 0
+    chosen = _chosen(args)
+    if args.plan_dir is not None:
         raise ConfigError(
             "--plan-dir applies to --executor runs: add --executor local (or drop it)"
         )
-    if getattr(args, "executor", None) is not None:
-        if args.source or args.out:
-            raise ConfigError("--source and --out do not combine with --executor")
-        from data_io.scale.cli import run_scaled_clean
-
-        return run_scaled_clean(args, [entry.name for entry in chosen])
     failed = []
     for entry in chosen:
         assert entry.cleaner is not None

@@ -1,6 +1,6 @@
 """Talking to the Hugging Face Hub through ``datasets``: is it reachable, and which file failed.
 
-- :func:`hub_unreachable` (from :mod:`data_io.hub`, shared with the other stages): one quick
+- :func:`hub_unreachable` (from :mod:`data_io.util.hub`, shared with the other stages): one quick
   request, made once per process, tells an offline machine at once.
 - :func:`failed_file_log`: when ``datasets`` cannot read a data file it logs the file's path and
   re-raises an exception that does not name it. This catches that log record, so that our error
@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
-from data_io.hub import HUB_PROBE_SECONDS, hub_unreachable, offline_by_environment
+from data_io.util.hub import HUB_PROBE_SECONDS, hub_unreachable, offline_by_environment
 
 __all__ = [
     "HUB_PROBE_SECONDS",

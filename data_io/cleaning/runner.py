@@ -32,8 +32,9 @@ from data_io.cleaning.rows import (
 )
 from data_io.cleaning.sources import HubDataset, Record, Source
 from data_io.cleaning.writers import OutputSpec, OutputWriter
-from data_io.console import on_terminal, quiet_hub_libraries
 from data_io.errors import DataIoError, InputError
+from data_io.util.closed_stdout import exit_quietly_on_closed_stdout
+from data_io.util.console import on_terminal, quiet_hub_libraries
 
 #: What a cleaner's function may yield for one record.
 Emitted = Row | Drop | pa.Table | pa.RecordBatch
@@ -80,8 +81,6 @@ class Cleaner:
             return run_and_report(self, args.source, args.out, quiet=args.quiet)
 
         # Shared with `data_io`: `python -m pipe.clean_x | head` ends without a traceback.
-        from data_io.cli import exit_quietly_on_closed_stdout
-
         return exit_quietly_on_closed_stdout(command)
 
 

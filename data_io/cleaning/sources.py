@@ -41,9 +41,9 @@ from data_io.cleaning.hub import (
     offline_by_environment,
     wait_for_abandoned_reads,
 )
-from data_io.console import quiet_newly_imported
 from data_io.errors import DataIoError, InputError
-from data_io.stale import remove_dead_siblings, temporary_prefix
+from data_io.util.console import quiet_newly_imported
+from data_io.util.stale import remove_dead_siblings, temporary_prefix
 
 #: Local copies of Hub datasets are looked for here (``raw_data/hub/<owner>/<name>``).
 HUB_COPIES_ROOT = Path("raw_data") / "hub"

@@ -18,8 +18,7 @@ torch is imported only inside this package, and only when one of these names is 
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from data_io.util.lazy import lazy_exports
 
 # Public name -> the module that defines it.
 _EXPORTS = {
@@ -57,14 +56,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'data_io.load' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"data_io.load.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -75,8 +75,8 @@ class TokenizerFacts:
     def encoder(self) -> Any:
         if not self.path:
             return None
-        from data_io.encoder import TextEncoder
-        from data_io.tokenizer_files import resolve_tokenizer
+        from data_io.tokenizer.encoder import TextEncoder
+        from data_io.tokenizer.files import resolve_tokenizer
 
         return TextEncoder.from_file(resolve_tokenizer(self.path))
 

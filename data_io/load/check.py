@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from data_io.console import summary_console
+from data_io.util.console import summary_console
 
 if TYPE_CHECKING:
     from data_io.load.config import LoaderConfig

@@ -50,15 +50,15 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
-from data_io.console import on_terminal, quiet_off_terminal
-from data_io.encoder import TextEncoder
 from data_io.errors import ConfigError, InputError
-from data_io.fs import publish_mode
-from data_io.hub import hub_unreachable, offline_by_environment
 from data_io.load.dataset_state import MapDatasetState
 from data_io.load.shards import MemoryMappedDataset, _require_int, pack_window
 from data_io.load.stream_state import STREAM_KEYS, parse_stream_state
-from data_io.stale import remove_dead_siblings, temporary_prefix
+from data_io.tokenizer.encoder import TextEncoder
+from data_io.util.console import on_terminal, quiet_off_terminal
+from data_io.util.fs import publish_mode
+from data_io.util.hub import hub_unreachable, offline_by_environment
+from data_io.util.stale import remove_dead_siblings, temporary_prefix
 
 __all__ = [
     "STREAM_KEYS",

@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 
 from data_io.errors import ConfigError, InputError, OutputError
-from data_io.fs import publish_mode
-from data_io.stale import remove_dead_siblings, temporary_prefix
+from data_io.util.fs import publish_mode
+from data_io.util.stale import remove_dead_siblings, temporary_prefix
 
 __all__ = [
     "METHODS",

@@ -38,9 +38,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from data_io.console import quiet_off_terminal
 from data_io.errors import ConfigError, InputError
 from data_io.load.layouts import IGNORE_INDEX
+from data_io.util.console import quiet_off_terminal
 
 __all__ = [
     "FORMATS",
@@ -454,7 +454,7 @@ def _load_remote(source: RowSource, cache_dir: str | None):
 def _load_hub(source: RowSource, cache_dir: str | None):
     import datasets
 
-    from data_io.hub import hub_unreachable, offline_by_environment
+    from data_io.util.hub import hub_unreachable, offline_by_environment
 
     reason = None if offline_by_environment() else hub_unreachable()
     if reason is not None:  # at once, instead of after datasets' ~20 s of retries

@@ -413,7 +413,7 @@ def _plan_inputs(
     known: list[str] = []
     same_as: dict[str, str] = {}
     for source in sources:
-        entry = _identity(source, prior.get(source.name))
+        entry = source_identity(source, prior.get(source.name))
         old = prior.get(source.name)
         if old is None:
             earlier = by_content.get(entry["sha256"])
@@ -448,7 +448,7 @@ def _same_content(now: str, then: str) -> bool:
 
 def _hub_revision(name: str) -> str | None:
     """The commit a Hub dataset id points at now, or None offline (then the id alone names it)."""
-    from data_io.hub import hub_unreachable
+    from data_io.util.hub import hub_unreachable
 
     if hub_unreachable() is not None:
         return None
@@ -460,7 +460,7 @@ def _hub_revision(name: str) -> str | None:
         return None
 
 
-def _identity(source: Source, old: dict[str, Any] | None) -> dict[str, Any]:
+def source_identity(source: Source, old: dict[str, Any] | None) -> dict[str, Any]:
     """Name, kind, size, mtime and content hash; the hash is reused when size and mtime match."""
     entry: dict[str, Any] = {"name": source.name, "kind": source.kind, "sha256": None}
     if source.kind == "datasets" and not Path(source.name).exists():

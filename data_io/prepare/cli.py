@@ -1,15 +1,16 @@
-"""The ``data_io prepare`` sub-command and its one-screen summary."""
+"""The ``data_io prepare`` sub-command (its summary: ``prepare/summary.py``)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from data_io.prepare.api import DTYPES, LAYOUTS, PrepareResult, prepare
+from data_io.prepare.api import DTYPES, LAYOUTS, prepare
 from data_io.prepare.inputs import INVALID_UTF8_POLICIES
 from data_io.prepare.shards import FORMATS
+from data_io.prepare.summary import print_summary
 
-__all__ = ["merge_mypt_spellings", "print_summary", "register"]
+__all__ = ["merge_mypt_spellings", "register"]
 
 # Defaults of the options MyPT also spells, applied after both spellings are read (so that a
 # value given both ways is compared as given, the default included).
@@ -133,10 +134,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary")
     _add_mypt_spellings(parser)
-    from data_io.scale.cli import add_executor_arguments
-
-    add_executor_arguments(parser)
-    parser.set_defaults(run=_run, parser=parser)
+    parser.set_defaults(run=_run, parser=parser, scale_request=scale_request)
 
 
 # MyPT's prepare_dataset.py flags: (its spelling, ours, what add_argument needs beyond the help).
@@ -227,97 +225,22 @@ def prepare_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def scale_request(args: argparse.Namespace) -> dict[str, Any]:
+    """What ``--executor`` plans (``data_io.prepare.scaled``): the inputs, the output folder
+    and ``prepare``'s keyword arguments."""
+    merge_mypt_spellings(args, args.parser)
+    return {
+        "inputs": [str(p) for p in args.inputs],
+        "output": str(args.output),
+        "prepare": prepare_kwargs(args),
+    }
+
+
 def _run(args: argparse.Namespace) -> int:
     merge_mypt_spellings(args, args.parser)
-    if args.executor is not None:
-        from data_io.scale.cli import run_scaled_prepare
-
-        return run_scaled_prepare(args, [str(p) for p in args.inputs], prepare_kwargs(args))
     result = prepare(
         args.inputs, args.output, progress=False if args.quiet else None, **prepare_kwargs(args)
     )
     if not args.quiet:
         print_summary(result)
     return 0
-
-
-def _print_same_content(console: Any, same_as: dict[str, str]) -> None:
-    """Inputs not read again: their content was prepared under another name (moved, copied)."""
-    if not same_as:
-        return
-    console.print(f"  {len(same_as)} inputs skipped: same content as an input already prepared")
-    for name, earlier in list(same_as.items())[:5]:
-        console.print(f"    {name} = {earlier}", markup=False)
-    if len(same_as) > 5:
-        console.print(f"    … and {len(same_as) - 5} more (the API's result.same_content_as)")
-
-
-def print_summary(result: PrepareResult) -> None:
-    from rich.table import Table
-
-    from data_io.console import summary_console
-
-    console = summary_console()
-    if result.rolled_back:
-        console.print(
-            f"prepare: rolled back an interrupted run first ({len(result.rolled_back)} files "
-            "removed or cut back to the last finished run)"
-        )
-    if result.nothing_to_do:
-        console.print(
-            f"prepare: nothing to do: all {len(result.known_inputs)} inputs are already in "
-            f"{result.output} with the same content and options "
-            f"({result.dataset_tokens['train']:,} train / {result.dataset_tokens['val']:,} val tokens)"
-        )
-        _print_same_content(console, result.same_content_as)
-        return
-    mb = result.bytes_read / 2**20
-    rate = mb / max(result.seconds, 1e-9)
-    console.print(
-        f"prepare: {len(result.new_inputs)} new inputs ({mb:,.1f} MB, {rate:,.1f} MB/s) -> "
-        f"{result.output}"
-        + (f"; {len(result.known_inputs)} already prepared" if result.known_inputs else "")
-    )
-    _print_same_content(console, result.same_content_as)
-    if result.skipped_files:
-        shown = result.skipped_files[:5]
-        more = len(result.skipped_files) - len(shown)
-        console.print(f"  skipped {len(result.skipped_files)} files, each with its reason:")
-        for name in shown:
-            console.print(f"    {name}", markup=False)
-        if more:
-            console.print(f"    … and {more} more (the API's result.skipped_files lists all)")
-    cleaning = result.cleaning
-    dropped = cleaning.get("dropped", {})
-    rows = [
-        ("documents read", result.documents_read),
-        ("invalid UTF-8 lines replaced", result.invalid_utf8),
-        ("unicode-normalised documents", cleaning.get("unicode_normalized", 0)),
-        ("whitespace-cleaned documents", cleaning.get("whitespace_cleaned", 0)),
-        ("short lines dropped", cleaning.get("short_lines_dropped", 0)),
-        ("documents dropped: too short", dropped.get("too_short", 0)),
-        ("documents dropped: empty", dropped.get("empty", 0)),
-        ("documents dropped: duplicate", result.duplicates),
-    ]
-    table = Table(show_header=False, box=None, pad_edge=False)
-    table.add_column(justify="left")
-    table.add_column(justify="right")
-    for name, value in rows:
-        table.add_row(name, f"{value:,}")
-    console.print(table)
-    splits = Table(title=None, box=None, pad_edge=False)
-    for column in ("split", "documents", "tokens", "shards written", "dataset tokens"):
-        splits.add_column(column, justify="right" if column != "split" else "left")
-    for split in ("train", "val"):
-        splits.add_row(
-            split,
-            f"{result.documents[split]:,}",
-            f"{result.tokens[split]:,}",
-            str(len(result.shards_written[split])),
-            f"{result.dataset_tokens[split]:,}",
-        )
-    console.print(splits)
-    console.print(
-        f"dtype {result.dtype}, vocabulary {result.vocab_size:,}, EOS id {result.eos_id}; "
-        f"{result.seconds:.1f} s"
-    )

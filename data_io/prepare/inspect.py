@@ -405,7 +405,7 @@ def _documents_of(tokens: np.ndarray, eos: int | None, count: int) -> list[np.nd
 def _load_tokenizer(tokenizer: str) -> Any:
     from tokenizers import Tokenizer
 
-    from data_io.tokenizer_files import resolve_tokenizer
+    from data_io.tokenizer.files import resolve_tokenizer
 
     return Tokenizer.from_file(str(resolve_tokenizer(tokenizer)))
 
@@ -833,7 +833,7 @@ def _print(report: InspectReport) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from data_io.console import summary_console
+    from data_io.util.console import summary_console
 
     console = summary_console()
     console.print(f"{report.path}: {report.kind}")

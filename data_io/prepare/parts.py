@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from data_io.fs import write_json_atomic
 from data_io.prepare.dedup import HashDedup
 from data_io.prepare.inputs import ReadOptions, ReadStats, Source
 from data_io.prepare.normalize import CleanOptions, CleanStats
@@ -27,6 +26,7 @@ from data_io.prepare.pipeline import Spool, encode_inputs
 from data_io.prepare.progress import ProgressBar
 from data_io.prepare.split import is_val
 from data_io.prepare.tokenizers import PrepTokenizer
+from data_io.util.fs import write_json_atomic
 
 RECORD = "part.json"
 _REPLAY_DOCUMENTS = 1 << 16

@@ -26,9 +26,10 @@ import numpy as np
 
 from data_io.errors import ConfigError, OutputError
 from data_io.formats.dtypes import dtype_or_none
-from data_io.fs import write_json_atomic
 from data_io.prepare.shards import ShardRecord, npy_header, truncate_shard
 from data_io.prepare.tokenizers import CHAR_EOS, CHAR_STATE_FILE, TOKENIZER_FILES
+from data_io.util.fs import sha256 as file_sha256
+from data_io.util.fs import write_json_atomic
 
 __all__ = [
     "METADATA_FILE",
@@ -50,14 +51,6 @@ JOURNAL = "journal.json"
 PRODUCER = "data_io prepare"
 FORMAT_VERSION = 1
 SPLITS = ("train", "val")
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 22):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _read_metadata(out: Path) -> dict[str, Any] | None:

@@ -1,11 +1,11 @@
 """The tokenizers ``prepare`` can use, behind one small interface.
 
 * ``PATH`` (a ``tokenizer.json`` or a folder holding one) or a Hub id: the project's Rust
-  encoder (``data_io.encoder.TextEncoder``, parallel, GIL released), EOS from ``eos_token`` or
+  encoder (``data_io.tokenizer.encoder.TextEncoder``, parallel, GIL released), EOS from ``eos_token`` or
   the tokenizer's own (``tokenizer_config.json`` beside it, else ``<|endoftext|>``).
 * ``gpt2``: GPT-2's byte-level BPE. Neither ``tiktoken`` (it downloads ``vocab.bpe`` on first
   use) nor ``tokenizers``/``transformers`` ship it, but ``openai-whisper`` does (its
-  ``gpt2.tiktoken`` rank file): ``data_io.vocabularies`` builds the ``tokenizer.json`` from it,
+  ``gpt2.tiktoken`` rank file): ``data_io.tokenizer.vocabularies`` builds the ``tokenizer.json`` from it,
   from the installed package or the archive fetched once from PyPI (never a hub), with the same
   ids as ``tiktoken``'s ``gpt2``; without PyPI, the local Hugging Face cache
   (``openai-community/gpt2``) is used, and without either the error says how to get one.
@@ -20,7 +20,6 @@ Every tokenizer appends its EOS id after each document.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -32,6 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from data_io.errors import ConfigError, InputError, TokenizerError
+from data_io.util.fs import sha256
 
 __all__ = [
     "CHAR_EOS",
@@ -87,9 +87,9 @@ def load_tokenizer(spec: str, eos_token: str | int | None, out: Path) -> PrepTok
 
 def _gpt2_tokenizer() -> Path:
     """GPT-2's ``tokenizer.json``: built from the rank file a PyPI package ships
-    (``data_io.vocabularies``: ``openai-whisper``'s ``gpt2.tiktoken``, read from the installed
+    (``data_io.tokenizer.vocabularies``: ``openai-whisper``'s ``gpt2.tiktoken``, read from the installed
     package or its archive fetched once from PyPI), else the local Hugging Face cache."""
-    from data_io.vocabularies import vocabulary_path
+    from data_io.tokenizer.vocabularies import vocabulary_path
 
     try:
         return vocabulary_path("gpt2")
@@ -109,21 +109,13 @@ def _gpt2_tokenizer() -> Path:
             ) from err
 
 
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 class HfTokenizer:
     """A tokenizers JSON file, encoded by the project's Rust encoder."""
 
     kind = "hf"
 
     def __init__(self, path: str | Path, spec: str, eos_token: str | int | None) -> None:
-        from data_io.encoder import TextEncoder
+        from data_io.tokenizer.encoder import TextEncoder
 
         self.spec = spec
         self._encoder = TextEncoder(path)
@@ -148,7 +140,7 @@ class HfTokenizer:
         return self._encoder.vocab_size
 
     def fingerprint(self) -> str:
-        return f"sha256:{_file_sha256(self.path)}"
+        return f"sha256:{sha256(self.path)}"
 
     def encode(self, texts: list[str]) -> tuple[NDArray[np.uint32], NDArray[np.int64]]:
         ids, offsets = self._encoder.encode_batch(texts, self._eos_id)

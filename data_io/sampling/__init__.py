@@ -13,10 +13,10 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from data_io.console import on_terminal
 from data_io.errors import DataIoError
 from data_io.sampling.config import SampleConfig, config_help, parse_overrides
 from data_io.sampling.pipeline import SampleResult, sample
+from data_io.util.console import on_terminal
 
 __all__ = ["SampleConfig", "SampleResult", "main", "parse_overrides", "register", "sample"]
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from data_io.errors import ConfigError, OutputError
-from data_io.stale import (
+from data_io.util.stale import (
     Leftover,
     describe_removed,
     entry_size,
@@ -51,7 +51,7 @@ def code_version() -> str:
 
     digest = hashlib.sha256()
     package = Path(__file__).resolve().parent
-    sources = [*sorted(package.glob("*.py")), package.parent / "prefix_config.py"]
+    sources = [*sorted(package.glob("*.py")), package.parent / "formats" / "prefix_config.py"]
     for source in sources:
         digest.update(source.name.encode())
         digest.update(source.read_bytes())

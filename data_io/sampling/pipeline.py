@@ -24,10 +24,9 @@ from typing import TextIO
 import numpy as np
 from tqdm import tqdm
 
-from data_io.console import on_terminal
 from data_io.errors import ConfigError, DataIoError, InputError, OutputError
-from data_io.prefix_config import format_overlaps, load_prefix_config
-from data_io.provenance import (
+from data_io.formats.prefix_config import format_overlaps, load_prefix_config
+from data_io.formats.provenance import (
     check_interrupted_tokenize,
     check_provenance,
     damaged_task_advice,
@@ -59,6 +58,7 @@ from data_io.sampling.tasks import (
     read_tasks,
     select_task_folders,
 )
+from data_io.util.console import on_terminal
 
 PLOT_NAME = "analytics.png"
 REPORT_NAME = "analytics.md"  # the Markdown report, kept so that a reused output can show it

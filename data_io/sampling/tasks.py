@@ -10,7 +10,7 @@ starts), because the pool copy streams it later. Anything inconsistent fails her
 task and file, so that a bad corpus never produces a silently wrong sample; the tokenizer's
 record of each task (its row and token counts) is compared with the arrays too. A task that
 fails is damaged, and the error says to delete it before re-tokenizing
-(:func:`data_io.provenance.damaged_task_advice`).
+(:func:`data_io.formats.provenance.damaged_task_advice`).
 """
 
 from __future__ import annotations
@@ -25,14 +25,14 @@ import numpy as np
 from tqdm import tqdm
 
 from data_io.errors import InputError
+from data_io.formats.prefix_config import PrefixConfig, PrefixRule
+from data_io.formats.provenance import TaskOrigin, damaged_task_advice, repair_command
 from data_io.formats.task_arrays import (
     INDEX_NAMES,
     TASK_FILES,
     TokenFile,
     read_token_header,
 )
-from data_io.prefix_config import PrefixConfig, PrefixRule
-from data_io.provenance import TaskOrigin, damaged_task_advice, repair_command
 
 _DEFAULT_RULE = PrefixRule(prefix="")
 
@@ -277,7 +277,7 @@ def read_tasks(
 ) -> list[Task]:
     """Every task under ``tokenized_path``, validated, in sorted name order.
 
-    ``origins``: the tokenizer's records by task name (:func:`data_io.provenance.check_provenance`);
+    ``origins``: the tokenizer's records by task name (:func:`data_io.formats.provenance.check_provenance`);
     ``repair``: the tokenize command that rebuilds the folder, quoted in the advice for a
     damaged task (a generic one when not given); ``folders``: the task folders
     (default: :func:`select_task_folders`'s).

@@ -1,5 +1,5 @@
-"""Command line of the scale-out: ``--executor`` and its options on the stages that can be cut
-into units (``tokenize``), and the commands ``status``, ``resume`` and ``scale`` (``scale unit``
+"""Command line of the scale-out: ``--executor`` and its options, which ``data_io.cli`` adds to the
+commands of the stages that can be cut into units (``data_io.stage.STAGES``), and the commands ``status``, ``resume`` and ``scale`` (``scale unit``
 runs one unit: what a Slurm array task calls; ``scale finalize`` assembles the output)."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ import os
 import sys
 
 from data_io.errors import ConfigError
-from data_io.scale.plan import DEFAULT_UNIT_MB
 from data_io.scale.run import EXECUTORS, ExecutorSettings, Outcome
+from data_io.stage import DEFAULT_UNIT_MB, load_stage
 
 
 def add_executor_arguments(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
-    group = parser.add_argument_group("scale-out (plan, units, finalize; see README)")
+    group = parser.add_argument_group("scale-out (plan, units, finalize; see docs/stages/scale.md)")
     group.add_argument(
         "--executor",
         choices=EXECUTORS,
@@ -96,38 +96,16 @@ def resume_settings(manifest, args: argparse.Namespace) -> ExecutorSettings:
     )
 
 
-def run_scaled(args: argparse.Namespace, options: dict) -> int:
-    from data_io.scale.run import scale_tokenize
+def run_scaled(stage: str, request: dict, args: argparse.Namespace) -> int:
+    """Run ``stage`` over ``request`` (the stage's own options) as units on the executor the
+    command line chose: what ``data_io COMMAND --executor ...`` does."""
+    from data_io.scale.run import run_stage
 
-    outcome = scale_tokenize(
-        options,
+    outcome = run_stage(
+        stage,
+        request,
         settings_from(args, args.executor),
-        unit_mb=args.unit_mb,
-        progress=False if args.quiet else None,
-    )
-    return _report(outcome, quiet=args.quiet)
-
-
-def run_scaled_clean(args: argparse.Namespace, names: list[str]) -> int:
-    from data_io.scale.run import scale_clean
-
-    outcome = scale_clean(
-        names,
-        settings_from(args, args.executor),
-        plan_dir=getattr(args, "plan_dir", None),
-        progress=False if args.quiet else None,
-    )
-    return _report(outcome, quiet=args.quiet)
-
-
-def run_scaled_prepare(args: argparse.Namespace, inputs: list[str], kwargs: dict) -> int:
-    from data_io.scale.run import scale_prepare
-
-    outcome = scale_prepare(
-        inputs,
-        str(args.output),
-        kwargs,
-        settings_from(args, args.executor),
+        unit_bytes=int(args.unit_mb * (1 << 20)),
         progress=False if args.quiet else None,
     )
     return _report(outcome, quiet=args.quiet)
@@ -153,24 +131,7 @@ def _report(outcome: Outcome, *, quiet: bool = False) -> int:
         return 1
     if not quiet:
         print(f"plan {manifest.path}: {len(manifest.units)} units, all done; output finalized")
-    if manifest.stage == "prepare":
-        if not quiet:
-            from data_io.prepare.cli import print_summary
-
-            print_summary(outcome.result)
-        return 0
-    if manifest.stage == "clean":
-        if not quiet:
-            for path in outcome.result["outputs"]:
-                print(f"  wrote {path}")
-            print(f"{outcome.result['rows']:,} rows from {len(manifest.units)} cleaner(s)")
-        return 0
-    if not quiet:
-        from data_io.tokenize_summary import print_summary
-
-        print_summary(outcome.result, problems=False)
-    outcome.result.raise_for_failures()
-    return 0
+    return load_stage(manifest.stage).report(outcome.result, quiet=quiet)
 
 
 _MANIFEST_HELP = (

@@ -1,35 +1,25 @@
-"""Assembling a scaled-out run's output: ``tokenize`` over the plan's inputs with the units'
-parts, which writes every task folder, record and ``tokenizer_info.json`` exactly as one run on
-one machine does (the parts are only where the encoded arrays come from)."""
+"""Assembling a scaled-out run's output: the stage's own finalize (``data_io.stage.Stage``), which
+writes exactly what one run on one machine writes (the units' parts are only where the work comes
+from), then ``finalized.json``: when, how long, and which units' work was done here."""
 
 from __future__ import annotations
 
-import shutil
 import time
 from typing import Any
 
 from data_io.errors import ConfigError
-from data_io.fs import write_json_atomic
 from data_io.scale.manifest import Manifest
-
-
-def tokenize_kwargs(options: dict[str, Any]) -> dict[str, Any]:
-    """``tokenize``'s keyword arguments from a plan's options (``tokenize_options``'s dict)."""
-    kwargs = {k: v for k, v in options.items() if k not in ("inputs", "output", "parts")}
-    kwargs["conditions"] = dict(tuple(pair) for pair in options["conditions"])
-    return kwargs
+from data_io.stage import load_stage
+from data_io.util.fs import write_json_atomic
 
 
 def finalize(
     manifest: Manifest, *, encode_missing: bool = False, progress: bool | None = None
 ) -> Any:
     """Write the stage's output from the done units. Units not done make this an error, unless
-    ``encode_missing``: their files are then encoded here, by this process. The parts are
-    deleted once the output is complete."""
-    from data_io.tokenize import tokenize
-
-    if manifest.stage not in ("tokenize", "clean", "prepare"):
-        raise ConfigError(f"{manifest.path}: cannot finalize stage {manifest.stage!r}")
+    ``encode_missing``: their work is then done here, by this process. The parts are deleted
+    once the output is complete."""
+    stage = load_stage(manifest.stage)
     missing = manifest.not_done()
     if missing and not encode_missing:
         names = ", ".join(f"{u.id} ({u.task})" for u in missing[:5])
@@ -40,51 +30,7 @@ def finalize(
             "to see why, or finalize with --encode-missing to encode their files here"
         )
     started = time.time()
-    if manifest.stage == "clean":
-        # Each cleaner committed its own outputs: nothing to assemble, only to record.
-        records = [manifest.read_record(u.id, "done") or {} for u in manifest.units]
-        summary = {
-            "time": time.time(),
-            "seconds": 0.0,
-            "units": len(manifest.units),
-            "rows": sum(r.get("rows", 0) for r in records),
-            "outputs": sorted(p for r in records for p in r.get("outputs", {})),
-        }
-        write_json_atomic(manifest.root / "finalized.json", summary)
-        return summary
-    if manifest.stage == "prepare":
-        from data_io.prepare.api import prepare
-
-        result = prepare(
-            manifest.options["inputs"],
-            manifest.output,
-            parts=manifest.parts_dir,
-            progress=progress,
-            **manifest.options["prepare"],
-        )
-        shutil.rmtree(manifest.parts_dir, ignore_errors=True)
-        _record_finalized(manifest, started, missing, {})
-        return result
-    kwargs = tokenize_kwargs(manifest.options)
-    if progress is not None:
-        kwargs["progress"] = progress
-    result = tokenize(
-        manifest.options["inputs"],
-        manifest.options["output"],
-        parts=manifest.parts_dir,
-        check=False,
-        **kwargs,
-    )
-    if not result.failed:
-        shutil.rmtree(manifest.parts_dir, ignore_errors=True)
-    _record_finalized(manifest, started, missing, {"failed_files": [f.task for f in result.failed]})
-    return result
-
-
-def _record_finalized(
-    manifest: Manifest, started: float, missing: list, extra: dict[str, Any]
-) -> None:
-    """``finalized.json``: when, how long, and which units' files this step encoded itself."""
+    done = stage.finalize(manifest, missing=missing, progress=progress)
     write_json_atomic(
         manifest.root / "finalized.json",
         {
@@ -92,6 +38,7 @@ def _record_finalized(
             "seconds": time.time() - started,
             "units": len(manifest.units),
             "encoded_here": [u.id for u in missing],
-            **extra,
+            **done.record,
         },
     )
+    return done.result

@@ -25,7 +25,8 @@ from data_io.scale.manifest import Manifest, Unit
 from data_io.scale.processes import Stopped, die_with_parent, sigterm_raises, stop_processes
 from data_io.scale.progress import UnitProgress
 from data_io.scale.status import stopped_message
-from data_io.scale.units import THREADS_VARIABLE, run_unit
+from data_io.scale.units import run_unit
+from data_io.stage import THREADS_VARIABLE
 
 
 def run_local(

@@ -18,7 +18,6 @@ user's cache folder (:func:`default_clean_plan_dir`), never the working folder i
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import socket
@@ -28,27 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from data_io.errors import ConfigError
-from data_io.fs import write_json_atomic
+from data_io.stage import Plan, Unit, cache_plan_dir
+from data_io.util.fs import write_json_atomic
 
 FORMAT = "data_io-scale/1"
 SCALE_DIR = ".data_io_scale"
 MANIFEST = "manifest.json"
 STATES = ("done", "failed", "running", "pending")
-
-
-@dataclass(frozen=True)
-class Unit:
-    """One piece of work: ``span`` of ``source`` (``{"kind": "whole"}``, ``{"kind": "bytes",
-    "start", "end"}`` or ``{"kind": "row_groups", "start", "end"}``), the ``index``-th of the
-    ``count`` spans its file was cut into."""
-
-    id: str
-    task: str
-    source: str
-    span: dict[str, Any]
-    index: int
-    count: int
-    bytes: int
 
 
 @dataclass
@@ -68,6 +53,20 @@ class Manifest:
     # The plan folder when it is not OUT/.data_io_scale (clean plans: see the module doc).
     scale_root: str | None = None
     path: Path | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def from_plan(cls, plan: Plan) -> Manifest:
+        """The manifest of a stage's plan, not saved yet."""
+        return cls(
+            stage=plan.stage,
+            output=plan.output,
+            options=plan.options,
+            units=plan.units,
+            inputs=plan.inputs,
+            fingerprint=plan.fingerprint,
+            unit_bytes=plan.unit_bytes,
+            scale_root=plan.scale_root,
+        )
 
     # -- where things are ---------------------------------------------------------------------
     @property
@@ -216,12 +215,8 @@ def _plan_problem(content: dict[str, Any]) -> str | None:
 
 
 def default_clean_plan_dir(workdir: str | Path) -> Path:
-    """The plan folder of ``data_io clean --executor`` run in ``workdir``:
-    ``$XDG_CACHE_HOME/data_io/scale/clean-<hash of workdir>`` (``~/.cache/...``)."""
-    resolved = str(Path(workdir).resolve())
-    digest = hashlib.sha256(resolved.encode()).hexdigest()[:16]
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "data_io" / "scale" / f"clean-{digest}"
+    """The plan folder of ``data_io clean --executor`` run in ``workdir`` (see the module doc)."""
+    return cache_plan_dir("clean", workdir)
 
 
 def _alive(started: dict[str, Any]) -> bool:

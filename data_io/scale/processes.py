@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 
-from data_io.stale import (  # noqa: F401  (where the scale layer and its tests find them)
+from data_io.util.stale import (  # noqa: F401  (where the scale layer and its tests find them)
     Leftover,
     describe_removed,
     entry_size,

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 from tqdm import tqdm
 
-from data_io.console import on_terminal
 from data_io.scale.manifest import Unit
+from data_io.util.console import on_terminal
 
 
 class UnitProgress:

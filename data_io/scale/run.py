@@ -16,7 +16,8 @@ from typing import Any
 from data_io.errors import ConfigError
 from data_io.scale.finalize import finalize
 from data_io.scale.manifest import Manifest, Unit
-from data_io.scale.plan import DEFAULT_UNIT_MB, plan_clean, plan_prepare, plan_tokenize
+from data_io.scale.plan import plan, plan_clean, plan_prepare, plan_tokenize
+from data_io.stage import DEFAULT_UNIT_MB
 
 EXECUTORS = ("local", "slurm", "ray")
 
@@ -60,11 +61,26 @@ class Outcome:
     manifest: Manifest
     # Units that did not complete (their records say why); empty when all ran.
     unfinished: list[Unit]
-    # The finalize step's result (a TokenizeResult), None when it did not run here.
+    # The stage's finalize result (a TokenizeResult, PrepareResult...), None when it did not
+    # run here.
     result: Any = None
     submitted: Any = None
     # Slurm with --wait: the jobs have ended (finalize ran as a job of its own).
     waited: bool = False
+
+
+def run_stage(
+    stage: str,
+    request: dict[str, Any],
+    settings: ExecutorSettings,
+    *,
+    unit_bytes: int = DEFAULT_UNIT_MB << 20,
+    progress: bool | None = None,
+) -> Outcome:
+    """Plan ``stage`` over ``request`` (the stage's own options), run its units on the executor
+    and finalize. A plan equal to the one already saved (same options, same units) keeps its
+    unit records: finished units are not run again."""
+    return _start(plan(stage, request, unit_bytes), settings, progress)
 
 
 def scale_tokenize(
@@ -74,11 +90,8 @@ def scale_tokenize(
     unit_mb: float = DEFAULT_UNIT_MB,
     progress: bool | None = None,
 ) -> Outcome:
-    """Plan ``data_io tokenize`` with ``options`` (``tokenize_options``'s dict), run its units
-    on the executor and finalize. A plan equal to the one already in the output (same options,
-    same units) keeps its unit records: finished units are not run again."""
-    manifest = plan_tokenize(options, int(unit_mb * (1 << 20)))
-    return _start(manifest, settings, progress)
+    """``data_io tokenize`` with ``options`` (``tokenize_options``'s dict), scaled out."""
+    return _start(plan_tokenize(options, int(unit_mb * (1 << 20))), settings, progress)
 
 
 def scale_clean(
@@ -90,10 +103,8 @@ def scale_clean(
     progress: bool | None = None,
 ) -> Outcome:
     """Run the cleaners ``names`` as units (one per dataset) in ``workdir``, on the executor;
-    the plan lives in ``plan_dir`` (default: under the user's cache folder, see
-    ``manifest.default_clean_plan_dir``)."""
-    manifest = plan_clean(names, workdir, plan_dir)
-    return _start(manifest, settings, progress)
+    the plan lives in ``plan_dir`` (default: under the user's cache folder)."""
+    return _start(plan_clean(names, workdir, plan_dir), settings, progress)
 
 
 def scale_prepare(
@@ -105,8 +116,7 @@ def scale_prepare(
     progress: bool | None = None,
 ) -> Outcome:
     """``prepare`` with pass 1 of each new source as a unit on the executor."""
-    manifest = plan_prepare(inputs, output, kwargs)
-    return _start(manifest, settings, progress)
+    return _start(plan_prepare(inputs, output, kwargs), settings, progress)
 
 
 def resume(

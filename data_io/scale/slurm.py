@@ -28,9 +28,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from data_io.errors import DataIoError
-from data_io.fs import write_json_atomic
 from data_io.scale.manifest import Manifest, Unit
-from data_io.scale.units import THREADS_VARIABLE
+from data_io.stage import THREADS_VARIABLE
+from data_io.util.fs import write_json_atomic
 
 # When ``scontrol show config`` cannot be read: Slurm's own default MaxArraySize.
 DEFAULT_MAX_ARRAY_SIZE = 1001

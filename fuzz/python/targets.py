@@ -32,7 +32,7 @@ MODULES = (
     "data_io.load.shard_metadata",
     "data_io.load.sampled_folder",
     "data_io.scale.manifest",
-    "data_io.prefix_config",
+    "data_io.formats.prefix_config",
     "data_io.prepare.state",
 )
 
@@ -119,7 +119,7 @@ def shard_metadata(data: bytes) -> None:
 
 def prefix_config(data: bytes) -> None:
     """``prefix_config.yaml``, as train-tokenizer and the sampler read it."""
-    from data_io.prefix_config import load_prefix_config
+    from data_io.formats.prefix_config import load_prefix_config
 
     folder = _scratch()
     (folder / "prefix_config.yaml").write_bytes(data)

@@ -190,7 +190,7 @@ def test_offline_hub_says_how_to_use_a_local_copy(
 def test_hub_id_fails_at_once_when_the_hub_does_not_answer(
     monkeypatch: pytest.MonkeyPatch, small_tokenizer: Path, cache: Path
 ) -> None:
-    from data_io import hub
+    from data_io.util import hub
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)

@@ -270,7 +270,7 @@ def test_a_killed_runs_plan_folder_is_removed_by_the_next_one(tmp_path, capsys) 
     import os
 
     from data_io.load.row_packing import BinPlan, _write
-    from data_io.stale import temporary_prefix
+    from data_io.util.stale import temporary_prefix
 
     target = tmp_path / "cache" / "abc123"
     target.parent.mkdir()

@@ -458,7 +458,7 @@ def test_fingerprint_survives_a_cleared_datasets_cache(tmp_path: Path) -> None:
 
 
 def test_hub_id_fails_at_once_when_the_hub_does_not_answer(monkeypatch: pytest.MonkeyPatch):
-    from data_io import hub
+    from data_io.util import hub
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)

@@ -293,7 +293,7 @@ def test_unreachable_hub_id_says_how_to_use_a_local_copy(monkeypatch: pytest.Mon
 
 def test_hub_id_fails_at_once_when_the_hub_does_not_answer(monkeypatch: pytest.MonkeyPatch):
     """No ~20 s of datasets' retries: the reachability probe answers first, at expand time."""
-    from data_io import hub
+    from data_io.util import hub
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)

@@ -293,7 +293,7 @@ def test_hub_identity_compares_revisions_only_when_both_are_known():
 
 
 def test_hub_revision_is_not_asked_offline(monkeypatch: pytest.MonkeyPatch):
-    from data_io import hub
+    from data_io.util import hub
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert api._hub_revision("org/set") is None

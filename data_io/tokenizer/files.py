@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from data_io.console import on_terminal, quiet_hub_libraries
 from data_io.errors import TokenizerError
+from data_io.util.console import on_terminal, quiet_hub_libraries
 
 TOKENIZER_FILE = "tokenizer.json"
 

@@ -17,7 +17,7 @@ R = TypeVar("R")
 
 class _PipeAwareConsole(Console):
     """rich turns a closed stdout (``| head``) into ``SystemExit(1)``; raise BrokenPipeError
-    instead, so that the CLI's one guard (``data_io.cli.exit_quietly_on_closed_stdout``) ends
+    instead, so that the CLI's one guard (``data_io.util.closed_stdout.exit_quietly_on_closed_stdout``) ends
     every command the same quiet way."""
 
     def on_broken_pipe(self) -> None:

@@ -3,6 +3,7 @@ the permissions the user's umask gives ordinary files and folders."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -35,3 +36,12 @@ def write_json_atomic(path: Path, content: Any) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(temporary, path)
+
+
+def sha256(path: Path) -> str:
+    """The hex SHA-256 of a file's bytes (read in 4 MiB blocks)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -8,8 +8,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from data_io.console import summary_console
-from data_io.tokenize import MAX_LISTED, TokenizeResult
+from data_io.tokenize.result import MAX_LISTED, TokenizeResult
+from data_io.util.console import summary_console
 
 # Skipped input files are only counted, with this many named as examples.
 SKIPPED_EXAMPLES = 3

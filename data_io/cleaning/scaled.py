@@ -1,0 +1,121 @@
+"""``clean`` as a scale-out stage (``data_io.stage.Stage``): one unit per cleaner, run in the plan's
+working folder (a dataset's source is read by its cleaner as a whole, so a cleaner is not cut).
+
+Each cleaner commits its own outputs whole (temporary names, then renames), so the finalize step
+has nothing to assemble: it only sums what the units recorded. The plan has no output folder of
+its own: it lives in ``--plan-dir``, by default under the user's cache folder
+(``data_io.stage.cache_plan_dir``), never the working folder.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from contextlib import chdir
+from pathlib import Path
+from typing import Any, ClassVar
+
+from data_io.cleaning.registry import find
+from data_io.cleaning.runner import run_cleaner
+from data_io.errors import ConfigError
+from data_io.stage import Finalized, Plan, SavedPlan, Unit, cache_plan_dir, numbered
+from data_io.util.fs import sha256
+
+
+class CleanStage:
+    name: ClassVar[str] = "clean"
+
+    def plan(self, request: dict[str, Any], *, unit_bytes: int = 0) -> Plan:
+        """``request``: ``names`` (the cleaners), ``workdir`` (where their sources and outputs
+        lie, relative to it; default the current folder) and ``plan_dir`` (default:
+        ``cache_plan_dir("clean", workdir)``). One unit per cleaner, largest source first;
+        ``unit_bytes`` is not used (a cleaner reads its source whole)."""
+        workdir = Path(request.get("workdir") or ".").resolve()
+        plan_dir = request.get("plan_dir")
+        units = []
+        with chdir(workdir):
+            for name in request["names"]:
+                entry = find(name)
+                if entry.cleaner is None:
+                    raise ConfigError(f"cleaner {entry.name} is not written yet")
+                source = Path(entry.cleaner.source.default)
+                units.append(
+                    Unit(
+                        id="",
+                        task=entry.name,
+                        source=str(source),
+                        span={"kind": "whole"},
+                        index=0,
+                        count=1,
+                        bytes=_size(source),
+                    )
+                )
+        units.sort(key=lambda u: (-u.bytes, u.task))
+        units = numbered(units)
+        return Plan(
+            stage=self.name,
+            output=str(workdir),
+            options={"names": [u.task for u in units]},
+            units=units,
+            inputs=[{"task": u.task, "source": u.source, "size": u.bytes} for u in units],
+            fingerprint={},
+            unit_bytes=0,
+            scale_root=str(
+                Path(plan_dir).resolve()
+                if plan_dir is not None
+                else cache_plan_dir(self.name, workdir)
+            ),
+        )
+
+    def part_dir(self, plan: SavedPlan, unit: Unit) -> None:
+        """None: a cleaner writes its outputs in place, and runs again when asked."""
+        return None
+
+    def run_unit(self, plan: SavedPlan, unit: Unit, threads: int | None) -> dict[str, Any]:
+        """One dataset's cleaner, in the plan's working folder (its sources and outputs are
+        relative to it)."""
+        entry = find(unit.task)
+        assert entry.cleaner is not None
+        started = time.time()
+        with chdir(plan.output):
+            report = run_cleaner(entry.cleaner, progress=False)
+            outputs = {str(path): sha256(Path(path)) for path, _ in report.files}
+        return {
+            "unit": unit.id,
+            "task": unit.task,
+            "bytes": unit.bytes,
+            "rows": report.rows_written,
+            "records": report.records,
+            "outputs": outputs,
+            "reused": False,
+            "seconds": time.time() - started,
+            "started": started,
+            "ended": time.time(),
+            "host": socket.gethostname(),
+        }
+
+    def finalize(self, plan: SavedPlan, *, missing: list[Unit], progress: bool | None) -> Finalized:
+        records = [plan.read_record(u.id, "done") or {} for u in plan.units]
+        summary = {
+            "units": len(plan.units),
+            "rows": sum(r.get("rows", 0) for r in records),
+            "outputs": sorted(p for r in records for p in r.get("outputs", {})),
+        }
+        return Finalized(summary, {"rows": summary["rows"], "outputs": summary["outputs"]})
+
+    def report(self, result: dict[str, Any], *, quiet: bool) -> int:
+        if not quiet:
+            for path in result["outputs"]:
+                print(f"  wrote {path}")
+            print(f"{result['rows']:,} rows from {result['units']} cleaner(s)")
+        return 0
+
+
+STAGE = CleanStage()
+
+
+def _size(path: Path) -> int:
+    """Bytes of a file, or of the files under a folder (0 when absent: the Hub streams it)."""
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0

@@ -1,0 +1,154 @@
+"""The contract between a stage that scales out and the scale layer beneath it.
+
+A scalable stage (``tokenize``, ``prepare``, ``clean``) implements :class:`Stage` in its own
+``scaled.py``: it cuts its work into :class:`Unit` s (``plan``), runs one unit on whatever machine
+an executor lands it (``run_unit``), assembles the output from the units' parts (``finalize``) and
+prints the result (``report``). ``data_io.scale`` runs any of them through this protocol, finds a
+stage by the name its plan records (:func:`load_stage`), and never imports a stage: a plan written
+by one version resumes under the next as long as the name and the stage's options keep meaning
+the same thing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from data_io.errors import ConfigError
+
+# Input per unit unless --unit-mb says otherwise; a bigger file is cut into byte ranges.
+DEFAULT_UNIT_MB = 256
+# Set by executors that run several units per process with their own thread budget.
+THREADS_VARIABLE = "DATA_IO_UNIT_THREADS"
+
+# Scalable stages by the name a plan records -> the module whose ``STAGE`` implements them.
+STAGES: dict[str, str] = {
+    "tokenize": "data_io.tokenize.scaled",
+    "prepare": "data_io.prepare.scaled",
+    "clean": "data_io.cleaning.scaled",
+}
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One piece of work: ``span`` of ``source`` (``{"kind": "whole"}``, ``{"kind": "bytes",
+    "start", "end"}`` or ``{"kind": "row_groups", "start", "end"}``), the ``index``-th of the
+    ``count`` spans its file was cut into."""
+
+    id: str
+    task: str
+    source: str
+    span: dict[str, Any]
+    index: int
+    count: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a stage's ``plan`` returns; the scale layer saves it as the run's manifest.
+
+    ``options`` is everything the units and the finalize step need (JSON-ready: it is written
+    once and read on every node); ``inputs`` and ``fingerprint`` describe what was planned, for
+    ``status`` and for telling an equal plan from a new one; ``scale_root`` is the plan folder
+    when it is not ``OUT/.data_io_scale`` (clean plans)."""
+
+    stage: str
+    output: str
+    options: dict[str, Any]
+    units: list[Unit]
+    inputs: list[dict[str, Any]]
+    fingerprint: dict[str, Any]
+    unit_bytes: int
+    scale_root: str | None = None
+
+
+def numbered(units: list[Unit]) -> list[Unit]:
+    """``units`` with their ids, ``u000000`` onwards, in the order given (the plan's order)."""
+    return [Unit(**{**u.__dict__, "id": f"u{k:06d}"}) for k, u in enumerate(units)]
+
+
+@runtime_checkable
+class SavedPlan(Protocol):
+    """What a stage sees of a saved plan when it runs a unit or finalizes (the scale layer's
+    ``Manifest`` is one)."""
+
+    stage: str
+    output: str
+    options: dict[str, Any]
+    units: list[Unit]
+
+    @property
+    def path(self) -> Path | None: ...
+
+    @property
+    def parts_dir(self) -> Path: ...
+
+    def read_record(self, unit_id: str, kind: str) -> dict[str, Any] | None: ...
+
+
+@dataclass
+class Finalized:
+    """A stage's finalize: its ``result`` (what ``report`` prints) and what the plan's
+    ``finalized.json`` records about it beside the time and the units encoded there."""
+
+    result: Any
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+class Stage(Protocol):
+    """A stage the scale layer can run as units (see the module's doc)."""
+
+    name: ClassVar[str]
+
+    def plan(self, request: dict[str, Any], *, unit_bytes: int) -> Plan:
+        """Cut the work ``request`` describes (the stage's own options, JSON-ready) into units of
+        about ``unit_bytes`` each, deterministically: equal requests give equal plans."""
+        ...
+
+    def part_dir(self, plan: SavedPlan, unit: Unit) -> Path | None:
+        """Where the unit leaves its part; a unit recorded done whose part is there is not run
+        again. None: the unit leaves no part of its own (it is run again when asked)."""
+        ...
+
+    def run_unit(self, plan: SavedPlan, unit: Unit, threads: int | None) -> dict[str, Any]:
+        """Do one unit into its part (under a temporary name, renamed when complete); return
+        its completion record (``rows``, ``tokens``, ``outputs``... as ``status`` shows them).
+        Idempotent: a second run leaves one part."""
+        ...
+
+    def finalize(self, plan: SavedPlan, *, missing: list[Unit], progress: bool | None) -> Finalized:
+        """Write the stage's output from the done units' parts, the ``missing`` units' work
+        done here; byte-identical to one run on one machine."""
+        ...
+
+    def report(self, result: Any, *, quiet: bool) -> int:
+        """Print the finalized ``result`` (nothing when ``quiet``) and return the exit code;
+        may raise the result's failures as the stage's error."""
+        ...
+
+
+def cache_plan_dir(stage: str, workdir: str | Path) -> Path:
+    """The plan folder of a ``stage`` run in ``workdir`` that has no output folder of its own
+    (``clean``: its cleaners write beside their sources): ``$XDG_CACHE_HOME/data_io/scale/
+    <stage>-<hash of workdir>`` (``~/.cache/...``), never the working folder itself."""
+    resolved = str(Path(workdir).resolve())
+    digest = hashlib.sha256(resolved.encode()).hexdigest()[:16]
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "data_io" / "scale" / f"{stage}-{digest}"
+
+
+def load_stage(name: str) -> Stage:
+    """The stage a plan names, imported on first use."""
+    module = STAGES.get(name)
+    if module is None:
+        raise ConfigError(
+            f"no scalable stage is called {name!r}; the stages that run as units are "
+            f"{', '.join(sorted(STAGES))} (a plan written by another version of data_io?)"
+        )
+    stage: Stage = importlib.import_module(module).STAGE
+    return stage

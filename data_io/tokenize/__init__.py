@@ -1,0 +1,34 @@
+"""Stage 3, tokenize: cleaned rows -> per-file token arrays (formats.md §3), incrementally.
+
+* ``api``: ``tokenize`` and ``tokenize_options`` (the options the Rust core takes), defaults;
+* ``result``: ``FileResult`` and ``TokenizeResult`` (the report, and its one error);
+* ``summary``: the table the command prints; ``cli``: ``data_io tokenize``;
+* ``scaled``: the stage as units of a scale-out plan (``data_io.stage.Stage``).
+"""
+
+from data_io.tokenize.api import (
+    DEFAULT_BATCH_ROWS,
+    DEFAULT_BOQ,
+    DEFAULT_CONDITIONS,
+    DEFAULT_EOA,
+    DEFAULT_EOQ,
+    DEFAULT_TOKENIZER,
+    parse_conditions,
+    tokenize,
+    tokenize_options,
+)
+from data_io.tokenize.result import FileResult, TokenizeResult
+
+__all__ = [
+    "DEFAULT_BATCH_ROWS",
+    "DEFAULT_BOQ",
+    "DEFAULT_CONDITIONS",
+    "DEFAULT_EOA",
+    "DEFAULT_EOQ",
+    "DEFAULT_TOKENIZER",
+    "FileResult",
+    "TokenizeResult",
+    "parse_conditions",
+    "tokenize",
+    "tokenize_options",
+]

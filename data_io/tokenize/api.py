@@ -1,0 +1,142 @@
+"""Stage 3's API: ``tokenize`` (cleaned rows -> per-file token arrays, formats.md §3) and the
+options it hands the Rust core (``tokenize_options``: also what a scale-out plan records).
+
+The work runs in the Rust core (``data_io._core.tokenize``) with the GIL released.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from data_io.errors import ConfigError
+from data_io.tokenize.result import TokenizeResult
+from data_io.tokenizer.files import resolve_tokenizer
+
+DEFAULT_TOKENIZER = "trained_tokenizers/bpe/tokenizer.json"
+DEFAULT_BOQ = "<|im_start|>"
+DEFAULT_EOQ = "<|im_end|>"
+DEFAULT_EOA = "<|box_end|>"
+DEFAULT_CONDITIONS: dict[str, str] = {
+    "direct": "<|object_ref_start|>",
+    "cot": "<|object_ref_end|>",
+    "noisy": "<|quad_start|>",
+    "synth": "<|quad_end|>",
+}
+DEFAULT_BATCH_ROWS = 4096
+
+
+def parse_conditions(text: str) -> dict[str, str]:
+    """``direct=<|a|>,cot=<|b|>`` -> {"direct": "<|a|>", "cot": "<|b|>"}; "" -> {}."""
+    mapping: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        tag, sep, token = item.partition("=")
+        if not sep or not tag or not token:
+            raise ConfigError(
+                f"--conditions item {item!r} is not TAG=TOKEN (e.g. direct=<|object_ref_start|>)"
+            )
+        if tag in mapping:
+            raise ConfigError(f"--conditions gives tag {tag!r} twice")
+        mapping[tag] = token
+    return mapping
+
+
+def tokenize(
+    inputs: Sequence[str | Path],
+    output: str | Path,
+    *,
+    tokenizer_path: str | Path = DEFAULT_TOKENIZER,
+    boq: str = DEFAULT_BOQ,
+    eoq: str = DEFAULT_EOQ,
+    eoa: str = DEFAULT_EOA,
+    conditions: Mapping[str, str] | None = None,
+    on_error: str = "fail",
+    threads: int | None = None,
+    token_dtype: str = "uint32",
+    progress: bool | None = None,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    check: bool = True,
+    parts: str | Path | None = None,
+) -> TokenizeResult:
+    """Tokenize every ``.jsonl`` (also ``.jsonl.gz``, ``.jsonl.zst``; any case) and
+    ``.parquet`` file under ``inputs`` into ``output``.
+
+    Incremental: files whose content, tokenizer and options are unchanged are kept; a task
+    folder not produced by this run is removed only if data_io wrote it and its recorded
+    source file is gone (others are kept and listed in ``kept``). With ``check`` (default), a
+    failed file, a MIXED output (see ``mixed``) or no row at all raises after all the work is
+    done; the result is attached as ``.result``. ``progress=None`` shows a bar when stderr is a terminal.
+    ``parts``: a folder where ``data_io.scale`` units left encoded parts of files; a file whose
+    parts are all there and current is assembled from them instead of encoded.
+    """
+    from data_io import _core
+
+    if parts is None:
+        # Parts a scaled-out run left (finished units of an unfinished run) are used too.
+        left = Path(output) / ".data_io_scale" / "parts"
+        parts = left if left.is_dir() else None
+    options = tokenize_options(
+        inputs,
+        output,
+        tokenizer_path=tokenizer_path,
+        boq=boq,
+        eoq=eoq,
+        eoa=eoa,
+        conditions=conditions,
+        on_error=on_error,
+        threads=threads,
+        token_dtype=token_dtype,
+        progress=progress,
+        batch_rows=batch_rows,
+        parts=parts,
+    )
+    result = TokenizeResult.from_json(_core.tokenize(json.dumps(options)))
+    if check:
+        result.raise_for_failures()
+    return result
+
+
+def tokenize_options(
+    inputs: Sequence[str | Path],
+    output: str | Path,
+    *,
+    tokenizer_path: str | Path = DEFAULT_TOKENIZER,
+    boq: str = DEFAULT_BOQ,
+    eoq: str = DEFAULT_EOQ,
+    eoa: str = DEFAULT_EOA,
+    conditions: Mapping[str, str] | None = None,
+    on_error: str = "fail",
+    threads: int | None = None,
+    token_dtype: str = "uint32",
+    progress: bool | None = None,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    parts: str | Path | None = None,
+) -> dict:
+    """The options of ``tokenize`` checked and made plain (JSON-ready, the tokenizer resolved
+    to its file): what the Rust core takes, and what a ``scale`` manifest records."""
+    if on_error not in ("fail", "skip"):
+        raise ConfigError(f"on_error must be 'fail' or 'skip', not {on_error!r}")
+    if token_dtype not in ("uint32", "auto"):
+        raise ConfigError(f"token_dtype must be 'uint32' or 'auto', not {token_dtype!r}")
+    if threads is not None and threads < 1:
+        raise ConfigError(f"threads must be at least 1, not {threads}")
+    if batch_rows < 1:
+        raise ConfigError(f"batch_rows must be at least 1, not {batch_rows}")
+    mapping = DEFAULT_CONDITIONS if conditions is None else dict(conditions)
+    return {
+        "inputs": [str(p) for p in inputs],
+        "output": str(output),
+        "tokenizer_path": str(resolve_tokenizer(tokenizer_path)),
+        "boq": boq,
+        "eoq": eoq,
+        "eoa": eoa,
+        "conditions": [list(item) for item in mapping.items()],
+        "on_error": on_error,
+        "threads": threads,
+        "token_dtype": token_dtype,
+        "progress": sys.stderr.isatty() if progress is None else progress,
+        "batch_rows": batch_rows,
+        "parts": None if parts is None else str(parts),
+    }

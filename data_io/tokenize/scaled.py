@@ -1,0 +1,212 @@
+"""``tokenize`` as a scale-out stage (``data_io.stage.Stage``): the files a run would (re-)tokenize
+cut into units, each unit encoded into its part, and the output assembled by ``tokenize`` itself.
+
+Plan: the core's own incremental check says which files need work; each is one unit when small,
+a big plain JSONL file is cut into byte ranges that start at line starts, a big Parquet file into
+ranges of row groups (compressed JSONL cannot be entered mid-stream and stays whole). Units are
+listed largest first, so that workers taking them in order finish together.
+
+Finalize: ``tokenize`` over the plan's inputs with the units' parts, which writes every task
+folder, record and ``tokenizer_info.json`` exactly as one run on one machine does (the parts are
+only where the encoded arrays come from).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import socket
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+from data_io import _core
+from data_io.errors import ConfigError, InputError
+from data_io.stage import THREADS_VARIABLE, Finalized, Plan, SavedPlan, Unit, numbered
+from data_io.tokenize.api import tokenize
+from data_io.tokenize.result import TokenizeResult
+from data_io.tokenize.summary import print_summary
+from data_io.util.fs import sha256
+
+
+class TokenizeStage:
+    name: ClassVar[str] = "tokenize"
+
+    def plan(self, request: dict[str, Any], *, unit_bytes: int) -> Plan:
+        """Units of about ``unit_bytes`` of input each; ``request`` is ``tokenize_options``'s
+        dict."""
+        if unit_bytes < 1:
+            raise ConfigError(f"the unit size must be positive, not {unit_bytes} bytes")
+        # Absolute paths: units, finalize and `resume` may run from any folder or node.
+        options = {
+            **request,
+            "inputs": [str(Path(p).resolve()) for p in request["inputs"]],
+            "output": str(Path(request["output"]).resolve()),
+            "tokenizer_path": str(Path(request["tokenizer_path"]).resolve()),
+            "progress": False,
+            "parts": None,
+        }
+        stale = json.loads(_core.tokenize_stale(json.dumps(options)))
+        units: list[Unit] = []
+        inputs = []
+        for task in stale:
+            source = Path(task["source"])
+            stat = source.stat()
+            inputs.append(
+                {
+                    "task": task["task"],
+                    "source": task["source"],
+                    "size": stat.st_size,
+                    "mtime_ns": stat.st_mtime_ns,
+                    "reason": task["reason"],
+                }
+            )
+            spans = _spans(source, stat.st_size, unit_bytes)
+            for index, (span, size) in enumerate(spans):
+                units.append(
+                    Unit(
+                        id="",
+                        task=task["task"],
+                        source=task["source"],
+                        span=span,
+                        index=index,
+                        count=len(spans),
+                        bytes=size,
+                    )
+                )
+        # Largest first (then by task and place, for a stable order); ids follow that order.
+        units.sort(key=lambda u: (-u.bytes, u.task, u.index))
+        tokenizer = Path(options["tokenizer_path"])
+        return Plan(
+            stage=self.name,
+            output=options["output"],
+            options=options,
+            units=numbered(units),
+            inputs=inputs,
+            fingerprint={"tokenizer": str(tokenizer), "tokenizer_sha256": sha256(tokenizer)},
+            unit_bytes=unit_bytes,
+        )
+
+    def part_dir(self, plan: SavedPlan, unit: Unit) -> Path:
+        """``parts/<task>/<index>``: the encoded arrays of one span of one file."""
+        return plan.parts_dir / unit.task / f"{unit.index:06d}"
+
+    def run_unit(self, plan: SavedPlan, unit: Unit, threads: int | None) -> dict[str, Any]:
+        if threads is None and os.environ.get(THREADS_VARIABLE):
+            threads = int(os.environ[THREADS_VARIABLE])
+        options = {**plan.options, "threads": threads, "progress": False, "parts": None}
+        spec = {
+            "task": unit.task,
+            "source": unit.source,
+            "span": unit.span,
+            "index": unit.index,
+            "count": unit.count,
+            "part_dir": str(self.part_dir(plan, unit)),
+        }
+        started = time.time()
+        report = json.loads(_core.tokenize_unit(json.dumps(options), json.dumps(spec)))
+        part = report["part"]
+        return {
+            "unit": unit.id,
+            "task": unit.task,
+            "bytes": unit.bytes,
+            "rows": part["rows"],
+            "tokens": part["tokens"],
+            "bad_rows": part["bad_rows"],
+            "outputs": part["arrays"],
+            "reused": report["reused"],
+            "seconds": report["seconds"],
+            "started": started,
+            "ended": time.time(),
+            "host": socket.gethostname(),
+            "encoder": part["encoder"],
+        }
+
+    def finalize(self, plan: SavedPlan, *, missing: list[Unit], progress: bool | None) -> Finalized:
+        kwargs = tokenize_kwargs(plan.options)
+        if progress is not None:
+            kwargs["progress"] = progress
+        result = tokenize(
+            plan.options["inputs"],
+            plan.options["output"],
+            parts=plan.parts_dir,
+            check=False,
+            **kwargs,
+        )
+        if not result.failed:
+            shutil.rmtree(plan.parts_dir, ignore_errors=True)
+        return Finalized(result, {"failed_files": [f.task for f in result.failed]})
+
+    def report(self, result: TokenizeResult, *, quiet: bool) -> int:
+        if not quiet:
+            print_summary(result, problems=False)
+        result.raise_for_failures()
+        return 0
+
+
+STAGE = TokenizeStage()
+
+
+def tokenize_kwargs(options: dict[str, Any]) -> dict[str, Any]:
+    """``tokenize``'s keyword arguments from a plan's options (``tokenize_options``'s dict)."""
+    kwargs = {k: v for k, v in options.items() if k not in ("inputs", "output", "parts")}
+    kwargs["conditions"] = dict(tuple(pair) for pair in options["conditions"])
+    return kwargs
+
+
+def _spans(source: Path, size: int, unit_bytes: int) -> list[tuple[dict[str, Any], int]]:
+    """(span, bytes) of each unit of one file, in file order."""
+    name = source.name.lower()
+    if size > unit_bytes and name.endswith(".jsonl"):
+        return _line_ranges(source, size, unit_bytes)
+    if size > unit_bytes and name.endswith(".parquet"):
+        return _row_group_ranges(source, unit_bytes)
+    return [({"kind": "whole"}, size)]
+
+
+def _line_ranges(source: Path, size: int, unit_bytes: int) -> list[tuple[dict[str, Any], int]]:
+    """Byte ranges of about ``unit_bytes``, each moved forward to the next line start (a
+    range with no line start left is merged into the one before)."""
+    count = max(1, round(size / unit_bytes))
+    cuts = [0]
+    with open(source, "rb") as f:
+        for k in range(1, count):
+            target = k * size // count
+            if target <= cuts[-1]:
+                continue
+            f.seek(target - 1)
+            f.readline()  # to just past the newline at or after target - 1
+            cut = f.tell()
+            if cuts[-1] < cut < size:
+                cuts.append(cut)
+    cuts.append(size)
+    return [
+        ({"kind": "bytes", "start": start, "end": end}, end - start)
+        for start, end in itertools.pairwise(cuts)
+    ]
+
+
+def _row_group_ranges(source: Path, unit_bytes: int) -> list[tuple[dict[str, Any], int]]:
+    """Consecutive row groups, closed when their compressed size reaches ``unit_bytes``."""
+    import pyarrow.parquet as pq
+
+    try:
+        metadata = pq.ParquetFile(source).metadata
+    except Exception as exc:  # pyarrow's errors for empty, truncated or foreign files vary
+        raise InputError(
+            f"{source}: not a readable Parquet file ({exc}); fix or remove it, then plan again"
+        ) from None
+    spans: list[tuple[dict[str, Any], int]] = []
+    start, size = 0, 0
+    for group in range(metadata.num_row_groups):
+        size += metadata.row_group(group).total_byte_size
+        if size >= unit_bytes:
+            spans.append(({"kind": "row_groups", "start": start, "end": group + 1}, size))
+            start, size = group + 1, 0
+    if start < metadata.num_row_groups or not spans:
+        spans.append(({"kind": "row_groups", "start": start, "end": metadata.num_row_groups}, size))
+    if len(spans) == 1:
+        return [({"kind": "whole"}, os.path.getsize(source))]
+    return spans

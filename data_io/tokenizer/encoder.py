@@ -1,0 +1,132 @@
+"""``TextEncoder``: the Rust encoder (``data_io._core.Encoder``) behind a typed facade.
+
+Encodes batches of texts in parallel, without the GIL, into one flat uint32 array with offsets:
+what the HF text datasets of the load stage need to turn rows into a token stream. As in the
+tokenize stage, special-token strings inside a text are encoded as plain text, so data can
+never inject a control token; the only EOS in the stream is the one appended after each text.
+
+The encoder pickles as its tokenizer path and reloads the file on first use in the receiving
+process (a DataLoader worker), so datasets holding one stay cheap to send to workers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.typing import NDArray
+
+from data_io import _core
+from data_io.errors import ConfigError
+from data_io.tokenizer.files import resolve_tokenizer
+
+__all__ = ["EncodedBatch", "TextEncoder"]
+
+# Tried when the tokenizer declares no eos_token (tokenizer_config.json beside it).
+_FALLBACK_EOS = "<|endoftext|>"
+
+
+class EncodedBatch(NamedTuple):
+    """Ids of a batch of texts back to back; text ``i`` is ``ids[offsets[i]:offsets[i + 1]]``."""
+
+    ids: NDArray[np.uint32]
+    offsets: NDArray[np.int64]
+
+
+class TextEncoder:
+    """A tokenizers JSON file, ready to encode batches of text."""
+
+    def __init__(self, tokenizer_path: str | Path) -> None:
+        # A file, a folder holding tokenizer.json, or a Hub id (see resolve_tokenizer).
+        self.path = resolve_tokenizer(tokenizer_path)
+        self._core: _core.Encoder | None = _core.Encoder(str(self.path))
+
+    @classmethod
+    def from_file(cls, tokenizer_path: str | Path) -> TextEncoder:
+        return cls(tokenizer_path)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"path": self.path}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.path = state["path"]
+        self._core = None  # loaded on first use in this process
+
+    @property
+    def _encoder(self) -> _core.Encoder:
+        if self._core is None:
+            self._core = _core.Encoder(str(self.path))
+        return self._core
+
+    @property
+    def vocab_size(self) -> int:
+        """Vocabulary size including added tokens; every id is below it."""
+        return self._encoder.vocab_size
+
+    def token_id(self, token: str) -> int | None:
+        """The id of ``token`` (e.g. ``"<|endoftext|>"``), or None when the vocabulary lacks it."""
+        return self._encoder.token_id(token)
+
+    def eos_id_for(self, name_or_id: str | int | None) -> int:
+        """The EOS id named by a token string or an id; None picks the tokenizer's own EOS.
+
+        The tokenizer's own EOS is the ``eos_token`` of ``tokenizer_config.json`` beside the
+        tokenizer file (what ``transformers`` calls ``eos_token_id``), else ``<|endoftext|>``.
+        """
+        if name_or_id is None:
+            return self._default_eos_id()
+        if isinstance(name_or_id, str):
+            found = self.token_id(name_or_id)
+            if found is None:
+                raise ConfigError(
+                    f"eos token {name_or_id!r} is not in the vocabulary of {self.path}; pass a "
+                    "token the tokenizer has (e.g. '<|endoftext|>') or its integer id"
+                )
+            return found
+        if isinstance(name_or_id, bool) or not isinstance(name_or_id, (int, np.integer)):
+            raise ConfigError(
+                f"eos token must be a token string or an integer id, got {name_or_id!r}"
+            )
+        if not 0 <= name_or_id < self.vocab_size:
+            raise ConfigError(
+                f"eos token id {name_or_id} is outside the vocabulary of {self.path} "
+                f"(ids 0..{self.vocab_size - 1}); pass the id of its end-of-text token"
+            )
+        return int(name_or_id)
+
+    def _default_eos_id(self) -> int:
+        declared = _declared_eos_token(self.path.parent / "tokenizer_config.json")
+        for candidate in (declared, _FALLBACK_EOS):
+            if candidate is not None and (found := self.token_id(candidate)) is not None:
+                return found
+        raise ConfigError(
+            f"{self.path}: cannot tell which token ends a document (no eos_token in a "
+            f"tokenizer_config.json beside it, no {_FALLBACK_EOS!r} in the vocabulary); "
+            "pass eos_token_id"
+        )
+
+    def encode_batch(self, texts: Sequence[str], eos_id: int | None = None) -> EncodedBatch:
+        """Encode ``texts`` in parallel; ``eos_id`` (when given) follows each text's ids."""
+        if isinstance(texts, str):
+            raise TypeError("encode_batch takes a sequence of texts, not one str")
+        if not isinstance(texts, list):
+            texts = list(texts)
+        if eos_id is not None:
+            eos_id = self.eos_id_for(eos_id)
+        ids, offsets = self._encoder.encode_batch(texts, eos_id)
+        return EncodedBatch(ids, offsets)
+
+
+def _declared_eos_token(config_path: Path) -> str | None:
+    """The ``eos_token`` of a transformers ``tokenizer_config.json``, if readable."""
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None  # optional file: its absence or damage just means "not declared"
+    token = config.get("eos_token") if isinstance(config, dict) else None
+    if isinstance(token, dict):  # the AddedToken form: {"content": "</s>", ...}
+        token = token.get("content")
+    return token if isinstance(token, str) else None

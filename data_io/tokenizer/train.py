@@ -1,0 +1,154 @@
+"""Stage 2: train a byte-level BPE (or unigram) tokenizer on cleaned rows (formats.md §2).
+
+Training runs in the Rust core with the GIL released; this module reads
+``prefix_config.yaml`` (per-file text limits) and calls it. Its command line is
+``tokenizer/cli.py`` (``data_io train-tokenizer``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from data_io.errors import ConfigError
+from data_io.util.fs import write_json_atomic
+
+DEFAULT_VOCAB_SIZE = 65536
+DEFAULT_TRUNCATE_LEN = 10_000
+DEFAULT_LIMIT_MUL_FACTOR = 10
+DEFAULT_PREFIX_CONFIG = "prefix_config.yaml"
+MIN_FREQUENCY = 2
+
+
+@dataclass(frozen=True)
+class TrainFileResult:
+    task: str
+    rows: int
+    texts_available: int
+    texts_used: int
+    bad_rows: int
+    # Whether limit_mul_factor x max_per_file cut this file's texts (bad rows do not count).
+    limited: bool
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    output: str
+    vocab_size: int
+    texts_used: int
+    seconds: float
+    files: list[TrainFileResult]
+    # Files under the inputs that are not rows (by name), not read.
+    skipped_files: list[str] = field(default_factory=list)
+    # The vocabulary asked for (None when read back from an older report).
+    requested_vocab_size: int | None = None
+    # Roles (pad/bos/eos) that tokenizer_config.json names no token for.
+    missing_roles: list[str] = field(default_factory=list)
+
+    @property
+    def limited(self) -> list[TrainFileResult]:
+        """The files whose texts max_per_file limited."""
+        return [f for f in self.files if f.limited]
+
+    @classmethod
+    def from_json(cls, text: str) -> TrainResult:
+        raw = json.loads(text)
+        raw["files"] = [TrainFileResult(**f) for f in raw["files"]]
+        return cls(**raw)
+
+
+def default_special_tokens() -> list[str]:
+    from data_io import _core
+
+    return list(_core.DEFAULT_SPECIAL_TOKENS)
+
+
+def train_tokenizer(
+    inputs: Sequence[str | Path],
+    output: str | Path,
+    *,
+    tokenizer_type: str = "bpe",
+    vocab_size: int = DEFAULT_VOCAB_SIZE,
+    seed: int = 0,
+    prefix_config: str | Path | None = DEFAULT_PREFIX_CONFIG,
+    truncate_len: int = DEFAULT_TRUNCATE_LEN,
+    limit_mul_factor: int = DEFAULT_LIMIT_MUL_FACTOR,
+    special_tokens: Sequence[str] | None = None,
+    on_error: str = "fail",
+    threads: int | None = None,
+    progress: bool | None = None,
+    pad_token: str | None = None,
+    bos_token: str | None = None,
+    eos_token: str | None = None,
+) -> TrainResult:
+    """Train on the instruction and response texts of every row under ``inputs``.
+
+    Writes ``output`` (a tokenizers JSON), and ``config.json`` and ``tokenizer_config.json``
+    beside it, so that ``transformers.AutoTokenizer`` loads the folder and agrees with
+    ``data_io tokenize``. ``prefix_config=None`` uses every text. Inputs without any row file,
+    or without a single usable text, raise and write nothing. ``pad_token``/``bos_token``/
+    ``eos_token`` name the special tokens ``tokenizer_config.json`` gives those roles (default:
+    the pipeline's own tokens, when they are among ``special_tokens``).
+    """
+    if tokenizer_type not in ("bpe", "unigram"):
+        raise ConfigError(f"tokenizer type must be 'bpe' or 'unigram', not {tokenizer_type!r}")
+    for name, value in (("truncate_len", truncate_len), ("limit_mul_factor", limit_mul_factor)):
+        if value < 1:
+            raise ConfigError(f"{name} must be at least 1, not {value}")
+    if seed < 0:
+        raise ConfigError(f"seed must be non-negative, not {seed}")
+    output = Path(output)
+    if output.suffix != ".json":
+        raise ConfigError(f"output {output} must be a .json file (e.g. OUT/tokenizer.json)")
+    specials = list(default_special_tokens() if special_tokens is None else special_tokens)
+    roles = {"pad_token": pad_token, "bos_token": bos_token, "eos_token": eos_token}
+    chosen = {role: token for role, token in roles.items() if token is not None}
+    for role, token in chosen.items():
+        if token not in specials:
+            flag = "--" + role.replace("_", "-")
+            raise ConfigError(
+                f"{flag} {token!r} is not one of the special tokens ({', '.join(specials[:8])}"
+                f"{', …' if len(specials) > 8 else ''}); add it to --special-tokens"
+            )
+    from data_io import _core
+
+    report = _core.train_tokenizer(
+        [str(p) for p in inputs],
+        str(output),
+        kind=tokenizer_type,
+        vocab_size=vocab_size,
+        seed=seed,
+        prefix_limits=_prefix_limits(prefix_config),
+        truncate_len=truncate_len,
+        limit_mul_factor=limit_mul_factor,
+        special_tokens=specials,
+        min_frequency=MIN_FREQUENCY,
+        on_error=on_error,
+        threads=threads,
+        progress=sys.stderr.isatty() if progress is None else progress,
+    )
+    missing = _set_roles(output.parent / "tokenizer_config.json", chosen)
+    return dataclasses.replace(
+        TrainResult.from_json(report), requested_vocab_size=vocab_size, missing_roles=missing
+    )
+
+
+def _set_roles(path: Path, chosen: dict[str, str]) -> list[str]:
+    """Give ``tokenizer_config.json`` the chosen role tokens; the roles it still lacks."""
+    config = json.loads(path.read_text(encoding="utf-8"))
+    if chosen:
+        config.update(chosen)
+        write_json_atomic(path, config)
+    return [role for role in ("pad_token", "bos_token", "eos_token") if role not in config]
+
+
+def _prefix_limits(prefix_config: str | Path | None) -> list[tuple[str, int | None]]:
+    if prefix_config is None:
+        return []
+    from data_io.formats.prefix_config import load_prefix_config
+
+    return [(rule.prefix, rule.max_per_file) for rule in load_prefix_config(prefix_config).rules]
