@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
-from data_io.tokenizer.encoder import TextEncoder
 from data_io.errors import ConfigError, TokenizerError
+from data_io.tokenizer.encoder import TextEncoder
 
 TEXTS = [
     "Hello world",

@@ -20,8 +20,8 @@ import tiktoken
 from adversarial import adversarial_corpus
 from tokenizers import Tokenizer
 
-from data_io.tokenizer import vocabularies
 from data_io.errors import ConfigError, InputError, TokenizerError
+from data_io.tokenizer import vocabularies
 from data_io.tokenizer.vocabularies import (
     Vocabulary,
     byte_level_alphabet,
