@@ -5,7 +5,6 @@
 
 pub mod encoder;
 pub mod error;
-pub mod fast_bpe;
 pub mod fs;
 pub mod layout;
 pub mod progress;

@@ -1,5 +1,5 @@
-//! The fast BPE encoder (rust/fast_bpe) against the HF `tokenizers` encoder on arbitrary text:
-//! the same ids, always (rust/fast_bpe/exactness.rs is the hand-written side of this). Both
+//! The fast BPE encoder (rust/encoder/fast_bpe) against the HF `tokenizers` encoder on arbitrary
+//! text: the same ids, always (rust/encoder/exactness.rs is the hand-written side of this). Both
 //! encoders are built once per process, through `Encoder::from_file_with` with the engine
 //! forced, for the shipped tokenizer (trained_tokenizers/bpe/tokenizer.json, compiled in;
 //! `DATA_IO_FUZZ_TOKENIZER` names another file) and the variants exactness.rs derives from it.
@@ -10,7 +10,7 @@
 use std::sync::OnceLock;
 
 use data_io_core::encoder::{Encoder, TextEncoder, FAST_ENGINE, HF_ENGINE};
-use data_io_core::fast_bpe::pretokenize::{CL100K_REGEX, QWEN35_REGEX};
+use data_io_core::encoder::fast_bpe::pretokenize::{CL100K_REGEX, QWEN35_REGEX};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
 
@@ -34,7 +34,7 @@ fn split_then_byte_level(regex: &str) -> Value {
     ]})
 }
 
-/// The variants of rust/fast_bpe/exactness.rs, in its order of `Variant`.
+/// The variants of rust/encoder/exactness.rs, in its order of `Variant`.
 const VARIANTS: [&str; 7] = [
     "shipped",
     "gpt2",

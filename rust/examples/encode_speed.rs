@@ -67,7 +67,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 /// The pre-tokenizer alone (the shipped pattern), to see its share.
 fn split_only(texts: &[String], bytes: usize) {
-    use data_io_core::fast_bpe::pretokenize::{split, Pattern};
+    use data_io_core::encoder::fast_bpe::pretokenize::{split, Pattern};
     let start = Instant::now();
     let mut pieces = 0usize;
     for text in texts {

@@ -1,9 +1,10 @@
-//! Writes `rust/fast_bpe/unicode_classes.rs`: the class (letter, number, white space, mark,
-//! other) of every code point exactly as the Oniguruma build inside `tokenizers` sees `\p{L}`,
-//! `\p{N}`, `\s` and `\p{M}`, so the hand-written pre-tokenizer agrees with the regex on every Unicode version quirk.
+//! Writes `rust/encoder/fast_bpe/unicode_classes.rs`: the class (letter, number, white space,
+//! mark, other) of every code point exactly as the Oniguruma build inside `tokenizers` sees
+//! `\p{L}`, `\p{N}`, `\s` and `\p{M}`, so the hand-written pre-tokenizer agrees with the regex on
+//! every Unicode version quirk.
 //!
 //! Run after upgrading `tokenizers` (the test `unicode_classes_match_onig` says when):
-//! `cargo run --release --example gen_unicode_classes -- rust/fast_bpe/unicode_classes.rs`
+//! `cargo run --release --example gen_unicode_classes -- rust/encoder/fast_bpe/unicode_classes.rs`
 
 use std::collections::HashMap;
 use std::fmt::Write as _;

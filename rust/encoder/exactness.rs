@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-use super::pretokenize::{CL100K_REGEX, QWEN35_REGEX, QWEN_REGEX};
+use super::fast_bpe::pretokenize::{CL100K_REGEX, QWEN35_REGEX, QWEN_REGEX};
 use crate::encoder::{Encoder, TextEncoder, FAST_ENGINE, HF_ENGINE};
 use crate::train::DEFAULT_SPECIAL_TOKENS;
 

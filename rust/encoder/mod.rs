@@ -1,19 +1,30 @@
 //! The seam between the layout and the text encoder.
 //!
 //! Everything above this module sees only `TextEncoder`. `Encoder` picks the fast byte-level BPE
-//! (`crate::fast_bpe`) when it serves the tokenizer exactly, and the HF `tokenizers` encoder
+//! (`fast_bpe`) when it serves the tokenizer exactly, and the HF `tokenizers` encoder
 //! otherwise; `DATA_IO_ENCODER=hf` forces the latter (benchmarks, differential tests).
+//!
+//! - `mod.rs`: the face: `TextEncoder`, `Encoder` (the engine choice, loaded once per process),
+//!   `encode_batch` and the process's encoder pool.
+//! - `hf.rs`: `HfEncoder`, the HF `tokenizers` encoder, and the reading of a tokenizer file.
+//! - `fast_bpe/`: the fast, exact byte-level BPE encoder (its own `mod.rs` lists its files).
+//! - `exactness.rs` (tests only): the fast encoder against the HF one, differentially.
+
+#[cfg(test)]
+mod exactness;
+pub mod fast_bpe;
+mod hf;
 
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rayon::prelude::*;
 use rayon::{ThreadPool, ThreadPoolBuilder};
-use tokenizers::Tokenizer;
 
+use self::fast_bpe::{spec, FastBpe, Spec};
+pub use self::hf::HfEncoder;
+use self::hf::{read_tokenizer, read_tokenizer_bytes, tokenizer_text};
 use crate::error::{Error, Result};
-use crate::fast_bpe::{spec, FastBpe, Spec};
 
 pub trait TextEncoder: Sync {
     /// Token ids of `text`, with no special tokens added and special-token strings inside the
@@ -28,81 +39,6 @@ pub trait TextEncoder: Sync {
     fn token_id(&self, token: &str) -> Option<u32>;
     /// Vocabulary size including added tokens; every id is below it.
     fn vocab_size(&self) -> usize;
-}
-
-/// A HuggingFace `tokenizers` tokenizer loaded from its JSON file.
-pub struct HfEncoder {
-    tokenizer: Tokenizer,
-    /// `get_vocab_size(true)` builds the whole vocabulary map each time: asked once.
-    vocab_size: usize,
-}
-
-impl HfEncoder {
-    pub fn from_file(path: &Path) -> Result<Self> {
-        Self::from_json(&read_tokenizer(path)?, path)
-    }
-
-    /// From the text of the file at `path` (named in errors).
-    fn from_json(json: &str, path: &Path) -> Result<Self> {
-        // `tokenizers` 0.22 panics instead of failing on a file cut short or otherwise invalid
-        // JSON inside its "decoder" (decoders/mod.rs: `.expect("Helper")`; `{"decoder":` is
-        // enough, found by fuzz/fuzz_targets/tokenizer_json.rs): that is this file's error.
-        let loaded = std::panic::catch_unwind(|| Tokenizer::from_str(json)).unwrap_or_else(|_| {
-            Err("the tokenizers library failed on it (invalid JSON in its decoder?)".into())
-        });
-        let mut tokenizer = loaded.map_err(|e| cannot_load(path, e))?;
-        // Data must never inject a control token: "<|im_end|>" inside a row is plain text.
-        tokenizer.set_encode_special_tokens(true);
-        let vocab_size = tokenizer.get_vocab_size(true);
-        Ok(HfEncoder {
-            tokenizer,
-            vocab_size,
-        })
-    }
-}
-
-/// The text of a tokenizer file.
-fn read_tokenizer(path: &Path) -> Result<String> {
-    tokenizer_text(read_tokenizer_bytes(path)?, path)
-}
-
-/// The bytes of a tokenizer file, not yet checked to be text.
-fn read_tokenizer_bytes(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| cannot_load(path, e))
-}
-
-/// A tokenizer file's bytes as text. SIMD validation: the standard library's took 5 ms of a
-/// 5 MB `tokenizer.json` (byte-level vocabularies are mostly non-ASCII).
-fn tokenizer_text(bytes: Vec<u8>, path: &Path) -> Result<String> {
-    if simdutf8::basic::from_utf8(&bytes).is_ok() {
-        // SAFETY: just validated as UTF-8.
-        return Ok(unsafe { String::from_utf8_unchecked(bytes) });
-    }
-    String::from_utf8(bytes).map_err(|e| cannot_load(path, e))
-}
-
-fn cannot_load(path: &Path, e: impl std::fmt::Display) -> Error {
-    Error::Tokenizer(format!(
-        "cannot load tokenizer {}: {e}; pass a tokenizers JSON file (tokenizer.json)",
-        path.display()
-    ))
-}
-
-impl TextEncoder for HfEncoder {
-    fn encode(&self, text: &str) -> Result<Vec<u32>, String> {
-        self.tokenizer
-            .encode_fast(text, false)
-            .map(|encoding| encoding.get_ids().to_vec())
-            .map_err(|e| format!("the tokenizer failed on this text: {e}"))
-    }
-
-    fn token_id(&self, token: &str) -> Option<u32> {
-        self.tokenizer.token_to_id(token)
-    }
-
-    fn vocab_size(&self) -> usize {
-        self.vocab_size
-    }
 }
 
 /// The environment variable that chooses the engine: unset or `auto` (fast when served),

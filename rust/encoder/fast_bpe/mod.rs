@@ -12,8 +12,6 @@ mod shared_cache;
 pub mod spec;
 mod table_memory;
 
-#[cfg(test)]
-mod exactness;
 mod unicode;
 
 use std::borrow::Cow;
