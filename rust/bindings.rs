@@ -147,7 +147,7 @@ fn tokenize_unit(py: Python<'_>, options: &str, unit: &str) -> PyResult<String> 
     }
     let unit: UnitArgs = serde_json::from_str(unit)
         .map_err(|e| to_py_err(py, Error::Config(format!("tokenize unit: {e}"))))?;
-    let unit = crate::tokenize_parts::UnitSpec {
+    let unit = crate::tokenize::parts::UnitSpec {
         task: unit.task,
         source: unit.source,
         span: unit.span,
@@ -156,7 +156,7 @@ fn tokenize_unit(py: Python<'_>, options: &str, unit: &str) -> PyResult<String> 
         part_dir: unit.part_dir,
     };
     run_tokenize(py, options, |options| {
-        crate::tokenize_parts::tokenize_unit(options, &unit)
+        crate::tokenize::parts::tokenize_unit(options, &unit)
     })
 }
 

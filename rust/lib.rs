@@ -11,7 +11,6 @@ pub mod progress;
 pub mod reader;
 pub mod sampling;
 pub mod tokenize;
-pub mod tokenize_parts;
 pub mod train;
 
 #[cfg(feature = "python")]

@@ -5,6 +5,8 @@
 //! rows of each batch of a file are encoded in parallel and written in source order, so one
 //! huge file still uses every core.
 
+pub mod parts;
+
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -50,7 +52,7 @@ pub struct TokenizeOptions {
     pub token_dtype: DtypeChoice,
     pub progress: bool,
     pub batch_rows: usize,
-    /// Where `scale` units left encoded parts of files (`tokenize_parts`): a task whose parts
+    /// Where `scale` units left encoded parts of files (`parts`): a task whose parts
     /// are all there and current is assembled from them instead of encoded.
     pub parts: Option<PathBuf>,
 }
@@ -548,14 +550,12 @@ fn write_task(
     }
     fs::create_dir(tmp).ctx("cannot create", tmp)?;
     let parts = match &ctx.options.parts {
-        Some(root) => {
-            crate::tokenize_parts::complete_parts(ctx, root, &task.name, &task.source, task.stat)?
-        }
+        Some(root) => self::parts::complete_parts(ctx, root, &task.name, &task.source, task.stat)?,
         None => None,
     };
     let assembled = parts.as_ref().map(Vec::len);
     let (encoded, source_blake3) = match parts {
-        Some(parts) => crate::tokenize_parts::assemble(&parts, &task.source, tmp, ctx.dtype)?,
+        Some(parts) => self::parts::assemble(&parts, &task.source, tmp, ctx.dtype)?,
         None => {
             let reader = RowReader::open(&task.source, ctx.options.batch_rows, progress.clone())?;
             let mut encoded = encode_span(ctx, &task.source, reader, tmp)?;
