@@ -72,9 +72,12 @@ slurm:
 		|| echo "== could not install Slurm: its tests will emulate it"; \
 	else echo "== no Slurm and no apt as root here: the Slurm tests will emulate it"; fi
 
+# The layout's rules (docs/architecture.md): ruff's PLC0415 keeps imports at the top of each
+# module, import-linter's contracts (pyproject.toml) keep data flowing one way with no circle.
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 	cargo fmt --all --check
 	cargo clippy --release --all-targets -- -D warnings
 	cargo clippy --release --features python -- -D warnings

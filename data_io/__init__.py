@@ -20,7 +20,7 @@ def __getattr__(name: str) -> str:
     # and importing the package must stay cheap.
     if name != "__version__":
         raise AttributeError(f"module 'data_io' has no attribute {name!r}")
-    from importlib.metadata import PackageNotFoundError, version
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415  ~60 ms, on first use
 
     try:
         found = version("data_io")

@@ -15,6 +15,7 @@ import argparse
 import importlib
 import sys
 
+from data_io.errors import DataIoError, os_error_message
 from data_io.stage import STAGES
 from data_io.util.closed_stdout import exit_quietly_on_closed_stdout, from_closed_stdout
 
@@ -25,12 +26,12 @@ _STAGE_MODULES: dict[str, tuple[str, ...]] = {
     "data_io.cleaning.cli": ("clean",),
     "data_io.tokenizer.cli": ("train-tokenizer",),
     "data_io.tokenize.cli": ("tokenize",),
-    "data_io.sampling": ("sample",),
+    "data_io.sampling.cli": ("sample",),
     "data_io.example": ("example",),
     "data_io.load.pack_cli": ("pack", "export-rows"),
     "data_io.load.check": ("loader-check",),
     "data_io.prepare.cli": ("prepare",),
-    "data_io.prepare.inspect": ("inspect",),
+    "data_io.inspect": ("inspect",),
     "data_io.scale.cli": ("status", "resume", "scale"),
 }
 
@@ -55,7 +56,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         importlib.import_module(name).register(subparsers)
     scalable = [command for command in subparsers.choices if command in STAGES]
     if scalable:
-        from data_io.scale.cli import add_executor_arguments
+        from data_io.scale.cli import add_executor_arguments  # noqa: PLC0415  CLI start-up: only the scalable stages' commands need it
 
         for command in scalable:
             add_executor_arguments(subparsers.choices[command])
@@ -70,7 +71,7 @@ class _VersionAction(argparse.Action):
                          help=help)  # fmt: skip
 
     def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
-        from data_io import __version__
+        from data_io import __version__  # noqa: PLC0415  read only when asked (importlib.metadata: ~60 ms)
 
         print(f"{parser.prog} {__version__}")
         parser.exit()
@@ -89,8 +90,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(argv: list[str] | None) -> int:
-    from data_io.errors import DataIoError, os_error_message
-
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
     args, unknown = parser.parse_known_args(argv)
@@ -117,7 +116,7 @@ def _stage_run(args: argparse.Namespace) -> int:
     """The command, or with ``--executor`` its stage planned and run as units."""
     if getattr(args, "executor", None) is None:
         return args.run(args)
-    from data_io.scale.cli import run_scaled
+    from data_io.scale.cli import run_scaled  # noqa: PLC0415  CLI start-up: only runs with --executor need it
 
     return run_scaled(args.command, args.scale_request(args), args)
 

@@ -70,7 +70,7 @@ def run_example(workdir: Path, console: Console | None = None) -> None:
     console.print(f"{len(files)} files of rows (cleaned + embedded): " + ", ".join(map(str, files)))
 
     header("train-tokenizer: byte-level BPE")
-    from data_io.tokenizer.train import train_tokenizer
+    from data_io.tokenizer.train import train_tokenizer  # noqa: PLC0415  CLI start-up: `data_io example` imports each stage when it runs it
 
     tokenizer = workdir / "trained_tokenizers" / "example" / "tokenizer.json"
     trained = train_tokenizer(
@@ -82,8 +82,8 @@ def run_example(workdir: Path, console: Console | None = None) -> None:
     )
 
     header("tokenize: rows -> per-file token arrays, then an incremental re-run")
-    from data_io.tokenize import tokenize
-    from data_io.tokenize.summary import print_summary
+    from data_io.tokenize import tokenize  # noqa: PLC0415  CLI start-up: `data_io example` imports each stage when it runs it
+    from data_io.tokenize.summary import print_summary  # noqa: PLC0415  CLI start-up: `data_io example` imports each stage when it runs it
 
     tokenized = workdir / "data_tokenized_example"
     print_summary(tokenize(inputs, tokenized, tokenizer_path=tokenizer, progress=False), console)
@@ -98,7 +98,7 @@ def run_example(workdir: Path, console: Console | None = None) -> None:
     _scaled_tokenize(inputs, tokenizer, tokenized, workdir / "data_tokenized_scaled", console)
 
     header("sample: stratified epochs + token pool (Markdown report in analytics.md)")
-    from data_io.sampling import parse_overrides, sample
+    from data_io.sampling import parse_overrides, sample  # noqa: PLC0415  CLI start-up: `data_io example` imports each stage when it runs it
 
     sampled = workdir / "sampled"
     prefix_config = (
@@ -126,7 +126,7 @@ def run_example(workdir: Path, console: Console | None = None) -> None:
     )
 
     header("load: one packed prefix-LM batch from epoch 0")
-    from data_io.load import SampledDataset, format_batch
+    from data_io.load import SampledDataset, format_batch  # noqa: PLC0415  CLI start-up: `data_io example` imports each stage when it runs it
 
     dataset = SampledDataset(sampled, epoch=0, batch_max_length=EXAMPLE_CONTEXT - 1)
     console.print(format_batch(next(iter(dataset))), markup=False)
@@ -142,9 +142,9 @@ def run_example(workdir: Path, console: Console | None = None) -> None:
 def _prepare_shards(shards: Path, tokenizer: Path, console: Console) -> None:
     """The other seeds' first step: raw text (the embedded FLAN inputs) into train/val shards,
     a re-run that finds nothing to do, and the shards read by the loader as they are."""
-    from data_io.load import MemoryMappedDataset
-    from data_io.prepare import prepare
-    from data_io.prepare.summary import print_summary as print_prepare_summary
+    from data_io.load import MemoryMappedDataset  # noqa: PLC0415  CLI start-up: `data_io example` imports each stage when it runs it
+    from data_io.prepare import prepare  # noqa: PLC0415  CLI start-up: `data_io example` imports each stage when it runs it
+    from data_io.prepare.summary import print_summary as print_prepare_summary  # noqa: PLC0415  CLI start-up: `data_io example` imports each stage when it runs it
 
     options = {
         "tokenizer": str(tokenizer),
@@ -165,9 +165,9 @@ def _flat_shard_mixture(tokenized: Path, tokenizer: Path, console: Console) -> N
     """A tokenized task's ``tokens.npy`` is a flat stream of rows, each ending with the
     ``eoa`` token: a flat token shard (formats.md §6). Mix three tasks by weight, anneal onto
     the first from step 3, stop, and resume from the saved state with 2 DataLoader workers."""
-    from data_io.load import DataConfig, DatasetSource, LoaderConfig, build_dataloader
-    from data_io.load.config import TrainSection
-    from data_io.tokenizer.encoder import TextEncoder
+    from data_io.load import DataConfig, DatasetSource, LoaderConfig, build_dataloader  # noqa: PLC0415  CLI start-up: `data_io example` imports each stage when it runs it
+    from data_io.load.config import TrainSection  # noqa: PLC0415  CLI start-up: `data_io example` imports each stage when it runs it
+    from data_io.tokenizer.encoder import TextEncoder  # noqa: PLC0415  CLI start-up: `data_io example` imports each stage when it runs it
 
     # The three largest tasks, so that a 64-token window fits each of them many times.
     shards = sorted(tokenized.glob("*/tokens.npy"), key=lambda p: (-p.stat().st_size, p))
@@ -254,8 +254,8 @@ def _scaled_tokenize(
 ) -> None:
     """``--executor local``: files cut into units (small units, to show the cutting), run on two
     worker processes, finalized; the output is compared with the plain run's, byte for byte."""
-    from data_io.scale import ExecutorSettings, scale_tokenize
-    from data_io.tokenize import tokenize_options
+    from data_io.scale import ExecutorSettings, scale_tokenize  # noqa: PLC0415  CLI start-up: `data_io example` imports each stage when it runs it
+    from data_io.tokenize import tokenize_options  # noqa: PLC0415  CLI start-up: `data_io example` imports each stage when it runs it
 
     options = tokenize_options(inputs, out, tokenizer_path=tokenizer, progress=False)
     outcome = scale_tokenize(
@@ -281,8 +281,8 @@ def _scaled_tokenize(
 
 
 def _clean(workdir: Path, console: Console) -> None:
-    from data_io.cleaning import run_cleaner
-    from data_io.cleaning.registry import find
+    from data_io.cleaning import run_cleaner  # noqa: PLC0415  CLI start-up: `data_io example` imports each stage when it runs it
+    from data_io.cleaning.registry import find  # noqa: PLC0415  CLI start-up: `data_io example` imports each stage when it runs it
 
     for name, raw, out in EXAMPLE_CLEANERS:
         report = run_cleaner(
@@ -292,8 +292,8 @@ def _clean(workdir: Path, console: Console) -> None:
 
 
 def _show_decoded_row(tokenizer: Path, tokenized: Path, console: Console) -> None:
-    import numpy as np
-    from tokenizers import Tokenizer
+    import numpy as np  # noqa: PLC0415  CLI start-up: `data_io example` imports each stage when it runs it
+    from tokenizers import Tokenizer  # noqa: PLC0415  heavy: tokenizers, only to decode with the HF library
 
     task = tokenized / "translations.jsonl"
     tokens = np.load(task / "tokens.npy", mmap_mode="r")

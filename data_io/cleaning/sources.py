@@ -308,7 +308,7 @@ class LocalFiles:
 
     def _fetch(self, root: Path) -> None:
         """Download the ``include`` files of ``hub_repo`` into ``root`` (a temporary name first)."""
-        from huggingface_hub import snapshot_download
+        from huggingface_hub import snapshot_download  # noqa: PLC0415  heavy: huggingface_hub, only when the Hub is asked
 
         reason = hub_unreachable()  # at once, instead of ~20 s of retries in snapshot_download
         if reason is not None:
@@ -353,7 +353,7 @@ def _import_datasets() -> Any:
     saved = {name: os.environ.get(name) for name in ("USE_TORCH", "USE_TF")}
     os.environ.update(USE_TORCH="0", USE_TF="0")
     try:
-        import datasets
+        import datasets  # noqa: PLC0415  heavy: datasets (~1 s), only for HF sources
     finally:
         for name, value in saved.items():
             if value is None:

@@ -29,18 +29,26 @@ from data_io.load.config import (
     DataConfig,
     DatasetSource,
     LoaderConfig,
+    apply_overrides,
     config_from_dict,
     data_seed,
+    load_config,
     phase_dicts,
     ring_multiple,
     source_name,
 )
 from data_io.load.dataloader import StatefulLoader
+from data_io.load.hf_text import HuggingFaceDataset, StreamingHuggingFaceDataset
 from data_io.load.mixing import resolve_phases
 from data_io.load.mixture import MixtureDataset
-from data_io.load.samplers import MixtureOrder, ShuffledOrder
+from data_io.load.rows import RowSource
+from data_io.load.rows_stream import StreamingTokenizedRowsDataset
+from data_io.load.samplers import MixtureOrder, ShuffledOrder, resolve_rank
 from data_io.load.shard_metadata import Declarations, read_declarations
 from data_io.load.shards import MemoryMappedDataset, honour_declared
+from data_io.load.tokenized_rows import TokenizedRowsDataset
+from data_io.tokenizer.encoder import TextEncoder
+from data_io.tokenizer.files import resolve_tokenizer
 
 __all__ = [
     "BuiltData",
@@ -75,8 +83,6 @@ class TokenizerFacts:
     def encoder(self) -> Any:
         if not self.path:
             return None
-        from data_io.tokenizer.encoder import TextEncoder
-        from data_io.tokenizer.files import resolve_tokenizer
 
         return TextEncoder.from_file(resolve_tokenizer(self.path))
 
@@ -169,8 +175,6 @@ def hf_text_dataset(
     streaming: bool = False,
     rank_world: tuple[int, int] | None = None,
 ) -> Any:
-    from data_io.load.hf_text import HuggingFaceDataset, StreamingHuggingFaceDataset
-
     options: dict[str, Any] = {
         "split": split,
         "text_field": data.hf_dataset_text_field,
@@ -210,7 +214,6 @@ def _token_source(
 def tokenized_rows_dataset(config: LoaderConfig, **overrides: Any) -> Any:
     """The ``TokenizedRowsDataset`` of a config whose sources are ``type: tokenized`` (the one
     place both ``build_dataloader`` and ``data_io pack`` make it, so they share the cache)."""
-    from data_io.load.tokenized_rows import TokenizedRowsDataset
 
     data = config.data
     if not data.datasets:
@@ -244,7 +247,6 @@ def tokenized_rows_dataset(config: LoaderConfig, **overrides: Any) -> Any:
 
 def row_sources(config: LoaderConfig) -> list[Any]:
     """The ``RowSource`` of each ``type: tokenized`` entry of ``data.datasets``."""
-    from data_io.load.rows import RowSource
 
     data = config.data
     return [
@@ -269,7 +271,6 @@ def row_sources(config: LoaderConfig) -> list[Any]:
 
 def streaming_rows_dataset(config: LoaderConfig, rank: int, world_size: int) -> Any:
     """The ``StreamingTokenizedRowsDataset`` of a config whose sources all stream."""
-    from data_io.load.rows_stream import StreamingTokenizedRowsDataset
 
     data = config.data
     assert data.sample_packing_sequence_len is not None  # config validation: sequential packing
@@ -339,8 +340,6 @@ def build_dataloader(
     loader has ``state_dict()``/``load_state_dict()``; ``loader.lr_scale`` follows the
     mixture's phases.
     """
-    from data_io.load.config import apply_overrides, load_config
-    from data_io.load.samplers import resolve_rank
 
     if not isinstance(config, LoaderConfig):
         config = load_config(config, overrides)

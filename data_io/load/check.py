@@ -46,15 +46,15 @@ def check_loader(
     config: LoaderConfig, rank: int = 0, world_size: int = 1, batches: int = 5
 ) -> dict[str, Any]:
     """Build the loader, time ``batches`` batches; returns the report ``loader-check`` prints."""
-    from data_io.load.build import build_dataloader
-    from data_io.load.config import EVAL_MAIN_SET
-    from data_io.load.eval import build_eval_loaders
+    from data_io.load.build import build_dataloader  # noqa: PLC0415  CLI start-up: the loaders import torch
+    from data_io.load.config import EVAL_MAIN_SET  # noqa: PLC0415  CLI start-up: the loaders import torch
+    from data_io.load.eval import build_eval_loaders  # noqa: PLC0415  CLI start-up: the loaders import torch
 
     started = time.perf_counter()
     # The loader a training job would get, built the same way.
     loader = build_dataloader(config, rank, world_size)
     built_s = time.perf_counter() - started
-    from data_io.load.config import overridden_sources
+    from data_io.load.config import overridden_sources  # noqa: PLC0415  CLI start-up: the loaders import torch
 
     report: dict[str, Any] = {
         "kind": loader.identity["kind"],
@@ -132,7 +132,7 @@ def _cell(value: Any) -> str:
 
 
 def _print(report: dict[str, Any], as_json: bool) -> None:
-    from data_io.load.samplers import MixtureOrder
+    from data_io.load.samplers import MixtureOrder  # noqa: PLC0415  CLI start-up: the loaders import torch
 
     console = summary_console()
     order, names = report.pop("_order"), report.pop("_names")
@@ -175,7 +175,7 @@ def _print(report: dict[str, Any], as_json: bool) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from data_io.load.config import load_config
+    from data_io.load.config import load_config  # noqa: PLC0415  CLI start-up: the loaders import torch
 
     config = load_config(args.config, args.overrides)
     if args.workers is not None:

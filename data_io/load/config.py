@@ -25,6 +25,9 @@ from omegaconf import OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from data_io.errors import ConfigError
+from data_io.load.mixing import resolve_phases  # checks KempnerForge's phase rules
+from data_io.load.rows import FORMATS
+from data_io.load.shard_metadata import TOKEN_DTYPES
 
 __all__ = [
     "EVAL_MAIN_SET",
@@ -244,7 +247,6 @@ def _check_containers(picked: Mapping[str, Mapping[str, Any]], where: str) -> No
 
 def _looks_like_rows(path: str) -> bool:
     """A file of tokenized rows or a remote URI: what an xorl source without ``type`` is."""
-    from data_io.load.rows import FORMATS
 
     return "://" in path or Path(path.split("?", 1)[0]).suffix.lower() in FORMATS
 
@@ -435,8 +437,6 @@ def _validate(config: LoaderConfig) -> None:
 
 
 def _check_dtype(key: str, value: str | None) -> None:
-    from data_io.load.shard_metadata import TOKEN_DTYPES
-
     if value is not None and value not in TOKEN_DTYPES:
         raise ConfigError(
             f"{key} must be one of {', '.join(TOKEN_DTYPES)} (the dtype the .bin shards were "
@@ -552,8 +552,6 @@ def _validate_sources(data: DataConfig) -> None:
     if (data.phases or data.anneal_start_step or data.anneal_weights) and not data.datasets:
         raise ConfigError("data.phases/data.anneal_* weight the sources of data.datasets; add them")
     if data.datasets and "tokens" in kinds:
-        from data_io.load.mixing import resolve_phases  # checks KempnerForge's phase rules
-
         resolve_phases(
             names,
             [s.weight for s in data.datasets],

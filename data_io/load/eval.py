@@ -23,6 +23,7 @@ from torch.utils.data import DataLoader
 
 from data_io.errors import ConfigError
 from data_io.load.batching import BatchedView, first
+from data_io.load.build import TokenizerFacts, hf_text_dataset, shard_dataset
 from data_io.load.config import EVAL_MAIN_SET, EvalConfig, EvalSet, LoaderConfig, load_config
 from data_io.load.samplers import resolve_rank
 
@@ -122,7 +123,6 @@ def build_eval_loaders(
 
 def _eval_dataset(config: LoaderConfig, name: str, source: EvalConfig | EvalSet) -> Any:
     """The windows of one eval source, read as the training data is (tokenizer, dtype, EOS)."""
-    from data_io.load.build import TokenizerFacts, hf_text_dataset, shard_dataset
 
     data, window = config.data, config.train.seq_len + 1
     tok = TokenizerFacts(data)

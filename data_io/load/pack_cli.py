@@ -64,8 +64,8 @@ def register(subparsers: Any) -> None:
 
 
 def _run_pack(args: argparse.Namespace) -> int:
-    from data_io.load.build import tokenized_rows_dataset
-    from data_io.load.config import load_config
+    from data_io.load.build import tokenized_rows_dataset  # noqa: PLC0415  CLI start-up: the loaders import torch
+    from data_io.load.config import load_config  # noqa: PLC0415  CLI start-up: the loaders import torch
 
     # The loader's own reading of the config: `pack` fills the cache build_dataloader reads.
     config = load_config(Path(args.config), args.overrides)
@@ -97,7 +97,7 @@ def _run_pack(args: argparse.Namespace) -> int:
 
 
 def _run_export(args: argparse.Namespace) -> int:
-    from data_io.load.export_rows import export_sampled_rows
+    from data_io.load.export_rows import export_sampled_rows  # noqa: PLC0415  CLI start-up: the loaders import torch
 
     done = export_sampled_rows(args.sampled_dir, args.output, epoch=args.epoch)
     print(

@@ -41,6 +41,7 @@ import pyarrow.parquet as pq
 from data_io.errors import ConfigError, InputError
 from data_io.load.layouts import IGNORE_INDEX
 from data_io.util.console import quiet_off_terminal
+from data_io.util.hub import hub_unreachable, offline_by_environment
 
 __all__ = [
     "FORMATS",
@@ -270,7 +271,7 @@ def _empty_file_error(source: RowSource, files: list[str]) -> None:
 
 @quiet_off_terminal
 def _load_files(source: RowSource, files: list[str], cache_dir: str | None):
-    import datasets
+    import datasets  # noqa: PLC0415  heavy: datasets (~1 s), only for HF sources
 
     if source.split != "train":
         raise ConfigError(
@@ -311,7 +312,7 @@ def _load_files(source: RowSource, files: list[str], cache_dir: str | None):
 
 
 def _pick_split(source: RowSource, loaded: Any, where: str):
-    import datasets
+    import datasets  # noqa: PLC0415  heavy: datasets (~1 s), only for HF sources
 
     if isinstance(loaded, datasets.DatasetDict):
         if source.split not in loaded:
@@ -325,7 +326,7 @@ def _pick_split(source: RowSource, loaded: Any, where: str):
 
 @quiet_off_terminal
 def _load_saved(source: RowSource, where: str, cache_dir: str | None):
-    import datasets
+    import datasets  # noqa: PLC0415  heavy: datasets (~1 s), only for HF sources
 
     del cache_dir  # a saved dataset is already Arrow files: nothing to cache
     try:
@@ -345,7 +346,7 @@ def _load_saved(source: RowSource, where: str, cache_dir: str | None):
 def _load_repo_folder(source: RowSource, root: str, cache_dir: str | None):
     """A local copy of a dataset repository, read the way its Hub id is (``name`` picks a README
     config, ``data_dir`` a sub-folder): the same load_dataset call, without a network."""
-    import datasets
+    import datasets  # noqa: PLC0415  heavy: datasets (~1 s), only for HF sources
 
     kwargs = source.load_kwargs()
     kwargs.pop("revision", None)  # a local folder has no revisions
@@ -416,7 +417,7 @@ _BACKENDS = {
 
 def _require_backend(source: RowSource) -> None:
     """Say which package a remote scheme needs before datasets fails with a bare ImportError."""
-    import fsspec
+    import fsspec  # noqa: PLC0415  heavy: fsspec, only for remote paths
 
     scheme = _scheme(source.path)
     try:
@@ -431,7 +432,7 @@ def _require_backend(source: RowSource) -> None:
 
 
 def _load_remote(source: RowSource, cache_dir: str | None):
-    import fsspec
+    import fsspec  # noqa: PLC0415  heavy: fsspec, only for remote paths
 
     _require_backend(source)
     path = source.path
@@ -452,9 +453,7 @@ def _load_remote(source: RowSource, cache_dir: str | None):
 
 @quiet_off_terminal
 def _load_hub(source: RowSource, cache_dir: str | None):
-    import datasets
-
-    from data_io.util.hub import hub_unreachable, offline_by_environment
+    import datasets  # noqa: PLC0415  heavy: datasets (~1 s), only for HF sources
 
     reason = None if offline_by_environment() else hub_unreachable()
     if reason is not None:  # at once, instead of after datasets' ~20 s of retries
@@ -488,7 +487,7 @@ def _load_hub(source: RowSource, cache_dir: str | None):
 
 
 def _load(source: RowSource, cache_dir: str | None):
-    import fsspec
+    import fsspec  # noqa: PLC0415  heavy: fsspec, only for remote paths
 
     if _scheme(source.path) in _REMOTE_SCHEMES:
         return _load_remote(source, cache_dir)

@@ -147,7 +147,7 @@ class StreamingTokenizedRowsDataset(IterableDataset):
     def _rows(self, stream: int, total: int) -> Iterator[tuple[dict[str, np.ndarray], int, int]]:
         """This stream's rows, checked and truncated, each with the resume point after it
         (source index, rows of that source consumed)."""
-        from datasets.distributed import split_dataset_by_node
+        from datasets.distributed import split_dataset_by_node  # noqa: PLC0415  heavy: datasets (~1 s), only for HF sources
 
         first_source, skip = self._start(stream, total)
         columns = [*REQUIRED_COLUMNS, *self.extra_columns]

@@ -47,7 +47,7 @@ def resolve_rank(rank: int | None, world_size: int | None) -> tuple[int, int]:
     if (rank is None) != (world_size is None):
         raise ConfigError("give both rank and world_size (num_replicas), or neither")
     if rank is None or world_size is None:
-        import torch.distributed as dist
+        import torch.distributed as dist  # noqa: PLC0415  heavy: torch, only the loaders need it
 
         if dist.is_available() and dist.is_initialized():
             return dist.get_rank(), dist.get_world_size()

@@ -51,6 +51,7 @@ from data_io.prepare.tokenizers import (
     load_tokenizer,
     write_state,
 )
+from data_io.util.hub import hub_unreachable
 
 __all__ = ["DTYPES", "LAYOUTS", "PrepareResult", "RunPlan", "plan_run", "prepare"]
 
@@ -448,11 +449,10 @@ def _same_content(now: str, then: str) -> bool:
 
 def _hub_revision(name: str) -> str | None:
     """The commit a Hub dataset id points at now, or None offline (then the id alone names it)."""
-    from data_io.util.hub import hub_unreachable
 
     if hub_unreachable() is not None:
         return None
-    from huggingface_hub import HfApi
+    from huggingface_hub import HfApi  # noqa: PLC0415  heavy: huggingface_hub, only when the Hub is asked
 
     try:
         return HfApi().dataset_info(name, timeout=10).sha

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import orjson
 
 from data_io.errors import ConfigError, InputError
+from data_io.formats.text_sources import resolve_text_source
 
 __all__ = [
     "INVALID_UTF8_POLICIES",
@@ -186,8 +187,6 @@ def _folder_sources(folder: Path, skipped: list[str], options: ReadOptions) -> l
 
 def _datasets_source(name: str, options: ReadOptions) -> Source:
     """A Hub id or a datasets folder, checked by the load stage's resolver (no rows read)."""
-    from data_io.load.hf_text import resolve_text_source
-
     resolved = resolve_text_source(name, options.split, options.hf_config)
     resolved.check_reachable()  # before the tokenizer is loaded and any work is done
     return Source(resolved.name, "datasets", None, sum(p.stat().st_size for p in resolved.files))
@@ -228,7 +227,7 @@ def _decompressor(compression: str | None) -> Any:
     if compression == "gz":
         return zlib.decompressobj(wbits=31)  # gzip header; a new object per gzip member
     if compression == "zst":
-        import zstandard
+        import zstandard  # noqa: PLC0415  optional: zstandard, only for .zst data
 
         return zstandard.ZstdDecompressor().decompressobj()
     if compression == "bz2":
@@ -492,8 +491,8 @@ def _field_text(row: Any, field: str, where: str) -> str:
 def _parquet_documents(
     source: Source, options: ReadOptions, stats: ReadStats, progress: _Progress | None
 ) -> Iterator[str]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    import pyarrow as pa  # noqa: PLC0415  heavy: pyarrow, only for Parquet/Arrow data
+    import pyarrow.parquet as pq  # noqa: PLC0415  heavy: pyarrow, only for Parquet/Arrow data
 
     field = options.text_field
     try:
@@ -540,15 +539,13 @@ def _parquet_documents(
 
 
 def _is_view(kind: Any) -> bool:
-    import pyarrow as pa
+    import pyarrow as pa  # noqa: PLC0415  heavy: pyarrow, only for Parquet/Arrow data
 
     check = getattr(pa.types, "is_string_view", None)
     return bool(check and check(kind))
 
 
 def _datasets_documents(source: Source, options: ReadOptions, stats: ReadStats) -> Iterator[str]:
-    from data_io.load.hf_text import resolve_text_source
-
     resolved = resolve_text_source(source.name, options.split, options.hf_config)
     rows = resolved.load(streaming=True)
     for number, row in enumerate(rows):

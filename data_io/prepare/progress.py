@@ -18,7 +18,7 @@ class ProgressBar:
         self._started = time.perf_counter()
         self._shown = 0.0
         if enabled:
-            from tqdm.auto import tqdm
+            from tqdm.auto import tqdm  # noqa: PLC0415  CLI start-up: tqdm, only when a bar is shown
 
             self._bar = tqdm(
                 total=total_bytes or None,

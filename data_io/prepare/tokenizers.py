@@ -31,6 +31,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from data_io.errors import ConfigError, InputError, TokenizerError
+from data_io.tokenizer.encoder import TextEncoder
+from data_io.tokenizer import vocabularies
 from data_io.util.fs import sha256
 
 __all__ = [
@@ -89,13 +91,12 @@ def _gpt2_tokenizer() -> Path:
     """GPT-2's ``tokenizer.json``: built from the rank file a PyPI package ships
     (``data_io.tokenizer.vocabularies``: ``openai-whisper``'s ``gpt2.tiktoken``, read from the installed
     package or its archive fetched once from PyPI), else the local Hugging Face cache."""
-    from data_io.tokenizer.vocabularies import vocabulary_path
 
     try:
-        return vocabulary_path("gpt2")
+        return vocabularies.vocabulary_path("gpt2")
     except (InputError, TokenizerError, ConfigError, OSError) as pypi_error:
-        from huggingface_hub import hf_hub_download
-        from huggingface_hub.errors import LocalEntryNotFoundError
+        from huggingface_hub import hf_hub_download  # noqa: PLC0415  heavy: huggingface_hub, only when the Hub is asked
+        from huggingface_hub.errors import LocalEntryNotFoundError  # noqa: PLC0415  heavy: huggingface_hub, only when the Hub is asked
 
         try:
             return Path(hf_hub_download(GPT2_HUB_ID, "tokenizer.json", local_files_only=True))
@@ -115,8 +116,6 @@ class HfTokenizer:
     kind = "hf"
 
     def __init__(self, path: str | Path, spec: str, eos_token: str | int | None) -> None:
-        from data_io.tokenizer.encoder import TextEncoder
-
         self.spec = spec
         self._encoder = TextEncoder(path)
         try:
@@ -163,7 +162,7 @@ class HfTokenizer:
         return written
 
     def decode(self, ids: list[int]) -> str:
-        from tokenizers import Tokenizer
+        from tokenizers import Tokenizer  # noqa: PLC0415  heavy: tokenizers, only to decode with the HF library
 
         return str(Tokenizer.from_file(str(self.path)).decode(ids, skip_special_tokens=False))
 

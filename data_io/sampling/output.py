@@ -47,7 +47,7 @@ def free_bytes(path: Path) -> int:
 
 def code_version() -> str:
     """data_io's version plus a hash of the sampler's own sources (a code change rebuilds)."""
-    from data_io import __version__
+    from data_io import __version__  # noqa: PLC0415  read only when needed (importlib.metadata: ~60 ms)
 
     digest = hashlib.sha256()
     package = Path(__file__).resolve().parent

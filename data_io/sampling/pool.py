@@ -11,6 +11,7 @@ a few MiB, whatever the corpus size.
 
 from __future__ import annotations
 
+import io
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -109,7 +110,6 @@ def _why_out_of_range(dtype: np.dtype, vocab_size: int | None) -> str:
 
 def npy_header(dtype: np.dtype, length: int) -> bytes:
     """The .npy header of a 1-D array (version 1.0, padded to 64 bytes like numpy's)."""
-    import io
 
     buffer = io.BytesIO()
     header = {"descr": dtype.str, "fortran_order": False, "shape": (length,)}

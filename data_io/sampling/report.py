@@ -190,8 +190,8 @@ def write_markdown(
 
 def preload_matplotlib() -> None:
     """Import what :func:`write_plot` needs (called early, from a helper thread)."""
-    import matplotlib.backends.backend_agg
-    import matplotlib.figure  # noqa: F401
+    import matplotlib.backends.backend_agg  # noqa: PLC0415  heavy: matplotlib, only when a plot is drawn
+    import matplotlib.figure  # noqa: F401, PLC0415  heavy: matplotlib, only when a plot is drawn
 
 
 def _plain_number(value: float, _pos: object = None) -> str:
@@ -209,7 +209,7 @@ def _compact_number(value: float, _pos: object = None) -> str:
 def _plain_log_axis(axis, formatter=_plain_number) -> None:
     """Log scale with plain-number labels and no minor ticks (minor ticks and mathtext
     labels are what makes rendering a log axis slow)."""
-    from matplotlib.ticker import FuncFormatter, NullLocator
+    from matplotlib.ticker import FuncFormatter, NullLocator  # noqa: PLC0415  heavy: matplotlib, only when a plot is drawn
 
     axis.set_major_formatter(FuncFormatter(formatter))
     axis.set_minor_locator(NullLocator())
@@ -252,8 +252,8 @@ def write_plot(
     Uses matplotlib's object API (a ``Figure`` and the Agg canvas), not pyplot: no global
     figure registry, so it may run in any thread.
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: PLC0415  heavy: matplotlib, only when a plot is drawn
+    from matplotlib.figure import Figure  # noqa: PLC0415  heavy: matplotlib, only when a plot is drawn
 
     figure = Figure(figsize=(12, 8))
     FigureCanvasAgg(figure)

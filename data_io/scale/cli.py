@@ -7,9 +7,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from data_io.errors import ConfigError
-from data_io.scale.run import EXECUTORS, ExecutorSettings, Outcome
+from data_io.scale.finalize import finalize
+from data_io.scale.manifest import Manifest
+from data_io.scale.run import EXECUTORS, ExecutorSettings, Outcome, resume, run_stage
+from data_io.scale.status import describe, status
+from data_io.scale.units import run_unit
 from data_io.stage import DEFAULT_UNIT_MB, load_stage
 
 
@@ -99,8 +104,6 @@ def resume_settings(manifest, args: argparse.Namespace) -> ExecutorSettings:
 def run_scaled(stage: str, request: dict, args: argparse.Namespace) -> int:
     """Run ``stage`` over ``request`` (the stage's own options) as units on the executor the
     command line chose: what ``data_io COMMAND --executor ...`` does."""
-    from data_io.scale.run import run_stage
-
     outcome = run_stage(
         stage,
         request,
@@ -112,8 +115,6 @@ def run_scaled(stage: str, request: dict, args: argparse.Namespace) -> int:
 
 
 def _report(outcome: Outcome, *, quiet: bool = False) -> int:
-    from data_io.scale.status import describe, status
-
     manifest = outcome.manifest
     if outcome.submitted is not None:
         # Slurm: the finalize step is a job of its own; say what was submitted, or (after
@@ -190,9 +191,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from data_io.scale.manifest import Manifest
-    from data_io.scale.status import describe, status
-
     manifest = Manifest.load(args.manifest)
     report = status(manifest)
     print(describe(manifest, report))
@@ -200,9 +198,6 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _resume(args: argparse.Namespace) -> int:
-    from data_io.scale.manifest import Manifest
-    from data_io.scale.run import resume
-
     manifest = Manifest.load(args.manifest)
     settings = resume_settings(manifest, args)
     return _report(
@@ -211,10 +206,6 @@ def _resume(args: argparse.Namespace) -> int:
 
 
 def _unit(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from data_io.scale.units import run_unit
-
     unit_id = args.unit
     if unit_id is None:
         index = args.index
@@ -240,9 +231,6 @@ def _unit(args: argparse.Namespace) -> int:
 
 
 def _finalize(args: argparse.Namespace) -> int:
-    from data_io.scale.finalize import finalize
-    from data_io.scale.manifest import Manifest
-
     manifest = Manifest.load(args.manifest)
     result = finalize(
         manifest, encode_missing=args.encode_missing, progress=False if args.quiet else None

@@ -31,7 +31,7 @@ from data_io.scale.manifest import Manifest, Unit
 from data_io.scale.processes import StopFlag, Stopped, sigterm_sets_flag
 from data_io.scale.progress import UnitProgress
 from data_io.scale.status import stopped_message
-from data_io.scale.units import record_failure
+from data_io.scale.units import record_failure, run_unit
 
 # Seconds between looks at the SIGTERM flag while waiting for tasks.
 _POLL_SECONDS = 0.5
@@ -76,7 +76,7 @@ def run_ray(
 
 def _import_ray() -> Any:
     try:
-        import ray
+        import ray  # noqa: PLC0415  heavy: ray, only the ray executor
     except ImportError:
         raise ConfigError(
             f"--executor ray needs Ray, which is not installed: {INSTALL_HINT}"
@@ -207,7 +207,6 @@ def _record_failure(manifest: Manifest, unit: Unit, error: str) -> None:
 def _unit_task(manifest_path: str, unit_id: str, threads: int) -> str | None:
     """The Ray task (runs on a worker): None when the unit is done; the message of a data
     error, returned rather than raised so that Ray does not retry it."""
-    from data_io.scale.units import run_unit
 
     try:
         run_unit(manifest_path, unit_id, threads)

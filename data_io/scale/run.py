@@ -15,8 +15,10 @@ from typing import Any
 
 from data_io.errors import ConfigError
 from data_io.scale.finalize import finalize
+from data_io.scale.leftovers import remove_dead_temporaries
 from data_io.scale.manifest import Manifest, Unit
 from data_io.scale.plan import plan, plan_clean, plan_prepare, plan_tokenize
+from data_io.scale.processes import Stopped, describe_removed, sigterm_raises
 from data_io.stage import DEFAULT_UNIT_MB
 
 EXECUTORS = ("local", "slurm", "ray")
@@ -135,14 +137,11 @@ def execute(
     *,
     progress: bool | None = None,
 ) -> Outcome:
-    from data_io.scale.leftovers import remove_dead_temporaries
-    from data_io.scale.processes import describe_removed
-
     removed = remove_dead_temporaries(manifest)
     if removed:
         print(describe_removed(removed), file=sys.stderr, flush=True)
     if settings.kind == "local":
-        from data_io.scale.local import run_local
+        from data_io.scale.local import run_local  # noqa: PLC0415  an executor is imported when it runs (tqdm, ray, sbatch scripts)
 
         left = run_local(
             manifest,
@@ -153,7 +152,7 @@ def execute(
             progress=progress,
         )
     elif settings.kind == "ray":
-        from data_io.scale.ray_executor import run_ray
+        from data_io.scale.ray_executor import run_ray  # noqa: PLC0415  an executor is imported when it runs (tqdm, ray, sbatch scripts)
 
         left = run_ray(
             manifest,
@@ -164,7 +163,7 @@ def execute(
             progress=progress,
         )
     else:
-        from data_io.scale.slurm import SlurmOptions, submit_slurm, wait_slurm
+        from data_io.scale.slurm import SlurmOptions, submit_slurm, wait_slurm  # noqa: PLC0415  an executor is imported when it runs (tqdm, ray, sbatch scripts)
 
         submission = submit_slurm(
             manifest,
@@ -186,7 +185,6 @@ def execute(
 def _wait_or_say_so(manifest: Manifest, submission: Any, wait: Any) -> None:
     """``--wait``: wait for the jobs; stopped (SIGTERM, Ctrl-C), say that they run on and how
     to follow them (nothing runs here to stop), then exit 128 + the signal's number."""
-    from data_io.scale.processes import Stopped, sigterm_raises
 
     try:
         with sigterm_raises():

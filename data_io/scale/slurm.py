@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import data_io
 from data_io.errors import DataIoError
 from data_io.scale.manifest import Manifest, Unit
 from data_io.stage import THREADS_VARIABLE
@@ -225,7 +226,6 @@ class _ScriptContext:
     def _environment(self) -> list[str]:
         """Run from the folder the plan was submitted from (a plan may name relative paths), with
         this data_io importable even when it is a checkout rather than an installed package."""
-        import data_io
 
         lines = ["set -eu", f"cd {shlex.quote(os.getcwd())}"]
         package_root = Path(data_io.__file__).resolve().parents[1]

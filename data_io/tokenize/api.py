@@ -71,7 +71,7 @@ def tokenize(
     ``parts``: a folder where ``data_io.scale`` units left encoded parts of files; a file whose
     parts are all there and current is assembled from them instead of encoded.
     """
-    from data_io import _core
+    from data_io import _core  # noqa: PLC0415  CLI start-up: the Rust extension loads when work starts
 
     if parts is None:
         # Parts a scaled-out run left (finished units of an unfinished run) are used too.

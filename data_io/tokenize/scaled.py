@@ -190,7 +190,7 @@ def _line_ranges(source: Path, size: int, unit_bytes: int) -> list[tuple[dict[st
 
 def _row_group_ranges(source: Path, unit_bytes: int) -> list[tuple[dict[str, Any], int]]:
     """Consecutive row groups, closed when their compressed size reaches ``unit_bytes``."""
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # noqa: PLC0415  heavy: pyarrow, only for Parquet/Arrow data
 
     try:
         metadata = pq.ParquetFile(source).metadata

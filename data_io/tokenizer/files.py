@@ -36,8 +36,8 @@ def resolve_tokenizer(spec: str | Path) -> Path:
 
 
 def _from_hub(repo_id: str) -> Path:
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+    from huggingface_hub import hf_hub_download  # noqa: PLC0415  heavy: huggingface_hub, only when the Hub is asked
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError  # noqa: PLC0415  heavy: huggingface_hub, only when the Hub is asked
 
     try:
         with quiet_hub_libraries(not on_terminal()):  # no download bar in a log file

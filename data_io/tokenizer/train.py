@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from data_io.errors import ConfigError
+from data_io.formats.prefix_config import load_prefix_config
 from data_io.util.fs import write_json_atomic
 
 DEFAULT_VOCAB_SIZE = 65536
@@ -62,7 +63,7 @@ class TrainResult:
 
 
 def default_special_tokens() -> list[str]:
-    from data_io import _core
+    from data_io import _core  # noqa: PLC0415  CLI start-up: the Rust extension loads when work starts
 
     return list(_core.DEFAULT_SPECIAL_TOKENS)
 
@@ -114,7 +115,7 @@ def train_tokenizer(
                 f"{flag} {token!r} is not one of the special tokens ({', '.join(specials[:8])}"
                 f"{', …' if len(specials) > 8 else ''}); add it to --special-tokens"
             )
-    from data_io import _core
+    from data_io import _core  # noqa: PLC0415  CLI start-up: the Rust extension loads when work starts
 
     report = _core.train_tokenizer(
         [str(p) for p in inputs],
@@ -149,6 +150,5 @@ def _set_roles(path: Path, chosen: dict[str, str]) -> list[str]:
 def _prefix_limits(prefix_config: str | Path | None) -> list[tuple[str, int | None]]:
     if prefix_config is None:
         return []
-    from data_io.formats.prefix_config import load_prefix_config
 
     return [(rule.prefix, rule.max_per_file) for rule in load_prefix_config(prefix_config).rules]

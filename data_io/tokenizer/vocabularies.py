@@ -21,6 +21,7 @@ overrides), keyed by the SHA-256 of the rank file, and written to a temporary na
 
 from __future__ import annotations
 
+import argparse
 import base64
 import binascii
 import hashlib
@@ -410,7 +411,7 @@ def tiktoken_encoding(name: str) -> Any:
     """The same vocabulary as a ``tiktoken.Encoding`` (ranks, split regex, special tokens).
 
     tiktoken does not normalise: for an NFC vocabulary (Qwen) normalise the text first."""
-    import tiktoken
+    import tiktoken  # noqa: PLC0415  optional: tiktoken, only to build an encoding
 
     vocab = _vocabulary(name)
     data, origin = rank_file(name)
@@ -425,8 +426,6 @@ def tiktoken_encoding(name: str) -> Any:
 
 
 def main(argv: list[str] | None = None) -> None:
-    import argparse
-
     parser = argparse.ArgumentParser(description="Build a vocabulary's tokenizer.json offline.")
     parser.add_argument("name", choices=sorted(VOCABULARIES))
     parser.add_argument("--ignore-merges", action="store_true")

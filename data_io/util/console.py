@@ -62,7 +62,7 @@ def quiet_hub_libraries(quiet: bool = True) -> Iterator[None]:
     scope: tuple[list[Callable[[], None]], set[str]] = ([], set())
     _OPEN_SCOPES.append(scope)
     try:
-        import huggingface_hub  # noqa: F401  (light, and its bars show in every download)
+        import huggingface_hub  # noqa: F401, PLC0415  light, and its bars show in every download
 
         for name in _USER_SWITCHES:
             quiet_newly_imported(name)
@@ -95,7 +95,7 @@ def quiet_newly_imported(name: str) -> None:
 
         undos.append(undo)
         return
-    import huggingface_hub.utils as utils  # a lazy submodule: not an attribute until imported
+    import huggingface_hub.utils as utils  # a lazy submodule: not an attribute until imported  # noqa: PLC0415  heavy: huggingface_hub, only when the Hub is asked
 
     if not utils.are_progress_bars_disabled():
         utils.disable_progress_bars()
@@ -109,7 +109,7 @@ def quiet_off_terminal(function: Callable[P, R]) -> Callable[P, R]:
     @functools.wraps(function)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         with quiet_hub_libraries(not on_terminal()):
-            import datasets  # noqa: F401
+            import datasets  # noqa: F401, PLC0415  heavy: only when datasets is in use
 
             quiet_newly_imported("datasets")
             return function(*args, **kwargs)

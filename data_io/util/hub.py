@@ -31,7 +31,7 @@ def hub_unreachable() -> str | None:
     """Why the Hub cannot be used (``HF_HUB_OFFLINE`` set, or no answer), or None when it can."""
     if offline_by_environment():
         return "HF_HUB_OFFLINE is set"
-    from huggingface_hub import constants
+    from huggingface_hub import constants  # noqa: PLC0415  heavy: huggingface_hub, only when the Hub is asked
 
     return _probe(constants.ENDPOINT)
 
@@ -40,7 +40,7 @@ def hub_unreachable() -> str | None:
 def _probe(endpoint: str) -> str | None:
     """One HEAD request to the Hub's endpoint, with a short timeout and no retries; cached, so a
     run of several cleaners asks once. Any HTTP answer (even an error status) means reachable."""
-    from huggingface_hub.utils import get_session
+    from huggingface_hub.utils import get_session  # noqa: PLC0415  heavy: huggingface_hub, only when the Hub is asked
 
     try:
         get_session().head(endpoint, timeout=HUB_PROBE_SECONDS)

@@ -19,10 +19,10 @@ import yaml
 
 from data_io.cli import main
 from data_io.errors import InputError
-from data_io.prepare.inspect import inspect_path
+from data_io.inspect import inspect_path
 from tests.load.rows_fixture import random_rows, write_rows
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 BPE = REPO / "trained_tokenizers" / "bpe" / "tokenizer.json"
 
 

@@ -25,14 +25,24 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gzip
+import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from data_io.errors import InputError
+from data_io.load.sampled_folder import _sampled_epochs, open_epoch, open_tokens, read_metadata
+from data_io.load.shard_metadata import read_bin_dtype
+from data_io.prepare.shards import npy_header
+from data_io.prepare.state import METADATA_FILE, PRODUCER, SPLITS, STATE_DIR
+from data_io.prepare.tokenizers import CHAR_EOS, CHAR_STATE_FILE, state_characters
+from data_io.sampling.tasks import select_task_folders
+from data_io.tokenizer.files import resolve_tokenizer
+from data_io.util.console import summary_console
 
 __all__ = ["InspectReport", "inspect_path", "register"]
 
@@ -100,8 +110,6 @@ def inspect_path(
 
 
 def _is_prepared(folder: Path) -> bool:
-    from data_io.prepare.state import METADATA_FILE, PRODUCER
-
     try:
         meta = json.loads((folder / METADATA_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -111,7 +119,6 @@ def _is_prepared(folder: Path) -> bool:
 
 def _unreadable_metadata(folder: Path) -> str | None:
     """The problem with a ``dataset_metadata.json`` that exists but cannot be read as JSON."""
-    from data_io.prepare.state import METADATA_FILE
 
     path = folder / METADATA_FILE
     if not path.is_file():
@@ -125,8 +132,6 @@ def _unreadable_metadata(folder: Path) -> str | None:
 
 # -- prepare's shard folders --------------------------------------------------------------------
 def _inspect_prepared(folder: Path, documents: int, verify: bool) -> InspectReport:
-    from data_io.prepare.state import METADATA_FILE, SPLITS, STATE_DIR
-
     meta = json.loads((folder / METADATA_FILE).read_text(encoding="utf-8"))
     report = InspectReport(str(folder), "prepare shard folder")
     dtype = np.dtype(meta["dtype"])
@@ -192,9 +197,6 @@ def _check_split(
     report: InspectReport,
 ) -> int:
     """Check one split's shards against the metadata; returns the EOS count found."""
-    import hashlib
-
-    from data_io.prepare.shards import npy_header
 
     names = {s["name"] for s in recorded["shards"]}
     if folder.is_dir():
@@ -263,13 +265,12 @@ def _eos_only_between_documents(folder: Path, meta: dict[str, Any]) -> bool:
 
 def _decoder(folder: Path, meta: dict[str, Any]) -> Any:
     """A ``decode(ids) -> str`` for the tokenizer saved beside the shards."""
-    from data_io.prepare.tokenizers import CHAR_EOS, CHAR_STATE_FILE, state_characters
 
     if meta["tokenizer"]["kind"] == "char":
         state = json.loads((folder / CHAR_STATE_FILE).read_text(encoding="utf-8"))
         chars = state_characters(state["chars"])
         return lambda ids: "".join(CHAR_EOS if i == 0 else chars[i - 1] for i in ids)
-    from tokenizers import Tokenizer
+    from tokenizers import Tokenizer  # noqa: PLC0415  heavy: tokenizers, only to decode with the HF library
 
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
     return lambda ids: tokenizer.decode(ids, skip_special_tokens=False)
@@ -308,8 +309,7 @@ def _shard_files(folder: Path) -> list[Path]:
 
 
 def _inspect_flat(folder: Path, documents: int, tokenizer: str | None) -> InspectReport:
-    from data_io.load.shard_metadata import read_bin_dtype
-    from data_io.load.shards import _inspect_bin, _inspect_npy
+    from data_io.load.shards import _inspect_bin, _inspect_npy  # noqa: PLC0415  torch: only for a shard folder
 
     report = InspectReport(str(folder), "flat shard folder")
     files = _shard_files(folder)
@@ -403,9 +403,7 @@ def _documents_of(tokens: np.ndarray, eos: int | None, count: int) -> list[np.nd
 
 @functools.lru_cache(maxsize=4)
 def _load_tokenizer(tokenizer: str) -> Any:
-    from tokenizers import Tokenizer
-
-    from data_io.tokenizer.files import resolve_tokenizer
+    from tokenizers import Tokenizer  # noqa: PLC0415  heavy: tokenizers, only to decode with the HF library
 
     return Tokenizer.from_file(str(resolve_tokenizer(tokenizer)))
 
@@ -422,7 +420,6 @@ def _inspect_tokenized(folder: Path, documents: int, tokenizer: str | None) -> I
     report.facts = {"tokenizer": info.get("tokenizer_path"), "vocab_size": vocab}
     rows_table = []
     first_task: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
-    from data_io.sampling.tasks import select_task_folders
 
     # What tokenize and sample take for task folders: the others are named, not read.
     selection = select_task_folders(folder)
@@ -488,8 +485,6 @@ def _row_sample(tokenizer: str, tokens: np.ndarray, start: int, middle: int, end
 
 
 def _inspect_sampled(folder: Path, documents: int, tokenizer: str | None) -> InspectReport:
-    from data_io.load.sampled_folder import _sampled_epochs, open_epoch, open_tokens, read_metadata
-
     report = InspectReport(str(folder), "sampled folder")
     try:
         meta = read_metadata(folder)
@@ -656,8 +651,6 @@ class _RowsScan:
 
 
 def _scan_jsonl(path: Path, wanted: int) -> _RowsScan:
-    import gzip
-
     scan = _RowsScan(path, wanted)
     opener = gzip.open if path.name.lower().endswith(".gz") else open
     try:
@@ -694,8 +687,8 @@ def _scan_jsonl(path: Path, wanted: int) -> _RowsScan:
 
 
 def _scan_parquet(path: Path, wanted: int) -> _RowsScan:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    import pyarrow as pa  # noqa: PLC0415  heavy: pyarrow, only for Parquet/Arrow data
+    import pyarrow.parquet as pq  # noqa: PLC0415  heavy: pyarrow, only for Parquet/Arrow data
 
     scan = _RowsScan(path, wanted)
     try:
@@ -817,8 +810,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from dataclasses import asdict
-
     report = inspect_path(
         args.path, documents=args.documents, verify=not args.no_verify, tokenizer=args.tokenizer
     )
@@ -830,10 +821,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _print(report: InspectReport) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
-    from data_io.util.console import summary_console
+    from rich.markup import escape  # noqa: PLC0415  CLI start-up: rich, only when a summary is printed
+    from rich.table import Table  # noqa: PLC0415  CLI start-up: rich, only when a summary is printed
 
     console = summary_console()
     console.print(f"{report.path}: {report.kind}")

@@ -1,4 +1,4 @@
-"""data_io.prepare.inspect: validation and description of shard, tokenized and sampled folders."""
+"""data_io.inspect: validation and description of shard, tokenized and sampled folders."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from data_io.errors import InputError
-from data_io.prepare.inspect import inspect_path
+from data_io.inspect import inspect_path
 from tests.prepare.helpers import documents, write_txt
 from tests.prepare.test_api import REPO, run
 from tests.sampled_fixture import write_sampled
