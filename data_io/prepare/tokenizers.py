@@ -31,8 +31,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from data_io.errors import ConfigError, InputError, TokenizerError
-from data_io.tokenizer.encoder import TextEncoder
 from data_io.tokenizer import vocabularies
+from data_io.tokenizer.encoder import TextEncoder
 from data_io.util.fs import sha256
 
 __all__ = [
