@@ -12,8 +12,8 @@ strongly connected component of that graph is printed with the references that m
 (`[test]`: only from `#[cfg(test)]` code).
 
 A child may still name its parent's mod.rs (the folder's face, e.g. `super::TextEncoder`);
-those references are listed at the end, so that a helper kept in mod.rs only to be shared
-shows.
+those references are listed at the end, and one to an item that is not `pub` is marked: a
+helper kept in mod.rs only to be shared, which belongs in a sibling file (rule 8).
 """
 
 import re
@@ -33,6 +33,11 @@ ITEM = re.compile(
     rf"(?P<test>\#\[cfg\(test\)\]\s*)?(?:{PUB})?\bmod\s+(?P<mod>\w+)\s*(?P<end>[{{;])"
     rf"|(?P<pub>{PUB})?\buse\s+(?P<use>[^;]+);|(?P<brace>[{{}}])"
     r"|(?P<path>\b(?:crate|super|self)(?:\s*::\s*\w+)+)"
+)
+# A file's own items (rustfmt puts them at column 0), with their visibility.
+DEFINITION = re.compile(
+    r"^(?P<vis>pub(?:\([^)]*\))?\s+)?(?:const|static|fn|struct|enum|trait|type)\s+(?P<name>\w+)",
+    re.M,
 )
 
 
@@ -78,10 +83,14 @@ def module_of(path, root):
 
 def read(files):
     """Every path of every file as (file's module, module it appears in, path from the crate
-    root), the modules under `#[cfg(test)]`, and each module's `pub use` re-exports."""
-    refs, test_only, reexports = [], set(), defaultdict(dict)
+    root), the modules under `#[cfg(test)]`, each module's `pub use` re-exports, and which of
+    its items are `pub`."""
+    refs, test_only, reexports, public = [], set(), defaultdict(dict), set()
     for module, path in files.items():
         text, inline, depth = blank(path.read_text()), [], 0
+        for d in DEFINITION.finditer(text):
+            if (d["vis"] or "").strip() == "pub":
+                public.add((*module, d["name"]))
         for m in ITEM.finditer(text):
             here = module + tuple(name for name, _ in inline)
             if m["test"]:  # `#[cfg(test)] mod x;` or `#[cfg(test)] mod tests { ... }`
@@ -111,12 +120,12 @@ def read(files):
                 if m["pub"]:
                     reexports[here][target[-1]] = target
                 refs.append((module, here, target))
-    return refs, test_only, reexports
+    return refs, test_only, reexports, public
 
 
 def main(root):
     files = {module_of(p, root): p for p in sorted(root.rglob("*.rs")) if "examples" not in p.parts}
-    refs, test_only, reexports = read(files)
+    refs, test_only, reexports, public = read(files)
     edges, upward = defaultdict(set), set()
     for module, here, target in refs:
         # The module that defines the item: the longest known prefix, through re-exports.
@@ -134,7 +143,8 @@ def main(root):
         while common < min(len(module), len(known)) and module[common] == known[common]:
             common += 1
         if known == module[:common] and common < len(module):  # a child names an ancestor
-            upward.add(f"  {files[module]}{test} -> {files[known]}: {item}")
+            shared = "" if (*known, item) in public or not rest else " [not pub: move it down]"
+            upward.add(f"  {files[module]}{test} -> {files[known]}: {item}{shared}")
         elif common < len(module) and common < len(known):  # siblings below module[:common]
             edges[module[: common + 1], known[: common + 1]].add(f"{files[module]}{test}: {item}")
     circles = strongly_connected(edges)

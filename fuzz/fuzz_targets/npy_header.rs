@@ -1,7 +1,7 @@
 //! The `.npy` header reader of the Rust core, `layout::cache::npy_shape` (rust/layout/cache.rs):
 //! it reads the header of each array of a task folder (`arrays_mismatch`, and the totals of
-//! `tokenize::output_totals`) to tell a complete folder from a damaged one. On arbitrary bytes
-//! written to a file it must return `Ok` or `Err`, never panic. (layout/npy.rs only writes.)
+//! `tokenize::output::output_totals`) to tell a complete folder from a damaged one. On arbitrary
+//! bytes written to a file it must return `Ok` or `Err`, never panic. (layout/npy.rs only writes.)
 //!
 //! When it says `complete`, the file must hold exactly the bytes the header announces: checked
 //! against the header's own length (the magic, the version's length field, the text).

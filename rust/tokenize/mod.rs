@@ -4,58 +4,44 @@
 //! Parallelism is two-level on one rayon pool: files run in parallel (largest first), and the
 //! rows of each batch of a file are encoded in parallel and written in source order, so one
 //! huge file still uses every core.
+//!
+//! - `mod.rs`: the face: `tokenize`, `stale_tasks`, the reports, and a run's plan (which task
+//!   folders are fresh) and per-file work.
+//! - `options.rs`: `TokenizeOptions` and `DtypeChoice`.
+//! - `encode.rs`: the run's `Context` and `encode_span`, rows into arrays, shared with `parts.rs`.
+//! - `parts.rs`: a file cut into spans (`scale` units), each encoded into a part folder; a task
+//!   is assembled from its parts.
+//! - `output.rs`: the output folder: lock, temporaries, orphans, `tokenizer_info.json`, totals
+//!   and the repair command.
 
+mod encode;
+mod options;
+mod output;
 pub mod parts;
 
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::Instant;
 
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::encoder::{Encoder, TextEncoder};
-use crate::error::{Error, ErrorKind, IoContext, Result};
-use crate::layout::cache::{self, Decision, Existing, Fingerprint, SourceStat, TaskRecord};
-use crate::layout::task_writer::{TaskWriter, TokenDtype};
-use crate::layout::{encode_row, EncodedRow, LayoutTokens, Specials};
+use crate::encoder::TextEncoder;
+use crate::error::{Error, IoContext, Result};
+use crate::layout::cache::{self, Decision, Existing, SourceStat, TaskRecord};
 use crate::progress::{bytes_bar, ByteProgress};
-use crate::reader::{task_files, Batch, Inputs, OnError, RowReader};
+use crate::reader::{task_files, Inputs, OnError, RowReader};
 
-/// Prefixes of this tool's temporary folders inside the output; hidden, so readers skip them.
-const TMP_PREFIX: &str = ".data_io-tmp-";
-const OLD_PREFIX: &str = ".data_io-old-";
-const LOCK_FILE: &str = ".data_io.lock";
-pub const TOKENIZER_INFO: &str = "tokenizer_info.json";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DtypeChoice {
-    /// `<u4`, as the original wrote.
-    Uint32,
-    /// The smallest dtype that holds the vocabulary (uint16 up to 65,536 tokens).
-    Auto,
-}
-
-#[derive(Debug, Clone)]
-pub struct TokenizeOptions {
-    pub inputs: Vec<PathBuf>,
-    pub output: PathBuf,
-    /// A tokenizer JSON file (the Python facade resolves folders and Hub ids).
-    pub tokenizer_path: PathBuf,
-    pub layout: LayoutTokens,
-    pub on_error: OnError,
-    /// Worker threads; `None` uses every core.
-    pub threads: Option<usize>,
-    pub token_dtype: DtypeChoice,
-    pub progress: bool,
-    pub batch_rows: usize,
-    /// Where `scale` units left encoded parts of files (`parts`): a task whose parts
-    /// are all there and current is assembled from them instead of encoded.
-    pub parts: Option<PathBuf>,
-}
+use self::encode::{canonical_tokenizer, encode_span, Context};
+pub use self::options::{DtypeChoice, TokenizeOptions};
+pub use self::output::TOKENIZER_INFO;
+use self::output::{
+    display_all, info_inputs, lock_output, mismatched_tasks, output_totals, record_root,
+    remove_orphans, remove_stale_temporaries, repair_command, replace_dir, task_dirs,
+    tokenizer_info, write_tokenizer_info, TMP_PREFIX,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -128,47 +114,6 @@ struct Task {
     stat: SourceStat,
 }
 
-/// Everything the per-file work shares.
-pub(crate) struct Context<'a> {
-    pub(crate) options: &'a TokenizeOptions,
-    pub(crate) encoder: Arc<Encoder>,
-    specials: Specials,
-    pub(crate) dtype: TokenDtype,
-    pub(crate) fingerprint: Fingerprint,
-    options_json: serde_json::Value,
-}
-
-impl<'a> Context<'a> {
-    /// The encoder, the layout's ids, the dtype and the fingerprint for `options` (whose paths
-    /// are already absolute).
-    pub(crate) fn new(options: &'a TokenizeOptions) -> Result<Self> {
-        // The tokenizer file is read once: for the encoder and for the fingerprint.
-        let (encoder, tokenizer_blake3) = Encoder::shared_hashed(&options.tokenizer_path)?;
-        let specials = Specials::resolve(&*encoder, &options.layout)?;
-        let dtype = match options.token_dtype {
-            DtypeChoice::Uint32 => TokenDtype::Uint32,
-            DtypeChoice::Auto => TokenDtype::smallest_for(encoder.vocab_size()),
-        };
-        let options_json = serde_json::json!({
-            "format_version": cache::FORMAT_VERSION,
-            "layout": options.layout,
-            "token_dtype": dtype,
-        });
-        Ok(Context {
-            options,
-            specials,
-            dtype,
-            fingerprint: Fingerprint {
-                tokenizer_blake3,
-                options_blake3: cache::bytes_blake3(options_json.to_string().as_bytes()),
-                fail_on_bad_rows: options.on_error == OnError::Fail,
-            },
-            options_json,
-            encoder,
-        })
-    }
-}
-
 pub fn tokenize(options: &TokenizeOptions) -> Result<TokenizeReport> {
     // The encoder's process-wide pool: its threads keep their piece caches between runs.
     let pool = crate::encoder::process_pool_with(options.threads.unwrap_or(0))?;
@@ -221,12 +166,6 @@ fn resolve(given: &TokenizeOptions) -> Result<(Inputs, TokenizeOptions)> {
         ..given.clone()
     };
     Ok((inputs, options))
-}
-
-/// The tokenizer file's absolute path, links resolved (what records and fingerprints name).
-pub(crate) fn canonical_tokenizer(path: &Path) -> Result<PathBuf> {
-    fs::canonicalize(path)
-        .map_err(|e| Error::Tokenizer(format!("cannot open tokenizer {}: {e}", path.display())))
 }
 
 fn run(given: &TokenizeOptions, threads: usize) -> Result<TokenizeReport> {
@@ -327,10 +266,6 @@ fn run(given: &TokenizeOptions, threads: usize) -> Result<TokenizeReport> {
     })
 }
 
-fn display_all(paths: &[PathBuf]) -> Vec<String> {
-    paths.iter().map(|p| p.display().to_string()).collect()
-}
-
 /// `path` made absolute, with links resolved in the part that exists (the output folder
 /// may not exist yet), so that it can be compared with the canonical input roots.
 fn absolute_path(path: &Path) -> Result<PathBuf> {
@@ -428,26 +363,6 @@ fn check_sources_not_held_elsewhere(output: &Path, tasks: &[Task]) -> Result<()>
         )));
     }
     Ok(())
-}
-
-/// The input root of a task record: recorded since `source_root` exists; for older records,
-/// the source path without the trailing components whose `__`-join is the task name.
-fn record_root(record: &TaskRecord, name: &str) -> Option<PathBuf> {
-    if let Some(root) = &record.source_root {
-        return Some(PathBuf::from(root));
-    }
-    let source = Path::new(&record.source_path);
-    if !source.is_absolute() {
-        return None;
-    }
-    let parts: Vec<String> = source
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
-    (1..parts.len())
-        .find(|&k| parts[parts.len() - k..].join("__") == name)
-        .and_then(|k| source.ancestors().nth(k))
-        .map(Path::to_path_buf)
 }
 
 /// Whether a task must be (re-)tokenized, with the record of its folder when it is ours.
@@ -605,450 +520,6 @@ fn write_task(
     Ok((record, assembled))
 }
 
-/// What encoding a file, or a span of it, into a folder of arrays gave.
-pub(crate) struct Encoded {
-    pub rows: u64,
-    pub tokens: u64,
-    /// Lines (JSONL, blank ones included) or rows (Parquet) read.
-    pub lines: u64,
-    pub bad_rows: u64,
-    /// The first bad rows skipped (at most `BAD_ROW_EXAMPLES`), in file order.
-    pub bad_row_examples: Vec<Error>,
-    /// The source's BLAKE3, when the reader took it as it read the whole file.
-    pub source_blake3: Option<String>,
-}
-
-/// Bad rows a task's record keeps as examples.
-pub(crate) const BAD_ROW_EXAMPLES: usize = 10;
-
-/// Encode the rows `reader` yields into the arrays of the (existing, empty) folder `dir`.
-pub(crate) fn encode_span(
-    ctx: &Context<'_>,
-    source: &Path,
-    mut reader: RowReader,
-    dir: &Path,
-) -> Result<Encoded> {
-    let mut sink = RowSink {
-        writer: TaskWriter::create(dir, ctx.dtype)?,
-        on_error: ctx.options.on_error,
-        bad_rows: 0,
-        bad_row_examples: Vec::new(),
-    };
-    // A three-stage pipeline: while the rows of batch k are encoded in parallel, this thread
-    // writes batch k-1 (in source order) and reads batch k+1. Reading and writing are serial
-    // work; run between the batches they would leave cores idle (Amdahl's law).
-    let mut next = reader.next();
-    let mut pending: Option<Vec<Result<EncodedRow>>> = None;
-    loop {
-        let batch = match next.take() {
-            None => break,
-            Some(Ok(batch)) => batch,
-            Some(Err(error)) => {
-                // Bad rows of the batch before come first in the file: report them first.
-                if let Some(rows) = pending.take() {
-                    sink.write(rows)?;
-                }
-                return Err(error);
-            }
-        };
-        let mut encoded = Vec::new();
-        // The encoding is spawned into the pool (other threads pick it up at once); this
-        // thread writes and reads meanwhile (the writer is not `Send`), then joins the
-        // encoding until the scope ends.
-        let (written, following) = rayon::in_place_scope(|scope| {
-            scope.spawn(|_| encoded = encode_batch(ctx, source, &batch));
-            let written = pending.take().map_or(Ok(()), |rows| sink.write(rows));
-            (written, reader.next())
-        });
-        written?;
-        pending = Some(encoded);
-        next = following;
-    }
-    if let Some(rows) = pending.take() {
-        sink.write(rows)?;
-    }
-    let RowSink {
-        writer,
-        bad_rows,
-        bad_row_examples,
-        ..
-    } = sink;
-    let (rows, tokens) = (writer.rows(), writer.tokens());
-    writer.finish()?;
-    Ok(Encoded {
-        rows,
-        tokens,
-        lines: reader.lines_read(),
-        bad_rows,
-        bad_row_examples,
-        source_blake3: reader.source_blake3(),
-    })
-}
-
-/// Encode the rows of one batch in parallel (results in source order).
-fn encode_batch(ctx: &Context<'_>, source: &Path, batch: &Batch) -> Vec<Result<EncodedRow>> {
-    (0..batch.len())
-        .into_par_iter()
-        .map(|i| {
-            let row = batch.row(i)?;
-            encode_row(
-                &*ctx.encoder,
-                &ctx.specials,
-                &row.condition,
-                &row.instruction,
-                &row.response,
-            )
-            .map_err(|message| Error::bad_row(source, batch.location(i), message))
-        })
-        .collect()
-}
-
-/// Where encoded rows go: the task's writer, or (under `--on-error skip`) the bad-row count.
-struct RowSink {
-    writer: TaskWriter,
-    on_error: OnError,
-    bad_rows: u64,
-    bad_row_examples: Vec<Error>,
-}
-
-impl RowSink {
-    fn write(&mut self, rows: Vec<Result<EncodedRow>>) -> Result<()> {
-        for row in rows {
-            match row {
-                Ok(row) => self.writer.push(&row)?,
-                Err(e) if self.on_error == OnError::Skip && e.kind() == ErrorKind::Input => {
-                    self.bad_rows += 1;
-                    if self.bad_row_examples.len() < BAD_ROW_EXAMPLES {
-                        self.bad_row_examples.push(e);
-                    }
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Put the finished `tmp` folder in place of `output/name`: a folder is complete or absent.
-fn replace_dir(tmp: &Path, output: &Path, name: &str) -> Result<()> {
-    let target = output.join(name);
-    if target.exists() {
-        let old = output.join(format!("{OLD_PREFIX}{name}-{}", std::process::id()));
-        fs::rename(&target, &old).ctx("cannot move aside", &target)?;
-        fs::rename(tmp, &target).ctx("cannot rename into place", &target)?;
-        fs::remove_dir_all(&old).ctx("cannot remove", &old)
-    } else {
-        fs::rename(tmp, &target).ctx("cannot rename into place", &target)
-    }
-}
-
-/// One run at a time per output folder; the lock goes with the process.
-fn lock_output(output: &Path) -> Result<fs::File> {
-    let path = output.join(LOCK_FILE);
-    // Opened without truncation: a refused run leaves even the lock file's mtime untouched.
-    let file = fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .ctx("cannot create", &path)?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(fs::TryLockError::WouldBlock) => Err(Error::Output(format!(
-            "another data_io tokenize is writing {}; wait for it to finish",
-            output.display()
-        ))),
-        Err(fs::TryLockError::Error(e)) => Err(Error::io("cannot lock", &path, e)),
-    }
-}
-
-/// Folders left by a crashed run: ours by name, never finished, safe to delete.
-fn remove_stale_temporaries(output: &Path) -> Result<()> {
-    for entry in fs::read_dir(output).ctx("cannot list", output)? {
-        let entry = entry.ctx("cannot list", output)?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with(TMP_PREFIX) || name.starts_with(OLD_PREFIX) {
-            fs::remove_dir_all(entry.path()).ctx("cannot remove", &entry.path())?;
-        }
-    }
-    Ok(())
-}
-
-/// A task folder not produced by this run that stays.
-struct Kept {
-    name: String,
-    /// The input root of its source, when its record names a source that exists.
-    root: Option<PathBuf>,
-    reason: String,
-}
-
-impl Kept {
-    fn describe(&self) -> String {
-        format!("{} ({})", self.name, self.reason)
-    }
-}
-
-#[derive(Default)]
-struct Pruned {
-    removed: Vec<String>,
-    kept: Vec<Kept>,
-    left_alone: Vec<String>,
-}
-
-/// The output's task folders (name, path) in name order; `.`-folders are our temporaries.
-fn task_dirs(output: &Path) -> Result<Vec<(String, PathBuf)>> {
-    let mut entries: Vec<_> = fs::read_dir(output)
-        .ctx("cannot list", output)?
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
-        .filter(|(name, _)| !name.starts_with('.'))
-        .collect();
-    entries.sort();
-    Ok(entries)
-}
-
-/// Remove the task folders not produced by this run that are provably orphaned: written by
-/// data_io, and the absolute source their record names no longer exists. Anything else is
-/// kept and reported: a run over a subset of the usual inputs must not delete the others.
-fn remove_orphans(output: &Path, tasks: &BTreeSet<String>) -> Result<Pruned> {
-    let mut pruned = Pruned::default();
-    for (name, path) in task_dirs(output)? {
-        if tasks.contains(&name) {
-            continue;
-        }
-        match cache::inspect(&path) {
-            Existing::Ours(record) => match orphan_check(&record.source_path) {
-                Ok(()) => {
-                    fs::remove_dir_all(&path).ctx("cannot remove orphan", &path)?;
-                    pruned.removed.push(name);
-                }
-                Err((exists, reason)) => pruned.kept.push(Kept {
-                    root: exists.then(|| record_root(&record, &name)).flatten(),
-                    name,
-                    reason,
-                }),
-            },
-            Existing::Original => pruned.kept.push(Kept {
-                name,
-                root: None,
-                reason: "written by the original pipeline, whose record names no source; \
-                         delete it by hand if unwanted"
-                    .into(),
-            }),
-            Existing::Foreign(why) => pruned.left_alone.push(format!("{name} ({why})")),
-            Existing::Absent => {}
-        }
-    }
-    Ok(pruned)
-}
-
-/// `Ok` when the recorded source is provably gone; otherwise why the folder stays (and
-/// whether the source exists).
-fn orphan_check(source_path: &str) -> std::result::Result<(), (bool, String)> {
-    let source = PathBuf::from(source_path);
-    if !source.is_absolute() {
-        return Err((
-            false,
-            format!(
-                "its record names the relative source path {source_path:?}, which cannot be \
-                 checked; delete the folder by hand if that file is gone"
-            ),
-        ));
-    }
-    match source.try_exists() {
-        Ok(false) => Ok(()),
-        Ok(true) => Err((
-            true,
-            format!(
-                "its source {source_path} still exists but is not under this run's inputs; add \
-                 its folder to the inputs to update it, or delete the task folder by hand"
-            ),
-        )),
-        Err(e) => Err((
-            false,
-            format!("cannot tell whether its source {source_path} exists ({e})"),
-        )),
-    }
-}
-
-/// The inputs `tokenizer_info.json` names: this run's roots, plus the roots of the kept
-/// tasks (from their records), so that the repair command covers every task. A kept root
-/// inside one of this run's roots is already covered.
-fn info_inputs(ctx: &Context<'_>, kept: &[Kept]) -> Vec<PathBuf> {
-    let mut inputs = ctx.options.inputs.clone();
-    for root in kept.iter().filter_map(|k| k.root.as_ref()) {
-        if !inputs.iter().any(|given| root.starts_with(given)) {
-            inputs.push(root.clone());
-        }
-    }
-    inputs
-}
-
-/// How many tasks, rows and tokens the output folder holds.
-#[derive(Default)]
-struct Totals {
-    tasks: u64,
-    rows: u64,
-    tokens: u64,
-}
-
-/// Totals over every task folder of the output: from the records of ours, from the array
-/// headers of the original pipeline's (its record holds no counts).
-fn output_totals(output: &Path) -> Result<Totals> {
-    let mut totals = Totals::default();
-    for (_, path) in task_dirs(output)? {
-        let (rows, tokens) = match cache::inspect(&path) {
-            Existing::Ours(record) => (record.rows, record.tokens),
-            Existing::Original => {
-                let length = |name: &str| {
-                    cache::npy_shape(&path.join(name))
-                        .ok()
-                        .and_then(|found| found.shape.first().copied())
-                        .unwrap_or(0)
-                };
-                (length("inst_len.npy"), length("tokens.npy"))
-            }
-            Existing::Foreign(_) | Existing::Absent => continue,
-        };
-        totals.tasks += 1;
-        totals.rows += rows;
-        totals.tokens += tokens;
-    }
-    Ok(totals)
-}
-
-/// The task folders whose tokenizer or options hash differs from this run's, or that cannot
-/// be checked (written by the original pipeline).
-fn mismatched_tasks(ctx: &Context<'_>) -> Result<Vec<String>> {
-    let output = &ctx.options.output;
-    let mut mixed = Vec::new();
-    for (name, path) in task_dirs(output)? {
-        let why = match cache::inspect(&path) {
-            Existing::Ours(record) => {
-                if record.tokenizer_blake3 != ctx.fingerprint.tokenizer_blake3 {
-                    "another tokenizer"
-                } else if record.options_blake3 != ctx.fingerprint.options_blake3 {
-                    "other layout options"
-                } else {
-                    continue;
-                }
-            }
-            // The repair command cannot reach it: no record of its source or root.
-            Existing::Original => {
-                "the original pipeline, no record of its tokenizer or source; delete it, or \
-                 tokenize the file it came from into this output"
-            }
-            Existing::Foreign(_) | Existing::Absent => continue,
-        };
-        mixed.push(format!("{name} (tokenized with {why})"));
-    }
-    Ok(mixed)
-}
-
-/// `data_io tokenize <inputs> -o <out> --tokenizer-path <tokenizer>` plus the options that
-/// differ from the defaults, shell-quoted: the run that makes every task match.
-fn repair_command(ctx: &Context<'_>, info: &serde_json::Value) -> String {
-    let mut words: Vec<String> = vec!["data_io".into(), "tokenize".into()];
-    if let Some(inputs) = info.get("inputs").and_then(|v| v.as_array()) {
-        words.extend(inputs.iter().filter_map(|v| v.as_str()).map(String::from));
-    }
-    words.push("-o".into());
-    words.push(ctx.options.output.display().to_string());
-    words.push("--tokenizer-path".into());
-    words.push(ctx.options.tokenizer_path.display().to_string());
-    let layout = &ctx.options.layout;
-    let default = LayoutTokens::default();
-    for (flag, value, default) in [
-        ("--boq", &layout.boq, &default.boq),
-        ("--eoq", &layout.eoq, &default.eoq),
-        ("--eoa", &layout.eoa, &default.eoa),
-    ] {
-        if value != default {
-            words.push(flag.into());
-            words.push(value.clone());
-        }
-    }
-    if layout.conditions != default.conditions {
-        let pairs: Vec<String> = layout
-            .conditions
-            .iter()
-            .map(|(tag, token)| format!("{tag}={token}"))
-            .collect();
-        words.push("--conditions".into());
-        words.push(pairs.join(","));
-    }
-    if ctx.dtype != TokenDtype::Uint32 {
-        words.push("--token-dtype".into());
-        words.push("auto".into());
-    }
-    words
-        .iter()
-        .map(|w| shell_quote(w))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// `word` as one POSIX shell word.
-fn shell_quote(word: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:=,@+%".contains(c);
-    if !word.is_empty() && word.chars().all(plain) {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
-}
-
-/// `tokenizer_info.json`: the original keys (the HRM-Text trainer reads them) plus what a
-/// consumer needs to check every task against the run: `tool`, `format_version`,
-/// `tokenizer_blake3` and `options_blake3` (the same values as each task's record) and
-/// `inputs` (absolute roots, for the repair command).
-fn tokenizer_info(ctx: &Context<'_>, vocab_size: usize, inputs: &[PathBuf]) -> serde_json::Value {
-    let layout = &ctx.options.layout;
-    let condition_mapping: serde_json::Map<String, serde_json::Value> = layout
-        .conditions
-        .iter()
-        .map(|(tag, token)| (tag.clone(), token.clone().into()))
-        .collect();
-    let condition_ids: serde_json::Map<String, serde_json::Value> = ctx
-        .specials
-        .conditions
-        .iter()
-        .map(|(tag, id)| (tag.clone(), (*id).into()))
-        .collect();
-    serde_json::json!({
-        "tokenizer_path": ctx.options.tokenizer_path.display().to_string(),
-        "boq": layout.boq,
-        "eoq": layout.eoq,
-        "eoa": layout.eoa,
-        "condition_mapping": condition_mapping,
-        "vocab_size": vocab_size,
-        "boq_id": ctx.specials.boq,
-        "eoq_id": ctx.specials.eoq,
-        "eoa_id": ctx.specials.eoa,
-        "condition_ids": condition_ids,
-        "token_dtype": ctx.dtype.name(),
-        "tokenizer_blake3": ctx.fingerprint.tokenizer_blake3,
-        "tool": cache::TOOL,
-        "format_version": cache::FORMAT_VERSION,
-        "options_blake3": ctx.fingerprint.options_blake3,
-        "inputs": display_all(inputs),
-    })
-}
-
-/// Write `info` unless the file already holds exactly it (a run with nothing to do leaves
-/// the output untouched).
-fn write_tokenizer_info(ctx: &Context<'_>, info: &serde_json::Value) -> Result<()> {
-    let path = ctx.options.output.join(TOKENIZER_INFO);
-    let current = fs::read_to_string(&path)
-        .ok()
-        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok());
-    if current.as_ref() == Some(info) {
-        return Ok(());
-    }
-    crate::fs::write_json_atomic(&path, info)
-}
-
 fn unchanged_report(task: &Task, record: Option<TaskRecord>) -> FileReport {
     let (rows, tokens, bad_rows, bad_row_examples, warnings) = record
         .map_or((0, 0, 0, Vec::new(), Vec::new()), |r| {
@@ -1086,53 +557,5 @@ fn failed_report(task: &Task, error: &Error, seconds: f64) -> FileReport {
         seconds,
         error: Some(error.to_string()),
         error_kind: Some(error.kind().name()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn record(source_path: &str, source_root: Option<&str>) -> TaskRecord {
-        TaskRecord {
-            source_mtime: 0.0,
-            source_size: 0,
-            tool: cache::TOOL.into(),
-            format_version: cache::FORMAT_VERSION,
-            source_path: source_path.into(),
-            source_root: source_root.map(String::from),
-            source_mtime_ns: 0,
-            source_blake3: String::new(),
-            tokenizer_blake3: String::new(),
-            options_blake3: String::new(),
-            options: serde_json::Value::Null,
-            token_dtype: "uint32".into(),
-            rows: 0,
-            tokens: 0,
-            bad_rows: 0,
-            bad_row_examples: vec![],
-            warnings: vec![],
-        }
-    }
-
-    #[test]
-    fn record_root_is_recorded_or_derived_from_the_task_name() {
-        let root = |path, recorded, name| record_root(&record(path, recorded), name);
-        // Recorded: taken as is, also for a file given directly as the input.
-        assert_eq!(
-            root("/d/P/code.jsonl", Some("/d/P/code.jsonl"), "code.jsonl"),
-            Some(PathBuf::from("/d/P/code.jsonl"))
-        );
-        // Older records: as many trailing components as the task name joins.
-        assert_eq!(
-            root("/r/data/P/code.jsonl", None, "P__code.jsonl"),
-            Some(PathBuf::from("/r/data"))
-        );
-        assert_eq!(
-            root("/r/data/a__b.jsonl", None, "a__b.jsonl"),
-            Some(PathBuf::from("/r/data"))
-        );
-        assert_eq!(root("/r/data/x.jsonl", None, "other.jsonl"), None);
-        assert_eq!(root("data/P/code.jsonl", None, "P__code.jsonl"), None);
     }
 }

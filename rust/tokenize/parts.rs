@@ -13,14 +13,14 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use super::encode::{canonical_tokenizer, encode_span, Context, Encoded, BAD_ROW_EXAMPLES};
+use super::options::TokenizeOptions;
+
 use crate::error::{Error, IoContext, Location, Result};
 use crate::layout::cache::{self, SourceStat};
 use crate::layout::task_writer::{TaskWriter, TokenDtype, ARRAY_FILES};
 use crate::progress::ByteProgress;
 use crate::reader::{RowReader, Span};
-use crate::tokenize::{
-    canonical_tokenizer, encode_span, Context, Encoded, TokenizeOptions, BAD_ROW_EXAMPLES,
-};
 
 /// The record a part folder holds.
 pub const PART_RECORD: &str = "part.json";
@@ -294,7 +294,7 @@ fn same_unit(part: &PartRecord, unit: &UnitSpec) -> bool {
 
 /// The parts of `task` under `root`, in file order, when every span of the file has a current
 /// part; `None` otherwise (the task is then encoded by the run itself).
-pub(crate) fn complete_parts(
+pub(super) fn complete_parts(
     ctx: &Context<'_>,
     root: &Path,
     task: &str,
@@ -360,7 +360,7 @@ fn row_groups(source: &Path) -> Result<usize> {
 }
 
 /// Write the task folder's arrays into `tmp` from `parts`; the totals, and the source's hash.
-pub(crate) fn assemble(
+pub(super) fn assemble(
     parts: &[(PathBuf, PartRecord)],
     source: &Path,
     tmp: &Path,
