@@ -35,8 +35,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from data_io.load import MemoryMappedDataset, MixtureDataset, StatefulLoader
-from data_io.load.mixing import resolve_phases
-from data_io.load.samplers import MixtureOrder, ShuffledOrder
+from data_io.load.order.mixing import resolve_phases
+from data_io.load.order.samplers import MixtureOrder, ShuffledOrder
 
 WINDOW = 4097
 BATCH = 8

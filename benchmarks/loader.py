@@ -30,7 +30,7 @@ from tqdm import tqdm
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from data_io.load import ResumableDataLoader, SampledDataset
-from data_io.load.layouts import PACKED_KEYS, SCALAR_KEYS
+from data_io.load.packing.layouts import PACKED_KEYS, SCALAR_KEYS
 
 CONTEXT = 4097  # the sampler's default context_size
 

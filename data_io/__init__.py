@@ -1,8 +1,13 @@
 """data_io: data preparation for LLM pretraining.
 
-Stages (one module each): ``cleaning`` (raw datasets -> rows), ``train_tokenizer``,
-``tokenize`` (rows -> per-file token arrays), ``sampling`` (token arrays -> per-epoch
-index arrays), ``loader`` (torch ``Dataset`` over the sampled output).
+Stages, one package each, in pipeline order: ``cleaning`` (raw datasets -> rows), ``tokenizer``
+(its files, the encoder, and training one), ``tokenize`` (rows -> per-file token arrays),
+``sampling`` (token arrays -> per-epoch index arrays), ``prepare`` (raw text -> flat shards) and
+``load`` (torch datasets and loaders over all of them). Beneath them: ``stage`` (the protocol the
+``scale`` layer runs stages through), ``formats`` (on-disk readers), ``util`` and ``errors``. On
+top: ``cli`` (the ``data_io`` command, the one place that composes stages and scale-out),
+``inspect`` and ``example``. ``loader``, ``encoder``, ``vocabularies`` and ``train_tokenizer``
+are compatibility imports. docs/architecture.md draws the house and its rules.
 
 Importing the package is cheap: the Rust extension and heavy dependencies are loaded by
 the stage modules that need them.

@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from data_io.errors import InputError
-from data_io.load.sampled_folder import _sampled_epochs, open_epoch, open_tokens, read_metadata
-from data_io.load.shard_metadata import read_bin_dtype
+from data_io.formats.sampled import _sampled_epochs, open_epoch, open_tokens, read_metadata
+from data_io.formats.shards import read_bin_dtype
 from data_io.prepare.shards import npy_header
 from data_io.prepare.state import METADATA_FILE, PRODUCER, SPLITS, STATE_DIR
 from data_io.prepare.tokenizers import CHAR_EOS, CHAR_STATE_FILE, state_characters
@@ -309,7 +309,7 @@ def _shard_files(folder: Path) -> list[Path]:
 
 
 def _inspect_flat(folder: Path, documents: int, tokenizer: str | None) -> InspectReport:
-    from data_io.load.shards import _inspect_bin, _inspect_npy  # noqa: PLC0415  torch: only for a shard folder
+    from data_io.load.datasets.shards import _inspect_bin, _inspect_npy  # noqa: PLC0415  torch: only for a shard folder
 
     report = InspectReport(str(folder), "flat shard folder")
     files = _shard_files(folder)

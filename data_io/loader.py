@@ -4,7 +4,7 @@ The load stage lives in ``data_io.load``; this module re-exports the sampled-fol
 public names.
 """
 
-from data_io.load import sampled as _sampled
-from data_io.load.sampled import *  # noqa: F403
+from data_io.load.datasets import sampled as _sampled
+from data_io.load.datasets.sampled import *  # noqa: F403
 
 __all__ = _sampled.__all__

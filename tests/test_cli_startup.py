@@ -72,7 +72,7 @@ def test_each_stage_registers_exactly_the_commands_listed_for_it(module: str) ->
     ("argv", "modules"),
     [
         (["tokenize", "x", "-o", "y"], ["data_io.tokenize.cli"]),
-        (["export-rows", "--help"], ["data_io.load.pack_cli"]),
+        (["export-rows", "--help"], ["data_io.load.cli"]),
         (["-h"], list(cli._STAGE_MODULES)),
         ([], list(cli._STAGE_MODULES)),
         (["no-such-command"], list(cli._STAGE_MODULES)),

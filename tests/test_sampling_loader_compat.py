@@ -1,4 +1,4 @@
-"""The sampler's output passes the loader's own checks (data_io.load.sampled_folder), every epoch."""
+"""The sampler's output passes the loader's own checks (data_io.formats.sampled), every epoch."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sampled_folder = pytest.importorskip("data_io.load.sampled_folder")
+sampled_folder = pytest.importorskip("data_io.formats.sampled")
 
 from data_io.sampling import parse_overrides, sample  # noqa: E402
 from data_io.sampling.synthetic import random_task, write_corpus  # noqa: E402

@@ -13,7 +13,18 @@
   ``build_eval_loader`` for ``[eval]`` (``build_eval_loaders``: with its named sets).
 
 torch is imported only inside this package, and only when one of these names is first used
-(the command line imports ``data_io.load.check`` and ``pack_cli`` without paying for torch).
+(the command line imports ``data_io.load.cli`` without paying for torch).
+
+The package in floors, each importing only the floors below it (``make lint`` checks it)::
+
+    cli -> check -> eval, export_rows -> build -> config
+        -> datasets/ (one Dataset family per module), dataloader/stateful.py
+        -> dataloader/collate.py -> order/ (index orders), packing/ (numpy only)
+        -> dataset_state.py, stream_state.py -> protocols.py
+
+``build.py`` is the one module that names every dataset family; below it, a dataset is known
+by what it can do (``protocols.py``). The on-disk readers (sampled folders, shard metadata) are in
+``data_io.formats``.
 """
 
 from __future__ import annotations
@@ -22,18 +33,18 @@ from data_io.util.lazy import lazy_exports
 
 # Public name -> the module that defines it.
 _EXPORTS = {
-    "IGNORE_INDEX": "layouts",
-    "SCALAR_KEYS": "layouts",
-    "ResumableDataLoader": "sampled",
-    "SampledDataset": "sampled",
-    "format_batch": "sampled",
-    "split_scalars": "sampled",
-    "MemoryMappedDataset": "shards",
-    "DistributedSampler": "samplers",
-    "MixtureSampler": "samplers",
-    "MixtureDataset": "mixture",
-    "StatefulLoader": "dataloader",
-    "collate_samples": "batching",
+    "IGNORE_INDEX": "packing.layouts",
+    "SCALAR_KEYS": "packing.layouts",
+    "ResumableDataLoader": "datasets.sampled",
+    "SampledDataset": "datasets.sampled",
+    "format_batch": "datasets.sampled",
+    "split_scalars": "datasets.sampled",
+    "MemoryMappedDataset": "datasets.shards",
+    "DistributedSampler": "order.samplers",
+    "MixtureSampler": "order.samplers",
+    "MixtureDataset": "datasets.mixture",
+    "StatefulLoader": "dataloader.stateful",
+    "collate_samples": "dataloader.collate",
     "DataConfig": "config",
     "DatasetSource": "config",
     "EvalConfig": "config",
@@ -45,10 +56,10 @@ _EXPORTS = {
     "EvalLoader": "eval",
     "build_eval_loader": "eval",
     "build_eval_loaders": "eval",
-    "HuggingFaceDataset": "hf_text",
-    "StreamingHuggingFaceDataset": "hf_text",
-    "RowSource": "rows",
-    "TokenizedRowsDataset": "tokenized_rows",
+    "HuggingFaceDataset": "datasets.hf_text",
+    "StreamingHuggingFaceDataset": "datasets.hf_text",
+    "RowSource": "datasets.row_sources",
+    "TokenizedRowsDataset": "datasets.tokenized_rows",
     "rows_dataset_from_config": "build",
     "export_sampled_rows": "export_rows",
 }

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from data_io.errors import ConfigError
+from data_io.formats.shards import Declarations, read_declarations
 from data_io.load.config import (
     DataConfig,
     DatasetSource,
@@ -37,16 +38,15 @@ from data_io.load.config import (
     ring_multiple,
     source_name,
 )
-from data_io.load.dataloader import StatefulLoader
-from data_io.load.hf_text import HuggingFaceDataset, StreamingHuggingFaceDataset
-from data_io.load.mixing import resolve_phases
-from data_io.load.mixture import MixtureDataset
-from data_io.load.rows import RowSource
-from data_io.load.rows_stream import StreamingTokenizedRowsDataset
-from data_io.load.samplers import MixtureOrder, ShuffledOrder, resolve_rank
-from data_io.load.shard_metadata import Declarations, read_declarations
-from data_io.load.shards import MemoryMappedDataset, honour_declared
-from data_io.load.tokenized_rows import TokenizedRowsDataset
+from data_io.load.dataloader.stateful import StatefulLoader
+from data_io.load.datasets.hf_text import HuggingFaceDataset, StreamingHuggingFaceDataset
+from data_io.load.datasets.mixture import MixtureDataset
+from data_io.load.datasets.row_sources import RowSource
+from data_io.load.datasets.rows_stream import StreamingTokenizedRowsDataset
+from data_io.load.datasets.shards import MemoryMappedDataset, honour_declared
+from data_io.load.datasets.tokenized_rows import TokenizedRowsDataset
+from data_io.load.order.mixing import resolve_phases
+from data_io.load.order.samplers import MixtureOrder, ShuffledOrder, resolve_rank
 from data_io.tokenizer.encoder import TextEncoder
 from data_io.tokenizer.files import resolve_tokenizer
 

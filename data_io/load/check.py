@@ -7,26 +7,20 @@ dry run of the data side of a training job, before any GPU is reserved.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
+from data_io.load.protocols import summary_of
 from data_io.util.console import summary_console
 
 if TYPE_CHECKING:
     from data_io.load.config import LoaderConfig
-    from data_io.load.samplers import MixtureOrder
+    from data_io.load.order.samplers import MixtureOrder
 
-__all__ = ["check_loader", "register"]
-
-
-def _summary(dataset: Any) -> dict[str, Any]:
-    method = getattr(dataset, "summary", None)
-    return method() if callable(method) else {"samples": len(dataset)}
+__all__ = ["check_loader", "print_report"]
 
 
 def _phase_table(order: MixtureOrder, names: list[str]) -> Table:
@@ -59,7 +53,7 @@ def check_loader(
     report: dict[str, Any] = {
         "kind": loader.identity["kind"],
         "overridden_by_datasets": overridden_sources(config.data),
-        "sources": _summary(loader.dataset),
+        "sources": summary_of(loader.dataset),
         "build_seconds": round(built_s, 3),
         "rank": rank,
         "world_size": world_size,
@@ -131,8 +125,8 @@ def _cell(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def _print(report: dict[str, Any], as_json: bool) -> None:
-    from data_io.load.samplers import MixtureOrder  # noqa: PLC0415  CLI start-up: the loaders import torch
+def print_report(report: dict[str, Any], as_json: bool) -> None:
+    from data_io.load.order.samplers import MixtureOrder  # noqa: PLC0415  CLI start-up: the loaders import torch
 
     console = summary_console()
     order, names = report.pop("_order"), report.pop("_names")
@@ -172,50 +166,3 @@ def _print(report: dict[str, Any], as_json: bool) -> None:
             f"{key}: {ev['samples']:,} samples, {ev['steps']} steps every {ev['interval']} "
             f"steps{wraps}"
         )
-
-
-def _run(args: argparse.Namespace) -> int:
-    from data_io.load.config import load_config  # noqa: PLC0415  CLI start-up: the loaders import torch
-
-    config = load_config(args.config, args.overrides)
-    if args.workers is not None:
-        config.data.num_workers = args.workers
-    report = check_loader(config, args.rank, args.world_size, args.batches)
-    _print(report, args.json)
-    return 0
-
-
-def _at_least_one(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "loader-check",
-        help="build the loader of a [data]/[eval] config and time its first batches",
-        description="Read a TOML/YAML job config (KempnerForge [data]/[eval]/[train] or xorl "
-        "data: datasets:), build the loader for one rank, print the sources, samples per rank, "
-        "mixture per phase and eval set, and time the first batches.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    parser.add_argument("config", type=Path, help="the .toml/.yaml config")
-    parser.add_argument(
-        "overrides",
-        nargs="*",
-        help="overrides of config keys: data.num_workers=0, or KempnerForge's "
-        "--data.num_workers=0; an unknown key is an error naming it",
-    )
-    parser.add_argument("--rank", type=int, default=0, help="the rank to build")
-    parser.add_argument("--world-size", type=int, default=1, help="ranks in the job")
-    parser.add_argument(
-        "--batches", type=_at_least_one, default=5, help="batches to time (at least 1)"
-    )
-    parser.add_argument(
-        "--workers", type=int, default=None, help="override data.num_workers for this check"
-    )
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    # cli.py hands --section.key=value arguments (unknown options to argparse) to this list.
-    parser.set_defaults(run=_run, dotted_overrides="overrides")

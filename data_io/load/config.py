@@ -25,9 +25,9 @@ from omegaconf import OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from data_io.errors import ConfigError
-from data_io.load.mixing import resolve_phases  # checks KempnerForge's phase rules
-from data_io.load.rows import FORMATS
-from data_io.load.shard_metadata import TOKEN_DTYPES
+from data_io.formats.shards import TOKEN_DTYPES
+from data_io.load.datasets.row_sources import FORMATS
+from data_io.load.order.mixing import resolve_phases  # checks KempnerForge's phase rules
 
 __all__ = [
     "EVAL_MAIN_SET",

@@ -20,8 +20,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from data_io.errors import ConfigError
+from data_io.load.protocols import dataset_fingerprint
 
-__all__ = ["MapDatasetState", "bind_loader", "dataset_fingerprint"]
+__all__ = ["MapDatasetState", "bind_loader"]
 
 _VERSION = 1
 _KEYS = {"version", "kind", "samples", "fingerprint", "epoch"}
@@ -41,14 +42,6 @@ def bind_loader(dataset: Any, loader: Any) -> None:
     pending = _PENDING.pop(dataset, None)
     if pending is not None:
         loader.load_state_dict(pending)
-
-
-def dataset_fingerprint(dataset: Any) -> str:
-    """The dataset's own ``fingerprint()``, or its class and length for foreign datasets."""
-    method = getattr(dataset, "fingerprint", None)
-    if callable(method):
-        return str(method())
-    return f"{type(dataset).__qualname__}:{len(dataset)}"
 
 
 class MapDatasetState:

@@ -22,10 +22,10 @@ import torch
 from torch.utils.data import DataLoader
 
 from data_io.errors import ConfigError
-from data_io.load.batching import BatchedView, first
 from data_io.load.build import TokenizerFacts, hf_text_dataset, shard_dataset
 from data_io.load.config import EVAL_MAIN_SET, EvalConfig, EvalSet, LoaderConfig, load_config
-from data_io.load.samplers import resolve_rank
+from data_io.load.dataloader.collate import BatchedView, first
+from data_io.load.order.samplers import resolve_rank
 
 __all__ = ["EvalLoader", "build_eval_loader", "build_eval_loaders"]
 

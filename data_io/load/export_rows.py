@@ -24,8 +24,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from data_io.errors import ConfigError, OutputError
-from data_io.load.layouts import IGNORE_INDEX, _gather_rows
-from data_io.load.sampled_folder import open_epoch, open_tokens, read_metadata
+from data_io.formats.sampled import open_epoch, open_tokens, read_metadata
+from data_io.load.packing.layouts import IGNORE_INDEX, _gather_rows
 from data_io.util.fs import publish_mode
 from data_io.util.stale import remove_dead_siblings, temporary_prefix
 

@@ -28,9 +28,9 @@ from data_io.errors import DataIoError
 MODULES = (
     "data_io.load",
     "data_io.load.config",
-    "data_io.load.shards",
-    "data_io.load.shard_metadata",
-    "data_io.load.sampled_folder",
+    "data_io.load.datasets.shards",
+    "data_io.formats.shards",
+    "data_io.formats.sampled",
     "data_io.scale.manifest",
     "data_io.formats.prefix_config",
     "data_io.prepare.state",
@@ -128,7 +128,7 @@ def prefix_config(data: bytes) -> None:
 
 def sampled_metadata(data: bytes) -> None:
     """A sampled folder's ``metadata.json`` (the loader's checks at start)."""
-    from data_io.load.sampled_folder import read_metadata
+    from data_io.formats.sampled import read_metadata
 
     folder = _scratch()
     (folder / "metadata.json").write_bytes(data)

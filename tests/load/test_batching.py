@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from data_io.load import MemoryMappedDataset, MixtureDataset, collate_samples
-from data_io.load.batching import BatchedView, collate_items
+from data_io.load.dataloader.collate import BatchedView, collate_items
 
 EOS = 3
 

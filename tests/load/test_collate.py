@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from data_io.load import collate_samples
-from data_io.load.shards import pack_window
+from data_io.load.datasets.shards import pack_window
 
 
 def oracle_cu_seqlens(windows: list[np.ndarray], eos: int) -> list[int]:

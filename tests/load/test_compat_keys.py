@@ -23,8 +23,8 @@ from data_io.load import (
     build_dataloader,
     load_config,
 )
-from data_io.load.rows import RowSource, open_source
-from data_io.load.tokenized_rows import TokenizedRowsDataset
+from data_io.load.datasets.row_sources import RowSource, open_source
+from data_io.load.datasets.tokenized_rows import TokenizedRowsDataset
 from tests.load.id_shards import write_id_source
 from tests.load.rows_fixture import random_rows, write_rows
 
@@ -164,7 +164,7 @@ datasets = [{{ path = "{tmp_path}/web", weight = 0.6 }}, {{ path = "{tmp_path}/c
     assert first + [b["input_ids"][:, 0].tolist() for b in fresh] == whole
     # A state loaded before any loader reads the dataset waits for one (KempnerForge builds the
     # dataset, loads the checkpoint, then the loader).
-    from data_io.load.dataloader import StatefulLoader
+    from data_io.load.dataloader.stateful import StatefulLoader
 
     lone = MixtureDataset(
         [MemoryMappedDataset(tmp_path / n, 9) for n in ("web", "code")], ["web", "code"]

@@ -24,14 +24,14 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 from torch.utils.data import DataLoader
 
 from data_io.errors import ConfigError, InputError
-from data_io.load import hf_text
-from data_io.load.hf_text import (
+from data_io.load.datasets import hf_text
+from data_io.load.datasets.hf_text import (
     STREAM_KEYS,
     HuggingFaceDataset,
     StreamingHuggingFaceDataset,
     resolve_text_source,
 )
-from data_io.load.shards import pack_window
+from data_io.load.datasets.shards import pack_window
 
 SEQ_LEN = 17
 EOS_TOKEN = "<|endoftext|>"

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from data_io.errors import ConfigError
-from data_io.load.mixing import StrideSchedule, resolve_phases, temper
+from data_io.load.order.mixing import StrideSchedule, resolve_phases, temper
 
 
 def oracle_order(schedule: StrideSchedule, h: int) -> np.ndarray:

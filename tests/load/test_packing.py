@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from data_io.errors import ConfigError, InputError
-from data_io.load.packing import MultipackPlanner, lpt_assign
+from data_io.load.packing.multipack import MultipackPlanner, lpt_assign
 
 
 def naive_lpt_loads(sizes: list[int], bins: int) -> list[int]:

@@ -18,8 +18,8 @@ import torch
 
 from data_io.errors import ConfigError
 from data_io.load import MemoryMappedDataset, MixtureDataset, StatefulLoader
-from data_io.load.mixing import resolve_phases
-from data_io.load.samplers import MixtureOrder, ShuffledOrder
+from data_io.load.order.mixing import resolve_phases
+from data_io.load.order.samplers import MixtureOrder, ShuffledOrder
 from tests.load.id_shards import SOURCE_STRIDE, sample_ids, write_id_source
 
 WINDOW = 9  # 8 input tokens

@@ -13,16 +13,16 @@ import numpy as np
 import pytest
 import torch
 
-import data_io.load.tokenized_rows as tokenized_rows
+import data_io.load.datasets.tokenized_rows as tokenized_rows
 from data_io.errors import ConfigError, InputError
-from data_io.load.row_packing import (
+from data_io.load.datasets.tokenized_rows import TokenizedRowsDataset
+from data_io.load.packing.row_bins import (
     plan_bins,
     plan_multipack,
     plan_sequential,
     plan_unpacked,
     prepare_plan,
 )
-from data_io.load.tokenized_rows import TokenizedRowsDataset
 from tests.load.rows_fixture import random_rows, write_rows
 
 
@@ -269,7 +269,7 @@ def test_a_killed_runs_plan_folder_is_removed_by_the_next_one(tmp_path, capsys) 
     """The temporary of a process that is gone goes (said on stderr); this process's stays."""
     import os
 
-    from data_io.load.row_packing import BinPlan, _write
+    from data_io.load.packing.row_bins import BinPlan, _write
     from data_io.util.stale import temporary_prefix
 
     target = tmp_path / "cache" / "abc123"

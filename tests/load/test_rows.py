@@ -22,9 +22,9 @@ from torch.utils.data import DataLoader
 from data_io.cli import main
 from data_io.errors import ConfigError, InputError
 from data_io.load.build import rows_dataset_from_config
+from data_io.load.datasets.row_sources import RowSource, check_rows, open_source
+from data_io.load.datasets.tokenized_rows import TokenizedRowsDataset
 from data_io.load.export_rows import export_sampled_rows
-from data_io.load.rows import RowSource, check_rows, open_source
-from data_io.load.tokenized_rows import TokenizedRowsDataset
 from tests.load.rows_fixture import random_rows, write_rows
 from tests.sampled_fixture import write_sampled
 
@@ -523,7 +523,7 @@ def test_no_datasets_progress_or_logs_off_a_terminal(tmp_path: Path) -> None:
     path = write_rows(tmp_path / "rows.jsonl", random_rows(4, 50))
     script = (
         "import sys\n"
-        "from data_io.load.tokenized_rows import TokenizedRowsDataset\n"
+        "from data_io.load.datasets.tokenized_rows import TokenizedRowsDataset\n"
         "ds = TokenizedRowsDataset([sys.argv[1]], dataset_prepared_path=sys.argv[2],\n"
         "                          cache_dir=sys.argv[3])\n"
         "print(len(ds))\n"
@@ -539,7 +539,7 @@ def test_resume_identity_is_content_not_place(tmp_path: Path, hf_cache: str) -> 
     """A byte-identical copy elsewhere resumes; rows with the same lengths but other ids do not
     (the cache key still covers paths and times, so each copy is planned once)."""
     from data_io.load import StatefulLoader
-    from data_io.load.samplers import ShuffledOrder
+    from data_io.load.order.samplers import ShuffledOrder
 
     rows = random_rows(5, 40)
     first = write_rows(tmp_path / "node1" / "rows.jsonl", rows)

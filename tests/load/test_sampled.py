@@ -14,7 +14,7 @@ from torch.utils.data import DataLoader
 
 from data_io.errors import InputError
 from data_io.load import SCALAR_KEYS, SampledDataset, format_batch, split_scalars
-from data_io.load.packing import MultipackPlanner
+from data_io.load.packing.multipack import MultipackPlanner
 
 IGNORE = -100
 # This machine has 2 cores; 3 workers are on purpose (uneven split of the steps).

@@ -19,8 +19,8 @@ import torch
 from sampled_fixture import write_sampled
 
 from data_io.errors import ConfigError
+from data_io.formats.sampled import folder_identity, read_metadata
 from data_io.load import ResumableDataLoader, SampledDataset
-from data_io.load.sampled_folder import folder_identity, read_metadata
 from data_io.sampling import parse_overrides, sample
 from data_io.sampling.synthetic import random_task, write_corpus
 

@@ -9,7 +9,7 @@ import pytest
 
 from data_io.errors import ConfigError
 from data_io.load import DistributedSampler, MixtureSampler
-from data_io.load.samplers import ShuffledOrder
+from data_io.load.order.samplers import ShuffledOrder
 
 
 @pytest.mark.parametrize(("n", "world"), [(10, 1), (10, 3), (100, 8), (7, 7)])

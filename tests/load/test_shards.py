@@ -19,7 +19,7 @@ from torch.utils.data import DataLoader
 
 from data_io.errors import ConfigError, InputError
 from data_io.load import MemoryMappedDataset
-from data_io.load.shards import pack_window
+from data_io.load.datasets.shards import pack_window
 
 EOS = 7
 
@@ -407,7 +407,7 @@ def test_shard_changed_after_start(tmp_path: Path) -> None:
     ],
 )
 def test_header_reader_agrees_with_numpy(tmp_path: Path, array: np.ndarray) -> None:
-    from data_io.load.shards import _read_npy_header
+    from data_io.load.datasets.shards import _read_npy_header
 
     path = tmp_path / "a.npy"
     np.save(path, array)

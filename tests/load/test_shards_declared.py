@@ -20,7 +20,7 @@ from data_io.errors import ConfigError, InputError
 from data_io.load import MemoryMappedDataset, StatefulLoader
 from data_io.load.build import build_data
 from data_io.load.config import config_from_dict
-from data_io.load.samplers import ShuffledOrder
+from data_io.load.order.samplers import ShuffledOrder
 from data_io.prepare import prepare
 from tests.prepare.helpers import documents, write_txt
 

@@ -13,7 +13,7 @@ import pytest
 from tokenizers import Tokenizer
 
 from data_io.errors import ConfigError, InputError, TokenizerError
-from data_io.load.shards import MemoryMappedDataset
+from data_io.load.datasets.shards import MemoryMappedDataset
 from data_io.prepare import prepare
 from data_io.prepare.dedup import hash_texts
 from data_io.prepare.split import is_val

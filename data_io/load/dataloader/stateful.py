@@ -32,9 +32,10 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset
 
 from data_io.errors import ConfigError
-from data_io.load.batching import BatchedView, collate_samples, first
-from data_io.load.dataset_state import MapDatasetState, bind_loader, dataset_fingerprint
-from data_io.load.samplers import MixtureOrder, ShuffledOrder, differences, resolve_rank
+from data_io.load.dataloader.collate import BatchedView, collate_samples, first
+from data_io.load.dataset_state import MapDatasetState, bind_loader
+from data_io.load.order.samplers import MixtureOrder, ShuffledOrder, differences, resolve_rank
+from data_io.load.protocols import Mixed, Summarized, dataset_fingerprint
 from data_io.load.stream_state import STREAM_KEYS
 
 __all__ = ["StatefulLoader"]
@@ -344,14 +345,11 @@ class StatefulLoader:
 def describe_data(dataset: Any) -> Any:
     """What a state records of its data beside the fingerprint, to say what differs: the
     scalar fields of ``summary()`` (per source for a mixture)."""
-    names = getattr(dataset, "names", None)
-    parts = getattr(dataset, "datasets", None)
-    if names is not None and parts is not None:
-        return {n: describe_data(d) for n, d in zip(names, parts, strict=True)}
-    summary = getattr(dataset, "summary", None)
-    if not callable(summary):
+    if isinstance(dataset, Mixed):
+        return {n: describe_data(d) for n, d in zip(dataset.names, dataset.datasets, strict=True)}
+    if not isinstance(dataset, Summarized):
         return {"samples": len(dataset)}
-    return {k: v for k, v in summary().items() if isinstance(v, (int, float, str, bool))}
+    return {k: v for k, v in dataset.summary().items() if isinstance(v, (int, float, str, bool))}
 
 
 def _data_differences(saved: Any, current: Any) -> str:

@@ -3,7 +3,7 @@
 ``SampledDataset`` yields one batch (a dict of tensors) per training step for this rank:
 
 * ``layout="prefixlm_packed"`` — the HRM-Text trainer's packed prefix-LM row (see
-  ``data_io.load.layouts.packed_prefixlm``), scheduled by the multipack of ``data_io.load.packing``; the
+  ``data_io.load.packing.layouts.packed_prefixlm``), scheduled by the multipack of ``data_io.load.packing.multipack``; the
   per-batch scalars travel as 0-d int64 tensors under ``SCALAR_KEYS`` (keep them on the host:
   ``split_scalars``).
 * ``layout="causal_padded"`` — ``batch_size`` samples per rank and step, right-padded.
@@ -33,16 +33,7 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from data_io.errors import ConfigError, InputError
-from data_io.load.layouts import (
-    IGNORE_INDEX,
-    PACKED_KEYS,
-    PADDED_KEYS,
-    SCALAR_KEYS,
-    packed_prefixlm,
-    padded_causal,
-)
-from data_io.load.packing import MultipackPlanner, PackingSummary
-from data_io.load.sampled_folder import (
+from data_io.formats.sampled import (
     INDEX_NAMES,
     EpochIndex,
     FolderIdentity,
@@ -52,7 +43,16 @@ from data_io.load.sampled_folder import (
     open_tokens,
     read_metadata,
 )
-from data_io.load.samplers import resolve_rank
+from data_io.load.order.samplers import resolve_rank
+from data_io.load.packing.layouts import (
+    IGNORE_INDEX,
+    PACKED_KEYS,
+    PADDED_KEYS,
+    SCALAR_KEYS,
+    packed_prefixlm,
+    padded_causal,
+)
+from data_io.load.packing.multipack import MultipackPlanner, PackingSummary
 
 __all__ = [
     "IGNORE_INDEX",

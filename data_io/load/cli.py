@@ -1,4 +1,5 @@
-"""``data_io pack CONFIG`` and ``data_io export-rows SAMPLED_DIR -o OUT.parquet``.
+"""The load stage's commands: ``data_io pack CONFIG``, ``data_io export-rows SAMPLED_DIR -o
+OUT.parquet`` and ``data_io loader-check CONFIG``.
 
 ``pack`` reads an xorl-style YAML (a ``data:`` section with ``datasets``,
 ``sample_packing_method``, ``sample_packing_sequence_len``, ``dataset_prepared_path``), checks
@@ -8,7 +9,8 @@ prints what it found. Other top-level sections of the file (model, train, ...) a
 
 The cache goes where ``--dataset-prepared-path`` or the config's ``data.dataset_prepared_path``
 says; with neither, under the user's cache folder (:func:`default_prepared_path`), never into
-the current folder.
+the current folder. ``loader-check`` builds the loader of a job config for one rank and times
+its first batches (``check.check_loader``).
 """
 
 from __future__ import annotations
@@ -18,10 +20,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+from data_io.load.check import check_loader, print_report
+
 __all__ = ["register"]
 
 
 def register(subparsers: Any) -> None:
+    _register_pack(subparsers)
+    _register_check(subparsers)
+
+
+def _register_pack(subparsers: Any) -> None:
     pack = subparsers.add_parser(
         "pack",
         help="check tokenized rows and precompute (cache) their packing plan",
@@ -105,3 +114,50 @@ def _run_export(args: argparse.Namespace) -> int:
         f"{done['tokens']} tokens, {done['supervised_tokens']} supervised"
     )
     return 0
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    from data_io.load.config import load_config  # noqa: PLC0415  CLI start-up: the loaders import torch
+
+    config = load_config(args.config, args.overrides)
+    if args.workers is not None:
+        config.data.num_workers = args.workers
+    report = check_loader(config, args.rank, args.world_size, args.batches)
+    print_report(report, args.json)
+    return 0
+
+
+def _at_least_one(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _register_check(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "loader-check",
+        help="build the loader of a [data]/[eval] config and time its first batches",
+        description="Read a TOML/YAML job config (KempnerForge [data]/[eval]/[train] or xorl "
+        "data: datasets:), build the loader for one rank, print the sources, samples per rank, "
+        "mixture per phase and eval set, and time the first batches.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("config", type=Path, help="the .toml/.yaml config")
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        help="overrides of config keys: data.num_workers=0, or KempnerForge's "
+        "--data.num_workers=0; an unknown key is an error naming it",
+    )
+    parser.add_argument("--rank", type=int, default=0, help="the rank to build")
+    parser.add_argument("--world-size", type=int, default=1, help="ranks in the job")
+    parser.add_argument(
+        "--batches", type=_at_least_one, default=5, help="batches to time (at least 1)"
+    )
+    parser.add_argument(
+        "--workers", type=int, default=None, help="override data.num_workers for this check"
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    # cli.py hands --section.key=value arguments (unknown options to argparse) to this list.
+    parser.set_defaults(run=_run_check, dotted_overrides="overrides")

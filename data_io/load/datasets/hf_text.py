@@ -53,7 +53,7 @@ from torch.utils.data import Dataset, IterableDataset, get_worker_info
 from data_io.errors import ConfigError, InputError
 from data_io.formats.text_sources import TextSource, load_failed, resolve_text_source
 from data_io.load.dataset_state import MapDatasetState
-from data_io.load.shards import MemoryMappedDataset, _require_int, pack_window
+from data_io.load.datasets.shards import MemoryMappedDataset, _require_int, pack_window
 from data_io.load.stream_state import STREAM_KEYS, parse_stream_state
 from data_io.tokenizer.encoder import TextEncoder
 from data_io.util.console import on_terminal

@@ -17,7 +17,8 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, default_collate, get_worker_info
 
-from data_io.load.layouts import IGNORE_INDEX
+from data_io.load.packing.layouts import IGNORE_INDEX
+from data_io.load.protocols import BatchSource
 
 __all__ = ["BatchedView", "collate_samples", "new_batch_tensor", "pack_rows"]
 
@@ -94,9 +95,8 @@ def cu_seqlens_from_doc_ids(doc_ids: torch.Tensor) -> torch.Tensor:
 
 def collate_items(dataset: Any, indices: Sequence[int]) -> dict[str, torch.Tensor]:
     """``dataset.get_batch(indices)``, or its items fetched one by one and collated."""
-    get_batch = getattr(dataset, "get_batch", None)
-    if callable(get_batch):
-        return get_batch(indices)
+    if isinstance(dataset, BatchSource):
+        return dataset.get_batch(indices)
     return collate_samples([dataset[int(i)] for i in indices])
 
 

@@ -43,15 +43,15 @@ from torch.utils.data import Dataset
 
 from data_io.errors import ConfigError, InputError
 from data_io.load.dataset_state import MapDatasetState
-from data_io.load.layouts import IGNORE_INDEX, PAD_ID
-from data_io.load.row_packing import METHODS, BinPlan, plan_bins, prepare_plan
-from data_io.load.rows import (
+from data_io.load.datasets.row_sources import (
     REQUIRED_COLUMNS,
     RowSource,
     check_rows,
     open_source,
     source_fingerprint,
 )
+from data_io.load.packing.layouts import IGNORE_INDEX, PAD_ID
+from data_io.load.packing.row_bins import METHODS, BinPlan, plan_bins, prepare_plan
 
 __all__ = [
     "TokenizedRowsDataset",

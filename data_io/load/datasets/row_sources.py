@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from data_io.errors import ConfigError, InputError
-from data_io.load.layouts import IGNORE_INDEX
+from data_io.load.packing.layouts import IGNORE_INDEX
 from data_io.util.console import quiet_off_terminal
 from data_io.util.hub import hub_unreachable, offline_by_environment
 

@@ -44,15 +44,15 @@ import torch
 from torch.utils.data import Dataset
 
 from data_io.errors import ConfigError, InputError
-from data_io.load.batching import new_batch_tensor, pack_rows
-from data_io.load.dataset_state import MapDatasetState
-from data_io.load.shard_metadata import (
+from data_io.formats.shards import (
     TOKEN_DTYPES,
     Declarations,
     Declared,
     read_bin_dtype,
     read_declarations,
 )
+from data_io.load.dataloader.collate import new_batch_tensor, pack_rows
+from data_io.load.dataset_state import MapDatasetState
 
 __all__ = ["MemoryMappedDataset", "honour_declared", "pack_window"]
 

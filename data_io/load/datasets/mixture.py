@@ -17,8 +17,9 @@ import torch
 from torch.utils.data import Dataset
 
 from data_io.errors import ConfigError
-from data_io.load.batching import collate_items, cu_seqlens_from_doc_ids, new_batch_tensor
-from data_io.load.dataset_state import MapDatasetState, dataset_fingerprint
+from data_io.load.dataloader.collate import collate_items, cu_seqlens_from_doc_ids, new_batch_tensor
+from data_io.load.dataset_state import MapDatasetState
+from data_io.load.protocols import WindowRows, dataset_fingerprint, summary_of
 
 __all__ = ["MixtureDataset"]
 
@@ -51,7 +52,7 @@ class MixtureDataset(MapDatasetState, Dataset):
         # One 0-d tensor per source, made once: torch.tensor() per item costs more than a window.
         self._source_ids = [torch.tensor(i, dtype=torch.int64) for i in range(len(sizes))]
         # Shard sources that agree on their options fill one batch directly (get_batch).
-        options = {d.batch_options() if hasattr(d, "read_rows") else None for d in self.datasets}
+        options = {d.batch_options() if isinstance(d, WindowRows) else None for d in self.datasets}
         self._shared_options = options.pop() if len(options) == 1 else None
         shapes = [_shape_of(d, n) for d, n in zip(self.datasets, self.names, strict=True)]
         for name, shape in zip(self.names[1:], shapes[1:], strict=True):
@@ -124,7 +125,4 @@ class MixtureDataset(MapDatasetState, Dataset):
         return hashlib.blake2b(json.dumps(parts).encode(), digest_size=16).hexdigest()
 
     def summary(self) -> dict[str, Any]:
-        return {
-            name: (d.summary() if hasattr(d, "summary") else {"samples": len(d)})
-            for name, d in zip(self.names, self.datasets, strict=True)
-        }
+        return {name: summary_of(d) for name, d in zip(self.names, self.datasets, strict=True)}

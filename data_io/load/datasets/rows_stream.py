@@ -33,15 +33,15 @@ import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
 from data_io.errors import ConfigError, InputError
-from data_io.load.rows import REQUIRED_COLUMNS, RowSource, _check_chunk, open_stream
-from data_io.load.stream_state import STREAM_KEYS, parse_stream_state
-from data_io.load.tokenized_rows import (
+from data_io.load.datasets.row_sources import REQUIRED_COLUMNS, RowSource, _check_chunk, open_stream
+from data_io.load.datasets.tokenized_rows import (
     _as_sources,
     _extras,
     assemble_item,
     check_ring_multiple,
     padded_length,
 )
+from data_io.load.stream_state import STREAM_KEYS, parse_stream_state
 
 __all__ = ["StreamingTokenizedRowsDataset"]
 

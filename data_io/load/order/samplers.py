@@ -16,7 +16,7 @@ step, mixture phase and counts), never a list of indices, and any state can be c
   ``sum(sizes)`` samples: a unit of length only, the sources' passes run on independently.
 
 ``DistributedSampler`` and ``MixtureSampler`` keep the usual ``torch.utils.data.Sampler``
-interfaces (KempnerForge's signatures) on top of these orders; ``data_io.load.dataloader``
+interfaces (KempnerForge's signatures) on top of these orders; ``data_io.load.dataloader.stateful``
 drives the orders directly.
 """
 
@@ -30,8 +30,8 @@ import numpy as np
 from torch.utils.data import Sampler
 
 from data_io.errors import ConfigError
-from data_io.load.mixing import MixPhase, StrideSchedule, resolve_phases
-from data_io.load.permutation import IndexPermutation
+from data_io.load.order.mixing import MixPhase, StrideSchedule, resolve_phases
+from data_io.load.order.permutation import IndexPermutation
 
 __all__ = ["DistributedSampler", "MixtureOrder", "MixtureSampler", "ShuffledOrder"]
 
