@@ -400,7 +400,7 @@ def engine_data_io(spec: dict, texts: list[str]) -> tuple[float, Callable]:
     from data_io.tokenize import tokenize
 
     # Which engine the seam picks for this vocabulary, and what loading it costs: the process
-    # keeps the loaded encoder (Encoder.shared in rust/encoder.rs), so `tokenize` below reuses
+    # keeps the loaded encoder (Encoder.shared in rust/encoder/mod.rs), so `tokenize` below reuses
     # it, as the other engines reuse their Tokenizer object.
     began = time.perf_counter()
     encoder = _core.Encoder(spec["tokenizer"])

@@ -61,7 +61,7 @@ class SampleConfig:
 
 CONFIG_KEYS: tuple[str, ...] = tuple(f.name for f in fields(SampleConfig))
 
-# What each key does, for --help (every key must have one: tests/test_sampling_config.py).
+# What each key does, for --help (every key must have one: tests/sampling/test_config.py).
 KEY_HELP: dict[str, str] = {
     "tokenized_path": "the tokenizer's output folder (data_io tokenize -o); read only",
     "output_path": "where the sample is written (a RAM disk on training nodes); a previous "

@@ -18,9 +18,9 @@ from data_io.sampling.synthetic import random_task, write_corpus
 from data_io.sampling.tasks import not_a_task_reason, read_tasks, select_task_folders
 from data_io.tokenize import tokenize
 from tests.conftest import EXAMPLE_ROWS
-from tests.test_sampling_tasks import RULES
+from tests.sampling.test_tasks import RULES
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BPE = ROOT / "trained_tokenizers" / "bpe" / "tokenizer.json"
 
 

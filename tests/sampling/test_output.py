@@ -20,7 +20,7 @@ from data_io.sampling.synthetic import SyntheticTask, random_task, write_corpus
 from tests.conftest import mounted_tmpfs
 from tests.conftest import sampler_config as _config
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _corpus(root: Path, rows: int = 40, seed: int = 0) -> Path:

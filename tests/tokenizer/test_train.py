@@ -260,7 +260,7 @@ def test_tokenizer_config_makes_transformers_agree_with_data_io(
 
 
 def test_the_shipped_tokenizer_has_the_same_tokenizer_config(small_tokenizer: Path):
-    shipped = Path(__file__).resolve().parent.parent / "trained_tokenizers" / "bpe"
+    shipped = Path(__file__).resolve().parents[2] / "trained_tokenizers" / "bpe"
     assert json.loads((shipped / "tokenizer_config.json").read_text()) == json.loads(
         (small_tokenizer.parent / "tokenizer_config.json").read_text()
     )

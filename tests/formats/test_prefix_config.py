@@ -15,7 +15,7 @@ from data_io.formats.prefix_config import (
     parse_prefix_config,
 )
 
-REPO_CONFIG = Path(__file__).resolve().parent.parent / "prefix_config.yaml"
+REPO_CONFIG = Path(__file__).resolve().parents[2] / "prefix_config.yaml"
 
 
 def _write(tmp_path: Path, text: str) -> Path:

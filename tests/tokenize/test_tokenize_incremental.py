@@ -214,7 +214,7 @@ def test_killing_at_any_moment_then_rerunning_gives_the_uninterrupted_output(
     for attempt in range(4):
         proc = subprocess.Popen(
             [sys.executable, "-c", code, str(rows), str(out), str(small_tokenizer)],
-            cwd=Path(__file__).resolve().parent.parent,
+            cwd=Path(__file__).resolve().parents[2],
         )
         time.sleep(rng.uniform(0.3, 1.5))
         proc.send_signal(signal.SIGKILL)
