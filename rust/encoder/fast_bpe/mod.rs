@@ -2,6 +2,17 @@
 //! when the text needs it), a hand-written pre-tokenizer, and merge-rank BPE per pre-token behind
 //! a cache shared by the threads (`shared_cache`, with a per-thread cache for what it cannot hold). The HF `tokenizers` encoder stays the oracle and the fallback
 //! (`crate::encoder`).
+//!
+//! - `mod.rs`: `FastBpe`: the encoder over these parts (added tokens, NFC, split, cached merges).
+//! - `spec.rs`: which `tokenizer.json` shapes it serves exactly, read from the file.
+//! - `pretokenize.rs`: the hand-written splitters of the known split regexes (`Pattern`).
+//! - `ascii_blocks.rs`: the Qwen-family split of ASCII text, 64 bytes at a time.
+//! - `unicode.rs`, `unicode_classes.rs` (generated): Oniguruma's character classes.
+//! - `nfc.rs`: the NFC quick check ("is this text already in NFC?").
+//! - `bpe.rs`: byte-level BPE on one pre-token, in the merge order of `tokenizers`.
+//! - `cache.rs`: a thread's piece cache and the short-piece map; `shared_cache.rs`: the piece
+//!   cache all threads share, without locks.
+//! - `table_memory.rs`: zeroed memory for the big tables, on 2 MiB pages where possible.
 
 mod ascii_blocks;
 mod bpe;
@@ -11,7 +22,6 @@ pub mod pretokenize;
 mod shared_cache;
 pub mod spec;
 mod table_memory;
-
 mod unicode;
 
 use std::borrow::Cow;
