@@ -24,13 +24,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from tests.tokenizer.adversarial import adversarial_corpus, atoms
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
 from data_io.tokenizer.encoder import TextEncoder
 from data_io.tokenizer.vocabularies import vocabulary_path
+from tests.tokenizer.adversarial import adversarial_corpus, atoms
 
 ROOT = Path(__file__).resolve().parents[2]
 # A larger sweep, outside CI's time: DATA_IO_EXACTNESS_SCALE=20 runs 20x the random texts.

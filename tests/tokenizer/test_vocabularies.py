@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 import tiktoken
-from tests.tokenizer.adversarial import adversarial_corpus
 from tokenizers import Tokenizer
 
 from data_io.errors import ConfigError, InputError, TokenizerError
@@ -31,6 +30,7 @@ from data_io.tokenizer.vocabularies import (
     tiktoken_encoding,
     vocabulary_path,
 )
+from tests.tokenizer.adversarial import adversarial_corpus
 
 
 def _rank_file(tokens: list[bytes]) -> bytes:
