@@ -73,11 +73,13 @@ slurm:
 	else echo "== no Slurm and no apt as root here: the Slurm tests will emulate it"; fi
 
 # The layout's rules (docs/architecture.md): ruff's PLC0415 keeps imports at the top of each
-# module, import-linter's contracts (pyproject.toml) keep data flowing one way with no circle.
+# module, import-linter's contracts (pyproject.toml) keep data flowing one way with no circle,
+# tools/rust_modules.py finds a circle among the Rust crate's modules.
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
+	$(PY) tools/rust_modules.py
 	cargo fmt --all --check
 	cargo clippy --release --all-targets -- -D warnings
 	cargo clippy --release --features python -- -D warnings

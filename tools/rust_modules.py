@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Circles among the Rust crate's sibling modules (docs/architecture.md, rule 8).
 
-Usage: python3 tools/rust_modules.py [rust/]    (stdlib only; exit status 1 on a circle)
+Usage: python3 tools/rust_modules.py [rust/]    (stdlib only; exit status 1 on a circle, or on a
+child that uses a helper its parent keeps private: see the end)
 
 Every .rs file under rust/ (examples/ excluded) is a module: lib.rs the crate, x.rs and
 x/mod.rs the module x, x/y.rs its child y. Each `crate::`, `super::` and `self::` path of a
@@ -158,7 +159,12 @@ def main(root):
     )
     if upward:
         print("children naming their parent's mod.rs (its face):\n" + "\n".join(sorted(upward)))
-    return 1 if circles else 0
+    hidden = [line for line in upward if line.endswith("[not pub: move it down]")]
+    if hidden:
+        print(
+            f"{len(hidden)} child(ren) use a private helper of their parent: move it to a sibling"
+        )
+    return 1 if circles or hidden else 0
 
 
 def strongly_connected(edges):

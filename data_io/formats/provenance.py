@@ -3,7 +3,7 @@
 A tokenized folder is written task by task, so a re-tokenize with a new tokenizer that was
 killed midway, or that failed on one file, leaves tasks of two vocabularies side by side;
 their ids mean different words, and a sample mixing them trains on noise. Each task's
-``metadata.json`` (the tokenizer's cache record, ``rust/cache.rs`` ``TaskRecord``) says which
+``metadata.json`` (the tokenizer's cache record, ``rust/layout/cache.rs`` ``TaskRecord``) says which
 tokenizer and options made it, and ``tokenizer_info.json`` says which the folder claims.
 
 The rule (:func:`check_provenance`):
@@ -45,7 +45,7 @@ TOOL = "data_io"
 METADATA = "metadata.json"
 TOKENIZER_INFO = "tokenizer_info.json"
 HASH_KEYS = ("tokenizer_blake3", "options_blake3")
-# The tokenizer's temporary folders inside its output (rust/tokenize.rs TMP_PREFIX, OLD_PREFIX).
+# The tokenizer's temporary folders inside its output (rust/tokenize/output.rs TMP_PREFIX, OLD_PREFIX).
 TMP_PREFIX = ".data_io-tmp-"
 OLD_PREFIX = ".data_io-old-"
 # Tasks named per group in a refusal (the rest are counted).

@@ -163,7 +163,7 @@ def is_temporary(folder: Path) -> bool:
 
 def not_a_task_reason(folder: Path) -> str | None:
     """Why ``data_io tokenize`` would not take ``folder`` for a task folder, in its words;
-    None when it would. The same rule as ``rust/cache.rs`` ``inspect``: a folder is a task
+    None when it would. The same rule as ``rust/layout/cache.rs`` ``inspect``: a folder is a task
     folder when its ``metadata.json`` is data_io's record (``"tool": "data_io"``) or the
     original pipeline's (``source_mtime`` and ``source_size``); tokenize leaves any other
     alone (and refuses to replace it)."""

@@ -6,7 +6,7 @@ be hundreds of MB). ``finalize`` deletes the whole parts folder once the output 
 a run that is stopped again and again would pile them up; so each run removes, before it starts
 its units, those whose process is provably gone:
 
-* ``parts/<task>/.tmp-<index>-<pid>-<n>``  a tokenize unit's part (``rust/tokenize_parts.rs``)
+* ``parts/<task>/.tmp-<index>-<pid>-<n>``  a tokenize unit's part (``rust/tokenize/parts.rs``)
 * ``parts/.tmp-<unit>-<pid>``             a prepare unit's part (``prepare/parts.py``)
 * ``units/.<unit>.<kind>.<pid>.tmp``      a unit record (``fs.write_json_atomic``)
 * ``.manifest.json.<pid>.tmp``, ``.finalized.json.<pid>.tmp``

@@ -1,4 +1,4 @@
-//! tokenizer.json recognition: `Encoder::from_file_with(path, "auto")` (rust/encoder.rs), which
+//! tokenizer.json recognition: `Encoder::from_file_with(path, "auto")` (rust/encoder/mod.rs), which
 //! reads the file (UTF-8 check), asks `fast_bpe::spec::recognise` whether the fast encoder
 //! serves it exactly, builds the fast encoder's tables (`FastBpe::new`, which may still
 //! decline) and otherwise falls back to the HF `tokenizers` encoder. On arbitrary and mutated

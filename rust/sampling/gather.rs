@@ -5,7 +5,7 @@
 //! of four (one per column), and the records of the next rows are prefetched while the
 //! current ones are copied.
 
-use super::prefetch;
+use super::prefetch::prefetch;
 use crate::error::{Error, Result};
 
 /// One surviving row: `[inst_start, inst_len, resp_start, resp_len]`.

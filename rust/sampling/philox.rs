@@ -25,7 +25,7 @@ pub struct NumpyPhilox {
     pub uinteger: u32,
 }
 
-use super::prefetch;
+use super::prefetch::prefetch;
 
 const ROUNDS: usize = 10;
 const MULTIPLIERS: [u64; 2] = [0xD2E7_470E_E14C_6C93, 0xCA5A_8263_9512_1157];

@@ -1,4 +1,4 @@
-"""``tokenize`` and ``sample`` agree on what a task folder is (``rust/cache.rs`` ``inspect``):
+"""``tokenize`` and ``sample`` agree on what a task folder is (``rust/layout/cache.rs`` ``inspect``):
 a folder tokenize leaves alone is skipped by sample with a note naming it; one holding task
 arrays without a record is refused with advice that works (tokenize will not replace it)."""
 

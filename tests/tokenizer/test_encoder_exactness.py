@@ -2,7 +2,7 @@
 package (the oracle), text by text, with zero differences allowed (issue 12).
 
 Our encoder is ``data_io.tokenizer.encoder.TextEncoder`` (the Rust ``_core.Encoder`` behind the seam in
-``rust/encoder.rs``: the fast byte-level BPE when it serves the tokenizer, the HF encoder
+``rust/encoder/mod.rs``: the fast byte-level BPE when it serves the tokenizer, the HF encoder
 otherwise; ``DATA_IO_ENCODER=hf`` forces the latter). The oracle is
 ``tokenizers.Tokenizer.from_file(...)`` with ``encode_special_tokens = True`` and
 ``add_special_tokens=False``, as formats.md §3 specifies the layout's ``encode``.

@@ -18,7 +18,7 @@ import torch
 from torch.utils.data import Dataset, default_collate, get_worker_info
 
 from data_io.load.packing.layouts import IGNORE_INDEX
-from data_io.load.protocols import BatchSource
+from data_io.load.protocols import BatchSource, provides
 
 __all__ = ["BatchedView", "collate_samples", "new_batch_tensor", "pack_rows"]
 
@@ -95,7 +95,7 @@ def cu_seqlens_from_doc_ids(doc_ids: torch.Tensor) -> torch.Tensor:
 
 def collate_items(dataset: Any, indices: Sequence[int]) -> dict[str, torch.Tensor]:
     """``dataset.get_batch(indices)``, or its items fetched one by one and collated."""
-    if isinstance(dataset, BatchSource):
+    if provides(dataset, BatchSource):
         return dataset.get_batch(indices)
     return collate_samples([dataset[int(i)] for i in indices])
 
