@@ -6,7 +6,15 @@ A cleaner module (``pipe/clean_*.py``, ``pipe_clustered/clean_*.py``) defines on
 :class:`Row` / :class:`Drop` objects (or Arrow tables). :mod:`data_io.cleaning.runner` does the
 streaming, validation, drop counting, atomic writing and the summary. Vectorised cleaners build
 on :mod:`~data_io.cleaning.tables` (columns, null and rule filters with drop counts, the rows
-table) and :mod:`~data_io.cleaning.text` (``str.strip`` on Arrow columns). See docs/cleaning.md.
+table) and :mod:`~data_io.cleaning.text` (``str.strip`` on Arrow columns). Modules:
+
+* ``rows``: ``Row``, ``Drop`` and the checks a row passes; ``naming``: safe output names;
+* ``sources``: where a dataset is read from (local files, Hub datasets); ``hub``: Hub access;
+* ``tables`` / ``text``: the vectorised helpers; ``writers``: JSONL and Parquet outputs;
+* ``runner``: ``Cleaner`` and ``run_cleaner``; ``registry``: the 25 cleaners by name;
+* ``cli``: ``data_io clean``; ``scaled``: one unit per cleaner on the scale executors.
+
+How to write a cleaner: docs/stages/clean.md.
 """
 
 from data_io.cleaning.naming import safe_name, safe_names
