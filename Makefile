@@ -59,7 +59,7 @@ test-python: build slurm
 
 # Slurm for tests/scale/test_slurm.py, which starts a real slurmctld + slurmd on localhost when
 # they are installed and it runs as root. Installed here with apt when missing and apt can be
-# used (root); elsewhere nothing happens and those tests emulate Slurm instead (see README).
+# used (root); elsewhere nothing happens and those tests emulate Slurm instead (see docs/stages/scale.md).
 SLURM_PACKAGES := slurmd slurmctld slurm-client
 APT_INSTALL := DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends
 slurm:

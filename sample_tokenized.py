@@ -2,7 +2,7 @@
 
     python sample_tokenized.py epochs=10 > show_analytics.md
 
-Same as ``data_io sample ...``; see ``data_io/sampling`` and README.md ("Stratified sampling").
+Same as ``data_io sample ...``; see ``data_io/sampling`` and docs/stages/sample.md.
 """
 
 import sys

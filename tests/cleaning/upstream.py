@@ -175,7 +175,7 @@ def assert_says_what_to_download(done: subprocess.CompletedProcess[str], *hints:
 def assert_offline_run_names_hub_download(module: str, cwd: Path, repo_id: str) -> None:
     """``python -m <module>`` of a Hub dataset cleaner, run offline in ``cwd`` where there is no
     local copy: it fails, prints the `hf download` command that makes the copy where the cleaner
-    looks for it (docs/cleaning.md), and creates no output folder."""
+    looks for it (docs/stages/clean.md), and creates no output folder."""
     done = run_module_offline(module, cwd, "--quiet")
     assert_says_what_to_download(
         done, f"hf download {repo_id} --repo-type dataset --local-dir raw_data/hub/{repo_id}"
