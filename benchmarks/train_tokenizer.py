@@ -53,6 +53,9 @@ def read_texts(rows: Path, megabytes: float | None) -> list[str]:
     return texts
 
 
+# train-tokenizer cuts each text to --truncate-len characters (10,000 by default, as the
+# original): the peers see whole texts, so data_io must too.
+NO_TRUNCATION = 2**31 - 1
 # The split regex of rust/train (formats.md §2): the HF oracle and the peers use the same.
 SPLIT_REGEX = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
@@ -69,7 +72,7 @@ def child(engine: str, rows: str, vocab: int, megabytes: float | None, out: str)
         _write_rows(corpus, read_texts(Path(rows), megabytes))
         start = time.perf_counter()
         train_tokenizer([corpus], Path(out) / "tokenizer.json", vocab_size=vocab,
-                        prefix_config=None, progress=False,
+                        prefix_config=None, truncate_len=NO_TRUNCATION, progress=False,
                         special_tokens=default_special_tokens())  # fmt: skip
         seconds = time.perf_counter() - start
         model = json.loads((Path(out) / "tokenizer.json").read_text(encoding="utf-8"))["model"]
