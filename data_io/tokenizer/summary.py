@@ -1,8 +1,15 @@
-"""What ``data_io train-tokenizer`` prints of a :class:`TrainResult`: one line, then caveats."""
+"""What ``data_io train-tokenizer`` prints of a :class:`TrainResult` (one line, then caveats)
+and of an evaluation on held-out text (a table)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from rich.table import Table
+
+from data_io.tokenizer.evaluate import Compression, as_table
 from data_io.tokenizer.train import MIN_FREQUENCY, TrainResult
+from data_io.util.console import summary_console
 
 
 def caveats(result: TrainResult) -> list[str]:
@@ -33,3 +40,14 @@ def summary_line(result: TrainResult) -> str:
         f"file(s) ({len(result.limited)} limited by max_per_file), {bad} bad row(s) skipped, "
         f"{result.seconds:.1f} s"
     )
+
+
+def print_evaluation(results: Sequence[Compression]) -> None:
+    """Bytes per token (higher: shorter sequences) and tokens per word, per held-out input."""
+    header, rows = as_table(results)
+    table = Table(title="held-out text: bytes per token (higher is better), tokens per word")
+    for k, name in enumerate(header):
+        table.add_column(name, justify="left" if k < 2 else "right")
+    for row in rows:
+        table.add_row(*row)
+    summary_console().print(table)
