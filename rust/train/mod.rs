@@ -5,9 +5,16 @@
 //! `limit_mul_factor × max_per_file` texts are used (max_per_file from the first matching
 //! prefix of prefix_config.yaml), chosen by a shuffle seeded from (seed, file name), so the
 //! choice of one file does not depend on the others.
+//!
+//! - `mod.rs`: the command: options, the choice of texts, training through `tokenizers`.
+//! - `hf.rs`: the `tokenizers` side: the tokenizer pipeline, its trainers, the files written.
+//! - `words.rs`: the counting pass of our own trainer: distinct pre-tokens with their counts
+//!   (`piece_table.rs`: the per-thread table of byte strings it counts into).
+//! - `merge.rs`: its merge pass, the merges of `tokenizers`' `BpeTrainer` over those words
+//!   (`word_arena.rs`: the words as symbols, merged in place; `merge_queue.rs`: the queue).
+//! - `differential.rs` (tests): both trainers on the same texts give the same file.
 
 use std::collections::HashSet;
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -15,59 +22,27 @@ use std::time::Instant;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
-use tokenizers::decoders::DecoderWrapper;
-use tokenizers::models::bpe::{BpeTrainerBuilder, BPE};
-use tokenizers::models::unigram::{Unigram, UnigramTrainerBuilder};
-use tokenizers::models::{ModelWrapper, TrainerWrapper};
-use tokenizers::normalizers::{unicode::NFC, NormalizerWrapper};
-use tokenizers::pre_tokenizers::byte_level::ByteLevel;
-use tokenizers::pre_tokenizers::sequence::Sequence;
-use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
-use tokenizers::pre_tokenizers::PreTokenizerWrapper;
-use tokenizers::processors::PostProcessorWrapper;
-use tokenizers::{AddedToken, SplitDelimiterBehavior, Tokenizer};
 
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
 use crate::progress::ByteProgress;
 use crate::reader::{task_files, Batch, OnError, RowReader, DEFAULT_BATCH_ROWS};
 
-/// The pre-tokenizer's split regex (formats.md §2).
-pub const SPLIT_REGEX: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+pub mod hf;
+pub mod merge;
+mod merge_queue;
+mod piece_table;
+mod word_arena;
+pub mod words;
 
-/// Registered first, as special, in this order (formats.md §2).
-pub const DEFAULT_SPECIAL_TOKENS: [&str; 31] = [
-    "<|PAD|>",
-    "<|direct|>",
-    "<|cot|>",
-    "<|noisy|>",
-    "<|synth|>",
-    "<|endoftext|>",
-    "<|im_start|>",
-    "<|im_end|>",
-    "<|object_ref_start|>",
-    "<|object_ref_end|>",
-    "<|box_start|>",
-    "<|box_end|>",
-    "<|quad_start|>",
-    "<|quad_end|>",
-    "<|vision_start|>",
-    "<|vision_end|>",
-    "<|vision_pad|>",
-    "<|image_pad|>",
-    "<|video_pad|>",
-    "<|fim_prefix|>",
-    "<|fim_middle|>",
-    "<|fim_suffix|>",
-    "<|fim_pad|>",
-    "<|repo_name|>",
-    "<|file_sep|>",
-    "<tool_call>",
-    "</tool_call>",
-    "<tool_response>",
-    "</tool_response>",
-    "<think>",
-    "</think>",
-];
+#[cfg(test)]
+mod differential;
+
+pub use hf::tokenizer_config;
+use hf::{new_tokenizer, new_trainer, save};
+
+// Defined below the trainer and the encoder (whose tests check them), re-exported here where
+// the crate has always named them.
+pub use crate::tokenizer_format::{DEFAULT_SPECIAL_TOKENS, SPLIT_REGEX};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TokenizerKind {
@@ -148,7 +123,7 @@ fn run(options: &TrainOptions) -> Result<TrainReport> {
         });
     }
 
-    let mut tokenizer = new_tokenizer(options)?;
+    let mut tokenizer = new_tokenizer(options.kind)?;
     let mut trainer = new_trainer(options)?;
     let failure: Mutex<Option<Error>> = Mutex::new(None);
     let reports: Mutex<Vec<TrainFileReport>> = Mutex::new(Vec::new());
@@ -396,124 +371,6 @@ pub fn truncate_chars(text: &str, max_chars: usize) -> &str {
         Some((byte, _)) => &text[..byte],
         None => text,
     }
-}
-
-fn new_tokenizer(options: &TrainOptions) -> Result<Tokenizer> {
-    let model = match options.kind {
-        TokenizerKind::Bpe => ModelWrapper::BPE(BPE::default()),
-        TokenizerKind::Unigram => ModelWrapper::Unigram(Unigram::default()),
-    };
-    let mut tokenizer = Tokenizer::new(model);
-    let split = Split::new(
-        SplitPattern::Regex(SPLIT_REGEX.into()),
-        SplitDelimiterBehavior::Isolated,
-        false,
-    )
-    .map_err(|e| Error::Tokenizer(format!("bad split regex: {e}")))?;
-    // ByteLevel after the split: no prefix space, no regex of its own.
-    let byte_level = ByteLevel::new(false, true, false);
-    tokenizer
-        .with_normalizer(Some(NormalizerWrapper::NFC(NFC)))
-        .with_pre_tokenizer(Some(PreTokenizerWrapper::Sequence(Sequence::new(vec![
-            PreTokenizerWrapper::Split(split),
-            PreTokenizerWrapper::ByteLevel(byte_level),
-        ]))))
-        .with_post_processor(Some(PostProcessorWrapper::ByteLevel(byte_level)))
-        .with_decoder(Some(DecoderWrapper::ByteLevel(byte_level)));
-    Ok(tokenizer)
-}
-
-fn new_trainer(options: &TrainOptions) -> Result<TrainerWrapper> {
-    let specials: Vec<AddedToken> = options
-        .special_tokens
-        .iter()
-        .map(|t| AddedToken::from(t.clone(), true))
-        .collect();
-    let alphabet = ByteLevel::alphabet();
-    Ok(match options.kind {
-        TokenizerKind::Bpe => TrainerWrapper::BpeTrainer(
-            BpeTrainerBuilder::new()
-                .vocab_size(options.vocab_size)
-                .min_frequency(options.min_frequency)
-                .special_tokens(specials)
-                .initial_alphabet(alphabet.into_iter().collect())
-                .show_progress(options.progress)
-                .build(),
-        ),
-        TokenizerKind::Unigram => TrainerWrapper::UnigramTrainer(
-            UnigramTrainerBuilder::default()
-                .vocab_size(options.vocab_size as u32)
-                .special_tokens(specials)
-                .initial_alphabet(alphabet)
-                .show_progress(options.progress)
-                .build()
-                .map_err(|e| Error::Config(format!("bad unigram trainer options: {e}")))?,
-        ),
-    })
-}
-
-/// Write the tokenizer, and `config.json` and `tokenizer_config.json` beside it, each
-/// through a temporary name.
-fn save(tokenizer: &Tokenizer, output: &Path, special_tokens: &[String]) -> Result<()> {
-    let folder = output
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    fs::create_dir_all(folder).ctx("cannot create", folder)?;
-    let tmp = output.with_extension(format!("json.tmp-{}", std::process::id()));
-    tokenizer
-        .save(&tmp, false)
-        .map_err(|e| Error::Output(format!("cannot write {}: {e}", tmp.display())))?;
-    fs::rename(&tmp, output).ctx("cannot rename into place", output)?;
-    crate::fs::write_json_atomic(
-        &folder.join("config.json"),
-        &serde_json::json!({"model_type": "qwen3"}),
-    )?;
-    crate::fs::write_json_atomic(
-        &folder.join("tokenizer_config.json"),
-        &tokenizer_config(special_tokens),
-    )
-}
-
-/// The pipeline's tokens by role (formats.md §3 defaults), for `transformers`.
-const ROLES: [(&str, &str); 4] = [
-    ("pad_token", "<|PAD|>"),
-    ("bos_token", "<|im_start|>"),
-    ("eos_token", "<|box_end|>"),
-    ("eoq_token", "<|im_end|>"),
-];
-
-/// What `transformers.AutoTokenizer` needs to agree with `data_io tokenize`. Without it, the
-/// folder's `config.json` (qwen3) makes it a Qwen2 tokenizer with eos/pad `<|endoftext|>`,
-/// and special-token strings inside text become control tokens. Roles whose token is not
-/// among `special_tokens` are left out rather than pointing at a missing token.
-pub fn tokenizer_config(special_tokens: &[String]) -> serde_json::Value {
-    let has = |token: &str| special_tokens.iter().any(|t| t == token);
-    let mut config = serde_json::json!({
-        "tokenizer_class": "PreTrainedTokenizerFast",
-        // data_io encodes special-token strings inside text as text: data cannot inject a
-        // control token. This makes transformers do the same.
-        "split_special_tokens": true,
-        "clean_up_tokenization_spaces": false,
-        "add_bos_token": false,
-        "add_eos_token": false,
-    });
-    let mut extra = serde_json::Map::new();
-    for (role, token) in ROLES {
-        if !has(token) {
-            continue;
-        }
-        if role == "eoq_token" {
-            // Not a role transformers knows: exposed as `tokenizer.eoq_token`.
-            extra.insert(role.into(), token.into());
-        } else {
-            config[role] = token.into();
-        }
-    }
-    if !extra.is_empty() {
-        config["extra_special_tokens"] = extra.into();
-    }
-    config
 }
 
 #[cfg(test)]

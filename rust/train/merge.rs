@@ -1,0 +1,231 @@
+//! The merge pass: BPE over the table of distinct words, giving the vocabulary and merges that
+//! `tokenizers`' `BpeTrainer::do_train` gives on the same words and settings (no
+//! `limit_alphabet`, `continuing_subword_prefix`, `end_of_word_suffix` or `max_token_length`:
+//! the project sets none). Its rules, each followed here:
+//!
+//! - ids: the special tokens first, in order (a repeated one once); then the alphabet, every
+//!   character of the words and of the initial alphabet, by code point; then one per merge
+//!   whose result is a new string. A result that is a token already (the same string made by
+//!   another pair) keeps that token's id and adds nothing to the vocabulary.
+//! - a pair's count is the sum of the counts of the words it occurs in, once per occurrence;
+//!   the next merge is the pair of the biggest count, the smallest `(left, right)` ids on a tie.
+//! - the queue (`merge_queue`) holds entries whose counts were right when pushed; one whose
+//!   count is no longer the pair's is pushed again at the pair's count and the next one is
+//!   looked at. The pass stops at `vocab_size` tokens (checked before each pop), on an empty
+//!   queue, or at the first up-to-date count below `min_frequency` (or 0).
+//! - an entry is merged in its own words only. Occurrences formed by later merges are in the
+//!   entries pushed then, so one pair can be merged several times, in different words, each
+//!   time a merge of its own in the list (`Bpe::merges`).
+//! - a merge does not take the merged pair's own occurrences off its count.
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::merge_queue::MergeQueue;
+use super::word_arena::{pair_of, Changes, PairKey, WordArena};
+use super::words::WordCounts;
+use crate::error::{Error, Result};
+
+/// What the merge pass is asked for.
+#[derive(Debug, Clone)]
+pub struct BpeOptions {
+    /// Tokens in all, special tokens and alphabet included.
+    pub vocab_size: usize,
+    pub min_frequency: u64,
+    pub special_tokens: Vec<String>,
+    /// Characters in the vocabulary whether the words have them or not.
+    pub initial_alphabet: Vec<char>,
+}
+
+/// A trained BPE model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bpe {
+    /// Token strings by id.
+    pub vocab: Vec<String>,
+    /// Every merge, in the order made: left id, right id, id of the result. A pair merged again
+    /// (see the module's notes) is here each time.
+    pub merges: Vec<(u32, u32, u32)>,
+}
+
+impl Bpe {
+    /// The merges as `tokenizer.json` lists them: each pair once, at the place of its last
+    /// merge (`tokenizers` keeps merges in a map from pair to rank, the later rank replacing
+    /// the earlier).
+    pub fn merge_list(&self) -> Vec<(u32, u32)> {
+        let mut seen = FxHashSet::default();
+        let mut list: Vec<(u32, u32)> = self
+            .merges
+            .iter()
+            .rev()
+            .filter(|&&(a, b, _)| seen.insert((a, b)))
+            .map(|&(a, b, _)| (a, b))
+            .collect();
+        list.reverse();
+        list
+    }
+}
+
+/// Token ids by string and strings by id.
+#[derive(Default)]
+struct Vocab {
+    tokens: Vec<String>,
+    ids: FxHashMap<String, u32>,
+}
+
+impl Vocab {
+    /// The id of `token`, added at the end when new.
+    fn id(&mut self, token: String) -> u32 {
+        if let Some(&id) = self.ids.get(&token) {
+            return id;
+        }
+        let id = self.tokens.len() as u32;
+        self.tokens.push(token.clone());
+        self.ids.insert(token, id);
+        id
+    }
+}
+
+/// Train BPE on `words` as `tokenizers`' `BpeTrainer` would (see the module's notes). The
+/// threads of the current rayon pool count pairs and merge big lists of words; the result is
+/// the same for any number of them. The table is dropped once its words are symbols.
+pub fn train_bpe(words: WordCounts, options: &BpeOptions) -> Result<Bpe> {
+    if words.len() >= u32::MAX as usize {
+        return Err(Error::Input(format!(
+            "{} distinct words: the merge pass takes fewer than 2^32",
+            words.len()
+        )));
+    }
+    let mut vocab = Vocab::default();
+    for token in &options.special_tokens {
+        vocab.id(token.clone());
+    }
+    let mut alphabet: Vec<char> = options.initial_alphabet.clone();
+    alphabet.extend(characters(&words));
+    alphabet.sort_unstable();
+    alphabet.dedup();
+    for &c in &alphabet {
+        vocab.id(c.to_string());
+    }
+    let mut arena = symbols(&words, &vocab);
+    // The words are in the arena now, as symbols.
+    drop(words);
+
+    let pairs = arena.pairs();
+    // Room for the entries merges push: growing the heap later holds it twice for a moment.
+    let mut queue = MergeQueue::with_words(pairs.words, 2 * pairs.pairs.len());
+    let mut pair_counts: FxHashMap<PairKey, u64> = FxHashMap::default();
+    pair_counts.reserve(pairs.pairs.len());
+    // One entry per pair: the order they go in decides no tie.
+    for (key, slot) in pairs.pairs {
+        pair_counts.insert(key, slot.count);
+        if slot.count > 0 {
+            queue.push_stored(slot.count, key, slot.range());
+        }
+    }
+
+    let mut merges = Vec::new();
+    let mut in_words = Vec::new();
+    while vocab.tokens.len() < options.vocab_size {
+        let Some(top) = queue.pop() else {
+            break;
+        };
+        let count = pair_counts.get(&top.pair).copied().unwrap_or(0);
+        if top.count != count {
+            queue.push_again(top, count);
+            continue;
+        }
+        if count < 1 || options.min_frequency > count {
+            break;
+        }
+        let (left, right) = pair_of(top.pair);
+        let token = format!(
+            "{}{}",
+            vocab.tokens[left as usize], vocab.tokens[right as usize]
+        );
+        let new = vocab.id(token);
+        merges.push((left, right, new));
+        queue.take_words(&top, &mut in_words);
+        let changes = arena.merge(&in_words, left, right, new);
+        apply(changes, &mut pair_counts, &mut queue);
+    }
+    Ok(Bpe {
+        vocab: vocab.tokens,
+        merges,
+    })
+}
+
+/// Count changes into `pair_counts`, then one entry per pair formed, at its count now, with the
+/// words it was formed in (`tokenizers` pushes these whatever the pair's other entries).
+fn apply(changes: Changes, pair_counts: &mut FxHashMap<PairKey, u64>, queue: &mut MergeQueue) {
+    for (key, delta) in changes.delta {
+        let count = pair_counts.get(&key).copied().unwrap_or(0);
+        // The counts are exact, so none goes below zero.
+        match count.checked_add_signed(delta) {
+            Some(0) | None => pair_counts.remove(&key),
+            Some(count) => pair_counts.insert(key, count),
+        };
+    }
+    let mut formed = changes.formed;
+    formed.sort_unstable();
+    formed.dedup();
+    let mut rest = formed.as_slice();
+    while let Some(&(key, _)) = rest.first() {
+        let run = rest.iter().take_while(|&&(k, _)| k == key).count();
+        let count = pair_counts.get(&key).copied().unwrap_or(0);
+        if count > 0 {
+            queue.push(count, key, rest[..run].iter().map(|&(_, w)| w));
+        }
+        rest = &rest[run..];
+    }
+}
+
+/// Every character of the words.
+fn characters(words: &WordCounts) -> Vec<char> {
+    let mut low = [false; 256];
+    let mut high: FxHashSet<char> = FxHashSet::default();
+    for (word, _) in words.iter() {
+        for c in word.chars() {
+            match low.get_mut(c as usize) {
+                Some(seen) => *seen = true,
+                None => {
+                    high.insert(c);
+                }
+            }
+        }
+    }
+    let low = (0..256u32)
+        .filter(|&c| low[c as usize])
+        .filter_map(char::from_u32);
+    low.chain(high).collect()
+}
+
+/// The words as symbol ids (every character is in the vocabulary by now). Words of one symbol
+/// have no pair and are left out.
+fn symbols(words: &WordCounts, vocab: &Vocab) -> WordArena {
+    let mut buffer = [0u8; 4];
+    let mut id_of = |c: char| {
+        vocab
+            .ids
+            .get(&*c.encode_utf8(&mut buffer))
+            .copied()
+            .unwrap_or(u32::MAX)
+    };
+    // ByteLevel words are all below U+0144: a table for those, a map for the rest.
+    let low: Vec<u32> = (0..LOW_CHARS)
+        .map(|c| char::from_u32(c).map_or(u32::MAX, &mut id_of))
+        .collect();
+    let mut high: FxHashMap<char, u32> = FxHashMap::default();
+    let long = words.iter().filter(|(w, _)| w.chars().nth(1).is_some());
+    let symbols = long.clone().map(|(w, _)| w.chars().count()).sum();
+    let mut arena = WordArena::with_capacity(long.clone().count(), symbols);
+    for (word, count) in long {
+        let ids = word.chars().map(|c| match low.get(c as usize) {
+            Some(&id) => id,
+            None => *high.entry(c).or_insert_with(|| id_of(c)),
+        });
+        arena.push(ids, count);
+    }
+    arena
+}
+
+/// Characters below this take `symbols`' table.
+const LOW_CHARS: u32 = 0x200;
