@@ -519,8 +519,8 @@ fn speed_ours() {
         .expect("tokenizer")
         .to_string(false);
     eprintln!(
-        "ours, {} threads: count {counted:.2}s ({} distinct words), merge {merged:.2}s ({} merges), \
-         total {:.2}s, json {} bytes; {}",
+        "ours, {} threads: count {counted:.2}s ({} distinct words), merge {merged:.2}s \
+         ({} merges), total {:.2}s, json {} bytes; {}",
         rayon::current_num_threads(),
         distinct,
         bpe.merges.len(),

@@ -18,6 +18,8 @@
 //!   time a merge of its own in the list (`Bpe::merges`).
 //! - a merge does not take the merged pair's own occurrences off its count.
 
+use std::collections::hash_map::Entry;
+
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::merge_queue::MergeQueue;
@@ -124,6 +126,7 @@ pub fn train_bpe(words: WordCounts, options: &BpeOptions) -> Result<Bpe> {
 
     let mut merges = Vec::new();
     let mut in_words = Vec::new();
+    let mut changes = Changes::default();
     while vocab.tokens.len() < options.vocab_size {
         let Some(top) = queue.pop() else {
             break;
@@ -144,8 +147,8 @@ pub fn train_bpe(words: WordCounts, options: &BpeOptions) -> Result<Bpe> {
         let new = vocab.id(token);
         merges.push((left, right, new));
         queue.take_words(&top, &mut in_words);
-        let changes = arena.merge(&in_words, left, right, new);
-        apply(changes, &mut pair_counts, &mut queue);
+        arena.merge(&in_words, left, right, new, &mut changes);
+        apply(&mut changes, &mut pair_counts, &mut queue);
     }
     Ok(Bpe {
         vocab: vocab.tokens,
@@ -155,16 +158,25 @@ pub fn train_bpe(words: WordCounts, options: &BpeOptions) -> Result<Bpe> {
 
 /// Count changes into `pair_counts`, then one entry per pair formed, at its count now, with the
 /// words it was formed in (`tokenizers` pushes these whatever the pair's other entries).
-fn apply(changes: Changes, pair_counts: &mut FxHashMap<PairKey, u64>, queue: &mut MergeQueue) {
-    for (key, delta) in changes.delta {
-        let count = pair_counts.get(&key).copied().unwrap_or(0);
-        // The counts are exact, so none goes below zero.
-        match count.checked_add_signed(delta) {
-            Some(0) | None => pair_counts.remove(&key),
-            Some(count) => pair_counts.insert(key, count),
-        };
+/// `changes` is left empty, for the next merge.
+fn apply(changes: &mut Changes, pair_counts: &mut FxHashMap<PairKey, u64>, queue: &mut MergeQueue) {
+    for (key, delta) in changes.delta.drain() {
+        match pair_counts.entry(key) {
+            // The counts are exact, so none goes below zero.
+            Entry::Occupied(mut count) => match count.get().checked_add_signed(delta) {
+                Some(0) | None => {
+                    count.remove();
+                }
+                Some(sum) => *count.get_mut() = sum,
+            },
+            Entry::Vacant(slot) => {
+                if delta > 0 {
+                    slot.insert(delta as u64);
+                }
+            }
+        }
     }
-    let mut formed = changes.formed;
+    let formed = &mut changes.formed;
     formed.sort_unstable();
     formed.dedup();
     let mut rest = formed.as_slice();
@@ -176,6 +188,7 @@ fn apply(changes: Changes, pair_counts: &mut FxHashMap<PairKey, u64>, queue: &mu
         }
         rest = &rest[run..];
     }
+    formed.clear();
 }
 
 /// Every character of the words.
@@ -229,3 +242,63 @@ fn symbols(words: &WordCounts, vocab: &Vocab) -> WordArena {
 
 /// Characters below this take `symbols`' table.
 const LOW_CHARS: u32 = 0x200;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn train(words: &[(&str, u64)], vocab_size: usize, min_frequency: u64) -> Bpe {
+        let options = BpeOptions {
+            vocab_size,
+            min_frequency,
+            special_tokens: vec![],
+            initial_alphabet: vec![],
+        };
+        train_bpe(WordCounts::from_counts(words.iter().copied()), &options).expect("trained")
+    }
+
+    /// The example of `tokenizers`' own trainer test: with `min_frequency` 2 only `r e`,
+    /// `a re` and `i s` are merged, after the 22 characters by code point.
+    #[test]
+    fn the_tokenizers_example() {
+        let words = [
+            ("roses", 1),
+            ("are", 2),
+            ("red", 1),
+            ("voilets", 1),
+            ("blue", 1),
+            ("BERT", 1),
+            ("is", 2),
+            ("big", 1),
+            ("and", 1),
+            ("so", 1),
+            ("GPT-2", 1),
+        ];
+        let bpe = train(&words, 30_000, 2);
+        let chars: Vec<String> = "-2BEGPRTabdegilnorstuv".chars().map(String::from).collect();
+        assert_eq!(bpe.vocab[..22], chars[..]);
+        assert_eq!(bpe.vocab[22..], ["re", "are", "is"]);
+        let id = |t: &str| bpe.vocab.iter().position(|v| v == t).expect("token") as u32;
+        assert_eq!(
+            bpe.merges,
+            [
+                (id("r"), id("e"), 22),
+                (id("a"), id("re"), 23),
+                (id("i"), id("s"), 24)
+            ]
+        );
+        // The same words given twice add up; no vocabulary smaller than the alphabet.
+        let twice: Vec<(&str, u64)> = words.iter().chain(&words).copied().collect();
+        assert_eq!(train(&twice, 30_000, 4), bpe);
+        assert_eq!(train(&words, 5, 2).vocab.len(), 22);
+    }
+
+    #[test]
+    fn merge_list_keeps_each_pair_at_its_last_merge() {
+        let bpe = Bpe {
+            vocab: vec![],
+            merges: vec![(1, 2, 5), (3, 4, 6), (1, 2, 5), (5, 6, 7)],
+        };
+        assert_eq!(bpe.merge_list(), [(3, 4), (1, 2), (5, 6)]);
+    }
+}

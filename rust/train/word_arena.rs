@@ -4,10 +4,12 @@
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-/// Marks the end of a word that merges have made shorter than its slot.
+/// Fills the rest of a word's slot once merges have made the word shorter.
 const END: u32 = u32::MAX;
 /// Words of one merge handled by one task; a merge that touches fewer runs on one thread.
 const WORDS_PER_TASK: usize = 2048;
+/// How many words ahead a merge starts loading the next words.
+const LOOK_AHEAD: usize = 8;
 
 /// A pair of symbols as one key: the left id in the high half, so keys order as `(left, right)`.
 pub type PairKey = u64;
@@ -86,18 +88,31 @@ impl WordArena {
     }
 
     /// Merge `left right` into `new` in the words `words` (ascending, each once), as
-    /// `tokenizers` does, and return what changed. Big lists are split among the threads; the
-    /// changes are the same whatever the split.
-    pub fn merge(&mut self, words: &[u32], left: u32, right: u32, new: u32) -> Changes {
+    /// `tokenizers` does, and add what changed to `changes`. Big lists are split among the
+    /// threads; the changes are the same whatever the split.
+    pub fn merge(&mut self, words: &[u32], left: u32, right: u32, new: u32, changes: &mut Changes) {
         let counts = &self.counts;
         let starts = &self.starts;
-        if words.len() < 2 * WORDS_PER_TASK {
-            let mut changes = Changes::default();
-            for &w in words {
-                let slot = &mut self.symbols[starts[w as usize]..starts[w as usize + 1]];
-                merge_word(slot, left, right, new, counts[w as usize], w, &mut changes);
+        debug_assert!(words.windows(2).all(|w| w[0] < w[1]));
+        // Merge in the words of `chunk`, whose slots lie in `part`, which starts at `base`.
+        let merge_run = |part: &mut [u32], base: usize, chunk: &[u32], changes: &mut Changes| {
+            for (i, &w) in chunk.iter().enumerate() {
+                // The words lie all over the arena, and waiting for each one's first load was
+                // most of a merge's time: the slots of the words a few ahead are fetched while
+                // this one is merged, and the starts of those further on before that.
+                if let Some(&ahead) = chunk.get(i + 2 * LOOK_AHEAD) {
+                    prefetch(starts, ahead as usize);
+                }
+                if let Some(&ahead) = chunk.get(i + LOOK_AHEAD) {
+                    prefetch(part, starts[ahead as usize] - base);
+                }
+                let (from, to) = (starts[w as usize] - base, starts[w as usize + 1] - base);
+                let slot = &mut part[from..to];
+                merge_word(slot, left, right, new, counts[w as usize], w, changes);
             }
-            return changes;
+        };
+        if words.len() < 2 * WORDS_PER_TASK {
+            return merge_run(&mut self.symbols, 0, words, changes);
         }
         // Each task gets the part of the arena its words lie in: the words ascend, so the
         // parts follow one another and do not overlap.
@@ -115,21 +130,18 @@ impl WordArena {
             rest_start = to;
             tasks.push((chunk, part, from));
         }
-        tasks
+        let found = tasks
             .into_par_iter()
             .map(|(chunk, part, base)| {
                 let mut changes = Changes::default();
-                for &w in chunk {
-                    let (from, to) = (starts[w as usize] - base, starts[w as usize + 1] - base);
-                    let slot = &mut part[from..to];
-                    merge_word(slot, left, right, new, counts[w as usize], w, &mut changes);
-                }
+                merge_run(part, base, chunk, &mut changes);
                 changes
             })
             .reduce(Changes::default, |mut a, b| {
                 a.absorb(b);
                 a
-            })
+            });
+        changes.absorb(found);
     }
 
     /// Every pair of the words with its count and the words it is in: counted by the threads
@@ -234,6 +246,10 @@ pub struct Pairs {
 /// with the symbol before it loses one and the pair with `new` gains one, and the same after it.
 /// The merged pair itself is not taken off (`tokenizers` does not); it loses an occurrence
 /// only when it overlaps itself (`a a a` merging `a a`).
+///
+/// A slot is the word's symbols then `END` to its end (merging fills what it frees), so a scan
+/// of the whole slot finds no pair past the word; a word without the pair (its entry is older
+/// than the merge that took the pair out of it) costs one scan and no write.
 #[inline]
 fn merge_word(
     slot: &mut [u32],
@@ -244,33 +260,52 @@ fn merge_word(
     w: u32,
     changes: &mut Changes,
 ) {
-    let len = slot.iter().position(|&s| s == END).unwrap_or(slot.len());
+    let Some(first) = slot.windows(2).position(|p| p[0] == left && p[1] == right) else {
+        return;
+    };
+    let n = slot.len();
     let count = count as i64;
-    let (mut read, mut write) = (0, 0);
-    while read < len {
-        if read + 1 < len && slot[read] == left && slot[read + 1] == right {
+    let (mut read, mut write) = (first, first);
+    while read < n {
+        let symbol = slot[read];
+        if symbol == END {
+            break;
+        }
+        if symbol == left && read + 1 < n && slot[read + 1] == right {
             if write > 0 {
                 let before = slot[write - 1];
                 changes.remove(pair_key(before, left), count);
                 changes.form(pair_key(before, new), count, w);
             }
             // The symbol after the pair is still unread (write <= read).
-            if read + 2 < len {
-                let after = slot[read + 2];
+            if let Some(&after) = slot.get(read + 2).filter(|&&s| s != END) {
                 changes.remove(pair_key(right, after), count);
                 changes.form(pair_key(new, after), count, w);
             }
             slot[write] = new;
             read += 2;
         } else {
-            slot[write] = slot[read];
+            slot[write] = symbol;
             read += 1;
         }
         write += 1;
     }
-    if write < len {
-        slot[write] = END;
+    slot[write..read].fill(END);
+}
+
+/// Ask for the cache line of `items[at]` (if there is one) without waiting for it.
+#[inline(always)]
+fn prefetch<T>(items: &[T], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if at < items.len() {
+        // SAFETY: `at` is below the slice's length; a prefetch has no effect on state.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>(items.as_ptr().add(at).cast());
+        }
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (items, at);
 }
 
 #[cfg(test)]
@@ -280,7 +315,8 @@ mod tests {
     fn merged(word: &[u32], left: u32, right: u32, new: u32) -> (Vec<u32>, Vec<(u32, u32, i64)>) {
         let mut arena = WordArena::with_capacity(1, word.len());
         arena.push(word.iter().copied(), 1);
-        let changes = arena.merge(&[0], left, right, new);
+        let mut changes = Changes::default();
+        arena.merge(&[0], left, right, new, &mut changes);
         let mut delta: Vec<(u32, u32, i64)> = changes
             .delta
             .into_iter()
