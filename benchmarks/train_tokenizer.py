@@ -1,4 +1,5 @@
-"""Tokenizer training, side by side: ``data_io train-tokenizer`` against the Python ``tokenizers``
+"""Tokenizer training, side by side: ``data_io train-tokenizer`` (its Rust trainer, and with
+``--trainer hf`` the ``tokenizers`` crate's, as ``data_io-hf``) against the Python ``tokenizers``
 ``BpeTrainer`` (the same normaliser, split regex, ByteLevel alphabet and special tokens: the
 oracle of the merges), rustbpe and bpeasy (both PyPI), on the same texts.
 
@@ -65,7 +66,7 @@ SPLIT_REGEX = (
 
 def child(engine: str, rows: str, vocab: int, megabytes: float | None, out: str) -> dict:
     """One engine's training in this process; returns its timing and vocabulary."""
-    if engine == "data_io":
+    if engine in ("data_io", "data_io-hf"):
         from data_io.tokenizer.train import default_special_tokens, train_tokenizer
 
         corpus = Path(out) / "corpus"
@@ -73,6 +74,7 @@ def child(engine: str, rows: str, vocab: int, megabytes: float | None, out: str)
         start = time.perf_counter()
         train_tokenizer([corpus], Path(out) / "tokenizer.json", vocab_size=vocab,
                         prefix_config=None, truncate_len=NO_TRUNCATION, progress=False,
+                        trainer="hf" if engine == "data_io-hf" else "rust",
                         special_tokens=default_special_tokens())  # fmt: skip
         seconds = time.perf_counter() - start
         model = json.loads((Path(out) / "tokenizer.json").read_text(encoding="utf-8"))["model"]

@@ -42,6 +42,7 @@ def train_tokenizer(
     on_error: str,
     threads: int | None,
     progress: bool,
+    trainer: str = "rust",
 ) -> str:
     """Train a tokenizer and write it (and config.json, tokenizer_config.json beside it);
     returns the report as JSON."""

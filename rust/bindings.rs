@@ -22,7 +22,7 @@ use crate::sampling::gather::{gather_epoch as gather_rows, EpochColumns, RowReco
 use crate::sampling::philox::NumpyPhilox;
 use crate::sampling::pool::{copy_pool, PoolSource, PoolTarget, TokenType};
 use crate::tokenize::{DtypeChoice, TokenizeOptions};
-use crate::train::{TokenizerKind, TrainOptions, DEFAULT_SPECIAL_TOKENS, SPLIT_REGEX};
+use crate::train::{TokenizerKind, TrainOptions, Trainer, DEFAULT_SPECIAL_TOKENS, SPLIT_REGEX};
 
 /// mimalloc for everything the extension allocates: the HF encoder and the readers allocate
 /// per text, and glibc's malloc costs them a third of their speed (see Cargo.toml).
@@ -163,7 +163,8 @@ fn tokenize_unit(py: Python<'_>, options: &str, unit: &str) -> PyResult<String> 
 /// Train a tokenizer on the rows under `inputs`, write it to `output`; returns the report as JSON.
 #[pyfunction]
 #[pyo3(signature = (inputs, output, *, kind, vocab_size, seed, prefix_limits, truncate_len,
-                    limit_mul_factor, special_tokens, min_frequency, on_error, threads, progress))]
+                    limit_mul_factor, special_tokens, min_frequency, on_error, threads, progress,
+                    trainer = "rust"))]
 #[allow(clippy::too_many_arguments)]
 fn train_tokenizer(
     py: Python<'_>,
@@ -180,7 +181,18 @@ fn train_tokenizer(
     on_error: &str,
     threads: Option<usize>,
     progress: bool,
+    trainer: &str,
 ) -> PyResult<String> {
+    let trainer = match trainer {
+        "rust" => Trainer::Ours,
+        "hf" => Trainer::Hf,
+        other => {
+            return Err(to_py_err(
+                py,
+                Error::Config(format!("trainer must be \"rust\" or \"hf\", not {other:?}")),
+            ))
+        }
+    };
     let options = (|| -> Result<TrainOptions, Error> {
         Ok(TrainOptions {
             inputs,
@@ -208,7 +220,7 @@ fn train_tokenizer(
     })()
     .map_err(|e| to_py_err(py, e))?;
     let report = py
-        .detach(|| crate::train::train(&options))
+        .detach(|| crate::train::train_with(&options, trainer))
         .map_err(|e| to_py_err(py, e))?;
     to_json(&report)
 }

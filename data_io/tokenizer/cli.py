@@ -17,6 +17,7 @@ from data_io.tokenizer.train import (
     DEFAULT_PREFIX_CONFIG,
     DEFAULT_TRUNCATE_LEN,
     DEFAULT_VOCAB_SIZE,
+    TRAINERS,
     train_tokenizer,
 )
 from data_io.util.args import ROW_FILES, add_rows_and_output
@@ -39,6 +40,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=("bpe", "unigram"),
         default="bpe",
         help="model type (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--trainer",
+        choices=TRAINERS,
+        default=None,
+        help="rust: data_io's BPE trainer (its merges equal tokenizers'; faster, less memory); "
+        "hf: the tokenizers library's trainers, the only one for unigram (default: rust for "
+        "bpe, hf for unigram)",
     )
     parser.add_argument(
         "--vocab-size",
@@ -142,6 +151,7 @@ def _run(args: argparse.Namespace) -> int:
         pad_token=args.pad_token,
         bos_token=args.bos_token,
         eos_token=args.eos_token,
+        trainer=args.trainer,
     )
     if not args.quiet:
         print(summary_line(result))

@@ -23,6 +23,8 @@ DEFAULT_TRUNCATE_LEN = 10_000
 DEFAULT_LIMIT_MUL_FACTOR = 10
 DEFAULT_PREFIX_CONFIG = "prefix_config.yaml"
 MIN_FREQUENCY = 2
+# "rust": data_io's BPE trainer (rust/train/words.rs, merge.rs); "hf": tokenizers' trainers.
+TRAINERS = ("rust", "hf")
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ def train_tokenizer(
     pad_token: str | None = None,
     bos_token: str | None = None,
     eos_token: str | None = None,
+    trainer: str | None = None,
 ) -> TrainResult:
     """Train on the instruction and response texts of every row under ``inputs``.
 
@@ -93,10 +96,18 @@ def train_tokenizer(
     ``data_io tokenize``. ``prefix_config=None`` uses every text. Inputs without any row file,
     or without a single usable text, raise and write nothing. ``pad_token``/``bos_token``/
     ``eos_token`` name the special tokens ``tokenizer_config.json`` gives those roles (default:
-    the pipeline's own tokens, when they are among ``special_tokens``).
+    the pipeline's own tokens, when they are among ``special_tokens``). ``trainer``: ``"rust"``
+    (data_io's BPE trainer, the default for BPE; its merges equal ``tokenizers``') or ``"hf"``
+    (``tokenizers``' own trainers, the default for unigram, which only it trains).
     """
     if tokenizer_type not in ("bpe", "unigram"):
         raise ConfigError(f"tokenizer type must be 'bpe' or 'unigram', not {tokenizer_type!r}")
+    if trainer is None:
+        trainer = "rust" if tokenizer_type == "bpe" else "hf"
+    if trainer not in TRAINERS:
+        raise ConfigError(f"trainer must be one of {', '.join(TRAINERS)}, not {trainer!r}")
+    if trainer == "rust" and tokenizer_type != "bpe":
+        raise ConfigError("the rust trainer trains BPE; train a unigram tokenizer with trainer hf")
     for name, value in (("truncate_len", truncate_len), ("limit_mul_factor", limit_mul_factor)):
         if value < 1:
             raise ConfigError(f"{name} must be at least 1, not {value}")
@@ -131,6 +142,7 @@ def train_tokenizer(
         on_error=on_error,
         threads=threads,
         progress=sys.stderr.isatty() if progress is None else progress,
+        trainer=trainer,
     )
     missing = _set_roles(output.parent / "tokenizer_config.json", chosen)
     return dataclasses.replace(

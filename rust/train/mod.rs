@@ -38,7 +38,13 @@ pub mod words;
 mod differential;
 
 pub use hf::tokenizer_config;
-use hf::{new_tokenizer, new_trainer, save};
+use hf::{bpe_tokenizer, new_tokenizer, new_trainer, save};
+use merge::{train_bpe, BpeOptions};
+use tokenizers::pre_tokenizers::byte_level::ByteLevel;
+use tokenizers::Tokenizer;
+use words::WordCounter;
+
+use crate::encoder::fast_bpe::pretokenize::Pattern;
 
 // Defined below the trainer and the encoder (whose tests check them), re-exported here where
 // the crate has always named them.
@@ -92,15 +98,34 @@ pub struct TrainReport {
     pub skipped_files: Vec<String>,
 }
 
+/// Which BPE trainer learns the merges; both give the same `tokenizer.json` (`differential.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trainer {
+    /// This crate's counting and merge passes (`words.rs`, `merge.rs`): BPE only.
+    Ours,
+    /// `tokenizers`' own trainers: the oracle, and the one that trains unigram.
+    Hf,
+}
+
+/// Train with `tokenizers`' trainers (what `train_with(options, Trainer::Hf)` does).
 pub fn train(options: &TrainOptions) -> Result<TrainReport> {
+    train_with(options, Trainer::Hf)
+}
+
+pub fn train_with(options: &TrainOptions, trainer: Trainer) -> Result<TrainReport> {
+    if trainer == Trainer::Ours && options.kind != TokenizerKind::Bpe {
+        return Err(Error::Config(
+            "the Rust trainer trains BPE; train a unigram tokenizer with --trainer hf".into(),
+        ));
+    }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.threads.unwrap_or(0))
         .build()
         .map_err(|e| Error::Config(format!("cannot start {:?} threads: {e}", options.threads)))?;
-    pool.install(|| run(options))
+    pool.install(|| run(options, trainer))
 }
 
-fn run(options: &TrainOptions) -> Result<TrainReport> {
+fn run(options: &TrainOptions, trainer_choice: Trainer) -> Result<TrainReport> {
     let started = Instant::now();
     validate(options)?;
     let inputs = task_files(&options.inputs)?;
@@ -123,16 +148,23 @@ fn run(options: &TrainOptions) -> Result<TrainReport> {
         });
     }
 
-    let mut tokenizer = new_tokenizer(options.kind)?;
-    let mut trainer = new_trainer(options)?;
     let failure: Mutex<Option<Error>> = Mutex::new(None);
     let reports: Mutex<Vec<TrainFileReport>> = Mutex::new(Vec::new());
     let texts = plans
         .iter()
-        .flat_map(|plan| FileTexts::new(plan, options, &failure, &reports));
-    tokenizer
-        .train(&mut trainer, texts.flatten())
-        .map_err(|e| Error::Tokenizer(format!("training failed: {e}")))?;
+        .flat_map(|plan| FileTexts::new(plan, options, &failure, &reports))
+        .flatten();
+    let tokenizer = match trainer_choice {
+        Trainer::Hf => {
+            let mut tokenizer = new_tokenizer(options.kind)?;
+            let mut trainer = new_trainer(options)?;
+            tokenizer
+                .train(&mut trainer, texts)
+                .map_err(|e| Error::Tokenizer(format!("training failed: {e}")))?;
+            tokenizer
+        }
+        Trainer::Ours => train_ours(options, texts)?,
+    };
     if let Some(error) = failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
         return Err(error);
     }
@@ -156,6 +188,34 @@ fn run(options: &TrainOptions) -> Result<TrainReport> {
             .map(|p| p.display().to_string())
             .collect(),
     })
+}
+
+/// Texts counted per call of the counter: it splits them across the pool's threads.
+const TEXTS_PER_COUNT: usize = 8192;
+
+/// Our trainer: count the distinct words of `texts` (read a batch at a time, counted on every
+/// thread), then merge them; the tokenizer around the model is the one `tokenizers` would build.
+fn train_ours(options: &TrainOptions, texts: impl Iterator<Item = String>) -> Result<Tokenizer> {
+    let counter = WordCounter::new(Pattern::Qwen, true);
+    let mut batch = Vec::with_capacity(TEXTS_PER_COUNT);
+    for text in texts {
+        batch.push(text);
+        if batch.len() == TEXTS_PER_COUNT {
+            counter.add_texts(&batch);
+            batch.clear();
+        }
+    }
+    counter.add_texts(&batch);
+    let bpe = train_bpe(
+        counter.finish(),
+        &BpeOptions {
+            vocab_size: options.vocab_size,
+            min_frequency: options.min_frequency,
+            special_tokens: options.special_tokens.clone(),
+            initial_alphabet: ByteLevel::alphabet().into_iter().collect(),
+        },
+    )?;
+    bpe_tokenizer(&bpe, &options.special_tokens)
 }
 
 fn nothing_to_train_on(files: &[TrainFileReport]) -> Error {

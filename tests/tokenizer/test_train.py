@@ -322,3 +322,37 @@ def test_a_vocabulary_smaller_than_asked_is_said(tmp_path: Path, capsys):
     printed = capsys.readouterr().out
     assert size < 60000
     assert f"the vocabulary has {size:,} tokens, not the 60,000 asked" in printed
+
+
+@pytest.mark.parametrize(
+    ("vocab_size", "specials"),
+    [(300, []), (600, None), (2000, None), (800, ["<s>", "</s>", "<|x|>"])],
+)
+def test_the_rust_trainer_writes_the_files_the_hf_trainer_writes(
+    tmp_path: Path, vocab_size: int, specials: list[str] | None
+) -> None:
+    """The default (rust) trainer against the tokenizers crate's BpeTrainer (--trainer hf), on
+    the example rows: byte-identical tokenizer.json, config.json and tokenizer_config.json."""
+    written = {}
+    for trainer in ("rust", "hf"):
+        out = tmp_path / trainer / "tokenizer.json"
+        train_tokenizer([EXAMPLE_ROWS], out, vocab_size=vocab_size, prefix_config=None,
+                        special_tokens=specials, progress=False, trainer=trainer)  # fmt: skip
+        written[trainer] = {p.name: p.read_bytes() for p in sorted(out.parent.iterdir())}
+    assert written["rust"] == written["hf"]
+    assert len(json.loads(written["rust"]["tokenizer.json"])["model"]["merges"]) > 0
+
+
+def test_trainer_choices_are_checked(tmp_path: Path) -> None:
+    out = tmp_path / "t" / "tokenizer.json"
+    with pytest.raises(ConfigError, match="rust trainer trains BPE"):
+        train_tokenizer([EXAMPLE_ROWS], out, tokenizer_type="unigram", trainer="rust")
+    with pytest.raises(ConfigError, match="trainer must be one of rust, hf"):
+        train_tokenizer([EXAMPLE_ROWS], out, trainer="sentencepiece")
+    with pytest.raises(ValueError, match="trainer must be"):
+        _core.train_tokenizer(
+            [str(EXAMPLE_ROWS)], str(out), kind="bpe", vocab_size=300, seed=0, prefix_limits=[],
+            truncate_len=10, limit_mul_factor=1, special_tokens=[], min_frequency=2,
+            on_error="fail", threads=None, progress=False, trainer="nope",
+        )  # fmt: skip
+    assert not out.exists()
