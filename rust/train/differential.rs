@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
@@ -13,7 +14,7 @@ use tokenizers::{
     Tokenizer,
 };
 
-use super::hf::{bpe_tokenizer, new_tokenizer, new_trainer};
+use super::hf::{bpe_tokenizer, new_tokenizer, new_trainer, save};
 use super::merge::{train_bpe, BpeOptions};
 use super::words::{count_words, WordCounts};
 use super::{TokenizerKind, TrainOptions, DEFAULT_SPECIAL_TOKENS};
@@ -43,24 +44,35 @@ fn options(vocab_size: usize, min_frequency: u64, special_tokens: &[String]) -> 
     }
 }
 
-/// `tokenizer.json` as `data_io train-tokenizer --trainer hf` makes it.
-fn hf_json(texts: &[String], vocab_size: usize, min_frequency: u64, specials: &[String]) -> String {
+/// The tokenizer `data_io train-tokenizer --trainer hf` makes.
+fn hf_tokenizer(
+    texts: &[String],
+    vocab_size: usize,
+    min_frequency: u64,
+    specials: &[String],
+) -> Tokenizer {
     let options = options(vocab_size, min_frequency, specials);
     let mut tokenizer = new_tokenizer(TokenizerKind::Bpe).expect("tokenizer");
     let mut trainer = new_trainer(&options).expect("trainer");
     tokenizer
         .train(&mut trainer, texts.iter())
         .expect("HF training");
+    tokenizer
+}
+
+fn hf_json(texts: &[String], vocab_size: usize, min_frequency: u64, specials: &[String]) -> String {
+    let tokenizer = hf_tokenizer(texts, vocab_size, min_frequency, specials);
     tokenizer.to_string(false).expect("json")
 }
 
-fn our_json(
+/// Ours on `threads` threads.
+fn our_tokenizer(
     texts: &[String],
     vocab_size: usize,
     min_frequency: u64,
     specials: &[String],
     threads: usize,
-) -> String {
+) -> Tokenizer {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
@@ -77,9 +89,19 @@ fn our_json(
             },
         )
         .expect("our training");
-        let tokenizer = bpe_tokenizer(&bpe, specials).expect("tokenizer");
-        tokenizer.to_string(false).expect("json")
+        bpe_tokenizer(&bpe, specials).expect("tokenizer")
     })
+}
+
+fn our_json(
+    texts: &[String],
+    vocab_size: usize,
+    min_frequency: u64,
+    specials: &[String],
+    threads: usize,
+) -> String {
+    let tokenizer = our_tokenizer(texts, vocab_size, min_frequency, specials, threads);
+    tokenizer.to_string(false).expect("json")
 }
 
 /// Where two tokenizer files first differ, told by vocab and merges.
@@ -358,6 +380,22 @@ fn counting_gives_the_words_of_the_hf_pre_tokenizer() {
     }
 }
 
+/// The three files `hf::save` writes, from both trainers, byte for byte.
+#[test]
+fn the_files_written_are_the_same() {
+    let texts = prose();
+    let folder = tempfile::tempdir().expect("temporary folder");
+    let written = |name: &str, tokenizer: Tokenizer| {
+        let output = folder.path().join(name).join("tokenizer.json");
+        save(&tokenizer, &output, &specials()).expect("saved");
+        ["tokenizer.json", "config.json", "tokenizer_config.json"]
+            .map(|file| std::fs::read(output.with_file_name(file)).expect("read"))
+    };
+    let theirs = written("hf", hf_tokenizer(&texts, 2000, 2, &specials()));
+    let ours = written("ours", our_tokenizer(&texts, 2000, 2, &specials(), 2));
+    assert!(ours == theirs, "the files differ");
+}
+
 #[test]
 fn prose_at_several_sizes_and_frequencies() {
     let texts = prose();
@@ -410,29 +448,33 @@ fn too_small_a_vocabulary_gives_specials_and_alphabet() {
     assert_same("no text", &[], 1000, 1, &specials());
 }
 
-/// Random small corpora of a few letters: many ties, and tokens made again by another pair.
-#[test]
-fn random_small_corpora() {
-    let mut rng = ChaCha8Rng::seed_from_u64(25);
-    for round in 0..300 {
-        let alphabet: Vec<char> = "abcdé ".chars().take(rng.random_range(2..7)).collect();
-        let texts: Vec<String> = (0..rng.random_range(1..30))
-            .map(|_| {
-                (0..rng.random_range(0..40))
-                    .map(|_| alphabet[rng.random_range(0..alphabet.len())])
-                    .collect()
-            })
-            .collect();
-        let vocab_size = rng.random_range(250..400);
-        let min_frequency = rng.random_range(0..4);
-        let specials = if round % 3 == 0 { specials() } else { vec![] };
-        assert_same(
-            &format!("round {round}: {texts:?}"),
-            &texts,
-            vocab_size,
-            min_frequency,
-            &specials,
-        );
+/// Texts of a few characters (many ties), or of more with spaces, digits and newlines.
+fn small_corpus() -> impl Strategy<Value = Vec<String>> {
+    let text = prop_oneof!["[ab]{0,60}", "[abc ]{0,50}", "[abcé 1.\n']{0,40}"];
+    proptest::collection::vec(text, 1..30)
+}
+
+/// No special tokens, the project's, or ones that merges make too (`Ġ` is ByteLevel's space).
+fn some_specials() -> impl Strategy<Value = Vec<String>> {
+    prop_oneof![
+        Just(vec![]),
+        Just(specials()),
+        Just(["ab", "\u{120}a", "aa", "ab"].map(String::from).to_vec()),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 250, ..ProptestConfig::default() })]
+
+    /// Random small corpora: ours (1 and 4 threads) and HF's give the same file.
+    #[test]
+    fn random_small_corpora(
+        texts in small_corpus(),
+        vocab_size in 250usize..400,
+        min_frequency in 0u64..4,
+        specials in some_specials(),
+    ) {
+        assert_same("random corpus", &texts, vocab_size, min_frequency, &specials);
     }
 }
 
