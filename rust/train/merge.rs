@@ -113,7 +113,7 @@ pub fn train_bpe(words: WordCounts, options: &BpeOptions) -> Result<Bpe> {
 
     let pairs = arena.pairs();
     // Room for the entries merges push: growing the heap later holds it twice for a moment.
-    let mut queue = MergeQueue::with_words(pairs.words, 2 * pairs.pairs.len());
+    let mut queue = MergeQueue::with_words(pairs.words, 2 * pairs.pairs.len())?;
     let mut pair_counts: FxHashMap<PairKey, u64> = FxHashMap::default();
     pair_counts.reserve(pairs.pairs.len());
     // One entry per pair: the order they go in decides no tie.
@@ -148,7 +148,7 @@ pub fn train_bpe(words: WordCounts, options: &BpeOptions) -> Result<Bpe> {
         merges.push((left, right, new));
         queue.take_words(&top, &mut in_words);
         arena.merge(&in_words, left, right, new, &mut changes);
-        apply(&mut changes, &mut pair_counts, &mut queue);
+        apply(&mut changes, &mut pair_counts, &mut queue)?;
     }
     Ok(Bpe {
         vocab: vocab.tokens,
@@ -159,7 +159,11 @@ pub fn train_bpe(words: WordCounts, options: &BpeOptions) -> Result<Bpe> {
 /// Count changes into `pair_counts`, then one entry per pair formed, at its count now, with the
 /// words it was formed in (`tokenizers` pushes these whatever the pair's other entries).
 /// `changes` is left empty, for the next merge.
-fn apply(changes: &mut Changes, pair_counts: &mut FxHashMap<PairKey, u64>, queue: &mut MergeQueue) {
+fn apply(
+    changes: &mut Changes,
+    pair_counts: &mut FxHashMap<PairKey, u64>,
+    queue: &mut MergeQueue,
+) -> Result<()> {
     for (key, delta) in changes.delta.drain() {
         match pair_counts.entry(key) {
             // The counts are exact, so none goes below zero.
@@ -184,11 +188,12 @@ fn apply(changes: &mut Changes, pair_counts: &mut FxHashMap<PairKey, u64>, queue
         let run = rest.iter().take_while(|&&(k, _)| k == key).count();
         let count = pair_counts.get(&key).copied().unwrap_or(0);
         if count > 0 {
-            queue.push(count, key, rest[..run].iter().map(|&(_, w)| w));
+            queue.push(count, key, rest[..run].iter().map(|&(_, w)| w))?;
         }
         rest = &rest[run..];
     }
     formed.clear();
+    Ok(())
 }
 
 /// Every character of the words.

@@ -9,7 +9,7 @@
 //! random), this queue by the entry first made (a stale entry pushed again keeps its place).
 //! With the project's settings it does not arise (see `merge`).
 //!
-//! The entries' words lie in one `u32` arena: an entry is 40 bytes and 4 per word, where a
+//! The entries' words lie in one `u32` arena: an entry is 24 bytes and 4 per word, where a
 //! `Vec` per entry would add a header and an allocation to each of the hundreds of thousands
 //! of entries that the long tail of rare pairs leaves in the queue. Words of merged entries are
 //! garbage until the arena is compacted, which it is instead of growing when a quarter of it is.
@@ -18,14 +18,26 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 use super::word_arena::PairKey;
+use crate::error::{Error, Result};
 
+/// Words the arena holds at most, so that an entry can point into it with a `u32`.
+const MAX_WORDS: usize = u32::MAX as usize;
+
+fn too_many() -> Error {
+    Error::Input(format!(
+        "the merge pass's lists of words outgrew {MAX_WORDS} entries: train on fewer distinct \
+         words"
+    ))
+}
+
+/// 24 bytes: the long tail of rare pairs leaves hundreds of thousands in the queue.
 #[derive(PartialEq, Eq)]
 struct Entry {
     count: u64,
     pair: PairKey,
     /// Its words: `words[at..at + len]` of the queue. Entries made later lie further on
     /// (compaction keeps the order), so a smaller `at` is an older entry and wins a tie.
-    at: usize,
+    at: u32,
     len: u32,
 }
 
@@ -48,7 +60,7 @@ impl PartialOrd for Entry {
 pub struct Top {
     pub count: u64,
     pub pair: PairKey,
-    at: usize,
+    at: u32,
     len: u32,
 }
 
@@ -63,22 +75,31 @@ pub struct MergeQueue {
 impl MergeQueue {
     /// A queue whose arena is `words` already; `push_stored` makes entries of parts of it,
     /// and every word no entry takes counts as garbage.
-    pub fn with_words(words: Vec<u32>, entries: usize) -> MergeQueue {
-        MergeQueue {
+    pub fn with_words(words: Vec<u32>, entries: usize) -> Result<MergeQueue> {
+        if words.len() > MAX_WORDS {
+            return Err(too_many());
+        }
+        Ok(MergeQueue {
             heap: BinaryHeap::with_capacity(entries),
             garbage: words.len(),
             words,
-        }
+        })
     }
 
     /// A new entry for `pair` at `count`, to be merged in `words[range]` of the arena.
     pub fn push_stored(&mut self, count: u64, pair: PairKey, range: std::ops::Range<usize>) {
         self.garbage -= range.len();
-        self.push_entry(count, pair, range.start, range.len() as u32);
+        // `with_words` took no more than `MAX_WORDS`.
+        self.push_entry(count, pair, range.start as u32, range.len() as u32);
     }
 
     /// A new entry for `pair` at `count`, to be merged in `words` (ascending, each once).
-    pub fn push(&mut self, count: u64, pair: PairKey, words: impl ExactSizeIterator<Item = u32>) {
+    pub fn push(
+        &mut self,
+        count: u64,
+        pair: PairKey,
+        words: impl ExactSizeIterator<Item = u32>,
+    ) -> Result<()> {
         let len = words.len();
         if self.words.len() + len > self.words.capacity() {
             // Full: compact when a quarter is garbage, and grow by half rather than double
@@ -87,16 +108,24 @@ impl MergeQueue {
                 self.compact();
             }
             let live = self.words.len();
+            if live + len > MAX_WORDS {
+                return Err(too_many());
+            }
             if live + len > self.words.capacity() {
                 self.words.reserve_exact((live / 2).max(len));
             }
         }
-        let at = self.words.len();
+        let at = self.words.len() as u32;
         self.words.extend(words);
         self.push_entry(count, pair, at, len as u32);
+        Ok(())
     }
 
-    fn push_entry(&mut self, count: u64, pair: PairKey, at: usize, len: u32) {
+    fn push_entry(&mut self, count: u64, pair: PairKey, at: u32, len: u32) {
+        // Grown by half, as the arena: the queue ends with entries of most pairs ever formed.
+        if self.heap.len() == self.heap.capacity() {
+            self.heap.reserve_exact(self.heap.len() / 2 + 1);
+        }
         self.heap.push(Entry {
             count,
             pair,
@@ -121,8 +150,9 @@ impl MergeQueue {
 
     /// The words of an entry taken to be merged, into `out`; they are garbage from now on.
     pub fn take_words(&mut self, top: &Top, out: &mut Vec<u32>) {
+        let at = top.at as usize;
         out.clear();
-        out.extend_from_slice(&self.words[top.at..top.at + top.len as usize]);
+        out.extend_from_slice(&self.words[at..at + top.len as usize]);
         self.garbage += top.len as usize;
     }
 
@@ -134,9 +164,10 @@ impl MergeQueue {
         let mut end = 0;
         for i in order {
             let entry = &mut entries[i as usize];
-            let len = entry.len as usize;
-            self.words.copy_within(entry.at..entry.at + len, end);
-            entry.at = end;
+            let (at, len) = (entry.at as usize, entry.len as usize);
+            self.words.copy_within(at..at + len, end);
+            // Below `at`, which fits.
+            entry.at = end as u32;
             end += len;
         }
         self.words.truncate(end);
@@ -153,18 +184,20 @@ mod tests {
     #[test]
     fn pops_by_count_then_smallest_pair_then_first_pushed_and_keeps_words_through_compaction() {
         let mut queue = MergeQueue::default();
-        assert_eq!(std::mem::size_of::<Entry>(), 32);
-        queue.push(5, 7, [1u32, 2].into_iter());
-        queue.push(5, 3, [3u32].into_iter());
-        queue.push(9, 8, [4u32, 5, 6].into_iter());
-        queue.push(5, 3, [7u32].into_iter());
+        assert_eq!(std::mem::size_of::<Entry>(), 24);
+        queue.push(5, 7, [1u32, 2].into_iter()).expect("room");
+        queue.push(5, 3, [3u32].into_iter()).expect("room");
+        queue.push(9, 8, [4u32, 5, 6].into_iter()).expect("room");
+        queue.push(5, 3, [7u32].into_iter()).expect("room");
         let mut words = Vec::new();
         let mut seen = Vec::new();
         // Many merged entries make garbage; the live ones keep their words, and the entries of
         // one pair at one count come out oldest first.
         let mut next = 0;
         for k in 0..1000u32 {
-            queue.push(1, 100, [k, k + 1, k + 2].into_iter());
+            queue
+                .push(1, 100, [k, k + 1, k + 2].into_iter())
+                .expect("room");
             let top = queue.pop().expect("entry");
             queue.take_words(&top, &mut words);
             if top.pair == 100 {
