@@ -74,14 +74,6 @@ impl PieceTable {
         }
     }
 
-    /// Add every count of `other` to this table.
-    pub fn absorb(&mut self, other: &PieceTable) {
-        for index in 0..other.len() {
-            let (piece, count) = other.get(index);
-            self.add(piece, count);
-        }
-    }
-
     fn grow(&mut self) {
         self.bits = if self.slots.is_empty() {
             START_BITS
@@ -133,13 +125,6 @@ mod tests {
         for index in 0..table.len() {
             let (piece, count) = table.get(index);
             assert_eq!(expected[piece], count);
-        }
-        let mut doubled = PieceTable::default();
-        doubled.absorb(&table);
-        doubled.absorb(&table);
-        for index in 0..doubled.len() {
-            let (piece, count) = doubled.get(index);
-            assert_eq!(2 * expected[piece], count);
         }
     }
 }

@@ -4,10 +4,12 @@
 //! merge pass reads, as `tokenizers`' `BpeTrainer::feed` would have built it: each word the
 //! ByteLevel string of a piece (what the ByteLevel pre-tokenizer yields), with a `u64` count.
 //!
-//! Threads count into tables of their own (one per worker of the rayon pool), added together
-//! at the end; the table is then sorted, so it is the same whatever the number of threads and
-//! the order the texts came in.
+//! Threads count into tables of their own (one per worker of the rayon pool); at the end each
+//! is sorted and the sorted tables are merged into one, so it is the same whatever the number
+//! of threads and the order the texts came in.
 
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
 use std::sync::Mutex;
 
 use rayon::prelude::*;
@@ -38,7 +40,7 @@ impl WordCounts {
         }
         // Each piece came in as a `str`, so it is one again.
         let identity: [u16; 256] = std::array::from_fn(|b| b as u16);
-        Self::sorted(&table, &identity, |bytes, out| {
+        Self::merged(&[table], &identity, |bytes, out| {
             out.push_str(std::str::from_utf8(bytes).unwrap_or_default())
         })
     }
@@ -71,39 +73,101 @@ impl WordCounts {
         self.counts.iter().sum()
     }
 
-    /// The table's entries, sorted by the strings `write` makes of them. `rank` orders bytes
-    /// as `write`'s characters order (UTF-8 keeps the order of code points), so the indices are
-    /// sorted on the table's own bytes and each word is written once, in its place.
-    fn sorted(
-        table: &PieceTable,
+    /// The entries of `tables` added together, sorted by the strings `write` makes of them.
+    /// `rank` orders bytes as `write`'s characters order (UTF-8 keeps the order of code
+    /// points), so each table is sorted on its own bytes, on its own thread, and the sorted
+    /// tables are merged, each word written once, in its place: no table grows on the way.
+    fn merged(
+        tables: &[PieceTable],
         rank: &[u16; 256],
         write: impl Fn(&[u8], &mut String),
     ) -> WordCounts {
-        let mut order: Vec<u32> = (0..table.len() as u32).collect();
-        order.par_sort_unstable_by(|&a, &b| {
-            let ranks = |i: u32| {
-                table
-                    .get(i as usize)
-                    .0
-                    .iter()
-                    .map(|&byte| rank[byte as usize])
-            };
-            ranks(a).cmp(ranks(b))
-        });
-        let mut sorted = WordCounts {
+        let orders: Vec<Vec<u32>> = tables
+            .par_iter()
+            .map(|table| {
+                let mut order: Vec<u32> = (0..table.len() as u32).collect();
+                order.par_sort_unstable_by(|&a, &b| {
+                    by_rank(table.get(a as usize).0, table.get(b as usize).0, rank)
+                });
+                order
+            })
+            .collect();
+        let piece_at = |t: usize, k: usize| orders[t].get(k).map(|&i| tables[t].get(i as usize));
+        // The next piece of each table, smallest first (a table at a time on equal pieces).
+        let mut heads: BinaryHeap<Reverse<Head>> = (0..tables.len())
+            .filter_map(|t| piece_at(t, 0).map(|(piece, _)| Reverse(Head::new(piece, t, rank))))
+            .collect();
+        let mut next = vec![1usize; tables.len()];
+        let mut merged = WordCounts {
             text: String::new(),
-            ends: Vec::with_capacity(order.len()),
-            counts: Vec::with_capacity(order.len()),
+            ends: Vec::with_capacity(orders.iter().map(Vec::len).max().unwrap_or(0)),
+            counts: Vec::with_capacity(orders.iter().map(Vec::len).max().unwrap_or(0)),
         };
-        for index in order {
-            let (piece, count) = table.get(index as usize);
-            write(piece, &mut sorted.text);
-            sorted.ends.push(sorted.text.len() as u64);
-            sorted.counts.push(count);
+        let mut last: Option<&[u8]> = None;
+        while let Some(Reverse(head)) = heads.pop() {
+            let t = head.table;
+            let count = orders[t]
+                .get(next[t] - 1)
+                .map_or(0, |&i| tables[t].get(i as usize).1);
+            if let Some((piece, _)) = piece_at(t, next[t]) {
+                heads.push(Reverse(Head::new(piece, t, rank)));
+            }
+            next[t] += 1;
+            match merged.counts.last_mut() {
+                Some(total) if last == Some(head.piece) => *total += count,
+                _ => {
+                    write(head.piece, &mut merged.text);
+                    merged.ends.push(merged.text.len() as u64);
+                    merged.counts.push(count);
+                    last = Some(head.piece);
+                }
+            }
         }
-        sorted
+        merged
     }
 }
+
+/// `a` against `b`, byte by byte in the order of `rank` (one rank per byte): the first byte
+/// that differs decides, else the shorter is first.
+fn by_rank(a: &[u8], b: &[u8], rank: &[u16; 256]) -> Ordering {
+    match a.iter().zip(b).position(|(x, y)| x != y) {
+        Some(i) => rank[a[i] as usize].cmp(&rank[b[i] as usize]),
+        None => a.len().cmp(&b.len()),
+    }
+}
+
+/// A table's next piece in the merge of sorted tables, ordered by `rank`, then by table.
+struct Head<'a> {
+    piece: &'a [u8],
+    table: usize,
+    rank: &'a [u16; 256],
+}
+
+impl<'a> Head<'a> {
+    fn new(piece: &'a [u8], table: usize, rank: &'a [u16; 256]) -> Head<'a> {
+        Head { piece, table, rank }
+    }
+}
+
+impl Ord for Head<'_> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        by_rank(self.piece, other.piece, self.rank).then(self.table.cmp(&other.table))
+    }
+}
+
+impl PartialOrd for Head<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Head<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Head<'_> {}
 
 /// Counts the pre-tokens of texts, from any number of threads at once.
 pub struct WordCounter {
@@ -161,21 +225,15 @@ impl WordCounter {
 
     /// The threads' tables added together, as ByteLevel words, sorted.
     pub fn finish(self) -> WordCounts {
-        let mut tables: Vec<PieceTable> = self
+        let tables: Vec<PieceTable> = self
             .tables
             .into_iter()
             .map(|t| t.into_inner().unwrap_or_else(|p| p.into_inner()))
+            .filter(|t| t.len() > 0)
             .collect();
-        // Into the biggest table, so the fewest entries are added again.
-        tables.sort_by_key(|t| std::cmp::Reverse(t.len()));
-        let mut tables = tables.into_iter();
-        let mut all = tables.next().unwrap_or_default();
-        for table in tables {
-            all.absorb(&table);
-        }
         let chars = byte_chars();
         let rank = chars.map(|c| c as u16);
-        WordCounts::sorted(&all, &rank, |bytes, out| {
+        WordCounts::merged(&tables, &rank, |bytes, out| {
             out.extend(bytes.iter().map(|&b| chars[b as usize]))
         })
     }
