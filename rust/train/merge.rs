@@ -17,6 +17,13 @@
 //!   entries pushed then, so one pair can be merged several times, in different words, each
 //!   time a merge of its own in the list (`Bpe::merges`).
 //! - a merge does not take the merged pair's own occurrences off its count.
+//!
+//! Without `max_token_length` the last three rules never change the result: each pair's
+//! occurrences are all formed by one merge (the one that made the later of its two tokens, or
+//! none for two characters), so each pair has one entry, whose words are every word it is in;
+//! no pair is merged twice, and no stale count ties. Only a special token that a merge makes
+//! again (its string is a word's piece) reuses an id. They are kept, so that nothing here rests
+//! on that argument.
 
 use std::collections::hash_map::Entry;
 
