@@ -20,10 +20,10 @@
 //!
 //! Without `max_token_length` the last three rules never change the result: each pair's
 //! occurrences are all formed by one merge (the one that made the later of its two tokens, or
-//! none for two characters), so each pair has one entry, whose words are every word it is in;
-//! no pair is merged twice, and no stale count ties. Only a special token that a merge makes
-//! again (its string is a word's piece) reuses an id. They are kept, so that nothing here rests
-//! on that argument.
+//! none for two characters), so each pair has one entry at a time, whose words are every word
+//! it is in; no pair is merged twice, and no two entries of one pair tie. Only a special token
+//! that a merge makes again (its string is a word's piece) reuses an id. The rules are kept,
+//! so that nothing here rests on that argument.
 
 use std::collections::hash_map::Entry;
 
