@@ -29,6 +29,8 @@ import time
 import unicodedata
 from pathlib import Path
 
+from data_io.tokenizer.vocabularies import byte_level_alphabet
+
 ROOT = Path(__file__).resolve().parent.parent
 SPECIALS_NOTE = (
     "data_io's 31 special tokens (formats.md §2) registered first, as in train-tokenizer"
@@ -130,20 +132,7 @@ def _merges(model: dict) -> list[str]:
     return [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
 
 
-def _byte_chars() -> list[str]:
-    """GPT-2's ByteLevel map: printable bytes stand for themselves, the others shift past 255."""
-    printable = {*range(33, 127), *range(161, 173), *range(174, 256)}
-    chars, extra = [], 0
-    for b in range(256):
-        if b in printable:
-            chars.append(chr(b))
-        else:
-            chars.append(chr(256 + extra))
-            extra += 1
-    return chars
-
-
-BYTE_CHARS = _byte_chars()
+BYTE_CHARS = byte_level_alphabet()
 
 
 def _byte_level(token: bytes) -> str:

@@ -16,6 +16,7 @@ use rayon::prelude::*;
 use unicode_normalization_alignments::{is_nfc_quick, IsNormalized, UnicodeNormalization};
 
 use super::piece_table::PieceTable;
+use crate::encoder::fast_bpe::byte_to_char;
 use crate::encoder::fast_bpe::pretokenize::{self, Pattern};
 
 /// Texts counted by one thread between two looks at its table's lock.
@@ -231,7 +232,7 @@ impl WordCounter {
             .map(|t| t.into_inner().unwrap_or_else(|p| p.into_inner()))
             .filter(|t| t.len() > 0)
             .collect();
-        let chars = byte_chars();
+        let chars = byte_to_char();
         let rank = chars.map(|c| c as u16);
         WordCounts::merged(&tables, &rank, |bytes, out| {
             out.extend(bytes.iter().map(|&b| chars[b as usize]))
@@ -250,22 +251,4 @@ pub fn count_words<S: AsRef<str> + Sync>(texts: &[S], pattern: Pattern, nfc: boo
 /// crate; "maybe" is normalised (which gives the text back when it was in NFC already).
 fn is_nfc(text: &str) -> bool {
     text.is_ascii() || is_nfc_quick(text.chars()) == IsNormalized::Yes
-}
-
-/// The ByteLevel character of each byte (GPT-2's table): the printable bytes stand for
-/// themselves, the other 68 for U+0100 on, in byte order.
-pub fn byte_chars() -> [char; 256] {
-    let printable = |b: u8| matches!(b, b'!'..=b'~' | 0xa1..=0xac | 0xae..=0xff);
-    let mut chars = ['\0'; 256];
-    let mut next = 0x100u32;
-    for b in 0..=255u8 {
-        chars[b as usize] = if printable(b) {
-            char::from(b)
-        } else {
-            next += 1;
-            // 0x100..0x144: every one a char.
-            char::from_u32(next - 1).unwrap_or('\0')
-        };
-    }
-    chars
 }

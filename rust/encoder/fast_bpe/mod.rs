@@ -34,10 +34,11 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use unicode_normalization_alignments::UnicodeNormalization;
 
+pub use bpe::byte_to_char;
 pub use pretokenize::Pattern;
 pub use spec::Spec;
 
-use bpe::{byte_to_char, merge, merge_bytes, CharToByte, Merges, Scratch};
+use bpe::{merge, merge_bytes, CharToByte, Merges, Scratch};
 use cache::{PieceCache, Probe, MAX_CACHED_LEN, SHORT_LEN};
 use shared_cache::SharedPieces;
 
