@@ -176,7 +176,10 @@ def _row_texts(row: Mapping) -> Iterator[str]:
 def _parquet_texts(path: Path) -> Iterator[str]:
     import pyarrow.parquet as pq  # noqa: PLC0415  heavy: pyarrow, only for Parquet inputs
 
-    table = pq.ParquetFile(path)
+    try:
+        table = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow's errors for empty, cut or foreign files vary
+        raise InputError(f"{path}: not a readable Parquet file ({exc}); fix or remove it") from None
     names = set(table.schema_arrow.names)
     columns = (
         ["text"] if "text" in names else [c for c in ("instruction", "response") if c in names]

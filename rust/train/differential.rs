@@ -480,7 +480,7 @@ proptest! {
 
 /// By hand: `TRAIN_DIFF_FILES=a.jsonl,b.jsonl cargo test --release big_corpus -- --ignored`.
 #[test]
-#[ignore]
+#[ignore = "by hand: trains on the files TRAIN_DIFF_FILES names (tens of MB, minutes)"]
 fn big_corpus() {
     let files = std::env::var("TRAIN_DIFF_FILES").unwrap_or_default();
     let vocab_size =
@@ -534,7 +534,7 @@ fn memory() -> String {
 /// `TRAIN_SPEED_FILES=a.jsonl,b.jsonl /usr/bin/time -v TEST_BINARY --ignored --exact
 /// train::differential::speed_ours --nocapture` (and `speed_hf`).
 #[test]
-#[ignore]
+#[ignore = "by hand: a measurement of speed and peak RSS on TRAIN_SPEED_FILES"]
 fn speed_ours() {
     let (texts, vocab_size) = speed_inputs();
     let started = std::time::Instant::now();
@@ -573,7 +573,7 @@ fn speed_ours() {
 }
 
 #[test]
-#[ignore]
+#[ignore = "by hand: a measurement of speed and peak RSS on TRAIN_SPEED_FILES"]
 fn speed_hf() {
     let (texts, vocab_size) = speed_inputs();
     let started = std::time::Instant::now();

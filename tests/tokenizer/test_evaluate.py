@@ -120,6 +120,9 @@ def test_bad_held_out_files_are_named(tmp_path: Path) -> None:
     blank.write_text("\n\n")
     with pytest.raises(InputError, match="no text"):
         evaluate([blank], {"shipped": SHIPPED})
+    (tmp_path / "cut.parquet").write_bytes(b"PAR1 not really")
+    with pytest.raises(InputError, match=r"cut\.parquet: not a readable Parquet file"):
+        evaluate([tmp_path / "cut.parquet"], {"shipped": SHIPPED})
     pq.write_table(pa.table({"ids": [1]}), tmp_path / "ids.parquet")
     with pytest.raises(InputError, match="no text, instruction or response column"):
         evaluate([tmp_path / "ids.parquet"], {"shipped": SHIPPED})
