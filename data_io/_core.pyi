@@ -27,25 +27,18 @@ def tokenize_unit(options: str, unit: str) -> str:
     ``{"kind": "row_groups", "start", "end"}``) into its part folder; returns its report as
     JSON (``part``, ``reused``, ``seconds``)."""
 
-def train_tokenizer(
-    inputs: Sequence[str | PathLike[str]],
-    output: str | PathLike[str],
-    *,
-    kind: str,
-    vocab_size: int,
-    seed: int,
-    prefix_limits: Sequence[tuple[str, int | None]],
-    truncate_len: int,
-    limit_mul_factor: int,
-    special_tokens: Sequence[str],
-    min_frequency: int,
-    on_error: str,
-    threads: int | None,
-    progress: bool,
-    trainer: str = "rust",
-) -> str:
-    """Train a tokenizer and write it (and config.json, tokenizer_config.json beside it);
-    returns the report as JSON."""
+def train_tokenizer(options: str, *, trainer: str = "rust") -> str:
+    """Train a tokenizer with ``trainer`` (``"rust"`` or ``"hf"``) on the inputs of ``options``
+    (JSON of ``data_io.tokenizer.train.core_options``) and write it (and config.json,
+    tokenizer_config.json beside it); returns the report as JSON."""
+
+def train_tasks(options: str) -> str:
+    """The input files of a training run, as a JSON list of ``{task, source, size}``; reads
+    nothing."""
+
+def train_count_unit(options: str, task: str, source: str, part: str) -> str:
+    """Count the texts of one input file into the folder ``part`` (a scale-out unit); returns
+    the counts' record as JSON (``key``, ``report``, ``words``, ``pieces``, ``text_bytes``)."""
 
 class Philox:
     """numpy's Philox state (the fields of ``Philox.state``), advanced by ``shuffle``.

@@ -27,6 +27,7 @@ THREADS_VARIABLE = "DATA_IO_UNIT_THREADS"
 
 # Scalable stages by the name a plan records -> the module whose ``STAGE`` implements them.
 STAGES: dict[str, str] = {
+    "train-tokenizer": "data_io.tokenizer.scaled",
     "tokenize": "data_io.tokenize.scaled",
     "prepare": "data_io.prepare.scaled",
     "clean": "data_io.cleaning.scaled",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from data_io.errors import ConfigError
 from data_io.tokenizer.evaluate import (
@@ -11,7 +12,7 @@ from data_io.tokenizer.evaluate import (
     reference_label,
     reference_tokenizer,
 )
-from data_io.tokenizer.summary import caveats, print_evaluation, summary_line
+from data_io.tokenizer.summary import print_evaluation, print_summary
 from data_io.tokenizer.train import (
     DEFAULT_LIMIT_MUL_FACTOR,
     DEFAULT_PREFIX_CONFIG,
@@ -20,7 +21,7 @@ from data_io.tokenizer.train import (
     TRAINERS,
     train_tokenizer,
 )
-from data_io.util.args import ROW_FILES, add_rows_and_output
+from data_io.util.args import ROW_FILES, add_rows_and_output, memory_size
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -102,6 +103,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--threads", type=int, default=None, help="worker threads (default: every core)"
     )
     parser.add_argument(
+        "--count-memory",
+        type=memory_size,
+        default=None,
+        metavar="SIZE",
+        help="rust trainer: memory the counting tables may hold (e.g. 2G); past it, counts "
+        "spill to sorted runs beside the output and are merged, same result (default: a "
+        "quarter of the machine's memory)",
+    )
+    parser.add_argument(
+        "--counts",
+        default=None,
+        metavar="DIR",
+        help="rust trainer: keep each input file's word counts in DIR; a re-run counts only "
+        "new or changed files (default: counts are not kept)",
+    )
+    parser.add_argument(
         "--eval",
         nargs="+",
         default=None,
@@ -124,11 +141,49 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="no progress bar and no summary; errors are still printed (default: off)",
     )
-    parser.set_defaults(run=_run)
+    parser.set_defaults(run=_run, scale_request=scale_request)
+
+
+def scale_request(args: argparse.Namespace) -> dict:
+    """What ``--executor`` plans (``data_io.tokenizer.scaled``): one counting unit per file."""
+    if args.counts is not None:
+        raise ConfigError(
+            "--counts keeps the counts of a run in one process; with --executor each unit's "
+            "counts are in the plan's parts (OUT/.data_io_scale), and `data_io resume` reuses them"
+        )
+    if args.eval or args.compare:
+        raise ConfigError("--eval runs after a training in one process: drop it with --executor")
+    return {
+        "inputs": args.inputs,
+        "output": args.output,
+        "train": {
+            "tokenizer_type": args.tokenizer_type,
+            "vocab_size": args.vocab_size,
+            "seed": args.seed,
+            "prefix_config": _prefix_config(args.prefix_config),
+            "truncate_len": args.truncate_len,
+            "limit_mul_factor": args.limit_mul_factor,
+            "special_tokens": args.special_tokens,
+            "on_error": args.on_error,
+            "threads": args.threads,
+            "pad_token": args.pad_token,
+            "bos_token": args.bos_token,
+            "eos_token": args.eos_token,
+            "trainer": args.trainer,
+            "count_memory": args.count_memory,
+        },
+    }
+
+
+def _prefix_config(value: str) -> str | None:
+    """``--prefix-config``: ``none`` uses every text; a path is made absolute (units run anywhere)."""
+    if value.lower() == "none":
+        return None
+    return str(Path(value).resolve()) if Path(value).exists() else value
 
 
 def _run(args: argparse.Namespace) -> int:
-    prefix_config = None if args.prefix_config.lower() == "none" else args.prefix_config
+    prefix_config = _prefix_config(args.prefix_config)
     if args.compare and not args.eval:
         raise ConfigError("--compare needs --eval HELD_OUT: the text to compare them on")
     # Checked before training: a wrong held-out path or reference must not cost a training run.
@@ -152,16 +207,11 @@ def _run(args: argparse.Namespace) -> int:
         bos_token=args.bos_token,
         eos_token=args.eos_token,
         trainer=args.trainer,
+        count_memory=args.count_memory,
+        counts_dir=args.counts,
     )
     if not args.quiet:
-        print(summary_line(result))
-        for line in caveats(result):
-            print(line)
-        if result.skipped_files:
-            print(
-                f"skipped {len(result.skipped_files):,} input file(s) that are not rows, e.g. "
-                + ", ".join(result.skipped_files[:3])
-            )
+        print_summary(result)
     if args.eval:
         # Asked for by name: printed even with --quiet.
         print_evaluation(evaluate(args.eval, {"trained": args.output, **references}))

@@ -10,6 +10,7 @@ from rich.table import Table
 from data_io.tokenizer.evaluate import Compression, as_table
 from data_io.tokenizer.train import MIN_FREQUENCY, TrainResult
 from data_io.util.console import summary_console
+from data_io.util.stale import format_bytes
 
 
 def caveats(result: TrainResult) -> list[str]:
@@ -40,6 +41,54 @@ def summary_line(result: TrainResult) -> str:
         f"file(s) ({len(result.limited)} limited by max_per_file), {bad} bad row(s) skipped, "
         f"{result.seconds:.1f} s"
     )
+
+
+def counting_line(result: TrainResult) -> str | None:
+    """The Rust trainer's passes: text counted, distinct words, time per pass, memory, spills
+    and counts reused (None for tokenizers' trainers)."""
+    counting = result.counting
+    if counting is None:
+        return None
+    mb = counting.counted_bytes / 1e6
+    rate = mb / counting.count_seconds if counting.count_seconds > 0 else 0.0
+    counted = f"counted {mb:,.1f} MB of text in {counting.count_seconds:.1f} s ({rate:,.1f} MB/s)"
+    if counting.reused_files:
+        counted = (
+            f"{counting.text_bytes / 1e6:,.1f} MB of text: the counts of "
+            f"{len(counting.reused_files)} file(s) read back, {mb:,.1f} MB counted; "
+            f"{counting.count_seconds:.1f} s"
+        )
+    parts = [
+        counted,
+        f"{counting.words:,} distinct pre-tokens of {counting.pieces:,}",
+        f"merged in {counting.merge_seconds:.1f} s",
+    ]
+    if result.peak_rss is not None:
+        parts.append(f"peak memory {format_bytes(result.peak_rss)}")
+    spill = counting.spill
+    if spill.runs:
+        parts.append(
+            f"counts spilled past --count-memory {format_bytes(counting.count_memory)}: "
+            f"{spill.runs} run(s), {format_bytes(spill.run_bytes)} in {spill.spill_dir} (removed)"
+        )
+    if counting.counts_dir:
+        parts.append(f"counts kept in {counting.counts_dir}")
+    return "; ".join(parts)
+
+
+def print_summary(result: TrainResult) -> None:
+    """What a run printed: the line, the passes, the caveats, and the files not read."""
+    print(summary_line(result))
+    counting = counting_line(result)
+    if counting:
+        print(counting)
+    for line in caveats(result):
+        print(line)
+    if result.skipped_files:
+        print(
+            f"skipped {len(result.skipped_files):,} input file(s) that are not rows, e.g. "
+            + ", ".join(result.skipped_files[:3])
+        )
 
 
 def print_evaluation(results: Sequence[Compression]) -> None:

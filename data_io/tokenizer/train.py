@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import resource
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,6 +37,40 @@ class TrainFileResult:
     bad_rows: int
     # Whether limit_mul_factor x max_per_file cut this file's texts (bad rows do not count).
     limited: bool
+    # UTF-8 bytes of the texts used (0 when read back from an older report).
+    text_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class SpillResult:
+    """What the counting pass did with its memory budget."""
+
+    peak_table_bytes: int
+    runs: int
+    run_bytes: int
+    spill_dir: str | None
+
+
+@dataclass(frozen=True)
+class CountingResult:
+    """The Rust trainer's two passes: the distinct words counted and the time each pass took."""
+
+    words: int
+    pieces: int
+    # UTF-8 bytes of the texts used, and of those counted in this run (not read back).
+    text_bytes: int
+    counted_bytes: int
+    count_seconds: float
+    merge_seconds: float
+    count_memory: int
+    spill: SpillResult
+    # Files whose counts were read back (--counts, scale-out units) instead of counted.
+    reused_files: list[str]
+    counts_dir: str | None
+
+    @classmethod
+    def from_dict(cls, raw: dict) -> CountingResult:
+        return cls(**{**raw, "spill": SpillResult(**raw["spill"])})
 
 
 @dataclass(frozen=True)
@@ -51,6 +86,10 @@ class TrainResult:
     requested_vocab_size: int | None = None
     # Roles (pad/bos/eos) that tokenizer_config.json names no token for.
     missing_roles: list[str] = field(default_factory=list)
+    # The Rust trainer's passes (None for tokenizers' trainers).
+    counting: CountingResult | None = None
+    # The process's peak resident memory (bytes; None when read back from an older report).
+    peak_rss: int | None = None
 
     @property
     def limited(self) -> list[TrainFileResult]:
@@ -61,6 +100,8 @@ class TrainResult:
     def from_json(cls, text: str) -> TrainResult:
         raw = json.loads(text)
         raw["files"] = [TrainFileResult(**f) for f in raw["files"]]
+        if raw.get("counting"):
+            raw["counting"] = CountingResult.from_dict(raw["counting"])
         return cls(**raw)
 
 
@@ -88,6 +129,9 @@ def train_tokenizer(
     bos_token: str | None = None,
     eos_token: str | None = None,
     trainer: str | None = None,
+    count_memory: int | None = None,
+    counts_dir: str | Path | None = None,
+    count_parts: Sequence[str | Path] = (),
 ) -> TrainResult:
     """Train on the instruction and response texts of every row under ``inputs``.
 
@@ -99,7 +143,70 @@ def train_tokenizer(
     the pipeline's own tokens, when they are among ``special_tokens``). ``trainer``: ``"rust"``
     (data_io's BPE trainer, the default for BPE; its merges equal ``tokenizers``') or ``"hf"``
     (``tokenizers``' own trainers, the default for unigram, which only it trains).
+
+    The Rust trainer counts in at most ``count_memory`` bytes of tables (default: a quarter of
+    the machine's memory), spilling sorted runs beside ``output`` past it; ``counts_dir`` keeps
+    each file's counts there, so a re-run counts only new or changed files; ``count_parts`` are
+    folders of counts made by scale-out units (``data_io.tokenizer.scaled``).
     """
+    options, chosen = core_options(
+        inputs,
+        output,
+        tokenizer_type=tokenizer_type,
+        vocab_size=vocab_size,
+        seed=seed,
+        prefix_config=prefix_config,
+        truncate_len=truncate_len,
+        limit_mul_factor=limit_mul_factor,
+        special_tokens=special_tokens,
+        on_error=on_error,
+        threads=threads,
+        progress=progress,
+        pad_token=pad_token,
+        bos_token=bos_token,
+        eos_token=eos_token,
+        trainer=trainer,
+        count_memory=count_memory,
+        counts_dir=counts_dir,
+        count_parts=count_parts,
+    )
+    from data_io import _core  # noqa: PLC0415  CLI start-up: the Rust extension loads when work starts
+
+    trainer = options.pop("trainer")
+    report = _core.train_tokenizer(json.dumps(options), trainer=trainer)
+    missing = _set_roles(Path(output).parent / "tokenizer_config.json", chosen)
+    return dataclasses.replace(
+        TrainResult.from_json(report),
+        requested_vocab_size=vocab_size,
+        missing_roles=missing,
+        peak_rss=peak_rss(),
+    )
+
+
+def core_options(
+    inputs: Sequence[str | Path],
+    output: str | Path,
+    *,
+    tokenizer_type: str = "bpe",
+    vocab_size: int = DEFAULT_VOCAB_SIZE,
+    seed: int = 0,
+    prefix_config: str | Path | None = DEFAULT_PREFIX_CONFIG,
+    truncate_len: int = DEFAULT_TRUNCATE_LEN,
+    limit_mul_factor: int = DEFAULT_LIMIT_MUL_FACTOR,
+    special_tokens: Sequence[str] | None = None,
+    on_error: str = "fail",
+    threads: int | None = None,
+    progress: bool | None = None,
+    pad_token: str | None = None,
+    bos_token: str | None = None,
+    eos_token: str | None = None,
+    trainer: str | None = None,
+    count_memory: int | None = None,
+    counts_dir: str | Path | None = None,
+    count_parts: Sequence[str | Path] = (),
+) -> tuple[dict, dict[str, str]]:
+    """``train_tokenizer``'s arguments checked, as the options the Rust core takes (with
+    ``trainer``), and the role tokens chosen for ``tokenizer_config.json``."""
     if tokenizer_type not in ("bpe", "unigram"):
         raise ConfigError(f"tokenizer type must be 'bpe' or 'unigram', not {tokenizer_type!r}")
     if trainer is None:
@@ -108,11 +215,18 @@ def train_tokenizer(
         raise ConfigError(f"trainer must be one of {', '.join(TRAINERS)}, not {trainer!r}")
     if trainer == "rust" and tokenizer_type != "bpe":
         raise ConfigError("the rust trainer trains BPE; train a unigram tokenizer with trainer hf")
+    if trainer == "hf" and (counts_dir is not None or count_parts or count_memory is not None):
+        raise ConfigError(
+            "--counts, --count-memory and scale-out counting belong to the rust trainer; "
+            "drop them or use --trainer rust"
+        )
     for name, value in (("truncate_len", truncate_len), ("limit_mul_factor", limit_mul_factor)):
         if value < 1:
             raise ConfigError(f"{name} must be at least 1, not {value}")
     if seed < 0:
         raise ConfigError(f"seed must be non-negative, not {seed}")
+    if count_memory is not None and count_memory < 1:
+        raise ConfigError(f"count_memory must be at least one byte, not {count_memory}")
     output = Path(output)
     if output.suffix != ".json":
         raise ConfigError(f"output {output} must be a .json file (e.g. OUT/tokenizer.json)")
@@ -126,28 +240,31 @@ def train_tokenizer(
                 f"{flag} {token!r} is not one of the special tokens ({', '.join(specials[:8])}"
                 f"{', …' if len(specials) > 8 else ''}); add it to --special-tokens"
             )
-    from data_io import _core  # noqa: PLC0415  CLI start-up: the Rust extension loads when work starts
+    options = {
+        "inputs": [str(p) for p in inputs],
+        "output": str(output),
+        "kind": tokenizer_type,
+        "vocab_size": vocab_size,
+        "seed": seed,
+        "prefix_limits": _prefix_limits(prefix_config),
+        "truncate_len": truncate_len,
+        "limit_mul_factor": limit_mul_factor,
+        "special_tokens": specials,
+        "min_frequency": MIN_FREQUENCY,
+        "on_error": on_error,
+        "threads": threads,
+        "progress": sys.stderr.isatty() if progress is None else progress,
+        "count_memory": count_memory,
+        "counts_dir": None if counts_dir is None else str(counts_dir),
+        "count_parts": [str(p) for p in count_parts],
+        "trainer": trainer,
+    }
+    return options, chosen
 
-    report = _core.train_tokenizer(
-        [str(p) for p in inputs],
-        str(output),
-        kind=tokenizer_type,
-        vocab_size=vocab_size,
-        seed=seed,
-        prefix_limits=_prefix_limits(prefix_config),
-        truncate_len=truncate_len,
-        limit_mul_factor=limit_mul_factor,
-        special_tokens=specials,
-        min_frequency=MIN_FREQUENCY,
-        on_error=on_error,
-        threads=threads,
-        progress=sys.stderr.isatty() if progress is None else progress,
-        trainer=trainer,
-    )
-    missing = _set_roles(output.parent / "tokenizer_config.json", chosen)
-    return dataclasses.replace(
-        TrainResult.from_json(report), requested_vocab_size=vocab_size, missing_roles=missing
-    )
+
+def peak_rss() -> int:
+    """This process's peak resident memory, in bytes (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def _set_roles(path: Path, chosen: dict[str, str]) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 # What both stages read, matched case-insensitively; every other visible file is listed as skipped.
 ROW_FILES = ".jsonl, .jsonl.gz, .jsonl.zst or .parquet file (any case)"
@@ -16,3 +17,20 @@ def add_rows_and_output(parser: argparse.ArgumentParser, *, metavar: str, output
     parser.add_argument(
         "-o", "--output", required=True, metavar=metavar, help=f"{output_help} (required)"
     )
+
+
+_SIZE_UNITS = {"": 2**20, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def memory_size(text: str) -> int:
+    """Bytes in ``text``: a number with an optional binary unit, ``512M``, ``8G``, ``1.5GiB``; a
+    plain number is MiB. For argparse's ``type=``: a bad value is an ``ArgumentTypeError``."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*", text.upper())
+    if match is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a memory size: give a number with K, M, G or T (e.g. 512M, 8G)"
+        )
+    size = int(float(match.group(1)) * _SIZE_UNITS[match.group(2)])
+    if size < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a memory size must be at least one byte")
+    return size

@@ -41,6 +41,9 @@ fn options(vocab_size: usize, min_frequency: u64, special_tokens: &[String]) -> 
         on_error: OnError::Fail,
         threads: None,
         progress: false,
+        count_memory: None,
+        counts_dir: None,
+        count_parts: vec![],
     }
 }
 

@@ -97,6 +97,15 @@ impl Vocab {
 /// threads of the current rayon pool count pairs and merge big lists of words; the result is
 /// the same for any number of them. The table is dropped once its words are symbols.
 pub fn train_bpe(words: WordCounts, options: &BpeOptions) -> Result<Bpe> {
+    train_bpe_with(words, options, |_| {})
+}
+
+/// `train_bpe`, calling `on_token` with the vocabulary's size after each merge (progress).
+pub fn train_bpe_with(
+    words: WordCounts,
+    options: &BpeOptions,
+    mut on_token: impl FnMut(usize),
+) -> Result<Bpe> {
     if words.len() >= u32::MAX as usize {
         return Err(Error::Input(format!(
             "{} distinct words: the merge pass takes fewer than 2^32",
@@ -156,6 +165,7 @@ pub fn train_bpe(words: WordCounts, options: &BpeOptions) -> Result<Bpe> {
         queue.take_words(&top, &mut in_words);
         arena.merge(&in_words, left, right, new, &mut changes);
         apply(&mut changes, &mut pair_counts, &mut queue)?;
+        on_token(vocab.tokens.len());
     }
     Ok(Bpe {
         vocab: vocab.tokens,

@@ -15,22 +15,24 @@
 //! - `differential.rs` (tests): both trainers on the same texts give the same file.
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
+use indicatif::ProgressBar;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::progress::ByteProgress;
-use crate::reader::{task_files, Batch, OnError, RowReader, DEFAULT_BATCH_ROWS};
+use crate::progress::{bytes_bar, ByteProgress};
+use crate::reader::{task_files, OnError};
 
+pub mod counts;
 pub mod hf;
 pub mod merge;
 mod merge_queue;
+mod ours;
 mod piece_table;
+pub mod texts;
 mod word_arena;
 pub mod words;
 
@@ -38,13 +40,10 @@ pub mod words;
 mod differential;
 
 pub use hf::tokenizer_config;
-use hf::{bpe_tokenizer, new_tokenizer, new_trainer, save};
-use merge::{train_bpe, BpeOptions};
-use tokenizers::pre_tokenizers::byte_level::ByteLevel;
+use hf::{new_tokenizer, new_trainer, save};
+pub use ours::CountingReport;
+use texts::{FilePlan, FileTexts};
 use tokenizers::Tokenizer;
-use words::WordCounter;
-
-use crate::encoder::fast_bpe::pretokenize::Pattern;
 
 // Defined below the trainer and the encoder (whose tests check them), re-exported here where
 // the crate has always named them.
@@ -74,14 +73,23 @@ pub struct TrainOptions {
     pub on_error: OnError,
     pub threads: Option<usize>,
     pub progress: bool,
+    /// Bytes the counting tables may hold before they spill to sorted runs on disk (None: a
+    /// quarter of the machine's memory; `counts::spill`).
+    pub count_memory: Option<u64>,
+    /// Keep each input file's counts here and reuse the ones still valid (`counts::store`).
+    pub counts_dir: Option<PathBuf>,
+    /// Folders of counts that scale-out units made (read, never written).
+    pub count_parts: Vec<PathBuf>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TrainFileReport {
     pub task: String,
     pub rows: u64,
     pub texts_available: u64,
     pub texts_used: u64,
+    /// UTF-8 bytes of the texts used (after truncation).
+    pub text_bytes: u64,
     pub bad_rows: u64,
     /// Whether `limit_mul_factor × max_per_file` cut this file's texts (bad rows do not).
     pub limited: bool,
@@ -96,6 +104,8 @@ pub struct TrainReport {
     pub files: Vec<TrainFileReport>,
     /// Files under the inputs that are not rows (by name), not read.
     pub skipped_files: Vec<String>,
+    /// The Rust trainer's counting and merge passes (None for `tokenizers`' trainers).
+    pub counting: Option<CountingReport>,
 }
 
 /// Which BPE trainer learns the merges; both give the same `tokenizer.json` (`differential.rs`).
@@ -129,46 +139,26 @@ fn run(options: &TrainOptions, trainer_choice: Trainer) -> Result<TrainReport> {
     let started = Instant::now();
     validate(options)?;
     let inputs = task_files(&options.inputs)?;
-    // Choose each file's texts first (a counting pass), so training reads only what it uses.
-    let mut plans = Vec::with_capacity(inputs.tasks.len());
-    for (task, path) in inputs.tasks {
-        let rows = count_rows(&path)?;
-        let texts_available = 2 * rows;
-        let chosen = match limit_for(options, &task) {
-            Some(limit) if limit < texts_available => {
-                Some(choose_texts(options.seed, &task, texts_available, limit))
-            }
-            _ => None,
-        };
-        plans.push(FilePlan {
-            task,
-            path,
-            rows,
-            chosen,
-        });
-    }
-
-    let failure: Mutex<Option<Error>> = Mutex::new(None);
-    let reports: Mutex<Vec<TrainFileReport>> = Mutex::new(Vec::new());
-    let texts = plans
+    let plans: Vec<FilePlan> = inputs
+        .tasks
+        .into_iter()
+        .map(|(task, path)| FilePlan::new(options, task, path))
+        .collect();
+    let total_bytes = plans
         .iter()
-        .flat_map(|plan| FileTexts::new(plan, options, &failure, &reports))
-        .flatten();
-    let tokenizer = match trainer_choice {
+        .map(|plan| std::fs::metadata(&plan.path).map_or(0, |m| m.len()))
+        .sum();
+    let bar = bytes_bar(total_bytes, options.progress, "counting");
+    let (tokenizer, files, counting) = match trainer_choice {
         Trainer::Hf => {
-            let mut tokenizer = new_tokenizer(options.kind)?;
-            let mut trainer = new_trainer(options)?;
-            tokenizer
-                .train(&mut trainer, texts)
-                .map_err(|e| Error::Tokenizer(format!("training failed: {e}")))?;
-            tokenizer
+            let (tokenizer, files) = train_hf(options, &plans, &bar)?;
+            (tokenizer, files, None)
         }
-        Trainer::Ours => train_ours(options, texts)?,
+        Trainer::Ours => {
+            let (tokenizer, files, counting) = ours::train(options, &plans, &bar)?;
+            (tokenizer, files, Some(counting))
+        }
     };
-    if let Some(error) = failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        return Err(error);
-    }
-    let files = reports.into_inner().unwrap_or_else(|p| p.into_inner());
     let texts_used = files.iter().map(|f| f.texts_used).sum();
     if texts_used == 0 {
         // A tokenizer of the special tokens and the byte alphabet alone would load fine and
@@ -187,35 +177,78 @@ fn run(options: &TrainOptions, trainer_choice: Trainer) -> Result<TrainReport> {
             .iter()
             .map(|p| p.display().to_string())
             .collect(),
+        counting,
     })
 }
 
-/// Texts counted per call of the counter: it splits them across the pool's threads.
-const TEXTS_PER_COUNT: usize = 8192;
-
-/// Our trainer: count the distinct words of `texts` (read a batch at a time, counted on every
-/// thread), then merge them; the tokenizer around the model is the one `tokenizers` would build.
-fn train_ours(options: &TrainOptions, texts: impl Iterator<Item = String>) -> Result<Tokenizer> {
-    let counter = WordCounter::new(Pattern::Qwen, true);
-    let mut batch = Vec::with_capacity(TEXTS_PER_COUNT);
-    for text in texts {
-        batch.push(text);
-        if batch.len() == TEXTS_PER_COUNT {
-            counter.add_texts(&batch);
-            batch.clear();
-        }
+/// `tokenizers`' trainer over the texts of `plans`; the files' reports in their order.
+fn train_hf(
+    options: &TrainOptions,
+    plans: &[FilePlan],
+    bar: &ProgressBar,
+) -> Result<(Tokenizer, Vec<TrainFileReport>)> {
+    let failure: Mutex<Option<Error>> = Mutex::new(None);
+    let reports: Mutex<Vec<TrainFileReport>> = Mutex::new(Vec::new());
+    let texts = plans
+        .iter()
+        .flat_map(|plan| FileTexts::new(plan, options, &failure, &reports, ByteProgress::new(bar)))
+        .flatten();
+    let mut tokenizer = new_tokenizer(options.kind)?;
+    let mut trainer = new_trainer(options)?;
+    tokenizer
+        .train(&mut trainer, texts)
+        .map_err(|e| Error::Tokenizer(format!("training failed: {e}")))?;
+    bar.finish_and_clear();
+    if let Some(error) = failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(error);
     }
-    counter.add_texts(&batch);
-    let bpe = train_bpe(
-        counter.finish(),
-        &BpeOptions {
-            vocab_size: options.vocab_size,
-            min_frequency: options.min_frequency,
-            special_tokens: options.special_tokens.clone(),
-            initial_alphabet: ByteLevel::alphabet().into_iter().collect(),
-        },
-    )?;
-    bpe_tokenizer(&bpe, &options.special_tokens)
+    Ok((
+        tokenizer,
+        reports.into_inner().unwrap_or_else(|p| p.into_inner()),
+    ))
+}
+
+/// One input file of a training run (what a scale-out plan cuts into units).
+#[derive(Debug, Clone, Serialize)]
+pub struct InputFile {
+    pub task: String,
+    pub source: String,
+    pub size: u64,
+}
+
+/// The input files of a run with `options`, in the order they are read.
+pub fn input_files(options: &TrainOptions) -> Result<Vec<InputFile>> {
+    let inputs = task_files(&options.inputs)?;
+    inputs
+        .tasks
+        .into_iter()
+        .map(|(task, path)| {
+            let size = std::fs::metadata(&path)
+                .map_err(|e| Error::io("cannot read", &path, e))?
+                .len();
+            Ok(InputFile {
+                task,
+                source: path.display().to_string(),
+                size,
+            })
+        })
+        .collect()
+}
+
+/// Count one input file (a scale-out unit) into the folder `part`, on `options.threads` threads.
+pub fn count_unit(
+    options: &TrainOptions,
+    task: String,
+    source: PathBuf,
+    part: &std::path::Path,
+) -> Result<counts::store::StoredCounts> {
+    validate(options)?;
+    let plan = FilePlan::new(options, task, source);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(options.threads.unwrap_or(0))
+        .build()
+        .map_err(|e| Error::Config(format!("cannot start {:?} threads: {e}", options.threads)))?;
+    pool.install(|| ours::count_unit(options, &plan, part))
 }
 
 fn nothing_to_train_on(files: &[TrainFileReport]) -> Error {
@@ -256,185 +289,9 @@ fn validate(options: &TrainOptions) -> Result<()> {
     Ok(())
 }
 
-fn limit_for(options: &TrainOptions, task: &str) -> Option<u64> {
-    options
-        .prefix_limits
-        .iter()
-        .find(|(prefix, _)| task.starts_with(prefix.as_str()))
-        .and_then(|(_, max_per_file)| *max_per_file)
-        .map(|m| m.saturating_mul(options.limit_mul_factor))
-}
-
-/// The sorted indices of the `limit` texts used out of `available`, from a generator seeded
-/// by (seed, task name).
-fn choose_texts(seed: u64, task: &str, available: u64, limit: u64) -> Vec<u64> {
-    let mut key = seed.to_le_bytes().to_vec();
-    key.extend_from_slice(task.as_bytes());
-    let digest = blake3::hash(&key);
-    let mut seed_bytes = [0u8; 32];
-    seed_bytes.copy_from_slice(digest.as_bytes());
-    let mut rng = ChaCha8Rng::from_seed(seed_bytes);
-    let mut chosen: Vec<u64> =
-        rand::seq::index::sample(&mut rng, available as usize, limit as usize)
-            .into_iter()
-            .map(|i| i as u64)
-            .collect();
-    chosen.sort_unstable();
-    chosen
-}
-
-fn count_rows(path: &Path) -> Result<u64> {
-    match RowReader::open(path, DEFAULT_BATCH_ROWS, ByteProgress::none())? {
-        RowReader::Parquet(reader) => Ok(reader.total_rows()),
-        reader @ RowReader::Jsonl(_) => {
-            let mut rows = 0u64;
-            for batch in reader {
-                rows += batch?.len() as u64;
-            }
-            Ok(rows)
-        }
-    }
-}
-
-struct FilePlan {
-    task: String,
-    path: PathBuf,
-    rows: u64,
-    /// Sorted indices of the texts to use (2·row for the instruction, 2·row+1 for the
-    /// response); `None` uses every text.
-    chosen: Option<Vec<u64>>,
-}
-
-/// The texts of one file, a batch at a time. Errors are parked in `failure` (the trainer's
-/// iterator cannot return them) and end the stream.
-struct FileTexts<'a> {
-    plan: &'a FilePlan,
-    options: &'a TrainOptions,
-    reader: Option<RowReader>,
-    failure: &'a Mutex<Option<Error>>,
-    reports: &'a Mutex<Vec<TrainFileReport>>,
-    next_row: u64,
-    next_chosen: usize,
-    texts_used: u64,
-    bad_rows: u64,
-}
-
-impl<'a> FileTexts<'a> {
-    fn new(
-        plan: &'a FilePlan,
-        options: &'a TrainOptions,
-        failure: &'a Mutex<Option<Error>>,
-        reports: &'a Mutex<Vec<TrainFileReport>>,
-    ) -> Self {
-        let mut this = FileTexts {
-            plan,
-            options,
-            reader: None,
-            failure,
-            reports,
-            next_row: 0,
-            next_chosen: 0,
-            texts_used: 0,
-            bad_rows: 0,
-        };
-        match RowReader::open(&plan.path, DEFAULT_BATCH_ROWS, ByteProgress::none()) {
-            Ok(reader) => this.reader = Some(reader),
-            Err(e) => this.fail(e),
-        }
-        this
-    }
-
-    fn fail(&mut self, error: Error) {
-        if let Ok(mut slot) = self.failure.lock() {
-            slot.get_or_insert(error);
-        }
-        self.reader = None;
-    }
-
-    fn wanted(&mut self, text_index: u64) -> bool {
-        let Some(chosen) = &self.plan.chosen else {
-            return true;
-        };
-        if chosen.get(self.next_chosen) == Some(&text_index) {
-            self.next_chosen += 1;
-            true
-        } else {
-            false
-        }
-    }
-
-    fn texts_of(&mut self, batch: &Batch) -> Result<Vec<String>> {
-        let mut texts = Vec::new();
-        for i in 0..batch.len() {
-            let row_index = self.next_row;
-            self.next_row += 1;
-            let row = match batch.row(i) {
-                Ok(row) => row,
-                Err(_) if self.options.on_error == OnError::Skip => {
-                    self.bad_rows += 1;
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
-            for (k, text) in [&row.instruction, &row.response].into_iter().enumerate() {
-                if self.wanted(2 * row_index + k as u64) {
-                    texts.push(truncate_chars(text, self.options.truncate_len).to_string());
-                }
-            }
-        }
-        self.texts_used += texts.len() as u64;
-        Ok(texts)
-    }
-}
-
-impl Iterator for FileTexts<'_> {
-    type Item = Vec<String>;
-
-    fn next(&mut self) -> Option<Vec<String>> {
-        if self.failure.lock().map_or(true, |slot| slot.is_some()) {
-            return None;
-        }
-        let next = self.reader.as_mut()?.next();
-        match next {
-            Some(Ok(batch)) => match self.texts_of(&batch) {
-                Ok(texts) => Some(texts),
-                Err(e) => {
-                    self.fail(e);
-                    None
-                }
-            },
-            Some(Err(e)) => {
-                self.fail(e);
-                None
-            }
-            None => {
-                self.reader = None;
-                if let Ok(mut reports) = self.reports.lock() {
-                    reports.push(TrainFileReport {
-                        task: self.plan.task.clone(),
-                        rows: self.plan.rows,
-                        texts_available: 2 * self.plan.rows,
-                        texts_used: self.texts_used,
-                        bad_rows: self.bad_rows,
-                        limited: self.plan.chosen.is_some(),
-                    });
-                }
-                None
-            }
-        }
-    }
-}
-
-/// The first `max_chars` characters of `text`.
-pub fn truncate_chars(text: &str, max_chars: usize) -> &str {
-    match text.char_indices().nth(max_chars) {
-        Some((byte, _)) => &text[..byte],
-        None => text,
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::texts::{choose_texts, limit_for, truncate_chars};
     use super::*;
 
     #[test]
@@ -474,6 +331,9 @@ mod tests {
             on_error: OnError::Fail,
             threads: None,
             progress: false,
+            count_memory: None,
+            counts_dir: None,
+            count_parts: vec![],
         };
         assert_eq!(limit_for(&options, "flan__x.parquet"), Some(30));
         assert_eq!(limit_for(&options, "fly.jsonl"), Some(1000));

@@ -18,9 +18,16 @@ use unicode_normalization_alignments::{is_nfc_quick, IsNormalized, UnicodeNormal
 use super::piece_table::PieceTable;
 use crate::encoder::fast_bpe::byte_to_char;
 use crate::encoder::fast_bpe::pretokenize::{self, Pattern};
+use crate::error::Result;
 
 /// Texts counted by one thread between two looks at its table's lock.
 const TEXTS_PER_TASK: usize = 64;
+
+/// Where sorted words go, one at a time, each once, in increasing order (a table, or a run on
+/// disk: `counts::run_file`).
+pub trait WordSink {
+    fn push(&mut self, word: &str, count: u64) -> Result<()>;
+}
 
 /// Distinct words with their counts, sorted by word.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -41,9 +48,15 @@ impl WordCounts {
         }
         // Each piece came in as a `str`, so it is one again.
         let identity: [u16; 256] = std::array::from_fn(|b| b as u16);
-        Self::merged(&[table], &identity, |bytes, out| {
-            out.push_str(std::str::from_utf8(bytes).unwrap_or_default())
-        })
+        let mut counts = WordCounts::default();
+        let pushed = Self::merge_tables(
+            &[table],
+            &identity,
+            |bytes, out| out.push_str(std::str::from_utf8(bytes).unwrap_or_default()),
+            &mut counts,
+        );
+        debug_assert!(pushed.is_ok(), "pushing to a table cannot fail");
+        counts
     }
 
     pub fn len(&self) -> usize {
@@ -74,15 +87,23 @@ impl WordCounts {
         self.counts.iter().sum()
     }
 
-    /// The entries of `tables` added together, sorted by the strings `write` makes of them.
-    /// `rank` orders bytes as `write`'s characters order (UTF-8 keeps the order of code
-    /// points), so each table is sorted on its own bytes, on its own thread, and the sorted
-    /// tables are merged, each word written once, in its place: no table grows on the way.
-    fn merged(
+    /// Append `word`, which sorts after every word in the table, with `count`.
+    pub fn push(&mut self, word: &str, count: u64) {
+        self.text.push_str(word);
+        self.ends.push(self.text.len() as u64);
+        self.counts.push(count);
+    }
+
+    /// The entries of `tables` added together, sorted by the strings `write` makes of them,
+    /// into `sink`. `rank` orders bytes as `write`'s characters order (UTF-8 keeps the order of
+    /// code points), so each table is sorted on its own bytes, on its own thread, and the
+    /// sorted tables are merged, each word written once, in its place: no table grows on the way.
+    fn merge_tables(
         tables: &[PieceTable],
         rank: &[u16; 256],
         write: impl Fn(&[u8], &mut String),
-    ) -> WordCounts {
+        sink: &mut impl WordSink,
+    ) -> Result<()> {
         let orders: Vec<Vec<u32>> = tables
             .par_iter()
             .map(|table| {
@@ -99,12 +120,14 @@ impl WordCounts {
             .filter_map(|t| piece_at(t, 0).map(|(piece, _)| Reverse(Head::new(piece, t, rank))))
             .collect();
         let mut next = vec![1usize; tables.len()];
-        let mut merged = WordCounts {
-            text: String::new(),
-            ends: Vec::with_capacity(orders.iter().map(Vec::len).max().unwrap_or(0)),
-            counts: Vec::with_capacity(orders.iter().map(Vec::len).max().unwrap_or(0)),
+        // The word being added up: its piece and count so far.
+        let mut pending: Option<(&[u8], u64)> = None;
+        let mut word = String::new();
+        let mut emit = |piece: &[u8], count: u64, sink: &mut dyn WordSink| {
+            word.clear();
+            write(piece, &mut word);
+            sink.push(&word, count)
         };
-        let mut last: Option<&[u8]> = None;
         while let Some(Reverse(head)) = heads.pop() {
             let t = head.table;
             let count = orders[t]
@@ -114,17 +137,26 @@ impl WordCounts {
                 heads.push(Reverse(Head::new(piece, t, rank)));
             }
             next[t] += 1;
-            match merged.counts.last_mut() {
-                Some(total) if last == Some(head.piece) => *total += count,
+            match &mut pending {
+                Some((piece, total)) if *piece == head.piece => *total += count,
                 _ => {
-                    write(head.piece, &mut merged.text);
-                    merged.ends.push(merged.text.len() as u64);
-                    merged.counts.push(count);
-                    last = Some(head.piece);
+                    if let Some((piece, total)) = pending.replace((head.piece, count)) {
+                        emit(piece, total, sink)?;
+                    }
                 }
             }
         }
-        merged
+        if let Some((piece, total)) = pending {
+            emit(piece, total, sink)?;
+        }
+        Ok(())
+    }
+}
+
+impl WordSink for WordCounts {
+    fn push(&mut self, word: &str, count: u64) -> Result<()> {
+        WordCounts::push(self, word, count);
+        Ok(())
     }
 }
 
@@ -226,17 +258,29 @@ impl WordCounter {
 
     /// The threads' tables added together, as ByteLevel words, sorted.
     pub fn finish(self) -> WordCounts {
+        let mut counts = WordCounts::default();
+        let drained = self.drain_into(&mut counts);
+        debug_assert!(drained.is_ok(), "pushing to a table cannot fail");
+        counts
+    }
+
+    /// The threads' tables added together, as ByteLevel words, sorted, into `sink`; the tables
+    /// are left empty (their memory given back) for the texts still to come.
+    pub fn drain_into(&self, sink: &mut impl WordSink) -> Result<()> {
         let tables: Vec<PieceTable> = self
             .tables
-            .into_iter()
-            .map(|t| t.into_inner().unwrap_or_else(|p| p.into_inner()))
+            .iter()
+            .map(|t| std::mem::take(&mut *t.lock().unwrap_or_else(|p| p.into_inner())))
             .filter(|t| t.len() > 0)
             .collect();
         let chars = byte_to_char();
         let rank = chars.map(|c| c as u16);
-        WordCounts::merged(&tables, &rank, |bytes, out| {
-            out.extend(bytes.iter().map(|&b| chars[b as usize]))
-        })
+        WordCounts::merge_tables(
+            &tables,
+            &rank,
+            |bytes, out| out.extend(bytes.iter().map(|&b| chars[b as usize])),
+            sink,
+        )
     }
 }
 

@@ -26,8 +26,10 @@ from data_io.scale import ExecutorSettings, Manifest, Unit, ray_executor, resume
 from data_io.scale.plan import plan_tokenize
 from data_io.scale.progress import UnitProgress
 from data_io.scale.ray_executor import run_ray
+from data_io.scale.run import run_stage
 from data_io.scale.status import status
 from data_io.tokenize import tokenize, tokenize_options
+from data_io.tokenizer.train import train_tokenizer
 
 from .inputs import TOKENIZER, rows, tree_bytes, write_inputs, write_jsonl
 
@@ -212,3 +214,25 @@ def test_missing_ray_says_how_to_install_it(
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray now raises ImportError
     with pytest.raises(ConfigError, match=r"pip install 'data_io\[scale\]'"):
         run_ray(manifest, manifest.units, address=None, progress=False)
+
+
+def test_tokenizer_counting_on_ray_is_byte_identical_to_one_run(
+    ray_cluster: None, tmp_path: Path
+) -> None:
+    inputs = write_inputs(tmp_path / "in")
+    request = {
+        "inputs": [str(inputs)],
+        "output": str(tmp_path / "ray" / "tokenizer.json"),
+        "train": {"vocab_size": 800, "prefix_config": None},
+    }
+    outcome = run_stage("train-tokenizer", request, RAY_SETTINGS, progress=False)
+    assert outcome.unfinished == [] and outcome.result is not None
+    # Every file's counts came from a unit run in Ray's workers, none was counted at finalize.
+    assert sorted(outcome.result.counting.reused_files) == sorted(
+        u.task for u in outcome.manifest.units
+    )
+    pids = {outcome.manifest.read_record(u.id, "started")["pid"] for u in outcome.manifest.units}
+    assert os.getpid() not in pids
+    one = tmp_path / "one" / "tokenizer.json"
+    train_tokenizer([inputs], one, vocab_size=800, prefix_config=None, progress=False)
+    assert tree_bytes(tmp_path / "ray") == tree_bytes(one.parent)

@@ -26,6 +26,7 @@ from data_io.scale.manifest import Manifest, Unit
 from data_io.scale.slurm import SlurmError, SlurmOptions, Submission, submit_slurm, wait_slurm
 from data_io.scale.status import describe, status
 from data_io.tokenize import tokenize
+from data_io.tokenizer.train import train_tokenizer
 
 from . import slurm_cluster
 from .inputs import TOKENIZER, rows, tree_bytes, write_inputs, write_jsonl
@@ -277,3 +278,16 @@ def test_slurm_options_become_sbatch_lines(tmp_path, monkeypatch):
 def test_max_array_size_falls_back_to_slurm_s_default(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no scontrol
     assert slurm.read_max_array_size() == slurm.DEFAULT_MAX_ARRAY_SIZE == 1001
+
+
+def test_tokenizer_counting_on_slurm_is_byte_identical_to_one_run(slurm_env, tmp_path):
+    inputs = write_inputs(tmp_path / "in")
+    out = tmp_path / "slurm"
+    args = ["train-tokenizer", str(inputs), "-o", str(out / "tokenizer.json"), "--vocab-size",
+            "800", "--prefix-config", "none", "--executor", "slurm", "--wait", "-q"]  # fmt: skip
+    assert main(args) == 0
+    manifest = Manifest.load(out)
+    assert status(manifest).finalized and len(manifest.units) == 4
+    one = tmp_path / "one" / "tokenizer.json"
+    train_tokenizer([inputs], one, vocab_size=800, prefix_config=None, progress=False)
+    assert tree_bytes(out) == tree_bytes(one.parent)

@@ -12,7 +12,7 @@ from tokenizers import Tokenizer
 from data_io import _core
 from data_io.errors import ConfigError, InputError
 from data_io.tokenizer.summary import summary_line
-from data_io.tokenizer.train import train_tokenizer
+from data_io.tokenizer.train import core_options, train_tokenizer
 from tests.conftest import EXAMPLE_ROWS
 
 SAMPLES = [
@@ -350,9 +350,7 @@ def test_trainer_choices_are_checked(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="trainer must be one of rust, hf"):
         train_tokenizer([EXAMPLE_ROWS], out, trainer="sentencepiece")
     with pytest.raises(ValueError, match="trainer must be"):
-        _core.train_tokenizer(
-            [str(EXAMPLE_ROWS)], str(out), kind="bpe", vocab_size=300, seed=0, prefix_limits=[],
-            truncate_len=10, limit_mul_factor=1, special_tokens=[], min_frequency=2,
-            on_error="fail", threads=None, progress=False, trainer="nope",
-        )  # fmt: skip
+        options, _ = core_options([EXAMPLE_ROWS], out, vocab_size=300, special_tokens=[])
+        options.pop("trainer")
+        _core.train_tokenizer(json.dumps(options), trainer="nope")
     assert not out.exists()

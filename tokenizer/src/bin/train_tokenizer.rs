@@ -1,6 +1,6 @@
 //! `train_tokenizer`: the original data_io's tokenizer training command, with its arguments,
 //! doing what `data_io train-tokenizer` does (the same Rust function,
-//! `data_io_core::train::train`).
+//! `data_io_core::train::train_with`).
 //!
 //!   (cd tokenizer && cargo run --release --bin train_tokenizer -- ../data ../data_clustered \
 //!       -o ../trained_tokenizers/bpe/tokenizer.json)
@@ -11,7 +11,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
 use data_io_core::reader::OnError;
-use data_io_core::train::{train, TokenizerKind, TrainOptions, DEFAULT_SPECIAL_TOKENS};
+use data_io_core::train::{
+    train_with, TokenizerKind, TrainOptions, Trainer, DEFAULT_SPECIAL_TOKENS,
+};
 use tokenizer_cli::load_prefix_limits;
 
 #[global_allocator]
@@ -19,6 +21,12 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// `min_frequency` of the BPE trainer, as `data_io train-tokenizer` (formats.md §2).
 const MIN_FREQUENCY: u64 = 2;
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum TrainerArg {
+    Rust,
+    Hf,
+}
 
 #[derive(Clone, Copy, ValueEnum)]
 enum OnErrorArg {
@@ -65,6 +73,10 @@ struct TrainArgs {
     /// [data_io] A bad row fails the run, or is skipped and counted
     #[arg(long, value_enum, default_value_t = OnErrorArg::Fail)]
     on_error: OnErrorArg,
+    /// [data_io] rust: data_io's BPE trainer (merges equal to tokenizers'); hf: the tokenizers
+    /// library's trainers, the only one for unigram (default: rust for bpe, hf for unigram)
+    #[arg(long, value_enum)]
+    trainer: Option<TrainerArg>,
     /// [data_io] Worker threads (default: every core)
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     threads: Option<u32>,
@@ -123,8 +135,15 @@ fn run(args: &TrainArgs) -> Result<(), String> {
         },
         threads: args.threads.map(|n| n as usize),
         progress: !args.quiet && std::io::stderr().is_terminal(),
+        count_memory: None,
+        counts_dir: None,
+        count_parts: Vec::new(),
     };
-    let report = train(&options).map_err(|e| e.to_string())?;
+    let trainer = match (args.trainer, kind) {
+        (Some(TrainerArg::Hf), _) | (None, TokenizerKind::Unigram) => Trainer::Hf,
+        _ => Trainer::Ours,
+    };
+    let report = train_with(&options, trainer).map_err(|e| e.to_string())?;
     if !args.quiet {
         let limited = report.files.iter().filter(|f| f.limited).count();
         let bad: u64 = report.files.iter().map(|f| f.bad_rows).sum();
