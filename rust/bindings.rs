@@ -160,17 +160,14 @@ fn tokenize_unit(py: Python<'_>, options: &str, unit: &str) -> PyResult<String> 
     })
 }
 
-/// Train a tokenizer on the rows under `inputs`, write it to `output`; returns the report as JSON.
-#[pyfunction]
-#[pyo3(signature = (inputs, output, *, kind, vocab_size, seed, prefix_limits, truncate_len,
-                    limit_mul_factor, special_tokens, min_frequency, on_error, threads, progress,
-                    trainer = "rust"))]
-#[allow(clippy::too_many_arguments)]
-fn train_tokenizer(
-    py: Python<'_>,
+/// The options of `train_tokenizer`, `train_tasks` and `train_count_unit`, as the facade
+/// sends them (`data_io/tokenizer/train.py`): one JSON object, so the entry points cannot drift.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TrainArgs {
     inputs: Vec<PathBuf>,
     output: PathBuf,
-    kind: &str,
+    kind: String,
     vocab_size: usize,
     seed: u64,
     prefix_limits: Vec<(String, Option<u64>)>,
@@ -178,11 +175,64 @@ fn train_tokenizer(
     limit_mul_factor: u64,
     special_tokens: Vec<String>,
     min_frequency: u64,
-    on_error: &str,
+    on_error: String,
     threads: Option<usize>,
     progress: bool,
-    trainer: &str,
+    #[serde(default)]
+    count_memory: Option<u64>,
+    #[serde(default)]
+    counts_dir: Option<PathBuf>,
+    #[serde(default)]
+    count_parts: Vec<PathBuf>,
+}
+
+fn train_options(json: &str) -> Result<TrainOptions, Error> {
+    let args: TrainArgs =
+        serde_json::from_str(json).map_err(|e| Error::Config(format!("train options: {e}")))?;
+    Ok(TrainOptions {
+        inputs: args.inputs,
+        output: args.output,
+        kind: match args.kind.as_str() {
+            "bpe" => TokenizerKind::Bpe,
+            "unigram" => TokenizerKind::Unigram,
+            other => {
+                return Err(Error::Config(format!(
+                    "tokenizer type must be \"bpe\" or \"unigram\", not {other:?}"
+                )))
+            }
+        },
+        vocab_size: args.vocab_size,
+        seed: args.seed,
+        prefix_limits: args.prefix_limits,
+        truncate_len: args.truncate_len,
+        limit_mul_factor: args.limit_mul_factor,
+        special_tokens: args.special_tokens,
+        min_frequency: args.min_frequency,
+        on_error: parse_on_error(&args.on_error)?,
+        threads: args.threads,
+        progress: args.progress,
+        count_memory: args.count_memory,
+        counts_dir: args.counts_dir,
+        count_parts: args.count_parts,
+    })
+}
+
+/// Run `work` on the train options in `options` without the GIL; its result as JSON.
+fn run_train<T: Serialize + Send>(
+    py: Python<'_>,
+    options: &str,
+    work: impl FnOnce(&TrainOptions) -> Result<T, Error> + Send,
 ) -> PyResult<String> {
+    let options = train_options(options).map_err(|e| to_py_err(py, e))?;
+    let report = py.detach(|| work(&options)).map_err(|e| to_py_err(py, e))?;
+    to_json(&report)
+}
+
+/// Train a tokenizer on the rows under the options' inputs with `trainer` ("rust" or "hf"),
+/// write it to their output; returns the report as JSON.
+#[pyfunction]
+#[pyo3(signature = (options, *, trainer = "rust"))]
+fn train_tokenizer(py: Python<'_>, options: &str, trainer: &str) -> PyResult<String> {
     let trainer = match trainer {
         "rust" => Trainer::Ours,
         "hf" => Trainer::Hf,
@@ -193,36 +243,30 @@ fn train_tokenizer(
             ))
         }
     };
-    let options = (|| -> Result<TrainOptions, Error> {
-        Ok(TrainOptions {
-            inputs,
-            output,
-            kind: match kind {
-                "bpe" => TokenizerKind::Bpe,
-                "unigram" => TokenizerKind::Unigram,
-                other => {
-                    return Err(Error::Config(format!(
-                        "tokenizer type must be \"bpe\" or \"unigram\", not {other:?}"
-                    )))
-                }
-            },
-            vocab_size,
-            seed,
-            prefix_limits,
-            truncate_len,
-            limit_mul_factor,
-            special_tokens,
-            min_frequency,
-            on_error: parse_on_error(on_error)?,
-            threads,
-            progress,
-        })
-    })()
-    .map_err(|e| to_py_err(py, e))?;
-    let report = py
-        .detach(|| crate::train::train_with(&options, trainer))
-        .map_err(|e| to_py_err(py, e))?;
-    to_json(&report)
+    run_train(py, options, |options| {
+        crate::train::train_with(options, trainer)
+    })
+}
+
+/// The input files of a training run, as a JSON list of `{task, source, size}`; reads nothing.
+#[pyfunction]
+fn train_tasks(py: Python<'_>, options: &str) -> PyResult<String> {
+    run_train(py, options, crate::train::input_files)
+}
+
+/// Count the texts of one input file (`task` at `source`) into the folder `part`; returns the
+/// counts' record as JSON.
+#[pyfunction]
+fn train_count_unit(
+    py: Python<'_>,
+    options: &str,
+    task: String,
+    source: PathBuf,
+    part: PathBuf,
+) -> PyResult<String> {
+    run_train(py, options, |options| {
+        crate::train::count_unit(options, task, source, &part)
+    })
 }
 
 /// numpy's `Philox` state (its `.state` fields), advanced by the sampler's shuffles.
@@ -438,6 +482,8 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tokenize_stale, m)?)?;
     m.add_function(wrap_pyfunction!(tokenize_unit, m)?)?;
     m.add_function(wrap_pyfunction!(train_tokenizer, m)?)?;
+    m.add_function(wrap_pyfunction!(train_tasks, m)?)?;
+    m.add_function(wrap_pyfunction!(train_count_unit, m)?)?;
     m.add_function(wrap_pyfunction!(gather_epoch, m)?)?;
     m.add_function(wrap_pyfunction!(copy_token_pool, m)?)?;
     m.add_class::<Philox>()?;
