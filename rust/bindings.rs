@@ -269,6 +269,52 @@ fn train_count_unit(
     })
 }
 
+/// Counts texts handed over from Python (raw text sources), one source at a time, into a
+/// folder of counts that `train_tokenizer` reads with `count_parts` and no inputs.
+#[pyclass(module = "data_io._core", name = "SourceCounter")]
+struct SourceCounter {
+    inner: crate::train::source_counter::SourceCounter,
+}
+
+#[pymethods]
+impl SourceCounter {
+    #[new]
+    #[pyo3(signature = (folder, *, count_memory, truncate_len, threads))]
+    fn new(
+        py: Python<'_>,
+        folder: PathBuf,
+        count_memory: Option<u64>,
+        truncate_len: usize,
+        threads: Option<usize>,
+    ) -> PyResult<Self> {
+        let inner = crate::train::source_counter::SourceCounter::new(
+            &folder,
+            count_memory,
+            truncate_len,
+            threads,
+        )
+        .map_err(|e| to_py_err(py, e))?;
+        Ok(SourceCounter { inner })
+    }
+
+    /// Count `texts` on the counter's threads, without the GIL.
+    fn add_texts(&mut self, py: Python<'_>, texts: Vec<String>) -> PyResult<()> {
+        let inner = &mut self.inner;
+        py.detach(|| inner.add_texts(&texts))
+            .map_err(|e| to_py_err(py, e))
+    }
+
+    /// Write the counts since the last call as the run `<folder>/<name>.words` of source
+    /// `task`; returns its record as JSON.
+    fn finish_source(&mut self, py: Python<'_>, name: &str, task: &str) -> PyResult<String> {
+        let inner = &mut self.inner;
+        let stored = py
+            .detach(|| inner.finish_source(name, task))
+            .map_err(|e| to_py_err(py, e))?;
+        to_json(&stored)
+    }
+}
+
 /// numpy's `Philox` state (its `.state` fields), advanced by the sampler's shuffles.
 #[pyclass(module = "data_io._core", name = "Philox")]
 struct Philox {
@@ -488,6 +534,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(copy_token_pool, m)?)?;
     m.add_class::<Philox>()?;
     m.add_class::<Encoder>()?;
+    m.add_class::<SourceCounter>()?;
     m.add("DEFAULT_SPECIAL_TOKENS", DEFAULT_SPECIAL_TOKENS.to_vec())?;
     m.add("SPLIT_REGEX", SPLIT_REGEX)?;
     Ok(())

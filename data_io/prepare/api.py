@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from data_io.errors import ConfigError, InputError
+from data_io.formats.raw_text import INVALID_UTF8_POLICIES, ReadOptions, Source, expand_inputs
 from data_io.prepare.dedup import HashDedup, parse_memory
-from data_io.prepare.inputs import INVALID_UTF8_POLICIES, ReadOptions, Source, expand_inputs
 from data_io.prepare.normalize import CleanOptions, CleanStats
 from data_io.prepare.parts import parts_lookup
 from data_io.prepare.pipeline import (

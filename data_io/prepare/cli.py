@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from data_io.formats.raw_text import INVALID_UTF8_POLICIES
 from data_io.prepare.api import DTYPES, LAYOUTS, prepare
-from data_io.prepare.inputs import INVALID_UTF8_POLICIES
 from data_io.prepare.shards import FORMATS
 from data_io.prepare.summary import print_summary
 

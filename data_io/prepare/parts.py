@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from data_io.formats.raw_text import ReadOptions, ReadStats, Source
 from data_io.prepare.dedup import HashDedup
-from data_io.prepare.inputs import ReadOptions, ReadStats, Source
 from data_io.prepare.normalize import CleanOptions, CleanStats
 from data_io.prepare.pipeline import Spool, encode_inputs
 from data_io.prepare.progress import ProgressBar

@@ -22,8 +22,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from data_io.errors import ConfigError
+from data_io.formats.raw_text import ReadOptions, ReadStats, Source, read_documents
 from data_io.prepare.dedup import HashDedup, hash_texts
-from data_io.prepare.inputs import ReadOptions, ReadStats, Source, read_documents
 from data_io.prepare.normalize import CleanOptions, CleanStats, clean_batch
 from data_io.prepare.progress import ProgressBar
 from data_io.prepare.split import is_val

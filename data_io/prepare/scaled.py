@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from data_io.errors import ConfigError
+from data_io.formats.raw_text import expand_inputs
 from data_io.prepare.api import (
     PrepareResult,
     plan_run,
@@ -21,7 +22,6 @@ from data_io.prepare.api import (
     read_and_clean_options,
     source_identity,
 )
-from data_io.prepare.inputs import expand_inputs
 from data_io.prepare.parts import write_part
 from data_io.prepare.pipeline import encoder_threads
 from data_io.prepare.state import exclusive

@@ -103,6 +103,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--threads", type=int, default=None, help="worker threads (default: every core)"
     )
     parser.add_argument(
+        "--text-field",
+        default=None,
+        metavar="FIELD",
+        help="train on raw text instead of rows: every document of the .txt, .jsonl, .parquet "
+        "files (.gz/.zst/.bz2/.xz too) or Hub datasets given, FIELD of JSONL/Parquet/dataset "
+        "rows (as `data_io prepare` reads them); --prefix-config does not apply (default: rows)",
+    )
+    parser.add_argument(
+        "--doc-per-line",
+        action="store_true",
+        help="with --text-field: each line of a .txt file is a document (default: documents are "
+        "separated by blank lines)",
+    )
+    parser.add_argument(
         "--count-memory",
         type=memory_size,
         default=None,
@@ -150,6 +164,10 @@ def scale_request(args: argparse.Namespace) -> dict:
         raise ConfigError(
             "--counts keeps the counts of a run in one process; with --executor each unit's "
             "counts are in the plan's parts (OUT/.data_io_scale), and `data_io resume` reuses them"
+        )
+    if args.text_field is not None:
+        raise ConfigError(
+            "--text-field counts raw text in one process; --executor counts rows, a unit per file"
         )
     if args.eval or args.compare:
         raise ConfigError("--eval runs after a training in one process: drop it with --executor")
@@ -209,6 +227,8 @@ def _run(args: argparse.Namespace) -> int:
         trainer=args.trainer,
         count_memory=args.count_memory,
         counts_dir=args.counts,
+        text_field=args.text_field,
+        doc_per_line=args.doc_per_line,
     )
     if not args.quiet:
         print_summary(result)

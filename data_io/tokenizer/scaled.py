@@ -23,8 +23,9 @@ from data_io.tokenizer.summary import print_summary
 from data_io.tokenizer.train import TrainResult, core_options, train_tokenizer
 from data_io.util.fs import sha256
 
-# train_tokenizer's options that a plan does not record: they are the plan's own business.
-_NOT_PLANNED = ("progress", "counts_dir", "count_parts")
+# train_tokenizer's options a plan does not record: its own business (counts), or what units
+# cannot do (raw text is counted in one process).
+_NOT_PLANNED = ("progress", "counts_dir", "count_parts", "text_field", "doc_per_line")
 
 
 class TrainTokenizerStage:

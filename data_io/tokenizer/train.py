@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import resource
+import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from data_io.errors import ConfigError
 from data_io.formats.prefix_config import load_prefix_config
+from data_io.formats.raw_text import ReadOptions
 from data_io.util.fs import write_json_atomic
 
 DEFAULT_VOCAB_SIZE = 65536
@@ -132,6 +134,8 @@ def train_tokenizer(
     count_memory: int | None = None,
     counts_dir: str | Path | None = None,
     count_parts: Sequence[str | Path] = (),
+    text_field: str | None = None,
+    doc_per_line: bool = False,
 ) -> TrainResult:
     """Train on the instruction and response texts of every row under ``inputs``.
 
@@ -148,7 +152,31 @@ def train_tokenizer(
     the machine's memory), spilling sorted runs beside ``output`` past it; ``counts_dir`` keeps
     each file's counts there, so a re-run counts only new or changed files; ``count_parts`` are
     folders of counts made by scale-out units (``data_io.tokenizer.scaled``).
+
+    ``text_field`` trains on raw text instead of rows: every document of the ``.txt``, JSONL,
+    Parquet (compressed or not) files or ``datasets`` sources under ``inputs``, read as
+    ``prepare`` reads them (JSONL, Parquet and datasets rows by their ``text_field``; text files
+    cut at blank lines, or one document per line with ``doc_per_line``); ``prefix_config`` does
+    not apply (every document is used).
     """
+    if text_field is not None:
+        return _train_on_text(
+            inputs,
+            Path(output),
+            read=ReadOptions(text_field=text_field, doc_per_line=doc_per_line),
+            tokenizer_type=tokenizer_type,
+            vocab_size=vocab_size,
+            truncate_len=truncate_len,
+            special_tokens=special_tokens,
+            threads=threads,
+            progress=progress,
+            pad_token=pad_token,
+            bos_token=bos_token,
+            eos_token=eos_token,
+            trainer=trainer,
+            count_memory=count_memory,
+            other=(counts_dir, count_parts),
+        )
     options, chosen = core_options(
         inputs,
         output,
@@ -180,6 +208,56 @@ def train_tokenizer(
         requested_vocab_size=vocab_size,
         missing_roles=missing,
         peak_rss=peak_rss(),
+    )
+
+
+def _train_on_text(
+    inputs: Sequence[str | Path],
+    output: Path,
+    *,
+    read: ReadOptions,
+    other: tuple[object, Sequence[object]],
+    **kwargs,
+) -> TrainResult:
+    """``train_tokenizer(text_field=...)``: the raw text counted by ``text_counts``, then the
+    merge pass over those counts."""
+    from data_io.tokenizer.text_counts import count_text_sources, scratch_folder  # noqa: PLC0415  only raw-text runs read raw text
+
+    counts_dir, count_parts = other
+    if counts_dir is not None or count_parts:
+        raise ConfigError("--counts and scale-out counting read rows; drop --text-field")
+    if kwargs.get("trainer") not in (None, "rust"):
+        raise ConfigError("raw text (--text-field) is counted by the rust trainer; drop --trainer")
+    # Checked before anything is read.
+    core_options([], output, prefix_config=None, count_parts=["-"], **kwargs)
+    folder = scratch_folder(output)
+    try:
+        counted = count_text_sources(
+            inputs,
+            folder,
+            read=read,
+            truncate_len=kwargs["truncate_len"],
+            count_memory=kwargs["count_memory"],
+            threads=kwargs["threads"],
+            progress=kwargs["progress"],
+        )
+        result = train_tokenizer([], output, prefix_config=None, count_parts=[folder], **kwargs)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    counting = result.counting
+    if counting is not None:
+        # Counted here, not read back: the summary reports the reading and counting pass.
+        counting = dataclasses.replace(
+            counting,
+            counted_bytes=counting.text_bytes,
+            reused_files=[],
+            count_seconds=counted.seconds + counting.count_seconds,
+        )
+    return dataclasses.replace(
+        result,
+        counting=counting,
+        skipped_files=counted.skipped_files,
+        seconds=counted.seconds + result.seconds,
     )
 
 

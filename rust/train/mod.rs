@@ -32,6 +32,7 @@ pub mod merge;
 mod merge_queue;
 mod ours;
 mod piece_table;
+pub mod source_counter;
 pub mod texts;
 mod word_arena;
 pub mod words;
@@ -138,7 +139,18 @@ pub fn train_with(options: &TrainOptions, trainer: Trainer) -> Result<TrainRepor
 fn run(options: &TrainOptions, trainer_choice: Trainer) -> Result<TrainReport> {
     let started = Instant::now();
     validate(options)?;
-    let inputs = task_files(&options.inputs)?;
+    let from_counts = options.inputs.is_empty() && !options.count_parts.is_empty();
+    if from_counts && trainer_choice == Trainer::Hf {
+        return Err(Error::Config(
+            "training from word counts alone takes the rust trainer".into(),
+        ));
+    }
+    // Without inputs, the counts of the parts are the whole corpus (`source_counter`).
+    let inputs = if from_counts {
+        crate::reader::Inputs::default()
+    } else {
+        task_files(&options.inputs)?
+    };
     let plans: Vec<FilePlan> = inputs
         .tasks
         .into_iter()

@@ -15,7 +15,9 @@ use tokenizers::Tokenizer;
 
 use super::counts::spill::{default_budget, Counting, SpillStats};
 use super::counts::store::{self, CountKey, StoredCounts};
-use super::counts::{merge_sources, merge_to_table, RunReader, RunWriter, Source, WordsHeader};
+use super::counts::{
+    merge_sources, merge_to_table, RunReader, RunWriter, Source, Tally, WordsHeader,
+};
 use super::hf::bpe_tokenizer;
 use super::merge::{train_bpe_with, BpeOptions};
 use super::texts::{for_each_batch, FilePlan};
@@ -62,7 +64,23 @@ pub fn train(
     };
     let mut sources: Vec<Source> = Vec::new();
     let mut files: HashMap<String, TrainFileReport> = HashMap::new();
+    // The files' reports are given back in the inputs' order (the records', without inputs).
+    let mut order: Vec<String> = plans.iter().map(|plan| plan.task.clone()).collect();
 
+    if plans.is_empty() {
+        // Trained from counts alone (texts counted by `source_counter`): every record of the
+        // parts, in their order.
+        for dir in &options.count_parts {
+            for (name, dir) in store::records_in(dir)? {
+                let (run, stored) = store::read_record(&dir, &name)?;
+                sources.push(Source::File(Box::new(RunReader::open(&run)?)));
+                report.text_bytes += stored.report.text_bytes;
+                report.reused_files.push(stored.report.task.clone());
+                order.push(stored.report.task.clone());
+                files.insert(stored.report.task.clone(), stored.report);
+            }
+        }
+    }
     // Counts made before (a store, or scale-out units' parts) stand in for their files.
     let parts = parts_index(&options.count_parts)?;
     let keep = options.counts_dir.is_some() || !parts.is_empty();
@@ -141,10 +159,7 @@ pub fn train(
     report.merge_seconds = merging.elapsed().as_secs_f64();
     let tokenizer = bpe_tokenizer(&bpe, &options.special_tokens)?;
     // The files' reports in the inputs' order.
-    let files = plans
-        .iter()
-        .filter_map(|plan| files.remove(&plan.task))
-        .collect();
+    let files = order.iter().filter_map(|task| files.remove(task)).collect();
     Ok((tokenizer, files, report))
 }
 
@@ -169,9 +184,9 @@ fn count_into_store(
     };
     let (run, _) = store::paths(dir, &plan.task);
     let mut writer = RunWriter::create(&run, &key.words)?;
-    let mut totals = Totals::new(&mut writer);
-    merge_sources(counting.finish()?, &key.words, &mut totals)?;
-    let (words, pieces) = (totals.words, totals.pieces);
+    let mut tally = Tally::new(&mut writer);
+    merge_sources(counting.finish()?, &key.words, &mut tally)?;
+    let (words, pieces) = (tally.words, tally.pieces);
     writer.finish()?;
     let stored = StoredCounts {
         key,
@@ -180,7 +195,7 @@ fn count_into_store(
         text_bytes: file.text_bytes,
         report: file,
     };
-    store::record(dir, &stored)?;
+    store::record(dir, &plan.task, &stored)?;
     Ok((run, stored))
 }
 
@@ -193,31 +208,6 @@ pub fn count_unit(options: &TrainOptions, plan: &FilePlan, part: &Path) -> Resul
     let bar = ProgressBar::hidden();
     let (_, stored) = count_into_store(options, plan, key, part, budget, &bar)?;
     Ok(stored)
-}
-
-/// A sink that counts what passes to the writer.
-struct Totals<'a> {
-    writer: &'a mut RunWriter,
-    words: u64,
-    pieces: u64,
-}
-
-impl<'a> Totals<'a> {
-    fn new(writer: &'a mut RunWriter) -> Self {
-        Totals {
-            writer,
-            words: 0,
-            pieces: 0,
-        }
-    }
-}
-
-impl super::counts::WordSink for Totals<'_> {
-    fn push(&mut self, word: &str, count: u64) -> Result<()> {
-        self.words += 1;
-        self.pieces += count;
-        self.writer.push(word, count)
-    }
 }
 
 /// The stored counts of a file that may stand in for it: a scale-out unit's, else the store's.

@@ -24,6 +24,31 @@ impl WordSink for RunWriter {
     }
 }
 
+/// A sink that counts the words and pieces it passes on to a run.
+pub struct Tally<'a> {
+    pub writer: &'a mut RunWriter,
+    pub words: u64,
+    pub pieces: u64,
+}
+
+impl<'a> Tally<'a> {
+    pub fn new(writer: &'a mut RunWriter) -> Self {
+        Tally {
+            writer,
+            words: 0,
+            pieces: 0,
+        }
+    }
+}
+
+impl WordSink for Tally<'_> {
+    fn push(&mut self, word: &str, count: u64) -> Result<()> {
+        self.words += 1;
+        self.pieces += count;
+        self.writer.push(word, count)
+    }
+}
+
 /// Sorted words with counts: a table in memory or a run on disk.
 pub enum Source {
     Memory(WordCounts),

@@ -57,11 +57,7 @@ pub fn lookup(dir: &Path, key: &CountKey) -> Result<Option<(PathBuf, StoredCount
     if !sidecar.exists() || !run.exists() {
         return Ok(None);
     }
-    let text = fs::read_to_string(&sidecar).ctx("cannot read", &sidecar)?;
-    let stored: StoredCounts = serde_json::from_str(&text).map_err(|e| Error::BadFile {
-        path: sidecar.clone(),
-        message: format!("not the record of a word-count run ({e}); delete it to count again"),
-    })?;
+    let (_, stored) = read_record(dir, &key.task)?;
     if stored.key.words != key.words {
         // Made by another version or with another split: not ours to mix in.
         key.words.check(&stored.key.words, &sidecar)?;
@@ -69,14 +65,14 @@ pub fn lookup(dir: &Path, key: &CountKey) -> Result<Option<(PathBuf, StoredCount
     Ok((stored.key == *key).then_some((run, stored)))
 }
 
-/// Record `stored` beside its run (written first: a sidecar never names a run that is not
-/// there).
-pub fn record(dir: &Path, stored: &StoredCounts) -> Result<()> {
-    let (_, sidecar) = paths(dir, &stored.key.task);
+/// Record `stored` beside its run `<dir>/<name>.words` (written first: a sidecar never names a
+/// run that is not there).
+pub fn record(dir: &Path, name: &str, stored: &StoredCounts) -> Result<()> {
+    let (_, sidecar) = paths(dir, name);
     write_json_atomic(&sidecar, stored)
 }
 
-/// Every stored counts record in `dir` (a scale-out unit's part), by task.
+/// Every stored counts record in `dir` (a scale-out unit's part), by name, sorted.
 pub fn records_in(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     let mut found = Vec::new();
     let Ok(entries) = fs::read_dir(dir) else {
@@ -90,6 +86,17 @@ pub fn records_in(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     }
     found.sort();
     Ok(found)
+}
+
+/// The record `<dir>/<name>.words.json` and its run, read back.
+pub fn read_record(dir: &Path, name: &str) -> Result<(PathBuf, StoredCounts)> {
+    let (run, sidecar) = paths(dir, name);
+    let text = fs::read_to_string(&sidecar).ctx("cannot read", &sidecar)?;
+    let stored = serde_json::from_str(&text).map_err(|e| Error::BadFile {
+        path: sidecar.clone(),
+        message: format!("not the record of a word-count run ({e}); delete it to count again"),
+    })?;
+    Ok((run, stored))
 }
 
 /// BLAKE3 of the file at `path`, hex (memory-mapped, on the current rayon pool).

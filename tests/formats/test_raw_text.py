@@ -1,4 +1,4 @@
-"""data_io.prepare.inputs: what each kind of input yields, and the errors for bad input."""
+"""data_io.formats.raw_text: what each kind of raw-text input yields, and the errors for bad input."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 import zstandard
 
 from data_io.errors import ConfigError, InputError
-from data_io.prepare.inputs import ReadOptions, ReadStats, expand_inputs, read_documents
+from data_io.formats.raw_text import ReadOptions, ReadStats, expand_inputs, read_documents
 
 
 def read_all(path: Path, **options) -> tuple[list[str], ReadStats]:

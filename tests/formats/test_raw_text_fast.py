@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from data_io.errors import InputError
-from data_io.prepare import inputs
-from data_io.prepare.inputs import ReadOptions, ReadStats, Source, expand_inputs, read_documents
+from data_io.formats import raw_text as inputs
+from data_io.formats.raw_text import ReadOptions, ReadStats, Source, expand_inputs, read_documents
 
 
 # -- the reference: the former line-by-line reader ------------------------------------------------

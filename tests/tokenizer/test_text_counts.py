@@ -1,0 +1,97 @@
+"""``train-tokenizer --text-field``: raw text read as ``prepare`` reads it (text, JSONL, Parquet,
+compressed, ``datasets`` folders), each document one text; the tokenizer equals the one trained
+on rows holding the same texts, and bad input fails naming the source, leaving nothing."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from data_io.cli import main
+from data_io.errors import ConfigError, InputError
+from data_io.tokenizer.train import train_tokenizer
+from tests.scale.inputs import rows, write_jsonl
+
+VOCAB = 700
+
+
+def _texts() -> list[str]:
+    return [t for r in rows(600, seed=7) for t in (r["instruction"], r["response"]) if t]
+
+
+def _raw_sources(folder: Path, texts: list[str]) -> Path:
+    """The texts spread over every kind of raw source, in name order."""
+    folder.mkdir(parents=True)
+    a, b, c, d = texts[:300], texts[300:600], texts[600:900], texts[900:]
+    with gzip.open(folder / "a.jsonl.gz", "wt", encoding="utf-8") as f:
+        f.writelines(json.dumps({"body": t}) + "\n" for t in a)
+    pq.write_table(pa.table({"body": b}), folder / "b.parquet", row_group_size=64)
+    (folder / "c.txt").write_text("\n".join(t.replace("\n", " ") for t in c) + "\n")
+    write_jsonl(folder / "d.jsonl", [{"body": t} for t in d])
+    return folder
+
+
+def _rows_of(folder: Path, texts: list[str]) -> Path:
+    """The same texts as rows (instruction and response each a text)."""
+    pairs = [texts[i : i + 2] for i in range(0, len(texts), 2)]
+    write_jsonl(folder / "rows.jsonl", [
+        {"condition": "", "instruction": p[0], "response": p[1] if len(p) > 1 else ""}
+        for p in pairs
+    ])  # fmt: skip
+    return folder
+
+
+def test_raw_text_trains_the_tokenizer_of_the_same_texts_as_rows(tmp_path: Path):
+    texts = _texts()
+    texts[600:900] = [t.replace("\n", " ") for t in texts[600:900]]  # c.txt: a line each
+    raw = _raw_sources(tmp_path / "raw", texts)
+    result = train_tokenizer([raw], tmp_path / "text/tokenizer.json", vocab_size=VOCAB,
+                             text_field="body", doc_per_line=True, progress=False)  # fmt: skip
+    rows_folder = _rows_of(tmp_path / "rows", texts)
+    train_tokenizer([rows_folder], tmp_path / "rows_out/tokenizer.json", vocab_size=VOCAB,
+                    prefix_config=None, progress=False)  # fmt: skip
+    assert (tmp_path / "text/tokenizer.json").read_bytes() == (
+        tmp_path / "rows_out/tokenizer.json"
+    ).read_bytes()
+    assert result.texts_used == len(texts)
+    assert [f.task for f in result.files] == [
+        str(raw / name) for name in ("a.jsonl.gz", "b.parquet", "c.txt", "d.jsonl")
+    ]
+    assert result.counting.counted_bytes == sum(len(t.encode()) for t in texts)
+    assert result.counting.reused_files == []
+    # The scratch counts beside the output are gone.
+    assert sorted(p.name for p in (tmp_path / "text").iterdir()) == [
+        "config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+    ]
+
+
+def test_a_saved_datasets_folder_is_a_source(tmp_path: Path):
+    datasets = pytest.importorskip("datasets")
+    texts = _texts()[:400]
+    datasets.Dataset.from_dict({"text": texts}).save_to_disk(str(tmp_path / "saved"))
+    result = train_tokenizer([tmp_path / "saved"], tmp_path / "out/tokenizer.json",
+                             vocab_size=VOCAB, text_field="text", progress=False)  # fmt: skip
+    assert result.texts_used == 400
+
+
+def test_bad_raw_input_names_the_source_and_writes_nothing(tmp_path: Path, capsys):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "empty.txt").write_text("")
+    out = tmp_path / "out" / "tokenizer.json"
+    with pytest.raises(InputError, match=r"empty\.txt: empty input"):
+        train_tokenizer([raw / "empty.txt"], out, text_field="text", progress=False)
+    write_jsonl(raw / "wrong.jsonl", [{"other": "x"}])
+    assert main(["train-tokenizer", str(raw / "wrong.jsonl"), "-o", str(out),
+                 "--text-field", "text"]) == 1  # fmt: skip
+    assert "wrong.jsonl" in capsys.readouterr().err
+    assert not out.exists() and list(out.parent.iterdir()) == []
+    with pytest.raises(ConfigError, match="--text-field"):
+        train_tokenizer([raw], out, text_field="text", counts_dir=tmp_path / "c")
