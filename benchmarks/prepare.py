@@ -128,7 +128,7 @@ def child_prepare(corpus: Path, out: Path, dedup: bool, memory: str, tokenizer: 
 
 def _prepared_texts(corpus: Path) -> tuple[list[str], int]:
     """prepare's documents (read and normalised, untimed) and the corpus size on disk."""
-    from data_io.prepare.inputs import ReadOptions, ReadStats, expand_inputs, read_documents
+    from data_io.formats.raw_text import ReadOptions, ReadStats, expand_inputs, read_documents
     from data_io.prepare.normalize import CleanOptions, CleanStats, clean_batch
 
     read = ReadOptions()

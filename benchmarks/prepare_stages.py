@@ -25,9 +25,7 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
-from data_io.prepare import normalize as nz  # noqa: E402
-from data_io.prepare.dedup import hash_texts  # noqa: E402
-from data_io.prepare.inputs import (  # noqa: E402
+from data_io.formats.raw_text import (  # noqa: E402
     ReadOptions,
     ReadStats,
     _chunks,
@@ -35,6 +33,8 @@ from data_io.prepare.inputs import (  # noqa: E402
     expand_inputs,
     read_documents,
 )
+from data_io.prepare import normalize as nz  # noqa: E402
+from data_io.prepare.dedup import hash_texts  # noqa: E402
 from data_io.prepare.normalize import CleanOptions, CleanStats, clean_batch  # noqa: E402
 from data_io.prepare.split import is_val  # noqa: E402
 
