@@ -6,20 +6,25 @@ oracle of the merges), rustbpe and bpeasy (both PyPI), on the same texts.
 The texts are a folder of rows (``rows/*.jsonl``: instruction and response, each one text), e.g.
 the encoder race's corpus (``python -m benchmarks.tokenize_corpus work/race/corpus --mb 150``).
 Each engine runs in a fresh process, one after another, ``--rounds`` times; the parent reads each
-child's peak RSS from ``wait4``. data_io reads the rows itself (``--prefix-config none``: every
-text); the peers get the texts in memory, NFC-normalised beforehand (they have no normaliser),
+child's peak RSS from ``wait4`` (and stays small: a child's peak RSS counts its parent's resident
+memory). data_io reads the rows itself (``--prefix-config none``: every text); the peers get the texts in memory, NFC-normalised beforehand (they have no normaliser),
 and their time counts only the training call. Reported per engine and thread count: wall time,
 MB/s of text, peak RSS, and how its vocabulary compares with HF's (the merges, for data_io; the
 set of token byte strings, for the tiktoken-style peers).
 
-    python -m benchmarks.train_tokenizer work/race/corpus/main [--vocab 32768] [--threads 1 2]
-        [--engines data_io hf rustbpe bpeasy] [--rounds 1] [--mb 24]
+    python -m benchmarks.train_tokenizer work/race/corpus/main [--vocab 32768 131072]
+        [--threads 1 2] [--engines data_io hf rustbpe bpeasy] [--rounds 1] [--mb 24 [150 ...]]
+
+Several ``--mb`` give the memory against the corpus size (with a corpus whose distinct words
+keep growing: ``benchmarks.heaps_corpus``).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import multiprocessing
 import os
 import statistics
 import subprocess
@@ -71,16 +76,26 @@ def child(engine: str, rows: str, vocab: int, megabytes: float | None, out: str)
     if engine in ("data_io", "data_io-hf"):
         from data_io.tokenizer.train import default_special_tokens, train_tokenizer
 
-        corpus = Path(out) / "corpus"
-        _write_rows(corpus, read_texts(Path(rows), megabytes))
+        # data_io reads the rows itself (`rows` is the prefix the parent wrote, with --mb).
         start = time.perf_counter()
-        train_tokenizer([corpus], Path(out) / "tokenizer.json", vocab_size=vocab,
-                        prefix_config=None, truncate_len=NO_TRUNCATION, progress=False,
-                        trainer="hf" if engine == "data_io-hf" else "rust",
-                        special_tokens=default_special_tokens())  # fmt: skip
+        result = train_tokenizer([rows], Path(out) / "tokenizer.json", vocab_size=vocab,
+                                 prefix_config=None, truncate_len=NO_TRUNCATION, progress=False,
+                                 trainer="hf" if engine == "data_io-hf" else "rust",
+                                 special_tokens=default_special_tokens())  # fmt: skip
         seconds = time.perf_counter() - start
         model = json.loads((Path(out) / "tokenizer.json").read_text(encoding="utf-8"))["model"]
-        return {"seconds": seconds, "merges": _merges(model), "vocab": sorted(model["vocab"])}
+        passes = {}
+        if result.counting is not None:
+            passes = {
+                "count_seconds": result.counting.count_seconds,
+                "merge_seconds": result.counting.merge_seconds,
+                "words": result.counting.words,
+            }
+        return {
+            "seconds": seconds,
+            "merges": _merges(model),
+            "vocab": sorted(model["vocab"]),
+        } | passes
     texts = [unicodedata.normalize("NFC", t) for t in read_texts(Path(rows), megabytes)]
     if engine == "hf":
         from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
@@ -149,13 +164,16 @@ def _write_rows(folder: Path, texts: list[str]) -> None:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
-def run_child(engine: str, args: argparse.Namespace, threads: int) -> dict:
+def run_child(
+    engine: str, rows: Path, vocab: int, mb: float | None, threads: int, data_io_rows: Path
+) -> dict:
     env = {**os.environ, "RAYON_NUM_THREADS": str(threads), "RAYON_RS_NUM_CPUS": str(threads)}
-    with tempfile.TemporaryDirectory(prefix="train_bench_") as out:
+    with tempfile.TemporaryDirectory(prefix="train_bench_", dir=data_io_rows.parent) as out:
+        source = data_io_rows if engine.startswith("data_io") else rows
         command = [sys.executable, "-m", "benchmarks.train_tokenizer", "--child", engine,
-                   str(args.rows), "--vocab", str(args.vocab), "--out", out]  # fmt: skip
-        if args.mb is not None:
-            command += ["--mb", str(args.mb)]
+                   str(source), "--vocab", str(vocab), "--out", out]  # fmt: skip
+        if mb is not None and not engine.startswith("data_io"):
+            command += ["--mb", str(mb)]
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE)
         assert process.stdout is not None
         output = process.stdout.read()
@@ -170,38 +188,77 @@ def run_child(engine: str, args: argparse.Namespace, threads: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("rows", type=Path, help="a corpus folder holding rows/*.jsonl, or rows/")
-    parser.add_argument("--vocab", type=int, default=32768)
+    parser.add_argument("--vocab", type=int, nargs="+", default=[32768])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, os.cpu_count() or 1])
     parser.add_argument("--engines", nargs="+", default=["data_io", "hf", "rustbpe", "bpeasy"])
     parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--mb", type=float, default=None, help="use the first MB of text only")
+    parser.add_argument("--mb", type=float, nargs="+", default=[None],
+                        help="use the first MB of text only; several: RSS against corpus size")  # fmt: skip
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--out", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     rows = args.rows / "rows" if (args.rows / "rows").is_dir() else args.rows
     if args.child:
-        print(json.dumps(child(args.child, str(rows), args.vocab, args.mb, args.out)))
+        mb = args.mb[0]
+        print(json.dumps(child(args.child, str(rows), args.vocab[0], mb, args.out)))
         return
-    args.rows = rows
-    text_mb = sum(len(t.encode()) for t in read_texts(rows, args.mb)) / 1e6
-    print(f"{text_mb:.1f} MB of text from {rows}, vocab {args.vocab:,}; {SPECIALS_NOTE}")
-    print("| engine | threads | seconds | MB/s | peak RSS MB | vocabulary vs HF's |")
-    print("|---|---|---|---|---|---|")
-    for threads in args.threads:
-        results = {}
-        for engine in args.engines:
-            runs = [run_child(engine, args, threads) for _ in range(args.rounds)]
-            results[engine] = runs[-1] | {
-                "seconds": statistics.median(r["seconds"] for r in runs),
-                "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
-            }
-        oracle = results.get("hf")
-        for engine, result in results.items():
-            print(
-                f"| {engine} | {threads} | {result['seconds']:.2f} | "
-                f"{text_mb / result['seconds']:.1f} | {result['peak_rss_mb']:.0f} | "
-                f"{_compare(result, oracle)} |"
-            )
+    print(f"{SPECIALS_NOTE}; each engine in a fresh process, peak RSS from wait4")
+    print("| text MB | vocab | engine | threads | seconds | MB/s | MB/s per thread | count s | "
+          "merge s | distinct words | peak RSS MB | RSS MB per GB of text | "
+          "vocabulary vs HF's |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for mb in args.mb:
+        with tempfile.TemporaryDirectory(prefix="train_bench_rows_", dir=ROOT / "work") as tmp:
+            # data_io reads rows from disk: the whole folder, or the prefix written here. The
+            # texts are read in a process of their own: a child's peak RSS includes its parent's
+            # resident memory (Linux keeps the high-water mark across fork and exec), so the
+            # parent must stay small.
+            data_io_rows = rows if mb is None else Path(tmp) / "rows"
+            with multiprocessing.get_context("fork").Pool(1) as pool:
+                text_mb = pool.apply(_measure_and_write, (rows, mb, data_io_rows))
+            for vocab, threads in itertools.product(args.vocab, args.threads):
+                results = {}
+                for engine in args.engines:
+                    runs = [
+                        run_child(engine, rows, vocab, mb, threads, data_io_rows)
+                        for _ in range(args.rounds)
+                    ]
+                    results[engine] = runs[-1] | {
+                        "seconds": statistics.median(r["seconds"] for r in runs),
+                        "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
+                    }
+                oracle = results.get("hf")
+                for engine, result in results.items():
+                    _print_row(text_mb, vocab, engine, threads, result, oracle)
+
+
+def _print_row(
+    text_mb: float, vocab: int, engine: str, threads: int, result: dict, oracle: dict | None
+) -> None:
+    passes = ("-", "-", "-")
+    if "count_seconds" in result:
+        passes = (
+            f"{result['count_seconds']:.2f}",
+            f"{result['merge_seconds']:.2f}",
+            f"{result['words']:,}",
+        )
+    rate = text_mb / result["seconds"]
+    print(
+        f"| {text_mb:,.0f} | {vocab:,} | {engine} | {threads} | {result['seconds']:.2f} | "
+        f"{rate:.1f} | {rate / threads:.1f} | {' | '.join(passes)} | "
+        f"{result['peak_rss_mb']:.0f} | {result['peak_rss_mb'] / (text_mb / 1e3):.0f} | "
+        f"{_compare(result, oracle)} |",
+        flush=True,
+    )
+
+
+def _measure_and_write(rows: Path, mb: float | None, prefix: Path) -> float:
+    """MB of text in the first ``mb`` MB of ``rows`` (all of it: None), written as rows to
+    ``prefix`` when that is not ``rows`` itself."""
+    texts = read_texts(rows, mb)
+    if prefix != rows:
+        _write_rows(prefix, texts)
+    return sum(len(t.encode()) for t in texts) / 1e6
 
 
 def _compare(result: dict, oracle: dict | None) -> str:

@@ -50,7 +50,7 @@ pub enum Error {
     /// A whole input file that cannot be read as rows (truncated Parquet, missing column...).
     #[error("{}: {message}", path.display())]
     BadFile { path: PathBuf, message: String },
-    #[error("{context} {}: {source}", path.display())]
+    #[error("{context} {}: {source}{}", path.display(), os_advice(source))]
     Io {
         context: &'static str,
         path: PathBuf,
@@ -132,6 +132,29 @@ impl Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What to do about an operating-system error of the output side (the advice of
+/// `data_io.errors.os_error_message`, for the errors the core itself reports).
+fn os_advice(error: &std::io::Error) -> &'static str {
+    match error.raw_os_error() {
+        Some(libc::ENOSPC) => {
+            " [ENOSPC]; free space on that file system, or write the output to another one"
+        }
+        Some(libc::EDQUOT) => {
+            " [EDQUOT]; the disk quota is used up: free space or write the output elsewhere"
+        }
+        Some(libc::EROFS) => {
+            " [EROFS]; that file system is read-only: write the output to a writable folder"
+        }
+        Some(libc::EACCES | libc::EPERM) => {
+            "; check the permissions of that path, or use another folder"
+        }
+        Some(libc::EMFILE | libc::ENFILE) => {
+            "; too many open files: raise the limit (ulimit -n) or use fewer workers"
+        }
+        _ => "",
+    }
+}
 
 /// Attach a path to `std::io::Result`s (the output side).
 pub trait IoContext<T> {

@@ -7,5 +7,7 @@ shared by more than one package. No torch here (``make lint`` checks it).
 * ``prefix_config``: ``prefix_config.yaml``, the per-prefix sampling rules (§4);
 * ``sampled``: a sampled folder (``metadata.json``, the pool, the epochs) (§4/§5);
 * ``shards``: flat shard folders' metadata (dtype, EOS, vocabulary, hashes) (§6);
-* ``text_sources``: where a text dataset is (file, saved dataset, folder, Hub id).
+* ``text_sources``: where a text dataset is (file, saved dataset, folder, Hub id);
+* ``raw_text``: raw-text inputs (text, JSONL, Parquet, compressed, datasets) to documents, for
+  ``prepare`` and ``train-tokenizer --text-field``.
 """

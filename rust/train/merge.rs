@@ -127,15 +127,25 @@ pub fn train_bpe_with(
     // The words are in the arena now, as symbols.
     drop(words);
 
-    let pairs = arena.pairs();
+    // A pair counted fewer than `min_frequency` times is never merged: a pair's count is
+    // biggest when its occurrences are formed and only falls after, and every formation pushes
+    // an entry of its own. Such pairs take no place in the queue (most pairs of a long tail of
+    // rare words are seen once); their counts are kept, exact.
+    let least = options.min_frequency.max(1);
+    let pairs = arena.pairs(least);
+    let queued = pairs
+        .pairs
+        .values()
+        .filter(|slot| slot.count >= least)
+        .count();
     // Room for the entries merges push: growing the heap later holds it twice for a moment.
-    let mut queue = MergeQueue::with_words(pairs.words, 2 * pairs.pairs.len())?;
+    let mut queue = MergeQueue::with_words(pairs.words, 2 * queued)?;
     let mut pair_counts: FxHashMap<PairKey, u64> = FxHashMap::default();
     pair_counts.reserve(pairs.pairs.len());
     // One entry per pair: the order they go in decides no tie.
     for (key, slot) in pairs.pairs {
         pair_counts.insert(key, slot.count);
-        if slot.count > 0 {
+        if slot.count >= least {
             queue.push_stored(slot.count, key, slot.range());
         }
     }
@@ -164,7 +174,7 @@ pub fn train_bpe_with(
         merges.push((left, right, new));
         queue.take_words(&top, &mut in_words);
         arena.merge(&in_words, left, right, new, &mut changes);
-        apply(&mut changes, &mut pair_counts, &mut queue)?;
+        apply(&mut changes, &mut pair_counts, &mut queue, least)?;
         on_token(vocab.tokens.len());
     }
     Ok(Bpe {
@@ -174,12 +184,13 @@ pub fn train_bpe_with(
 }
 
 /// Count changes into `pair_counts`, then one entry per pair formed, at its count now, with the
-/// words it was formed in (`tokenizers` pushes these whatever the pair's other entries).
-/// `changes` is left empty, for the next merge.
+/// words it was formed in (`tokenizers` pushes these whatever the pair's other entries), when
+/// that count is at least `least` (`min_frequency`). `changes` is left empty, for the next merge.
 fn apply(
     changes: &mut Changes,
     pair_counts: &mut FxHashMap<PairKey, u64>,
     queue: &mut MergeQueue,
+    least: u64,
 ) -> Result<()> {
     for (key, delta) in changes.delta.drain() {
         match pair_counts.entry(key) {
@@ -204,7 +215,7 @@ fn apply(
     while let Some(&(key, _)) = rest.first() {
         let run = rest.iter().take_while(|&&(k, _)| k == key).count();
         let count = pair_counts.get(&key).copied().unwrap_or(0);
-        if count > 0 {
+        if count >= least {
             queue.push(count, key, rest[..run].iter().map(|&(_, w)| w))?;
         }
         rest = &rest[run..];

@@ -233,7 +233,9 @@ pub fn truncate_chars(text: &str, max_chars: usize) -> &str {
 }
 
 /// The texts of `plans`, in order, in batches of about `batch_texts`, to `each`; the files'
-/// reports in the order of `plans`. `bar` advances by the bytes read.
+/// reports in the order of `plans`. `bar` advances by the bytes read. The files are read on a
+/// thread of their own, a batch ahead, so reading overlaps with what `each` does (counting, on
+/// the pool's threads); memory holds at most three batches.
 pub fn for_each_batch(
     plans: &[&FilePlan],
     options: &TrainOptions,
@@ -243,19 +245,34 @@ pub fn for_each_batch(
 ) -> Result<Vec<TrainFileReport>> {
     let failure: Mutex<Option<Error>> = Mutex::new(None);
     let reports: Mutex<Vec<TrainFileReport>> = Mutex::new(Vec::new());
-    let mut batch: Vec<String> = Vec::with_capacity(batch_texts);
-    for plan in plans {
-        for texts in FileTexts::new(plan, options, &failure, &reports, ByteProgress::new(bar)) {
-            batch.extend(texts);
-            if batch.len() >= batch_texts {
-                each(&batch)?;
-                batch.clear();
+    let counted = std::thread::scope(|scope| {
+        let (batches, received) = std::sync::mpsc::sync_channel::<Vec<String>>(1);
+        let (failure, reports) = (&failure, &reports);
+        scope.spawn(move || {
+            let mut batch: Vec<String> = Vec::with_capacity(batch_texts);
+            for plan in plans {
+                for texts in FileTexts::new(plan, options, failure, reports, ByteProgress::new(bar))
+                {
+                    batch.extend(texts);
+                    if batch.len() >= batch_texts {
+                        let full = std::mem::replace(&mut batch, Vec::with_capacity(batch_texts));
+                        if batches.send(full).is_err() {
+                            return; // the counting stopped on an error of its own
+                        }
+                    }
+                }
             }
+            let _ = batches.send(batch);
+        });
+        // The reader ends when the receiver goes (here, on an error) or its files do.
+        while let Ok(batch) = received.recv() {
+            each(&batch)?;
         }
-    }
-    each(&batch)?;
+        Ok::<(), Error>(())
+    });
     if let Some(error) = failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
         return Err(error);
     }
+    counted?;
     Ok(reports.into_inner().unwrap_or_else(|p| p.into_inner()))
 }

@@ -147,7 +147,9 @@ impl WordArena {
     /// Every pair of the words with its count and the words it is in: counted by the threads
     /// over fixed runs of words, then the words written in one pass, each pair's together and
     /// ascending, into one arena (a `Vec` per pair would cost as much again as the words).
-    pub fn pairs(&self) -> Pairs {
+    /// Every pair of the words with its count; the words of those counted at least `indexed`
+    /// times are listed (`PairSlot::range`), the others' range is empty.
+    pub fn pairs(&self, indexed: u64) -> Pairs {
         let runs = self.len().div_ceil(WORDS_PER_TASK);
         let mut pairs = (0..runs)
             .into_par_iter()
@@ -176,6 +178,9 @@ impl WordArena {
             });
         let mut end = 0;
         for slot in pairs.values_mut() {
+            if slot.count < indexed {
+                slot.words = 0;
+            }
             end += slot.words as usize;
             slot.next = end - slot.words as usize;
         }
@@ -183,7 +188,8 @@ impl WordArena {
         let mut seen = FxHashSet::default();
         for w in 0..self.len() {
             self.each_pair(w, &mut seen, |key, first| {
-                if let (true, Some(slot)) = (first, pairs.get_mut(&key)) {
+                let listed = pairs.get_mut(&key).filter(|slot| slot.words > 0);
+                if let (true, Some(slot)) = (first, listed) {
                     words[slot.next] = w as u32;
                     slot.next += 1;
                 }

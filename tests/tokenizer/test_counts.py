@@ -5,7 +5,10 @@ counts so a re-run counts only new or changed files (same tokenizer as counting 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,7 @@ import pytest
 from data_io.cli import main
 from data_io.errors import ConfigError, InputError
 from data_io.tokenizer.train import train_tokenizer
+from tests.prepare.test_os_errors import REPO, assert_one_line, small_tmpfs
 from tests.scale.inputs import rows, write_jsonl
 
 VOCAB = 700
@@ -129,3 +133,20 @@ def test_the_command_line_takes_memory_sizes_and_prints_the_passes(tmp_path: Pat
         main([*args[:-1], "lots"])
     assert "not a memory size" in capsys.readouterr().err
     shutil.rmtree(out.parent)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_a_full_disk_while_spilling_is_one_line_and_leaves_nothing(tmp_path: Path):
+    inputs = _inputs(tmp_path / "in")
+    write_jsonl(inputs / "long.jsonl", rows(9000, seed=5))
+    with small_tmpfs(tmp_path / "disk", "64k") as disk:
+        out = disk / "out" / "tokenizer.json"
+        failed = subprocess.run(
+            [sys.executable, "-m", "data_io", "train-tokenizer", str(inputs), "-o", str(out),
+             "--vocab-size", str(VOCAB), "--prefix-config", "none", "--count-memory", "1"],
+            cwd=REPO, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert failed.returncode == 1
+        assert_one_line(failed.stderr, "No space left on device", "[ENOSPC]", "free space")
+        # No spill folder, no run, no tokenizer: nothing that looks finished.
+        assert list(out.parent.iterdir()) == []
