@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
+import socket
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -66,6 +68,25 @@ class Plan:
     fingerprint: dict[str, Any]
     unit_bytes: int
     scale_root: str | None = None
+
+
+def unit_record(
+    unit: Unit, started: float, *, reused: bool = False, seconds: float | None = None, **work: Any
+) -> dict[str, Any]:
+    """A unit's completion record as ``status`` reads it: the unit, what it did (``work``:
+    ``rows``, ``tokens``, ``outputs``...), when, how long and where."""
+    ended = time.time()
+    return {
+        "unit": unit.id,
+        "task": unit.task,
+        "bytes": unit.bytes,
+        **work,
+        "reused": reused,
+        "seconds": ended - started if seconds is None else seconds,
+        "started": started,
+        "ended": ended,
+        "host": socket.gethostname(),
+    }
 
 
 def numbered(units: list[Unit]) -> list[Unit]:

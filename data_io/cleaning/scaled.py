@@ -9,7 +9,6 @@ its own: it lives in ``--plan-dir``, by default under the user's cache folder
 
 from __future__ import annotations
 
-import socket
 import time
 from contextlib import chdir
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any, ClassVar
 from data_io.cleaning.registry import find
 from data_io.cleaning.runner import run_cleaner
 from data_io.errors import ConfigError
-from data_io.stage import Finalized, Plan, SavedPlan, Unit, cache_plan_dir, numbered
+from data_io.stage import Finalized, Plan, SavedPlan, Unit, cache_plan_dir, numbered, unit_record
 from data_io.util.fs import sha256
 
 
@@ -80,19 +79,9 @@ class CleanStage:
         with chdir(plan.output):
             report = run_cleaner(entry.cleaner, progress=False)
             outputs = {str(path): sha256(Path(path)) for path, _ in report.files}
-        return {
-            "unit": unit.id,
-            "task": unit.task,
-            "bytes": unit.bytes,
-            "rows": report.rows_written,
-            "records": report.records,
-            "outputs": outputs,
-            "reused": False,
-            "seconds": time.time() - started,
-            "started": started,
-            "ended": time.time(),
-            "host": socket.gethostname(),
-        }
+        return unit_record(
+            unit, started, rows=report.rows_written, records=report.records, outputs=outputs
+        )
 
     def finalize(self, plan: SavedPlan, *, missing: list[Unit], progress: bool | None) -> Finalized:
         records = [plan.read_record(u.id, "done") or {} for u in plan.units]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import inspect
 import shutil
-import socket
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -27,7 +26,7 @@ from data_io.prepare.pipeline import encoder_threads
 from data_io.prepare.state import exclusive
 from data_io.prepare.summary import print_summary
 from data_io.prepare.tokenizers import load_tokenizer
-from data_io.stage import Finalized, Plan, SavedPlan, Unit, numbered
+from data_io.stage import Finalized, Plan, SavedPlan, Unit, numbered, unit_record
 from data_io.util.fs import sha256
 
 
@@ -109,19 +108,13 @@ class PrepareStage:
                 part,
                 {"source": source_identity(source, None), "options": plan.options["run"]},
             )
-        return {
-            "unit": unit.id,
-            "task": unit.task,
-            "bytes": unit.bytes,
-            "rows": record["documents"],
-            "tokens": record["tokens"],
-            "outputs": {p.name: sha256(p) for p in sorted(part.iterdir())},
-            "reused": False,
-            "seconds": time.time() - started,
-            "started": started,
-            "ended": time.time(),
-            "host": socket.gethostname(),
-        }
+        return unit_record(
+            unit,
+            started,
+            rows=record["documents"],
+            tokens=record["tokens"],
+            outputs={p.name: sha256(p) for p in sorted(part.iterdir())},
+        )
 
     def finalize(self, plan: SavedPlan, *, missing: list[Unit], progress: bool | None) -> Finalized:
         result = prepare(

@@ -17,14 +17,13 @@ import itertools
 import json
 import os
 import shutil
-import socket
 import time
 from pathlib import Path
 from typing import Any, ClassVar
 
 from data_io import _core
 from data_io.errors import ConfigError, InputError
-from data_io.stage import THREADS_VARIABLE, Finalized, Plan, SavedPlan, Unit, numbered
+from data_io.stage import THREADS_VARIABLE, Finalized, Plan, SavedPlan, Unit, numbered, unit_record
 from data_io.tokenize.api import tokenize
 from data_io.tokenize.result import TokenizeResult
 from data_io.tokenize.summary import print_summary
@@ -108,21 +107,17 @@ class TokenizeStage:
         started = time.time()
         report = json.loads(_core.tokenize_unit(json.dumps(options), json.dumps(spec)))
         part = report["part"]
-        return {
-            "unit": unit.id,
-            "task": unit.task,
-            "bytes": unit.bytes,
-            "rows": part["rows"],
-            "tokens": part["tokens"],
-            "bad_rows": part["bad_rows"],
-            "outputs": part["arrays"],
-            "reused": report["reused"],
-            "seconds": report["seconds"],
-            "started": started,
-            "ended": time.time(),
-            "host": socket.gethostname(),
-            "encoder": part["encoder"],
-        }
+        return unit_record(
+            unit,
+            started,
+            reused=report["reused"],
+            seconds=report["seconds"],
+            rows=part["rows"],
+            tokens=part["tokens"],
+            bad_rows=part["bad_rows"],
+            outputs=part["arrays"],
+            encoder=part["encoder"],
+        )
 
     def finalize(self, plan: SavedPlan, *, missing: list[Unit], progress: bool | None) -> Finalized:
         kwargs = tokenize_kwargs(plan.options)

@@ -11,14 +11,13 @@ from __future__ import annotations
 import inspect
 import json
 import shutil
-import socket
 import time
 from pathlib import Path
 from typing import Any, ClassVar
 
 from data_io import _core
 from data_io.errors import ConfigError
-from data_io.stage import Finalized, Plan, SavedPlan, Unit, numbered
+from data_io.stage import Finalized, Plan, SavedPlan, Unit, numbered, unit_record
 from data_io.tokenizer.summary import print_summary
 from data_io.tokenizer.train import TrainResult, core_options, train_tokenizer
 from data_io.util.fs import sha256
@@ -91,21 +90,15 @@ class TrainTokenizerStage:
         stored = json.loads(
             _core.train_count_unit(_without_trainer(options), unit.task, unit.source, str(part))
         )
-        return {
-            "unit": unit.id,
-            "task": unit.task,
-            "bytes": unit.bytes,
-            "rows": stored["report"]["rows"],
-            "texts": stored["report"]["texts_used"],
-            "words": stored["words"],
-            "pieces": stored["pieces"],
-            "outputs": {p.name: sha256(p) for p in sorted(part.iterdir())},
-            "reused": False,
-            "seconds": time.time() - started,
-            "started": started,
-            "ended": time.time(),
-            "host": socket.gethostname(),
-        }
+        return unit_record(
+            unit,
+            started,
+            rows=stored["report"]["rows"],
+            texts=stored["report"]["texts_used"],
+            words=stored["words"],
+            pieces=stored["pieces"],
+            outputs={p.name: sha256(p) for p in sorted(part.iterdir())},
+        )
 
     def finalize(self, plan: SavedPlan, *, missing: list[Unit], progress: bool | None) -> Finalized:
         """Train from the units' counts; the files of ``missing`` units are counted here."""
@@ -142,7 +135,7 @@ def _counted_here(result: TrainResult) -> list[str]:
 
 
 def _core_json(inputs: list[str], output: Path, kwargs: dict[str, Any]) -> dict[str, Any]:
-    options, _ = core_options(inputs, output, progress=False, **kwargs)
+    options, _ = core_options(inputs, output, {**kwargs, "progress": False})
     return options
 
 

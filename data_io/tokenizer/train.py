@@ -8,6 +8,7 @@ Training runs in the Rust core with the GIL released; this module reads
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import resource
 import shutil
@@ -159,45 +160,11 @@ def train_tokenizer(
     cut at blank lines, or one document per line with ``doc_per_line``); ``prefix_config`` does
     not apply (every document is used).
     """
+    # Every keyword argument, by name: the checks and the Rust core's options read them here.
+    settings = {k: v for k, v in locals().items() if k not in ("inputs", "output")}
     if text_field is not None:
-        return _train_on_text(
-            inputs,
-            Path(output),
-            read=ReadOptions(text_field=text_field, doc_per_line=doc_per_line),
-            tokenizer_type=tokenizer_type,
-            vocab_size=vocab_size,
-            truncate_len=truncate_len,
-            special_tokens=special_tokens,
-            threads=threads,
-            progress=progress,
-            pad_token=pad_token,
-            bos_token=bos_token,
-            eos_token=eos_token,
-            trainer=trainer,
-            count_memory=count_memory,
-            other=(counts_dir, count_parts),
-        )
-    options, chosen = core_options(
-        inputs,
-        output,
-        tokenizer_type=tokenizer_type,
-        vocab_size=vocab_size,
-        seed=seed,
-        prefix_config=prefix_config,
-        truncate_len=truncate_len,
-        limit_mul_factor=limit_mul_factor,
-        special_tokens=special_tokens,
-        on_error=on_error,
-        threads=threads,
-        progress=progress,
-        pad_token=pad_token,
-        bos_token=bos_token,
-        eos_token=eos_token,
-        trainer=trainer,
-        count_memory=count_memory,
-        counts_dir=counts_dir,
-        count_parts=count_parts,
-    )
+        return _train_on_text(inputs, Path(output), settings)
+    options, chosen = core_options(inputs, output, settings)
     from data_io import _core  # noqa: PLC0415  CLI start-up: the Rust extension loads when work starts
 
     trainer = options.pop("trainer")
@@ -211,37 +178,32 @@ def train_tokenizer(
     )
 
 
-def _train_on_text(
-    inputs: Sequence[str | Path],
-    output: Path,
-    *,
-    read: ReadOptions,
-    other: tuple[object, Sequence[object]],
-    **kwargs,
-) -> TrainResult:
+def _train_on_text(inputs: Sequence[str | Path], output: Path, settings: dict) -> TrainResult:
     """``train_tokenizer(text_field=...)``: the raw text counted by ``text_counts``, then the
     merge pass over those counts."""
     from data_io.tokenizer.text_counts import count_text_sources, scratch_folder  # noqa: PLC0415  only raw-text runs read raw text
 
-    counts_dir, count_parts = other
-    if counts_dir is not None or count_parts:
+    if settings["counts_dir"] is not None or settings["count_parts"]:
         raise ConfigError("--counts and scale-out counting read rows; drop --text-field")
-    if kwargs.get("trainer") not in (None, "rust"):
+    if settings["trainer"] not in (None, "rust"):
         raise ConfigError("raw text (--text-field) is counted by the rust trainer; drop --trainer")
-    # Checked before anything is read.
-    core_options([], output, prefix_config=None, count_parts=["-"], **kwargs)
+    # The merge pass reads the counts alone: no rows, no per-file limits.
+    merge = {**settings, "text_field": None, "prefix_config": None}
+    core_options([], output, {**merge, "count_parts": ["-"]})  # checked before reading
     folder = scratch_folder(output)
     try:
         counted = count_text_sources(
             inputs,
             folder,
-            read=read,
-            truncate_len=kwargs["truncate_len"],
-            count_memory=kwargs["count_memory"],
-            threads=kwargs["threads"],
-            progress=kwargs["progress"],
+            read=ReadOptions(
+                text_field=settings["text_field"], doc_per_line=settings["doc_per_line"]
+            ),
+            truncate_len=settings["truncate_len"],
+            count_memory=settings["count_memory"],
+            threads=settings["threads"],
+            progress=settings["progress"],
         )
-        result = train_tokenizer([], output, prefix_config=None, count_parts=[folder], **kwargs)
+        result = train_tokenizer([], output, **{**merge, "count_parts": [folder]})
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     counting = result.counting
@@ -262,29 +224,16 @@ def _train_on_text(
 
 
 def core_options(
-    inputs: Sequence[str | Path],
-    output: str | Path,
-    *,
-    tokenizer_type: str = "bpe",
-    vocab_size: int = DEFAULT_VOCAB_SIZE,
-    seed: int = 0,
-    prefix_config: str | Path | None = DEFAULT_PREFIX_CONFIG,
-    truncate_len: int = DEFAULT_TRUNCATE_LEN,
-    limit_mul_factor: int = DEFAULT_LIMIT_MUL_FACTOR,
-    special_tokens: Sequence[str] | None = None,
-    on_error: str = "fail",
-    threads: int | None = None,
-    progress: bool | None = None,
-    pad_token: str | None = None,
-    bos_token: str | None = None,
-    eos_token: str | None = None,
-    trainer: str | None = None,
-    count_memory: int | None = None,
-    counts_dir: str | Path | None = None,
-    count_parts: Sequence[str | Path] = (),
+    inputs: Sequence[str | Path], output: str | Path, settings: dict
 ) -> tuple[dict, dict[str, str]]:
-    """``train_tokenizer``'s arguments checked, as the options the Rust core takes (with
-    ``trainer``), and the role tokens chosen for ``tokenizer_config.json``."""
+    """``train_tokenizer``'s keyword arguments ``settings`` (any left out take its defaults)
+    checked, as the options the Rust core takes (with ``trainer``), and the role tokens chosen
+    for ``tokenizer_config.json``."""
+    unknown = sorted(set(settings) - set(_DEFAULTS))
+    if unknown:
+        raise ConfigError(f"train_tokenizer has no option {', '.join(unknown)}")
+    given = {**_DEFAULTS, **settings}
+    tokenizer_type, trainer = given["tokenizer_type"], given["trainer"]
     if tokenizer_type not in ("bpe", "unigram"):
         raise ConfigError(f"tokenizer type must be 'bpe' or 'unigram', not {tokenizer_type!r}")
     if trainer is None:
@@ -293,24 +242,25 @@ def core_options(
         raise ConfigError(f"trainer must be one of {', '.join(TRAINERS)}, not {trainer!r}")
     if trainer == "rust" and tokenizer_type != "bpe":
         raise ConfigError("the rust trainer trains BPE; train a unigram tokenizer with trainer hf")
-    if trainer == "hf" and (counts_dir is not None or count_parts or count_memory is not None):
+    counting = (given["counts_dir"], given["count_parts"], given["count_memory"])
+    if trainer == "hf" and (counting[0] is not None or counting[1] or counting[2] is not None):
         raise ConfigError(
             "--counts, --count-memory and scale-out counting belong to the rust trainer; "
             "drop them or use --trainer rust"
         )
-    for name, value in (("truncate_len", truncate_len), ("limit_mul_factor", limit_mul_factor)):
-        if value < 1:
-            raise ConfigError(f"{name} must be at least 1, not {value}")
-    if seed < 0:
-        raise ConfigError(f"seed must be non-negative, not {seed}")
-    if count_memory is not None and count_memory < 1:
-        raise ConfigError(f"count_memory must be at least one byte, not {count_memory}")
+    for name in ("truncate_len", "limit_mul_factor"):
+        if given[name] < 1:
+            raise ConfigError(f"{name} must be at least 1, not {given[name]}")
+    if given["seed"] < 0:
+        raise ConfigError(f"seed must be non-negative, not {given['seed']}")
+    if given["count_memory"] is not None and given["count_memory"] < 1:
+        raise ConfigError(f"count_memory must be at least one byte, not {given['count_memory']}")
     output = Path(output)
     if output.suffix != ".json":
         raise ConfigError(f"output {output} must be a .json file (e.g. OUT/tokenizer.json)")
-    specials = list(default_special_tokens() if special_tokens is None else special_tokens)
-    roles = {"pad_token": pad_token, "bos_token": bos_token, "eos_token": eos_token}
-    chosen = {role: token for role, token in roles.items() if token is not None}
+    specials = given["special_tokens"]
+    specials = list(default_special_tokens() if specials is None else specials)
+    chosen = {role: given[role] for role in _ROLES if given[role] is not None}
     for role, token in chosen.items():
         if token not in specials:
             flag = "--" + role.replace("_", "-")
@@ -318,23 +268,24 @@ def core_options(
                 f"{flag} {token!r} is not one of the special tokens ({', '.join(specials[:8])}"
                 f"{', …' if len(specials) > 8 else ''}); add it to --special-tokens"
             )
+    progress = given["progress"]
     options = {
         "inputs": [str(p) for p in inputs],
         "output": str(output),
         "kind": tokenizer_type,
-        "vocab_size": vocab_size,
-        "seed": seed,
-        "prefix_limits": _prefix_limits(prefix_config),
-        "truncate_len": truncate_len,
-        "limit_mul_factor": limit_mul_factor,
+        "vocab_size": given["vocab_size"],
+        "seed": given["seed"],
+        "prefix_limits": _prefix_limits(given["prefix_config"]),
+        "truncate_len": given["truncate_len"],
+        "limit_mul_factor": given["limit_mul_factor"],
         "special_tokens": specials,
         "min_frequency": MIN_FREQUENCY,
-        "on_error": on_error,
-        "threads": threads,
+        "on_error": given["on_error"],
+        "threads": given["threads"],
         "progress": sys.stderr.isatty() if progress is None else progress,
-        "count_memory": count_memory,
-        "counts_dir": None if counts_dir is None else str(counts_dir),
-        "count_parts": [str(p) for p in count_parts],
+        "count_memory": given["count_memory"],
+        "counts_dir": None if given["counts_dir"] is None else str(given["counts_dir"]),
+        "count_parts": [str(p) for p in given["count_parts"]],
         "trainer": trainer,
     }
     return options, chosen
@@ -345,13 +296,22 @@ def peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+_ROLES = ("pad_token", "bos_token", "eos_token")
+# train_tokenizer's keyword arguments and their defaults (what core_options fills in).
+_DEFAULTS = {
+    name: parameter.default
+    for name, parameter in inspect.signature(train_tokenizer).parameters.items()
+    if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+}
+
+
 def _set_roles(path: Path, chosen: dict[str, str]) -> list[str]:
     """Give ``tokenizer_config.json`` the chosen role tokens; the roles it still lacks."""
     config = json.loads(path.read_text(encoding="utf-8"))
     if chosen:
         config.update(chosen)
         write_json_atomic(path, config)
-    return [role for role in ("pad_token", "bos_token", "eos_token") if role not in config]
+    return [role for role in _ROLES if role not in config]
 
 
 def _prefix_limits(prefix_config: str | Path | None) -> list[tuple[str, int | None]]:

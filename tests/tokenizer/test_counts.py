@@ -138,8 +138,15 @@ def test_the_command_line_takes_memory_sizes_and_prints_the_passes(tmp_path: Pat
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
 def test_a_full_disk_while_spilling_is_one_line_and_leaves_nothing(tmp_path: Path):
     inputs = _inputs(tmp_path / "in")
-    write_jsonl(inputs / "long.jsonl", rows(9000, seed=5))
-    with small_tmpfs(tmp_path / "disk", "64k") as disk:
+
+    # Words seen once (letters: digits split apart), so the spilled runs outgrow the disk.
+    def word(n: int) -> str:
+        return "".join(chr(97 + n // 26**j % 26) for j in range(5))
+
+    unique = [{"condition": "", "instruction": " ".join(word(12 * i + k) for k in range(12)),
+               "response": word(10**6 + i)} for i in range(10_000)]  # fmt: skip
+    write_jsonl(inputs / "unique.jsonl", unique)
+    with small_tmpfs(tmp_path / "disk", "256k") as disk:
         out = disk / "out" / "tokenizer.json"
         failed = subprocess.run(
             [sys.executable, "-m", "data_io", "train-tokenizer", str(inputs), "-o", str(out),

@@ -350,7 +350,7 @@ def test_trainer_choices_are_checked(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="trainer must be one of rust, hf"):
         train_tokenizer([EXAMPLE_ROWS], out, trainer="sentencepiece")
     with pytest.raises(ValueError, match="trainer must be"):
-        options, _ = core_options([EXAMPLE_ROWS], out, vocab_size=300, special_tokens=[])
+        options, _ = core_options([EXAMPLE_ROWS], out, {"vocab_size": 300, "special_tokens": []})
         options.pop("trainer")
         _core.train_tokenizer(json.dumps(options), trainer="nope")
     assert not out.exists()
