@@ -14,7 +14,7 @@ use super::run_file::{RunWriter, WordsHeader};
 use super::Source;
 use crate::encoder::fast_bpe::pretokenize::Pattern;
 use crate::error::{IoContext, Result};
-use crate::train::words::WordCounter;
+use crate::train::words::{WordCounter, WordCounts};
 
 const SPILL_PREFIX: &str = ".data_io-train-spill-";
 
@@ -92,9 +92,9 @@ impl Counting {
     /// are read: dropping it removes the runs.
     pub fn finish(&mut self) -> Result<Vec<Source>> {
         if self.runs.is_empty() {
-            let counter =
-                std::mem::replace(&mut self.counter, WordCounter::new(Pattern::Qwen, false));
-            return Ok(vec![Source::Memory(counter.finish())]);
+            let mut table = WordCounts::default();
+            self.counter.drain_into(&mut table)?;
+            return Ok(vec![Source::Memory(table)]);
         }
         if self.counter.memory_bytes() > 0 {
             self.spill()?;
