@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import inspect
 import os
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -87,6 +89,23 @@ def unit_record(
         "ended": ended,
         "host": socket.gethostname(),
     }
+
+
+def planned_options(
+    function: Callable[..., Any], given: dict[str, Any], *, stage: str, leave_out: tuple = ()
+) -> dict[str, Any]:
+    """Every keyword-only option of ``function`` (the stage's API) but ``leave_out``: ``given``
+    over the defaults, so that units and finalize read them all from the plan; an option the
+    function does not take is an error."""
+    defaults = {
+        name: parameter.default
+        for name, parameter in inspect.signature(function).parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY and name not in leave_out
+    }
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise ConfigError(f"{stage} has no option {', '.join(unknown)}")
+    return {**defaults, **given}
 
 
 def numbered(units: list[Unit]) -> list[Unit]:

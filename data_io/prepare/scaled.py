@@ -6,7 +6,6 @@ run on one machine does.
 
 from __future__ import annotations
 
-import inspect
 import shutil
 import time
 from pathlib import Path
@@ -26,7 +25,7 @@ from data_io.prepare.pipeline import encoder_threads
 from data_io.prepare.state import exclusive
 from data_io.prepare.summary import print_summary
 from data_io.prepare.tokenizers import load_tokenizer
-from data_io.stage import Finalized, Plan, SavedPlan, Unit, numbered, unit_record
+from data_io.stage import Finalized, Plan, SavedPlan, Unit, numbered, planned_options, unit_record
 from data_io.util.fs import sha256
 
 
@@ -37,18 +36,9 @@ class PrepareStage:
         """``request``: ``inputs``, ``output`` and ``prepare`` (``prepare``'s keyword
         arguments). One unit per source not prepared yet, largest first; ``unit_bytes`` is not
         used (a source's pass 1 is one unit)."""
-        # Every option recorded, defaults included: units and finalize read them from the plan.
-        defaults = {
-            name: parameter.default
-            for name, parameter in inspect.signature(prepare).parameters.items()
-            if parameter.kind is inspect.Parameter.KEYWORD_ONLY
-            and name not in ("progress", "parts")
-        }
-        kwargs = request.get("prepare", {})
-        unknown = sorted(set(kwargs) - set(defaults))
-        if unknown:
-            raise ConfigError(f"prepare has no option {', '.join(unknown)}")
-        kwargs = {**defaults, **kwargs}
+        kwargs = planned_options(
+            prepare, request.get("prepare", {}), stage="prepare", leave_out=("progress", "parts")
+        )
         out = Path(request["output"]).expanduser().resolve()
         # Local paths absolute (units run anywhere); anything else is a Hub id.
         inputs = [str(Path(p).resolve()) if Path(p).exists() else str(p) for p in request["inputs"]]

@@ -8,7 +8,6 @@ so the tokenizer is byte-identical to one run on one machine.
 
 from __future__ import annotations
 
-import inspect
 import json
 import shutil
 import time
@@ -17,7 +16,7 @@ from typing import Any, ClassVar
 
 from data_io import _core
 from data_io.errors import ConfigError
-from data_io.stage import Finalized, Plan, SavedPlan, Unit, numbered, unit_record
+from data_io.stage import Finalized, Plan, SavedPlan, Unit, numbered, planned_options, unit_record
 from data_io.tokenizer.summary import print_summary
 from data_io.tokenizer.train import TrainResult, core_options, train_tokenizer
 from data_io.util.fs import sha256
@@ -35,16 +34,9 @@ class TrainTokenizerStage:
         (``train_tokenizer``'s keyword arguments). One unit per input file, largest first;
         ``unit_bytes`` is not used (a file's counts are one unit: its choice of texts is made
         over the whole file)."""
-        defaults = {
-            name: parameter.default
-            for name, parameter in inspect.signature(train_tokenizer).parameters.items()
-            if parameter.kind is inspect.Parameter.KEYWORD_ONLY and name not in _NOT_PLANNED
-        }
-        kwargs = request.get("train", {})
-        unknown = sorted(set(kwargs) - set(defaults))
-        if unknown:
-            raise ConfigError(f"train-tokenizer has no option {', '.join(unknown)}")
-        kwargs = {**defaults, **kwargs}
+        kwargs = planned_options(
+            train_tokenizer, request.get("train", {}), stage=self.name, leave_out=_NOT_PLANNED
+        )
         output = Path(request["output"]).expanduser().resolve()
         inputs = [str(Path(p).resolve()) for p in request["inputs"]]
         options = _core_json(inputs, output, kwargs)
