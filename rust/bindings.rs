@@ -11,7 +11,7 @@ use numpy::{
 };
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyType;
+use pyo3::types::{PyString, PyType};
 use serde::Serialize;
 
 use crate::encoder::{encode_batch as encode_texts, Encoder as TextEncoderImpl, TextEncoder};
@@ -509,13 +509,17 @@ impl Encoder {
     fn encode_batch<'py>(
         &self,
         py: Python<'py>,
-        texts: Vec<String>,
+        texts: Vec<Bound<'py, PyString>>,
         eos_id: Option<u32>,
     ) -> PyResult<IdsAndOffsets<'py>> {
-        // `texts` is already a copy owned by Rust, so the GIL can go for the whole encoding.
+        // The texts' own UTF-8, not copies: a str that is ASCII is its UTF-8 already, any other
+        // keeps the UTF-8 that `to_str` makes (cached on the object, made once). The strings
+        // are immutable and `texts` holds a reference to each, so their bytes stay put while
+        // the GIL is released for the encoding.
+        let views: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
         let inner = &*self.inner;
         let batch = py
-            .detach(|| encode_texts(inner, &texts, eos_id))
+            .detach(|| encode_texts(inner, &views, eos_id))
             .map_err(|e| to_py_err(py, e))?;
         Ok((batch.ids.into_pyarray(py), batch.offsets.into_pyarray(py)))
     }
