@@ -505,6 +505,29 @@ impl Encoder {
 
     /// The ids of all `texts` back to back (uint32), `eos_id` after each text when given, and
     /// the `len(texts) + 1` offsets (int64) where each text's ids start.
+    /// `encode_batch` of texts laid out as Arrow lays out a string array: text `i` is
+    /// `data[offsets[i]..offsets[i + 1]]` (UTF-8). Nothing is copied: `data` is read where it
+    /// is (a pyarrow buffer, through numpy), checked once for UTF-8 and at each text's bounds.
+    #[pyo3(signature = (data, offsets, eos_id = None))]
+    fn encode_utf8<'py>(
+        &self,
+        py: Python<'py>,
+        data: PyReadonlyArray1<'py, u8>,
+        offsets: PyReadonlyArray1<'py, i64>,
+        eos_id: Option<u32>,
+    ) -> PyResult<IdsAndOffsets<'py>> {
+        let data = data.as_slice()?;
+        let offsets = offsets.as_slice()?;
+        let inner = &*self.inner;
+        let batch = py
+            .detach(|| {
+                let texts = crate::encoder::utf8_views(data, offsets)?;
+                encode_texts(inner, &texts, eos_id)
+            })
+            .map_err(|e| to_py_err(py, e))?;
+        Ok((batch.ids.into_pyarray(py), batch.offsets.into_pyarray(py)))
+    }
+
     #[pyo3(signature = (texts, eos_id = None))]
     fn encode_batch<'py>(
         &self,

@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from data_io import _core
-from data_io.errors import ConfigError
+from data_io.errors import ConfigError, InputError
 from data_io.tokenizer.files import resolve_tokenizer
 
 __all__ = ["EncodedBatch", "TextEncoder"]
@@ -108,16 +108,64 @@ class TextEncoder:
             "pass eos_token_id"
         )
 
-    def encode_batch(self, texts: Sequence[str], eos_id: int | None = None) -> EncodedBatch:
-        """Encode ``texts`` in parallel; ``eos_id`` (when given) follows each text's ids."""
+    def encode_batch(self, texts: Sequence[str] | Any, eos_id: int | None = None) -> EncodedBatch:
+        """Encode ``texts`` in parallel; ``eos_id`` (when given) follows each text's ids.
+
+        ``texts``: a list (or any sequence) of ``str``, each read in place (its own UTF-8, no
+        copy), or a pyarrow string array (``string``, ``large_string``, ``string_view``, or a
+        chunked array of them), whose buffers are read where they are; a null is an error."""
         if isinstance(texts, str):
             raise TypeError("encode_batch takes a sequence of texts, not one str")
-        if not isinstance(texts, list):
-            texts = list(texts)
         if eos_id is not None:
             eos_id = self.eos_id_for(eos_id)
+        if type(texts).__module__.startswith("pyarrow"):
+            data, offsets = _arrow_layout(texts)
+            ids, starts = self._encoder.encode_utf8(data, offsets, eos_id)
+            return EncodedBatch(ids, starts)
+        if not isinstance(texts, list):
+            texts = list(texts)
         ids, offsets = self._encoder.encode_batch(texts, eos_id)
         return EncodedBatch(ids, offsets)
+
+
+def _arrow_layout(texts: Any) -> tuple[np.ndarray, np.ndarray]:
+    """A pyarrow string array's UTF-8 bytes and its ``len + 1`` offsets (int64) into them, read
+    from its buffers in place; a string view array or a chunked array of several chunks is
+    made contiguous first (one copy)."""
+    import pyarrow as pa  # noqa: PLC0415  only Arrow input needs it (and it brought pyarrow itself)
+
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks() if texts.num_chunks != 1 else texts.chunk(0)
+    if not isinstance(texts, pa.Array) or not (
+        pa.types.is_string(texts.type)
+        or pa.types.is_large_string(texts.type)
+        or pa.types.is_string_view(texts.type)
+    ):
+        raise TypeError(
+            f"encode_batch takes a list of str or a pyarrow string array, not {type(texts).__name__}"
+            f"{' of ' + str(texts.type) if isinstance(texts, pa.Array) else ''}"
+        )
+    if pa.types.is_string_view(texts.type):
+        texts = texts.cast(pa.large_string())
+    if len(texts) == 0:
+        return np.empty(0, np.uint8), np.zeros(1, np.int64)
+    if texts.null_count:
+        first = texts.is_null().index(True).as_py()
+        raise InputError(
+            f"text {first} of the batch is null ({texts.null_count} nulls in all): drop or fill "
+            "the nulls first (e.g. pyarrow.compute.fill_null(texts, ''))"
+        )
+    _, offsets_buffer, data_buffer = texts.buffers()
+    width = np.int64 if pa.types.is_large_string(texts.type) else np.int32
+    offsets = np.frombuffer(offsets_buffer, dtype=width)[
+        texts.offset : texts.offset + len(texts) + 1
+    ]
+    data = (
+        np.frombuffer(data_buffer, dtype=np.uint8)
+        if data_buffer is not None
+        else np.empty(0, np.uint8)
+    )
+    return data, offsets.astype(np.int64, copy=False)
 
 
 def _declared_eos_token(config_path: Path) -> str | None:

@@ -242,6 +242,47 @@ pub struct EncodedBatch {
 
 /// Encode `texts` in parallel and concatenate their ids in order, with `eos_id` after each text
 /// when given (so a flat stream of documents can be cut anywhere and still split on EOS).
+/// The texts of an Arrow-style string layout: text `i` is `data[offsets[i]..offsets[i + 1]]`.
+/// The bytes are checked once for UTF-8 and each text's bounds for order and character
+/// boundaries, so every view is a valid `str` of `data` (nothing copied).
+pub fn utf8_views<'a>(data: &'a [u8], offsets: &[i64]) -> Result<Vec<&'a str>> {
+    let bad = |message: String| Error::Input(format!("string buffer: {message}"));
+    let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) else {
+        return Err(bad(
+            "no offsets (a string array has one more offset than texts)".into(),
+        ));
+    };
+    if first < 0 || last < first || last as u64 > data.len() as u64 {
+        return Err(bad(format!(
+            "offsets run from {first} to {last}, outside the {} bytes of data",
+            data.len()
+        )));
+    }
+    let used = &data[first as usize..last as usize];
+    let text = simdutf8::basic::from_utf8(used).map_err(|_| {
+        let at = std::str::from_utf8(used).map_or_else(|e| e.valid_up_to(), |_| 0);
+        bad(format!("invalid UTF-8 at byte {}", first as usize + at))
+    })?;
+    let mut views = Vec::with_capacity(offsets.len() - 1);
+    for (i, pair) in offsets.windows(2).enumerate() {
+        let (start, end) = ((pair[0] - first) as usize, (pair[1] - first) as usize);
+        if pair[1] < pair[0] || pair[1] > last {
+            return Err(bad(format!(
+                "offsets of text {i} go backwards ({} then {})",
+                pair[0], pair[1]
+            )));
+        }
+        let view = text.get(start..end).ok_or_else(|| {
+            bad(format!(
+                "text {i} starts or ends inside a character (bytes {}..{})",
+                pair[0], pair[1]
+            ))
+        })?;
+        views.push(view);
+    }
+    Ok(views)
+}
+
 pub fn encode_batch<S: AsRef<str> + Sync>(
     encoder: &dyn TextEncoder,
     texts: &[S],

@@ -1,0 +1,69 @@
+"""``TextEncoder.encode_batch`` on pyarrow string arrays: read from the array's buffers in place,
+the same ids and offsets as the ``list[str]`` path for every layout (string, large_string,
+string_view, sliced, chunked), and bad input (nulls, other types) refused with what to do."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from data_io.errors import InputError
+from data_io.tokenizer.encoder import TextEncoder
+
+
+def _texts(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    pieces = ["hello", " world", "日本語", "  ", "\n", "é", "🙂", "x" * 40, "123", "<|im_end|>", ""]
+    return ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 12))) for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def encoder(small_tokenizer) -> TextEncoder:
+    return TextEncoder(small_tokenizer)
+
+
+def _same(a, b) -> None:
+    assert np.array_equal(a.ids, b.ids) and np.array_equal(a.offsets, b.offsets)
+
+
+@pytest.mark.parametrize("kind", ["string", "large_string", "string_view"])
+def test_arrow_arrays_encode_as_their_python_strings(encoder: TextEncoder, kind: str):
+    texts = _texts(500, seed=1)
+    array = pa.array(texts, type=getattr(pa, kind)())
+    _same(encoder.encode_batch(array), encoder.encode_batch(texts))
+    _same(encoder.encode_batch(array, eos_id=0), encoder.encode_batch(texts, eos_id=0))
+
+
+def test_slices_and_chunked_arrays_read_the_right_texts(encoder: TextEncoder):
+    texts = _texts(300, seed=2)
+    array = pa.array(texts)
+    _same(encoder.encode_batch(array.slice(17, 200)), encoder.encode_batch(texts[17:217]))
+    chunked = pa.chunked_array([pa.array(texts[:100]), pa.array(texts[100:])])
+    _same(encoder.encode_batch(chunked), encoder.encode_batch(texts))
+    _same(encoder.encode_batch(pa.chunked_array([array])), encoder.encode_batch(texts))
+    _same(encoder.encode_batch(pa.array([], pa.string())), encoder.encode_batch([]))
+
+
+def test_nulls_and_other_arrays_are_refused(encoder: TextEncoder):
+    with pytest.raises(InputError, match=r"text 2 of the batch is null .*fill_null"):
+        encoder.encode_batch(pa.array(["a", "b", None, None]))
+    with pytest.raises(TypeError, match="pyarrow string array"):
+        encoder.encode_batch(pa.array([1, 2, 3]))
+
+
+def test_a_damaged_layout_is_an_error_not_a_crash(encoder: TextEncoder):
+    core = encoder._encoder
+    data = np.frombuffer("héllo".encode(), dtype=np.uint8)
+    with pytest.raises(InputError, match="inside a character"):
+        core.encode_utf8(data, np.array([0, 2, 6], dtype=np.int64))
+    with pytest.raises(InputError, match="outside the 6 bytes"):
+        core.encode_utf8(data, np.array([0, 7], dtype=np.int64))
+    with pytest.raises(InputError, match="go backwards"):
+        core.encode_utf8(data, np.array([0, 4, 3, 6], dtype=np.int64))
+    with pytest.raises(InputError, match="invalid UTF-8 at byte 1"):
+        core.encode_utf8(np.frombuffer(b"a\xffb", dtype=np.uint8), np.array([0, 3]))
+    with pytest.raises(InputError, match="no offsets"):
+        core.encode_utf8(data, np.array([], dtype=np.int64))
