@@ -15,12 +15,11 @@ use tokenizers::Tokenizer;
 
 use super::counts::spill::{default_budget, Counting, SpillStats};
 use super::counts::store::{self, CountKey, StoredCounts};
-use super::counts::{
-    merge_sources, merge_to_table, RunReader, RunWriter, Source, Tally, WordsHeader,
-};
+use super::counts::{merge_runs_to_table, merge_sources, RunWriter, Tally, WordsHeader};
 use super::hf::bpe_tokenizer;
 use super::merge::{train_bpe_with, BpeOptions};
 use super::texts::{for_each_batch, FilePlan};
+use super::words::WordCounts;
 use super::{TrainFileReport, TrainOptions};
 use crate::encoder::fast_bpe::pretokenize::Pattern;
 use crate::error::Result;
@@ -62,7 +61,10 @@ pub fn train(
         counts_dir: options.counts_dir.as_ref().map(|d| d.display().to_string()),
         ..Default::default()
     };
-    let mut sources: Vec<Source> = Vec::new();
+    // What the merge reads: tables in memory, and runs on disk (opened by the merge, a
+    // bounded number at a time).
+    let mut memory: Vec<WordCounts> = Vec::new();
+    let mut runs: Vec<PathBuf> = Vec::new();
     let mut files: HashMap<String, TrainFileReport> = HashMap::new();
     // The files' reports are given back in the inputs' order (the records', without inputs).
     let mut order: Vec<String> = plans.iter().map(|plan| plan.task.clone()).collect();
@@ -73,7 +75,7 @@ pub fn train(
         for dir in &options.count_parts {
             for (name, dir) in store::records_in(dir)? {
                 let (run, stored) = store::read_record(&dir, &name)?;
-                sources.push(Source::File(Box::new(RunReader::open(&run)?)));
+                runs.push(run);
                 report.text_bytes += stored.report.text_bytes;
                 report.reused_files.push(stored.report.task.clone());
                 order.push(stored.report.task.clone());
@@ -97,7 +99,7 @@ pub fn train(
             .transpose()?
         {
             Some(Some((run, stored))) => {
-                sources.push(Source::File(Box::new(RunReader::open(&run)?)));
+                runs.push(run);
                 bar.inc(std::fs::metadata(&plan.path).map_or(0, |m| m.len()));
                 report.reused_files.push(plan.task.clone());
                 report.text_bytes += stored.report.text_bytes;
@@ -118,7 +120,7 @@ pub fn train(
                 let (run, stored) = count_into_store(options, plan, key, dir, budget, bar)?;
                 report.text_bytes += stored.report.text_bytes;
                 report.counted_bytes += stored.report.text_bytes;
-                sources.push(Source::File(Box::new(RunReader::open(&run)?)));
+                runs.push(run);
                 files.insert(plan.task.clone(), stored.report);
             }
         }
@@ -132,11 +134,13 @@ pub fn train(
                 report.counted_bytes += file.text_bytes;
                 files.insert(file.task.clone(), file);
             }
-            sources.extend(counting.finish()?);
+            let (tables, spilled) = counting.finish_parts()?;
+            memory.extend(tables);
+            runs.extend(spilled);
         }
     }
     bar.finish_and_clear();
-    let words = merge_to_table(sources, &header)?;
+    let words = merge_runs_to_table(memory, runs, &header, &spill_parent)?;
     report.spill = counting.stats().clone();
     drop(counting);
     report.words = words.len() as u64;

@@ -49,10 +49,63 @@ impl WordSink for Tally<'_> {
     }
 }
 
+/// Runs merged at once at most: each holds a file open and a read buffer; more are merged in
+/// tiers (`merge_runs_to_table`), so a corpus of thousands of files stays under the limit of
+/// open files (often 1,024) and a few hundred MB of buffers.
+const MAX_OPEN_RUNS: usize = 128;
+
 /// Sorted words with counts: a table in memory or a run on disk.
 pub enum Source {
     Memory(WordCounts),
     File(Box<RunReader>),
+}
+
+/// The tables in `memory` and the runs at `runs` added together into one table. More runs than
+/// can be open at once are first merged in groups into runs of a scratch folder under
+/// `scratch_parent` (removed at the end), as many tiers as it takes.
+pub fn merge_runs_to_table(
+    memory: Vec<WordCounts>,
+    mut runs: Vec<std::path::PathBuf>,
+    header: &WordsHeader,
+    scratch_parent: &std::path::Path,
+) -> Result<WordCounts> {
+    let mut scratch: Option<spill::SpillDir> = None;
+    let mut made = 0usize;
+    while memory.len() + runs.len() > MAX_OPEN_RUNS {
+        if scratch.is_none() {
+            scratch = Some(spill::SpillDir::create(
+                scratch_parent,
+                spill::MERGE_PREFIX,
+            )?);
+        }
+        let Some(folder) = scratch.as_ref().map(|s| s.path.clone()) else {
+            break;
+        };
+        let mut next = Vec::with_capacity(runs.len().div_ceil(MAX_OPEN_RUNS));
+        for group in runs.chunks(MAX_OPEN_RUNS) {
+            let path = folder.join(format!("tier-{made:06}.words"));
+            made += 1;
+            let mut writer = RunWriter::create(&path, header)?;
+            merge_sources(open_runs(group)?, header, &mut writer)?;
+            writer.finish()?;
+            next.push(path);
+        }
+        // A tier's inputs in the scratch folder are done with (the caller's are not ours).
+        for old in runs.iter().filter(|p| p.starts_with(&folder)) {
+            let _ = std::fs::remove_file(old);
+        }
+        runs = next;
+    }
+    let mut sources: Vec<Source> = memory.into_iter().map(Source::Memory).collect();
+    sources.extend(open_runs(&runs)?);
+    merge_to_table(sources, header)
+}
+
+fn open_runs(paths: &[std::path::PathBuf]) -> Result<Vec<Source>> {
+    paths
+        .iter()
+        .map(|path| RunReader::open(path).map(|r| Source::File(Box::new(r))))
+        .collect()
 }
 
 /// A source being read: where it is, and its current word (moved in and out of the heap).
@@ -152,4 +205,49 @@ pub fn merge_to_table(mut sources: Vec<Source>, header: &WordsHeader) -> Result<
     let mut table = WordCounts::default();
     merge_sources(sources, header, &mut table)?;
     Ok(table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn more_runs_than_can_be_open_merge_in_tiers_to_the_same_table() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let header = WordsHeader::ours(true);
+        let mut expected: BTreeMap<String, u64> = BTreeMap::new();
+        let mut runs = Vec::new();
+        // 2.5 tiers' worth of runs, overlapping words, plus a table in memory.
+        for r in 0..(2 * MAX_OPEN_RUNS + MAX_OPEN_RUNS / 2) {
+            let path = dir.path().join(format!("r{r}.words"));
+            let mut writer = RunWriter::create(&path, &header).expect("create");
+            let words: BTreeMap<String, u64> = (0..20)
+                .map(|k| {
+                    (
+                        format!("w{}", (r * 7 + k * 13) % 500),
+                        (r + k) as u64 % 5 + 1,
+                    )
+                })
+                .collect();
+            for (word, count) in &words {
+                writer.push(word, *count).expect("push");
+                *expected.entry(word.clone()).or_default() += count;
+            }
+            writer.finish().expect("finish");
+            runs.push(path);
+        }
+        let memory = WordCounts::from_counts([("w1", 3u64), ("zz", 9)]);
+        for (word, count) in memory.iter() {
+            *expected.entry(word.to_string()).or_default() += count;
+        }
+        let scratch = dir.path().join("scratch");
+        std::fs::create_dir_all(&scratch).expect("mkdir");
+        let table =
+            merge_runs_to_table(vec![memory], runs.clone(), &header, &scratch).expect("merge");
+        assert_eq!(table, WordCounts::from_counts(expected));
+        // The tiers' folder is gone; the runs given are left as they were.
+        assert_eq!(std::fs::read_dir(&scratch).expect("ls").count(), 0);
+        assert!(runs.iter().all(|p| p.exists()));
+    }
 }

@@ -417,7 +417,8 @@ impl Input {
     fn new(file: File) -> Input {
         Input {
             file,
-            buf: vec![0; 1 << 20],
+            // 256 KiB: a merge holds up to `MAX_OPEN_RUNS` of these.
+            buf: vec![0; 256 << 10],
             pos: 0,
             end: 0,
             hashed: 0,

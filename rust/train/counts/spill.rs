@@ -17,6 +17,8 @@ use crate::error::{IoContext, Result};
 use crate::train::words::{WordCounter, WordCounts};
 
 const SPILL_PREFIX: &str = ".data_io-train-spill-";
+/// The scratch folder of a merge of many runs in tiers (`counts::merge_runs_to_table`).
+pub const MERGE_PREFIX: &str = ".data_io-train-merge-";
 
 /// What the counting did with its memory.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -72,7 +74,7 @@ impl Counting {
 
     fn spill(&mut self) -> Result<()> {
         if self.spill.is_none() {
-            self.spill = Some(SpillDir::create(&self.spill_parent)?);
+            self.spill = Some(SpillDir::create(&self.spill_parent, SPILL_PREFIX)?);
         }
         let Some(dir) = &self.spill else {
             return Ok(());
@@ -105,20 +107,34 @@ impl Counting {
             .collect()
     }
 
+    /// `finish`, as the table in memory or the paths of the runs (the merge opens them).
+    pub fn finish_parts(&mut self) -> Result<(Vec<WordCounts>, Vec<PathBuf>)> {
+        if self.runs.is_empty() {
+            let mut table = WordCounts::default();
+            self.counter.drain_into(&mut table)?;
+            return Ok((vec![table], Vec::new()));
+        }
+        if self.counter.memory_bytes() > 0 {
+            self.spill()?;
+        }
+        Ok((Vec::new(), self.runs.clone()))
+    }
+
     pub fn stats(&self) -> &SpillStats {
         &self.stats
     }
 }
 
-/// A spill folder, removed when dropped.
-struct SpillDir {
-    path: PathBuf,
+/// A scratch folder `<parent>/<prefix><pid>`, removed when dropped.
+pub struct SpillDir {
+    pub path: PathBuf,
 }
 
 impl SpillDir {
-    fn create(parent: &Path) -> Result<SpillDir> {
-        remove_dead_spills(parent);
-        let path = parent.join(format!("{SPILL_PREFIX}{}", std::process::id()));
+    /// The folder, after removing the ones of `prefix` whose process is gone (killed mid-way).
+    pub fn create(parent: &Path, prefix: &str) -> Result<SpillDir> {
+        remove_dead_spills(parent, prefix);
+        let path = parent.join(format!("{prefix}{}", std::process::id()));
         fs::create_dir_all(&path).ctx("cannot create the spill folder", &path)?;
         Ok(SpillDir { path })
     }
@@ -130,8 +146,8 @@ impl Drop for SpillDir {
     }
 }
 
-/// Remove the spill folders under `parent` whose process is gone (killed mid-count).
-fn remove_dead_spills(parent: &Path) {
+/// Remove the scratch folders `prefix<pid>` under `parent` whose process is gone.
+fn remove_dead_spills(parent: &Path, prefix: &str) {
     let Ok(entries) = fs::read_dir(parent) else {
         return;
     };
@@ -139,7 +155,7 @@ fn remove_dead_spills(parent: &Path) {
         let name = entry.file_name();
         let Some(pid) = name
             .to_str()
-            .and_then(|n| n.strip_prefix(SPILL_PREFIX))
+            .and_then(|n| n.strip_prefix(prefix))
             .and_then(|pid| pid.parse::<i32>().ok())
         else {
             continue;
