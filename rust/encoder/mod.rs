@@ -298,14 +298,16 @@ pub fn encode_batch<S: AsRef<str> + Sync>(
         }
     }
     let pool = process_pool()?;
-    // Chunks of texts, each encoded into one buffer (no vector per text), several per thread
-    // so that uneven texts still balance.
-    let chunk_size = (texts.len() / (pool.current_num_threads() * 8)).clamp(1, 256);
+    // Chunks of consecutive texts, each encoded into one buffer (no vector per text).
+    let starts = chunk_starts(texts, pool.current_num_threads());
     let chunks: Vec<Result<EncodedChunk, (usize, String)>> = pool.install(|| {
-        texts
-            .par_chunks(chunk_size)
+        starts
+            .par_iter()
             .enumerate()
-            .map(|(c, chunk)| encode_chunk(encoder, chunk, c * chunk_size, eos_id))
+            .map(|(c, &start)| {
+                let end = starts.get(c + 1).copied().unwrap_or(texts.len());
+                encode_chunk(encoder, &texts[start..end], start, eos_id)
+            })
             .collect()
     });
     let mut ids = Vec::with_capacity(
@@ -325,6 +327,31 @@ pub fn encode_batch<S: AsRef<str> + Sync>(
         ids.extend_from_slice(&chunk.ids);
     }
     Ok(EncodedBatch { ids, offsets })
+}
+
+/// What a text weighs beyond its bytes when chunks are cut (its call, its end, its EOS).
+const TEXT_WEIGHT: usize = 64;
+/// Chunks hold about this many bytes of text: enough for a chunk to amortise its buffer,
+/// little enough for several per thread, so that uneven texts balance across threads.
+const CHUNK_BYTES: std::ops::RangeInclusive<usize> = (16 << 10)..=(256 << 10);
+
+/// Where each chunk of `texts` starts: runs of consecutive texts of about the same number of
+/// bytes (at least eight per thread, within `CHUNK_BYTES`), cut by bytes rather than by count,
+/// so that a batch of a few long documents among many short ones still spreads evenly.
+fn chunk_starts<S: AsRef<str>>(texts: &[S], threads: usize) -> Vec<usize> {
+    let weight = |text: &S| text.as_ref().len() + TEXT_WEIGHT;
+    let total: usize = texts.iter().map(weight).sum();
+    let target = (total / (threads.max(1) * 8)).clamp(*CHUNK_BYTES.start(), *CHUNK_BYTES.end());
+    let mut starts = vec![0];
+    let mut held = 0;
+    for (i, text) in texts.iter().enumerate() {
+        held += weight(text);
+        if held >= target && i + 1 < texts.len() {
+            starts.push(i + 1);
+            held = 0;
+        }
+    }
+    starts
 }
 
 /// Consecutive texts' ids in one buffer, and where each text's ids end in it.
@@ -400,6 +427,26 @@ fn requested_threads() -> usize {
         .ok()
         .and_then(|value| value.trim().parse::<usize>().ok())
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod chunk_tests {
+    use super::chunk_starts;
+
+    #[test]
+    fn chunks_are_cut_by_bytes_and_cover_every_text_once() {
+        let mut texts = vec!["x".repeat(10); 5000];
+        texts[100] = "y".repeat(1 << 20); // one long document among many short ones
+        let starts = chunk_starts(&texts, 2);
+        assert_eq!(starts[0], 0);
+        assert!(starts.windows(2).all(|w| w[0] < w[1]) && *starts.last().unwrap_or(&0) < 5000);
+        // The long text closes its chunk; the short ones are not one text per chunk.
+        let at = starts.iter().position(|&s| s == 100 || s == 101);
+        assert!(at.is_some(), "{starts:?}");
+        assert!(starts.len() < 100, "{} chunks", starts.len());
+        assert_eq!(chunk_starts::<&str>(&[], 2), vec![0]);
+        assert_eq!(chunk_starts(&["a"], 4), vec![0]);
+    }
 }
 
 #[cfg(test)]
