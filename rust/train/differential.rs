@@ -26,7 +26,13 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn options(vocab_size: usize, min_frequency: u64, special_tokens: &[String]) -> TrainOptions {
+/// Options of a BPE run on texts in memory (no inputs, no limits), for the tests here and in
+/// `mod.rs`.
+pub(super) fn options(
+    vocab_size: usize,
+    min_frequency: u64,
+    special_tokens: &[String],
+) -> TrainOptions {
     TrainOptions {
         inputs: vec![],
         output: PathBuf::new(),

@@ -326,26 +326,13 @@ mod tests {
     #[test]
     fn the_first_matching_prefix_sets_the_limit() {
         let options = TrainOptions {
-            inputs: vec![],
-            output: PathBuf::new(),
-            kind: TokenizerKind::Bpe,
-            vocab_size: 1000,
-            seed: 0,
             prefix_limits: vec![
                 ("flan".into(), Some(3)),
                 ("fl".into(), Some(100)),
                 ("big".into(), None),
             ],
-            truncate_len: 10,
             limit_mul_factor: 10,
-            special_tokens: vec![],
-            min_frequency: 2,
-            on_error: OnError::Fail,
-            threads: None,
-            progress: false,
-            count_memory: None,
-            counts_dir: None,
-            count_parts: vec![],
+            ..super::differential::options(1000, 2, &[])
         };
         assert_eq!(limit_for(&options, "flan__x.parquet"), Some(30));
         assert_eq!(limit_for(&options, "fly.jsonl"), Some(1000));
