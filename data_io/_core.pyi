@@ -78,14 +78,25 @@ def copy_token_pool(
     """Copy (task, path, dtype, data_offset, length, pool_offset) sources into the pool file;
     ``progress(tokens)`` returning False cancels; ids must be below ``vocab_size`` if given."""
 
+def leave_node_tables() -> None:
+    """Let go of this process's node piece-table files (``Encoder(..., tables="node")``),
+    removing each one no other process holds; encoders keep working. For a process's exit."""
+
 class Encoder:
     """A tokenizers JSON file; special-token strings in a text encode as plain text.
     Use ``data_io.tokenizer.encoder.TextEncoder``."""
 
-    def __init__(self, tokenizer_path: str | PathLike[str]) -> None: ...
+    def __init__(self, tokenizer_path: str | PathLike[str], tables: str = "") -> None:
+        """``tables``: where the fast encoder keeps its piece tables, ``"process"`` or
+        ``"node"`` (one copy in ``/dev/shm`` for every process on the node); ``""`` reads
+        ``DATA_IO_ENCODER_TABLES``."""
     @property
     def vocab_size(self) -> int:
         """Vocabulary size including added tokens."""
+    @property
+    def tables(self) -> str | None:
+        """Where the piece tables are: ``"process"``, ``"node (<file>)"`` or
+        ``"process (node tables unavailable: <why>)"``; None for the other engines."""
     @property
     def engine(self) -> str:
         """The engine that encodes: ``"fast-bpe"`` or ``"hf-tokenizers"`` (``"null"`` under

@@ -471,13 +471,28 @@ struct Encoder {
 
 #[pymethods]
 impl Encoder {
+    /// `tables`: where the fast encoder keeps its piece tables, "process" or "node" (one copy
+    /// for every process on the node); "" reads `DATA_IO_ENCODER_TABLES`.
     #[new]
-    fn new(py: Python<'_>, tokenizer_path: PathBuf) -> PyResult<Self> {
+    #[pyo3(signature = (tokenizer_path, tables = ""))]
+    fn new(py: Python<'_>, tokenizer_path: PathBuf, tables: &str) -> PyResult<Self> {
         // Shared with `tokenize` in this process (see `Encoder::shared`); loads without the GIL.
         let inner = py
-            .detach(|| TextEncoderImpl::shared(&tokenizer_path))
-            .map_err(|e| to_py_err(py, e))?;
+            .detach(|| TextEncoderImpl::shared_with(&tokenizer_path, tables))
+            .map_err(|e| to_py_err(py, e))?
+            .0;
+        // The parsing freed above stays in mimalloc's pages until this thread allocates again
+        // (a DataLoader worker's RSS then counts it): give it back now.
+        // SAFETY: a plain call into the allocator, which is this extension's global one.
+        unsafe { libmimalloc_sys::mi_collect(true) };
         Ok(Self { inner })
+    }
+
+    /// Where the fast encoder's piece tables are: "process", "node (<file>)", or
+    /// "process (node tables unavailable: <why>)"; None for the other engines.
+    #[getter]
+    fn tables(&self) -> Option<&str> {
+        self.inner.tables()
     }
 
     /// Which engine encodes: "fast-bpe" or "hf-tokenizers" (see `fallback_reason`).
@@ -548,10 +563,18 @@ impl Encoder {
     }
 }
 
+/// Let go of the node's piece-table files this process holds (`tables="node"`), removing
+/// each one no other process holds; the encoders keep working. Called at a process's exit.
+#[pyfunction]
+fn leave_node_tables() {
+    crate::encoder::fast_bpe::node_tables::leave_all();
+}
+
 #[pymodule]
 #[pyo3(name = "_core")]
 fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tokenize, m)?)?;
+    m.add_function(wrap_pyfunction!(leave_node_tables, m)?)?;
     m.add_function(wrap_pyfunction!(tokenize_stale, m)?)?;
     m.add_function(wrap_pyfunction!(tokenize_unit, m)?)?;
     m.add_function(wrap_pyfunction!(train_tokenizer, m)?)?;

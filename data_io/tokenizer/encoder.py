@@ -6,12 +6,18 @@ tokenize stage, special-token strings inside a text are encoded as plain text, s
 never inject a control token; the only EOS in the stream is the one appended after each text.
 
 The encoder pickles as its tokenizer path and reloads the file on first use in the receiving
-process (a DataLoader worker), so datasets holding one stay cheap to send to workers.
+process (a DataLoader worker), so datasets holding one stay cheap to send to workers. A forked
+worker loads it again too, so that its piece tables are where that process wants them: in a
+DataLoader worker, by default, one copy in ``/dev/shm`` for all the node's workers
+(``tables="node"``) instead of one per worker.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing.util
+import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -29,6 +35,32 @@ __all__ = ["EncodedBatch", "TextEncoder"]
 _FALLBACK_EOS = "<|endoftext|>"
 
 
+_TABLE_CHOICES = ("auto", "process", "node")
+
+
+def _resolve_tables(choice: str) -> str:
+    """``"auto"``: ``"node"`` in a DataLoader worker (several processes encode with the same
+    tokenizer), else what ``DATA_IO_ENCODER_TABLES`` says (``""``)."""
+    if choice != "auto":
+        return choice
+    torch_data = sys.modules.get("torch.utils.data")
+    in_worker = torch_data is not None and torch_data.get_worker_info() is not None
+    return "node" if in_worker else ""
+
+
+_leaving_registered_in = 0
+
+
+def _leave_node_tables_at_exit() -> None:
+    """Once per process: let go of the node's table files at its end, so that the last process
+    removes them from ``/dev/shm``. multiprocessing's exit hooks run in its children (DataLoader
+    workers end with ``os._exit``, past ``atexit``) and, through ``atexit``, in a main process."""
+    global _leaving_registered_in
+    if _leaving_registered_in != os.getpid():
+        _leaving_registered_in = os.getpid()
+        multiprocessing.util.Finalize(None, _core.leave_node_tables, exitpriority=0)
+
+
 class EncodedBatch(NamedTuple):
     """Ids of a batch of texts back to back; text ``i`` is ``ids[offsets[i]:offsets[i + 1]]``."""
 
@@ -39,27 +71,52 @@ class EncodedBatch(NamedTuple):
 class TextEncoder:
     """A tokenizers JSON file, ready to encode batches of text."""
 
-    def __init__(self, tokenizer_path: str | Path) -> None:
+    def __init__(self, tokenizer_path: str | Path, tables: str = "auto") -> None:
+        """``tables``: where the fast encoder keeps its piece tables (about 150 MiB for a
+        150k vocabulary): ``"process"`` (each process its own, on huge pages where the kernel
+        gives them: the fastest), ``"node"`` (one copy in ``/dev/shm`` that every process on
+        the node using this tokenizer maps, and the pieces any of them merged), or ``"auto"``:
+        ``"node"`` in a DataLoader worker, else ``DATA_IO_ENCODER_TABLES`` or ``"process"``."""
+        if tables not in _TABLE_CHOICES:
+            raise ConfigError(
+                f"tables={tables!r} is not a place for the encoder's tables; use one of "
+                + ", ".join(repr(choice) for choice in _TABLE_CHOICES)
+            )
         # A file, a folder holding tokenizer.json, or a Hub id (see resolve_tokenizer).
         self.path = resolve_tokenizer(tokenizer_path)
-        self._core: _core.Encoder | None = _core.Encoder(str(self.path))
+        self._tables = tables
+        self._core: _core.Encoder | None = None
+        self._loaded_in = 0
+        self._encoder  # noqa: B018 - load now: a bad file fails here, not at the first batch
 
     @classmethod
     def from_file(cls, tokenizer_path: str | Path) -> TextEncoder:
         return cls(tokenizer_path)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path}
+        return {"path": self.path, "tables": self._tables}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.path = state["path"]
+        self._tables = state.get("tables", "auto")
         self._core = None  # loaded on first use in this process
+        self._loaded_in = 0
 
     @property
     def _encoder(self) -> _core.Encoder:
-        if self._core is None:
-            self._core = _core.Encoder(str(self.path))
+        # Loaded again in a forked child: its tables go where a worker's should.
+        if self._core is None or self._loaded_in != os.getpid():
+            self._core = _core.Encoder(str(self.path), _resolve_tables(self._tables))
+            self._loaded_in = os.getpid()
+            if (self._core.tables or "").startswith("node"):
+                _leave_node_tables_at_exit()
         return self._core
+
+    @property
+    def tables(self) -> str | None:
+        """Where the piece tables are: ``"process"``, ``"node (<file>)"``, or ``"process
+        (node tables unavailable: <why>)"``; None when the HF encoder runs."""
+        return self._encoder.tables
 
     @property
     def vocab_size(self) -> int:

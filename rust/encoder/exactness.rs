@@ -9,6 +9,7 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 
 use super::fast_bpe::pretokenize::{CL100K_REGEX, QWEN35_REGEX, QWEN_REGEX};
+use super::fast_bpe::Tables;
 use crate::encoder::{Encoder, TextEncoder, FAST_ENGINE, HF_ENGINE};
 use crate::train::DEFAULT_SPECIAL_TOKENS;
 
@@ -602,5 +603,60 @@ fn threads_sharing_the_cache_give_identical_ids() {
                 });
             }
         });
+    }
+}
+
+/// Two encoders of one file on the node's tables (as two DataLoader workers would be): the
+/// second maps the first one's file, each reads pieces the other merged, and every id still
+/// equals the HF encoder's.
+#[test]
+fn encoders_sharing_node_tables_give_identical_ids() {
+    for variant in VARIANTS {
+        let json = variant_json(variant).to_string();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let node = Tables::Node {
+            dir: dir.path().to_path_buf(),
+            key: blake3::hash(json.as_bytes()),
+        };
+        let path = dir.path().join("tokenizer.json");
+        let load = || Encoder::from_json(&json, &path, "fast", &node).expect("fast encoder");
+        let (first, second) = (load(), load());
+        let hf = Encoder::from_json(&json, &path, "hf", &Tables::Process).expect("hf encoder");
+        let place = first.tables().expect("fast").to_string();
+        assert!(place.starts_with("node ("), "{variant:?}: {place}");
+        assert_eq!(
+            second.tables(),
+            Some(place.as_str()),
+            "{variant:?}: one file"
+        );
+        let corpus = adversarial_corpus();
+        std::thread::scope(|scope| {
+            for thread in 0..4usize {
+                let (first, second, hf, corpus) = (&first, &second, &hf, &corpus);
+                scope.spawn(move || {
+                    for (k, text) in corpus.iter().enumerate() {
+                        let encoder = if (k + thread) % 2 == 0 { first } else { second };
+                        let expected = hf.encode(text).expect("hf encodes");
+                        let got = encoder.encode(text).expect("fast encodes");
+                        assert_eq!(got, expected, "{variant:?} thread {thread}: {text:?}");
+                    }
+                });
+            }
+        });
+        drop((first, second));
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("folder")
+            .filter_map(|entry| entry.ok())
+            .filter(|entry| {
+                entry
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with("data_io-pieces-")
+            })
+            .collect();
+        assert!(
+            left.is_empty(),
+            "{variant:?}: the last user removes the file"
+        );
     }
 }

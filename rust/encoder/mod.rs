@@ -21,7 +21,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rayon::prelude::*;
 use rayon::{ThreadPool, ThreadPoolBuilder};
 
-use self::fast_bpe::{spec, FastBpe, Spec};
+use self::fast_bpe::spec::TokenIds;
+use self::fast_bpe::{node_tables, spec, FastBpe, Tables};
 pub use self::hf::HfEncoder;
 use self::hf::{read_tokenizer, read_tokenizer_bytes, tokenizer_text};
 use crate::error::{Error, Result};
@@ -45,6 +46,10 @@ pub trait TextEncoder: Sync {
 /// `hf` (always `tokenizers`), `fast` (fail when the fast encoder does not serve the tokenizer),
 /// `null` (no encoding at all, for measuring the pipeline's floor; see `Engine::Null`).
 pub const ENGINE_VARIABLE: &str = "DATA_IO_ENCODER";
+/// The environment variable that says where the fast encoder keeps its piece tables when the
+/// caller does not: `process` (the default) or `node` (one copy shared by the node's processes,
+/// see `fast_bpe::node_tables`).
+pub const TABLES_VARIABLE: &str = "DATA_IO_ENCODER_TABLES";
 
 /// Which engine `Encoder` runs, as named in summaries.
 pub const FAST_ENGINE: &str = "fast-bpe";
@@ -62,13 +67,13 @@ pub struct Encoder {
 enum Engine {
     /// The fast encoder, and the vocabulary read from the file for id lookups: no HF tokenizer
     /// is built (that took about half of loading Qwen's file).
-    Fast(Box<FastBpe>, Box<Spec>),
+    Fast(Box<FastBpe>, Box<TokenIds>),
     Hf(Box<HfEncoder>),
     /// No encoding: one id per four bytes of text (about what BPE gives on prose), the id being
     /// the top two bits of the chunk's first byte (a byte-class, always in the vocabulary). The
     /// rest of the pipeline runs as usual, so a run with it is the floor of reading, parsing and
     /// writing (issue 12). Special tokens resolve from the file as for the fast encoder.
-    Null(Box<Spec>),
+    Null(Box<TokenIds>),
 }
 
 impl Encoder {
@@ -79,30 +84,57 @@ impl Encoder {
 
     /// Load `path` with the engine `choice` ("", "auto", "hf", "fast" or "null").
     pub fn from_file_with(path: &Path, choice: &str) -> Result<Self> {
-        Self::from_json(&read_tokenizer(path)?, path, choice)
+        Self::from_json(&read_tokenizer(path)?, path, choice, &Tables::Process)
     }
 
     /// The encoder for `path`, loaded once per process while the file's content and
     /// `DATA_IO_ENCODER` stay the same: a second run in the same process (a notebook, the
     /// benchmark's warm pass, prepare after tokenize) skips the load and finds each thread's
     /// piece cache warm. The last encoder loaded is kept until another file is asked for.
+    /// Its piece tables are where `DATA_IO_ENCODER_TABLES` says (`shared_with` takes a place).
     pub fn shared(path: &Path) -> Result<Arc<Self>> {
         Ok(Self::shared_hashed(path)?.0)
     }
 
     /// `shared`, with the BLAKE3 of the file's bytes (hex): the file is read once for both.
     pub fn shared_hashed(path: &Path) -> Result<(Arc<Self>, String)> {
-        type Slot = Option<((PathBuf, String, blake3::Hash), Arc<Encoder>)>;
+        Self::shared_with(path, &tables_choice())
+    }
+
+    /// `shared_hashed` with the piece tables in `tables`: "process" or "node" ("" reads
+    /// `DATA_IO_ENCODER_TABLES`).
+    pub fn shared_with(path: &Path, tables: &str) -> Result<(Arc<Self>, String)> {
+        type Slot = Option<((PathBuf, String, String, blake3::Hash), Arc<Encoder>)>;
         static LAST: Mutex<Slot> = Mutex::new(None);
         // The bytes are hashed and compared with the loaded encoder's before anything else: a
         // run in a process that already holds this encoder (the benchmark's warm passes, a
         // notebook) neither parses nor validates the file again.
         let bytes = read_tokenizer_bytes(path)?;
         let choice = engine_choice();
+        let tables = match tables {
+            "" => tables_choice(),
+            given => given.to_string(),
+        };
         let hash = blake3::hash(&bytes);
+        let place = match tables.as_str() {
+            "" | "process" => Tables::Process,
+            "node" => Tables::Node {
+                dir: node_tables::folder(),
+                key: hash,
+            },
+            other => {
+                return Err(Error::Config(format!(
+                    "piece tables {other:?} (from the tables argument or {TABLES_VARIABLE}) is \
+                     not a place; use \"process\" (each process its own, the fastest) or \"node\" \
+                     (one copy for all processes on the node)"
+                )))
+            }
+        };
         let key = (
             std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
             choice.clone(),
+            // The node's folder too: another folder is another set of tables.
+            format!("{place:?}"),
             hash,
         );
         let hex = hash.to_hex().to_string();
@@ -114,12 +146,12 @@ impl Encoder {
         }
         *last = None; // the old tables go before the new ones are built
         let json = tokenizer_text(bytes, path)?;
-        let encoder = Arc::new(Self::from_json(&json, path, &choice)?);
+        let encoder = Arc::new(Self::from_json(&json, path, &choice, &place)?);
         *last = Some((key, Arc::clone(&encoder)));
         Ok((encoder, hex))
     }
 
-    fn from_json(json: &str, path: &Path, choice: &str) -> Result<Self> {
+    fn from_json(json: &str, path: &Path, choice: &str, tables: &Tables) -> Result<Self> {
         if choice == "null" {
             let spec = spec::recognise(json).map_err(|reason| {
                 Error::Tokenizer(format!(
@@ -129,12 +161,12 @@ impl Encoder {
                 ))
             })?;
             return Ok(Encoder {
-                engine: Engine::Null(Box::new(spec)),
+                engine: Engine::Null(Box::new(spec.token_ids())),
                 fallback_reason: Some(format!("{ENGINE_VARIABLE}=null: no encoding")),
             });
         }
         let fast = match choice {
-            "" | "auto" | "fast" => Self::fast_for(json),
+            "" | "auto" | "fast" => Self::fast_for(json, tables),
             "hf" => Err(format!("{ENGINE_VARIABLE}=hf")),
             other => {
                 return Err(Error::Config(format!(
@@ -162,14 +194,15 @@ impl Encoder {
     }
 
     /// The fast encoder for the tokenizer file `json`, or why it would not be exact.
-    fn fast_for(json: &str) -> Result<(FastBpe, Spec), String> {
+    fn fast_for(json: &str, tables: &Tables) -> Result<(FastBpe, TokenIds), String> {
         let spec = spec::recognise(json)?;
         // Building the tables runs on this process's pool, never rayon's global one: a forked
         // child inherits the global pool without its threads and would wait forever.
         let pool = process_pool().map_err(|e| e.to_string())?;
-        let fast =
-            pool.install(|| FastBpe::new(&spec, &spec.vocab, |token| spec.token_id(token)))?;
-        Ok((fast, spec))
+        let fast = pool
+            .install(|| FastBpe::new(&spec, &spec.vocab, |token| spec.token_id(token), tables))?;
+        // The spec (merges, the vocabulary's hash map) goes once the tables are built.
+        Ok((fast, spec.token_ids()))
     }
 
     /// `FAST_ENGINE`, `HF_ENGINE` or `NULL_ENGINE`.
@@ -178,6 +211,15 @@ impl Encoder {
             Engine::Fast(..) => FAST_ENGINE,
             Engine::Hf(_) => HF_ENGINE,
             Engine::Null(_) => NULL_ENGINE,
+        }
+    }
+
+    /// Where the fast encoder's piece tables are ("process", "node (/dev/shm/...)", or
+    /// "process (node tables unavailable: why)"); `None` for the other engines.
+    pub fn tables(&self) -> Option<&str> {
+        match &self.engine {
+            Engine::Fast(fast, _) => Some(fast.tables()),
+            _ => None,
         }
     }
 
@@ -190,6 +232,11 @@ impl Encoder {
 /// `DATA_IO_ENCODER`, empty when unset.
 fn engine_choice() -> String {
     std::env::var(ENGINE_VARIABLE).unwrap_or_default()
+}
+
+/// `DATA_IO_ENCODER_TABLES`, empty when unset.
+fn tables_choice() -> String {
+    std::env::var(TABLES_VARIABLE).unwrap_or_default()
 }
 
 impl TextEncoder for Encoder {

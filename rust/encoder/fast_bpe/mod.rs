@@ -18,6 +18,7 @@ mod ascii_blocks;
 mod bpe;
 mod cache;
 mod nfc;
+pub mod node_tables;
 pub mod pretokenize;
 mod shared_cache;
 pub mod spec;
@@ -27,6 +28,7 @@ mod unicode;
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
@@ -75,8 +77,23 @@ pub struct FastBpe {
     long_tokens: LongTokens,
     /// Non-special added tokens, cut out of the raw text first (see `spec::Spec::added`).
     added: Option<AddedTokens>,
-    /// Merged pieces, shared by the threads; each thread's own cache takes what it cannot.
+    /// Merged pieces, shared by the threads (and with `Tables::Node`, by the node's
+    /// processes); each thread's own cache takes what it cannot.
     shared: SharedPieces,
+    /// The node's file under `shared`, when it is one; after `shared`, so dropped after it.
+    node: Option<node_tables::NodeFile>,
+    /// Where the tables are, in words for the user (`tables`).
+    tables: String,
+}
+
+/// Where an encoder keeps its piece tables.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Tables {
+    /// In this process, on 2 MiB pages where the kernel gives them (the fastest lookups).
+    Process,
+    /// In a file in `dir` that every process on the node using the tokenizer whose BLAKE3 is
+    /// `key` maps (`node_tables`): one copy per node, on the pages `/dev/shm` gives.
+    Node { dir: PathBuf, key: blake3::Hash },
 }
 
 /// The raw-text matcher of `tokenizers`' added vocabulary: leftmost-longest over the same
@@ -113,6 +130,7 @@ impl FastBpe {
         spec: &Spec,
         vocab: &HashMap<String, u32>,
         added_id: impl Fn(&str) -> Option<u32>,
+        tables: &Tables,
     ) -> Result<FastBpe, String> {
         static INSTANCES: AtomicU64 = AtomicU64::new(1);
         let chars = byte_to_char();
@@ -148,17 +166,15 @@ impl FastBpe {
         // whose own bytes merge back to it (or every token, with `ignore_merges`). A word seen
         // for the first time is then still one lookup, and every short piece is looked up in
         // one table.
-        let short_bits = (known.len() * 4)
-            .next_power_of_two()
-            .trailing_zeros()
-            .max(SHARED_SHORT_BITS);
-        let shared = SharedPieces::new(short_bits, SHARED_LONG_BITS, SHARED_ARENA_WORDS);
-        if !shared.prefill(&known) {
-            return Err(format!(
-                "{} single-token pieces do not fit the piece cache",
-                known.len()
-            ));
-        }
+        let sizes = node_tables::Sizes {
+            short_bits: (known.len() * 4)
+                .next_power_of_two()
+                .trailing_zeros()
+                .max(SHARED_SHORT_BITS),
+            long_bits: SHARED_LONG_BITS,
+            arena_words: SHARED_ARENA_WORDS,
+        };
+        let (shared, node, tables) = piece_tables(tables, sizes, &known)?;
         let added = added_tokens(spec, added_id)?;
         Ok(FastBpe {
             instance: INSTANCES.fetch_add(1, Ordering::Relaxed),
@@ -169,7 +185,19 @@ impl FastBpe {
             long_tokens,
             added,
             shared,
+            node,
+            tables,
         })
+    }
+
+    /// Where the piece tables are: "process", the node's file, or why not the node's.
+    pub fn tables(&self) -> &str {
+        &self.tables
+    }
+
+    /// The node's file under the tables, when they are in one.
+    pub fn node_file(&self) -> Option<&Path> {
+        self.node.as_ref().map(|node| node.path())
     }
 
     pub fn pattern(&self) -> Pattern {
@@ -465,6 +493,48 @@ fn added_tokens(
 
 /// Pieces longer than `SHORT_LEN` that are one token, with `ignore_merges`.
 type LongTokens = FxHashMap<Box<[u8]>, u32>;
+
+/// The piece tables `tables` asks for, filled with the single-token pieces `known`: the node's
+/// file when it can be had (made, or found holding exactly these pieces), else this process's
+/// own, with the reason in the description.
+type PieceTables = (SharedPieces, Option<node_tables::NodeFile>, String);
+fn piece_tables(
+    tables: &Tables,
+    sizes: node_tables::Sizes,
+    known: &[(&[u8], u32)],
+) -> Result<PieceTables, String> {
+    let too_many = || {
+        format!(
+            "{} single-token pieces do not fit the piece cache",
+            known.len()
+        )
+    };
+    let prefill = |pieces: &SharedPieces| pieces.prefill(known);
+    let holds_all = |pieces: &SharedPieces| {
+        let mut out = Vec::with_capacity(3);
+        known.iter().all(|&(piece, id)| {
+            out.clear();
+            Probe::new(piece).is_some_and(|probe| pieces.get_short(&probe, &mut out)) && out == [id]
+        })
+    };
+    let fallback = match tables {
+        Tables::Process => "process".to_string(),
+        Tables::Node { dir, key } => {
+            match node_tables::attach(dir, key, sizes, prefill, holds_all) {
+                Ok((shared, node)) => {
+                    let described = format!("node ({})", node.path().display());
+                    return Ok((shared, Some(node), described));
+                }
+                Err(reason) => format!("process (node tables unavailable: {reason})"),
+            }
+        }
+    };
+    let shared = SharedPieces::new(sizes.short_bits, sizes.long_bits, sizes.arena_words);
+    if !shared.prefill(known) {
+        return Err(too_many());
+    }
+    Ok((shared, None, fallback))
+}
 
 /// The pieces that are exactly one token: short ones as a list, long ones (only
 /// needed with `ignore_merges`, where a whole token wins over merging) in a hash map. Without

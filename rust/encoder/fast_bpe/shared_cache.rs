@@ -16,7 +16,7 @@
 //! (up to `MAX_CACHED_LEN` bytes) keep their bytes and ids in an append-only arena that each
 //! thread reserves from in chunks.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::cache::{Probe, MAX_CACHED_LEN};
 use super::table_memory::ZeroedTable;
@@ -35,20 +35,50 @@ const COUNT_BATCH: usize = 256;
 
 /// One short piece: `[lo, hi, state, ids 1-2]`, where state is `len | count << 16 | id0 << 32`
 /// (never 0 once published: `len >= 1`).
-type ShortSlot = [AtomicU64; 4];
+pub type ShortSlot = [AtomicU64; 4];
 /// One long piece: `[hash, state]`, where state is `offset << 32 | len << 16 | count`.
-type LongSlot = [AtomicU64; 2];
+pub type LongSlot = [AtomicU64; 2];
 
 pub struct SharedPieces {
+    /// `HEADER_WORDS` words: what the tables are (for a file that other processes map, see
+    /// `node_tables`) and the counters every writer updates.
+    header: ZeroedTable<AtomicU64>,
     short: ZeroedTable<ShortSlot>,
     short_shift: u32,
-    short_used: AtomicUsize,
     long: ZeroedTable<LongSlot>,
     long_shift: u32,
-    long_used: AtomicUsize,
     /// Piece bytes (eight to a word) then ids (two to a word) of each long piece.
     arena: ZeroedTable<AtomicU64>,
-    arena_next: AtomicUsize,
+}
+
+/// The header's words (one page of them, so the tables after it start on a page).
+pub const HEADER_WORDS: usize = 512;
+/// `MAGIC`, once the tables are filled and may be read.
+pub const READY: usize = 0;
+/// The tables' layout: `LAYOUT`, the bits of the short and long tables, the arena's words.
+pub const LAYOUT_AT: usize = 1;
+pub const SHORT_BITS_AT: usize = 2;
+pub const LONG_BITS_AT: usize = 3;
+pub const ARENA_WORDS_AT: usize = 4;
+/// Short and long pieces taken, and the next free arena word.
+const SHORT_USED: usize = 5;
+const LONG_USED: usize = 6;
+const ARENA_NEXT: usize = 7;
+/// Where the four words of the key the tables were made for start (`node_tables`).
+pub const KEY_AT: usize = 8;
+pub const MAGIC: u64 = u64::from_le_bytes(*b"dataio\x01P");
+/// Changes whenever the slots, the hashes or the header change: tables of another layout are
+/// never mapped.
+pub const LAYOUT: u64 = 1;
+
+/// The byte sizes of a header and tables of these bits and arena words, in file order.
+pub fn table_bytes(short_bits: u32, long_bits: u32, arena_words: usize) -> [usize; 4] {
+    [
+        HEADER_WORDS * 8,
+        (1usize << short_bits) * std::mem::size_of::<ShortSlot>(),
+        (1usize << long_bits) * std::mem::size_of::<LongSlot>(),
+        arena_words * 8,
+    ]
 }
 
 /// What one thread keeps between inserts: its reserved arena words and its uncounted inserts.
@@ -63,16 +93,49 @@ impl SharedPieces {
     /// Tables of `2^short_bits` and `2^long_bits` slots and an arena of `arena_words` words
     /// (their memory is only touched as it fills).
     pub fn new(short_bits: u32, long_bits: u32, arena_words: usize) -> SharedPieces {
+        let pieces = Self::from_tables(
+            ZeroedTable::new(HEADER_WORDS),
+            ZeroedTable::new(1 << short_bits),
+            ZeroedTable::new(1 << long_bits),
+            ZeroedTable::new(arena_words),
+        );
+        pieces.stamp_layout();
+        pieces
+    }
+
+    /// Tables over memory made elsewhere (a file's shared mapping), the header as it is found
+    /// (`stamp_layout` writes a new one's): power-of-two slots, zeroed or filled by such tables.
+    pub fn from_tables(
+        header: ZeroedTable<AtomicU64>,
+        short: ZeroedTable<ShortSlot>,
+        long: ZeroedTable<LongSlot>,
+        arena: ZeroedTable<AtomicU64>,
+    ) -> SharedPieces {
+        assert!(header.len() == HEADER_WORDS);
+        assert!(short.len().is_power_of_two() && long.len().is_power_of_two());
+        let (short_bits, long_bits) = (short.len().trailing_zeros(), long.len().trailing_zeros());
         SharedPieces {
-            short: ZeroedTable::new(1 << short_bits),
+            header,
+            short,
             short_shift: 64 - short_bits,
-            short_used: AtomicUsize::new(0),
-            long: ZeroedTable::new(1 << long_bits),
+            long,
             long_shift: 64 - long_bits,
-            long_used: AtomicUsize::new(0),
-            arena: ZeroedTable::new(arena_words),
-            arena_next: AtomicUsize::new(0),
+            arena,
         }
+    }
+
+    /// Write the layout into the header (new tables; found ones are checked against it).
+    pub fn stamp_layout(&self) {
+        let header = &self.header;
+        header[LAYOUT_AT].store(LAYOUT, Ordering::Relaxed);
+        header[SHORT_BITS_AT].store(u64::from(64 - self.short_shift), Ordering::Relaxed);
+        header[LONG_BITS_AT].store(u64::from(64 - self.long_shift), Ordering::Relaxed);
+        header[ARENA_WORDS_AT].store(self.arena.len() as u64, Ordering::Relaxed);
+    }
+
+    /// The header's word `at` (the constants above).
+    pub fn header(&self, at: usize) -> &AtomicU64 {
+        &self.header[at]
     }
 
     /// Put single-token pieces in first (before any thread reads); `false` if one found no
@@ -83,8 +146,7 @@ impl SharedPieces {
         let placed = pieces.iter().all(|&(piece, id)| {
             Probe::new(piece).is_some_and(|probe| self.insert_short(&probe, &[id], &mut writer))
         });
-        self.short_used
-            .fetch_add(writer.short_pending, Ordering::Relaxed);
+        self.header[SHORT_USED].fetch_add(writer.short_pending as u64, Ordering::Relaxed);
         placed
     }
 
@@ -189,8 +251,7 @@ impl SharedPieces {
     /// more: rare words, groff escapes; kept out of this table they cost a longer search and a
     /// miss in the thread's cache on every lookup, 4% of a warm run).
     pub fn insert_short(&self, probe: &Probe, ids: &[u32], writer: &mut Writer) -> bool {
-        if ids.is_empty() || ids.len() > 0xffff || self.is_full(&self.short_used, self.short.len())
-        {
+        if ids.is_empty() || ids.len() > 0xffff || self.is_full(SHORT_USED, self.short.len()) {
             return false;
         }
         let (lo, hi, len) = probe.words();
@@ -211,7 +272,7 @@ impl SharedPieces {
             slot[3].store(more, Ordering::Relaxed);
         });
         if taken {
-            count_insert(&self.short_used, &mut writer.short_pending);
+            count_insert(&self.header[SHORT_USED], &mut writer.short_pending);
         }
         taken
     }
@@ -281,7 +342,7 @@ impl SharedPieces {
         if piece.len() > MAX_CACHED_LEN
             || ids.is_empty()
             || ids.len() > 0xffff
-            || self.is_full(&self.long_used, self.long.len())
+            || self.is_full(LONG_USED, self.long.len())
         {
             return false;
         }
@@ -304,7 +365,7 @@ impl SharedPieces {
             slot[0].store(hash, Ordering::Relaxed);
         });
         if taken {
-            count_insert(&self.long_used, &mut writer.long_pending);
+            count_insert(&self.header[LONG_USED], &mut writer.long_pending);
         }
         taken
     }
@@ -314,12 +375,15 @@ impl SharedPieces {
     fn reserve(&self, words: usize, writer: &mut Writer) -> Option<usize> {
         if writer.arena.len() < words {
             // Once the arena is spent, say so without touching the contended counter again.
-            if self.arena_next.load(Ordering::Relaxed) >= self.arena.len() {
+            if self.header[ARENA_NEXT].load(Ordering::Relaxed) >= self.arena.len() as u64 {
                 return None;
             }
             let chunk = words.max(ARENA_CHUNK);
-            let start = self.arena_next.fetch_add(chunk, Ordering::Relaxed);
+            let start = self.header[ARENA_NEXT].fetch_add(chunk as u64, Ordering::Relaxed);
             // Offsets are stored in 32 bits.
+            let Ok(start) = usize::try_from(start) else {
+                return None;
+            };
             if start + chunk > self.arena.len() || start + chunk > u32::MAX as usize {
                 return None;
             }
@@ -348,8 +412,8 @@ impl SharedPieces {
         unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u32>(), count) }
     }
 
-    fn is_full(&self, used: &AtomicUsize, slots: usize) -> bool {
-        used.load(Ordering::Relaxed) * 2 >= slots
+    fn is_full(&self, used_at: usize, slots: usize) -> bool {
+        self.header[used_at].load(Ordering::Relaxed) >= slots as u64 / 2
     }
 }
 
@@ -382,10 +446,10 @@ fn publish<const N: usize>(
 }
 
 /// Add an insert to the table's count, a batch at a time (one contended atomic per batch).
-fn count_insert(used: &AtomicUsize, pending: &mut usize) {
+fn count_insert(used: &AtomicU64, pending: &mut usize) {
     *pending += 1;
     if *pending == COUNT_BATCH {
-        used.fetch_add(COUNT_BATCH, Ordering::Relaxed);
+        used.fetch_add(COUNT_BATCH as u64, Ordering::Relaxed);
         *pending = 0;
     }
 }

@@ -35,7 +35,7 @@ pub struct ZeroedTable<T: ZeroValid> {
 }
 
 enum Backing {
-    /// From `mmap`: unmapped on drop (`bytes` as mapped).
+    /// From `mmap` (anonymous, or a shared file): unmapped on drop (`bytes` as mapped).
     #[cfg(target_os = "linux")]
     Mapped {
         base: *mut libc::c_void,
@@ -82,6 +82,47 @@ impl<T: ZeroValid> ZeroedTable<T> {
             len,
             backing: Backing::Heap(layout),
         }
+    }
+
+    /// `len` elements of `file` from byte `offset` on (a multiple of the page size), mapped
+    /// shared: every process that maps the file sees the others' writes (the node-wide piece
+    /// tables, `node_tables`). The file's bytes must be valid `T`s, as a file grown by
+    /// `set_len` (zeros) or written through such a mapping is.
+    #[cfg(target_os = "linux")]
+    pub fn shared_file(file: &std::fs::File, offset: u64, len: usize) -> std::io::Result<Self> {
+        use std::os::fd::AsRawFd;
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .filter(|&bytes| bytes > 0)
+            .ok_or_else(|| std::io::Error::other("a shared table needs a size that fits"))?;
+        let offset = libc::off_t::try_from(offset).map_err(std::io::Error::other)?;
+        // SAFETY: a fresh shared mapping of an open file; no existing memory is touched. The
+        // caller made the file at least `offset + bytes` long.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                offset,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: the range is the mapping just made. Huge pages for shared memory follow the
+        // tmpfs mount and `shmem_enabled`; where they allow advice, this asks for them.
+        unsafe {
+            libc::madvise(base, bytes, libc::MADV_HUGEPAGE);
+        }
+        Ok(ZeroedTable {
+            // A mapping is page aligned, so aligned for any table type.
+            ptr: NonNull::new(base.cast::<T>())
+                .ok_or_else(|| std::io::Error::other("null mapping"))?,
+            len,
+            backing: Backing::Mapped { base, bytes },
+        })
     }
 
     /// An anonymous mapping with room to start on a huge-page boundary, advised to use huge
