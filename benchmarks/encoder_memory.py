@@ -4,10 +4,12 @@ node (``TextEncoder(tables="process" | "node")``), with the fork and spawn start
 Each worker reads the same documents, notes its memory, builds the encoder, encodes the
 documents (one thread per worker, as a DataLoader worker runs), and notes its memory again.
 The encoder's memory in a worker is the growth of its private memory (USS: pages no other
-process maps); with ``node`` tables, the ``/dev/shm`` file is added once for the node. The
-figure that matters is what each extra worker adds: ``(total(8) - total(1)) / 7``.
+process maps) when it loads, then while it encodes (its caches, and the buffers a batch leaves
+with the allocator; the output arrays are not counted); with ``node`` tables the ``/dev/shm``
+file is counted once for the node. The figure that matters is what each extra worker adds:
+``(total(8) - total(1)) / 7``.
 
-    python -m benchmarks.encoder_memory [--tokenizer qwen] [--mb 20] [--workers 1 8]
+    python -m benchmarks.encoder_memory [--tokenizer PATH] [--docs DIR] [--mb 20] [--workers 1 8]
         [--methods fork spawn] [--tables process node]
 
 Also prints each worker's encoding speed (MB/s of UTF-8): node tables sit on the page size
@@ -23,6 +25,7 @@ import os
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import torch
 from torch.utils.data import DataLoader, Dataset
 
@@ -51,15 +54,20 @@ def _memory() -> dict[str, int]:
     return {"rss": rss, "uss": uss}
 
 
-def _read_texts(mb: float) -> list[str]:
+def _read_texts(docs: Path, mb: float) -> list[str]:
+    """The first ``mb`` MB of text of the JSONL files in ``docs``: each line's ``text``, or a
+    race row's instruction and response."""
     texts: list[str] = []
     size = 0
-    for path in sorted(_DOCS.glob("*.jsonl")):
+    for path in sorted(docs.glob("*.jsonl")):
         with path.open(encoding="utf-8") as file:
             for line in file:
-                text = json.loads(line)["text"]
-                texts.append(text)
-                size += len(text.encode())
+                row = json.loads(line)
+                for text in (
+                    [row["text"]] if "text" in row else [row["instruction"], row["response"]]
+                ):
+                    texts.append(text)
+                    size += len(text.encode())
                 if size >= mb * 1e6:
                     return texts
     return texts
@@ -68,24 +76,28 @@ def _read_texts(mb: float) -> list[str]:
 class _Encode(Dataset):
     """Item ``i``: worker ``i`` builds the encoder and encodes the documents."""
 
-    def __init__(self, tokenizer: str, tables: str, workers: int, mb: float) -> None:
-        self.tokenizer, self.tables, self.workers, self.mb = tokenizer, tables, workers, mb
+    def __init__(self, tokenizer: str, tables: str, workers: int, docs: Path, mb: float) -> None:
+        self.tokenizer, self.tables, self.workers = tokenizer, tables, workers
+        self.docs, self.mb = docs, mb
 
     def __len__(self) -> int:
         return self.workers
 
     def __getitem__(self, index: int) -> dict[str, object]:
-        texts = _read_texts(self.mb)
-        size = sum(len(t.encode()) for t in texts)
+        # An Arrow array, made before the first note: its buffers are the input's memory, read
+        # in place (a list of str would add each text's UTF-8, made on first use).
+        texts = pa.array(_read_texts(self.docs, self.mb), pa.large_string())
+        size = texts.buffers()[2].size
         before = _memory()
         encoder = TextEncoder(self.tokenizer, tables=self.tables)
+        loaded = _memory()
         start = time.perf_counter()
-        encoder.encode_batch(texts)
+        batch = encoder.encode_batch(texts)
         seconds = time.perf_counter() - start
-        after = _memory()
+        encoded = _memory()
         return {
-            "before": before,
-            "after": after,
+            "load": loaded["uss"] - before["uss"],
+            "encode": encoded["uss"] - loaded["uss"] - batch.ids.nbytes - batch.offsets.nbytes,
             "mb_s": size / 1e6 / seconds,
             "where": encoder.tables,
         }
@@ -98,9 +110,11 @@ def _shared_file_bytes(where: str) -> int:
     return path.stat().st_blocks * 512 if path.exists() else 0
 
 
-def run(tokenizer: str, tables: str, workers: int, method: str, mb: float) -> dict[str, float]:
+def run(
+    tokenizer: str, tables: str, workers: int, method: str, docs: Path, mb: float
+) -> dict[str, float]:
     loader = DataLoader(
-        _Encode(tokenizer, tables, workers, mb),
+        _Encode(tokenizer, tables, workers, docs, mb),
         batch_size=None,
         num_workers=workers,
         multiprocessing_context=method,
@@ -113,10 +127,9 @@ def run(tokenizer: str, tables: str, workers: int, method: str, mb: float) -> di
         stats.append(item)
         # Read while the workers still hold the file (the last one out removes it).
         shared = max(shared, _shared_file_bytes(str(item["where"])))
-    growth = sum(s["after"]["uss"] - s["before"]["uss"] for s in stats)
     return {
-        "total": growth + shared,
-        "private_per_worker": growth / workers,
+        "load": sum(s["load"] for s in stats) + shared,
+        "encode": sum(s["encode"] for s in stats),
         "shared": shared,
         "mb_s": sum(s["mb_s"] for s in stats) / len(stats),
         "where": str(stats[0]["where"]).split(" (")[0],
@@ -125,7 +138,10 @@ def run(tokenizer: str, tables: str, workers: int, method: str, mb: float) -> di
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tokenizer", default="/root/.cache/data_io/vocab/qwen/tokenizer.json")
+    parser.add_argument(
+        "--tokenizer", default=str(Path.home() / ".cache/data_io/vocab/qwen/tokenizer.json")
+    )
+    parser.add_argument("--docs", type=Path, default=_DOCS, help="a folder of JSONL files")
     parser.add_argument("--mb", type=float, default=20)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--methods", nargs="+", default=["fork", "spawn"])
@@ -135,26 +151,31 @@ def main() -> None:
     torch.set_num_threads(1)
     print(f"{args.mb} MB of documents per worker, {os.cpu_count()} cores, one thread per worker")
     print(
-        "| start | tables | workers | encoder memory, all workers | per worker, private | "
-        "/dev/shm | MB/s per worker |"
+        "| start | tables | workers | loaded, all workers | + while encoding | "
+        "of it in /dev/shm | MB/s per worker |"
     )
     print("|---|---|---|---|---|---|---|")
     for method in args.methods:
         for tables in args.tables:
             totals = {}
             for workers in args.workers:
-                r = run(args.tokenizer, tables, workers, method, args.mb)
-                totals[workers] = r["total"]
+                r = run(args.tokenizer, tables, workers, method, args.docs, args.mb)
+                totals[workers] = (r["load"], r["load"] + r["encode"])
                 print(
-                    f"| {method} | {r['where']} | {workers} | {r['total'] / 2**20:.0f} MiB | "
-                    f"{r['private_per_worker'] / 2**20:.1f} MiB | {r['shared'] / 2**20:.0f} MiB "
+                    f"| {method} | {r['where']} | {workers} | {r['load'] / 2**20:.0f} MiB | "
+                    f"{r['encode'] / 2**20:.0f} MiB | {r['shared'] / 2**20:.0f} MiB "
                     f"| {r['mb_s']:.0f} |",
                     flush=True,
                 )
             low, high = min(totals), max(totals)
             if high > low:
-                extra = (totals[high] - totals[low]) / (high - low)
-                print(f"|  | {tables}: each extra worker adds | | {extra / 2**20:.1f} MiB | | | |")
+                load, total = (
+                    (totals[high][i] - totals[low][i]) / (high - low) / 2**20 for i in (0, 1)
+                )
+                print(
+                    f"|  | {tables}: each extra worker adds | | {load:.1f} MiB loaded | "
+                    f"{total:.1f} MiB after encoding | | |"
+                )
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@ second, end to end (reading rows included for every contender).
 ``--race`` runs the encoder race of issue 12 instead (see ``race`` below): ``data_io tokenize``
 (default encoder, ``DATA_IO_ENCODER=hf``, and the floor) against ``tokenizers`` (this venv's and
 1.0rc in its own venv), tiktoken and gigatoken, on Debian's multilingual documentation
-(benchmarks/tokenize_corpus.py), 1 and 2 threads, first pass and warm, ids checked per text:
+(benchmarks/tokenize_corpus.py), 1 and 2 threads, cold, first pass and warm, ids checked per
+text; and the in-memory cells of issue 27: ``TextEncoder.encode_batch`` (``list[str]`` and
+pyarrow arrays) against gigatoken's ``encode_batch`` on the same texts, 4096 at a time:
 
     python -m benchmarks.tokenize --race [--mb 150] [--cjk-mb 20] [--vocab qwen] [--threads 1,2]
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import itertools
 import json
 import os
 import shutil
@@ -237,6 +240,10 @@ ENGINES = {
     "tokenizers-rc": f"tokenizers {RC_VERSION} encode_batch, texts in memory",
     "tiktoken": "tiktoken encode_ordinary_batch (NFC first when the vocabulary has it)",
     "gigatoken": "gigatoken encode_files(JsonlFileSource)",
+    # The in-memory cells (issue 27): the same texts, BATCH at a time, as a loader hands them.
+    "data_io-batch": "data_io TextEncoder.encode_batch(list[str]), texts in memory",
+    "data_io-arrow": "data_io TextEncoder.encode_batch(pyarrow large_string), texts in memory",
+    "gigatoken-batch": "gigatoken Tokenizer.encode_batch(list[str]), texts in memory",
 }
 # Which engines keep state across calls in one process, i.e. what "warm" means for each.
 WARM = {
@@ -247,6 +254,9 @@ WARM = {
     "tokenizers-rc": "same Tokenizer: its word cache warm",
     "tiktoken": "no cache: warm = same process",
     "gigatoken": "same Tokenizer: pre-token cache warm",
+    "data_io-batch": "same TextEncoder: its piece cache (shared by the threads) warm",
+    "data_io-arrow": "same TextEncoder: its piece cache warm; the Arrow arrays made untimed",
+    "gigatoken-batch": "same Tokenizer: pre-token cache warm",
 }
 BATCH = 4096  # texts per encode call for the in-memory engines
 
@@ -375,6 +385,65 @@ def engine_gigatoken(spec: dict, texts: list[str]) -> tuple[float, Callable]:
     return load, run
 
 
+def _batch_digests(ids, offsets) -> list[bytes]:
+    """One digest per text of a flat ids array and its ``len + 1`` offsets."""
+    return [_digest(ids[a:b]) for a, b in itertools.pairwise(offsets)]
+
+
+def engine_gigatoken_batch(spec: dict, texts: list[str]) -> tuple[float, Callable]:
+    from importlib.metadata import version
+
+    import awkward as ak
+    import gigatoken
+
+    spec["version"] = version("gigatoken")
+    began = time.perf_counter()
+    tokenizer = gigatoken.Tokenizer(spec["tokenizer"])
+    load = time.perf_counter() - began
+    batches = [texts[start : start + BATCH] for start in range(0, len(texts), BATCH)]
+
+    def run(digests: list | None) -> float:
+        clock = Clock()
+        for batch in batches:
+            with clock:
+                encoded = tokenizer.encode_batch(batch)
+            if digests is not None:
+                flat = ak.to_numpy(ak.flatten(encoded))
+                counts = ak.to_numpy(ak.num(encoded))
+                offsets = [0, *counts.cumsum().tolist()]
+                digests += _batch_digests(flat, offsets)
+        return clock.seconds
+
+    return load, run
+
+
+def engine_data_io_batch(spec: dict, texts: list[str]) -> tuple[float, Callable]:
+    """``TextEncoder.encode_batch`` on the texts as a list of str or, for ``data_io-arrow``, as
+    pyarrow arrays (made before the clock starts: the form a loader already holds)."""
+    import pyarrow as pa
+
+    from data_io.tokenizer.encoder import TextEncoder
+
+    began = time.perf_counter()
+    encoder = TextEncoder(spec["tokenizer"], tables="process")
+    load = time.perf_counter() - began
+    spec["version"] = encoder._encoder.engine
+    batches: list = [texts[start : start + BATCH] for start in range(0, len(texts), BATCH)]
+    if spec["engine"] == "data_io-arrow":
+        batches = [pa.array(batch, pa.large_string()) for batch in batches]
+
+    def run(digests: list | None) -> float:
+        clock = Clock()
+        for batch in batches:
+            with clock:
+                encoded = encoder.encode_batch(batch)
+            if digests is not None:
+                digests += _batch_digests(encoded.ids, encoded.offsets)
+        return clock.seconds
+
+    return load, run
+
+
 def _layout_tokens(tokenizer_path: str) -> dict:
     """data_io's layout tokens, each replaced by <|endoftext|> when the vocabulary lacks it (GPT-2
     has no <|im_start|>): the race times encoding, not the layout."""
@@ -488,6 +557,9 @@ def race_child(spec: dict) -> dict:
         "tokenizers-rc": engine_tokenizers,
         "tiktoken": engine_tiktoken,
         "gigatoken": engine_gigatoken,
+        "gigatoken-batch": engine_gigatoken_batch,
+        "data_io-batch": engine_data_io_batch,
+        "data_io-arrow": engine_data_io_batch,
         "data_io": engine_data_io,
         "data_io-hf": engine_data_io,
         "floor": engine_floor,
@@ -539,7 +611,9 @@ def engine_available(engine: str) -> str | None:
             f"no {RC_VENV}: python3 -m venv {RC_VENV} && "
             f"{RC_VENV}/bin/pip install tokenizers=={RC_VERSION}"
         )
-    module = {"gigatoken": "gigatoken", "tiktoken": "tiktoken"}.get(engine)
+    module = {"gigatoken": "gigatoken", "gigatoken-batch": "gigatoken", "tiktoken": "tiktoken"}.get(
+        engine
+    )
     if module and importlib.util.find_spec(module) is None:
         return f"{module} is not installed: pip install -e '.[bench]'"
     return None
@@ -649,9 +723,9 @@ def _identical(digests: bytes, oracle: bytes | None) -> int | None:
 
 def race_table(results: list[dict]) -> str:
     lines = [
-        "| slice | engine | threads | first pass MB/s | per core | warm MB/s | per core "
-        "| ids identical to tokenizers | cores used | load s | warm means |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| slice | engine | threads | cold MB/s (load + first pass) | first pass MB/s | per core "
+        "| warm MB/s | per core | ids identical to tokenizers | cores used | load s | warm means |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in results:
         name = ENGINES.get(r["engine"], r["engine"])
@@ -661,10 +735,11 @@ def race_table(results: list[dict]) -> str:
             continue
         mb, cores = r["text_bytes"] / 1e6, r.get("threads_used", r["threads"])
         first, warm = mb / r["first_s"], mb / r["warm_s"]
+        cold = mb / (r["load_s"] + r["first_s"])
         same = "n/a" if r.get("identical") is None else f"{r['identical']:,}/{r['texts']:,}"
         note = WARM.get(r["engine"], "") + (f"; {r['note']}" if r.get("note") else "")
         lines.append(
-            f"| {r['slice']} | {name} | {cores} | {first:.1f} | {first / cores:.1f} "
+            f"| {r['slice']} | {name} | {cores} | {cold:.1f} | {first:.1f} | {first / cores:.1f} "
             f"| {warm:.1f} | {warm / cores:.1f} | {same} | {r['first_cores_used']:.2f} "
             f"| {r['load_s']:.2f} | {note} |"
         )

@@ -106,6 +106,24 @@ class Encoder:
         """Why the HF encoder runs instead of the fast one, or None when the fast one runs."""
     def token_id(self, token: str) -> int | None:
         """The id of ``token``, or None when the vocabulary lacks it."""
+    def encode_utf8(
+        self, data: NDArray[np.uint8], offsets: NDArray[np.int64], eos_id: int | None = None
+    ) -> tuple[NDArray[np.uint32], NDArray[np.int64]]:
+        """``encode_batch`` of texts laid out as an Arrow string array: text ``i`` is
+        ``data[offsets[i]:offsets[i + 1]]``, read in place, checked once as UTF-8."""
+    def encode_spans(
+        self,
+        data: NDArray[np.uint8],
+        starts: NDArray[np.int64],
+        ends: NDArray[np.int64],
+        eos_id: int | None = None,
+    ) -> tuple[NDArray[np.uint32], NDArray[np.int64]]:
+        """``encode_batch`` of ``data[starts[i]:ends[i]]``, documents cut out of one UTF-8
+        buffer, read in place, checked once."""
+    def encode_bytes(
+        self, texts: list[bytes], eos_id: int | None = None
+    ) -> tuple[NDArray[np.uint32], NDArray[np.int64]]:
+        """``encode_batch`` of UTF-8 ``bytes`` objects, each read in place and checked."""
     def encode_batch(
         self, texts: list[str], eos_id: int | None = None
     ) -> tuple[NDArray[np.uint32], NDArray[np.int64]]:

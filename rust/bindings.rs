@@ -11,7 +11,7 @@ use numpy::{
 };
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyString, PyType};
+use pyo3::types::{PyBytes, PyString, PyType};
 use serde::Serialize;
 
 use crate::encoder::{encode_batch as encode_texts, Encoder as TextEncoderImpl, TextEncoder};
@@ -538,6 +538,48 @@ impl Encoder {
             .detach(|| {
                 let texts = crate::encoder::utf8_views(data, offsets)?;
                 encode_texts(inner, &texts, eos_id)
+            })
+            .map_err(|e| to_py_err(py, e))?;
+        Ok((batch.ids.into_pyarray(py), batch.offsets.into_pyarray(py)))
+    }
+
+    /// `encode_batch` of the documents `data[starts[i]..ends[i]]` of one UTF-8 buffer (read
+    /// in place, checked once): a buffer of newline- or NUL-separated documents.
+    #[pyo3(signature = (data, starts, ends, eos_id = None))]
+    fn encode_spans<'py>(
+        &self,
+        py: Python<'py>,
+        data: PyReadonlyArray1<'py, u8>,
+        starts: PyReadonlyArray1<'py, i64>,
+        ends: PyReadonlyArray1<'py, i64>,
+        eos_id: Option<u32>,
+    ) -> PyResult<IdsAndOffsets<'py>> {
+        let (data, starts, ends) = (data.as_slice()?, starts.as_slice()?, ends.as_slice()?);
+        let inner = &*self.inner;
+        let batch = py
+            .detach(|| {
+                let texts = crate::encoder::utf8_spans(data, starts, ends)?;
+                encode_texts(inner, &texts, eos_id)
+            })
+            .map_err(|e| to_py_err(py, e))?;
+        Ok((batch.ids.into_pyarray(py), batch.offsets.into_pyarray(py)))
+    }
+
+    /// `encode_batch` of texts given as `bytes` (UTF-8), each read in place and checked.
+    #[pyo3(signature = (texts, eos_id = None))]
+    fn encode_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<Bound<'py, PyBytes>>,
+        eos_id: Option<u32>,
+    ) -> PyResult<IdsAndOffsets<'py>> {
+        // `texts` holds a reference to each (immutable) bytes object while the GIL is released.
+        let raw: Vec<&[u8]> = texts.iter().map(|t| t.as_bytes()).collect();
+        let inner = &*self.inner;
+        let batch = py
+            .detach(|| {
+                let views = crate::encoder::utf8_texts(&raw)?;
+                encode_texts(inner, &views, eos_id)
             })
             .map_err(|e| to_py_err(py, e))?;
         Ok((batch.ids.into_pyarray(py), batch.offsets.into_pyarray(py)))

@@ -168,21 +168,94 @@ class TextEncoder:
     def encode_batch(self, texts: Sequence[str] | Any, eos_id: int | None = None) -> EncodedBatch:
         """Encode ``texts`` in parallel; ``eos_id`` (when given) follows each text's ids.
 
-        ``texts``: a list (or any sequence) of ``str``, each read in place (its own UTF-8, no
-        copy), or a pyarrow string array (``string``, ``large_string``, ``string_view``, or a
-        chunked array of them), whose buffers are read where they are; a null is an error."""
-        if isinstance(texts, str):
-            raise TypeError("encode_batch takes a sequence of texts, not one str")
+        ``texts``, each form read where it is unless said:
+        - a list (or any sequence) of ``str``: each its own UTF-8, no copy;
+        - a list of ``bytes`` (UTF-8): each checked, no copy;
+        - a pyarrow string array (``string``, ``large_string``, ``string_view``, or a chunked
+          array of them): its buffers; a null is an error;
+        - a NumPy array of strings (``U``, ``S``, ``T`` or object dtype): converted to Arrow
+          first (one copy: NumPy keeps fixed-width UTF-32 or padded bytes, not UTF-8).
+        One buffer of separated documents goes to ``encode_buffer``."""
+        if isinstance(texts, (str, bytes, bytearray, memoryview)):
+            raise TypeError(
+                f"encode_batch takes a sequence of texts, not one {type(texts).__name__}; "
+                "encode_buffer takes one buffer of newline- or NUL-separated documents"
+            )
         if eos_id is not None:
             eos_id = self.eos_id_for(eos_id)
+        if isinstance(texts, np.ndarray):
+            texts = _numpy_to_arrow(texts)
         if type(texts).__module__.startswith("pyarrow"):
             data, offsets = _arrow_layout(texts)
             ids, starts = self._encoder.encode_utf8(data, offsets, eos_id)
             return EncodedBatch(ids, starts)
         if not isinstance(texts, list):
             texts = list(texts)
-        ids, offsets = self._encoder.encode_batch(texts, eos_id)
+        if texts and isinstance(texts[0], bytes):
+            ids, offsets = self._encoder.encode_bytes(texts, eos_id)
+        else:
+            ids, offsets = self._encoder.encode_batch(texts, eos_id)
         return EncodedBatch(ids, offsets)
+
+    def encode_buffer(
+        self,
+        data: bytes | bytearray | memoryview | Any,
+        separator: str = "\n",
+        eos_id: int | None = None,
+    ) -> EncodedBatch:
+        """Encode the documents of one UTF-8 buffer, cut at ``separator`` (``"\\n"``, a line
+        each, or ``"\\0"``), read where it is: ``bytes``, ``bytearray``, a ``memoryview``, a
+        uint8 NumPy array or anything with the buffer protocol. A separator at the very end
+        ends the last document rather than starting an empty one; two in a row make an empty
+        document (its EOS only)."""
+        if separator not in ("\n", "\0"):
+            raise ConfigError(
+                f"separator {separator!r} is not one encode_buffer cuts at; use '\\n' or '\\0'"
+            )
+        if eos_id is not None:
+            eos_id = self.eos_id_for(eos_id)
+        try:
+            view = memoryview(data).cast("B")
+        except TypeError as err:
+            raise TypeError(
+                f"encode_buffer takes a bytes-like buffer, not {type(data).__name__} ({err})"
+            ) from None
+        buffer = np.frombuffer(view, dtype=np.uint8)
+        cuts = np.flatnonzero(buffer == ord(separator))
+        if len(cuts) and cuts[-1] == len(buffer) - 1:
+            ends = cuts  # a final separator ends the last document
+        else:
+            ends = np.append(cuts, len(buffer)) if len(buffer) else cuts
+        # Each document starts after the separator before it.
+        starts = np.concatenate(([0], ends[:-1] + 1)).astype(np.int64) if len(ends) else ends
+        ids, id_offsets = self._encoder.encode_spans(
+            buffer, starts.astype(np.int64), ends.astype(np.int64), eos_id
+        )
+        return EncodedBatch(ids, id_offsets)
+
+
+def _numpy_to_arrow(texts: np.ndarray) -> Any:
+    """A NumPy array of strings as a pyarrow string array (one copy: NumPy holds fixed-width
+    UTF-32 (``U``), padded bytes (``S``), its variable-width ``StringDType`` or Python objects,
+    none of them Arrow's UTF-8 with offsets)."""
+    import pyarrow as pa  # noqa: PLC0415  only these inputs need it
+
+    if texts.ndim != 1 or texts.dtype.kind not in "USTO":
+        raise TypeError(
+            "encode_batch takes a one-dimensional NumPy array of strings (dtype U, S, T or "
+            f"object), not one of shape {texts.shape} and dtype {texts.dtype}"
+        )
+    if texts.dtype.kind == "S":  # bytes: Arrow checks them as UTF-8 in the cast
+        try:
+            return pa.array(texts, pa.binary()).cast(pa.large_string())
+        except pa.ArrowInvalid as err:
+            raise InputError(f"a text of the batch is not UTF-8: {err}") from None
+    if texts.dtype.kind == "T":  # StringDType: through Python strings
+        texts = texts.astype(object)
+    try:
+        return pa.array(texts, pa.large_string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+        raise TypeError(f"encode_batch takes arrays of strings only: {err}") from None
 
 
 def _arrow_layout(texts: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -292,6 +292,66 @@ pub struct EncodedBatch {
 /// The texts of an Arrow-style string layout: text `i` is `data[offsets[i]..offsets[i + 1]]`.
 /// The bytes are checked once for UTF-8 and each text's bounds for order and character
 /// boundaries, so every view is a valid `str` of `data` (nothing copied).
+/// Texts given as bytes (Python `bytes` objects, read in place), each checked as UTF-8; the
+/// first that is not is an error naming it and the byte where its UTF-8 breaks.
+pub fn utf8_texts<'a>(texts: &[&'a [u8]]) -> Result<Vec<&'a str>> {
+    texts
+        .iter()
+        .enumerate()
+        .map(|(i, bytes)| {
+            simdutf8::basic::from_utf8(bytes).map_err(|_| {
+                let at = std::str::from_utf8(bytes).map_or_else(|e| e.valid_up_to(), |_| 0);
+                Error::Input(format!(
+                    "text {i} of the batch is not UTF-8 (byte {at} of its {}); decode it with \
+                     the right encoding first, or replace the bad bytes \
+                     (bytes.decode('utf-8', 'replace'))",
+                    bytes.len()
+                ))
+            })
+        })
+        .collect()
+}
+
+/// Texts at `data[starts[i]..ends[i]]` (documents cut out of one buffer, the separators left
+/// between them): `data` is checked as UTF-8 once, each span at its bounds.
+pub fn utf8_spans<'a>(data: &'a [u8], starts: &[i64], ends: &[i64]) -> Result<Vec<&'a str>> {
+    let bad = |message: String| Error::Input(format!("buffer of documents: {message}"));
+    if starts.len() != ends.len() {
+        return Err(bad(format!(
+            "{} starts but {} ends",
+            starts.len(),
+            ends.len()
+        )));
+    }
+    let text = simdutf8::basic::from_utf8(data).map_err(|_| {
+        let at = std::str::from_utf8(data).map_or_else(|e| e.valid_up_to(), |_| 0);
+        let document = starts.partition_point(|&start| start as usize <= at);
+        bad(format!(
+            "invalid UTF-8 at byte {at} (document {}); decode it with the right encoding \
+             first, or replace the bad bytes",
+            document.saturating_sub(1)
+        ))
+    })?;
+    starts
+        .iter()
+        .zip(ends)
+        .enumerate()
+        .map(|(i, (&start, &end))| {
+            usize::try_from(start)
+                .ok()
+                .zip(usize::try_from(end).ok())
+                .and_then(|(start, end)| text.get(start..end))
+                .ok_or_else(|| {
+                    bad(format!(
+                        "document {i} spans bytes {start}..{end}, not a run of whole \
+                         characters inside the {} bytes",
+                        data.len()
+                    ))
+                })
+        })
+        .collect()
+}
+
 pub fn utf8_views<'a>(data: &'a [u8], offsets: &[i64]) -> Result<Vec<&'a str>> {
     let bad = |message: String| Error::Input(format!("string buffer: {message}"));
     let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) else {

@@ -629,3 +629,32 @@ def test_default_eos_is_the_tokenizers_own(small_tokenizer: Path, tmp_path: Path
     assert [s["input_ids"].tolist() for s in stream] == [
         dataset[i]["input_ids"].tolist() for i in range(len(dataset))
     ]
+
+
+def test_the_encoder_reads_the_arrow_column_in_place(
+    small_tokenizer: Path, tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both loaders hand the encoder the rows' Arrow strings, never Python str objects, and
+    still give the oracle's windows (a stride of streams takes its rows as Arrow too)."""
+    from data_io.tokenizer.encoder import TextEncoder
+
+    seen: list[type] = []
+    original = TextEncoder.encode_batch
+
+    def recording(self: TextEncoder, texts: Any, eos_id: Any = None) -> Any:
+        seen.append(type(texts))
+        return original(self, texts, eos_id)
+
+    monkeypatch.setattr(TextEncoder, "encode_batch", recording)
+    data = write_parquet(tmp_path / "docs.parquet", TEXTS)
+    expected = windows_of(oracle_docs(small_tokenizer, TEXTS))
+    assert items(eager(str(data), SEQ_LEN, small_tokenizer, cache_dir=cache)) == [
+        plain_item(w) for w in expected
+    ]
+    streamed = [
+        [*s["input_ids"].tolist(), int(s["labels"][-1])]
+        for rank in range(2)
+        for s in streaming(data, small_tokenizer, rank=rank, world_size=2)
+    ]
+    assert len(streamed) > 0
+    assert seen and set(seen) == {pa.ChunkedArray}, seen

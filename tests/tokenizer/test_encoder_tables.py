@@ -74,7 +74,9 @@ def test_dataloader_workers_share_one_node_file(
     assert len(places) == 1, places
     place = places.pop()
     assert place.startswith(f"node ({node_dir}/{PREFIX}"), place
-    assert all(len(item["files"]) == 1 for item in items), "one file for both workers"
+    # A worker may see the other's temporary file while it is being made, never two tables.
+    made = [[name for name in item["files"] if not name.endswith(".tmp")] for item in items]
+    assert all(len(names) == 1 for names in made), made
     assert all(item["ids"] == expected for item in items)
     assert node_files(node_dir) == [], "the last worker to leave removed the file"
 

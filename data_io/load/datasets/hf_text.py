@@ -47,6 +47,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import torch
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
@@ -79,29 +81,58 @@ _SHARD_TOKENS = 1 << 26
 
 # -- rows to documents ------------------------------------------------------------------------
 def _texts(
-    values: list[Any],
-    fields: list[str],
+    batch: pa.Table,
     field: str,
     first_row: int,
     source: TextSource,
+    start: int = 0,
     stride: int = 1,
-) -> list[str]:
-    """``values`` (the ``field`` of consecutive rows of a stream) checked to be strings: a row
-    without text is an error naming the row (its number in the source) and the fields rows do
-    have. ``stride`` is the distance in rows between consecutive values."""
-    for k, value in enumerate(values):
+) -> pa.ChunkedArray:
+    """The ``field`` of rows ``start, start + stride, ...`` of ``batch`` (consecutive rows of a
+    stream, the first numbered ``first_row``), as the Arrow strings the encoder reads in place
+    (taken first when ``stride`` > 1). A row without text is an error naming the row (its number
+    in the source) and the fields rows do have."""
+    column = batch.column(field)
+    if stride > 1 or start:
+        column = column.take(pa.array(range(start, len(column), stride), pa.int64()))
+    if not _is_text(column.type):
+        k, value = _first_not_text(column)
+        what = "no text" if value is None else f"a {type(value).__name__}"
+        raise _bad_row(source, first_row + start + k * stride, what, field, batch)
+    if column.null_count:
+        k = pc.index(column.is_null(), True).as_py()
+        raise _bad_row(source, first_row + start + k * stride, "no text", field, batch)
+    return column
+
+
+def _is_text(kind: pa.DataType) -> bool:
+    return (
+        pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)
+    )
+
+
+def _first_not_text(column: pa.ChunkedArray) -> tuple[int, Any]:
+    """The first value of a column that is not typed as text and what it holds: a Json column
+    (``datasets`` types one of mixed values so) keeps each value as JSON text."""
+    json_text = getattr(column.type, "extension_name", "") == "arrow.json"
+    for k, value in enumerate(column.to_pylist()):
+        if json_text and value is not None:
+            value = json.loads(value)
         if not isinstance(value, str):
-            what = "no text" if value is None else f"a {type(value).__name__}"
-            raise InputError(
-                f"{source.label}: row {first_row + k * stride} has {what} in field {field!r}, "
-                f"not a string (the rows have the fields {', '.join(map(str, fields)) or 'none'}); "
-                "pass text_field= the field holding the text, or fix the row"
-            )
-    return values
+            return k, value
+    return 0, None  # not reached: a column of only strings is typed as text
+
+
+def _bad_row(source: TextSource, row: int, what: str, field: str, batch: pa.Table) -> InputError:
+    return InputError(
+        f"{source.label}: row {row} has {what} in field {field!r}, not a string (the rows have "
+        f"the fields {', '.join(map(str, batch.column_names)) or 'none'}); pass text_field= the "
+        "field holding the text, or fix the row"
+    )
 
 
 def _encode(
-    encoder: TextEncoder, texts: list[str], eos_id: int, source: TextSource, rows: str
+    encoder: TextEncoder, texts: pa.ChunkedArray, eos_id: int, source: TextSource, rows: str
 ) -> tuple[np.ndarray, np.ndarray]:
     try:
         return encoder.encode_batch(texts, eos_id)
@@ -315,11 +346,10 @@ class HuggingFaceDataset(MapDatasetState, Dataset):
             disable=not on_terminal(),  # a log file gets no bar
         )
         with bar:
-            for columns in batches:
-                values = columns.get(self.text_field)
-                if values is None:  # columns unknown up front (a JSON stream): checked here
-                    _check_columns(_Columns(list(columns)), self.text_field, self.source)
-                texts = _texts(values, list(columns), self.text_field, rows, self.source)
+            for batch in batches:
+                # Columns unknown up front (a JSON stream): checked here.
+                _check_columns(_Columns(batch.column_names), self.text_field, self.source)
+                texts = _texts(batch, self.text_field, rows, self.source)
                 where = f"rows {rows}..{rows + len(texts) - 1}"
                 ids, _ = _encode(encoder, texts, self.eos_token_id, self.source, where)
                 writer.add(ids)
@@ -383,9 +413,10 @@ def _read(items: Iterator[Any], size: int, source: TextSource) -> list[Any]:
         raise load_failed(source, err) from err
 
 
-def _column_batches(dataset: Any, size: int, source: TextSource) -> Iterator[dict[str, list]]:
-    """Batches as {column: values}: no Python dict per row on the eager path."""
-    batches = iter(dataset.iter(batch_size=size))
+def _column_batches(dataset: Any, size: int, source: TextSource) -> Iterator[pa.Table]:
+    """Batches as Arrow tables: no Python object per row or text; the encoder reads the text
+    column's buffers where they are."""
+    batches = iter(dataset.with_format("arrow").iter(batch_size=size))
     while batch := _read(batches, 1, source):
         yield batch[0]
 
@@ -578,7 +609,7 @@ class StreamingHuggingFaceDataset(IterableDataset):
         low = min([row for row, _ in streams.values()] + unread)
         return low + (stream - low) % total, 0
 
-    def _rows(self, stream: int, first: int, stride: int) -> Iterator[tuple[int, list[Any]]]:
+    def _rows(self, stream: int, first: int, stride: int) -> Iterator[tuple[int, pa.ChunkedArray]]:
         """Batches of this stream's texts: (global number of the batch's first row, values).
 
         Read with ``IterableDataset.iter``, which (unlike iterating the dataset) does not split
@@ -589,20 +620,14 @@ class StreamingHuggingFaceDataset(IterableDataset):
         if first:
             dataset = dataset.skip(first)
         number = first  # global number of the batch's first row
-        for columns in _column_batches(dataset, _STREAM_BATCH_ROWS * stride, self.source):
-            values = columns.get(self.text_field)
-            if values is None:  # columns unknown up front (a JSON stream): checked here
-                _check_columns(_Columns(list(columns)), self.text_field, self.source)
+        for batch in _column_batches(dataset, _STREAM_BATCH_ROWS * stride, self.source):
+            # Columns unknown up front (a JSON stream): checked here.
+            _check_columns(_Columns(batch.column_names), self.text_field, self.source)
             start = (stream - number) % stride
-            if start < len(values):
-                mine = values[start::stride]
-                yield (
-                    number + start,
-                    _texts(
-                        mine, list(columns), self.text_field, number + start, self.source, stride
-                    ),
-                )
-            number += len(values)
+            if start < batch.num_rows:
+                texts = _texts(batch, self.text_field, number, self.source, start, stride)
+                yield number + start, texts
+            number += batch.num_rows
 
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
         stream, total = self._stream()

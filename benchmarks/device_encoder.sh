@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The encoder's many-core figures on a lent machine that has neither network nor a Rust
+# toolchain (the `device` tool): the in-memory race cells at 1-16 threads and the memory of 1
+# and 8 DataLoader workers, with what this checkout built carried along.
+#
+#   benchmarks/device_encoder.sh CARRY_DIR [THREADS]
+#
+# CARRY_DIR (made here by `benchmarks/device_encoder.sh --pack CARRY_DIR`) holds:
+#   corpus.tar.zst  work/race/corpus (the race's 60 MB main and 10 MB CJK rows, corpus.json)
+#   qwen.json.zst   Qwen's tokenizer.json (python -m data_io.tokenizer.vocabularies qwen)
+#   wheels/         gigatoken and awkward for the machine's Python (3.12)
+# The extension (data_io/_core.abi3.so) is carried as it is built here (abi3: any Python >=
+# 3.11). Writes race.md, race.json, memory.md and the logs to $OUT (default ./device_out).
+set -uo pipefail
+
+if [ "${1:-}" = "--pack" ]; then
+    dir=${2:?carry folder}
+    mkdir -p "$dir/wheels"
+    tar -C work/race -cf - corpus/main/rows corpus/main/corpus.json corpus/cjk/rows \
+        corpus/cjk/corpus.json | zstd -q -19 -T0 -o "$dir/corpus.tar.zst" -f
+    zstd -q -19 -f "$HOME/.cache/data_io/vocab/qwen/tokenizer.json" -o "$dir/qwen.json.zst"
+    python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+        --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+        --platform manylinux2014_x86_64 -d "$dir/wheels" gigatoken==0.10.0 awkward==2.14.0 \
+        awkward-cpp==57
+    du -sh "$dir"
+    exit 0
+fi
+
+CARRY=$(cd "${1:?carry folder}" && pwd)
+THREADS=${2:-1,2,4,8,16}
+OUT=${OUT:-$PWD/device_out}
+mkdir -p "$OUT"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/device_encoder.XXXXXX")
+export PYTHONUNBUFFERED=1
+
+python3 -m pip install -q --no-index --no-deps --no-compile --target "$WORK/site" \
+    "$CARRY"/wheels/*.whl || exit 1
+export PYTHONPATH="$WORK/site:$PWD"
+mkdir -p "$HOME/.cache/data_io/vocab/qwen"
+zstd -q -d -f "$CARRY/qwen.json.zst" -o "$HOME/.cache/data_io/vocab/qwen/tokenizer.json"
+mkdir -p "$WORK/race"
+zstd -q -d -c "$CARRY/corpus.tar.zst" | tar -C "$WORK/race" -xf -
+{
+    nproc
+    python3 --version
+    python3 -c "import data_io._core, gigatoken, tokenizers; print(tokenizers.__version__)"
+    cat /sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/mm/transparent_hugepage/shmem_enabled
+} >"$OUT/machine.txt" 2>&1
+
+python3 -m benchmarks.tokenize --race --mb 60 --cjk-mb 10 --threads "$THREADS" \
+    --engines tokenizers,data_io-batch,data_io-arrow,gigatoken-batch,data_io \
+    --workdir "$WORK/race" >"$OUT/race.md" 2>"$OUT/race.log"
+cp "$WORK/race/race.json" "$OUT/" 2>/dev/null
+
+python3 -m benchmarks.encoder_memory --docs "$WORK/race/corpus/main/rows" --mb 20 \
+    --workers 1 8 >"$OUT/memory.md" 2>"$OUT/memory.log"
+tail -n 40 "$OUT/race.md" "$OUT/memory.md"

@@ -1,0 +1,85 @@
+"""``TextEncoder`` inputs besides ``list[str]`` and Arrow: ``list[bytes]``, NumPy string arrays
+and one buffer of separated documents (``encode_buffer``), each giving the ids and offsets of the
+``list[str]`` path; bad bytes are errors naming the text and the byte."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from data_io.errors import ConfigError, InputError
+from data_io.tokenizer.encoder import TextEncoder
+from tests.tokenizer.test_encoder_arrow import _same, _texts
+
+
+@pytest.fixture(scope="module")
+def encoder(small_tokenizer) -> TextEncoder:
+    return TextEncoder(small_tokenizer)
+
+
+def test_bytes_encode_as_their_strings(encoder: TextEncoder) -> None:
+    texts = _texts(400, seed=3)
+    as_bytes = [text.encode() for text in texts]
+    _same(encoder.encode_batch(as_bytes), encoder.encode_batch(texts))
+    _same(encoder.encode_batch(as_bytes, eos_id=0), encoder.encode_batch(texts, eos_id=0))
+
+
+def test_bytes_that_are_not_utf8_name_the_text_and_byte(encoder: TextEncoder) -> None:
+    texts = [b"fine", "caf\u00e9".encode(), b"ab\xffcd"]
+    with pytest.raises(InputError, match=r"text 2 of the batch is not UTF-8 \(byte 2 of its 5\)"):
+        encoder.encode_batch(texts)
+    with pytest.raises(TypeError):
+        encoder.encode_batch([b"bytes", "then a str"])
+
+
+@pytest.mark.parametrize("dtype", ["U", "S", "T", "O"])
+def test_numpy_string_arrays_encode_as_their_strings(encoder: TextEncoder, dtype: str) -> None:
+    texts = [t for t in _texts(300, seed=4) if not t.endswith("\0")]
+    if dtype == "S":  # NumPy's bytes strip trailing NULs; these texts have none
+        array = np.array([t.encode() for t in texts], dtype="S")
+    elif dtype == "T":
+        array = np.array(texts, dtype=np.dtypes.StringDType())
+    else:
+        array = np.array(texts, dtype=dtype)
+    _same(encoder.encode_batch(array), encoder.encode_batch(texts))
+
+
+def test_numpy_arrays_of_other_things_are_refused(encoder: TextEncoder) -> None:
+    with pytest.raises(TypeError, match="one-dimensional NumPy array of strings"):
+        encoder.encode_batch(np.arange(3))
+    with pytest.raises(TypeError, match="one-dimensional"):
+        encoder.encode_batch(np.array([["a", "b"]]))
+    with pytest.raises(InputError, match="not UTF-8"):
+        encoder.encode_batch(np.array([b"ok", b"\xff"], dtype="S"))
+
+
+@pytest.mark.parametrize("separator", ["\n", "\0"])
+def test_a_buffer_of_documents_encodes_as_its_documents(
+    encoder: TextEncoder, separator: str
+) -> None:
+    documents = [t.replace(separator, " ") for t in _texts(300, seed=5)]
+    joined = separator.join(documents).encode()
+    expected = encoder.encode_batch(documents, eos_id=0)
+    for form in (joined, bytearray(joined), memoryview(joined), np.frombuffer(joined, np.uint8)):
+        _same(encoder.encode_buffer(form, separator, eos_id=0), expected)
+    # A separator at the very end ends the last document; two in a row make an empty one.
+    _same(encoder.encode_buffer(joined + separator.encode(), separator, 0), expected)
+    doubled = encoder.encode_buffer(f"a{separator}{separator}b".encode(), separator, 0)
+    _same(doubled, encoder.encode_batch(["a", "", "b"], eos_id=0))
+
+
+def test_empty_buffers(encoder: TextEncoder) -> None:
+    empty = encoder.encode_buffer(b"")
+    assert empty.ids.size == 0 and empty.offsets.tolist() == [0]
+    _same(encoder.encode_buffer(b"\n", eos_id=0), encoder.encode_batch([""], eos_id=0))
+
+
+def test_bad_buffers_say_where(encoder: TextEncoder) -> None:
+    with pytest.raises(InputError, match=r"invalid UTF-8 at byte 8 \(document 1\)"):
+        encoder.encode_buffer(b"first\nse\xffcond\nthird")
+    with pytest.raises(ConfigError, match="use '\\\\n' or '\\\\0'"):
+        encoder.encode_buffer(b"a,b", separator=",")
+    with pytest.raises(TypeError, match="bytes-like"):
+        encoder.encode_buffer(["not", "a", "buffer"])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="encode_buffer takes one buffer"):
+        encoder.encode_batch(b"one buffer")
