@@ -49,6 +49,7 @@ zstd -q -d -c "$CARRY/corpus.tar.zst" | tar -C "$WORK/race" -xf -
 } >"$OUT/machine.txt" 2>&1
 
 python3 -m benchmarks.tokenize --race --mb 60 --cjk-mb 10 --threads "$THREADS" \
+    --vocab "$HOME/.cache/data_io/vocab/qwen/tokenizer.json" \
     --engines tokenizers,data_io-batch,data_io-arrow,gigatoken-batch,data_io \
     --workdir "$WORK/race" >"$OUT/race.md" 2>"$OUT/race.log"
 cp "$WORK/race/race.json" "$OUT/" 2>/dev/null

@@ -709,6 +709,10 @@ def pairs_table(results: list[dict]) -> str:
 
 
 def _vocabulary_path(name: str) -> Path:
+    """A named vocabulary's tokenizer.json, or ``name`` itself when it is a file (a machine
+    without network cannot build the named ones)."""
+    if Path(name).is_file():
+        return Path(name)
     from data_io.tokenizer.vocabularies import vocabulary_path
 
     return vocabulary_path(name)
@@ -758,7 +762,9 @@ def main() -> None:
     parser.add_argument("--race", action="store_true", help="the encoder race of issue 12")
     parser.add_argument("--mb", type=float, default=150, help="race: multilingual corpus size")
     parser.add_argument("--cjk-mb", type=float, default=20, help="race: CJK slice size")
-    parser.add_argument("--vocab", default="qwen", help="race: shipped, gpt2, qwen, ...")
+    parser.add_argument(
+        "--vocab", default="qwen", help="race: shipped, gpt2, qwen, ... or a tokenizer.json"
+    )
     parser.add_argument("--threads", default="1,2", help="race: thread counts")
     parser.add_argument("--engines", default=",".join(ENGINES), help="race: engines to run")
     parser.add_argument(
