@@ -27,7 +27,6 @@ mod unicode;
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -128,7 +127,7 @@ impl FastBpe {
     /// `added_id` gives the id `tokenizers` assigns an added token.
     pub fn new(
         spec: &Spec,
-        vocab: &HashMap<String, u32>,
+        vocab: &spec::Vocab,
         added_id: impl Fn(&str) -> Option<u32>,
         tables: &Tables,
     ) -> Result<FastBpe, String> {
@@ -150,10 +149,16 @@ impl FastBpe {
                 .copied()
                 .ok_or_else(|| format!("merge token {token:?} is not in the vocabulary"))
         };
+        // On the pool's threads, each with one buffer for the merged token's string.
         let list = spec
             .merges
-            .iter()
-            .map(|(a, b)| Ok((id_of(a)?, id_of(b)?, id_of(&format!("{a}{b}"))?)))
+            .par_iter()
+            .map_init(String::new, |joined, (a, b)| {
+                joined.clear();
+                joined.push_str(a);
+                joined.push_str(b);
+                Ok((id_of(a)?, id_of(b)?, id_of(joined)?))
+            })
             .collect::<Result<Vec<_>, String>>()?;
         let merges = Merges::new(list, &byte_ids);
         let reverse = CharToByte::new(&chars);
