@@ -246,10 +246,7 @@ fn repeated(ids: impl ExactSizeIterator<Item = u32>) -> Option<u32> {
 /// fields and adds them in file order, each taking its model id when it has one, else the next
 /// id from the model's vocabulary size on (AddedVocabulary::add_tokens; a token listed twice
 /// keeps its first id, and such files are declined anyway).
-fn added_token_ids(
-    tokens: &[AddedTokenJson],
-    vocab: &Vocab,
-) -> HashMap<String, u32> {
+fn added_token_ids(tokens: &[AddedTokenJson], vocab: &Vocab) -> HashMap<String, u32> {
     let mut ids = HashMap::new();
     let mut next_id = vocab.len() as u32;
     for token in tokens {
