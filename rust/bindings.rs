@@ -518,8 +518,6 @@ impl Encoder {
         self.inner.token_id(token)
     }
 
-    /// The ids of all `texts` back to back (uint32), `eos_id` after each text when given, and
-    /// the `len(texts) + 1` offsets (int64) where each text's ids start.
     /// `encode_batch` of texts laid out as Arrow lays out a string array: text `i` is
     /// `data[offsets[i]..offsets[i + 1]]` (UTF-8). Nothing is copied: `data` is read where it
     /// is (a pyarrow buffer, through numpy), checked once for UTF-8 and at each text's bounds.
@@ -531,16 +529,8 @@ impl Encoder {
         offsets: PyReadonlyArray1<'py, i64>,
         eos_id: Option<u32>,
     ) -> PyResult<IdsAndOffsets<'py>> {
-        let data = data.as_slice()?;
-        let offsets = offsets.as_slice()?;
-        let inner = &*self.inner;
-        let batch = py
-            .detach(|| {
-                let texts = crate::encoder::utf8_views(data, offsets)?;
-                encode_texts(inner, &texts, eos_id)
-            })
-            .map_err(|e| to_py_err(py, e))?;
-        Ok((batch.ids.into_pyarray(py), batch.offsets.into_pyarray(py)))
+        let (data, offsets) = (data.as_slice()?, offsets.as_slice()?);
+        self.encode_views(py, eos_id, || crate::encoder::utf8_views(data, offsets))
     }
 
     /// `encode_batch` of the documents `data[starts[i]..ends[i]]` of one UTF-8 buffer (read
@@ -555,14 +545,9 @@ impl Encoder {
         eos_id: Option<u32>,
     ) -> PyResult<IdsAndOffsets<'py>> {
         let (data, starts, ends) = (data.as_slice()?, starts.as_slice()?, ends.as_slice()?);
-        let inner = &*self.inner;
-        let batch = py
-            .detach(|| {
-                let texts = crate::encoder::utf8_spans(data, starts, ends)?;
-                encode_texts(inner, &texts, eos_id)
-            })
-            .map_err(|e| to_py_err(py, e))?;
-        Ok((batch.ids.into_pyarray(py), batch.offsets.into_pyarray(py)))
+        self.encode_views(py, eos_id, || {
+            crate::encoder::utf8_spans(data, starts, ends)
+        })
     }
 
     /// `encode_batch` of texts given as `bytes` (UTF-8), each read in place and checked.
@@ -575,16 +560,11 @@ impl Encoder {
     ) -> PyResult<IdsAndOffsets<'py>> {
         // `texts` holds a reference to each (immutable) bytes object while the GIL is released.
         let raw: Vec<&[u8]> = texts.iter().map(|t| t.as_bytes()).collect();
-        let inner = &*self.inner;
-        let batch = py
-            .detach(|| {
-                let views = crate::encoder::utf8_texts(&raw)?;
-                encode_texts(inner, &views, eos_id)
-            })
-            .map_err(|e| to_py_err(py, e))?;
-        Ok((batch.ids.into_pyarray(py), batch.offsets.into_pyarray(py)))
+        self.encode_views(py, eos_id, || crate::encoder::utf8_texts(&raw))
     }
 
+    /// The ids of all `texts` back to back (uint32), `eos_id` after each text when given, and
+    /// the `len(texts) + 1` offsets (int64) where each text's ids start.
     #[pyo3(signature = (texts, eos_id = None))]
     fn encode_batch<'py>(
         &self,
@@ -597,9 +577,22 @@ impl Encoder {
         // are immutable and `texts` holds a reference to each, so their bytes stay put while
         // the GIL is released for the encoding.
         let views: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
+        self.encode_views(py, eos_id, || Ok(views))
+    }
+}
+
+impl Encoder {
+    /// Make the texts with `views` (checks included) and encode them, both without the GIL;
+    /// the ids and offsets go to Python as arrays, not copied.
+    fn encode_views<'py, 'a>(
+        &self,
+        py: Python<'py>,
+        eos_id: Option<u32>,
+        views: impl FnOnce() -> crate::error::Result<Vec<&'a str>> + Send,
+    ) -> PyResult<IdsAndOffsets<'py>> {
         let inner = &*self.inner;
         let batch = py
-            .detach(|| encode_texts(inner, &views, eos_id))
+            .detach(|| encode_texts(inner, &views()?, eos_id))
             .map_err(|e| to_py_err(py, e))?;
         Ok((batch.ids.into_pyarray(py), batch.offsets.into_pyarray(py)))
     }
