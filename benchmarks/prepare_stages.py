@@ -2,7 +2,7 @@
 
 Each stage runs over the whole corpus on its own, timed (the documents it needs are made, untimed,
 by the stages before it): reading (chunks, lines, UTF-8 decode, blocks), cleaning (NFC, the
-whitespace regexes, the short-line filter), hashing, the split hash, and the whole pipeline with
+whitespace regexes, the short-line filter; then the Rust cleaner `prepare` runs), hashing, the split hash, and the whole pipeline with
 the nearly free ``char`` tokenizer. MB/s counts input bytes on disk.
 
     .venv/bin/python -m benchmarks.prepare_stages FOLDER [--jsonl] [--parquet] [--profile]
@@ -35,7 +35,12 @@ from data_io.formats.raw_text import (  # noqa: E402
 )
 from data_io.prepare import normalize as nz  # noqa: E402
 from data_io.prepare.dedup import hash_texts  # noqa: E402
-from data_io.prepare.normalize import CleanOptions, CleanStats, clean_batch  # noqa: E402
+from data_io.prepare.normalize import (  # noqa: E402
+    CleanOptions,
+    CleanStats,
+    clean_batch,
+    clean_texts,
+)
 from data_io.prepare.split import is_val  # noqa: E402
 
 
@@ -70,7 +75,16 @@ def _stages(sources, size: int) -> None:  # type: ignore[no-untyped-def]
     _timed("clean: _BLANK_RUNS.sub", size, lambda: [nz._BLANK_RUNS.sub("\n\n", t) for t in texts])
     _timed("clean: normalize (all)", size, lambda: [nz._normalize(t, stats) for t in texts])
     _timed("clean: short lines", size, lambda: [nz._drop_short_lines(t, 2, stats) for t in texts])
-    cleaned = _timed("clean: clean_batch", size, lambda: clean_batch(texts, CleanOptions(), stats))
+    _timed("clean: clean_batch (Python)", size, lambda: clean_batch(texts, CleanOptions(), stats))
+    cleaned = _timed(
+        "clean: clean_texts (Rust, what prepare runs)",
+        size,
+        lambda: [
+            text
+            for start in range(0, len(texts), 2048)
+            for text in clean_texts(texts[start : start + 2048], CleanOptions(), stats)
+        ],
+    )
     _timed("utf-8 encode", size, lambda: [t.encode() for t in cleaned])
     hashes = _timed("hash_texts", size, lambda: hash_texts(cleaned))
     _timed("is_val", size, lambda: is_val(hashes, 0, 0.01))

@@ -78,6 +78,18 @@ def copy_token_pool(
     """Copy (task, path, dtype, data_offset, length, pool_offset) sources into the pool file;
     ``progress(tokens)`` returning False cancels; ids must be below ``vocab_size`` if given."""
 
+def clean_texts(
+    texts: list[str], normalize: bool, filter: bool, min_line_chars: int, min_doc_chars: int
+) -> tuple[list[str], dict[str, int]]:
+    """``prepare``'s cleaning of a batch (``data_io.prepare.normalize.clean_batch`` in Rust): the
+    kept texts in order, each the same object when unchanged, and the counts
+    (``unicode_normalized``, ``whitespace_cleaned``, ``short_lines_dropped``, ``too_short``,
+    ``empty``)."""
+
+def hash_texts(texts: list[str]) -> NDArray[np.uint64]:
+    """Each text's ``hashlib.blake2b(text.encode(), digest_size=16)`` as ``(n, 2)`` uint64, the
+    digest's halves read big-endian; on the encoder's threads."""
+
 def leave_node_tables() -> None:
     """Let go of this process's node piece-table files (``Encoder(..., tables="node")``),
     removing each one no other process holds; encoders keep working. For a process's exit."""

@@ -7,6 +7,7 @@ pub mod encoder;
 pub mod error;
 pub mod fs;
 pub mod layout;
+pub mod prepare;
 pub mod progress;
 pub mod reader;
 pub mod sampling;

@@ -15,7 +15,6 @@ accounting is exact for these arrays (``peak_bytes``); Python's own overhead is 
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +22,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from data_io import _core
 from data_io.errors import ConfigError
 
 __all__ = ["HashDedup", "hash_texts", "parse_memory"]
@@ -64,10 +64,10 @@ def parse_memory(value: str | int) -> int:
 
 
 def hash_texts(texts: list[str]) -> NDArray[np.uint64]:
-    """The 128-bit BLAKE2b hash of each text's UTF-8 bytes, as ``(n, 2)`` uint64 (hi, lo)."""
-    blake2b = hashlib.blake2b
-    digests = b"".join([blake2b(t.encode("utf-8"), digest_size=16).digest() for t in texts])
-    return np.frombuffer(digests, dtype=">u8").astype(np.uint64).reshape(-1, 2)
+    """The 128-bit BLAKE2b hash of each text's UTF-8 bytes, as ``(n, 2)`` uint64 (hi, lo):
+    ``hashlib.blake2b(text.encode(), digest_size=16)``, computed in Rust on the encoder's
+    threads (``rust/prepare/hash.rs``; tests hold it to hashlib)."""
+    return _core.hash_texts(texts)
 
 
 class HashDedup:

@@ -22,9 +22,10 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
+from data_io import _core
 from data_io.errors import ConfigError
 
-__all__ = ["CleanOptions", "CleanStats", "clean_batch"]
+__all__ = ["CleanOptions", "CleanStats", "clean_batch", "clean_texts"]
 
 # C0 controls but tab and newline, DEL and C1 controls: never wanted in training text.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -136,8 +137,29 @@ def _drop_short_lines(text: str, minimum: int, stats: CleanStats) -> str:
     return "\n".join(kept).strip()
 
 
+def clean_texts(texts: list[str], options: CleanOptions, stats: CleanStats) -> list[str]:
+    """``clean_batch`` in Rust (``rust/prepare/clean.rs``), on the encoder's threads: the same
+    texts and counts (tests/prepare/test_clean_rust.py), a text that needs no change returned
+    as the same object. What ``prepare`` runs."""
+    kept, counts = _core.clean_texts(
+        texts, options.normalize, options.filter, options.min_line_chars, options.min_doc_chars
+    )
+    stats.add(
+        CleanStats(
+            unicode_normalized=counts["unicode_normalized"],
+            whitespace_cleaned=counts["whitespace_cleaned"],
+            short_lines_dropped=counts["short_lines_dropped"],
+            dropped={"too_short": counts["too_short"], "empty": counts["empty"]},
+        )
+    )
+    return kept
+
+
 def clean_batch(texts: list[str], options: CleanOptions, stats: CleanStats) -> list[str]:
-    """The documents of ``texts`` that survive, normalised; the drops are counted by reason."""
+    """The documents of ``texts`` that survive, normalised; the drops are counted by reason.
+
+    The reference: ``clean_texts`` does the same in Rust, and the tests hold it to this until
+    the whole raw-text path runs in Rust (issue 26)."""
     kept: list[str] = []
     for text in texts:
         if options.normalize:

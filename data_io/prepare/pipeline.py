@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from data_io.errors import ConfigError
 from data_io.formats.raw_text import ReadOptions, ReadStats, Source, read_documents
 from data_io.prepare.dedup import HashDedup, hash_texts
-from data_io.prepare.normalize import CleanOptions, CleanStats, clean_batch
+from data_io.prepare.normalize import CleanOptions, CleanStats, clean_texts
 from data_io.prepare.progress import ProgressBar
 from data_io.prepare.split import is_val
 from data_io.prepare.tokenizers import PrepTokenizer
@@ -113,7 +113,7 @@ def _batches(
 def _clean_and_hash(batch: list[str], clean: CleanOptions) -> _Cleaned:
     """The kept documents of ``batch``, their hashes and the cleaning counts (in a worker)."""
     stats = CleanStats()
-    texts = clean_batch(batch, clean, stats)
+    texts = clean_texts(batch, clean, stats)
     return texts, hash_texts(texts), stats
 
 

@@ -516,7 +516,7 @@ fn encode_chunk<S: AsRef<str>>(
 /// parent's pool without its threads, so work handed to it would wait forever. The pool is
 /// therefore keyed by process id, and a child starts its own (the parent's is leaked: its
 /// threads do not exist here, so there is nothing to join).
-fn process_pool() -> Result<Arc<ThreadPool>> {
+pub fn process_pool() -> Result<Arc<ThreadPool>> {
     // RAYON_NUM_THREADS is read at every call, so that `prepare(threads=N)` applies within one
     // Python process.
     process_pool_with(requested_threads())

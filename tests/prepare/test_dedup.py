@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from data_io.errors import ConfigError
 from data_io.prepare.dedup import HashDedup, hash_texts, parse_memory
@@ -97,3 +99,18 @@ def test_parse_memory(text, size):
 def test_parse_memory_rejects(bad):
     with pytest.raises(ConfigError, match="is not a size of at least 4096 bytes"):
         parse_memory(bad)
+
+
+@settings(max_examples=100, deadline=None)
+@given(texts=st.lists(st.text(max_size=200), max_size=50))
+def test_hashes_are_hashlibs_blake2b_with_16_bytes(texts: list[str]) -> None:
+    """The Rust hash against the oracle: hashlib's BLAKE2b with a 16-byte digest, as the hashes
+    kept by earlier runs were made (any text, surrogates aside: they have no UTF-8)."""
+    import hashlib
+
+    texts = [t for t in texts if not any(0xD800 <= ord(c) <= 0xDFFF for c in t)]
+    digests = b"".join(hashlib.blake2b(t.encode(), digest_size=16).digest() for t in texts)
+    expected = np.frombuffer(digests, dtype=">u8").astype(np.uint64).reshape(-1, 2)
+    got = hash_texts(texts)
+    assert got.dtype == np.uint64 and got.shape == (len(texts), 2)
+    assert np.array_equal(got, expected)

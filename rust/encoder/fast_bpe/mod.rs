@@ -36,6 +36,7 @@ use rustc_hash::FxHashMap;
 use unicode_normalization_alignments::UnicodeNormalization;
 
 pub use bpe::byte_to_char;
+pub use nfc::is_nfc;
 pub use pretokenize::Pattern;
 pub use spec::Spec;
 

@@ -1,0 +1,275 @@
+//! Normalisation and filtering of documents: the same text, kept or dropped for the same
+//! reason, as `data_io/prepare/normalize.py` (`clean_batch`, the oracle of the differential
+//! tests in `tests/prepare/test_clean_rust.py`), on the encoder's threads.
+//!
+//! Normalisation: NFC (counted only when it changes the text); `\r\n` and `\r` become `\n`;
+//! the controls U+0000–U+0008, U+000B, U+000C, U+000E–U+001F and U+007F–U+009F are removed;
+//! spaces, tabs, U+00A0 and U+3000 at the end of every line are removed; runs of three or more
+//! newlines become two; the document is stripped of Python's whitespace. Filtering: a line that
+//! is not blank and has fewer than `min_line_chars` non-whitespace characters is dropped (then
+//! the document is stripped again); a document left empty, or shorter than `min_doc_chars`
+//! characters, is dropped. Lengths are in characters (code points), as Python counts them.
+//!
+//! NFC follows `tokenizers`' normalisation crate, as the encoder does; Python's `unicodedata`
+//! follows the Unicode version of the running Python, so the two can differ on characters
+//! added since (the tests skip the code points where this Python and the crate disagree).
+
+use std::borrow::Cow;
+
+use rayon::prelude::*;
+use unicode_normalization_alignments::UnicodeNormalization;
+
+use crate::encoder::fast_bpe::is_nfc;
+
+/// What `clean` does (`CleanOptions` in Python).
+#[derive(Clone, Copy, Debug)]
+pub struct CleanOptions {
+    pub normalize: bool,
+    pub filter: bool,
+    pub min_line_chars: usize,
+    pub min_doc_chars: usize,
+}
+
+/// What `clean` did, counted as `CleanStats` in Python counts it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CleanStats {
+    pub unicode_normalized: u64,
+    pub whitespace_cleaned: u64,
+    pub short_lines_dropped: u64,
+    pub dropped_too_short: u64,
+    pub dropped_empty: u64,
+}
+
+impl CleanStats {
+    fn add(mut self, other: CleanStats) -> CleanStats {
+        self.unicode_normalized += other.unicode_normalized;
+        self.whitespace_cleaned += other.whitespace_cleaned;
+        self.short_lines_dropped += other.short_lines_dropped;
+        self.dropped_too_short += other.dropped_too_short;
+        self.dropped_empty += other.dropped_empty;
+        self
+    }
+}
+
+/// Every text cleaned, in order on the caller's rayon pool: `Some` (the text itself when
+/// nothing changed) for the kept ones, `None` for the dropped; and the counts of all.
+pub fn clean_all<'t, S: AsRef<str> + Sync>(
+    texts: &'t [S],
+    options: &CleanOptions,
+) -> (Vec<Option<Cow<'t, str>>>, CleanStats) {
+    texts
+        .par_iter()
+        .map(|text| {
+            let mut stats = CleanStats::default();
+            let kept = clean(text.as_ref(), options, &mut stats);
+            (kept, stats)
+        })
+        .fold(
+            || (Vec::new(), CleanStats::default()),
+            |(mut kept, stats), (text, counted)| {
+                kept.push(text);
+                (kept, stats.add(counted))
+            },
+        )
+        .reduce(
+            || (Vec::new(), CleanStats::default()),
+            |(mut kept, stats), (more, counted)| {
+                kept.extend(more);
+                (kept, stats.add(counted))
+            },
+        )
+}
+
+/// One document cleaned: `None` when it is dropped (counted by reason in `stats`).
+pub fn clean<'t>(
+    text: &'t str,
+    options: &CleanOptions,
+    stats: &mut CleanStats,
+) -> Option<Cow<'t, str>> {
+    let mut text = Cow::Borrowed(text);
+    if options.normalize {
+        text = normalize(text, stats);
+    }
+    if options.filter {
+        text = drop_short_lines(text, options.min_line_chars, stats);
+    }
+    if text.chars().all(is_python_space) {
+        stats.dropped_empty += 1;
+        return None;
+    }
+    if options.filter && text.chars().count() < options.min_doc_chars {
+        stats.dropped_too_short += 1;
+        return None;
+    }
+    Some(text)
+}
+
+/// Python's `str.isspace`: Unicode's White_Space, and the information separators
+/// U+001C–U+001F (bidirectional class B or S).
+pub fn is_python_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+fn is_control(c: char) -> bool {
+    matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{7f}'..='\u{9f}')
+}
+
+fn is_trailing_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\u{a0}' | '\u{3000}')
+}
+
+fn python_strip(text: &str) -> &str {
+    text.trim_matches(is_python_space)
+}
+
+fn normalize<'t>(text: Cow<'t, str>, stats: &mut CleanStats) -> Cow<'t, str> {
+    let text = if text.is_ascii() || is_nfc(&text) {
+        text
+    } else {
+        let composed: String = text.nfc().map(|(c, _)| c).collect();
+        if composed == *text {
+            text
+        } else {
+            stats.unicode_normalized += 1;
+            Cow::Owned(composed)
+        }
+    };
+    let cleaned = whitespace_cleaned(&text);
+    match cleaned {
+        Some(cleaned) if cleaned != *text => {
+            stats.whitespace_cleaned += 1;
+            Cow::Owned(cleaned)
+        }
+        _ => text,
+    }
+}
+
+/// The whitespace clean-up of `text`, or `None` when it changes nothing (the common case,
+/// found without building a new string).
+fn whitespace_cleaned(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let needs = bytes.contains(&b'\r')
+        || text.chars().any(is_control)
+        || text
+            .split('\n')
+            .any(|line| line.ends_with(is_trailing_space))
+        || text.contains("\n\n\n")
+        || python_strip(text).len() != text.len();
+    if !needs {
+        return None;
+    }
+    let unified = text.replace("\r\n", "\n").replace('\r', "\n");
+    let no_controls: String = unified.chars().filter(|&c| !is_control(c)).collect();
+    let mut lines = String::with_capacity(no_controls.len());
+    for (i, line) in no_controls.split('\n').enumerate() {
+        if i > 0 {
+            lines.push('\n');
+        }
+        lines.push_str(line.trim_end_matches(is_trailing_space));
+    }
+    let mut collapsed = String::with_capacity(lines.len());
+    let mut newlines = 0;
+    for c in lines.chars() {
+        if c == '\n' {
+            newlines += 1;
+            if newlines <= 2 {
+                collapsed.push('\n');
+            }
+        } else {
+            newlines = 0;
+            collapsed.push(c);
+        }
+    }
+    Some(python_strip(&collapsed).to_string())
+}
+
+fn drop_short_lines<'t>(
+    text: Cow<'t, str>,
+    minimum: usize,
+    stats: &mut CleanStats,
+) -> Cow<'t, str> {
+    if minimum <= 1 {
+        return text;
+    }
+    let short = |line: &str| {
+        let visible = line.chars().filter(|&c| !is_python_space(c)).count();
+        visible > 0 && visible < minimum
+    };
+    let dropped = text.split('\n').filter(|line| short(line)).count();
+    if dropped == 0 {
+        return text;
+    }
+    stats.short_lines_dropped += dropped as u64;
+    let kept: Vec<&str> = text.split('\n').filter(|line| !short(line)).collect();
+    Cow::Owned(python_strip(&kept.join("\n")).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEFAULTS: CleanOptions = CleanOptions {
+        normalize: true,
+        filter: true,
+        min_line_chars: 2,
+        min_doc_chars: 20,
+    };
+
+    fn cleaned(text: &str, options: &CleanOptions) -> (Option<String>, CleanStats) {
+        let mut stats = CleanStats::default();
+        let kept = clean(text, options, &mut stats).map(Cow::into_owned);
+        (kept, stats)
+    }
+
+    #[test]
+    fn each_step_does_what_the_python_one_does() {
+        let text =
+            "  Cafe\u{301} au lait\r\n\r\nline two\t \u{3000}\n\n\n\nx\nthe end\u{1}, really  ";
+        let (kept, stats) = cleaned(text, &DEFAULTS);
+        assert_eq!(
+            kept.as_deref(),
+            Some("Caf\u{e9} au lait\n\nline two\n\nthe end, really")
+        );
+        assert_eq!(stats.unicode_normalized, 1);
+        assert_eq!(stats.whitespace_cleaned, 1);
+        assert_eq!(stats.short_lines_dropped, 1);
+    }
+
+    #[test]
+    fn untouched_text_is_borrowed_and_drops_are_counted() {
+        let mut stats = CleanStats::default();
+        let text = "a clean document of enough characters";
+        assert!(matches!(
+            clean(text, &DEFAULTS, &mut stats),
+            Some(Cow::Borrowed(_))
+        ));
+        assert_eq!(stats, CleanStats::default());
+        assert_eq!(cleaned(" \u{1c}\u{3000}\n", &DEFAULTS).1.dropped_empty, 1);
+        assert_eq!(cleaned("too short", &DEFAULTS).1.dropped_too_short, 1);
+        let off = CleanOptions {
+            normalize: false,
+            filter: false,
+            ..DEFAULTS
+        };
+        assert_eq!(cleaned("  x\r\n", &off).0.as_deref(), Some("  x\r\n"));
+        assert_eq!(cleaned("\u{1f}", &off).1.dropped_empty, 1);
+    }
+
+    #[test]
+    fn batches_keep_their_order_and_sum_their_counts() {
+        let texts: Vec<String> = (0..1000)
+            .map(|i| match i % 3 {
+                0 => format!("document number {i} with enough text"),
+                1 => "short text".to_string(),
+                _ => format!("  trailing spaces of document {i}   "),
+            })
+            .collect();
+        let (kept, stats) = clean_all(&texts, &DEFAULTS);
+        assert_eq!(kept.len(), texts.len());
+        for (i, text) in kept.iter().enumerate() {
+            assert_eq!(text.is_some(), i % 3 != 1, "text {i}");
+        }
+        assert_eq!(stats.dropped_too_short, 333);
+        assert_eq!(stats.whitespace_cleaned, 333);
+    }
+}
