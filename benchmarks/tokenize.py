@@ -258,7 +258,7 @@ WARM = {
     "data_io-arrow": "same TextEncoder: its piece cache warm; the Arrow arrays made untimed",
     "gigatoken-batch": "same Tokenizer: pre-token cache warm",
 }
-BATCH = 4096  # texts per encode call for the in-memory engines
+BATCH = 4096  # texts per encode call for the in-memory engines (--batch)
 
 
 def corpus_texts(corpus: Path) -> list[str]:
@@ -406,8 +406,7 @@ def engine_gigatoken_batch(spec: dict, texts: list[str]) -> tuple[float, Callabl
         clock = Clock()
         for batch in batches:
             with clock:
-                # Parallel as in a plain script: its auto-detection takes this child for a
-                # multiprocessing worker and runs on one thread (1.06 cores used at 16 threads).
+                # Parallel explicitly (its default is too, outside multiprocessing workers).
                 encoded = tokenizer.encode_batch(batch, parallel=True)
             if digests is not None:
                 flat = ak.to_numpy(ak.flatten(encoded))
@@ -553,6 +552,8 @@ def engine_floor(spec: dict, texts: list[str]) -> tuple[float, Callable]:
 
 def race_child(spec: dict) -> dict:
     """One engine, one corpus, one thread count: two passes; digests of the first pass."""
+    global BATCH
+    BATCH = spec.get("batch", BATCH)
     texts = corpus_texts(Path(spec["corpus"]))
     builders = {
         "tokenizers": engine_tokenizers,
@@ -644,7 +645,7 @@ def race(args: argparse.Namespace) -> list[dict]:
                 digests.unlink(missing_ok=True)
                 spec = {"engine": engine, "corpus": str(corpus), "tokenizer": tokenizer,
                         "vocab": args.vocab, "threads": count, "digests": str(digests),
-                        "workdir": str(args.workdir / "run")}  # fmt: skip
+                        "workdir": str(args.workdir / "run"), "batch": args.batch}  # fmt: skip
                 row.update(_run_child(spec))
                 if digests.is_file():
                     ours = digests.read_bytes()
@@ -770,6 +771,9 @@ def main() -> None:
         "--vocab", default="qwen", help="race: shipped, gpt2, qwen, ... or a tokenizer.json"
     )
     parser.add_argument("--threads", default="1,2", help="race: thread counts")
+    parser.add_argument(
+        "--batch", type=int, default=BATCH, help="race: texts per call of the in-memory engines"
+    )
     parser.add_argument("--engines", default=",".join(ENGINES), help="race: engines to run")
     parser.add_argument(
         "--pairs", type=int, default=0, help="race: N interleaved rounds instead, no oracle"
