@@ -178,3 +178,25 @@ def test_the_choice_travels_with_the_pickle(small_tokenizer: Path, node_dir: Pat
 
     copy = pickle.loads(pickle.dumps(TextEncoder(small_tokenizer, tables="node")))
     assert (copy.tables or "").startswith("node (")
+
+
+def _child_loads_and_exits(path: Path, queue: Any) -> None:
+    queue.put(TextEncoder(path, tables="node").tables)
+
+
+def test_a_forked_child_leaving_keeps_its_parents_file(
+    small_tokenizer: Path, node_dir: Path
+) -> None:
+    """The child inherits the parent's open file and lock; at its exit it must let go of its
+    own files only, or the parent's lock goes with it and the file is removed under it."""
+    parent = TextEncoder(small_tokenizer, tables="node")
+    assert (parent.tables or "").startswith("node (")
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_child_loads_and_exits, args=(small_tokenizer, queue))
+    child.start()
+    place = queue.get(timeout=120)  # a guard against a hang, not a timing assertion
+    child.join(timeout=60)
+    assert child.exitcode == 0
+    assert place == parent.tables
+    assert len(node_files(node_dir)) == 1, "the parent still holds its file"

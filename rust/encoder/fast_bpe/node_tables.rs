@@ -60,15 +60,17 @@ impl Drop for NodeFile {
     fn drop(&mut self) {
         OPEN.lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .retain(|&(fd, _)| fd != self.file.as_raw_fd());
+            .retain(|&(fd, _, _)| fd != self.file.as_raw_fd());
         if std::process::id() == self.pid {
             let_go(&self.file, &self.path);
         }
     }
 }
 
-/// This process's node files (descriptor and path), for `leave_all` at exit.
-static OPEN: Mutex<Vec<(RawFd, PathBuf)>> = Mutex::new(Vec::new());
+/// The node files open here (descriptor, path, the process that opened it), for `leave_all`
+/// at exit. A forked child inherits the list and the descriptors, and must leave its parent's
+/// alone: unlocking a shared descriptor would drop the parent's lock too.
+static OPEN: Mutex<Vec<(RawFd, PathBuf, u32)>> = Mutex::new(Vec::new());
 
 /// Give up this process's hold on `file`, removing it if no other process holds it. The shared
 /// lock goes first, then an exclusive one is tried: of processes letting go at once, the last
@@ -88,7 +90,8 @@ fn let_go(file: &File, path: &Path) {
 /// stay mapped and usable.
 pub fn leave_all() {
     let open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
-    for (fd, path) in open.iter() {
+    let here = std::process::id();
+    for (fd, path, _) in open.iter().filter(|&&(_, _, pid)| pid == here) {
         // SAFETY: the descriptor is open: a `NodeFile` removes its entry before it closes it,
         // under this lock. `ManuallyDrop` keeps it open after this borrow.
         let file = std::mem::ManuallyDrop::new(unsafe { File::from_raw_fd(*fd) });
@@ -99,9 +102,11 @@ pub fn leave_all() {
 impl NodeFile {
     /// Hold `file` (locked shared) as the node file at `path`.
     fn new(file: File, path: &Path) -> NodeFile {
-        OPEN.lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push((file.as_raw_fd(), path.to_path_buf()));
+        OPEN.lock().unwrap_or_else(PoisonError::into_inner).push((
+            file.as_raw_fd(),
+            path.to_path_buf(),
+            std::process::id(),
+        ));
         NodeFile {
             file,
             path: path.to_path_buf(),
@@ -133,7 +138,7 @@ pub fn attach(
 ) -> Result<(SharedPieces, NodeFile), String> {
     let name_key = name_key(key, sizes);
     let path = dir.join(file_name(&name_key));
-    // Two tries: the file can go (its last user let go) between finding and locking it.
+    // Three tries: the file can go (its last user let go) between finding and locking it.
     for _ in 0..3 {
         match open_existing(&path, &name_key, sizes) {
             Ok(Some(found)) => {
