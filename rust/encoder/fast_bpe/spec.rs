@@ -498,6 +498,24 @@ mod tests {
         assert!(spec.nfc);
     }
 
+    /// The sorted index an encoder keeps answers as the spec's maps do, for every token.
+    #[test]
+    fn token_ids_answer_as_the_spec() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/trained_tokenizers/bpe/tokenizer.json"
+        );
+        let spec = recognise(&std::fs::read_to_string(path).expect("read")).expect("served");
+        let ids = spec.token_ids();
+        assert_eq!(ids.vocab_size(), spec.vocab_size());
+        for token in spec.vocab.keys().chain(spec.added_ids.keys()) {
+            assert_eq!(ids.token_id(token), spec.token_id(token), "{token:?}");
+        }
+        for missing in ["", "no such token in it", "\u{10ffff}"] {
+            assert_eq!(ids.token_id(missing), spec.token_id(missing), "{missing:?}");
+        }
+    }
+
     fn reason(pre: Value, normalizer: Value, model_extra: Value) -> String {
         recognise(&tokenizer(pre, normalizer, model_extra)).expect_err("declined")
     }
