@@ -19,6 +19,11 @@
 //!   (its exclusive lock succeeds) removes it; a file left by killed processes is removed by
 //!   the next process that makes one. Memory in `/dev/shm` is the node's until the file goes.
 //! - Anything that fails leaves the encoder on tables of its own process, and says why.
+//!
+//! Trust: the file is the user's own (mode 0600, the user's id in its name, another user's
+//! never opened), and its pieces are trusted as the process's own memory would be: a process
+//! of the same user that wrote garbage into it could change the others' ids. Offsets read from
+//! it are bounds-checked (a bad one panics, never reads outside the mapping).
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
