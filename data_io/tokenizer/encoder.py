@@ -222,15 +222,12 @@ class TextEncoder:
             ) from None
         buffer = np.frombuffer(view, dtype=np.uint8)
         cuts = np.flatnonzero(buffer == ord(separator))
-        if len(cuts) and cuts[-1] == len(buffer) - 1:
-            ends = cuts  # a final separator ends the last document
-        else:
-            ends = np.append(cuts, len(buffer)) if len(buffer) else cuts
+        # A final separator ends the last document; otherwise the buffer's end does.
+        final = len(cuts) and cuts[-1] == len(buffer) - 1
+        ends = (cuts if final or not len(buffer) else np.append(cuts, len(buffer))).astype(np.int64)
         # Each document starts after the separator before it.
-        starts = np.concatenate(([0], ends[:-1] + 1)).astype(np.int64) if len(ends) else ends
-        ids, id_offsets = self._encoder.encode_spans(
-            buffer, starts.astype(np.int64), ends.astype(np.int64), eos_id
-        )
+        starts = np.concatenate(([0], ends[:-1] + 1)) if len(ends) else ends
+        ids, id_offsets = self._encoder.encode_spans(buffer, starts, ends, eos_id)
         return EncodedBatch(ids, id_offsets)
 
 

@@ -94,7 +94,7 @@ def _texts(
     in the source) and the fields rows do have."""
     column = batch.column(field)
     if stride > 1 or start:
-        column = column.take(pa.array(range(start, len(column), stride), pa.int64()))
+        column = column.take(np.arange(start, len(column), stride))
     if not _is_text(column.type):
         k, value = _first_not_text(column)
         what = "no text" if value is None else f"a {type(value).__name__}"
