@@ -90,6 +90,52 @@ def hash_texts(texts: list[str]) -> NDArray[np.uint64]:
     """Each text's ``hashlib.blake2b(text.encode(), digest_size=16)`` as ``(n, 2)`` uint64, the
     digest's halves read big-endian; on the encoder's threads."""
 
+class RawDocuments:
+    """``prepare``'s documents read and not yet prepared (``rust/prepare/split.rs``): pieces of
+    raw text go in, batches of finished documents come out (``take``)."""
+
+    def __init__(self, reserve: int = 0) -> None:
+        """``reserve``: bytes each batch's buffer starts with room for."""
+    def begin_source(self, name: str, format: str, compressed: bool) -> None:
+        """Start a source; ``format``: "blocks", "lines", "jsonl" or "texts"."""
+    def feed(self, piece: bytes, offset: int) -> None:
+        """Whole lines of the source's text, the first at byte ``offset`` (lines numbered from
+        the source's first piece)."""
+    def feed_texts(self, texts: list[str], first_row: int) -> None:
+        """Documents given whole (a "texts" source)."""
+    def end_source(self) -> int:
+        """End the source; its number of documents."""
+    @property
+    def ready_bytes(self) -> int:
+        """Bytes of the finished documents, which ``take`` hands over."""
+    def take(self) -> RawDocuments:
+        """The finished documents, as a batch for ``prepare_batch``."""
+    def __len__(self) -> int: ...
+
+def prepare_batch(
+    documents: RawDocuments,
+    *,
+    text_field: str,
+    fail_invalid: bool,
+    normalize: bool,
+    filter: bool,
+    min_line_chars: int,
+    min_doc_chars: int,
+    resolve: Callable[[str, int, int], str],
+    encoder: Encoder | None = None,
+    eos_id: int | None = None,
+) -> tuple[
+    tuple[NDArray[np.uint32], NDArray[np.int64]] | None,
+    list[str] | None,
+    NDArray[np.uint64],
+    dict[str, int],
+]:
+    """Read, clean and hash every document of the batch (taken: ``documents`` is left empty)
+    on the encoder's threads, then encode the kept ones with ``encoder`` when given:
+    ``(ids, offsets)`` or, without an encoder, the kept texts; their ``(n, 2)`` hashes; the
+    counts (``documents``, ``text_chars``, ``invalid_utf8_lines`` and ``clean_texts``').
+    ``resolve(line, source, number)`` reads a JSONL row only Python reads, or raises."""
+
 def leave_node_tables() -> None:
     """Let go of this process's node piece-table files (``Encoder(..., tables="node")``),
     removing each one no other process holds; encoders keep working. For a process's exit."""

@@ -662,6 +662,189 @@ fn hash_texts<'py>(
         .reshape([rows, 2])
 }
 
+/// `prepare`'s documents read and not yet prepared (`rust/prepare/split.rs`): pieces of raw
+/// text go in as they are read, batches of finished documents come out (`take`).
+#[pyclass(module = "data_io._core", name = "RawDocuments")]
+#[derive(Default)]
+struct RawDocuments {
+    inner: crate::prepare::split::Documents,
+}
+
+#[pymethods]
+impl RawDocuments {
+    /// `reserve`: bytes each batch's buffer starts with room for.
+    #[new]
+    #[pyo3(signature = (reserve = 0))]
+    fn new(reserve: usize) -> Self {
+        Self {
+            inner: crate::prepare::split::Documents::with_reserve(reserve),
+        }
+    }
+
+    /// Start a source: `format` is "blocks", "lines", "jsonl" or "texts"; `compressed` says
+    /// that byte offsets are in its decompressed text.
+    fn begin_source(&mut self, name: String, format: &str, compressed: bool) -> PyResult<()> {
+        use crate::prepare::split::{Format, SourceInfo};
+        let format = match format {
+            "blocks" => Format::Blocks,
+            "lines" => Format::Lines,
+            "jsonl" => Format::Jsonl,
+            "texts" => Format::Texts,
+            other => return Err(PyValueError::new_err(format!("unknown format {other:?}"))),
+        };
+        self.inner.begin_source(SourceInfo {
+            name,
+            format,
+            compressed,
+        });
+        Ok(())
+    }
+
+    /// Whole lines of the current source's text, the first at byte `offset` of the text.
+    fn feed(&mut self, piece: &[u8], offset: u64) {
+        self.inner.feed(piece, offset);
+    }
+
+    /// Documents given whole ("texts" sources), the first being row `first_row`.
+    fn feed_texts(&mut self, texts: Vec<Bound<'_, PyString>>, first_row: u64) -> PyResult<()> {
+        let views: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
+        self.inner.feed_texts(&views, first_row);
+        Ok(())
+    }
+
+    /// End the current source; its number of documents.
+    fn end_source(&mut self) -> u64 {
+        self.inner.end_source()
+    }
+
+    /// Bytes of the finished documents, which `take` hands over.
+    #[getter]
+    fn ready_bytes(&self) -> usize {
+        self.inner.ready_bytes()
+    }
+
+    /// The finished documents, as a batch for `prepare_batch`.
+    fn take(&mut self) -> Self {
+        Self {
+            inner: self.inner.take(),
+        }
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.entries.len()
+    }
+}
+
+/// An error of `prepare_batch`: the crate's, or the one Python raised reading a row.
+enum BatchError {
+    Core(Error),
+    Python(PyErr),
+}
+
+impl From<Error> for BatchError {
+    fn from(error: Error) -> Self {
+        BatchError::Core(error)
+    }
+}
+
+/// What `prepare_batch` gives back: ids and offsets (with an encoder) or the kept texts
+/// (without), the hashes of the kept documents, and the counts by name.
+type PreparedBatch<'py> = (
+    Option<IdsAndOffsets<'py>>,
+    Option<Vec<Bound<'py, PyString>>>,
+    Bound<'py, PyArray2<u64>>,
+    CleanCounts,
+);
+
+/// `prepare`'s work on a batch (`rust/prepare/batch.rs`), without the GIL: read, clean and
+/// hash every document, then encode the kept ones when `encoder` is given. `resolve(line,
+/// source, number)` gives the text of a JSONL row only Python reads (or raises its error).
+#[pyfunction]
+#[pyo3(signature = (documents, *, text_field, fail_invalid, normalize, filter, min_line_chars,
+    min_doc_chars, resolve, encoder = None, eos_id = None))]
+#[allow(clippy::too_many_arguments)]
+fn prepare_batch<'py>(
+    py: Python<'py>,
+    mut documents: PyRefMut<'py, RawDocuments>,
+    text_field: String,
+    fail_invalid: bool,
+    normalize: bool,
+    filter: bool,
+    min_line_chars: usize,
+    min_doc_chars: usize,
+    resolve: Py<PyAny>,
+    encoder: Option<PyRef<'py, Encoder>>,
+    eos_id: Option<u32>,
+) -> PyResult<PreparedBatch<'py>> {
+    use crate::prepare::batch::prepare;
+    use crate::prepare::clean::CleanOptions;
+    use crate::prepare::rows::ReadOptions;
+
+    let docs = std::mem::take(&mut documents.inner);
+    drop(documents);
+    let read = ReadOptions {
+        text_field,
+        fail_invalid,
+    };
+    let clean = CleanOptions {
+        normalize,
+        filter,
+        min_line_chars,
+        min_doc_chars,
+    };
+    let inner = encoder.as_ref().map(|e| std::sync::Arc::clone(&e.inner));
+    let pool = crate::encoder::process_pool().map_err(|e| to_py_err(py, e))?;
+    let outcome = py.detach(|| {
+        pool.install(|| {
+            let prepared = prepare(&docs, &read, &clean, |line, entry| {
+                Python::attach(|py| {
+                    resolve
+                        .call1(py, (line, entry.source, entry.line))
+                        .and_then(|text| text.extract::<String>(py))
+                })
+                .map_err(BatchError::Python)
+            })?;
+            let encoded = match &inner {
+                Some(encoder) => Some(encode_texts(&**encoder, &prepared.kept, eos_id)?),
+                None => None,
+            };
+            Ok::<_, BatchError>((prepared, encoded))
+        })
+    });
+    let (prepared, encoded) = match outcome {
+        Ok(done) => done,
+        Err(BatchError::Core(error)) => return Err(to_py_err(py, error)),
+        Err(BatchError::Python(error)) => return Err(error),
+    };
+    let ids = encoded.map(|batch| (batch.ids.into_pyarray(py), batch.offsets.into_pyarray(py)));
+    let texts = match ids {
+        Some(_) => None,
+        None => Some(prepared.kept.iter().map(|t| PyString::new(py, t)).collect()),
+    };
+    let rows = prepared.hashes.len();
+    let hashes = prepared
+        .hashes
+        .into_iter()
+        .flatten()
+        .collect::<Vec<u64>>()
+        .into_pyarray(py)
+        .reshape([rows, 2])?;
+    let (r, c) = (prepared.read, prepared.clean);
+    let counts = [
+        ("documents", r.documents),
+        ("text_chars", r.text_chars),
+        ("invalid_utf8_lines", r.invalid_utf8_lines),
+        ("unicode_normalized", c.unicode_normalized),
+        ("whitespace_cleaned", c.whitespace_cleaned),
+        ("short_lines_dropped", c.short_lines_dropped),
+        ("too_short", c.dropped_too_short),
+        ("empty", c.dropped_empty),
+    ]
+    .into_iter()
+    .collect();
+    Ok((ids, texts, hashes, counts))
+}
+
 /// Let go of the node's piece-table files this process holds (`tables="node"`), removing
 /// each one no other process holds; the encoders keep working. Called at a process's exit.
 #[pyfunction]
@@ -676,6 +859,8 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(leave_node_tables, m)?)?;
     m.add_function(wrap_pyfunction!(clean_texts, m)?)?;
     m.add_function(wrap_pyfunction!(hash_texts, m)?)?;
+    m.add_function(wrap_pyfunction!(prepare_batch, m)?)?;
+    m.add_class::<RawDocuments>()?;
     m.add_function(wrap_pyfunction!(tokenize_stale, m)?)?;
     m.add_function(wrap_pyfunction!(tokenize_unit, m)?)?;
     m.add_function(wrap_pyfunction!(train_tokenizer, m)?)?;

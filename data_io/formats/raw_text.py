@@ -32,8 +32,12 @@ __all__ = [
     "ReadOptions",
     "ReadStats",
     "Source",
+    "empty_input_error",
     "expand_inputs",
+    "jsonl_row_text",
+    "line_pieces",
     "read_documents",
+    "whole_documents",
 ]
 
 INVALID_UTF8_POLICIES = ("replace", "fail")
@@ -218,9 +222,24 @@ def read_documents(
         if not source.explicit:
             stats.empty_sources.append(source.name)
             return
-        raise InputError(
-            f"{source.name}: empty input (no documents); remove it or pass a source with text"
-        )
+        raise empty_input_error(source)
+
+
+def empty_input_error(source: Source) -> InputError:
+    """The error of a source named on the command line that holds no document."""
+    return InputError(
+        f"{source.name}: empty input (no documents); remove it or pass a source with text"
+    )
+
+
+def whole_documents(
+    source: Source, options: ReadOptions, stats: ReadStats, progress: _Progress | None = None
+) -> Iterator[str]:
+    """The documents of a Parquet or ``datasets`` source (their rows are documents already),
+    not counted in ``stats``: ``prepare`` counts them in Rust."""
+    if source.kind == "parquet":
+        return _parquet_documents(source, options, stats, progress)
+    return _datasets_documents(source, options, stats)
 
 
 def _decompressor(compression: str | None) -> Any:
@@ -284,16 +303,27 @@ def _chunks(source: Source, progress: _Progress | None) -> Iterator[bytes]:
 _BOM = b"\xef\xbb\xbf"
 
 
-def _pieces(source: Source, progress: _Progress | None) -> Iterator[tuple[int, int, bytes]]:
-    """(number of the first line from 1, its byte offset in the decompressed text, bytes).
+def _numbered_pieces(
+    source: Source, progress: _Progress | None
+) -> Iterator[tuple[int, int, bytes]]:
+    """(number of the first line from 1, its byte offset in the decompressed text, bytes):
+    ``line_pieces`` with the lines numbered."""
+    number = 1
+    for offset, piece in line_pieces(source, progress):
+        yield number, offset, piece
+        number += piece.count(b"\n")
 
-    The text in pieces of whole lines (a chunk up to its last newline), so that a piece is
-    decoded and split at C speed; only the file's last piece may lack its final newline. A line
-    longer than a chunk is gathered in a list (joined once, not re-copied per chunk).
-    A UTF-8 byte-order mark at the start of the text (Windows editors write one) is dropped:
-    it is not part of the first document, and JSON parsers refuse it."""
+
+def line_pieces(source: Source, progress: _Progress | None) -> Iterator[tuple[int, bytes]]:
+    """(byte offset in the decompressed text, bytes): the text in pieces of whole lines.
+
+    A piece is a chunk up to its last newline, so that it is decoded and split at C speed; only
+    the file's last piece may lack its final newline. A line longer than a chunk is gathered in
+    a list (joined once, not re-copied per chunk). A UTF-8 byte-order mark at the start of the
+    text (Windows editors write one) is dropped: it is not part of the first document, and
+    JSON parsers refuse it."""
     pending: list[bytes] = []  # the start of a line that began in earlier chunks
-    number, offset, first = 1, 0, True
+    offset, first = 0, True
     for chunk in _chunks(source, progress):
         if not chunk:
             continue
@@ -307,12 +337,11 @@ def _pieces(source: Source, progress: _Progress | None) -> Iterator[tuple[int, i
             continue
         piece = b"".join([*pending, chunk[:cut]]) if pending else chunk[:cut]
         pending = [chunk[cut:]] if cut < len(chunk) else []
-        yield number, offset, piece
-        number += piece.count(b"\n")
+        yield offset, piece
         offset += len(piece)
     tail = b"".join(pending)
     if tail:
-        yield number, offset, tail
+        yield offset, tail
 
 
 def _piece_lines(
@@ -369,7 +398,7 @@ def _text_lines(
 ) -> Iterator[str]:
     """The decoded text in pieces of whole lines joined by newlines (no final newline), each
     line without one trailing carriage return (CRLF files)."""
-    for number, offset, piece in _pieces(source, progress):
+    for number, offset, piece in _numbered_pieces(source, progress):
         text = _piece_text(number, offset, piece, source, options, stats)
         if "\r" in text:
             # Removing the CR of each CRLF drops one trailing CR per line, except on the
@@ -413,15 +442,17 @@ def _jsonl_documents(
     source: Source, options: ReadOptions, stats: ReadStats, progress: _Progress | None
 ) -> Iterator[str]:
     field = options.text_field
-    for number, offset, piece in _pieces(source, progress):
+    for number, offset, piece in _numbered_pieces(source, progress):
         lines = _piece_lines(number, offset, piece, source, options, stats)
         for index, line in enumerate(lines):
             if line.strip():  # a blank line (often the last) holds no row
                 where = f"{source.name}: line {number + index}"
-                yield _jsonl_text(line, field, where, options, stats)
+                yield jsonl_row_text(line, field, where, options, stats)
 
 
-def _jsonl_text(line: str, field: str, where: str, options: ReadOptions, stats: ReadStats) -> str:
+def jsonl_row_text(
+    line: str, field: str, where: str, options: ReadOptions, stats: ReadStats
+) -> str:
     """The text of one JSONL row. orjson parses (several times faster); a row it refuses or
     that is not an object with a string ``field`` is parsed again by ``json``, whose result
     and messages decide (it accepts what orjson does not: lone surrogate escapes, NaN)."""

@@ -21,11 +21,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from data_io.errors import ConfigError
-from data_io.formats.raw_text import ReadOptions, ReadStats, Source, read_documents
-from data_io.prepare.dedup import HashDedup, hash_texts
-from data_io.prepare.normalize import CleanOptions, CleanStats, clean_texts
+from data_io import _core
+from data_io.errors import ConfigError, InputError
+from data_io.formats.raw_text import ReadOptions, ReadStats, Source
+from data_io.prepare.dedup import HashDedup
+from data_io.prepare.normalize import CleanOptions, CleanStats
 from data_io.prepare.progress import ProgressBar
+from data_io.prepare.reading import DocumentReader
 from data_io.prepare.split import is_val
 from data_io.prepare.tokenizers import PrepTokenizer
 
@@ -38,8 +40,6 @@ __all__ = [
     "write_shards",
 ]
 
-BATCH_DOCUMENTS = 2048
-BATCH_CHARS = 8 << 20
 _PASS2_DOCUMENTS = 1 << 16
 
 
@@ -90,45 +90,6 @@ class Spool:
             return np.memmap(path, dtype=dtype, mode="r")
 
         return load("tokens", np.uint32), load("lengths", np.int64), load("val", np.bool_)
-
-
-def _batches(
-    sources: list[Source], options: ReadOptions, stats: ReadStats, bar: ProgressBar
-) -> Iterator[list[str]]:
-    """Documents of every source in order, grouped by count and by characters."""
-    batch: list[str] = []
-    chars = 0
-    for source in sources:
-        bar.describe(Path(source.name).name)
-        for text in read_documents(source, options, stats, bar.advance_bytes):
-            batch.append(text)
-            chars += len(text)
-            if len(batch) >= BATCH_DOCUMENTS or chars >= BATCH_CHARS:
-                yield batch
-                batch, chars = [], 0
-    if batch:
-        yield batch
-
-
-def _clean_and_hash(batch: list[str], clean: CleanOptions) -> _Cleaned:
-    """The kept documents of ``batch``, their hashes and the cleaning counts (in a worker)."""
-    stats = CleanStats()
-    texts = clean_texts(batch, clean, stats)
-    return texts, hash_texts(texts), stats
-
-
-_Cleaned = tuple[list[str], NDArray[np.uint64], CleanStats]
-
-
-def _cleaned_batches(batches: Iterator[list[str]], clean: CleanOptions) -> Iterator[_Cleaned]:
-    """``_clean_and_hash`` of each batch, in order, in this process.
-
-    Worker processes were tried: on 2 cores they gained nothing, and spawned workers import the
-    calling script (a trap for scripts without a main guard). Cleaning at scale belongs in the
-    Rust reader, where it can run on the encoder's threads.
-    """
-    for batch in batches:
-        yield _clean_and_hash(batch, clean)
 
 
 def encode_inputs(
@@ -193,31 +154,71 @@ def _encode_group(
     stats: ReadStats,
     clean_stats: CleanStats,
 ) -> None:
-    """Pass 1 over consecutive sources read here; the spool holds all of them at the end."""
-    pending: tuple[Future[Any], NDArray[np.bool_], NDArray[np.uint64]] | None = None
+    """Pass 1 over consecutive sources read here; the spool holds all of them at the end.
 
-    def drain() -> None:
-        assert pending is not None
-        ids, offsets = pending[0].result()
-        spool.append(ids, offsets, pending[1], pending[2])
+    This thread reads the next batch while the encoding thread prepares the last one in Rust
+    (read, clean, hash and encode on the encoder's threads, the GIL released)."""
+    reader = DocumentReader(read, stats, bar)
+    numbered = spool.documents  # documents given a number so far
+
+    def prepare(batch: _core.RawDocuments) -> _Prepared:
+        encoder = tokenizer.core_encoder
+        encoded, texts, hashes, counts = _core.prepare_batch(
+            batch,
+            text_field=read.text_field,
+            fail_invalid=read.invalid_utf8 == "fail",
+            normalize=clean.normalize,
+            filter=clean.filter,
+            min_line_chars=clean.min_line_chars,
+            min_doc_chars=clean.min_doc_chars,
+            resolve=reader.resolve,
+            encoder=encoder,
+            eos_id=tokenizer.eos_id if encoder is not None else None,
+        )
+        ids, offsets = encoded if encoded is not None else tokenizer.encode(texts or [])
+        return ids, offsets, hashes, counts
+
+    def drain(future: Future[_Prepared]) -> None:
+        nonlocal numbered
+        ids, offsets, hashes, counts = future.result()
+        stats.documents += counts["documents"]
+        stats.text_chars += counts["text_chars"]
+        stats.invalid_utf8_lines += counts["invalid_utf8_lines"]
+        clean_stats.add(_clean_counts(counts))
+        if len(hashes) == 0:
+            return
+        if dedup is not None:
+            dedup.add(hashes, numbered)
+        numbered += len(hashes)
+        spool.append(ids, offsets, is_val(hashes, seed, val_fraction), hashes)
         bar.advance_tokens(len(ids))
 
-    numbered = spool.documents  # documents given a number (the spool lags by one batch)
-    batches = _batches(sources, read, stats, bar)
+    pending: Future[_Prepared] | None = None
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="prepare-encode") as encoder:
-        for texts, hashes, counts in _cleaned_batches(batches, clean):
-            clean_stats.add(counts)
-            if not texts:
-                continue
-            if dedup is not None:
-                dedup.add(hashes, numbered)
-            numbered += len(texts)
-            future = encoder.submit(tokenizer.encode, texts)
+        try:
+            for batch in reader.batches(sources):
+                future = encoder.submit(prepare, batch)
+                if pending is not None:
+                    drain(pending)
+                pending = future
+        except InputError:
             if pending is not None:
-                drain()
-            pending = (future, is_val(hashes, seed, val_fraction), hashes)
+                drain(pending)  # an earlier document's error comes first
+            raise
         if pending is not None:
-            drain()
+            drain(pending)
+
+
+_Prepared = tuple[NDArray[np.uint32], NDArray[np.int64], NDArray[np.uint64], dict[str, int]]
+
+
+def _clean_counts(counts: dict[str, int]) -> CleanStats:
+    return CleanStats(
+        unicode_normalized=counts["unicode_normalized"],
+        whitespace_cleaned=counts["whitespace_cleaned"],
+        short_lines_dropped=counts["short_lines_dropped"],
+        dropped={"too_short": counts["too_short"], "empty": counts["empty"]},
+    )
 
 
 def write_shards(

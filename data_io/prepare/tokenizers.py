@@ -30,6 +30,7 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from data_io import _core
 from data_io.errors import ConfigError, InputError, TokenizerError
 from data_io.tokenizer import vocabularies
 from data_io.tokenizer.encoder import TextEncoder
@@ -63,6 +64,8 @@ class PrepTokenizer(Protocol):
     @property
     def vocab_size(self) -> int: ...
     def fingerprint(self) -> str: ...
+    @property
+    def core_encoder(self) -> _core.Encoder | None: ...
     def encode(self, texts: list[str]) -> tuple[NDArray[np.uint32], NDArray[np.int64]]: ...
     def remap(self, ids: NDArray[np.uint32]) -> NDArray[np.uint32]: ...
     def finish(self) -> None: ...
@@ -141,6 +144,11 @@ class HfTokenizer:
     def fingerprint(self) -> str:
         return f"sha256:{sha256(self.path)}"
 
+    @property
+    def core_encoder(self) -> _core.Encoder:
+        """The Rust encoder: ``prepare_batch`` encodes with it, the batch never in Python."""
+        return self._encoder.core
+
     def encode(self, texts: list[str]) -> tuple[NDArray[np.uint32], NDArray[np.int64]]:
         ids, offsets = self._encoder.encode_batch(texts, self._eos_id)
         return ids, offsets
@@ -200,6 +208,11 @@ class CharTokenizer:
     def fingerprint(self) -> str:
         # The ids of a char vocabulary only grow, so the kind names it; the state file says more.
         return "char:v1"
+
+    @property
+    def core_encoder(self) -> None:
+        """No Rust encoder: ``encode`` takes the batch's texts."""
+        return None
 
     def encode(self, texts: list[str]) -> tuple[NDArray[np.uint32], NDArray[np.int64]]:
         """Code points of each text then the provisional EOS; ``remap`` makes them final."""

@@ -113,6 +113,12 @@ class TextEncoder:
         return self._core
 
     @property
+    def core(self) -> _core.Encoder:
+        """The Rust encoder itself (loaded in this process), for other Rust calls that encode:
+        ``prepare``'s batches (``_core.prepare_batch``)."""
+        return self._encoder
+
+    @property
     def tables(self) -> str | None:
         """Where the piece tables are: ``"process"``, ``"node (<file>)"``, or ``"process
         (node tables unavailable: <why>)"``; None when the HF encoder runs."""

@@ -41,7 +41,8 @@ pub struct CleanStats {
 }
 
 impl CleanStats {
-    fn add(mut self, other: CleanStats) -> CleanStats {
+    /// These counts and `other`'s.
+    pub fn plus(mut self, other: CleanStats) -> CleanStats {
         self.unicode_normalized += other.unicode_normalized;
         self.whitespace_cleaned += other.whitespace_cleaned;
         self.short_lines_dropped += other.short_lines_dropped;
@@ -68,14 +69,14 @@ pub fn clean_all<'t, S: AsRef<str> + Sync>(
             || (Vec::new(), CleanStats::default()),
             |(mut kept, stats), (text, counted)| {
                 kept.push(text);
-                (kept, stats.add(counted))
+                (kept, stats.plus(counted))
             },
         )
         .reduce(
             || (Vec::new(), CleanStats::default()),
             |(mut kept, stats), (more, counted)| {
                 kept.extend(more);
-                (kept, stats.add(counted))
+                (kept, stats.plus(counted))
             },
         )
 }
@@ -97,7 +98,11 @@ pub fn clean<'t>(
         stats.dropped_empty += 1;
         return None;
     }
-    if options.filter && text.chars().count() < options.min_doc_chars {
+    // A character takes at most four bytes: a long text is long enough without counting.
+    if options.filter
+        && text.len() / 4 < options.min_doc_chars
+        && text.chars().count() < options.min_doc_chars
+    {
         stats.dropped_too_short += 1;
         return None;
     }
@@ -147,15 +152,7 @@ fn normalize<'t>(text: Cow<'t, str>, stats: &mut CleanStats) -> Cow<'t, str> {
 /// The whitespace clean-up of `text`, or `None` when it changes nothing (the common case,
 /// found without building a new string).
 fn whitespace_cleaned(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let needs = bytes.contains(&b'\r')
-        || text.chars().any(is_control)
-        || text
-            .split('\n')
-            .any(|line| line.ends_with(is_trailing_space))
-        || text.contains("\n\n\n")
-        || python_strip(text).len() != text.len();
-    if !needs {
+    if !needs_whitespace_work(text) {
         return None;
     }
     let unified = text.replace("\r\n", "\n").replace('\r', "\n");
@@ -183,6 +180,37 @@ fn whitespace_cleaned(text: &str) -> Option<String> {
     Some(python_strip(&collapsed).to_string())
 }
 
+/// Whether the whitespace clean-up would change `text`: a few vectorised passes over its
+/// bytes, where the clean-up itself makes a new string.
+fn needs_whitespace_work(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    if has_control_byte(bytes)
+        || text.starts_with(is_python_space)
+        || text.ends_with(is_python_space)
+    {
+        return true;
+    }
+    // The C1 controls, U+0080..U+009F: 0xC2 then 0x80..0x9F.
+    if memchr::memchr_iter(0xC2, bytes).any(|i| matches!(bytes.get(i + 1), Some(0x80..=0x9F))) {
+        return true;
+    }
+    // A space before a newline, or three newlines in a row.
+    memchr::memchr_iter(b'\n', bytes)
+        .any(|i| text[..i].ends_with(is_trailing_space) || bytes.get(i + 1..i + 3) == Some(b"\n\n"))
+}
+
+/// Whether `bytes` holds a control but tab and newline (carriage returns included) or DEL:
+/// UTF-8 uses no byte below 0x80 inside a longer character. Tested 32 bytes at a time without
+/// a branch per byte, so that the compiler vectorises it.
+fn has_control_byte(bytes: &[u8]) -> bool {
+    let control = |b: u8| (b < 0x20) & (b != b'\t') & (b != b'\n') | (b == 0x7F);
+    let mut chunks = bytes.chunks_exact(32);
+    let found = chunks
+        .by_ref()
+        .any(|chunk| chunk.iter().fold(false, |seen, &b| seen | control(b)));
+    found || chunks.remainder().iter().any(|&b| control(b))
+}
+
 fn drop_short_lines<'t>(
     text: Cow<'t, str>,
     minimum: usize,
@@ -191,8 +219,13 @@ fn drop_short_lines<'t>(
     if minimum <= 1 {
         return text;
     }
+    // Counting stops at `minimum`: a line of real text is known long within a few characters.
     let short = |line: &str| {
-        let visible = line.chars().filter(|&c| !is_python_space(c)).count();
+        let visible = line
+            .chars()
+            .filter(|&c| !is_python_space(c))
+            .take(minimum)
+            .count();
         visible > 0 && visible < minimum
     };
     let dropped = text.split('\n').filter(|line| short(line)).count();

@@ -3,8 +3,6 @@
 //! train/val split read it, and the hashes of earlier runs stay in the output folder, so it
 //! must never change. As two integers, the digest's first and last eight bytes read big-endian.
 
-use blake2::digest::consts::U16;
-use blake2::{Blake2b, Digest};
 use rayon::prelude::*;
 
 /// The (high, low) halves of each text's digest, in order, on the caller's rayon pool.
@@ -13,8 +11,10 @@ pub fn hash_all<S: AsRef<str> + Sync>(texts: &[S]) -> Vec<[u64; 2]> {
 }
 
 pub fn hash(text: &str) -> [u64; 2] {
-    let digest = Blake2b::<U16>::digest(text.as_bytes());
-    let (high, low) = digest.split_at(8);
+    let digest = blake2b_simd::Params::new()
+        .hash_length(16)
+        .hash(text.as_bytes());
+    let (high, low) = digest.as_bytes().split_at(8);
     [
         u64::from_be_bytes(high.try_into().expect("eight bytes")),
         u64::from_be_bytes(low.try_into().expect("eight bytes")),

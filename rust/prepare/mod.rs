@@ -1,8 +1,15 @@
 //! The raw-text path of `prepare` (issue 26), moving into Rust a step at a time; the Python
-//! pipeline (`data_io/prepare/`) stays the oracle in the tests until this replaces it.
+//! pipeline (`data_io/prepare/`, `data_io/formats/raw_text.py`) stays the oracle in the tests
+//! until this replaces it.
 //!
-//! - `clean.rs`: normalisation and filtering of documents, as `data_io/prepare/normalize.py`.
-//! - `hash.rs`: the documents' 128-bit BLAKE2b, as `data_io/prepare/dedup.py`'s `hash_texts`.
+//! - `split.rs`: pieces of raw text cut into documents (spans of one buffer);
+//! - `rows.rs`: a document's text from its span (UTF-8, carriage returns, a JSONL field);
+//! - `clean.rs`: normalisation and filtering of documents, as `data_io/prepare/normalize.py`;
+//! - `hash.rs`: the documents' 128-bit BLAKE2b, as `data_io/prepare/dedup.py`'s `hash_texts`;
+//! - `batch.rs`: a batch read, cleaned and hashed on the encoder's threads.
 
+pub mod batch;
 pub mod clean;
 pub mod hash;
+pub mod rows;
+pub mod split;

@@ -13,8 +13,17 @@ use super::FIELDS;
 /// The three fields of `line` in the order of `FIELDS`, or `None` when the line is not a
 /// plain row (see the module doc). Other keys with string values are skipped, as serde does.
 pub fn parse(line: &str) -> Option<[Cow<'_, str>; 3]> {
+    parse_fields(line, &FIELDS)
+}
+
+/// The fields `names` of `line`, in that order, or `None` when the line is not a plain row
+/// (see the module doc): `tokenize`'s three fields, or `prepare`'s text field.
+pub fn parse_fields<'l, const N: usize>(
+    line: &'l str,
+    names: &[&str; N],
+) -> Option<[Cow<'l, str>; N]> {
     let bytes = line.as_bytes();
-    let mut fields: [Option<Cow<'_, str>>; 3] = [None, None, None];
+    let mut fields: [Option<Cow<'l, str>>; N] = std::array::from_fn(|_| None);
     let mut i = skip_space(bytes, 0);
     if bytes.get(i) != Some(&b'{') {
         return None;
@@ -39,7 +48,7 @@ pub fn parse(line: &str) -> Option<[Cow<'_, str>; 3]> {
             return None;
         }
         let (value, after) = string_value(line, i + 1)?;
-        if let Some(slot) = FIELDS.iter().position(|name| *name == key) {
+        if let Some(slot) = names.iter().position(|name| *name == key) {
             if fields[slot].is_some() {
                 return None; // serde reports the duplicate
             }
@@ -55,8 +64,10 @@ pub fn parse(line: &str) -> Option<[Cow<'_, str>; 3]> {
     if skip_space(bytes, i + 1) != bytes.len() {
         return None;
     }
-    let [condition, instruction, response] = fields;
-    Some([condition?, instruction?, response?])
+    if fields.iter().any(Option::is_none) {
+        return None;
+    }
+    Some(fields.map(|field| field.unwrap_or_default()))
 }
 
 /// The string whose text starts at `start` (just past its opening quote), unescaped, and the

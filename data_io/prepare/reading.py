@@ -1,0 +1,110 @@
+"""``prepare``'s reading: sources to batches of documents that stay in Rust.
+
+The bytes are read and decompressed here (``raw_text.line_pieces``: file reads and the C
+decompressors, pieces of whole lines); cutting them into documents, decoding, and parsing
+JSONL rows happen in Rust (``rust/prepare/``, ``_core.RawDocuments`` and
+``_core.prepare_batch``), so a document never becomes a Python object. Parquet and
+``datasets`` sources are read by their libraries and handed over as texts.
+
+The rules are ``raw_text.read_documents``'s (the oracle of tests/prepare/test_read_rust.py),
+errors included: the first problem in read order is the one reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from data_io import _core
+from data_io.errors import InputError
+from data_io.formats.raw_text import (
+    ReadOptions,
+    ReadStats,
+    Source,
+    empty_input_error,
+    jsonl_row_text,
+    line_pieces,
+    whole_documents,
+)
+from data_io.prepare.progress import ProgressBar
+
+__all__ = ["BATCH_BYTES", "DocumentReader"]
+
+# A batch: enough text for every thread of the pool to take many chunks, little enough that
+# reading the next one overlaps its encoding without holding much memory.
+BATCH_BYTES = 8 << 20
+_TEXTS_PER_FEED = 2048
+
+
+class DocumentReader:
+    """Reads sources into batches (``_core.RawDocuments``) for ``_core.prepare_batch``.
+
+    ``stats`` gets what is known while reading (sources without documents, rows Python read);
+    the documents' own counts come back from ``prepare_batch``."""
+
+    def __init__(self, options: ReadOptions, stats: ReadStats, bar: ProgressBar) -> None:
+        self.options = options
+        self.stats = stats
+        self._bar = bar
+        # Room for a batch and the piece that fills it: no reallocation while reading.
+        self._documents = _core.RawDocuments(BATCH_BYTES + (2 << 20))
+        self._names: list[str] = []  # by the index Rust gives each source
+
+    def batches(self, sources: list[Source]) -> Iterator[_core.RawDocuments]:
+        """The documents of ``sources``, in order, in batches of about ``BATCH_BYTES``.
+
+        On a reading error (a truncated file, an empty input named on the command line) the
+        documents read before it come out first: one of them may hold an earlier error."""
+        documents = self._documents
+        for source in sources:
+            self._bar.describe(Path(source.name).name)
+            documents.begin_source(
+                source.name, self._format(source), source.compression is not None
+            )
+            self._names.append(source.name)
+            try:
+                yield from self._read(source)
+            except InputError:
+                documents.end_source()
+                if len(documents):
+                    yield documents.take()
+                raise
+            if documents.end_source() == 0:
+                if source.explicit:
+                    if len(documents):
+                        yield documents.take()
+                    raise empty_input_error(source)
+                self.stats.empty_sources.append(source.name)
+        if len(documents):
+            yield documents.take()
+
+    def _format(self, source: Source) -> str:
+        if source.kind == "txt":
+            return "lines" if self.options.doc_per_line else "blocks"
+        return "jsonl" if source.kind == "jsonl" else "texts"
+
+    def _read(self, source: Source) -> Iterator[_core.RawDocuments]:
+        documents = self._documents
+        if source.kind in ("txt", "jsonl"):
+            for offset, piece in line_pieces(source, self._bar.advance_bytes):
+                documents.feed(piece, offset)
+                if documents.ready_bytes >= BATCH_BYTES:
+                    yield documents.take()
+            return
+        texts: list[str] = []
+        row = 0
+        for text in whole_documents(source, self.options, self.stats, self._bar.advance_bytes):
+            texts.append(text)
+            if len(texts) == _TEXTS_PER_FEED:
+                documents.feed_texts(texts, row)
+                row += len(texts)
+                texts = []
+                if documents.ready_bytes >= BATCH_BYTES:
+                    yield documents.take()
+        documents.feed_texts(texts, row)
+
+    def resolve(self, line: str, source: int, number: int) -> str:
+        """The text of a JSONL row Rust left to Python (``rust/prepare/rows.rs``), or its
+        error. Called from the encoding thread, one batch at a time."""
+        where = f"{self._names[source]}: line {number}"
+        return jsonl_row_text(line, self.options.text_field, where, self.options, self.stats)

@@ -1,0 +1,191 @@
+//! A batch of documents (`split.rs`) read, cleaned and hashed on the caller's rayon pool: what
+//! `prepare` does to each batch before encoding it, in one pass of the pool per step and no
+//! Python object per document.
+//!
+//! Rows that only Python reads (`rows.rs`'s `Deferred`) are handed to `resolve`, in order;
+//! the first error in read order is the one reported, as when Python read the whole file.
+
+use std::borrow::Cow;
+
+use rayon::prelude::*;
+
+use super::clean::{clean, CleanOptions, CleanStats};
+use super::hash::hash;
+use super::rows::{read, ReadOptions, Row};
+use super::split::{Documents, Entry};
+use crate::error::Error;
+
+/// The counts of the reading step, as Python's `ReadStats` counts them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadCounts {
+    pub documents: u64,
+    /// Characters (code points) of the documents as read, before cleaning.
+    pub text_chars: u64,
+    pub invalid_utf8_lines: u64,
+}
+
+/// The documents of a batch that survive the cleaning, in order, with their hashes (the
+/// de-duplication's and the split's), and what each step counted.
+pub struct Prepared<'a> {
+    pub kept: Vec<Cow<'a, str>>,
+    pub hashes: Vec<[u64; 2]>,
+    pub read: ReadCounts,
+    pub clean: CleanStats,
+}
+
+/// Read, clean and hash every document of `docs`. `resolve` reads a row that only Python
+/// reads (`rows.rs`); its error, or the first document's error in order, ends the batch.
+pub fn prepare<'a, E: From<Error> + Send>(
+    docs: &'a Documents,
+    read_options: &ReadOptions,
+    clean_options: &CleanOptions,
+    mut resolve: impl FnMut(&str, &Entry) -> Result<String, E>,
+) -> Result<Prepared<'a>, E> {
+    let rows: Vec<_> = docs
+        .entries
+        .par_iter()
+        .map(|entry| read(docs, entry, read_options))
+        .collect();
+    let mut counts = ReadCounts {
+        documents: docs.entries.len() as u64,
+        ..ReadCounts::default()
+    };
+    let mut texts = Vec::with_capacity(rows.len());
+    for (row, entry) in rows.into_iter().zip(&docs.entries) {
+        let read = row?;
+        counts.invalid_utf8_lines += read.invalid_lines;
+        texts.push(match read.row {
+            Row::Text(text) => text,
+            Row::Deferred(line) => Cow::Owned(resolve(&line, entry)?),
+        });
+    }
+    let cleaned: Vec<Cleaned<'a>> = texts
+        .into_par_iter()
+        .map(|text| {
+            let chars = char_count(&text);
+            let mut stats = CleanStats::default();
+            let kept = match text {
+                Cow::Borrowed(text) => clean(text, clean_options, &mut stats),
+                Cow::Owned(text) => {
+                    // An unchanged text keeps its own string (no copy); a changed one is new.
+                    let changed = clean(&text, clean_options, &mut stats).map(|kept| match kept {
+                        Cow::Borrowed(_) => None,
+                        Cow::Owned(changed) => Some(changed),
+                    });
+                    changed.map(|changed| Cow::Owned(changed.unwrap_or(text)))
+                }
+            };
+            let hashed = kept.map(|text| {
+                let digest = hash(&text);
+                (text, digest)
+            });
+            (chars, hashed, stats)
+        })
+        .collect();
+    let mut prepared = Prepared {
+        kept: Vec::with_capacity(cleaned.len()),
+        hashes: Vec::with_capacity(cleaned.len()),
+        read: counts,
+        clean: CleanStats::default(),
+    };
+    for (chars, kept, stats) in cleaned {
+        prepared.read.text_chars += chars;
+        prepared.clean = prepared.clean.plus(stats);
+        if let Some((text, digest)) = kept {
+            prepared.kept.push(text);
+            prepared.hashes.push(digest);
+        }
+    }
+    Ok(prepared)
+}
+
+/// A document after cleaning: its characters as read, its text and hash when it is kept, and
+/// what the cleaning counted.
+type Cleaned<'a> = (u64, Option<(Cow<'a, str>, [u64; 2])>, CleanStats);
+
+/// Characters in `text`: its bytes that do not continue a character.
+fn char_count(text: &str) -> u64 {
+    text.bytes().filter(|&b| (b as i8) >= -0x40).count() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prepare::split::{Format, SourceInfo};
+
+    #[test]
+    fn a_batch_is_read_cleaned_and_hashed_in_order_with_python_reading_its_odd_rows() {
+        let mut docs = Documents::new();
+        docs.begin_source(SourceInfo {
+            name: "rows.jsonl".into(),
+            format: Format::Jsonl,
+            compressed: false,
+        });
+        let lines = [
+            r#"{"text": "the first document, long enough"}"#,
+            r#"{"text": "short"}"#,
+            r#"{"text": "caf\u00e9 au lait, a row with NaN", "v": NaN}"#,
+            r#"{"text": "  the last document of the batch  "}"#,
+        ];
+        docs.feed(lines.join("\n").as_bytes(), 0);
+        docs.end_source();
+        let options = ReadOptions {
+            text_field: "text".into(),
+            fail_invalid: true,
+        };
+        let clean = CleanOptions {
+            normalize: true,
+            filter: true,
+            min_line_chars: 2,
+            min_doc_chars: 20,
+        };
+        let mut asked = vec![];
+        let prepared = prepare::<Error>(&docs, &options, &clean, |line, entry| {
+            asked.push((line.to_owned(), entry.line));
+            Ok("caf\u{e9} au lait, a row with NaN".to_owned())
+        })
+        .expect("prepared");
+        assert_eq!(asked, [(lines[2].to_owned(), 3)]);
+        assert_eq!(
+            prepared.kept,
+            [
+                "the first document, long enough",
+                "caf\u{e9} au lait, a row with NaN",
+                "the last document of the batch"
+            ]
+        );
+        assert_eq!(prepared.hashes[0], hash("the first document, long enough"));
+        assert_eq!(prepared.read.documents, 4);
+        assert_eq!(prepared.read.text_chars, 31 + 5 + 28 + 34);
+        assert_eq!(prepared.clean.dropped_too_short, 1);
+        assert_eq!(prepared.clean.whitespace_cleaned, 1);
+    }
+
+    #[test]
+    fn the_first_error_in_read_order_ends_the_batch() {
+        let mut docs = Documents::new();
+        docs.begin_source(SourceInfo {
+            name: "a.jsonl".into(),
+            format: Format::Jsonl,
+            compressed: false,
+        });
+        docs.feed(b"{\"text\": 1}\n{\"text\": \"\xff\"}\n", 0);
+        docs.end_source();
+        let options = ReadOptions {
+            text_field: "text".into(),
+            fail_invalid: true,
+        };
+        let clean = CleanOptions {
+            normalize: false,
+            filter: false,
+            min_line_chars: 0,
+            min_doc_chars: 0,
+        };
+        let error = prepare::<Error>(&docs, &options, &clean, |_, entry| {
+            Err(Error::Input(format!("row at line {}", entry.line)))
+        })
+        .err()
+        .expect("fails");
+        assert_eq!(error.to_string(), "row at line 1");
+    }
+}

@@ -1,0 +1,321 @@
+//! Raw text cut into documents, as spans of one growing buffer: `prepare`'s reading step after
+//! the bytes are read and decompressed (`data_io/formats/raw_text.py`'s `text_pieces` hands
+//! over pieces of whole lines) and before anything is decoded. The rules are those of
+//! `raw_text.py`, the oracle of the differential tests (`tests/prepare/test_read_rust.py`):
+//!
+//! - `Blocks` (`.txt`): a document is a run of lines that are not blank, joined by newlines;
+//! - `Lines` (`.txt --doc-per-line`): every line that is not blank is a document;
+//! - `Jsonl`: every line that is not blank is a row (decoded and parsed by `rows.rs`);
+//! - `Texts`: documents handed over whole (Parquet and `datasets` sources).
+//!
+//! A line is blank when every character is whitespace as Python's `str.isspace` sees it (a
+//! byte that is not UTF-8 would become U+FFFD, which is not). In text files one carriage
+//! return before each newline, and at the end of the text, is not part of the line.
+//!
+//! Only the spans are found here, serially and cheaply (a line is usually known not blank by
+//! its first byte); the decoding, the checks and the parsing run on the encoder's threads.
+
+use memchr::memchr;
+
+use super::clean::is_python_space;
+
+/// How a source's text becomes documents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Blocks,
+    Lines,
+    Jsonl,
+    Texts,
+}
+
+/// One source of the run, as the documents' errors name it.
+#[derive(Clone, Debug)]
+pub struct SourceInfo {
+    pub name: String,
+    pub format: Format,
+    /// The text was decompressed: byte offsets are in the decompressed text.
+    pub compressed: bool,
+}
+
+/// One document: `data[start..end]`, whose first line is line `line` (from 1) of its source,
+/// at byte `offset` of the (decompressed) text. A `Blocks` document's inner lines still end
+/// with their carriage returns (`rows.rs` removes them); its last line's is left out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub start: usize,
+    pub end: usize,
+    pub line: u64,
+    pub offset: u64,
+    pub source: u32,
+}
+
+/// The block being read: it may go on in the next piece.
+#[derive(Clone, Copy, Debug)]
+struct OpenBlock {
+    start: usize,
+    end: usize,
+    line: u64,
+    offset: u64,
+}
+
+/// The documents read so far and not yet taken (`take`), with the bytes they lie in.
+#[derive(Debug, Default)]
+pub struct Documents {
+    pub data: Vec<u8>,
+    pub entries: Vec<Entry>,
+    /// Every source begun in this run, by index (`Entry::source`).
+    pub sources: Vec<SourceInfo>,
+    open: Option<OpenBlock>,
+    /// Documents of the current source so far.
+    counted: u64,
+    /// The number of the current source's next line.
+    next_line: u64,
+    /// Bytes a new buffer starts with room for (a batch's worth: no reallocation per piece).
+    reserve: usize,
+}
+
+impl Documents {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Documents whose buffers start with room for `bytes` (a batch and a piece).
+    pub fn with_reserve(bytes: usize) -> Self {
+        Self {
+            data: Vec::with_capacity(bytes),
+            reserve: bytes,
+            ..Self::default()
+        }
+    }
+
+    /// Start reading a new source; the previous one must have been ended.
+    pub fn begin_source(&mut self, info: SourceInfo) {
+        debug_assert!(self.open.is_none());
+        self.sources.push(info);
+        self.counted = 0;
+        self.next_line = 1;
+    }
+
+    fn current(&self) -> (u32, Format) {
+        let index = self
+            .sources
+            .len()
+            .checked_sub(1)
+            .expect("a source was begun");
+        (index as u32, self.sources[index].format)
+    }
+
+    /// Append a piece of the current source's text: whole lines (each ending with a newline,
+    /// but the source's last one), the first at byte `offset` of the text. Lines are numbered
+    /// from the source's first piece on.
+    pub fn feed(&mut self, piece: &[u8], mut offset: u64) {
+        let (source, format) = self.current();
+        let mut line = self.next_line;
+        let mut at = self.data.len();
+        self.data.extend_from_slice(piece);
+        let end = self.data.len();
+        while at < end {
+            let (line_end, next) = match memchr(b'\n', &self.data[at..end]) {
+                Some(i) => (at + i, at + i + 1),
+                None => (end, end),
+            };
+            let content_end = match format {
+                Format::Jsonl => line_end,
+                _ if line_end > at && self.data[line_end - 1] == b'\r' => line_end - 1,
+                _ => line_end,
+            };
+            let blank = is_blank(&self.data[at..content_end]);
+            let here = Entry {
+                start: at,
+                end: content_end,
+                line,
+                offset,
+                source,
+            };
+            match format {
+                Format::Blocks if blank => self.close_block(),
+                Format::Blocks => match &mut self.open {
+                    Some(block) => block.end = content_end,
+                    None => {
+                        self.open = Some(OpenBlock {
+                            start: at,
+                            end: content_end,
+                            line,
+                            offset,
+                        })
+                    }
+                },
+                _ if blank => {}
+                _ => self.push(here),
+            }
+            line += 1;
+            offset += (next - at) as u64;
+            at = next;
+        }
+        self.next_line = line;
+    }
+
+    /// Append documents given whole (`Format::Texts`), each counted as one row.
+    pub fn feed_texts<S: AsRef<[u8]>>(&mut self, texts: &[S], first_row: u64) {
+        let (source, _) = self.current();
+        for (k, text) in texts.iter().enumerate() {
+            let start = self.data.len();
+            self.data.extend_from_slice(text.as_ref());
+            self.push(Entry {
+                start,
+                end: self.data.len(),
+                line: first_row + k as u64,
+                offset: 0,
+                source,
+            });
+        }
+    }
+
+    fn push(&mut self, entry: Entry) {
+        self.entries.push(entry);
+        self.counted += 1;
+    }
+
+    fn close_block(&mut self) {
+        if let Some(block) = self.open.take() {
+            let source = self.current().0;
+            self.push(Entry {
+                start: block.start,
+                end: block.end,
+                line: block.line,
+                offset: block.offset,
+                source,
+            });
+        }
+    }
+
+    /// End the current source (its last block is a document) and say how many documents it
+    /// had.
+    pub fn end_source(&mut self) -> u64 {
+        self.close_block();
+        self.counted
+    }
+
+    /// Bytes of the buffer that belong to finished documents (what `take` would hand over).
+    pub fn ready_bytes(&self) -> usize {
+        self.open.map_or(self.data.len(), |block| block.start)
+    }
+
+    /// The finished documents, handed over with their bytes; a block still open stays (its
+    /// bytes moved to the start of the buffer, once).
+    pub fn take(&mut self) -> Documents {
+        let keep_from = self.ready_bytes();
+        let mut tail = Vec::with_capacity(self.reserve.max(self.data.len() - keep_from));
+        tail.extend_from_slice(&self.data[keep_from..]);
+        self.data.truncate(keep_from);
+        let taken = Documents {
+            data: std::mem::replace(&mut self.data, tail),
+            entries: std::mem::take(&mut self.entries),
+            sources: self.sources.clone(),
+            open: None,
+            counted: 0,
+            next_line: 0,
+            reserve: 0,
+        };
+        if let Some(block) = &mut self.open {
+            block.start -= keep_from;
+            block.end -= keep_from;
+        }
+        taken
+    }
+
+    /// The text of `entry`, as bytes.
+    pub fn bytes(&self, entry: &Entry) -> &[u8] {
+        &self.data[entry.start..entry.end]
+    }
+}
+
+/// Whether every character of `line` is whitespace to Python (bytes that are not UTF-8 are
+/// not). The first byte decides for nearly every line of real text.
+pub fn is_blank(line: &[u8]) -> bool {
+    match line.first() {
+        None => return true,
+        Some(&b) if b < 0x80 && !is_python_space(b as char) => return false,
+        _ => {}
+    }
+    let (valid, whole) = match std::str::from_utf8(line) {
+        Ok(text) => (text, true),
+        // The part before the first bad byte is UTF-8; the bad byte makes the line not blank.
+        Err(error) => (
+            std::str::from_utf8(&line[..error.valid_up_to()]).unwrap_or_default(),
+            false,
+        ),
+    };
+    whole && valid.chars().all(is_python_space)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn documents(format: Format, pieces: &[&str]) -> Vec<String> {
+        let mut docs = Documents::new();
+        docs.begin_source(SourceInfo {
+            name: "t".into(),
+            format,
+            compressed: false,
+        });
+        for piece in pieces {
+            docs.feed(piece.as_bytes(), 0);
+        }
+        docs.end_source();
+        docs.entries
+            .iter()
+            .map(|e| String::from_utf8(docs.bytes(e).to_vec()).expect("utf-8"))
+            .collect()
+    }
+
+    #[test]
+    fn blocks_are_runs_of_lines_that_are_not_blank() {
+        let pieces = [
+            "\n  \nfirst\nblock\r\n \u{3000}\t\n",
+            "second\n",
+            "goes on\r\n\n\nlast\r",
+        ];
+        assert_eq!(
+            documents(Format::Blocks, &pieces),
+            ["first\nblock", "second\ngoes on", "last"]
+        );
+        assert_eq!(
+            documents(Format::Lines, &pieces),
+            ["first", "block", "second", "goes on", "last"]
+        );
+        assert_eq!(
+            documents(Format::Jsonl, &["{}\r\n", " \u{1c}\n", "{\"a\": 1}"]),
+            ["{}\r", "{\"a\": 1}"]
+        );
+    }
+
+    #[test]
+    fn a_line_with_a_byte_that_is_not_utf8_is_not_blank() {
+        assert!(is_blank(b" \t\xc2\xa0\r"));
+        assert!(!is_blank(b" \xff"));
+        assert!(!is_blank(b" \xe3\x80"));
+        assert!(is_blank(b""));
+    }
+
+    #[test]
+    fn an_open_block_stays_when_the_finished_documents_are_taken() {
+        let mut docs = Documents::new();
+        docs.begin_source(SourceInfo {
+            name: "t".into(),
+            format: Format::Blocks,
+            compressed: false,
+        });
+        docs.feed(b"one\n\ntwo starts\n", 0);
+        assert_eq!(docs.ready_bytes(), 5);
+        let taken = docs.take();
+        assert_eq!(taken.entries.len(), 1);
+        assert_eq!(taken.bytes(&taken.entries[0]), b"one");
+        docs.feed(b"and ends\n", 16);
+        assert_eq!(docs.end_source(), 2);
+        let entry = docs.entries[0];
+        assert_eq!(docs.bytes(&entry), b"two starts\nand ends");
+        assert_eq!((entry.line, entry.offset), (3, 5));
+    }
+}
