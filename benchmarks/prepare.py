@@ -1,20 +1,26 @@
-"""Throughput and memory of ``data_io prepare`` end to end, beside the HF ``tokenizers``
-``encode_batch`` alone on the same documents (the encoder's own speed: the target is >= 80%).
+"""Throughput and memory of ``data_io prepare`` end to end, beside the data_io encoder alone on
+the same documents (the target: prepare >= 80% of its MB/s) and the field's baseline,
+datatrove's tokenization step (``JsonlReader`` -> ``DocumentTokenizer``, the same tokenizer
+file, run by benchmarks/peers/datatrove_tokenize.py in its own venv).
 
-Corpus (real English text, rebuilt offline from Debian packages, >= 150 MB by default):
-the kernel documentation (``linux-doc-6.1``: reStructuredText and text files, downloaded once
-with ``apt-get download``), the Python 3.11 documentation sources (``python3.11-doc``, see
-benchmarks/corpus.py) and, to reach the size, the Debian changelogs and docs under
-``/usr/share/doc`` of this machine. Each source file becomes one ``.txt`` input whose documents
-are its blank-line-separated blocks.
+Corpus (``--corpus``): by default the encoder race's multilingual documentation, one paragraph
+per JSONL row (``work/race/corpus150/main/docs``, 154 MB: the Debian handbook in 26 languages,
+man pages in 13, the Debian Reference in 9, the Python, Linux, Perl, PostgreSQL, git and Node.js
+documentation; built by ``python -m benchmarks.tokenize_corpus work/race/corpus150 --mb 150``).
+``--corpus txt`` builds the older corpus of ``.txt`` files (Debian package documentation, a
+document per blank-line-separated block) of ``--mb`` MB.
 
 Every measurement runs in its own process (so that the encoder's thread count and the peak RSS
-are its own): prepare with 1 and all threads, with and without de-duplication, the pipeline
-floor (prepare with the nearly free ``char`` tokenizer: the Python side alone), and the
-baseline: ``tokenizers.Tokenizer.encode_batch`` over the same documents, after reading and
-normalising them (not timed), with 1 and all threads. MB/s counts input text bytes.
+are its own), for each tokenizer (``--tokenizers``: the shipped BPE and Qwen2.5's vocabulary) and
+each thread count: prepare without and with de-duplication; the encoder alone
+(``TextEncoder.encode_batch`` over prepare's documents in prepare's batches, first pass, the
+reading and cleaning untimed); datatrove with as many workers as threads (JSONL corpora); and
+the pipeline floor (prepare with the nearly free ``char`` tokenizer). MB/s counts input bytes.
 
-    .venv/bin/python -m benchmarks.prepare [--workdir work/bench_prepare] [--mb 150]
+    .venv/bin/python -m benchmarks.prepare [--corpus DIR|txt] [--tokenizers bpe,qwen]
+        [--threads 1,2] [--workdir work/bench_prepare] [--no-datatrove]
+
+datatrove's venv: ``python -m benchmarks.prepare --setup-datatrove`` (pip, once).
 """
 
 from __future__ import annotations
@@ -29,13 +35,22 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 _HERE = Path(__file__).resolve().parent
 ROOT = _HERE.parent
 # benchmarks/tokenize.py would shadow the standard library's `tokenize`: take this folder off
 # the import path (the corpus helper is loaded by its path) and put the checkout on it.
 sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
-TOKENIZER = ROOT / "trained_tokenizers" / "bpe" / "tokenizer.json"
+TOKENIZERS = {
+    "bpe": ROOT / "trained_tokenizers" / "bpe" / "tokenizer.json",
+    "qwen": Path.home() / ".cache" / "data_io" / "vocab" / "qwen" / "tokenizer.json",
+}
+RACE_DOCS = ROOT / "work" / "race" / "corpus150" / "main" / "docs"
+DATATROVE_VENV = ROOT / "work" / "bench_venvs" / "datatrove"
+DATATROVE_VERSION = "0.10.1"
+DATATROVE_SCRIPT = _HERE / "peers" / "datatrove_tokenize.py"
+EOS = "<|endoftext|>"  # in both vocabularies: prepare's default EOS and datatrove's
 CACHE = Path.home() / ".cache" / "data_io" / "debian-docs"
 LINUX_DOC = "linux-doc-6.1"
 
@@ -126,62 +141,61 @@ def child_prepare(corpus: Path, out: Path, dedup: bool, memory: str, tokenizer: 
     }
 
 
-def _prepared_texts(corpus: Path) -> tuple[list[str], int]:
-    """prepare's documents (read and normalised, untimed) and the corpus size on disk."""
-    from data_io.formats.raw_text import ReadOptions, ReadStats, expand_inputs, read_documents
-    from data_io.prepare.normalize import CleanOptions, CleanStats, clean_batch
+def _prepared_batches(corpus: Path) -> tuple[list[list[str]], int]:
+    """prepare's documents in prepare's batches (read, cleaned; untimed) and the input size."""
+    from data_io import _core
+    from data_io.formats.raw_text import ReadOptions, ReadStats, expand_inputs
+    from data_io.prepare.normalize import CleanOptions
+    from data_io.prepare.reading import DocumentReader
 
-    read = ReadOptions()
+    class _Quiet:
+        def describe(self, _name: str) -> None: ...
+        def advance_bytes(self, _n: int) -> None: ...
+
+    read, clean = ReadOptions(), CleanOptions()
     sources, _ = expand_inputs([corpus], read)
-    stats = ReadStats()
-    texts = clean_batch(
-        [d for s in sources for d in read_documents(s, read, stats)], CleanOptions(), CleanStats()
-    )
-    return texts, sum(s.size for s in sources)
+    reader = DocumentReader(read, ReadStats(), _Quiet())  # type: ignore[arg-type]
+    batches = []
+    for batch in reader.batches(sources):
+        _, texts, _, _, _ = _core.prepare_batch(
+            batch,
+            text_field=read.text_field,
+            fail_invalid=False,
+            normalize=clean.normalize,
+            filter=clean.filter,
+            min_line_chars=clean.min_line_chars,
+            min_doc_chars=clean.min_doc_chars,
+            resolve=reader.resolve,
+        )
+        batches.append(texts or [])
+    return batches, sum(s.size for s in sources)
 
 
-def child_baseline(corpus: Path, engine: str) -> dict:
-    """An encoder alone over prepare's documents, in prepare's batches: HF tokenizers'
-    ``encode_batch`` ("baseline"), or data_io's own encoder ("encoder": the seam prepare uses)."""
-    texts, size = _prepared_texts(corpus)
-    if engine == "encoder":
-        from data_io.tokenizer.encoder import TextEncoder
+def child_encoder(corpus: Path, tokenizer: str) -> dict:
+    """data_io's encoder alone over prepare's documents, in prepare's batches, first pass (the
+    encoder loaded untimed): the speed prepare's encoding step could reach by itself."""
+    from data_io.tokenizer.encoder import TextEncoder
 
-        ours = TextEncoder(TOKENIZER)
-
-        def encode(batch: list[str]) -> int:
-            return len(ours.encode_batch(batch).ids)
-    else:
-        from tokenizers import Tokenizer
-
-        hf = Tokenizer.from_file(str(TOKENIZER))
-
-        def encode(batch: list[str]) -> int:
-            return sum(len(e.ids) for e in hf.encode_batch(batch, add_special_tokens=False))
-
+    batches, size = _prepared_batches(corpus)
+    encoder = TextEncoder(tokenizer)
+    eos = encoder.eos_id_for(EOS)
+    encoder.vocab_size  # noqa: B018  (loads the encoder before the clock starts)
     started = time.perf_counter()
-    tokens = sum(encode(texts[start : start + 2048]) for start in range(0, len(texts), 2048))
+    tokens = sum(len(encoder.encode_batch(batch, eos).ids) for batch in batches)
     seconds = time.perf_counter() - started
     return {"seconds": seconds, "text_bytes": size, "tokens": tokens, "peak_rss_mb": _peak_rss_mb()}
 
 
-def _child(kind: str, threads: int, corpus: Path, out: Path, dedup: bool, memory: str) -> dict:
-    env = {**os.environ, "RAYON_NUM_THREADS": str(threads), "TOKENIZERS_PARALLELISM": "true"}
-    tokenizer = "char" if kind == "floor" else str(TOKENIZER)
-    spec = json.dumps(
-        {
-            "kind": kind,
-            "corpus": str(corpus),
-            "out": str(out),
-            "dedup": dedup,
-            "memory": memory,
-            "tokenizer": tokenizer,
-        }
-    )
+def _env(threads: int) -> dict[str, str]:
+    return {**os.environ, "RAYON_NUM_THREADS": str(threads), "TOKENIZERS_PARALLELISM": "true"}
+
+
+def _child(kind: str, threads: int, corpus: Path, out: Path, options: dict) -> dict:
+    spec = json.dumps({"kind": kind, "corpus": str(corpus), "out": str(out), **options})
     shutil.rmtree(out, ignore_errors=True)
     done = subprocess.run(
         [sys.executable, __file__, "--child", spec],
-        env=env,
+        env=_env(threads),
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -191,89 +205,148 @@ def _child(kind: str, threads: int, corpus: Path, out: Path, dedup: bool, memory
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def print_saved(path: Path, memory: str) -> None:
-    """The table of a finished run, from its results.json."""
-    _table(json.loads(path.read_text()), memory)
+def _datatrove(threads: int, corpus: Path, out: Path, tokenizer: Path) -> dict:
+    """datatrove's JsonlReader -> DocumentTokenizer with ``threads`` workers (and its encoder's
+    threads pinned alike), in its own venv."""
+    shutil.rmtree(out, ignore_errors=True)
+    done = subprocess.run(
+        [
+            *(str(DATATROVE_VENV / "bin" / "python"), str(DATATROVE_SCRIPT)),
+            *("--input", str(corpus), "--tokenizer", str(tokenizer), "--eos-token", EOS),
+            *("--workers", str(threads), "--output", str(out)),
+        ],
+        env=_env(1),  # one encoder thread per worker: `threads` workers use `threads` cores
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    shutil.rmtree(out, ignore_errors=True)
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report["text_bytes"] = report.pop("input_bytes")
+    return report
+
+
+def setup_datatrove() -> None:
+    """datatrove in its own venv (it pins its own dependencies; data_io's stay untouched)."""
+    subprocess.run([sys.executable, "-m", "venv", str(DATATROVE_VENV)], check=True)
+    pip = [str(DATATROVE_VENV / "bin" / "python"), "-m", "pip", "install", "-q"]
+    # No extras: JsonlReader needs orjson, DocumentTokenizer tokenizers (the extras bring
+    # trafilatura, nltk, datasets... which these two steps never import).
+    subprocess.run([*pip, f"datatrove=={DATATROVE_VERSION}", "tokenizers", "orjson"], check=True)
+
+
+def _corpus(args: argparse.Namespace) -> Path:
+    if args.corpus == "txt":
+        return build_corpus(args.workdir, args.mb)
+    corpus = Path(args.corpus)
+    if not corpus.is_dir():
+        raise SystemExit(
+            f"no corpus at {corpus}: build it with `python -m benchmarks.tokenize_corpus "
+            "work/race/corpus150 --mb 150`, or pass --corpus txt"
+        )
+    return corpus
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", default=str(RACE_DOCS), help="a folder of inputs, or txt")
+    parser.add_argument("--mb", type=int, default=150, help="size of the txt corpus")
+    parser.add_argument("--tokenizers", default="bpe,qwen", help=f"of {', '.join(TOKENIZERS)}")
+    parser.add_argument("--threads", default=f"1,{os.cpu_count() or 1}")
     parser.add_argument("--workdir", type=Path, default=ROOT / "work" / "bench_prepare")
-    parser.add_argument("--mb", type=int, default=150, help="corpus size (default: 150)")
     parser.add_argument("--dedup-memory", default="8MB", help="budget of the dedup runs")
-    parser.add_argument(
-        "--floor-only", action="store_true", help="only the pipeline floor rows (char tokenizer)"
-    )
+    parser.add_argument("--no-datatrove", action="store_true", help="leave datatrove out")
+    parser.add_argument("--setup-datatrove", action="store_true", help="make its venv and exit")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.setup_datatrove:
+        setup_datatrove()
+        return
     if args.child:
         spec = json.loads(args.child)
-        if spec["kind"] in ("prepare", "floor"):
-            report = child_prepare(
-                Path(spec["corpus"]),
-                Path(spec["out"]),
-                spec["dedup"],
-                spec["memory"],
-                spec["tokenizer"],
-            )
+        corpus, out = Path(spec["corpus"]), Path(spec["out"])
+        if spec["kind"] == "encoder":
+            report = child_encoder(corpus, spec["tokenizer"])
         else:
-            report = child_baseline(Path(spec["corpus"]), spec["kind"])
+            report = child_prepare(corpus, out, spec["dedup"], spec["memory"], spec["tokenizer"])
         print(json.dumps(report))
         return
-    corpus = build_corpus(args.workdir, args.mb)
-    cores = os.cpu_count() or 1
+    corpus = _corpus(args)
+    jsonl = any(corpus.glob("*.jsonl"))
+    datatrove = not args.no_datatrove and jsonl and (DATATROVE_VENV / "bin" / "python").is_file()
+    if not args.no_datatrove and jsonl and not datatrove:
+        print("datatrove left out: make its venv with --setup-datatrove", file=sys.stderr)
+    out = args.workdir / "out"
     rows = []
-    for threads in sorted({1, cores}):
-        for name, kind, dedup in (
-            ("HF tokenizers encode_batch alone", "baseline", False),
-            ("data_io encoder alone (the seam prepare uses)", "encoder", False),
-            ("data_io prepare, no dedup", "prepare", False),
-            ("data_io prepare, dedup", "prepare", True),
-            # The `char` tokenizer costs next to nothing: what is left is prepare's own work
-            # (read, clean, hash, spool, pass 2), the most any encoder could let it reach.
-            ("data_io prepare, dedup, char tokenizer (pipeline floor)", "floor", True),
-        ):
-            if args.floor_only and kind != "floor":
-                continue
-            report = _child(kind, threads, corpus, args.workdir / "out", dedup, args.dedup_memory)
-            report.update(name=name, threads=threads)
-            rows.append(report)
-            print(json.dumps(report), file=sys.stderr)
+
+    def measure(name: str, threads: int, vocabulary: str, run: Any, *args: Any) -> None:
+        report = run(*args)
+        report.update(name=name, threads=threads, tokenizer=vocabulary)
+        rows.append(report)
+        print(json.dumps(report), file=sys.stderr)
+
+    for threads in [int(t) for t in args.threads.split(",")]:
+        for vocabulary in args.tokenizers.split(","):
+            path = TOKENIZERS[vocabulary]
+            base = {"tokenizer": str(path), "memory": args.dedup_memory}
+            measure("data_io encoder alone", threads, vocabulary, _child, "encoder", threads,
+                    corpus, out, base)  # fmt: skip
+            for name, dedup in (("prepare, no dedup", False), ("prepare, dedup doc", True)):
+                measure(f"data_io {name}", threads, vocabulary, _child, "prepare", threads,
+                        corpus, out, {**base, "dedup": dedup})  # fmt: skip
+            if datatrove:
+                measure("datatrove DocumentTokenizer", threads, vocabulary, _datatrove, threads,
+                        corpus, out, path)  # fmt: skip
+        # The `char` tokenizer costs next to nothing: what is left is prepare's own work (read,
+        # clean, hash, spool, pass 2), the most any encoder could let it reach.
+        floor = {"tokenizer": "char", "memory": args.dedup_memory, "dedup": True}
+        measure("data_io prepare, dedup doc, char tokenizer (floor)", threads, "char", _child,
+                "prepare", threads, corpus, out, floor)  # fmt: skip
+    args.workdir.mkdir(parents=True, exist_ok=True)
     (args.workdir / "results.json").write_text(json.dumps(rows, indent=1))
-    _table(rows, args.dedup_memory)
+    _table(rows)
 
 
-def _table(rows: list[dict], memory: str) -> None:
+def _table(rows: list[dict]) -> None:
     print(
-        "| run | threads | MB/s | MB/s per core | vs HF encode_batch | vs data_io encoder "
-        "| peak RSS (MB) | notes |"
+        "| run | vocabulary | threads | MB/s | MB/s per core | vs encoder alone "
+        "| vs datatrove per core | peak RSS (MB) | notes |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---|")
-    base = {r["threads"]: r for r in rows if r["name"].startswith("HF")}
-    ours = {r["threads"]: r for r in rows if r["name"].startswith("data_io encoder")}
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|")
 
     def rate(r: dict) -> float:
-        return r["text_bytes"] / r["seconds"]
+        return r["text_bytes"] / 2**20 / r["seconds"]
 
-    def versus(reference: dict, r: dict) -> str:
-        # By rate, not time: prepare reads a file whose content it has seen once (a copy in the
-        # corpus is skipped), the encoders alone take every file.
-        if "floor" in r["name"] or r["threads"] not in reference:
-            return "—"
-        return f"{rate(r) / rate(reference[r['threads']]):.0%}"
+    def per_core(r: dict) -> float:
+        return rate(r) / r["threads"]
+
+    def find(name: str, r: dict) -> dict | None:
+        return next(
+            (x for x in rows
+             if x["name"].startswith(name) and (x["tokenizer"], x["threads"]) == (r["tokenizer"], r["threads"])),
+            None,
+        )  # fmt: skip
 
     for r in rows:
-        mb_s = r["text_bytes"] / 2**20 / r["seconds"]
-        ratio_text = f"{versus(base, r)} | {versus(ours, r)}"
+        encoder, datatrove = find("data_io encoder", r), find("datatrove", r)
+        prepare = r["name"].startswith("data_io prepare") and r["tokenizer"] != "char"
+        versus_encoder = f"{rate(r) / rate(encoder):.0%}" if prepare and encoder else "—"
+        versus_datatrove = (
+            f"{per_core(r) / per_core(datatrove):.1f}×" if prepare and datatrove else "—"
+        )
         notes = f"{r['text_bytes'] / 2**20:.0f} MB, {r['tokens']:,} tokens"
         if r.get("dedup_runs"):
             notes += (
-                f"; {r['duplicates']:,} duplicates; dedup budget {memory}, peak "
+                f"; {r['duplicates']:,} duplicates; dedup peak "
                 f"{r['dedup_peak_bytes'] / 2**20:.1f} MB, {r['dedup_runs']} runs spilled"
             )
+        if "cpu_seconds" in r:
+            notes += f"; {r['cpu_seconds'] / r['seconds']:.2f} cores used"
         print(
-            f"| {r['name']} | {r['threads']} | {mb_s:.2f} | {mb_s / r['threads']:.2f} | "
-            f"{ratio_text} | {r['peak_rss_mb']:.0f} | {notes} |"
+            f"| {r['name']} | {r['tokenizer']} | {r['threads']} | {rate(r):.1f} | "
+            f"{per_core(r):.1f} | {versus_encoder} | {versus_datatrove} | "
+            f"{r['peak_rss_mb']:.0f} | {notes} |"
         )
 
 

@@ -124,17 +124,25 @@ def prepare_batch(
     resolve: Callable[[str, int, int], str],
     encoder: Encoder | None = None,
     eos_id: int | None = None,
+    near: tuple[int, int, int, int] | None = None,
 ) -> tuple[
     tuple[NDArray[np.uint32], NDArray[np.int64]] | None,
     list[str] | None,
     NDArray[np.uint64],
     dict[str, int],
+    NDArray[np.uint64] | None,
 ]:
     """Read, clean and hash every document of the batch (taken: ``documents`` is left empty)
     on the encoder's threads, then encode the kept ones with ``encoder`` when given:
     ``(ids, offsets)`` or, without an encoder, the kept texts; their ``(n, 2)`` hashes; the
     counts (``documents``, ``text_chars``, ``invalid_utf8_lines`` and ``clean_texts``').
-    ``resolve(line, source, number)`` reads a JSONL row only Python reads, or raises."""
+    ``resolve(line, source, number)`` reads a JSONL row only Python reads, or raises.
+    ``near``: (n-gram, bands, rows, seed) of ``--dedup near``; the kept documents' bands come
+    last, as ``(n, bands, 2)`` (band hash, band number)."""
+
+def sort_records(records: NDArray[np.uint64]) -> None:
+    """Sort a C-contiguous ``(n, 3)`` uint64 array of de-duplication records (hash high, hash
+    low, document number) in place by all three columns, on the encoder's threads."""
 
 def leave_node_tables() -> None:
     """Let go of this process's node piece-table files (``Encoder(..., tables="node")``),

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use numpy::{
     IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
-    PyReadwriteArray1, PyUntypedArrayMethods,
+    PyReadwriteArray1, PyReadwriteArray2, PyUntypedArrayMethods,
 };
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -748,20 +748,23 @@ impl From<Error> for BatchError {
 }
 
 /// What `prepare_batch` gives back: ids and offsets (with an encoder) or the kept texts
-/// (without), the hashes of the kept documents, and the counts by name.
+/// (without), the hashes of the kept documents, the counts by name, and (with `near`) the
+/// kept documents' bands as (documents, bands, 2).
 type PreparedBatch<'py> = (
     Option<IdsAndOffsets<'py>>,
     Option<Vec<Bound<'py, PyString>>>,
     Bound<'py, PyArray2<u64>>,
     CleanCounts,
+    Option<Bound<'py, numpy::PyArray3<u64>>>,
 );
 
 /// `prepare`'s work on a batch (`rust/prepare/batch.rs`), without the GIL: read, clean and
 /// hash every document, then encode the kept ones when `encoder` is given. `resolve(line,
 /// source, number)` gives the text of a JSONL row only Python reads (or raises its error).
+/// `near`: (n-gram, bands, rows, seed) of `--dedup near` (`rust/prepare/near.rs`).
 #[pyfunction]
 #[pyo3(signature = (documents, *, text_field, fail_invalid, normalize, filter, min_line_chars,
-    min_doc_chars, resolve, encoder = None, eos_id = None))]
+    min_doc_chars, resolve, encoder = None, eos_id = None, near = None))]
 #[allow(clippy::too_many_arguments)]
 fn prepare_batch<'py>(
     py: Python<'py>,
@@ -775,10 +778,27 @@ fn prepare_batch<'py>(
     resolve: Py<PyAny>,
     encoder: Option<PyRef<'py, Encoder>>,
     eos_id: Option<u32>,
+    near: Option<(usize, usize, usize, u64)>,
 ) -> PyResult<PreparedBatch<'py>> {
     use crate::prepare::batch::prepare;
     use crate::prepare::clean::CleanOptions;
+    use crate::prepare::near::{MinHasher, NearOptions};
     use crate::prepare::rows::ReadOptions;
+
+    let hasher = match near {
+        Some((ngram, bands, rows, seed)) if ngram >= 1 && bands >= 1 && rows >= 1 => {
+            Some(MinHasher::new(NearOptions {
+                ngram,
+                bands,
+                rows,
+                seed,
+            }))
+        }
+        Some(other) => return Err(PyValueError::new_err(format!(
+            "near-dedup parameters (n-gram, bands, rows, seed) must be at least 1, got {other:?}"
+        ))),
+        None => None,
+    };
 
     let docs = std::mem::take(&mut documents.inner);
     drop(documents);
@@ -796,7 +816,7 @@ fn prepare_batch<'py>(
     let pool = crate::encoder::process_pool().map_err(|e| to_py_err(py, e))?;
     let outcome = py.detach(|| {
         pool.install(|| {
-            let prepared = prepare(&docs, &read, &clean, |line, entry| {
+            let prepared = prepare(&docs, &read, &clean, hasher.as_ref(), |line, entry| {
                 Python::attach(|py| {
                     resolve
                         .call1(py, (line, entry.source, entry.line))
@@ -829,6 +849,18 @@ fn prepare_batch<'py>(
         .collect::<Vec<u64>>()
         .into_pyarray(py)
         .reshape([rows, 2])?;
+    let bands = match near {
+        Some((_, bands, _, _)) => Some(
+            prepared
+                .bands
+                .into_iter()
+                .flatten()
+                .collect::<Vec<u64>>()
+                .into_pyarray(py)
+                .reshape([rows, bands, 2])?,
+        ),
+        None => None,
+    };
     let (r, c) = (prepared.read, prepared.clean);
     let counts = [
         ("documents", r.documents),
@@ -842,7 +874,23 @@ fn prepare_batch<'py>(
     ]
     .into_iter()
     .collect();
-    Ok((ids, texts, hashes, counts))
+    Ok((ids, texts, hashes, counts, bands))
+}
+
+/// Sort `prepare`'s de-duplication records, rows of (hash high, hash low, document number),
+/// in place by all three, on the encoder's threads (`data_io/prepare/dedup.py`).
+#[pyfunction]
+fn sort_records(py: Python<'_>, mut records: PyReadwriteArray2<'_, u64>) -> PyResult<()> {
+    use rayon::slice::ParallelSliceMut;
+    if records.shape()[1] != 3 {
+        return Err(PyValueError::new_err("records must have 3 columns"));
+    }
+    let flat = records.as_slice_mut()?;
+    let rows: &mut [[u64; 3]] = bytemuck::cast_slice_mut(flat);
+    let pool = crate::encoder::process_pool().map_err(|e| to_py_err(py, e))?;
+    // Every record's document number differs, so an unstable sort gives one order.
+    py.detach(|| pool.install(|| rows.par_sort_unstable()));
+    Ok(())
 }
 
 /// Let go of the node's piece-table files this process holds (`tables="node"`), removing
@@ -860,6 +908,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(clean_texts, m)?)?;
     m.add_function(wrap_pyfunction!(hash_texts, m)?)?;
     m.add_function(wrap_pyfunction!(prepare_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(sort_records, m)?)?;
     m.add_class::<RawDocuments>()?;
     m.add_function(wrap_pyfunction!(tokenize_stale, m)?)?;
     m.add_function(wrap_pyfunction!(tokenize_unit, m)?)?;

@@ -15,7 +15,7 @@ import numpy as np
 
 from data_io.errors import ConfigError, InputError
 from data_io.formats.raw_text import INVALID_UTF8_POLICIES, ReadOptions, Source, expand_inputs
-from data_io.prepare.dedup import HashDedup, parse_memory
+from data_io.prepare.dedup import HashDedup, NearDedup, dedup_mode, parse_memory
 from data_io.prepare.normalize import CleanOptions, CleanStats
 from data_io.prepare.parts import parts_lookup
 from data_io.prepare.pipeline import (
@@ -136,8 +136,11 @@ def prepare(
     filter: bool = True,
     min_line_chars: int = 2,
     min_doc_chars: int = 20,
-    dedup: bool = True,
+    dedup: bool | str = True,
     dedup_memory: str | int = "1GB",
+    near_ngram: int = 5,
+    near_bands: int = 14,
+    near_rows: int = 8,
     text_field: str = "text",
     doc_per_line: bool = False,
     invalid_utf8: str = "replace",
@@ -173,6 +176,9 @@ def prepare(
         min_doc_chars=min_doc_chars,
         dedup=dedup,
         dedup_memory=dedup_memory,
+        near_ngram=near_ngram,
+        near_bands=near_bands,
+        near_rows=near_rows,
         text_field=text_field,
         doc_per_line=doc_per_line,
         invalid_utf8=invalid_utf8,
@@ -260,8 +266,11 @@ def plan_run(
     filter: bool = True,
     min_line_chars: int = 2,
     min_doc_chars: int = 20,
-    dedup: bool = True,
+    dedup: bool | str = True,
     dedup_memory: str | int = "1GB",
+    near_ngram: int = 5,
+    near_bands: int = 14,
+    near_rows: int = 8,
     text_field: str = "text",
     doc_per_line: bool = False,
     invalid_utf8: str = "replace",
@@ -296,6 +305,8 @@ def plan_run(
     if not isinstance(text_field, str) or not text_field:
         raise ConfigError(f"text_field must be a non-empty string, got {text_field!r}")
     budget = parse_memory(dedup_memory)
+    mode = dedup_mode(dedup)
+    near = NearDedup(near_ngram, near_bands, near_rows) if mode == "near" else None
     check_threads(threads)
     read, clean = read_and_clean_options(
         text_field=text_field,
@@ -317,7 +328,8 @@ def plan_run(
     options = {
         **read.identity(),
         **clean.identity(),
-        "dedup": bool(dedup),
+        # True and False as folders written before near-dedup existed record them.
+        "dedup": {"doc": True, "none": False, "near": "near"}[mode],
         "val_fraction": val_fraction,
         "seed": seed,
         "tokens_per_shard": tokens_per_shard,
@@ -326,6 +338,8 @@ def plan_run(
         "tokenizer": tok.fingerprint(),
         "eos_id": tok.eos_id,
     }
+    if near is not None:
+        options["near_dedup"] = asdict(near)
     if layout != "data_io":  # absent from folders written before layouts existed
         options["layout"] = layout
     if metadata is not None:
@@ -517,6 +531,7 @@ def _run(
                 spool,
                 bar,
                 parts,
+                NearDedup(**options["near_dedup"]) if "near_dedup" in options else None,
             )
         finally:
             spool.close()

@@ -8,8 +8,13 @@ equal hashes are adjacent and sorted by document number, so every record after t
 hash is a duplicate: its document is dropped. The result is the same as keeping the first
 occurrence with an in-memory set, for any corpus size.
 
-Memory: the buffer, the sort's index and one reordered column (40 bytes per record) never exceed
-the budget, and neither does the merge (K runs read in chunks sized budget / (80 K)). The
+Near-duplicates (``--dedup near``) go through the same machinery: a document's records are its
+MinHash LSH bands (``rust/prepare/near.rs``: band number, band hash), and a document is dropped
+when any of its bands was seen in an earlier document: the first document of a group of
+near-duplicates stays.
+
+Memory: the buffer (24 bytes per record, 36 while it doubles; sorted in place, in Rust) never
+exceeds the budget, and neither does the merge (K runs read in chunks sized budget / (80 K)). The
 accounting is exact for these arrays (``peak_bytes``); Python's own overhead is not counted.
 """
 
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -25,10 +31,12 @@ from numpy.typing import NDArray
 from data_io import _core
 from data_io.errors import ConfigError
 
-__all__ = ["HashDedup", "hash_texts", "parse_memory"]
+__all__ = ["DEDUP_MODES", "HashDedup", "NearDedup", "dedup_mode", "hash_texts", "parse_memory"]
+
+DEDUP_MODES = ("doc", "near", "none")
 
 _RECORD = 24  # hi, lo, document number + 1: three uint64
-_SORT_FACTOR = 40  # bytes per buffered record while sorting: 3 columns + index + 1 reordered
+_SORT_FACTOR = 36  # bytes per record of capacity: the buffer while it doubles (sorted in place)
 _MERGE_FACTOR = 80  # bytes per chunk record while merging (chunks, concatenation, sort)
 _MIN_BUDGET = 4096
 _FIRST_BUFFER = 1 << 16  # records
@@ -63,6 +71,42 @@ def parse_memory(value: str | int) -> int:
     return size
 
 
+def dedup_mode(value: object) -> str:
+    """``doc``, ``near`` or ``none`` from the API's ``dedup`` (True and False: doc and none)."""
+    if value is True or value is False:
+        return "doc" if value else "none"
+    if value not in DEDUP_MODES:
+        raise ConfigError(
+            f"dedup must be one of {', '.join(DEDUP_MODES)} (or True/False), got {value!r}"
+        )
+    return str(value)
+
+
+@dataclass(frozen=True)
+class NearDedup:
+    """The parameters of ``--dedup near`` (rust/prepare/near.rs): ``ngram``-word shingles,
+    ``bands`` LSH bands of ``rows`` MinHash values. Defaults: 5, 14, 8 (112 permutations; the
+    S-curve's midpoint is a Jaccard similarity of (1/14)^(1/8) = 0.72)."""
+
+    ngram: int = 5
+    bands: int = 14
+    rows: int = 8
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("ngram", "bands", "rows"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1024:
+                raise ConfigError(f"near-dedup {name} must be an integer 1..1024, got {value!r}")
+
+    def threshold(self) -> float:
+        """The Jaccard similarity found half the time."""
+        return float((1 / self.bands) ** (1 / self.rows))
+
+    def as_tuple(self) -> tuple[int, int, int, int]:
+        return (self.ngram, self.bands, self.rows, self.seed)
+
+
 def hash_texts(texts: list[str]) -> NDArray[np.uint64]:
     """The 128-bit BLAKE2b hash of each text's UTF-8 bytes, as ``(n, 2)`` uint64 (hi, lo):
     ``hashlib.blake2b(text.encode(), digest_size=16)``, computed in Rust on the encoder's
@@ -88,8 +132,15 @@ class HashDedup:
         self.peak_bytes = self._buffer.nbytes
 
     def add(self, hashes: NDArray[np.uint64], first_document: int) -> None:
-        """Record ``hashes`` of the documents numbered ``first_document`` onwards."""
-        numbers = np.arange(first_document + 1, first_document + 1 + len(hashes), dtype=np.uint64)
+        """Record ``hashes`` of the documents numbered ``first_document`` onwards: ``(n, 2)``,
+        or ``(n, k, 2)`` for ``k`` records per document (near-dedup's bands)."""
+        per_document = hashes.shape[1] if hashes.ndim == 3 else 1
+        documents = len(hashes)
+        hashes = hashes.reshape(-1, 2)
+        numbers = np.repeat(
+            np.arange(first_document + 1, first_document + 1 + documents, dtype=np.uint64),
+            per_document,
+        )
         done = 0
         while done < len(hashes):
             if self._filled == len(self._buffer) < self.capacity:
@@ -111,12 +162,9 @@ class HashDedup:
         self._buffer = grown
 
     def _sorted_buffer(self) -> NDArray[np.uint64]:
-        """The filled part of the buffer sorted by (hi, lo, number), column by column."""
+        """The filled part of the buffer sorted by (hi, lo, number), in place (in Rust)."""
         part = self._buffer[: self._filled]
-        order = np.lexsort((part[:, 2], part[:, 1], part[:, 0]))
-        self._note(self._buffer.nbytes + 2 * order.nbytes)  # + one reordered column at a time
-        for column in range(3):
-            part[:, column] = part[order, column]
+        _core.sort_records(part)
         return part
 
     def _spill(self) -> None:
@@ -153,7 +201,6 @@ class HashDedup:
         if prior is not None:
             sources.append(_prior_chunks(prior))
         chunk = max(1, self.budget // (_MERGE_FACTOR * max(1, len(sources))))
-        duplicates = 0
         temporary = kept_hashes.with_name(kept_hashes.name + ".tmp")
         with open(temporary, "wb") as out:
             last: tuple[int, int] | None = None
@@ -161,11 +208,12 @@ class HashDedup:
                 first = _first_of_hash(merged, last)
                 dropped = merged[~first, 2]
                 keep[(dropped[dropped > 0] - 1).astype(np.int64)] = False
-                duplicates += int((dropped > 0).sum())
                 out.write(np.ascontiguousarray(merged[first, :2]).tobytes())
                 last = (int(merged[-1, 0]), int(merged[-1, 1]))
         os.replace(temporary, kept_hashes)
         keep.flush()
+        # Counted from the mask: a near-duplicate can repeat several of its bands.
+        duplicates = documents - int(np.count_nonzero(keep))
         for run in self.runs:
             run.unlink()
         return keep, duplicates
@@ -247,6 +295,11 @@ def _merge(sources: list[_Chunks], note) -> Iterator[NDArray[np.uint64]]:  # typ
     Every record up to the smallest "last record of the current chunk" among streams that have
     more chunks can be emitted: no later record of any stream sorts before it.
     """
+    if len(sources) == 1:  # one sorted stream: nothing to merge
+        for chunk in sources[0]:
+            note(chunk.nbytes)
+            yield chunk
+        return
     heads: list[NDArray[np.uint64] | None] = [next(s, None) for s in sources]
     while True:
         live = [i for i, head in enumerate(heads) if head is not None and len(head)]
@@ -262,7 +315,7 @@ def _merge(sources: list[_Chunks], note) -> Iterator[NDArray[np.uint64]]:  # typ
             taken.append(head[:count])
             heads[i] = head[count:] if count < len(head) else next(sources[i], None)
         piece = np.concatenate(taken)
-        order = np.lexsort((piece[:, 2], piece[:, 1], piece[:, 0]))
+        _core.sort_records(piece)
         held = sum(h.nbytes for h in heads if h is not None)
-        note(held + 2 * piece.nbytes + order.nbytes)
-        yield piece[order]
+        note(held + piece.nbytes + sum(t.nbytes for t in taken))
+        yield piece

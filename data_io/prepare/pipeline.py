@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from data_io import _core
 from data_io.errors import ConfigError, InputError
 from data_io.formats.raw_text import ReadOptions, ReadStats, Source
-from data_io.prepare.dedup import HashDedup
+from data_io.prepare.dedup import HashDedup, NearDedup
 from data_io.prepare.normalize import CleanOptions, CleanStats
 from data_io.prepare.progress import ProgressBar
 from data_io.prepare.reading import DocumentReader
@@ -103,8 +103,11 @@ def encode_inputs(
     spool: Spool,
     bar: ProgressBar,
     parts: Callable[[Source], Any] | None = None,
+    near: NearDedup | None = None,
 ) -> tuple[ReadStats, CleanStats]:
     """Pass 1: read, clean, hash and encode every document of ``sources`` into ``spool``.
+
+    ``near``: de-duplicate by the documents' MinHash bands (``--dedup near``), not their hashes.
 
     ``parts``: for a source, the part a ``scale`` unit already encoded (``prepare.parts``) or
     None; a source with a part is replayed from it, in its place among the others, so that the
@@ -130,13 +133,25 @@ def encode_inputs(
                 bar,
                 stats,
                 clean_stats,
+                near,
             )
             group = []
         part.replay(dedup, seed, val_fraction, spool, stats, clean_stats)
         bar.advance_bytes(source.size)
     if group:
         _encode_group(
-            group, read, clean, tokenizer, dedup, seed, val_fraction, spool, bar, stats, clean_stats
+            group,
+            read,
+            clean,
+            tokenizer,
+            dedup,
+            seed,
+            val_fraction,
+            spool,
+            bar,
+            stats,
+            clean_stats,
+            near,
         )
     return stats, clean_stats
 
@@ -153,6 +168,7 @@ def _encode_group(
     bar: ProgressBar,
     stats: ReadStats,
     clean_stats: CleanStats,
+    near: NearDedup | None,
 ) -> None:
     """Pass 1 over consecutive sources read here; the spool holds all of them at the end.
 
@@ -163,7 +179,7 @@ def _encode_group(
 
     def prepare(batch: _core.RawDocuments) -> _Prepared:
         encoder = tokenizer.core_encoder
-        encoded, texts, hashes, counts = _core.prepare_batch(
+        encoded, texts, hashes, counts, bands = _core.prepare_batch(
             batch,
             text_field=read.text_field,
             fail_invalid=read.invalid_utf8 == "fail",
@@ -174,13 +190,14 @@ def _encode_group(
             resolve=reader.resolve,
             encoder=encoder,
             eos_id=tokenizer.eos_id if encoder is not None else None,
+            near=near.as_tuple() if near is not None else None,
         )
         ids, offsets = encoded if encoded is not None else tokenizer.encode(texts or [])
-        return ids, offsets, hashes, counts
+        return ids, offsets, hashes, counts, bands
 
     def drain(future: Future[_Prepared]) -> None:
         nonlocal numbered
-        ids, offsets, hashes, counts = future.result()
+        ids, offsets, hashes, counts, bands = future.result()
         stats.documents += counts["documents"]
         stats.text_chars += counts["text_chars"]
         stats.invalid_utf8_lines += counts["invalid_utf8_lines"]
@@ -188,7 +205,7 @@ def _encode_group(
         if len(hashes) == 0:
             return
         if dedup is not None:
-            dedup.add(hashes, numbered)
+            dedup.add(bands if bands is not None else hashes, numbered)
         numbered += len(hashes)
         spool.append(ids, offsets, is_val(hashes, seed, val_fraction), hashes)
         bar.advance_tokens(len(ids))
@@ -209,7 +226,9 @@ def _encode_group(
             drain(pending)
 
 
-_Prepared = tuple[NDArray[np.uint32], NDArray[np.int64], NDArray[np.uint64], dict[str, int]]
+_Prepared = tuple[
+    NDArray[np.uint32], NDArray[np.int64], NDArray[np.uint64], dict[str, int], NDArray[Any] | None
+]
 
 
 def _clean_counts(counts: dict[str, int]) -> CleanStats:

@@ -44,6 +44,11 @@ class PrepareStage:
         inputs = [str(Path(p).resolve()) if Path(p).exists() else str(p) for p in request["inputs"]]
         with exclusive(out):
             plan = plan_run(inputs, out, **kwargs)
+        if plan.options["dedup"] == "near":
+            raise ConfigError(
+                "--dedup near is not scaled out yet (a unit's part keeps each document's hash, "
+                "not its MinHash bands): prepare without --executor, or with --dedup doc"
+            )
         if plan.tok.kind == "char":
             raise ConfigError(
                 "--tokenizer char builds its vocabulary from the inputs in their order, so its "

@@ -11,6 +11,7 @@ use rayon::prelude::*;
 
 use super::clean::{clean, CleanOptions, CleanStats};
 use super::hash::hash;
+use super::near::MinHasher;
 use super::rows::{read, ReadOptions, Row};
 use super::split::{Documents, Entry};
 use crate::error::Error;
@@ -29,16 +30,20 @@ pub struct ReadCounts {
 pub struct Prepared<'a> {
     pub kept: Vec<Cow<'a, str>>,
     pub hashes: Vec<[u64; 2]>,
+    /// With `near`: each kept document's LSH bands (band hash, band number), back to back.
+    pub bands: Vec<[u64; 2]>,
     pub read: ReadCounts,
     pub clean: CleanStats,
 }
 
-/// Read, clean and hash every document of `docs`. `resolve` reads a row that only Python
-/// reads (`rows.rs`); its error, or the first document's error in order, ends the batch.
+/// Read, clean and hash every document of `docs` (and band it, with `near`). `resolve` reads a
+/// row that only Python reads (`rows.rs`); its error, or the first document's error in order,
+/// ends the batch.
 pub fn prepare<'a, E: From<Error> + Send>(
     docs: &'a Documents,
     read_options: &ReadOptions,
     clean_options: &CleanOptions,
+    near: Option<&MinHasher>,
     mut resolve: impl FnMut(&str, &Entry) -> Result<String, E>,
 ) -> Result<Prepared<'a>, E> {
     let rows: Vec<_> = docs
@@ -77,7 +82,10 @@ pub fn prepare<'a, E: From<Error> + Send>(
             };
             let hashed = kept.map(|text| {
                 let digest = hash(&text);
-                (text, digest)
+                let bands = near
+                    .map(|hasher| hasher.band_hashes(&text))
+                    .unwrap_or_default();
+                (text, digest, bands)
             });
             (chars, hashed, stats)
         })
@@ -85,23 +93,29 @@ pub fn prepare<'a, E: From<Error> + Send>(
     let mut prepared = Prepared {
         kept: Vec::with_capacity(cleaned.len()),
         hashes: Vec::with_capacity(cleaned.len()),
+        bands: Vec::new(),
         read: counts,
         clean: CleanStats::default(),
     };
     for (chars, kept, stats) in cleaned {
         prepared.read.text_chars += chars;
         prepared.clean = prepared.clean.plus(stats);
-        if let Some((text, digest)) = kept {
+        if let Some((text, digest, bands)) = kept {
             prepared.kept.push(text);
             prepared.hashes.push(digest);
+            prepared.bands.extend(bands);
         }
     }
     Ok(prepared)
 }
 
-/// A document after cleaning: its characters as read, its text and hash when it is kept, and
-/// what the cleaning counted.
-type Cleaned<'a> = (u64, Option<(Cow<'a, str>, [u64; 2])>, CleanStats);
+/// A document after cleaning: its characters as read, its text, hash and bands when it is
+/// kept, and what the cleaning counted.
+type Cleaned<'a> = (
+    u64,
+    Option<(Cow<'a, str>, [u64; 2], Vec<[u64; 2]>)>,
+    CleanStats,
+);
 
 /// Characters in `text`: its bytes that do not continue a character.
 fn char_count(text: &str) -> u64 {
@@ -140,7 +154,7 @@ mod tests {
             min_doc_chars: 20,
         };
         let mut asked = vec![];
-        let prepared = prepare::<Error>(&docs, &options, &clean, |line, entry| {
+        let prepared = prepare::<Error>(&docs, &options, &clean, None, |line, entry| {
             asked.push((line.to_owned(), entry.line));
             Ok("caf\u{e9} au lait, a row with NaN".to_owned())
         })
@@ -181,7 +195,7 @@ mod tests {
             min_line_chars: 0,
             min_doc_chars: 0,
         };
-        let error = prepare::<Error>(&docs, &options, &clean, |_, entry| {
+        let error = prepare::<Error>(&docs, &options, &clean, None, |_, entry| {
             Err(Error::Input(format!("row at line {}", entry.line)))
         })
         .err()

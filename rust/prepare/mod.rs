@@ -6,10 +6,12 @@
 //! - `rows.rs`: a document's text from its span (UTF-8, carriage returns, a JSONL field);
 //! - `clean.rs`: normalisation and filtering of documents, as `data_io/prepare/normalize.py`;
 //! - `hash.rs`: the documents' 128-bit BLAKE2b, as `data_io/prepare/dedup.py`'s `hash_texts`;
+//! - `near.rs`: MinHash signatures and LSH bands for `--dedup near`;
 //! - `batch.rs`: a batch read, cleaned and hashed on the encoder's threads.
 
 pub mod batch;
 pub mod clean;
 pub mod hash;
+pub mod near;
 pub mod rows;
 pub mod split;

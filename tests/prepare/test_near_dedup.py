@@ -1,0 +1,175 @@
+"""``--dedup near`` against an exact-Jaccard oracle: on a corpus with planted near-duplicates
+(documents edited a little, a lot, and unrelated ones), the documents with a close earlier
+neighbour are dropped and the ones without any are kept; the bands' de-duplication is the same
+in a budget a hundred times too small as in an in-memory set; and ``prepare`` records and
+enforces the mode."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from data_io import _core
+from data_io.errors import ConfigError
+from data_io.formats.raw_text import ReadOptions, ReadStats, expand_inputs
+from data_io.prepare import prepare
+from data_io.prepare.dedup import HashDedup, NearDedup
+from data_io.prepare.reading import DocumentReader
+
+NGRAM = 5
+
+
+def _shingles(text: str) -> set[tuple[str, ...]]:
+    """The oracle's shingles: lowercased alphanumeric words, NGRAM at a time (ASCII text)."""
+    words = re.findall(r"[^\W_]+", text.lower())
+    return {tuple(words[i : i + NGRAM]) for i in range(len(words) - NGRAM + 1)}
+
+
+def _jaccard(a: set[tuple[str, ...]], b: set[tuple[str, ...]]) -> float:
+    return len(a & b) / len(a | b)
+
+
+def _planted_corpus(seed: int = 7) -> list[str]:
+    """Base documents and copies of each with a share of their words replaced, shuffled."""
+    rng = random.Random(seed)
+    vocabulary = [f"w{i}" for i in range(20_000)]
+    bases = [" ".join(rng.choices(vocabulary, k=200)) for _ in range(40)]
+    documents = list(bases)
+    for base in bases:
+        for share in (0.0, 0.01, 0.03, 0.1, 0.3):
+            words = base.split()
+            for i in rng.sample(range(len(words)), int(share * len(words))):
+                words[i] = rng.choice(vocabulary)
+            documents.append(("Title: " if share == 0 else "") + " ".join(words))
+    documents += bases[:5]  # and a few exact copies
+    rng.shuffle(documents)
+    return documents
+
+
+class _Bar:
+    def describe(self, _name: str) -> None: ...
+    def advance_bytes(self, _n: int) -> None: ...
+
+
+def _bands(folder: Path, documents: list[str], near: NearDedup) -> np.ndarray:
+    path = folder / "docs.jsonl"
+    path.write_text("".join(json.dumps({"text": d}) + "\n" for d in documents))
+    options = ReadOptions()
+    reader = DocumentReader(options, ReadStats(), _Bar())  # type: ignore[arg-type]
+    bands = []
+    for batch in reader.batches(expand_inputs([path], options)[0]):
+        *_, counts, found = _core.prepare_batch(
+            batch,
+            text_field="text",
+            fail_invalid=False,
+            normalize=False,
+            filter=False,
+            min_line_chars=0,
+            min_doc_chars=0,
+            resolve=reader.resolve,
+            near=near.as_tuple(),
+        )
+        assert found is not None and counts["documents"] == len(found)
+        bands.append(found)
+    return np.concatenate(bands)
+
+
+def _kept(work: Path, bands: np.ndarray, budget: int) -> np.ndarray:
+    dedup = HashDedup(work, budget)
+    for start in range(0, len(bands), 37):  # batches of an odd size
+        dedup.add(bands[start : start + 37], start)
+    keep, duplicates = dedup.keep_mask(len(bands), None, work / "kept.u64")
+    assert duplicates == len(bands) - int(keep.sum())
+    return np.array(keep)
+
+
+def test_near_duplicates_of_an_earlier_document_are_dropped_and_others_kept(
+    tmp_path: Path,
+) -> None:
+    documents = _planted_corpus()
+    bands = _bands(tmp_path, documents, NearDedup(ngram=NGRAM))
+    assert bands.shape == (len(documents), 14, 2)
+    keep = _kept(tmp_path, bands, 1 << 20)
+    shingles = [_shingles(d) for d in documents]
+    closest = [
+        max((_jaccard(shingles[j], shingles[i]) for i in range(j)), default=0.0)
+        for j in range(len(documents))
+    ]
+    close = [j for j, s in enumerate(closest) if s >= 0.8]
+    far = [j for j, s in enumerate(closest) if s < 0.3]
+    assert len(close) >= 60 and len(far) >= 40  # the corpus holds both kinds
+    # Pairs at 0.8 and above are found 92% of the time or more: every planted copy at 0.9+.
+    assert all(not keep[j] for j, s in enumerate(closest) if s >= 0.9)
+    assert sum(not keep[j] for j in close) / len(close) >= 0.95
+    # Pairs under 0.3 are found 0.1% of the time: none of these.
+    assert all(keep[j] for j in far)
+
+
+def test_the_bands_dedup_in_a_small_budget_is_the_in_memory_one(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    # 2000 documents of 4 bands each, drawn from few values so that many repeat.
+    bands = np.stack([rng.integers(0, 3000, size=(2000, 4)), np.tile(np.arange(4), (2000, 1))], -1)
+    bands = bands.astype(np.uint64)
+    seen: set[tuple[int, int]] = set()
+    expected = []
+    for document in bands:
+        records = {(int(h), int(b)) for h, b in document}
+        expected.append(not (records & seen))
+        seen |= records
+    assert 0 < sum(expected) < len(expected)
+    for budget in (4096, 1 << 20):
+        assert _kept(tmp_path, bands, budget).tolist() == expected
+
+
+def test_prepare_near_records_its_parameters_and_keeps_them(tmp_path: Path) -> None:
+    documents = _planted_corpus(seed=11)
+    first = tmp_path / "a.jsonl"
+    first.write_text("".join(json.dumps({"text": d}) + "\n" for d in documents))
+    out = tmp_path / "out"
+    result = prepare([first], out, tokenizer="char", dedup="near", near_bands=20, progress=False)
+    exact = prepare([first], tmp_path / "exact", tokenizer="char", progress=False)
+    assert result.duplicates > exact.duplicates > 0
+    metadata = json.loads((out / "dataset_metadata.json").read_text())
+    options = metadata["options"]
+    assert options["dedup"] == "near"
+    assert options["near_dedup"] == {"ngram": 5, "bands": 20, "rows": 8, "seed": 0}
+    second = tmp_path / "b.jsonl"
+    second.write_text(json.dumps({"text": documents[0] + " and a little more"}) + "\n")
+    with pytest.raises(ConfigError):
+        prepare([first, second], out, tokenizer="char", dedup="near", progress=False)
+    again = prepare(
+        [first, second], out, tokenizer="char", dedup="near", near_bands=20, progress=False
+    )
+    assert again.duplicates == 1  # its near-duplicate was prepared by the first run
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"dedup": "fuzzy"}, {"dedup": "near", "near_rows": 0}, {"dedup": 1}]
+)
+def test_bad_dedup_options_are_refused(tmp_path: Path, kwargs: dict) -> None:
+    (tmp_path / "a.txt").write_text("a document long enough to be kept\n")
+    with pytest.raises(ConfigError):
+        prepare([tmp_path / "a.txt"], tmp_path / "out", tokenizer="char", progress=False, **kwargs)
+
+
+def test_the_command_line_takes_the_mode_and_refuses_a_contradiction(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from data_io.cli import main
+
+    path = tmp_path / "a.jsonl"
+    path.write_text("".join(json.dumps({"text": d}) + "\n" for d in _planted_corpus()))
+    out = tmp_path / "out"
+    args = ["prepare", str(path), "-o", str(out), "--tokenizer", "char"]
+    assert main([*args, "--dedup", "near", "--near-rows", "6"]) == 0
+    assert "duplicate" in capsys.readouterr().out
+    options = json.loads((out / "dataset_metadata.json").read_text())["options"]
+    assert (options["dedup"], options["near_dedup"]["rows"]) == ("near", 6)
+    with pytest.raises(SystemExit):
+        main([*args, "--dedup", "near", "--no-dedup"])
+    assert "contradict" in capsys.readouterr().err
