@@ -794,9 +794,11 @@ fn prepare_batch<'py>(
                 seed,
             }))
         }
-        Some(other) => return Err(PyValueError::new_err(format!(
-            "near-dedup parameters (n-gram, bands, rows, seed) must be at least 1, got {other:?}"
-        ))),
+        Some(other) => {
+            return Err(PyValueError::new_err(format!(
+                "near-dedup n-gram, bands and rows must be at least 1, got {other:?}"
+            )))
+        }
         None => None,
     };
 
