@@ -141,7 +141,8 @@ def run_example(workdir: Path, console: Console | None = None) -> None:
 
 def _prepare_shards(shards: Path, tokenizer: Path, console: Console) -> None:
     """The other seeds' first step: raw text (the embedded FLAN inputs) into train/val shards,
-    a re-run that finds nothing to do, and the shards read by the loader as they are."""
+    a re-run that finds nothing to do, the same with near-duplicates removed, and the shards
+    read by the loader as they are."""
     from data_io.load import MemoryMappedDataset  # noqa: PLC0415  CLI start-up: `data_io example` imports each stage when it runs it
     from data_io.prepare import prepare  # noqa: PLC0415  CLI start-up: `data_io example` imports each stage when it runs it
     from data_io.prepare.summary import print_summary as print_prepare_summary  # noqa: PLC0415  CLI start-up: `data_io example` imports each stage when it runs it
@@ -153,12 +154,39 @@ def _prepare_shards(shards: Path, tokenizer: Path, console: Console) -> None:
         "val_fraction": 0.2,
         "progress": False,
     }
-    print_prepare_summary(prepare([EXAMPLE_DATA / "raw" / "FLAN"], shards, **options))
+    first = prepare([EXAMPLE_DATA / "raw" / "FLAN"], shards, **options)
+    print_prepare_summary(first)
     again = prepare([EXAMPLE_DATA / "raw" / "FLAN"], shards, **options)
     console.print(f"re-run: nothing to do = {again.nothing_to_do}")
+    # The same inputs and a page published three times with a word changed each time.
+    copies = shards.with_name("near_copies.jsonl")
+    copies.write_text(
+        "".join(
+            json.dumps({"inputs": _PAGE.replace("Tuesday", day)}) + "\n"
+            for day in ("Tuesday", "Friday", "Sunday")
+        )
+    )
+    inputs = [EXAMPLE_DATA / "raw" / "FLAN", copies]
+    exact = prepare(inputs, shards.with_name(shards.name + "_exact"), **options)
+    near = prepare(inputs, shards.with_name(shards.name + "_near"), dedup="near", **options)
+    console.print(
+        f"with a page published three times: --dedup doc drops {exact.duplicates} documents, "
+        f"--dedup near (MinHash LSH over word 5-grams) {near.duplicates}"
+    )
     train = MemoryMappedDataset(shards / "train", 65, file_pattern="*.bin")
     first = train[0]["input_ids"][:12].tolist()
     console.print(f"{len(train)} windows of 64+1 tokens in {shards / 'train'}; first ids {first}")
+
+
+# A page a crawl finds three times, a word apart (the example's near-duplicates).
+_PAGE = (
+    "The town library opens its new reading room on Tuesday. The room has forty seats, long "
+    "tables with lamps, shelves of local history and a corner for children, and it stays open "
+    "until nine in the evening on weekdays. Volunteers will show visitors the archive of old "
+    "newspapers, the maps of the valley drawn a century ago and the photographs of the first "
+    "railway station. Entry is free, and the librarians ask only that visitors leave their "
+    "umbrellas and coats at the desk by the door."
+)
 
 
 def _flat_shard_mixture(tokenized: Path, tokenizer: Path, console: Console) -> None:

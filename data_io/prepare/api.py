@@ -7,6 +7,7 @@ import hashlib
 import os
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -324,6 +325,11 @@ def plan_run(
     metadata, rolled_back = open_output(out)
     sources, skipped = expand_inputs(list(inputs), read)
     _check_output_outside(out, list(inputs), sources)
+    # The inputs' content hashes and the tokenizer's load both run without the GIL: side by
+    # side. The errors still come in their order: the tokenizer's, the options', the inputs'.
+    hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prepare-plan")
+    planned = hashing.submit(_plan_inputs, sources, metadata)
+    hashing.shutdown(wait=False)
     tok = load_tokenizer(tokenizer, eos_token, out)
     options = {
         **read.identity(),
@@ -350,7 +356,7 @@ def plan_run(
                 f"--layout {recorded_layout} to add inputs, or prepare into a new folder"
             )
         check_same_options(out, metadata, options)
-    new, known, same_as = _plan_inputs(sources, metadata)
+    new, known, same_as = planned.result()
     recorded_dtype = metadata["dtype"] if metadata else None
     growable = tok.kind == "char"
     check_dtype(dtype, tok.vocab_size, recorded_dtype, growable=growable)  # before any work
