@@ -13,7 +13,7 @@ MinHash LSH bands (``rust/prepare/near.rs``: band number, band hash), and a docu
 when any of its bands was seen in an earlier document: the first document of a group of
 near-duplicates stays.
 
-Memory: the buffer (24 bytes per record, 36 while it doubles; sorted in place, in Rust) never
+Memory: the buffer (24 bytes per record, up to 48 while it grows; sorted in place, in Rust) never
 exceeds the budget, and neither does the merge (K runs read in chunks sized budget / (80 K)). The
 accounting is exact for these arrays (``peak_bytes``); Python's own overhead is not counted.
 """
@@ -36,7 +36,8 @@ __all__ = ["DEDUP_MODES", "HashDedup", "NearDedup", "dedup_mode", "hash_texts", 
 DEDUP_MODES = ("doc", "near", "none")
 
 _RECORD = 24  # hi, lo, document number + 1: three uint64
-_SORT_FACTOR = 36  # bytes per record of capacity: the buffer while it doubles (sorted in place)
+_SORT_FACTOR = 48  # bytes per record of capacity: the old and the new buffer while it grows (the
+# last step can start from almost the capacity); it is sorted in place
 _MERGE_FACTOR = 80  # bytes per chunk record while merging (chunks, concatenation, sort)
 _MIN_BUDGET = 4096
 _FIRST_BUFFER = 1 << 16  # records

@@ -115,11 +115,8 @@ def encode_inputs(
     """
     stats, clean_stats = ReadStats(), CleanStats()
     group: list[Source] = []
-    for source in sources:
-        part = parts(source) if parts is not None else None
-        if part is None:
-            group.append(source)
-            continue
+
+    def read_group() -> None:
         if group:
             _encode_group(
                 group,
@@ -135,24 +132,17 @@ def encode_inputs(
                 clean_stats,
                 near,
             )
-            group = []
+            group.clear()
+
+    for source in sources:
+        part = parts(source) if parts is not None else None
+        if part is None:
+            group.append(source)
+            continue
+        read_group()
         part.replay(dedup, seed, val_fraction, spool, stats, clean_stats)
         bar.advance_bytes(source.size)
-    if group:
-        _encode_group(
-            group,
-            read,
-            clean,
-            tokenizer,
-            dedup,
-            seed,
-            val_fraction,
-            spool,
-            bar,
-            stats,
-            clean_stats,
-            near,
-        )
+    read_group()
     return stats, clean_stats
 
 

@@ -7,10 +7,11 @@
 //! - Words: maximal runs of alphanumeric characters, lowercased; a CJK ideograph, kana or
 //!   Hangul syllable is a word by itself (those scripts do not separate words by spaces).
 //! - Shingles: every `ngram` consecutive words (a document with fewer words is one shingle of
-//!   all of them; one without any word is its whole text), each hashed to 64 bits (xxh3).
+//!   all of them; one without any word is its whole text), each hashed to 64 bits (xxh3) and
+//!   folded to 32.
 //! - Signature: `bands * rows` values, value `i` the least of `(a_i * x + b_i) >> 32` over
-//!   the shingle hashes `x` (multiply-shift hashing; `a_i` odd and `b_i` drawn once from a
-//!   ChaCha8 generator seeded by `seed`, so signatures never change between runs).
+//!   the shingle keys `x` (multiply-shift hashing; 64-bit `a_i` odd and `b_i` drawn once from
+//!   a ChaCha8 generator seeded by `seed`, so signatures never change between runs).
 //! - Bands: `rows` consecutive values hashed to 64 bits (xxh3), kept as (hash, band number).
 //!
 //! Defaults: 5-word shingles, 14 bands of 8 rows (112 permutations): the S-curve's midpoint
@@ -64,25 +65,44 @@ impl MinHasher {
     pub fn signature(&self, text: &str) -> Vec<u32> {
         let mut signature = vec![u32::MAX; self.multipliers.len()];
         let words = word_hashes(text);
-        let mut add = |shingle: u64| {
-            for ((value, &a), &b) in signature
-                .iter_mut()
-                .zip(&self.multipliers)
-                .zip(&self.offsets)
-            {
-                *value = (*value).min((a.wrapping_mul(shingle).wrapping_add(b) >> 32) as u32);
-            }
-        };
-        if words.is_empty() {
-            add(xxh3_64(text.as_bytes()));
+        let shingles: Vec<u32> = if words.is_empty() {
+            vec![fold32(xxh3_64(text.as_bytes()))]
         } else if words.len() <= self.options.ngram {
-            add(xxh3_64(bytemuck::cast_slice(&words)));
+            vec![fold32(xxh3_64(bytemuck::cast_slice(&words)))]
         } else {
-            for window in words.windows(self.options.ngram) {
-                add(xxh3_64(bytemuck::cast_slice(window)));
+            words
+                .windows(self.options.ngram)
+                .map(|window| fold32(xxh3_64(bytemuck::cast_slice(window))))
+                .collect()
+        };
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            unsafe { self.minimise_avx2(&mut signature, &shingles) };
+            return signature;
+        }
+        self.minimise(&mut signature, &shingles);
+        signature
+    }
+
+    /// Each value `i` of `signature` lowered to the least `(a_i * x + b_i) >> 32` over the
+    /// shingles `x`: multiply-shift hashing of 32-bit keys with 64-bit `a_i, b_i` (strongly
+    /// universal), 32-bit products the vector units compute several at a time.
+    #[inline(always)]
+    fn minimise(&self, signature: &mut [u32], shingles: &[u32]) {
+        for &x in shingles {
+            let x = u64::from(x);
+            for ((value, &a), &b) in signature.iter_mut().zip(&self.multipliers).zip(&self.offsets)
+            {
+                *value = (*value).min((a.wrapping_mul(x).wrapping_add(b) >> 32) as u32);
             }
         }
-        signature
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn minimise_avx2(&self, signature: &mut [u32], shingles: &[u32]) {
+        self.minimise(signature, shingles);
     }
 
     /// `text`'s bands as records (band hash, band number), in band order: the hash first, so
@@ -95,6 +115,11 @@ impl MinHasher {
             .map(|(band, values)| [xxh3_64(bytemuck::cast_slice(values)), band as u64])
             .collect()
     }
+}
+
+/// A 64-bit hash folded to the 32-bit key of the signature's hashing.
+fn fold32(hash: u64) -> u32 {
+    (hash ^ (hash >> 32)) as u32
 }
 
 /// Each word of `text` (see the module doc) hashed to 64 bits.
