@@ -92,7 +92,10 @@ impl MinHasher {
     fn minimise(&self, signature: &mut [u32], shingles: &[u32]) {
         for &x in shingles {
             let x = u64::from(x);
-            for ((value, &a), &b) in signature.iter_mut().zip(&self.multipliers).zip(&self.offsets)
+            for ((value, &a), &b) in signature
+                .iter_mut()
+                .zip(&self.multipliers)
+                .zip(&self.offsets)
             {
                 *value = (*value).min((a.wrapping_mul(x).wrapping_add(b) >> 32) as u32);
             }
