@@ -9,9 +9,10 @@
 #   corpus.tar.xz   work/race/corpus (the race's 60 MB main and 10 MB CJK rows, corpus.json)
 #   qwen.json.xz    Qwen's tokenizer.json (python -m data_io.tokenizer.vocabularies qwen)
 # (xz, unpacked with Python's own modules: the machine may have no zstd.)
-#   wheels/         gigatoken and awkward for the machine's Python (3.12)
+#   wheels/         gigatoken, awkward and orjson for the machine's Python (3.12)
 # The extension (data_io/_core.abi3.so) is carried as it is built here (abi3: any Python >=
-# 3.11). Writes race.md, race.json, memory.md and the logs to $OUT (default ./device_out).
+# 3.11). Writes race.md, race.json, memory.md and the logs to $OUT (default ./device_out);
+# with PREPARE=1, prepare.md (benchmarks/prepare.py) instead.
 set -uo pipefail
 
 if [ "${1:-}" = "--pack" ]; then
@@ -22,7 +23,7 @@ if [ "${1:-}" = "--pack" ]; then
     xz -T0 -6 -c "$HOME/.cache/data_io/vocab/qwen/tokenizer.json" >"$dir/qwen.json.xz"
     python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
         --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
-        --platform manylinux2014_x86_64 -d "$dir/wheels" gigatoken==0.10.0 awkward==2.14.0 \
+        --platform manylinux2014_x86_64 -d "$dir/wheels" gigatoken==0.10.0 awkward==2.14.0 orjson \
         awkward-cpp==57
     du -sh "$dir"
     exit 0
@@ -56,6 +57,16 @@ PY
     python3 -c "import data_io._core, gigatoken, tokenizers; print(tokenizers.__version__)"
     cat /sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/mm/transparent_hugepage/shmem_enabled
 } >"$OUT/machine.txt" 2>&1
+
+# PREPARE=1: prepare's figures instead (benchmarks/prepare.py on the main slice's responses,
+# Qwen's vocabulary, no datatrove: it is not installed there).
+if [ -n "${PREPARE:-}" ]; then
+    python3 -m benchmarks.prepare --corpus "$WORK/race/corpus/main/rows" --text-field response \
+        --tokenizers qwen --threads "$THREADS" --no-datatrove --dedup-modes doc,near \
+        --workdir "$WORK/prepare" >"$OUT/prepare.md" 2>"$OUT/prepare.log"
+    tail -n 30 "$OUT/prepare.md" "$OUT/prepare.log"
+    exit 0
+fi
 
 # The oracle (tokenizers) runs once per slice, at the first thread count, for the ids.
 python3 -m benchmarks.tokenize --race --mb 60 --cjk-mb 10 --threads "$THREADS" \

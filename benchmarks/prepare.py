@@ -122,12 +122,20 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def child_prepare(corpus: Path, out: Path, dedup: str, memory: str, tokenizer: str) -> dict:
+def child_prepare(
+    corpus: Path, out: Path, dedup: str, memory: str, tokenizer: str, field: str
+) -> dict:
     from data_io.prepare import prepare
 
     started, cpu = time.perf_counter(), time.process_time()
     result = prepare(
-        [corpus], out, tokenizer=tokenizer, dedup=dedup, dedup_memory=memory, progress=False
+        [corpus],
+        out,
+        tokenizer=tokenizer,
+        dedup=dedup,
+        dedup_memory=memory,
+        text_field=field,
+        progress=False,
     )
     seconds = time.perf_counter() - started
     return {
@@ -143,7 +151,7 @@ def child_prepare(corpus: Path, out: Path, dedup: str, memory: str, tokenizer: s
     }
 
 
-def _prepared_batches(corpus: Path) -> tuple[list[list[str]], int]:
+def _prepared_batches(corpus: Path, field: str) -> tuple[list[list[str]], int]:
     """prepare's documents in prepare's batches (read, cleaned; untimed) and the input size."""
     from data_io import _core
     from data_io.formats.raw_text import ReadOptions, ReadStats, expand_inputs
@@ -154,7 +162,7 @@ def _prepared_batches(corpus: Path) -> tuple[list[list[str]], int]:
         def describe(self, _name: str) -> None: ...
         def advance_bytes(self, _n: int) -> None: ...
 
-    read, clean = ReadOptions(), CleanOptions()
+    read, clean = ReadOptions(text_field=field), CleanOptions()
     sources, _ = expand_inputs([corpus], read)
     reader = DocumentReader(read, ReadStats(), _Quiet())  # type: ignore[arg-type]
     batches = []
@@ -173,12 +181,12 @@ def _prepared_batches(corpus: Path) -> tuple[list[list[str]], int]:
     return batches, sum(s.size for s in sources)
 
 
-def child_encoder(corpus: Path, tokenizer: str) -> dict:
+def child_encoder(corpus: Path, tokenizer: str, field: str) -> dict:
     """data_io's encoder alone over prepare's documents, in prepare's batches, first pass (the
     encoder loaded untimed): the speed prepare's encoding step could reach by itself."""
     from data_io.tokenizer.encoder import TextEncoder
 
-    batches, size = _prepared_batches(corpus)
+    batches, size = _prepared_batches(corpus, field)
     encoder = TextEncoder(tokenizer)
     eos = encoder.eos_id_for(EOS)
     encoder.vocab_size  # noqa: B018  (loads the encoder before the clock starts)
@@ -266,6 +274,7 @@ def main() -> None:
     parser.add_argument("--dedup-memory", default="8MB", help="budget of the dedup runs")
     parser.add_argument("--no-datatrove", action="store_true", help="leave datatrove out")
     parser.add_argument("--dedup-modes", default="none,doc,near", help="prepare's rows")
+    parser.add_argument("--text-field", default="text", help="the JSONL field of the text")
     parser.add_argument("--setup-datatrove", action="store_true", help="make its venv and exit")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -276,9 +285,11 @@ def main() -> None:
         spec = json.loads(args.child)
         corpus, out = Path(spec["corpus"]), Path(spec["out"])
         if spec["kind"] == "encoder":
-            report = child_encoder(corpus, spec["tokenizer"])
+            report = child_encoder(corpus, spec["tokenizer"], spec["field"])
         else:
-            report = child_prepare(corpus, out, spec["dedup"], spec["memory"], spec["tokenizer"])
+            report = child_prepare(
+                corpus, out, spec["dedup"], spec["memory"], spec["tokenizer"], spec["field"]
+            )
         print(json.dumps(report))
         return
     corpus = _corpus(args)
@@ -298,7 +309,7 @@ def main() -> None:
     for threads in [int(t) for t in args.threads.split(",")]:
         for vocabulary in args.tokenizers.split(","):
             path = TOKENIZERS[vocabulary]
-            base = {"tokenizer": str(path), "memory": args.dedup_memory}
+            base = {"tokenizer": str(path), "memory": args.dedup_memory, "field": args.text_field}
             measure("data_io encoder alone", threads, vocabulary, _child, "encoder", threads,
                     corpus, out, base)  # fmt: skip
             for dedup in args.dedup_modes.split(","):
