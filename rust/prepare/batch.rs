@@ -46,50 +46,61 @@ pub fn prepare<'a, E: From<Error> + Send>(
     near: Option<&MinHasher>,
     mut resolve: impl FnMut(&str, &Entry) -> Result<String, E>,
 ) -> Result<Prepared<'a>, E> {
-    let rows: Vec<_> = docs
+    // One pass per document while its text is in cache: read, clean, hash (and band). A row
+    // only Python reads waits for the serial pass below, in order.
+    let finish = |text: Cow<'a, str>| -> Cleaned<'a> {
+        let chars = char_count(&text);
+        let mut stats = CleanStats::default();
+        let kept = match text {
+            Cow::Borrowed(text) => clean(text, clean_options, &mut stats),
+            Cow::Owned(text) => {
+                // An unchanged text keeps its own string (no copy); a changed one is new.
+                let changed = clean(&text, clean_options, &mut stats).map(|kept| match kept {
+                    Cow::Borrowed(_) => None,
+                    Cow::Owned(changed) => Some(changed),
+                });
+                changed.map(|changed| Cow::Owned(changed.unwrap_or(text)))
+            }
+        };
+        let hashed = kept.map(|text| {
+            let digest = hash(&text);
+            let bands = near
+                .map(|hasher| hasher.band_hashes(&text))
+                .unwrap_or_default();
+            (text, digest, bands)
+        });
+        (chars, hashed, stats)
+    };
+    let rows: Vec<Result<(Step<'a>, u64), Error>> = docs
         .entries
         .par_iter()
-        .map(|entry| read(docs, entry, read_options))
+        .map(|entry| {
+            let read = read(docs, entry, read_options)?;
+            let step = match read.row {
+                Row::Text(text) => Step::Done(finish(text)),
+                Row::Deferred(line) => Step::Deferred(line),
+            };
+            Ok((step, read.invalid_lines))
+        })
         .collect();
-    let mut counts = ReadCounts {
+    let counts = ReadCounts {
         documents: docs.entries.len() as u64,
         ..ReadCounts::default()
     };
-    let mut texts = Vec::with_capacity(rows.len());
+    let mut cleaned = Vec::with_capacity(rows.len());
+    let mut invalid_utf8_lines = 0;
     for (row, entry) in rows.into_iter().zip(&docs.entries) {
-        let read = row?;
-        counts.invalid_utf8_lines += read.invalid_lines;
-        texts.push(match read.row {
-            Row::Text(text) => text,
-            Row::Deferred(line) => Cow::Owned(resolve(&line, entry)?),
+        let (step, invalid) = row?;
+        invalid_utf8_lines += invalid;
+        cleaned.push(match step {
+            Step::Done(done) => done,
+            Step::Deferred(line) => finish(Cow::Owned(resolve(&line, entry)?)),
         });
     }
-    let cleaned: Vec<Cleaned<'a>> = texts
-        .into_par_iter()
-        .map(|text| {
-            let chars = char_count(&text);
-            let mut stats = CleanStats::default();
-            let kept = match text {
-                Cow::Borrowed(text) => clean(text, clean_options, &mut stats),
-                Cow::Owned(text) => {
-                    // An unchanged text keeps its own string (no copy); a changed one is new.
-                    let changed = clean(&text, clean_options, &mut stats).map(|kept| match kept {
-                        Cow::Borrowed(_) => None,
-                        Cow::Owned(changed) => Some(changed),
-                    });
-                    changed.map(|changed| Cow::Owned(changed.unwrap_or(text)))
-                }
-            };
-            let hashed = kept.map(|text| {
-                let digest = hash(&text);
-                let bands = near
-                    .map(|hasher| hasher.band_hashes(&text))
-                    .unwrap_or_default();
-                (text, digest, bands)
-            });
-            (chars, hashed, stats)
-        })
-        .collect();
+    let counts = ReadCounts {
+        invalid_utf8_lines,
+        ..counts
+    };
     let mut prepared = Prepared {
         kept: Vec::with_capacity(cleaned.len()),
         hashes: Vec::with_capacity(cleaned.len()),
@@ -116,6 +127,12 @@ type Cleaned<'a> = (
     Option<(Cow<'a, str>, [u64; 2], Vec<[u64; 2]>)>,
     CleanStats,
 );
+
+/// A document after the parallel pass: finished, or a row Python must read first.
+enum Step<'a> {
+    Done(Cleaned<'a>),
+    Deferred(Cow<'a, str>),
+}
 
 /// Characters in `text`: its bytes that do not continue a character.
 fn char_count(text: &str) -> u64 {
