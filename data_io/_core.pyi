@@ -140,6 +140,21 @@ def prepare_batch(
     ``near``: (n-gram, bands, rows, seed) of ``--dedup near``; the kept documents' bands come
     last, as ``(n, bands, 2)`` (band hash, band number)."""
 
+class SeenHashes:
+    """Exact de-duplication decided as documents arrive (``rust/prepare/seen.rs``): every
+    128-bit hash seen, within ``budget`` bytes."""
+
+    def __init__(self, budget: int) -> None: ...
+    def first_seen(self, hashes: NDArray[np.uint64]) -> NDArray[np.bool_] | None:
+        """Record the ``(n, 2)`` hashes in order: True for each one not seen before; None, and
+        nothing recorded, when they would not fit the budget."""
+    def sorted(self) -> NDArray[np.uint64]:
+        """Every hash, sorted, as ``(n, 2)`` uint64 (the kept-hashes file's content)."""
+    @property
+    def bytes(self) -> int:
+        """Bytes the table holds."""
+    def __len__(self) -> int: ...
+
 def sort_records(records: NDArray[np.uint64]) -> None:
     """Sort a C-contiguous ``(n, 3)`` uint64 array of de-duplication records (hash high, hash
     low, document number) in place by all three columns, on the encoder's threads."""

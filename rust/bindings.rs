@@ -880,6 +880,57 @@ fn prepare_batch<'py>(
     Ok((ids, texts, hashes, counts, bands))
 }
 
+/// Exact de-duplication decided as documents arrive (`rust/prepare/seen.rs`): every hash seen,
+/// within a budget of bytes.
+#[pyclass(module = "data_io._core", name = "SeenHashes")]
+struct SeenHashes {
+    inner: crate::prepare::seen::SeenHashes,
+}
+
+#[pymethods]
+impl SeenHashes {
+    #[new]
+    fn new(budget: usize) -> Self {
+        Self {
+            inner: crate::prepare::seen::SeenHashes::new(budget),
+        }
+    }
+
+    /// Record the `(n, 2)` hashes in order: True for each one not seen before; None, and
+    /// nothing recorded, when they would not fit the budget.
+    fn first_seen<'py>(
+        &mut self,
+        py: Python<'py>,
+        hashes: PyReadonlyArray2<'py, u64>,
+    ) -> PyResult<Option<Bound<'py, PyArray1<bool>>>> {
+        let pairs: &[[u64; 2]] = bytemuck::try_cast_slice(hashes.as_slice()?)
+            .map_err(|_| PyValueError::new_err("hashes must be (n, 2) uint64"))?;
+        Ok(self.inner.first_seen(pairs).map(|new| new.into_pyarray(py)))
+    }
+
+    /// Every hash, sorted, as `(n, 2)` uint64: the kept-hashes file's content.
+    fn sorted<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let rows = self.inner.len();
+        self.inner
+            .sorted()
+            .into_iter()
+            .flatten()
+            .collect::<Vec<u64>>()
+            .into_pyarray(py)
+            .reshape([rows, 2])
+    }
+
+    /// Bytes the table holds.
+    #[getter]
+    fn bytes(&self) -> usize {
+        self.inner.bytes()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+}
+
 /// mimalloc's `mi_option_purge_delay` (its 16th option in v2 and v3's `mimalloc.h`; the
 /// crate exports no constant for it).
 const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
@@ -928,6 +979,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(prepare_batch, m)?)?;
     m.add_function(wrap_pyfunction!(sort_records, m)?)?;
     m.add_class::<RawDocuments>()?;
+    m.add_class::<SeenHashes>()?;
     m.add_function(wrap_pyfunction!(tokenize_stale, m)?)?;
     m.add_function(wrap_pyfunction!(tokenize_unit, m)?)?;
     m.add_function(wrap_pyfunction!(train_tokenizer, m)?)?;

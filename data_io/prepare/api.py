@@ -16,10 +16,18 @@ import numpy as np
 
 from data_io.errors import ConfigError, InputError
 from data_io.formats.raw_text import INVALID_UTF8_POLICIES, ReadOptions, Source, expand_inputs
-from data_io.prepare.dedup import HashDedup, NearDedup, dedup_mode, parse_memory
+from data_io.prepare.dedup import (
+    DedupOverflow,
+    HashDedup,
+    NearDedup,
+    OnlineDedup,
+    dedup_mode,
+    parse_memory,
+)
 from data_io.prepare.normalize import CleanOptions, CleanStats
 from data_io.prepare.parts import parts_lookup
 from data_io.prepare.pipeline import (
+    ShardSink,
     Spool,
     check_dtype,
     check_threads,
@@ -210,21 +218,23 @@ def prepare(
             return part
 
     if new:
+        sources = [s for s, _ in new]
+        # Straight to the shards when nothing is left to decide after pass 1: no dedup, or
+        # exact duplicates decided as they arrive while their hashes fit the budget (a run
+        # whose hashes outgrow it is rolled back and goes again with sorted runs).
+        direct = (
+            plan.tok.kind != "char"
+            and lookup is None
+            and plan.options["dedup"] in (True, False)
+            and OnlineDedup.fits(sum(s.size for s in sources), plan.budget)
+        )
         with encoder_threads(threads):
-            _run(
-                out,
-                metadata,
-                [s for s, _ in new],
-                [e for _, e in new],
-                plan.read,
-                plan.clean,
-                plan.tok,
-                plan.options,
-                plan.budget,
-                progress,
-                result,
-                lookup,
-            )
+            try:
+                _run(out, metadata, sources, [e for _, e in new], plan, progress, result, lookup,
+                     direct)  # fmt: skip
+            except DedupOverflow:
+                _run(out, metadata, sources, [e for _, e in new], plan, progress, result, lookup,
+                     direct=False)  # fmt: skip
     elif metadata is not None:
         result.dtype, result.vocab_size = metadata["dtype"], metadata["vocab_size"]
         result.eos_id = metadata["eos_id"]
@@ -508,28 +518,41 @@ def _run(
     metadata: dict[str, Any] | None,
     sources: list[Source],
     entries: list[dict[str, Any]],
-    read: ReadOptions,
-    clean: CleanOptions,
-    tok: PrepTokenizer,
-    options: dict[str, Any],
-    budget: int,
+    plan: RunPlan,
     progress: bool | None,
     result: PrepareResult,
     parts: Callable[[Source], Any] | None = None,
+    direct: bool = False,
 ) -> None:
-    """One run over the new sources; on any failure the folder is rolled back."""
+    """One run over the new sources; on any failure the folder is rolled back.
+
+    ``direct``: pass 1 writes the shards itself (``ShardSink``), exact duplicates dropped as
+    they arrive (``OnlineDedup``; ``DedupOverflow`` when its hashes outgrow the budget). Else
+    pass 1 spools the tokens, and pass 2 copies the documents the dedup keeps."""
+    tok, options, budget = plan.tok, plan.options, plan.budget
     run = len(metadata["runs"]) if metadata else 0
     work = begin_run(out, run)
     writers: dict[str, ShardWriter] = {}
+    hashes = metadata.get("dedup_hashes") if metadata else None
+    prior = out / STATE_DIR / hashes if hashes else None
     try:
-        spool = Spool(work)
-        dedup = HashDedup(work, budget) if options["dedup"] else None
+        online = None
+        if direct:
+            writers = _writers(out, metadata, options, tok)
+            spool: Spool | ShardSink = ShardSink(writers)
+            if options["dedup"]:
+                online = OnlineDedup(budget)
+                if prior is not None:
+                    online.load_prior(prior)
+        else:
+            spool = Spool(work)
+        dedup = HashDedup(work, budget) if options["dedup"] and not direct else None
         bar = ProgressBar(sum(s.size for s in sources), progress)
         try:
             read_stats, clean_stats = encode_inputs(
                 sources,
-                read,
-                clean,
+                plan.read,
+                plan.clean,
                 tok,
                 dedup,
                 options["seed"],
@@ -538,6 +561,7 @@ def _run(
                 bar,
                 parts,
                 NearDedup(**options["near_dedup"]) if "near_dedup" in options else None,
+                online,
             )
         finally:
             spool.close()
@@ -545,32 +569,23 @@ def _run(
         if spool.documents == 0 and metadata is None:
             raise InputError(_nothing_left(read_stats.documents, clean_stats))
         tok.finish()
-        dtype = check_dtype(
-            options["dtype"],
-            tok.vocab_size,
-            metadata and metadata["dtype"],
-            growable=tok.kind == "char",
-        )
-        hashes = metadata.get("dedup_hashes") if metadata else None
-        keep = None
-        if dedup is not None and spool.documents:
-            prior = out / STATE_DIR / hashes if hashes else None
+        if online is not None:
             hashes = f"hashes_{run:05d}.u64"
-            keep, result.duplicates = dedup.keep_mask(
-                spool.documents, prior, out / STATE_DIR / hashes
-            )
-            result.dedup_peak_bytes, result.dedup_runs = dedup.peak_bytes, dedup.spilled
-        writers = {
-            s: ShardWriter(
-                out / s,
-                options["tokens_per_shard"],
-                dtype,
-                options["format"],
-                split_records(metadata, s),
-            )
-            for s in SPLITS
-        }
-        result.documents = write_shards(spool, keep, tok, writers)
+            online.write_kept(out / STATE_DIR / hashes)
+            result.duplicates, result.dedup_peak_bytes = online.duplicates, online.peak_bytes
+        if isinstance(spool, ShardSink):
+            result.documents = spool.per_split
+        else:
+            keep = None
+            if dedup is not None and spool.documents:
+                hashes = f"hashes_{run:05d}.u64"
+                keep, result.duplicates = dedup.keep_mask(
+                    spool.documents, prior, out / STATE_DIR / hashes
+                )
+                result.dedup_peak_bytes, result.dedup_runs = dedup.peak_bytes, dedup.spilled
+            writers = _writers(out, metadata, options, tok)
+            result.documents = write_shards(spool, keep, tok, writers)
+        dtype = next(iter(writers.values())).dtype
         records = {s: w.finish() for s, w in writers.items()}
         mypt = options.get("layout") == "mypt"
         if mypt:
@@ -609,6 +624,28 @@ def _run(
             error.add_note(str(damaged))
         raise
     end_run(out, work)
+
+
+def _writers(
+    out: Path, metadata: dict[str, Any] | None, options: dict[str, Any], tok: PrepTokenizer
+) -> dict[str, ShardWriter]:
+    """The train and val shard writers, in the dtype of the vocabulary (or of earlier runs)."""
+    dtype = check_dtype(
+        options["dtype"],
+        tok.vocab_size,
+        metadata and metadata["dtype"],
+        growable=tok.kind == "char",
+    )
+    return {
+        s: ShardWriter(
+            out / s,
+            options["tokens_per_shard"],
+            dtype,
+            options["format"],
+            split_records(metadata, s),
+        )
+        for s in SPLITS
+    }
 
 
 def _nothing_left(read: int, stats: CleanStats) -> str:

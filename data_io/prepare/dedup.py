@@ -31,7 +31,16 @@ from numpy.typing import NDArray
 from data_io import _core
 from data_io.errors import ConfigError
 
-__all__ = ["DEDUP_MODES", "HashDedup", "NearDedup", "dedup_mode", "hash_texts", "parse_memory"]
+__all__ = [
+    "DEDUP_MODES",
+    "DedupOverflow",
+    "HashDedup",
+    "NearDedup",
+    "OnlineDedup",
+    "dedup_mode",
+    "hash_texts",
+    "parse_memory",
+]
 
 DEDUP_MODES = ("doc", "near", "none")
 
@@ -113,6 +122,60 @@ def hash_texts(texts: list[str]) -> NDArray[np.uint64]:
     ``hashlib.blake2b(text.encode(), digest_size=16)``, computed in Rust on the encoder's
     threads (``rust/prepare/hash.rs``; tests hold it to hashlib)."""
     return _core.hash_texts(texts)
+
+
+class DedupOverflow(Exception):
+    """The hashes outgrew ``OnlineDedup``'s budget: the run goes again with sorted runs."""
+
+
+# Bytes per document the online set takes (hash, control byte, the table's spare slots), and
+# the document size assumed when choosing it: a run tries it when the inputs' documents would
+# fit at that size, and starts again with the sorted runs if they do not.
+ONLINE_BYTES_PER_DOCUMENT = 40
+ONLINE_ASSUMED_DOCUMENT_BYTES = 128
+_PRIOR_ROWS = 1 << 20
+
+
+class OnlineDedup:
+    """Exact duplicates decided as documents arrive (``rust/prepare/seen.rs``): a document is
+    kept when its hash is new among the earlier runs' and this run's. The same decisions as
+    ``HashDedup``, without a spool: its tokens go straight to the shards."""
+
+    def __init__(self, budget: int) -> None:
+        self._seen = _core.SeenHashes(budget)
+        self.duplicates = 0
+        self.peak_bytes = 0
+
+    @staticmethod
+    def fits(input_bytes: int, budget: int) -> bool:
+        """Whether the documents of ``input_bytes`` of text would likely fit ``budget``."""
+        documents = input_bytes // ONLINE_ASSUMED_DOCUMENT_BYTES + 1
+        return documents * ONLINE_BYTES_PER_DOCUMENT <= budget
+
+    def load_prior(self, prior: Path) -> None:
+        """The hashes kept by earlier runs (a sorted raw (n, 2) uint64 file)."""
+        hashes = np.memmap(prior, dtype=np.uint64, mode="r").reshape(-1, 2)
+        for start in range(0, len(hashes), _PRIOR_ROWS):
+            self._record(np.ascontiguousarray(hashes[start : start + _PRIOR_ROWS]))
+
+    def keep(self, hashes: NDArray[np.uint64]) -> NDArray[np.bool_]:
+        """Which of these documents (in order) are new; the others are counted duplicates."""
+        new = self._record(np.ascontiguousarray(hashes, dtype=np.uint64))
+        self.duplicates += len(new) - int(np.count_nonzero(new))
+        return new
+
+    def _record(self, hashes: NDArray[np.uint64]) -> NDArray[np.bool_]:
+        new = self._seen.first_seen(hashes)
+        if new is None:
+            raise DedupOverflow
+        self.peak_bytes = max(self.peak_bytes, self._seen.bytes)
+        return new
+
+    def write_kept(self, path: Path) -> None:
+        """Every hash seen, sorted: the kept-hashes file ``HashDedup.keep_mask`` also writes."""
+        temporary = path.with_name(path.name + ".tmp")
+        self._seen.sorted().tofile(temporary)
+        os.replace(temporary, path)
 
 
 class HashDedup:

@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from data_io import _core
 from data_io.errors import ConfigError, InputError
 from data_io.formats.raw_text import ReadOptions, ReadStats, Source
-from data_io.prepare.dedup import HashDedup, NearDedup
+from data_io.prepare.dedup import HashDedup, NearDedup, OnlineDedup
 from data_io.prepare.normalize import CleanOptions, CleanStats
 from data_io.prepare.progress import ProgressBar
 from data_io.prepare.reading import DocumentReader
@@ -32,6 +32,7 @@ from data_io.prepare.split import is_val
 from data_io.prepare.tokenizers import PrepTokenizer
 
 __all__ = [
+    "ShardSink",
     "Spool",
     "check_dtype",
     "check_threads",
@@ -92,6 +93,40 @@ class Spool:
         return load("tokens", np.uint32), load("lengths", np.int64), load("val", np.bool_)
 
 
+class ShardSink:
+    """Where pass 1 puts documents when nothing is left to decide after it (no de-duplication,
+    or duplicates decided as they arrive): straight into the train and val shard writers, in
+    order, so no token is spooled and copied again. The spool's interface."""
+
+    def __init__(self, writers: dict[str, Any]) -> None:
+        self.writers = writers
+        self.documents = 0
+        self.tokens = 0
+        self.per_split = {"train": 0, "val": 0}
+
+    def append(
+        self,
+        ids: NDArray[np.uint32],
+        offsets: NDArray[np.int64],
+        val: NDArray[Any],
+        hashes: NDArray[np.uint64] | None = None,
+    ) -> None:
+        lengths = np.diff(offsets)
+        in_val = val.astype(np.bool_)
+        for split, chosen in (("train", ~in_val), ("val", in_val)):
+            count = int(np.count_nonzero(chosen))
+            if count == len(chosen):
+                self.writers[split].add(ids)
+            elif count:
+                self.writers[split].add(ids[np.repeat(chosen, lengths)])
+            self.per_split[split] += count
+        self.documents += len(lengths)
+        self.tokens += len(ids)
+
+    def close(self) -> None:
+        pass
+
+
 def encode_inputs(
     sources: list[Source],
     read: ReadOptions,
@@ -104,10 +139,13 @@ def encode_inputs(
     bar: ProgressBar,
     parts: Callable[[Source], Any] | None = None,
     near: NearDedup | None = None,
+    online: OnlineDedup | None = None,
 ) -> tuple[ReadStats, CleanStats]:
-    """Pass 1: read, clean, hash and encode every document of ``sources`` into ``spool``.
+    """Pass 1: read, clean, hash and encode every document of ``sources`` into ``spool`` (a
+    ``Spool``, or a ``ShardSink``).
 
     ``near``: de-duplicate by the documents' MinHash bands (``--dedup near``), not their hashes.
+    ``online``: drop exact duplicates here, as they arrive (``dedup`` is then None).
 
     ``parts``: for a source, the part a ``scale`` unit already encoded (``prepare.parts``) or
     None; a source with a part is replayed from it, in its place among the others, so that the
@@ -131,6 +169,7 @@ def encode_inputs(
                 stats,
                 clean_stats,
                 near,
+                online,
             )
             group.clear()
 
@@ -159,6 +198,7 @@ def _encode_group(
     stats: ReadStats,
     clean_stats: CleanStats,
     near: NearDedup | None,
+    online: OnlineDedup | None,
 ) -> None:
     """Pass 1 over consecutive sources read here; the spool holds all of them at the end.
 
@@ -192,6 +232,8 @@ def _encode_group(
         stats.text_chars += counts["text_chars"]
         stats.invalid_utf8_lines += counts["invalid_utf8_lines"]
         clean_stats.add(_clean_counts(counts))
+        if online is not None:
+            ids, offsets, hashes = _kept_only(online.keep(hashes), ids, offsets, hashes)
         if len(hashes) == 0:
             return
         if dedup is not None:
@@ -219,6 +261,21 @@ def _encode_group(
 _Prepared = tuple[
     NDArray[np.uint32], NDArray[np.int64], NDArray[np.uint64], dict[str, int], NDArray[Any] | None
 ]
+
+
+def _kept_only(
+    keep: NDArray[np.bool_],
+    ids: NDArray[np.uint32],
+    offsets: NDArray[np.int64],
+    hashes: NDArray[np.uint64],
+) -> tuple[NDArray[np.uint32], NDArray[np.int64], NDArray[np.uint64]]:
+    """The batch's documents where ``keep``: their ids, offsets and hashes."""
+    if keep.all():
+        return ids, offsets, hashes
+    lengths = np.diff(offsets)
+    kept = np.zeros(int(np.count_nonzero(keep)) + 1, dtype=np.int64)
+    np.cumsum(lengths[keep], out=kept[1:])
+    return ids[np.repeat(keep, lengths)], kept, hashes[keep]
 
 
 def _clean_counts(counts: dict[str, int]) -> CleanStats:

@@ -7,6 +7,7 @@
 //! - `clean.rs`: normalisation and filtering of documents, as `data_io/prepare/normalize.py`;
 //! - `hash.rs`: the documents' 128-bit BLAKE2b, as `data_io/prepare/dedup.py`'s `hash_texts`;
 //! - `near.rs`: MinHash signatures and LSH bands for `--dedup near`;
+//! - `seen.rs`: exact duplicates decided as documents arrive, while their hashes fit the budget;
 //! - `batch.rs`: a batch read, cleaned and hashed on the encoder's threads.
 
 pub mod batch;
@@ -14,4 +15,5 @@ pub mod clean;
 pub mod hash;
 pub mod near;
 pub mod rows;
+pub mod seen;
 pub mod split;

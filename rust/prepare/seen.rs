@@ -1,0 +1,134 @@
+//! Exact de-duplication decided as documents arrive: the set of every 128-bit document hash
+//! seen (the earlier runs' and this run's), while it fits the memory budget. A document is
+//! kept when its hash is new, which is the decision the sorted runs of
+//! `data_io/prepare/dedup.py` reach after the whole run (the first occurrence is kept), without
+//! writing every token to a spool and copying it again. When the set would outgrow the budget
+//! the caller goes back to the sorted runs.
+
+use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// The hashes are uniformly random already: the table takes their low bits as they are.
+#[derive(Default)]
+pub struct TakeLowBits(u64);
+
+impl Hasher for TakeLowBits {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u128` is used; any other input is folded in, for completeness.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u128(&mut self, value: u128) {
+        self.0 = value as u64 ^ (value >> 64) as u64;
+    }
+}
+
+/// Bytes per slot of the table: the hash and hashbrown's control byte.
+const SLOT_BYTES: usize = 17;
+
+/// The buckets of a hashbrown table of `capacity` (its capacity is 7/8 of its buckets from 8 on).
+fn buckets(capacity: usize) -> usize {
+    match capacity {
+        0 => 0,
+        1..=7 => (capacity + 1).next_power_of_two(),
+        _ => capacity * 8 / 7,
+    }
+}
+
+/// Every hash seen, within `budget` bytes.
+pub struct SeenHashes {
+    set: HashSet<u128, BuildHasherDefault<TakeLowBits>>,
+    budget: usize,
+}
+
+impl SeenHashes {
+    pub fn new(budget: usize) -> Self {
+        Self {
+            set: HashSet::default(),
+            budget,
+        }
+    }
+
+    /// Bytes the table holds now.
+    pub fn bytes(&self) -> usize {
+        buckets(self.set.capacity()) * SLOT_BYTES
+    }
+
+    pub fn len(&self) -> usize {
+        self.set.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.set.is_empty()
+    }
+
+    /// Whether `more` hashes could be added without the table outgrowing the budget (a
+    /// growing table briefly holds its old and its new slots).
+    pub fn has_room_for(&self, more: usize) -> bool {
+        let wanted = self.set.len() + more;
+        if wanted <= self.set.capacity() {
+            return true;
+        }
+        // hashbrown keeps 7/8 of a power-of-two number of buckets usable.
+        let grown = (wanted * 8 / 7 + 1).next_power_of_two();
+        (grown + buckets(self.set.capacity())) * SLOT_BYTES <= self.budget
+    }
+
+    /// Record `hashes` (high, low) in order; true for each one not seen before (the first of
+    /// several equal ones in `hashes` too). `None`, and nothing recorded, when they do not fit.
+    pub fn first_seen(&mut self, hashes: &[[u64; 2]]) -> Option<Vec<bool>> {
+        if !self.has_room_for(hashes.len()) {
+            return None;
+        }
+        self.set.reserve(hashes.len());
+        Some(
+            hashes
+                .iter()
+                .map(|&[high, low]| self.set.insert(u128::from(high) << 64 | u128::from(low)))
+                .collect(),
+        )
+    }
+
+    /// Every hash, sorted as (high, low) pairs: the format of the kept-hashes file.
+    pub fn sorted(&self) -> Vec<[u64; 2]> {
+        let mut all: Vec<u128> = self.set.iter().copied().collect();
+        all.sort_unstable();
+        all.into_iter()
+            .map(|value| [(value >> 64) as u64, value as u64])
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_of_each_hash_is_new_and_the_rest_are_not() {
+        let mut seen = SeenHashes::new(1 << 20);
+        assert_eq!(
+            seen.first_seen(&[[1, 2], [1, 3], [1, 2]]),
+            Some(vec![true, true, false])
+        );
+        assert_eq!(seen.first_seen(&[[1, 3], [0, 9]]), Some(vec![false, true]));
+        assert_eq!(seen.sorted(), vec![[0, 9], [1, 2], [1, 3]]);
+        assert!(seen.bytes() <= 1 << 20);
+    }
+
+    #[test]
+    fn hashes_past_the_budget_are_refused_whole() {
+        let mut seen = SeenHashes::new(4096);
+        let many: Vec<[u64; 2]> = (0..1000).map(|i| [i, i]).collect();
+        assert_eq!(seen.first_seen(&many), None);
+        assert!(seen.is_empty());
+        let few: Vec<[u64; 2]> = (0..50).map(|i| [i, i]).collect();
+        assert!(seen.first_seen(&few).is_some());
+        assert!(seen.bytes() <= 4096, "{}", seen.bytes());
+    }
+}
