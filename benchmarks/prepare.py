@@ -271,9 +271,13 @@ def main() -> None:
     parser.add_argument("--tokenizers", default="bpe,qwen", help=f"of {', '.join(TOKENIZERS)}")
     parser.add_argument("--threads", default=f"1,{os.cpu_count() or 1}")
     parser.add_argument("--workdir", type=Path, default=ROOT / "work" / "bench_prepare")
-    parser.add_argument("--dedup-memory", default="8MB", help="budget of the dedup runs")
+    parser.add_argument("--dedup-memory", default="1GB", help="dedup budget (prepare's default)")
     parser.add_argument("--no-datatrove", action="store_true", help="leave datatrove out")
-    parser.add_argument("--dedup-modes", default="none,doc,near", help="prepare's rows")
+    parser.add_argument(
+        "--dedup-modes",
+        default="none,doc,doc@8MB,near,near@8MB",
+        help="prepare's rows: MODE or MODE@BUDGET (a budget the hashes outgrow: sorted runs)",
+    )
     parser.add_argument("--text-field", default="text", help="the JSONL field of the text")
     parser.add_argument("--setup-datatrove", action="store_true", help="make its venv and exit")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -312,10 +316,13 @@ def main() -> None:
             base = {"tokenizer": str(path), "memory": args.dedup_memory, "field": args.text_field}
             measure("data_io encoder alone", threads, vocabulary, _child, "encoder", threads,
                     corpus, out, base)  # fmt: skip
-            for dedup in args.dedup_modes.split(","):
+            for choice in args.dedup_modes.split(","):
+                dedup, _, memory = choice.partition("@")
                 name = "prepare, no dedup" if dedup == "none" else f"prepare, dedup {dedup}"
+                name += f", {memory} budget" if memory else ""
+                run = {**base, "memory": memory or args.dedup_memory}
                 measure(f"data_io {name}", threads, vocabulary, _child, "prepare", threads,
-                        corpus, out, {**base, "dedup": dedup})  # fmt: skip
+                        corpus, out, {**run, "dedup": dedup})  # fmt: skip
             if datatrove:
                 measure("datatrove DocumentTokenizer", threads, vocabulary, _datatrove, threads,
                         corpus, out, path)  # fmt: skip
