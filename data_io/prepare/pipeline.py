@@ -1,11 +1,17 @@
-"""``prepare``: raw text to flat token shards, in two passes over bounded memory.
+"""``prepare``: raw text to flat token shards, over bounded memory.
 
-Pass 1 reads the new inputs in order, in batches: normalise and filter, hash each document
-(de-duplication and the split), then encode the batch in a background thread while the next
-batch is read (the encoder releases the GIL), and append its tokens to a spool file in the run's
-work folder. Between the passes the de-duplication decides which documents to keep. Pass 2 copies
-the kept documents' tokens, in order, into the train and val shard writers. The output depends
-only on the inputs and the options, never on the number of threads.
+Pass 1 reads the new inputs in order, in batches (``reading.py``) and hands each batch to Rust
+(``_core.prepare_batch``: read, normalise, filter, hash, encode, on the encoder's threads) in a
+background thread while the next batch is read. Then, one of two ways:
+
+- a ``ShardSink``: with no de-duplication, or exact duplicates decided as they arrive
+  (``OnlineDedup``), pass 1 writes the kept documents straight into the shard writers;
+- a ``Spool``: pass 1 appends every document's tokens to a spool file in the run's work folder,
+  the de-duplication (sorted runs in a budget, or near-duplicate bands) decides which to keep,
+  and pass 2 copies the kept documents' tokens, in order, into the shard writers.
+
+The output depends only on the inputs and the options, never on the number of threads or the
+way taken.
 """
 
 from __future__ import annotations
