@@ -252,6 +252,12 @@ def setup_datatrove() -> None:
     subprocess.run([*pip, f"datatrove=={DATATROVE_VERSION}", "tokenizers", "orjson"], check=True)
 
 
+def print_saved(path: Path) -> None:
+    """The table of a finished run, from its results.json:
+    ``python -c "from benchmarks.prepare import print_saved; print_saved(...)"``."""
+    _table(json.loads(Path(path).read_text()))
+
+
 def _corpus(args: argparse.Namespace) -> Path:
     if args.corpus == "txt":
         return build_corpus(args.workdir, args.mb)
@@ -361,7 +367,7 @@ def _table(rows: list[dict]) -> None:
             f"{per_core(r) / per_core(datatrove):.1f}×" if prepare and datatrove else "—"
         )
         notes = f"{r['text_bytes'] / 2**20:.0f} MB, {r['tokens']:,} tokens"
-        if r.get("dedup_runs"):
+        if r.get("duplicates"):
             notes += (
                 f"; {r['duplicates']:,} duplicates; dedup peak "
                 f"{r['dedup_peak_bytes'] / 2**20:.1f} MB, {r['dedup_runs']} runs spilled"
