@@ -5,9 +5,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -337,9 +338,12 @@ def plan_run(
     _check_output_outside(out, list(inputs), sources)
     # The inputs' content hashes and the tokenizer's load both run without the GIL: side by
     # side. The errors still come in their order: the tokenizer's, the options', the inputs'.
-    hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prepare-plan")
-    planned = hashing.submit(_plan_inputs, sources, metadata)
-    hashing.shutdown(wait=False)
+    # A daemon thread: an error before its result is wanted does not wait for every input's
+    # hash at exit.
+    planned: Future[Any] = Future()
+    threading.Thread(
+        target=_resolve, args=(planned, _plan_inputs, sources, metadata), daemon=True
+    ).start()
     tok = load_tokenizer(tokenizer, eos_token, out)
     options = {
         **read.identity(),
@@ -373,6 +377,14 @@ def plan_run(
     return RunPlan(
         out, metadata, rolled_back, read, clean, tok, options, budget, new, known, skipped, same_as
     )
+
+
+def _resolve(future: Future[Any], work: Callable[..., Any], *args: Any) -> None:
+    """``future`` given ``work(*args)``'s result or exception (run in a thread)."""
+    try:
+        future.set_result(work(*args))
+    except BaseException as error:  # handed to the waiting thread, which raises it
+        future.set_exception(error)
 
 
 def _mypt_shards(dtype: str, format: str) -> tuple[str, str]:

@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from data_io import _core
-from data_io.errors import ConfigError, InputError
+from data_io.errors import ConfigError
 from data_io.formats.raw_text import ReadOptions, ReadStats, Source
 from data_io.prepare.dedup import HashDedup, NearDedup, OnlineDedup
 from data_io.prepare.normalize import CleanOptions, CleanStats
@@ -256,9 +256,10 @@ def _encode_group(
                 if pending is not None:
                     drain(pending)
                 pending = future
-        except InputError:
+        except Exception:
             if pending is not None:
-                drain(pending)  # an earlier document's error comes first
+                waiting, pending = pending, None
+                drain(waiting)  # an earlier document's error comes first
             raise
         if pending is not None:
             drain(pending)

@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from data_io import _core
-from data_io.errors import InputError
 from data_io.formats.raw_text import (
     ReadOptions,
     ReadStats,
@@ -64,7 +63,7 @@ class DocumentReader:
             self._names.append(source.name)
             try:
                 yield from self._read(source)
-            except InputError:
+            except Exception:  # an earlier document's error, if any, comes first
                 documents.end_source()
                 if len(documents):
                     yield documents.take()

@@ -43,7 +43,10 @@ pub struct Read<'a> {
 /// The document of `entry`.
 pub fn read<'a>(docs: &'a Documents, entry: &Entry, options: &ReadOptions) -> Result<Read<'a>> {
     let source = &docs.sources[entry.source as usize];
-    let (text, invalid_lines) = decoded(docs.bytes(entry), entry, source, options)?;
+    // A text line's carriage return is left out of the span; a bad character cut short just
+    // before it is still followed by a byte, as Python sees the line.
+    let cut_cr = source.format != Format::Jsonl && docs.data.get(entry.end) == Some(&b'\r');
+    let (text, invalid_lines) = decoded(docs.bytes(entry), entry, source, options, cut_cr)?;
     let row = match source.format {
         Format::Blocks if text.contains("\r\n") => {
             Row::Text(Cow::Owned(text.replace("\r\n", "\n")))
@@ -70,6 +73,7 @@ fn decoded<'a>(
     entry: &Entry,
     source: &SourceInfo,
     options: &ReadOptions,
+    cut_cr: bool,
 ) -> Result<(Cow<'a, str>, u64)> {
     if let Ok(text) = simdutf8::basic::from_utf8(bytes) {
         return Ok((Cow::Borrowed(text), 0));
@@ -84,12 +88,14 @@ fn decoded<'a>(
         match std::str::from_utf8(line) {
             Ok(valid) => text.push_str(valid),
             Err(error) if options.fail_invalid => {
+                let last = line.as_ptr_range().end == bytes.as_ptr_range().end;
                 return Err(invalid_utf8(
                     line,
                     &error,
                     entry.line + k as u64,
                     offset,
                     source,
+                    last && cut_cr,
                 ));
             }
             Err(_) => {
@@ -109,13 +115,15 @@ fn invalid_utf8(
     number: u64,
     offset: u64,
     source: &SourceInfo,
+    byte_follows: bool,
 ) -> Error {
     let at = error.valid_up_to();
     // Python's reasons: a byte that never starts a character, a character cut short by the
-    // end of the line, or a character whose next byte does not continue it.
+    // end of the line, or a character whose next byte does not continue it (a carriage return
+    // left out of the line is such a byte).
     let reason = match (line[at], error.error_len()) {
         (0x80..=0xC1 | 0xF5..=0xFF, _) => "invalid start byte",
-        (_, None) => "unexpected end of data",
+        (_, None) if !byte_follows => "unexpected end of data",
         _ => "invalid continuation byte",
     };
     let decompressed = if source.compressed {
@@ -269,6 +277,7 @@ mod tests {
             (&b"ok\nx\xffy\n"[..], "invalid start byte", 104),
             (b"ok\nxy\xe2\x82", "unexpected end of data", 105),
             (b"ok\nx\xe2\x28\n", "invalid continuation byte", 104),
+            (b"ok\nxy\xe2\x82\r\n", "invalid continuation byte", 105),
         ] {
             let error = one(Format::Blocks, bytes, true)
                 .expect_err("fails")

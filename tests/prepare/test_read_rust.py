@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from data_io import _core
@@ -121,6 +121,8 @@ text_files = st.lists(text_lines, min_size=1, max_size=12).map(b"\n".join)
 @settings(
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
+@example(body=b"\xe2\x82\r", bom=False, per_line=False, fail=True, chunk=1, gz=False)
+@example(body=b"c\xe2\x82\r\nmore", bom=False, per_line=True, fail=True, chunk=64, gz=False)
 @given(
     body=text_files,
     bom=st.booleans(),
