@@ -227,7 +227,10 @@ def prepare(
             plan.tok.kind != "char"
             and lookup is None
             and plan.options["dedup"] in (True, False)
-            and OnlineDedup.fits(sum(s.size for s in sources), plan.budget)
+            and (
+                plan.options["dedup"] is False
+                or OnlineDedup.fits(sum(s.size for s in sources), plan.budget)
+            )
         )
         with encoder_threads(threads):
             try:
