@@ -99,7 +99,7 @@ def ours(path: Path, work: Path) -> tuple[np.ndarray, float]:
     dedup, documents, seconds = HashDedup(work, 1 << 28), 0, 0.0
     for batch in reader.batches(expand_inputs([path], options)[0]):
         started = time.perf_counter()
-        *_, found = _core.prepare_batch(
+        *_, found, _ = _core.prepare_batch(
             batch,
             text_field="text",
             fail_invalid=False,

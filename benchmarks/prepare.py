@@ -12,7 +12,8 @@ document per blank-line-separated block) of ``--mb`` MB.
 
 Every measurement runs in its own process (so that the encoder's thread count and the peak RSS
 are its own), for each tokenizer (``--tokenizers``: the shipped BPE and Qwen2.5's vocabulary) and
-each thread count (MB/s per core: per CPU-second the run used): prepare without de-duplication, with exact and with near de-duplication; the encoder alone
+each thread count (MB/s per core: per CPU-second the run used): prepare without
+de-duplication, with exact documents, exact lines and near-duplicates; the encoder alone
 (``TextEncoder.encode_batch`` over prepare's documents in prepare's batches, first pass, the
 reading and cleaning untimed); datatrove with as many workers as threads (JSONL corpora). MB/s
 counts input bytes. (The ``char`` tokenizer is no floor any more: its ids are made in Python
@@ -144,6 +145,7 @@ def child_prepare(
         "text_bytes": result.bytes_read,
         "documents": result.documents_read,
         "duplicates": result.duplicates,
+        "duplicate_lines": result.duplicate_lines,
         "tokens": sum(result.tokens.values()),
         "dedup_peak_bytes": result.dedup_peak_bytes,
         "dedup_runs": result.dedup_runs,
@@ -167,7 +169,7 @@ def _prepared_batches(corpus: Path, field: str) -> tuple[list[list[str]], int]:
     reader = DocumentReader(read, ReadStats(), _Quiet())  # type: ignore[arg-type]
     batches = []
     for batch in reader.batches(sources):
-        _, texts, _, _, _ = _core.prepare_batch(
+        _, texts, *_ = _core.prepare_batch(
             batch,
             text_field=read.text_field,
             fail_invalid=False,
@@ -281,7 +283,7 @@ def main() -> None:
     parser.add_argument("--no-datatrove", action="store_true", help="leave datatrove out")
     parser.add_argument(
         "--dedup-modes",
-        default="none,doc,doc@8MB,near,near@8MB",
+        default="none,doc,doc@8MB,line,line@8MB,near,near@8MB",
         help="prepare's rows: MODE or MODE@BUDGET (a budget the hashes outgrow: sorted runs)",
     )
     parser.add_argument("--text-field", default="text", help="the JSONL field of the text")
@@ -368,8 +370,10 @@ def _table(rows: list[dict]) -> None:
         )
         notes = f"{r['text_bytes'] / 2**20:.0f} MB, {r['tokens']:,} tokens"
         if r.get("duplicates"):
+            lines = r.get("duplicate_lines")
+            notes += f"; {r['duplicates']:,} duplicates" + (f" ({lines:,} lines)" if lines else "")
             notes += (
-                f"; {r['duplicates']:,} duplicates; dedup peak "
+                "; dedup peak "
                 f"{r['dedup_peak_bytes'] / 2**20:.1f} MB, {r['dedup_runs']} runs spilled"
             )
         if "cpu_seconds" in r:

@@ -125,12 +125,14 @@ def prepare_batch(
     encoder: Encoder | None = None,
     eos_id: int | None = None,
     near: tuple[int, int, int, int] | None = None,
+    lines: bool = False,
 ) -> tuple[
     tuple[NDArray[np.uint32], NDArray[np.int64]] | None,
     list[str] | None,
     NDArray[np.uint64],
     dict[str, int],
     NDArray[np.uint64] | None,
+    tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.uint64], NDArray[np.int64]] | None,
 ]:
     """Read, clean and hash every document of the batch (taken: ``documents`` is left empty)
     on the encoder's threads, then encode the kept ones with ``encoder`` when given:
@@ -138,7 +140,27 @@ def prepare_batch(
     counts (``documents``, ``text_chars``, ``invalid_utf8_lines`` and ``clean_texts``').
     ``resolve(line, source, number)`` reads a JSONL row only Python reads, or raises.
     ``near``: (n-gram, bands, rows, seed) of ``--dedup near``; the kept documents' bands come
-    last, as ``(n, bands, 2)`` (band hash, band number)."""
+    fifth, as ``(n, bands, 2)`` (band hash, band number). ``lines`` (``--dedup line``): nothing
+    is encoded; the kept documents come sixth as (UTF-8 text back to back, byte offsets,
+    ``(lines, 2)`` hashes of their lines that are not blank, lines per document)."""
+
+def keep_lines(
+    text: NDArray[np.uint8],
+    offsets: NDArray[np.int64],
+    line_counts: NDArray[np.int64],
+    keep: NDArray[np.bool_],
+    *,
+    encoder: Encoder | None = None,
+    eos_id: int | None = None,
+) -> tuple[
+    NDArray[np.bool_],
+    tuple[NDArray[np.uint32], NDArray[np.int64]] | None,
+    list[str] | None,
+]:
+    """``--dedup line``'s second step (``rust/prepare/lines.rs``): the documents of
+    ``prepare_batch(lines=True)``'s arrays rebuilt from the verdicts ``keep`` (one per line
+    that is not blank, in order). Which documents are left (those with a kept line), and their
+    ``(ids, offsets)`` encoded with ``encoder`` or, without one, their texts."""
 
 class SeenHashes:
     """Exact de-duplication decided as documents arrive (``rust/prepare/seen.rs``): every

@@ -141,7 +141,8 @@ def run_example(workdir: Path, console: Console | None = None) -> None:
 
 def _prepare_shards(shards: Path, tokenizer: Path, console: Console) -> None:
     """The other seeds' first step: raw text (the embedded FLAN inputs) into train/val shards,
-    a re-run that finds nothing to do, the same with near-duplicates removed, and the shards
+    a re-run that finds nothing to do, the same with near-duplicates and repeated lines
+    removed, and the shards
     read by the loader as they are."""
     from data_io.load import MemoryMappedDataset  # noqa: PLC0415  CLI start-up: `data_io example` imports each stage when it runs it
     from data_io.prepare import prepare  # noqa: PLC0415  CLI start-up: `data_io example` imports each stage when it runs it
@@ -158,20 +159,23 @@ def _prepare_shards(shards: Path, tokenizer: Path, console: Console) -> None:
     print_prepare_summary(first)
     again = prepare([EXAMPLE_DATA / "raw" / "FLAN"], shards, **options)
     console.print(f"re-run: nothing to do = {again.nothing_to_do}")
-    # The same inputs and a page published three times with a word changed each time.
+    # The same inputs and a page published three times with a word changed each time, under
+    # the site's footer.
     copies = shards.with_name("near_copies.jsonl")
     copies.write_text(
         "".join(
-            json.dumps({"inputs": _PAGE.replace("Tuesday", day)}) + "\n"
+            json.dumps({"inputs": _PAGE.replace("Tuesday", day) + _FOOTER}) + "\n"
             for day in ("Tuesday", "Friday", "Sunday")
         )
     )
     inputs = [EXAMPLE_DATA / "raw" / "FLAN", copies]
     exact = prepare(inputs, shards.with_name(shards.name + "_exact"), **options)
     near = prepare(inputs, shards.with_name(shards.name + "_near"), dedup="near", **options)
+    lines = prepare(inputs, shards.with_name(shards.name + "_lines"), dedup="line", **options)
     console.print(
         f"with a page published three times: --dedup doc drops {exact.duplicates} documents, "
-        f"--dedup near (MinHash LSH over word 5-grams) {near.duplicates}"
+        f"--dedup near (MinHash LSH over word 5-grams) {near.duplicates}; --dedup line (MyPT's) "
+        f"drops {lines.duplicate_lines} repeated lines, {lines.duplicates} documents left empty"
     )
     train = MemoryMappedDataset(shards / "train", 65, file_pattern="*.bin")
     first = train[0]["input_ids"][:12].tolist()
@@ -187,6 +191,9 @@ _PAGE = (
     "railway station. Entry is free, and the librarians ask only that visitors leave their "
     "umbrellas and coats at the desk by the door."
 )
+
+
+_FOOTER = "\nThe town library newsletter | Share | Print | Subscribe"
 
 
 def _flat_shard_mixture(tokenized: Path, tokenizer: Path, console: Console) -> None:

@@ -17,6 +17,7 @@ use serde::Serialize;
 use crate::encoder::{encode_batch as encode_texts, Encoder as TextEncoderImpl, TextEncoder};
 use crate::error::Error;
 use crate::layout::LayoutTokens;
+use crate::prepare::lines::LineBatch;
 use crate::reader::OnError;
 use crate::sampling::gather::{gather_epoch as gather_rows, EpochColumns, RowRecord};
 use crate::sampling::philox::NumpyPhilox;
@@ -748,23 +749,35 @@ impl From<Error> for BatchError {
 }
 
 /// What `prepare_batch` gives back: ids and offsets (with an encoder) or the kept texts
-/// (without), the hashes of the kept documents, the counts by name, and (with `near`) the
-/// kept documents' bands as (documents, bands, 2).
+/// (without), the hashes of the kept documents, the counts by name, (with `near`) the kept
+/// documents' bands as (documents, bands, 2), and (with `lines`) their `LineArrays`.
 type PreparedBatch<'py> = (
     Option<IdsAndOffsets<'py>>,
     Option<Vec<Bound<'py, PyString>>>,
     Bound<'py, PyArray2<u64>>,
     CleanCounts,
     Option<Bound<'py, numpy::PyArray3<u64>>>,
+    Option<LineArrays<'py>>,
+);
+
+/// A `LineBatch` (`rust/prepare/lines.rs`) as arrays: the documents' UTF-8 text back to back,
+/// their byte offsets, the hashes of their lines that are not blank, and how many each has.
+type LineArrays<'py> = (
+    Bound<'py, PyArray1<u8>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray2<u64>>,
+    Bound<'py, PyArray1<i64>>,
 );
 
 /// `prepare`'s work on a batch (`rust/prepare/batch.rs`), without the GIL: read, clean and
 /// hash every document, then encode the kept ones when `encoder` is given. `resolve(line,
 /// source, number)` gives the text of a JSONL row only Python reads (or raises its error).
-/// `near`: (n-gram, bands, rows, seed) of `--dedup near` (`rust/prepare/near.rs`).
+/// `near`: (n-gram, bands, rows, seed) of `--dedup near` (`rust/prepare/near.rs`). `lines`
+/// (`--dedup line`): no encoding, the kept documents' `LineArrays` instead (the lines kept
+/// decide what is encoded, by `keep_lines`).
 #[pyfunction]
 #[pyo3(signature = (documents, *, text_field, fail_invalid, normalize, filter, min_line_chars,
-    min_doc_chars, resolve, encoder = None, eos_id = None, near = None))]
+    min_doc_chars, resolve, encoder = None, eos_id = None, near = None, lines = false))]
 #[allow(clippy::too_many_arguments)]
 fn prepare_batch<'py>(
     py: Python<'py>,
@@ -779,6 +792,7 @@ fn prepare_batch<'py>(
     encoder: Option<PyRef<'py, Encoder>>,
     eos_id: Option<u32>,
     near: Option<(usize, usize, usize, u64)>,
+    lines: bool,
 ) -> PyResult<PreparedBatch<'py>> {
     use crate::prepare::batch::prepare;
     use crate::prepare::clean::CleanOptions;
@@ -827,22 +841,30 @@ fn prepare_batch<'py>(
                 })
                 .map_err(BatchError::Python)
             })?;
-            let encoded = match &inner {
-                Some(encoder) => Some(encode_texts(&**encoder, &prepared.kept, eos_id)?),
-                None => None,
+            let (encoded, lined) = match &inner {
+                _ if lines => (None, Some(LineBatch::new(&prepared.kept))),
+                Some(encoder) => (
+                    Some(encode_texts(&**encoder, &prepared.kept, eos_id)?),
+                    None,
+                ),
+                None => (None, None),
             };
-            Ok::<_, BatchError>((prepared, encoded))
+            Ok::<_, BatchError>((prepared, encoded, lined))
         })
     });
-    let (prepared, encoded) = match outcome {
+    let (prepared, encoded, lined) = match outcome {
         Ok(done) => done,
         Err(BatchError::Core(error)) => return Err(to_py_err(py, error)),
         Err(BatchError::Python(error)) => return Err(error),
     };
     let ids = encoded.map(|batch| (batch.ids.into_pyarray(py), batch.offsets.into_pyarray(py)));
-    let texts = match ids {
-        Some(_) => None,
-        None => Some(prepared.kept.iter().map(|t| PyString::new(py, t)).collect()),
+    let texts = match (&ids, &lined) {
+        (None, None) => Some(prepared.kept.iter().map(|t| PyString::new(py, t)).collect()),
+        _ => None,
+    };
+    let lined = match lined {
+        Some(batch) => Some(line_arrays(py, batch)?),
+        None => None,
     };
     let rows = prepared.hashes.len();
     let hashes = prepared
@@ -877,7 +899,73 @@ fn prepare_batch<'py>(
     ]
     .into_iter()
     .collect();
-    Ok((ids, texts, hashes, counts, bands))
+    Ok((ids, texts, hashes, counts, bands, lined))
+}
+
+fn line_arrays(py: Python<'_>, batch: LineBatch) -> PyResult<LineArrays<'_>> {
+    let lines = batch.hashes.len();
+    let hashes = batch
+        .hashes
+        .into_iter()
+        .flatten()
+        .collect::<Vec<u64>>()
+        .into_pyarray(py)
+        .reshape([lines, 2])?;
+    Ok((
+        batch.text.into_pyarray(py),
+        batch.offsets.into_pyarray(py),
+        hashes,
+        batch.line_counts.into_pyarray(py),
+    ))
+}
+
+/// `--dedup line`'s second step (`rust/prepare/lines.rs`), without the GIL: every document of
+/// a `LineArrays` batch rebuilt from the verdicts `keep` on its lines, then the ones left with
+/// a line encoded when `encoder` is given. Which documents are left, and their `(ids,
+/// offsets)` or, without an encoder, their texts.
+#[pyfunction]
+#[pyo3(signature = (text, offsets, line_counts, keep, *, encoder = None, eos_id = None))]
+#[allow(clippy::type_complexity)]
+fn keep_lines<'py>(
+    py: Python<'py>,
+    text: PyReadonlyArray1<'py, u8>,
+    offsets: PyReadonlyArray1<'py, i64>,
+    line_counts: PyReadonlyArray1<'py, i64>,
+    keep: PyReadonlyArray1<'py, bool>,
+    encoder: Option<PyRef<'py, Encoder>>,
+    eos_id: Option<u32>,
+) -> PyResult<(
+    Bound<'py, PyArray1<bool>>,
+    Option<IdsAndOffsets<'py>>,
+    Option<Vec<Bound<'py, PyString>>>,
+)> {
+    use crate::prepare::lines::keep_all;
+    let contiguous = |_| PyValueError::new_err("keep_lines takes contiguous arrays");
+    let text = text.as_slice().map_err(contiguous)?;
+    let offsets = offsets.as_slice().map_err(contiguous)?;
+    let line_counts = line_counts.as_slice().map_err(contiguous)?;
+    let keep = keep.as_slice().map_err(contiguous)?;
+    let inner = encoder.as_ref().map(|e| std::sync::Arc::clone(&e.inner));
+    let pool = crate::encoder::process_pool().map_err(|e| to_py_err(py, e))?;
+    let outcome = py.detach(|| {
+        pool.install(|| {
+            let rebuilt = keep_all(text, offsets, line_counts, keep)?;
+            let left: Vec<bool> = rebuilt.iter().map(Option::is_some).collect();
+            let kept: Vec<_> = rebuilt.into_iter().flatten().collect();
+            let encoded = match &inner {
+                Some(encoder) => Some(encode_texts(&**encoder, &kept, eos_id)?),
+                None => None,
+            };
+            Ok::<_, Error>((left, kept, encoded))
+        })
+    });
+    let (left, kept, encoded) = outcome.map_err(|e| to_py_err(py, e))?;
+    let texts = match encoded {
+        Some(_) => None,
+        None => Some(kept.iter().map(|t| PyString::new(py, t)).collect()),
+    };
+    let ids = encoded.map(|batch| (batch.ids.into_pyarray(py), batch.offsets.into_pyarray(py)));
+    Ok((left.into_pyarray(py), ids, texts))
 }
 
 /// Exact de-duplication decided as documents arrive (`rust/prepare/seen.rs`): every hash seen,
@@ -977,6 +1065,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(clean_texts, m)?)?;
     m.add_function(wrap_pyfunction!(hash_texts, m)?)?;
     m.add_function(wrap_pyfunction!(prepare_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(keep_lines, m)?)?;
     m.add_function(wrap_pyfunction!(sort_records, m)?)?;
     m.add_class::<RawDocuments>()?;
     m.add_class::<SeenHashes>()?;

@@ -18,6 +18,8 @@ import numpy as np
 from data_io.errors import ConfigError, InputError
 from data_io.formats.raw_text import INVALID_UTF8_POLICIES, ReadOptions, Source, expand_inputs
 from data_io.prepare.dedup import (
+    ONLINE_ASSUMED_DOCUMENT_BYTES,
+    ONLINE_ASSUMED_LINE_BYTES,
     DedupOverflow,
     HashDedup,
     NearDedup,
@@ -25,6 +27,7 @@ from data_io.prepare.dedup import (
     dedup_mode,
     parse_memory,
 )
+from data_io.prepare.lines import LineDedup, LineSpool, write_line_shards
 from data_io.prepare.normalize import CleanOptions, CleanStats
 from data_io.prepare.parts import parts_lookup
 from data_io.prepare.pipeline import (
@@ -95,7 +98,8 @@ class PrepareResult:
     text_chars: int = 0
     invalid_utf8: int = 0
     cleaning: dict[str, Any] = field(default_factory=dict)
-    duplicates: int = 0
+    duplicates: int = 0  # documents dropped as duplicates (under line: left without a line)
+    duplicate_lines: int = 0  # lines dropped (--dedup line)
     documents: dict[str, int] = field(default_factory=lambda: {s: 0 for s in SPLITS})
     tokens: dict[str, int] = field(default_factory=lambda: {s: 0 for s in SPLITS})
     dataset_tokens: dict[str, int] = field(default_factory=lambda: {s: 0 for s in SPLITS})
@@ -223,13 +227,14 @@ def prepare(
         # Straight to the shards when nothing is left to decide after pass 1: no dedup, or
         # exact duplicates decided as they arrive while their hashes fit the budget (a run
         # whose hashes outgrow it is rolled back and goes again with sorted runs).
+        mode = plan.options["dedup"]
+        record = ONLINE_ASSUMED_LINE_BYTES if mode == "line" else ONLINE_ASSUMED_DOCUMENT_BYTES
         direct = (
             plan.tok.kind != "char"
             and lookup is None
-            and plan.options["dedup"] in (True, False)
+            and mode in (True, False, "line")
             and (
-                plan.options["dedup"] is False
-                or OnlineDedup.fits(sum(s.size for s in sources), plan.budget)
+                mode is False or OnlineDedup.fits(sum(s.size for s in sources), plan.budget, record)
             )
         )
         with encoder_threads(threads):
@@ -352,7 +357,7 @@ def plan_run(
         **read.identity(),
         **clean.identity(),
         # True and False as folders written before near-dedup existed record them.
-        "dedup": {"doc": True, "none": False, "near": "near"}[mode],
+        "dedup": {"doc": True, "none": False, "near": "near", "line": "line"}[mode],
         "val_fraction": val_fraction,
         "seed": seed,
         "tokens_per_shard": tokens_per_shard,
@@ -550,18 +555,22 @@ def _run(
     writers: dict[str, ShardWriter] = {}
     hashes = metadata.get("dedup_hashes") if metadata else None
     prior = out / STATE_DIR / hashes if hashes else None
+    by_lines = options["dedup"] == "line"
     try:
         online = None
         if direct:
             writers = _writers(out, metadata, options, tok)
-            spool: Spool | ShardSink = ShardSink(writers)
+            spool: Spool | ShardSink | LineSpool = ShardSink(writers)
             if options["dedup"]:
                 online = OnlineDedup(budget)
                 if prior is not None:
                     online.load_prior(prior)
         else:
-            spool = Spool(work)
+            spool = LineSpool(work) if by_lines else Spool(work)
         dedup = HashDedup(work, budget) if options["dedup"] and not direct else None
+        lines = LineDedup(online, dedup) if by_lines else None
+        if lines is not None:  # the line records go through ``lines``, not the documents'
+            online = dedup = None
         bar = ProgressBar(sum(s.size for s in sources), progress)
         try:
             read_stats, clean_stats = encode_inputs(
@@ -577,6 +586,7 @@ def _run(
                 parts,
                 NearDedup(**options["near_dedup"]) if "near_dedup" in options else None,
                 online,
+                lines,
             )
         finally:
             spool.close()
@@ -584,12 +594,27 @@ def _run(
         if spool.documents == 0 and metadata is None:
             raise InputError(_nothing_left(read_stats.documents, clean_stats))
         tok.finish()
+        online = lines.online if lines is not None else online
         if online is not None:
             hashes = f"hashes_{run:05d}.u64"
             online.write_kept(out / STATE_DIR / hashes)
             result.duplicates, result.dedup_peak_bytes = online.duplicates, online.peak_bytes
+            if lines is not None:
+                result.duplicate_lines, result.duplicates = online.duplicates, lines.emptied
         if isinstance(spool, ShardSink):
             result.documents = spool.per_split
+        elif isinstance(spool, LineSpool):
+            assert lines is not None and lines.after is not None
+            hashes = f"hashes_{run:05d}.u64"
+            keep, result.duplicate_lines = lines.after.keep_mask(
+                spool.lines, prior, out / STATE_DIR / hashes
+            )
+            result.dedup_peak_bytes = lines.after.peak_bytes
+            result.dedup_runs = lines.after.spilled
+            writers = _writers(out, metadata, options, tok)
+            sink = ShardSink(writers)
+            result.duplicates = write_line_shards(spool, keep, tok, sink)
+            result.documents = sink.per_split
         else:
             keep = None
             if dedup is not None and spool.documents:
@@ -698,6 +723,7 @@ def _metadata(
         "cleaning": result.cleaning,
         "invalid_utf8_replaced": result.invalid_utf8,
         "duplicates": result.duplicates,
+        **({"duplicate_lines": result.duplicate_lines} if options["dedup"] == "line" else {}),
         "documents": result.documents,
         "tokens": result.tokens,
         "shards_written": result.shards_written,

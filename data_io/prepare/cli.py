@@ -87,7 +87,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--dedup",
         choices=DEDUP_MODES,
         default=None,
-        help="drop exact duplicate documents (doc, the default), near-duplicates too (near: "
+        help="drop exact duplicate documents (doc, the default), exact duplicate lines (line: "
+        "MyPT's mode, a document left without a line dropped), near-duplicates too (near: "
         "MinHash LSH over word n-grams, the first of each group kept), or none",
     )
     parser.add_argument("--no-dedup", action="store_true", help="keep duplicates: --dedup none")

@@ -8,6 +8,7 @@ equal hashes are adjacent and sorted by document number, so every record after t
 hash is a duplicate: its document is dropped. The result is the same as keeping the first
 occurrence with an in-memory set, for any corpus size.
 
+Lines (``--dedup line``, ``lines.py``) too: the records are the lines' hashes, numbered by line.
 Near-duplicates (``--dedup near``) go through the same machinery: a document's records are its
 MinHash LSH bands (``rust/prepare/near.rs``: band number, band hash), and a document is dropped
 when any of its bands was seen in an earlier document: the first document of a group of
@@ -42,7 +43,7 @@ __all__ = [
     "parse_memory",
 ]
 
-DEDUP_MODES = ("doc", "near", "none")
+DEDUP_MODES = ("doc", "line", "near", "none")
 
 _RECORD = 24  # hi, lo, document number + 1: three uint64
 _SORT_FACTOR = 48  # bytes per record of capacity: the old and the new buffer while it grows (the
@@ -82,7 +83,8 @@ def parse_memory(value: str | int) -> int:
 
 
 def dedup_mode(value: object) -> str:
-    """``doc``, ``near`` or ``none`` from the API's ``dedup`` (True and False: doc and none)."""
+    """``doc``, ``line``, ``near`` or ``none`` from the API's ``dedup`` (True and False: doc
+    and none)."""
     if value is True or value is False:
         return "doc" if value else "none"
     if value not in DEDUP_MODES:
@@ -128,11 +130,12 @@ class DedupOverflow(Exception):
     """The hashes outgrew ``OnlineDedup``'s budget: the run goes again with sorted runs."""
 
 
-# Bytes per document the online set takes (hash, control byte, the table's spare slots), and
-# the document size assumed when choosing it: a run tries it when the inputs' documents would
+# Bytes per hash the online set takes (hash, control byte, the table's spare slots), and the
+# document (or line) size assumed when choosing it: a run tries it when the inputs' documents would
 # fit at that size, and starts again with the sorted runs if they do not.
-ONLINE_BYTES_PER_DOCUMENT = 40
+ONLINE_BYTES_PER_RECORD = 40
 ONLINE_ASSUMED_DOCUMENT_BYTES = 128
+ONLINE_ASSUMED_LINE_BYTES = 64  # --dedup line: its records are lines
 _PRIOR_ROWS = 1 << 20
 
 
@@ -147,10 +150,13 @@ class OnlineDedup:
         self.peak_bytes = 0
 
     @staticmethod
-    def fits(input_bytes: int, budget: int) -> bool:
-        """Whether the documents of ``input_bytes`` of text would likely fit ``budget``."""
-        documents = input_bytes // ONLINE_ASSUMED_DOCUMENT_BYTES + 1
-        return documents * ONLINE_BYTES_PER_DOCUMENT <= budget
+    def fits(
+        input_bytes: int, budget: int, record_bytes: int = ONLINE_ASSUMED_DOCUMENT_BYTES
+    ) -> bool:
+        """Whether the records (documents, or lines) of ``input_bytes`` of text, at about
+        ``record_bytes`` each, would likely fit ``budget``."""
+        records = input_bytes // record_bytes + 1
+        return records * ONLINE_BYTES_PER_RECORD <= budget
 
     def load_prior(self, prior: Path) -> None:
         """The hashes kept by earlier runs (a sorted raw (n, 2) uint64 file)."""

@@ -31,6 +31,7 @@ from data_io import _core
 from data_io.errors import ConfigError
 from data_io.formats.raw_text import ReadOptions, ReadStats, Source
 from data_io.prepare.dedup import HashDedup, NearDedup, OnlineDedup
+from data_io.prepare.lines import LineDedup, LineSpool
 from data_io.prepare.normalize import CleanOptions, CleanStats
 from data_io.prepare.progress import ProgressBar
 from data_io.prepare.reading import DocumentReader
@@ -141,17 +142,20 @@ def encode_inputs(
     dedup: HashDedup | None,
     seed: int,
     val_fraction: float,
-    spool: Spool,
+    spool: Spool | ShardSink | LineSpool,
     bar: ProgressBar,
     parts: Callable[[Source], Any] | None = None,
     near: NearDedup | None = None,
     online: OnlineDedup | None = None,
+    lines: LineDedup | None = None,
 ) -> tuple[ReadStats, CleanStats]:
     """Pass 1: read, clean, hash and encode every document of ``sources`` into ``spool`` (a
     ``Spool``, or a ``ShardSink``).
 
     ``near``: de-duplicate by the documents' MinHash bands (``--dedup near``), not their hashes.
     ``online``: drop exact duplicates here, as they arrive (``dedup`` is then None).
+    ``lines``: de-duplicate lines (``--dedup line``, ``lines.py``): decided here, or recorded
+    (``spool`` is then a ``LineSpool``) for the decision after the run.
 
     ``parts``: for a source, the part a ``scale`` unit already encoded (``prepare.parts``) or
     None; a source with a part is replayed from it, in its place among the others, so that the
@@ -176,6 +180,7 @@ def encode_inputs(
                 clean_stats,
                 near,
                 online,
+                lines,
             )
             group.clear()
 
@@ -199,12 +204,13 @@ def _encode_group(
     dedup: HashDedup | None,
     seed: int,
     val_fraction: float,
-    spool: Spool,
+    spool: Spool | ShardSink | LineSpool,
     bar: ProgressBar,
     stats: ReadStats,
     clean_stats: CleanStats,
     near: NearDedup | None,
     online: OnlineDedup | None,
+    lines: LineDedup | None,
 ) -> None:
     """Pass 1 over consecutive sources read here; the spool holds all of them at the end.
 
@@ -215,7 +221,7 @@ def _encode_group(
 
     def prepare(batch: _core.RawDocuments) -> _Prepared:
         encoder = tokenizer.core_encoder
-        encoded, texts, hashes, counts, bands = _core.prepare_batch(
+        encoded, texts, hashes, counts, bands, lined = _core.prepare_batch(
             batch,
             text_field=read.text_field,
             fail_invalid=read.invalid_utf8 == "fail",
@@ -227,13 +233,20 @@ def _encode_group(
             encoder=encoder,
             eos_id=tokenizer.eos_id if encoder is not None else None,
             near=near.as_tuple() if near is not None else None,
+            lines=lines is not None,
         )
+        if lined is not None and lines is not None and lines.online is not None:
+            # Decided here: one thread prepares the batches, in order.
+            left, ids, offsets = lines.decide(lined, tokenizer)
+            return ids, offsets, hashes[left], counts, bands, None
+        if lined is not None:
+            return _NO_IDS, _NO_OFFSETS, hashes, counts, bands, lined
         ids, offsets = encoded if encoded is not None else tokenizer.encode(texts or [])
-        return ids, offsets, hashes, counts, bands
+        return ids, offsets, hashes, counts, bands, None
 
     def drain(future: Future[_Prepared]) -> None:
         nonlocal numbered
-        ids, offsets, hashes, counts, bands = future.result()
+        ids, offsets, hashes, counts, bands, lined = future.result()
         stats.documents += counts["documents"]
         stats.text_chars += counts["text_chars"]
         stats.invalid_utf8_lines += counts["invalid_utf8_lines"]
@@ -242,10 +255,19 @@ def _encode_group(
             ids, offsets, hashes = _kept_only(online.keep(hashes), ids, offsets, hashes)
         if len(hashes) == 0:
             return
+        val = is_val(hashes, seed, val_fraction)
+        if lined is not None:  # decided after the run
+            assert lines is not None and isinstance(spool, LineSpool)
+            lines.record(lined)
+            spool.append_lines(lined, val)
+            if tokenizer.core_encoder is None:  # the char vocabulary: every character read
+                tokenizer.encode([lined[0].tobytes().decode()])
+            numbered += len(hashes)
+            return
         if dedup is not None:
             dedup.add(bands if bands is not None else hashes, numbered)
         numbered += len(hashes)
-        spool.append(ids, offsets, is_val(hashes, seed, val_fraction), hashes)
+        spool.append(ids, offsets, val, hashes)
         bar.advance_tokens(len(ids))
 
     pending: Future[_Prepared] | None = None
@@ -266,8 +288,15 @@ def _encode_group(
 
 
 _Prepared = tuple[
-    NDArray[np.uint32], NDArray[np.int64], NDArray[np.uint64], dict[str, int], NDArray[Any] | None
+    NDArray[np.uint32],
+    NDArray[np.int64],
+    NDArray[np.uint64],
+    dict[str, int],
+    NDArray[Any] | None,
+    Any,  # lines.LineArrays of a batch whose lines are decided after the run
 ]
+_NO_IDS = np.zeros(0, dtype=np.uint32)
+_NO_OFFSETS = np.zeros(1, dtype=np.int64)
 
 
 def _kept_only(

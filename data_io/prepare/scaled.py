@@ -44,10 +44,12 @@ class PrepareStage:
         inputs = [str(Path(p).resolve()) if Path(p).exists() else str(p) for p in request["inputs"]]
         with exclusive(out):
             plan = plan_run(inputs, out, **kwargs)
-        if plan.options["dedup"] == "near":
+        if plan.options["dedup"] in ("near", "line"):
+            mode = plan.options["dedup"]
+            keeps = "its MinHash bands" if mode == "near" else "its lines' hashes"
             raise ConfigError(
-                "--dedup near is not scaled out yet (a unit's part keeps each document's hash, "
-                "not its MinHash bands): prepare without --executor, or with --dedup doc"
+                f"--dedup {mode} is not scaled out yet (a unit's part keeps each document's "
+                f"hash, not {keeps}): prepare without --executor, or with --dedup doc"
             )
         if plan.tok.kind == "char":
             raise ConfigError(

@@ -64,6 +64,9 @@ def print_summary(result: PrepareResult) -> None:
         ("documents dropped: empty", dropped.get("empty", 0)),
         ("documents dropped: duplicate", result.duplicates),
     ]
+    if result.duplicate_lines:
+        rows[-1] = ("documents dropped: every line a duplicate", result.duplicates)
+        rows.append(("lines dropped: duplicate", result.duplicate_lines))
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(justify="left")
     table.add_column(justify="right")

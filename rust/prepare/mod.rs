@@ -7,12 +7,14 @@
 //! - `clean.rs`: normalisation and filtering of documents, as `data_io/prepare/normalize.py`;
 //! - `hash.rs`: the documents' 128-bit BLAKE2b, as `data_io/prepare/dedup.py`'s `hash_texts`;
 //! - `near.rs`: MinHash signatures and LSH bands for `--dedup near`;
+//! - `lines.rs`: `--dedup line`'s line hashes, and documents rebuilt from the lines kept;
 //! - `seen.rs`: exact duplicates decided as documents arrive, while their hashes fit the budget;
 //! - `batch.rs`: a batch read, cleaned and hashed on the encoder's threads.
 
 pub mod batch;
 pub mod clean;
 pub mod hash;
+pub mod lines;
 pub mod near;
 pub mod rows;
 pub mod seen;

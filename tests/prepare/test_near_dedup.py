@@ -63,7 +63,7 @@ def _bands(folder: Path, documents: list[str], near: NearDedup) -> np.ndarray:
     reader = DocumentReader(options, ReadStats(), _Bar())  # type: ignore[arg-type]
     bands = []
     for batch in reader.batches(expand_inputs([path], options)[0]):
-        *_, counts, found = _core.prepare_batch(
+        *_, counts, found, _ = _core.prepare_batch(
             batch,
             text_field="text",
             fail_invalid=False,

@@ -78,7 +78,7 @@ def _rust(sources: list[Source], options: ReadOptions) -> tuple[Any, ...]:
     read = [0, 0, 0]
     try:
         for batch in reader.batches(sources):
-            _, texts, hashes, counts, _ = _core.prepare_batch(
+            _, texts, hashes, counts, _, _ = _core.prepare_batch(
                 batch,
                 text_field=options.text_field,
                 fail_invalid=options.invalid_utf8 == "fail",

@@ -106,3 +106,18 @@ def test_the_char_tokenizer_is_refused_with_the_reason(tmp_path: Path) -> None:
             ExecutorSettings(),
             progress=False,
         )
+
+
+@pytest.mark.parametrize("mode,kept", [("near", "MinHash bands"), ("line", "lines' hashes")])
+def test_line_and_near_dedup_are_refused_with_the_reason(
+    tmp_path: Path, mode: str, kept: str
+) -> None:
+    inputs = _inputs(tmp_path / "in")
+    with pytest.raises(ConfigError, match=f"--dedup {mode} is not scaled out yet.*{kept}"):
+        scale_prepare(
+            [str(inputs)],
+            str(tmp_path / "out"),
+            {**OPTIONS, "dedup": mode},
+            ExecutorSettings(),
+            progress=False,
+        )
