@@ -96,8 +96,9 @@ class RawDocuments:
 
     def __init__(self, reserve: int = 0) -> None:
         """``reserve``: bytes each batch's buffer starts with room for."""
-    def begin_source(self, name: str, format: str, compressed: bool) -> None:
-        """Start a source; ``format``: "blocks", "lines", "jsonl" or "texts"."""
+    def begin_source(self, name: str, format: str, compressed: bool, first_line: int = 1) -> None:
+        """Start a source; ``format``: "blocks", "lines", "jsonl" or "texts"; ``first_line``:
+        the number of the first line fed (where a byte range of the file starts)."""
     def feed(self, piece: bytes, offset: int) -> None:
         """Whole lines of the source's text, the first at byte ``offset`` (lines numbered from
         the source's first piece)."""

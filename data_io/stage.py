@@ -122,6 +122,7 @@ class SavedPlan(Protocol):
     output: str
     options: dict[str, Any]
     units: list[Unit]
+    inputs: list[dict[str, Any]]
 
     @property
     def path(self) -> Path | None: ...

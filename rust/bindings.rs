@@ -683,8 +683,16 @@ impl RawDocuments {
     }
 
     /// Start a source: `format` is "blocks", "lines", "jsonl" or "texts"; `compressed` says
-    /// that byte offsets are in its decompressed text.
-    fn begin_source(&mut self, name: String, format: &str, compressed: bool) -> PyResult<()> {
+    /// that byte offsets are in its decompressed text; `first_line`: the number of the first
+    /// line fed (where a byte range of the file starts).
+    #[pyo3(signature = (name, format, compressed, first_line = 1))]
+    fn begin_source(
+        &mut self,
+        name: String,
+        format: &str,
+        compressed: bool,
+        first_line: u64,
+    ) -> PyResult<()> {
         use crate::prepare::split::{Format, SourceInfo};
         let format = match format {
             "blocks" => Format::Blocks,
@@ -697,6 +705,7 @@ impl RawDocuments {
             name,
             format,
             compressed,
+            first_line,
         });
         Ok(())
     }

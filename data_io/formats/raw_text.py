@@ -29,6 +29,7 @@ from data_io.formats.text_sources import resolve_text_source
 
 __all__ = [
     "INVALID_UTF8_POLICIES",
+    "ByteRange",
     "ReadOptions",
     "ReadStats",
     "Source",
@@ -54,6 +55,16 @@ _SUPPORTED = ".txt, .text, .jsonl, .ndjson (each optionally .gz, .zst, .bz2, .xz
 
 
 @dataclass(frozen=True)
+class ByteRange:
+    """Part of an uncompressed text or JSONL file that starts and ends at document boundaries
+    (``formats.ranges``): bytes ``start`` to ``end``, the first line being line ``first_line``."""
+
+    start: int
+    end: int
+    first_line: int
+
+
+@dataclass(frozen=True)
 class Source:
     """One input: a local file, or a dataset read through ``datasets``."""
 
@@ -64,6 +75,8 @@ class Source:
     # Named on the command line (an empty one is an error) or found by walking a folder (an
     # empty one is skipped and counted: document trees hold empty files).
     explicit: bool = True
+    # Only this part of the file (a scale unit's share of one large file); None: all of it.
+    span: ByteRange | None = None
 
     @property
     def path(self) -> Path:
@@ -263,6 +276,9 @@ def _chunks(source: Source, progress: _Progress | None) -> Iterator[bytes]:
     before its end marker is caught (zstandard's stream reader silently stops there).
     """
     done = 0
+    if source.span is not None:
+        yield from _span_chunks(source, source.span, progress)
+        return
     try:
         with open(source.path, "rb") as raw:
             decoder = _decompressor(source.compression) if source.compression else None
@@ -300,6 +316,25 @@ def _chunks(source: Source, progress: _Progress | None) -> Iterator[bytes]:
         ) from err
 
 
+def _span_chunks(source: Source, span: ByteRange, progress: _Progress | None) -> Iterator[bytes]:
+    """The bytes of ``span`` of an uncompressed file, in chunks."""
+    if source.compression is not None:
+        raise ConfigError(f"{source.name}: a compressed file is read whole, not by byte ranges")
+    with open(source.path, "rb") as raw:
+        raw.seek(span.start)
+        left = span.end - span.start
+        while left > 0 and (chunk := raw.read(min(_CHUNK_BYTES, left))):
+            left -= len(chunk)
+            if progress is not None:
+                progress(len(chunk))
+            yield chunk
+    if left > 0:
+        raise InputError(
+            f"{source.name}: ends at byte {span.end - left}, before the planned range's end at "
+            f"{span.end}; the file changed since the plan: plan again"
+        )
+
+
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -308,7 +343,7 @@ def _numbered_pieces(
 ) -> Iterator[tuple[int, int, bytes]]:
     """(number of the first line from 1, its byte offset in the decompressed text, bytes):
     ``line_pieces`` with the lines numbered."""
-    number = 1
+    number = source.span.first_line if source.span is not None else 1
     for offset, piece in line_pieces(source, progress):
         yield number, offset, piece
         number += piece.count(b"\n")
@@ -323,7 +358,8 @@ def line_pieces(source: Source, progress: _Progress | None) -> Iterator[tuple[in
     text (Windows editors write one) is dropped: it is not part of the first document, and
     JSON parsers refuse it."""
     pending: list[bytes] = []  # the start of a line that began in earlier chunks
-    offset, first = 0, True
+    offset = source.span.start if source.span is not None else 0
+    first = offset == 0  # only the text's start can hold a byte-order mark
     for chunk in _chunks(source, progress):
         if not chunk:
             continue

@@ -3,6 +3,10 @@ read, cleaned, hashed and encoded into a part folder (tokens, lengths and hashes
 spool holds them, plus a record). The finalize run replays each part in its source's place,
 so de-duplication, the split and the shards come out exactly as in one run.
 
+A large file may be shared by several units, each reading a byte range of it
+(``formats.ranges``): its parts are replayed one after the other, in file order, and only
+when they cover the whole file.
+
 A part is written under a temporary name and renamed when complete; it is used only when it
 was made from the same content (SHA-256) with the same options and tokenizer.
 """
@@ -19,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from data_io.formats.raw_text import ReadOptions, ReadStats, Source
+from data_io.formats.raw_text import ReadOptions, ReadStats, Source, empty_input_error
 from data_io.prepare.dedup import HashDedup
 from data_io.prepare.normalize import CleanOptions, CleanStats
 from data_io.prepare.pipeline import Spool, encode_inputs
@@ -72,8 +76,34 @@ class Part:
         stats.bytes_read += read["bytes_read"]
         stats.text_chars += read["text_chars"]
         stats.invalid_utf8_lines += read["invalid_utf8_lines"]
-        stats.empty_sources.extend(read["empty_sources"])
+        if self.record.get("span") is None:  # a range's emptiness is its whole file's business
+            stats.empty_sources.extend(read["empty_sources"])
         clean_stats.add(CleanStats(**self.record["clean"]))
+
+
+class PartChain:
+    """The parts of a file's byte ranges, replayed in file order as one part of the file."""
+
+    def __init__(self, source: Source, parts: list[Part]) -> None:
+        self.source = source
+        self.parts = parts
+
+    def replay(
+        self,
+        dedup: HashDedup | None,
+        seed: int,
+        val_fraction: float,
+        spool: Spool,
+        stats: ReadStats,
+        clean_stats: CleanStats,
+    ) -> None:
+        before = stats.documents
+        for part in self.parts:
+            part.replay(dedup, seed, val_fraction, spool, stats, clean_stats)
+        if stats.documents == before:  # as the file read whole: no document in any range
+            if self.source.explicit:
+                raise empty_input_error(self.source)
+            stats.empty_sources.append(self.source.name)
 
 
 def write_part(
@@ -86,7 +116,7 @@ def write_part(
 ) -> dict[str, Any]:
     """Pass 1 of ``source`` into the part folder ``folder`` (replaced when it exists); its
     record. ``identity``: the source's entry and the run's options, which a finalize run must
-    match for the part to be used."""
+    match for the part to be used. A source with a ``span`` is read in that byte range only."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = folder.parent / f".tmp-{folder.name}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -100,8 +130,10 @@ def write_part(
             )
         finally:
             spool.close()
+        span = source.span
         record = {
             **identity,
+            "span": None if span is None else {"start": span.start, "end": span.end},
             "documents": spool.documents,
             "tokens": spool.tokens,
             "read": asdict(stats),
@@ -126,22 +158,37 @@ def read_part(folder: Path) -> Part | None:
 
 def parts_lookup(
     root: Path, entries: dict[str, dict[str, Any]], options: dict[str, Any]
-) -> Callable[[Source], Part | None]:
+) -> Callable[[Source], Part | PartChain | None]:
     """For a source of this run, its part under ``root`` when one was made from the same
-    content (``entries``: the run's identity of each new source) with the same options."""
-    found: dict[str, Part] = {}
+    content (``entries``: the run's identity of each new source) with the same options; or
+    the parts of its byte ranges, when they cover the whole file."""
+    found: dict[str, list[Part]] = {}
     if root.is_dir():
         for folder in sorted(root.iterdir()):
             part = None if folder.name.startswith(".") else read_part(folder)
             if part is not None:
-                found[part.record.get("source", {}).get("name", "")] = part
+                found.setdefault(part.record.get("source", {}).get("name", ""), []).append(part)
 
-    def lookup(source: Source) -> Part | None:
-        part = found.get(source.name)
+    def lookup(source: Source) -> Part | PartChain | None:
         entry = entries.get(source.name)
-        if part is None or entry is None:
+        if entry is None:
             return None
-        same = part.record.get("source", {}).get("sha256") == entry.get("sha256")
-        return part if same and part.record.get("options") == options else None
+        usable = [
+            part
+            for part in found.get(source.name, [])
+            if part.record.get("source", {}).get("sha256") == entry.get("sha256")
+            and part.record.get("options") == options
+        ]
+        whole = [part for part in usable if part.record.get("span") is None]
+        if whole:
+            return whole[0]
+        ranged = sorted(usable, key=lambda part: part.record["span"]["start"])
+        covered = 0
+        for part in ranged:
+            span = part.record["span"]
+            if span["start"] != covered:
+                return None  # a range missing (or two plans' ranges mixed): read it here
+            covered = span["end"]
+        return PartChain(source, ranged) if ranged and covered == source.size else None
 
     return lookup

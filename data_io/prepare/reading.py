@@ -57,8 +57,9 @@ class DocumentReader:
         documents = self._documents
         for source in sources:
             self._bar.describe(Path(source.name).name)
+            first_line = source.span.first_line if source.span is not None else 1
             documents.begin_source(
-                source.name, self._format(source), source.compression is not None
+                source.name, self._format(source), source.compression is not None, first_line
             )
             self._names.append(source.name)
             try:

@@ -1,18 +1,21 @@
 """``prepare`` as a scale-out stage (``data_io.stage.Stage``): pass 1 of each new source (read,
-clean, hash, encode) as one unit; the finalize step is ``prepare`` itself, which takes each
-source's pass 1 from its part and then de-duplicates, splits and writes the shards exactly as one
-run on one machine does.
+clean, hash, encode) as one unit, or of each byte range of a large uncompressed text or JSONL
+file (``formats.ranges``: cut at document boundaries); the finalize step is ``prepare`` itself,
+which takes each source's pass 1 from its parts and then de-duplicates, splits and writes the
+shards exactly as one run on one machine does.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import time
 from pathlib import Path
 from typing import Any, ClassVar
 
 from data_io.errors import ConfigError
-from data_io.formats.raw_text import expand_inputs
+from data_io.formats.ranges import document_ranges
+from data_io.formats.raw_text import ByteRange, Source, expand_inputs
 from data_io.prepare.api import (
     PrepareResult,
     plan_run,
@@ -34,8 +37,9 @@ class PrepareStage:
 
     def plan(self, request: dict[str, Any], *, unit_bytes: int = 0) -> Plan:
         """``request``: ``inputs``, ``output`` and ``prepare`` (``prepare``'s keyword
-        arguments). One unit per source not prepared yet, largest first; ``unit_bytes`` is not
-        used (a source's pass 1 is one unit)."""
+        arguments). One unit per source not prepared yet, or per byte range of about
+        ``unit_bytes`` of a larger uncompressed text or JSONL file (0: whole files); largest
+        first."""
         kwargs = planned_options(
             prepare, request.get("prepare", {}), stage="prepare", leave_out=("progress", "parts")
         )
@@ -56,19 +60,27 @@ class PrepareStage:
                 "--tokenizer char builds its vocabulary from the inputs in their order, so its "
                 "units cannot run apart: prepare without --executor"
             )
-        units = [
-            Unit(
-                id="",
-                task=source.name,
-                source=source.name,
-                span={"kind": "whole"},
-                index=0,
-                count=1,
-                bytes=source.size,
-            )
-            for source, _ in plan.new
-        ]
-        units.sort(key=lambda u: (-u.bytes, u.task))
+        units = []
+        for source, _ in plan.new:
+            ranges = document_ranges(source, unit_bytes, plan.read.doc_per_line)
+            spans = [
+                ({"kind": "bytes", "start": r.start, "end": r.end, "first_line": r.first_line},
+                 r.end - r.start)
+                for r in ranges
+            ] or [({"kind": "whole"}, source.size)]  # fmt: skip
+            units += [
+                Unit(
+                    id="",
+                    task=source.name,
+                    source=source.name,
+                    span=span,
+                    index=index,
+                    count=len(spans),
+                    bytes=size,
+                )
+                for index, (span, size) in enumerate(spans)
+            ]
+        units.sort(key=lambda u: (-u.bytes, u.task, u.index))
         return Plan(
             stage=self.name,
             output=str(out),
@@ -76,7 +88,7 @@ class PrepareStage:
             units=numbered(units),
             inputs=[entry for _, entry in plan.new],
             fingerprint={"tokenizer": plan.options["tokenizer"]},
-            unit_bytes=0,
+            unit_bytes=unit_bytes,
         )
 
     def part_dir(self, plan: SavedPlan, unit: Unit) -> Path:
@@ -84,13 +96,19 @@ class PrepareStage:
         return plan.parts_dir / unit.id
 
     def run_unit(self, plan: SavedPlan, unit: Unit, threads: int | None) -> dict[str, Any]:
-        """Pass 1 of one source into its part (``prepare.parts``)."""
+        """Pass 1 of one source, or of one byte range of it, into its part (``prepare.parts``)."""
         kwargs = plan.options["prepare"]
         read, clean = read_and_clean_options(**kwargs)
         sources, _ = expand_inputs([unit.source], read)
         source = next((s for s in sources if s.name == unit.source), None)
         if source is None:
             raise ConfigError(f"{unit.source}: not an input any more; plan again")
+        identity = _planned_identity(plan, source)
+        if unit.span.get("kind") == "bytes":
+            span = ByteRange(unit.span["start"], unit.span["end"], unit.span["first_line"])
+            # Not "named on the command line": a range without documents is no error by itself
+            # (the finalize run judges the whole file).
+            source = dataclasses.replace(source, span=span, explicit=False)
         tok = load_tokenizer(kwargs["tokenizer"], kwargs["eos_token"], Path(plan.output))
         if tok.fingerprint() != plan.options["run"]["tokenizer"]:
             raise ConfigError(f"{plan.path}: the tokenizer changed since the plan; plan again")
@@ -103,7 +121,7 @@ class PrepareStage:
                 clean,
                 tok,
                 part,
-                {"source": source_identity(source, None), "options": plan.options["run"]},
+                {"source": identity, "options": plan.options["run"]},
             )
         return unit_record(
             unit,
@@ -131,3 +149,18 @@ class PrepareStage:
 
 
 STAGE = PrepareStage()
+
+
+def _planned_identity(plan: SavedPlan, source: Source) -> dict[str, Any]:
+    """The source's identity as the plan found it (so that the units of a large file do not
+    each hash all of it), checked against the file's size and time now; the finalize run
+    hashes it again and uses the parts only if the content is the same."""
+    entry = next((e for e in plan.inputs if e.get("name") == source.name), None)
+    if entry is None:
+        return source_identity(source, None)
+    if entry.get("kind") == "datasets" or "size" not in entry:
+        return dict(entry)
+    stat = Path(source.name).stat()
+    if (stat.st_size, stat.st_mtime_ns) != (entry["size"], entry["mtime_ns"]):
+        raise ConfigError(f"{source.name}: changed since the plan was made; plan again")
+    return dict(entry)

@@ -39,7 +39,14 @@ def plan_clean(
     return plan("clean", request, 0)
 
 
-def plan_prepare(inputs: list[str], output: str | Path, kwargs: dict[str, Any]) -> Manifest:
+def plan_prepare(
+    inputs: list[str],
+    output: str | Path,
+    kwargs: dict[str, Any],
+    unit_bytes: int = DEFAULT_UNIT_MB << 20,
+) -> Manifest:
     """The plan of ``data_io prepare INPUTS -o OUTPUT`` with ``prepare``'s keyword arguments
-    ``kwargs``: one unit per source not prepared yet, largest first."""
-    return plan("prepare", {"inputs": list(inputs), "output": str(output), "prepare": kwargs}, 0)
+    ``kwargs``: one unit per source not prepared yet, or per byte range of about
+    ``unit_bytes`` of a larger uncompressed text or JSONL file; largest first."""
+    request = {"inputs": list(inputs), "output": str(output), "prepare": kwargs}
+    return plan("prepare", request, unit_bytes)

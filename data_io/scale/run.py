@@ -116,9 +116,11 @@ def scale_prepare(
     settings: ExecutorSettings,
     *,
     progress: bool | None = None,
+    unit_bytes: int = DEFAULT_UNIT_MB << 20,
 ) -> Outcome:
-    """``prepare`` with pass 1 of each new source as a unit on the executor."""
-    return _start(plan_prepare(inputs, output, kwargs), settings, progress)
+    """``prepare`` with pass 1 of each new source (or of each byte range of about
+    ``unit_bytes`` of a large text or JSONL file) as a unit on the executor."""
+    return _start(plan_prepare(inputs, output, kwargs, unit_bytes), settings, progress)
 
 
 def resume(

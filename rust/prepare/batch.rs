@@ -151,6 +151,7 @@ mod tests {
             name: "rows.jsonl".into(),
             format: Format::Jsonl,
             compressed: false,
+            first_line: 1,
         });
         let lines = [
             r#"{"text": "the first document, long enough"}"#,
@@ -199,6 +200,7 @@ mod tests {
             name: "a.jsonl".into(),
             format: Format::Jsonl,
             compressed: false,
+            first_line: 1,
         });
         docs.feed(b"{\"text\": 1}\n{\"text\": \"\xff\"}\n", 0);
         docs.end_source();

@@ -245,6 +245,7 @@ mod tests {
             name: "in.txt".into(),
             format,
             compressed: true,
+            first_line: 1,
         });
         docs.feed(b"\n\n\n\n\n\n", 94);
         docs.feed(bytes, 100);

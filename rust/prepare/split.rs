@@ -35,6 +35,8 @@ pub struct SourceInfo {
     pub format: Format,
     /// The text was decompressed: byte offsets are in the decompressed text.
     pub compressed: bool,
+    /// The number of the first line fed (1, or where a byte range of the file starts).
+    pub first_line: u64,
 }
 
 /// One document: `data[start..end]`, whose first line is line `line` (from 1) of its source,
@@ -91,9 +93,9 @@ impl Documents {
     /// Start reading a new source; the previous one must have been ended.
     pub fn begin_source(&mut self, info: SourceInfo) {
         debug_assert!(self.open.is_none());
-        self.sources.push(info);
         self.counted = 0;
-        self.next_line = 1;
+        self.next_line = info.first_line.max(1);
+        self.sources.push(info);
     }
 
     fn current(&self) -> (u32, Format) {
@@ -259,6 +261,7 @@ mod tests {
             name: "t".into(),
             format,
             compressed: false,
+            first_line: 1,
         });
         for piece in pieces {
             docs.feed(piece.as_bytes(), 0);
@@ -306,6 +309,7 @@ mod tests {
             name: "t".into(),
             format: Format::Blocks,
             compressed: false,
+            first_line: 1,
         });
         docs.feed(b"one\n\ntwo starts\n", 0);
         assert_eq!(docs.ready_bytes(), 5);
@@ -317,5 +321,25 @@ mod tests {
         let entry = docs.entries[0];
         assert_eq!(docs.bytes(&entry), b"two starts\nand ends");
         assert_eq!((entry.line, entry.offset), (3, 5));
+    }
+
+    #[test]
+    fn a_byte_range_numbers_its_lines_from_where_it_starts() {
+        let mut docs = Documents::new();
+        docs.begin_source(SourceInfo {
+            name: "t".into(),
+            format: Format::Jsonl,
+            compressed: false,
+            first_line: 41,
+        });
+        docs.feed(
+            b"{}
+
+{}
+", 9000,
+        );
+        docs.end_source();
+        let lines: Vec<(u64, u64)> = docs.entries.iter().map(|e| (e.line, e.offset)).collect();
+        assert_eq!(lines, [(41, 9000), (43, 9004)]);
     }
 }

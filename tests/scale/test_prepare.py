@@ -121,3 +121,65 @@ def test_line_and_near_dedup_are_refused_with_the_reason(
             ExecutorSettings(),
             progress=False,
         )
+
+
+@pytest.mark.parametrize("kind", ["blocks", "lines", "jsonl"])
+def test_a_large_file_cut_into_byte_ranges_writes_what_one_run_writes(
+    tmp_path: Path, kind: str
+) -> None:
+    """One file in about twenty units (documents repeat across the ranges; some lines are not
+    UTF-8, replaced and counted): the same folder and counts as one run."""
+    docs = _documents(400, seed=7) + _documents(30, seed=99) * 3
+    random.Random(3).shuffle(docs)
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    if kind == "jsonl":
+        body = "".join(json.dumps({"text": d}) + "\n" for d in docs).encode()
+        name = "big.jsonl"
+    else:
+        separator = "\n" if kind == "lines" else "\n \u3000\n"
+        flat = [d.replace("\n", " ") for d in docs] if kind == "lines" else docs
+        body = (separator.join(flat) + "\n").encode().replace(b"shard", b"sh\xffard")
+        name = "big.txt"
+    (inputs / name).write_bytes(body)
+    options = {**OPTIONS, "doc_per_line": kind == "lines"}
+    local = prepare([inputs], tmp_path / "local", progress=False, **options)
+    settings = ExecutorSettings(kind="local", workers=2, threads_per_unit=1)
+    outcome = scale_prepare(
+        [str(inputs)], str(tmp_path / "scaled"), dict(options), settings, progress=False,
+        unit_bytes=len(body) // 20,
+    )  # fmt: skip
+    units = outcome.manifest.units
+    assert outcome.unfinished == [] and len(units) >= 15
+    assert {u.span["kind"] for u in units} == {"bytes"}
+    result = outcome.result
+    assert result.from_parts == [str(inputs / name)]
+    assert (result.documents_read, result.duplicates, result.invalid_utf8, result.cleaning) == (
+        local.documents_read,
+        local.duplicates,
+        local.invalid_utf8,
+        local.cleaning,
+    )
+    assert local.duplicates > 0 and (kind == "jsonl" or local.invalid_utf8 > 0)
+    assert _tree(tmp_path / "scaled") == _tree(tmp_path / "local")
+
+
+def test_a_bad_line_in_a_later_range_is_named_as_in_one_run(tmp_path: Path) -> None:
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    lines = [json.dumps({"text": d}) for d in _documents(300, seed=8)]
+    lines[250] = '{"text": 12}'
+    (inputs / "big.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(Exception) as one_run:
+        prepare([inputs], tmp_path / "local", progress=False, **OPTIONS)
+    settings = ExecutorSettings(kind="local", workers=1, threads_per_unit=1)
+    outcome = scale_prepare(
+        [str(inputs)], str(tmp_path / "scaled"), dict(OPTIONS), settings, progress=False,
+        unit_bytes=2000,
+    )  # fmt: skip
+    assert outcome.unfinished
+    manifest = Manifest.load(tmp_path / "scaled")
+    failures = [manifest.read_record(u.id, "failed") for u in manifest.units]
+    messages = [f["error"] for f in failures if f is not None]
+    assert "line 251" in str(one_run.value)
+    assert any(str(one_run.value) in message for message in messages), messages

@@ -1,0 +1,86 @@
+"""A large uncompressed text or JSONL file cut into byte ranges at document boundaries, so that
+several scale units share it and, read one after the other, give exactly the documents of the
+whole file (with the same line numbers in their errors).
+
+A JSONL row, or a document of a ``--doc-per-line`` text, is a line: any line start is a
+boundary. A text document is a block of lines ended by a blank line (only whitespace, as
+Python's ``str.isspace`` sees it; a line that is not UTF-8 is not blank): a range ends just
+after a blank line. Compressed files cannot be entered in the middle: they stay whole, as do
+Parquet files and ``datasets`` sources.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import BinaryIO
+
+from data_io.formats.raw_text import ByteRange, Source
+
+__all__ = ["document_ranges"]
+
+_COUNT_CHUNK = 16 << 20
+
+
+def document_ranges(source: Source, unit_bytes: int, doc_per_line: bool) -> list[ByteRange]:
+    """Ranges of about ``unit_bytes`` covering ``source`` in order, or ``[]`` when it is read
+    whole (small, compressed, or not a text or JSONL file)."""
+    size = source.size
+    if (
+        unit_bytes <= 0
+        or size <= unit_bytes
+        or source.compression is not None
+        or source.kind not in ("txt", "jsonl")
+    ):
+        return []
+    blocks = source.kind == "txt" and not doc_per_line
+    count = max(1, round(size / unit_bytes))
+    cuts = [0]
+    with open(source.path, "rb") as f:
+        for k in range(1, count):
+            target = k * size // count
+            if target <= cuts[-1]:
+                continue
+            cut = _boundary_from(f, target, blocks)
+            if cut is None or cut >= size:
+                break
+            if cut > cuts[-1]:
+                cuts.append(cut)
+    if len(cuts) == 1:
+        return []
+    lines = _first_lines(source.path, cuts)
+    ends = [*cuts[1:], size]
+    return [ByteRange(start, end, line) for start, end, line in zip(cuts, ends, lines, strict=True)]
+
+
+def _boundary_from(f: BinaryIO, target: int, blocks: bool) -> int | None:
+    """The first document boundary at or after ``target`` (the file's size, or None, at its
+    end)."""
+    f.seek(target - 1)
+    f.readline()  # to just past the newline at or after target - 1: a line start >= target
+    if not blocks:
+        return f.tell()
+    while line := f.readline():
+        if _is_blank(line):
+            return f.tell()
+    return None
+
+
+def _is_blank(line: bytes) -> bool:
+    try:
+        return line.decode("utf-8").isspace()
+    except UnicodeDecodeError:
+        return False
+
+
+def _first_lines(path: Path, cuts: list[int]) -> list[int]:
+    """The number (from 1) of the line starting at each of the sorted offsets ``cuts``."""
+    numbers = []
+    newlines, at = 0, 0
+    with open(path, "rb") as f:
+        for cut in cuts:
+            while at < cut:
+                chunk = f.read(min(_COUNT_CHUNK, cut - at))
+                newlines += chunk.count(b"\n")
+                at += len(chunk)
+            numbers.append(newlines + 1)
+    return numbers

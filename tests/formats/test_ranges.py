@@ -1,0 +1,102 @@
+"""Byte ranges of a large file (``formats.ranges``): read one after the other, they give what
+the whole file gives — the same documents, counts and first error, with the same line numbers
+and byte offsets — on generated text and JSONL files full of what the reading rules handle."""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from data_io.formats.ranges import document_ranges
+from data_io.formats.raw_text import ReadOptions, Source, empty_input_error, expand_inputs
+from tests.prepare.test_read_rust import _rust, rows, text_files
+
+
+def _ranged(source: Source, unit_bytes: int, options: ReadOptions) -> tuple[Any, ...]:
+    """The ranges' documents and counts run on, as one read; the first error ends it."""
+    ranges = document_ranges(source, unit_bytes, options.doc_per_line)
+    assert ranges, "the file is larger than a unit: it is cut"
+    assert ranges[0].start == 0 and ranges[-1].end == source.size
+    assert all(a.end == b.start for a, b in itertools.pairwise(ranges))
+    documents: list[str] = []
+    counts = [0, 0, 0]
+    for span in ranges:
+        read = _rust([dataclasses.replace(source, span=span, explicit=False)], options)
+        if read[0] == "error":
+            return read
+        documents += read[0]
+        counts = [a + b for a, b in zip(counts, read[1][:3], strict=True)]
+    if counts[0] == 0:  # as the file named alone: no document in any range is an error
+        return ("error", str(empty_input_error(source)))
+    return documents, (*counts, [])
+
+
+def _agree(tmp: Path, name: str, data: bytes, options: ReadOptions, unit_bytes: int) -> None:
+    (tmp / name).write_bytes(data)
+    (source,) = expand_inputs([tmp / name], options)[0]
+    whole = _rust([source], options)
+    if source.size <= unit_bytes or not document_ranges(source, unit_bytes, options.doc_per_line):
+        return  # no boundary past the first unit: read whole
+    assert _ranged(source, unit_bytes, options) == whole
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@example(body=b"a\n \n\xffb\n\nc", bom=True, per_line=False, fail=True, unit=3)
+@given(
+    body=text_files,
+    bom=st.booleans(),
+    per_line=st.booleans(),
+    fail=st.booleans(),
+    unit=st.integers(1, 40),
+)
+def test_text_ranges_read_as_the_whole_file(
+    tmp_path_factory: Any, body: bytes, bom: bool, per_line: bool, fail: bool, unit: int
+) -> None:
+    data = (b"\xef\xbb\xbf" if bom else b"") + body
+    options = ReadOptions(doc_per_line=per_line, invalid_utf8="fail" if fail else "replace")
+    _agree(tmp_path_factory.mktemp("txt"), "a.txt", data, options, unit)
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(lines=st.lists(rows, min_size=2, max_size=12), fail=st.booleans(), unit=st.integers(1, 60))
+def test_jsonl_ranges_read_as_the_whole_file(
+    tmp_path_factory: Any, lines: list[bytes], fail: bool, unit: int
+) -> None:
+    options = ReadOptions(invalid_utf8="fail" if fail else "replace")
+    _agree(tmp_path_factory.mktemp("jsonl"), "a.jsonl", b"\n".join(lines), options, unit)
+
+
+def test_compressed_small_and_parquet_files_are_read_whole(tmp_path: Path) -> None:
+    blocks = [f"block {i} {i * 7919 % 1000}" for i in range(300)]
+    (tmp_path / "a.txt.gz").write_bytes(gzip.compress("\n\n".join(blocks).encode()))
+    pq.write_table(pa.table({"text": blocks}), tmp_path / "b.parquet", row_group_size=10)
+    (tmp_path / "c.txt").write_bytes(b"one\n\ntwo\n")
+    sources = expand_inputs([tmp_path], ReadOptions())[0]
+    assert [s.size > 64 for s in sources] == [True, True, False]
+    for source in sources:
+        assert document_ranges(source, 64, doc_per_line=False) == []
+
+
+def test_a_text_file_is_cut_only_after_a_blank_line(tmp_path: Path) -> None:
+    blocks = [f"block {i}\nits second line\nits third" for i in range(50)]
+    path = tmp_path / "a.txt"
+    path.write_text("\n\n".join(blocks) + "\n")
+    (source,) = expand_inputs([path], ReadOptions())[0]
+    ranges = document_ranges(source, 100, doc_per_line=False)
+    assert len(ranges) > 10
+    data = path.read_bytes()
+    for span in ranges[1:]:
+        assert data[: span.start].endswith(b"\n\n")
+        assert span.first_line == data[: span.start].count(b"\n") + 1
