@@ -25,15 +25,17 @@ from numpy.typing import NDArray
 
 from data_io import _core
 from data_io.prepare.dedup import HashDedup, OnlineDedup
+from data_io.prepare.split import is_val
 from data_io.prepare.tokenizers import PrepTokenizer
 
-__all__ = ["LineArrays", "LineDedup", "LineSpool", "write_line_shards"]
+__all__ = ["LineArrays", "LineDedup", "LineSpool", "replay_line_part", "write_line_shards"]
 
 # A batch's documents as ``prepare_batch(lines=True)`` gives them: UTF-8 text back to back,
 # byte offsets, (lines, 2) hashes of the lines that are not blank, lines per document.
 LineArrays = tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.uint64], NDArray[np.int64]]
 
 _PASS2_BYTES = 32 << 20  # text rebuilt and encoded per call in pass 2
+_REPLAY_DOCUMENTS = 1 << 16
 
 
 @dataclass
@@ -63,10 +65,11 @@ class LineDedup:
         return left, ids, offs
 
     def record(self, batch: LineArrays) -> None:
-        """Record the batch's line hashes for the decision after the run."""
-        assert self.after is not None
+        """Record the batch's line hashes for the decision after the run (none in a scale
+        unit's part: its spool keeps them for the finalize run)."""
         hashes = batch[2]
-        self.after.add(hashes, self.lines)
+        if self.after is not None:
+            self.after.add(hashes, self.lines)
         self.lines += len(hashes)
 
 
@@ -95,26 +98,37 @@ def _keep_and_encode(
 @dataclass
 class LineSpool:
     """What pass 1 leaves in the work folder when lines are decided after the run: the cleaned
-    documents' text, and per document its bytes, its lines (not blank) and its val flag."""
+    documents' text, and per document its bytes, its lines (not blank) and its val flag (and,
+    in a ``scale`` unit's part, ``with_hashes``: each document's hash and its lines' hashes,
+    for the finalize run)."""
 
     folder: Path
     documents: int = 0
     lines: int = 0
     tokens: int = 0  # none: pass 1 does not encode
+    with_hashes: bool = False
     files: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
+        names = ("text", "bytes", "counts", "val")
+        names += ("hashes", "line_hashes") if self.with_hashes else ()
         self.files = {
             name: open(self.folder / f"lines_{name}.bin", "wb")  # noqa: SIM115 (closed by close)
-            for name in ("text", "bytes", "counts", "val")
+            for name in names
         }
 
-    def append_lines(self, batch: LineArrays, val: NDArray[Any]) -> None:
-        text, offsets, _, line_counts = batch
+    def append_lines(
+        self, batch: LineArrays, val: NDArray[Any], hashes: NDArray[np.uint64] | None = None
+    ) -> None:
+        text, offsets, line_hashes, line_counts = batch
         self.files["text"].write(np.ascontiguousarray(text).data)
         self.files["bytes"].write(np.diff(offsets).astype(np.int64).tobytes())
         self.files["counts"].write(np.ascontiguousarray(line_counts, dtype=np.int64).tobytes())
         self.files["val"].write(val.astype(np.bool_).tobytes())
+        if self.with_hashes:
+            assert hashes is not None
+            self.files["hashes"].write(np.ascontiguousarray(hashes, dtype=np.uint64).tobytes())
+            self.files["line_hashes"].write(np.ascontiguousarray(line_hashes).tobytes())
         self.documents += len(line_counts)
         self.lines += int(line_counts.sum())
 
@@ -123,18 +137,54 @@ class LineSpool:
             f.close()
 
     def arrays(self) -> dict[str, Any]:
-        def load(name: str, dtype: Any) -> Any:
-            path = self.folder / f"lines_{name}.bin"
-            if path.stat().st_size == 0:
-                return np.zeros(0, dtype=dtype)
-            return np.memmap(path, dtype=dtype, mode="r")
+        return _line_arrays(self.folder, self.with_hashes)
 
-        return {
-            "text": load("text", np.uint8),
-            "bytes": load("bytes", np.int64),
-            "counts": load("counts", np.int64),
-            "val": load("val", np.bool_),
-        }
+
+def _line_arrays(folder: Path, with_hashes: bool) -> dict[str, Any]:
+    """A ``LineSpool``'s files, memory-mapped."""
+
+    def load(name: str, dtype: Any) -> Any:
+        path = folder / f"lines_{name}.bin"
+        if path.stat().st_size == 0:
+            return np.zeros(0, dtype=dtype)
+        return np.memmap(path, dtype=dtype, mode="r")
+
+    arrays = {
+        "text": load("text", np.uint8),
+        "bytes": load("bytes", np.int64),
+        "counts": load("counts", np.int64),
+        "val": load("val", np.bool_),
+    }
+    if with_hashes:
+        arrays["hashes"] = load("hashes", np.uint64).reshape(-1, 2)
+        arrays["line_hashes"] = load("line_hashes", np.uint64).reshape(-1, 2)
+    return arrays
+
+
+def replay_line_part(
+    folder: Path, spool: LineSpool, lines: LineDedup, seed: int, val_fraction: float
+) -> None:
+    """A scale unit's part (a ``LineSpool`` with hashes, in ``folder``) appended to the run's
+    ``spool``, its lines recorded in ``lines``, as if its source were read now."""
+    arrays = _line_arrays(folder, with_hashes=True)
+    documents = len(arrays["counts"])
+    ends = np.cumsum(arrays["bytes"])
+    line_ends = np.cumsum(arrays["counts"])
+    for start in range(0, documents, _REPLAY_DOCUMENTS):
+        stop = min(start + _REPLAY_DOCUMENTS, documents)
+        first_byte = int(ends[start - 1]) if start else 0
+        first_line = int(line_ends[start - 1]) if start else 0
+        offsets = np.zeros(stop - start + 1, dtype=np.int64)
+        offsets[1:] = ends[start:stop] - first_byte
+        batch = (
+            np.asarray(arrays["text"][first_byte : int(ends[stop - 1])]),
+            offsets,
+            np.asarray(arrays["line_hashes"][first_line : int(line_ends[stop - 1])]),
+            np.asarray(arrays["counts"][start:stop]),
+        )
+        lines.record(batch)
+        hashes = np.asarray(arrays["hashes"][start:stop])
+        spool.append_lines(batch, is_val(hashes, seed, val_fraction))
 
 
 def write_line_shards(

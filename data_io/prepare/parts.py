@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from data_io.formats.raw_text import ReadOptions, ReadStats, Source, empty_input_error
-from data_io.prepare.dedup import HashDedup
+from data_io.prepare.dedup import HashDedup, NearDedup
+from data_io.prepare.lines import LineDedup, LineSpool, replay_line_part
 from data_io.prepare.normalize import CleanOptions, CleanStats
 from data_io.prepare.pipeline import Spool, encode_inputs
 from data_io.prepare.progress import ProgressBar
@@ -54,23 +55,36 @@ class Part:
         dedup: HashDedup | None,
         seed: int,
         val_fraction: float,
-        spool: Spool,
+        spool: Spool | LineSpool,
         stats: ReadStats,
         clean_stats: CleanStats,
+        lines: LineDedup | None = None,
     ) -> None:
+        if lines is not None:  # --dedup line: the cleaned text and its line hashes
+            assert isinstance(spool, LineSpool)
+            replay_line_part(self.folder, spool, lines, seed, val_fraction)
+            self._add_stats(stats, clean_stats)
+            return
+        assert isinstance(spool, Spool)
         tokens = self._array("tokens", np.uint32)
         lengths = self._array("lengths", np.int64)
         hashes = self._array("hashes", np.uint64).reshape(-1, 2)
+        near = self.record.get("options", {}).get("near_dedup")
+        bands = self._array("bands", np.uint64).reshape(-1, near["bands"], 2) if near else None
         first_token = 0
         for start in range(0, len(lengths), _REPLAY_DOCUMENTS):
             stop = min(start + _REPLAY_DOCUMENTS, len(lengths))
             chunk = np.asarray(hashes[start:stop])
             if dedup is not None:
-                dedup.add(chunk, spool.documents)
+                records = chunk if bands is None else np.asarray(bands[start:stop])
+                dedup.add(records, spool.documents)
             offsets = np.concatenate([[0], np.cumsum(lengths[start:stop])]).astype(np.int64)
             ids = np.asarray(tokens[first_token : first_token + int(offsets[-1])])
             spool.append(ids, offsets, is_val(chunk, seed, val_fraction), chunk)
             first_token += int(offsets[-1])
+        self._add_stats(stats, clean_stats)
+
+    def _add_stats(self, stats: ReadStats, clean_stats: CleanStats) -> None:
         read = self.record["read"]
         stats.documents += read["documents"]
         stats.bytes_read += read["bytes_read"]
@@ -93,13 +107,14 @@ class PartChain:
         dedup: HashDedup | None,
         seed: int,
         val_fraction: float,
-        spool: Spool,
+        spool: Spool | LineSpool,
         stats: ReadStats,
         clean_stats: CleanStats,
+        lines: LineDedup | None = None,
     ) -> None:
         before = stats.documents
         for part in self.parts:
-            part.replay(dedup, seed, val_fraction, spool, stats, clean_stats)
+            part.replay(dedup, seed, val_fraction, spool, stats, clean_stats, lines)
         if stats.documents == before:  # as the file read whole: no document in any range
             if self.source.explicit:
                 raise empty_input_error(self.source)
@@ -122,12 +137,20 @@ def write_part(
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
-        spool = Spool(tmp, with_hashes=True)
+        options = identity.get("options", {})
+        near = NearDedup(**options["near_dedup"]) if "near_dedup" in options else None
+        by_lines = options.get("dedup") == "line"
+        spool: Spool | LineSpool = (
+            LineSpool(tmp, with_hashes=True)
+            if by_lines
+            else Spool(tmp, with_hashes=True, bands=near.bands if near is not None else 0)
+        )
         try:
             # The val flags are recomputed from the hashes at replay (the seed is the run's).
             stats, clean_stats = encode_inputs(
-                [source], read, clean, tokenizer, None, 0, 0.0, spool, ProgressBar(0, False)
-            )
+                [source], read, clean, tokenizer, None, 0, 0.0, spool, ProgressBar(0, False),
+                near=near, lines=LineDedup() if by_lines else None,
+            )  # fmt: skip
         finally:
             spool.close()
         span = source.span

@@ -54,16 +54,19 @@ _PASS2_DOCUMENTS = 1 << 16
 @dataclass
 class Spool:
     """What pass 1 leaves in the work folder: tokens, one length and one val flag per document
-    (and, in a ``scale`` unit's part, each document's hash: the finalize step de-duplicates)."""
+    (and, in a ``scale`` unit's part, each document's hash, and its ``bands`` MinHash bands
+    under ``--dedup near``: the finalize step de-duplicates)."""
 
     folder: Path
     documents: int = 0
     tokens: int = 0
     with_hashes: bool = False
+    bands: int = 0
     files: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
         names = ("tokens", "lengths", "val") + (("hashes",) if self.with_hashes else ())
+        names += ("bands",) if self.bands else ()
         self.files = {
             name: open(self.folder / f"{name}.bin", "wb")  # noqa: SIM115 (closed by close)
             for name in names
@@ -75,6 +78,7 @@ class Spool:
         offsets: NDArray[np.int64],
         val: NDArray[Any],
         hashes: NDArray[np.uint64] | None = None,
+        bands: NDArray[np.uint64] | None = None,
     ) -> None:
         # Written from the array's own buffer: a copy of every token (tobytes) costs as much.
         self.files["tokens"].write(np.ascontiguousarray(ids, dtype=np.uint32).data)
@@ -83,6 +87,9 @@ class Spool:
         if self.with_hashes:
             assert hashes is not None
             self.files["hashes"].write(np.ascontiguousarray(hashes, dtype=np.uint64).tobytes())
+        if self.bands:
+            assert bands is not None and bands.shape[1:] == (self.bands, 2)
+            self.files["bands"].write(np.ascontiguousarray(bands, dtype=np.uint64).tobytes())
         self.documents += len(offsets) - 1
         self.tokens += len(ids)
 
@@ -117,6 +124,7 @@ class ShardSink:
         offsets: NDArray[np.int64],
         val: NDArray[Any],
         hashes: NDArray[np.uint64] | None = None,
+        bands: NDArray[np.uint64] | None = None,
     ) -> None:
         lengths = np.diff(offsets)
         in_val = val.astype(np.bool_)
@@ -190,7 +198,7 @@ def encode_inputs(
             group.append(source)
             continue
         read_group()
-        part.replay(dedup, seed, val_fraction, spool, stats, clean_stats)
+        part.replay(dedup, seed, val_fraction, spool, stats, clean_stats, lines)
         bar.advance_bytes(source.size)
     read_group()
     return stats, clean_stats
@@ -259,7 +267,7 @@ def _encode_group(
         if lined is not None:  # decided after the run
             assert lines is not None and isinstance(spool, LineSpool)
             lines.record(lined)
-            spool.append_lines(lined, val)
+            spool.append_lines(lined, val, hashes)
             if tokenizer.core_encoder is None:  # the char vocabulary: every character read
                 tokenizer.encode([lined[0].tobytes().decode()])
             numbered += len(hashes)
@@ -267,7 +275,7 @@ def _encode_group(
         if dedup is not None:
             dedup.add(bands if bands is not None else hashes, numbered)
         numbered += len(hashes)
-        spool.append(ids, offsets, val, hashes)
+        spool.append(ids, offsets, val, hashes, bands)
         bar.advance_tokens(len(ids))
 
     pending: Future[_Prepared] | None = None

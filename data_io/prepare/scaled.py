@@ -48,13 +48,6 @@ class PrepareStage:
         inputs = [str(Path(p).resolve()) if Path(p).exists() else str(p) for p in request["inputs"]]
         with exclusive(out):
             plan = plan_run(inputs, out, **kwargs)
-        if plan.options["dedup"] in ("near", "line"):
-            mode = plan.options["dedup"]
-            keeps = "its MinHash bands" if mode == "near" else "its lines' hashes"
-            raise ConfigError(
-                f"--dedup {mode} is not scaled out yet (a unit's part keeps each document's "
-                f"hash, not {keeps}): prepare without --executor, or with --dedup doc"
-            )
         if plan.tok.kind == "char":
             raise ConfigError(
                 "--tokenizer char builds its vocabulary from the inputs in their order, so its "

@@ -108,19 +108,31 @@ def test_the_char_tokenizer_is_refused_with_the_reason(tmp_path: Path) -> None:
         )
 
 
-@pytest.mark.parametrize("mode,kept", [("near", "MinHash bands"), ("line", "lines' hashes")])
-def test_line_and_near_dedup_are_refused_with_the_reason(
-    tmp_path: Path, mode: str, kept: str
+@pytest.mark.parametrize("mode", ["near", "line"])
+def test_near_and_line_dedup_on_workers_write_what_one_run_writes(
+    tmp_path: Path, mode: str
 ) -> None:
+    """Units keep each document's MinHash bands (near) or its cleaned text and line hashes
+    (line); finalize de-duplicates them in input order. Duplicates across files and across the
+    ranges of one file are dropped as in one run."""
     inputs = _inputs(tmp_path / "in")
-    with pytest.raises(ConfigError, match=f"--dedup {mode} is not scaled out yet.*{kept}"):
-        scale_prepare(
-            [str(inputs)],
-            str(tmp_path / "out"),
-            {**OPTIONS, "dedup": mode},
-            ExecutorSettings(),
-            progress=False,
-        )
+    base = _documents(60, seed=11)
+    edited = [d.replace("\n", " ") + " plus one more word" for d in base if len(d) > 150]
+    big = [*base, *_documents(300, seed=12), *edited]
+    (inputs / "f.jsonl").write_text("".join(json.dumps({"text": d}) + "\n" for d in big))
+    options = {**OPTIONS, "dedup": mode}
+    local = prepare([inputs], tmp_path / "local", progress=False, **options)
+    assert local.duplicates > (len(edited) // 2 if mode == "near" else 0)
+    settings = ExecutorSettings(kind="local", workers=2, threads_per_unit=1)
+    outcome = scale_prepare(
+        [str(inputs)], str(tmp_path / "scaled"), dict(options), settings, progress=False,
+        unit_bytes=(inputs / "f.jsonl").stat().st_size // 6,
+    )  # fmt: skip
+    assert outcome.unfinished == []
+    assert any(u.span["kind"] == "bytes" for u in outcome.manifest.units)
+    result = outcome.result
+    assert (result.duplicates, result.duplicate_lines) == (local.duplicates, local.duplicate_lines)
+    assert _tree(tmp_path / "scaled") == _tree(tmp_path / "local")
 
 
 @pytest.mark.parametrize("kind", ["blocks", "lines", "jsonl"])
