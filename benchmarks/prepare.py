@@ -15,7 +15,9 @@ are its own), for each tokenizer (``--tokenizers``: the shipped BPE and Qwen2.5'
 each thread count (MB/s per core: per CPU-second the run used): prepare without
 de-duplication, with exact documents, exact lines and near-duplicates; the encoder alone
 (``TextEncoder.encode_batch`` over prepare's documents in prepare's batches, first pass, the
-reading and cleaning untimed); datatrove with as many workers as threads (JSONL corpora). MB/s
+reading and cleaning untimed); the floor: prepare with the encoder's null engine
+(``DATA_IO_ENCODER=null``: every step but encoding, which no encoder speed can go below);
+datatrove with as many workers as threads (JSONL corpora). MB/s
 counts input bytes. (The ``char`` tokenizer is no floor any more: its ids are made in Python
 from each text, so it runs slower than the BPE encoders.)
 
@@ -205,15 +207,24 @@ def child_encoder(corpus: Path, tokenizer: str, field: str) -> dict:
 
 
 def _env(threads: int) -> dict[str, str]:
-    return {**os.environ, "RAYON_NUM_THREADS": str(threads), "TOKENIZERS_PARALLELISM": "true"}
+    # OPENBLAS_NUM_THREADS as the data_io command sets it (its threads spin after numpy's import).
+    return {
+        **os.environ,
+        "RAYON_NUM_THREADS": str(threads),
+        "TOKENIZERS_PARALLELISM": "true",
+        "OPENBLAS_NUM_THREADS": "1",
+    }
 
 
 def _child(kind: str, threads: int, corpus: Path, out: Path, options: dict) -> dict:
     spec = json.dumps({"kind": kind, "corpus": str(corpus), "out": str(out), **options})
     shutil.rmtree(out, ignore_errors=True)
+    env = _env(threads)
+    if options.get("floor"):  # the encoder's null engine: every step of prepare but encoding
+        env["DATA_IO_ENCODER"] = "null"
     done = subprocess.run(
         [sys.executable, __file__, "--child", spec],
-        env=_env(threads),
+        env=env,
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -282,6 +293,11 @@ def main() -> None:
     parser.add_argument("--dedup-memory", default="1GB", help="dedup budget (prepare's default)")
     parser.add_argument("--no-datatrove", action="store_true", help="leave datatrove out")
     parser.add_argument(
+        "--no-floor",
+        action="store_true",
+        help="leave out the floor: prepare with the encoder's null engine (no encoding)",
+    )
+    parser.add_argument(
         "--dedup-modes",
         default="none,doc,doc@8MB,line,line@8MB,near,near@8MB",
         help="prepare's rows: MODE or MODE@BUDGET (a budget the hashes outgrow: sorted runs)",
@@ -331,6 +347,10 @@ def main() -> None:
                 run = {**base, "memory": memory or args.dedup_memory}
                 measure(f"data_io {name}", threads, vocabulary, _child, "prepare", threads,
                         corpus, out, {**run, "dedup": dedup})  # fmt: skip
+            if not args.no_floor:
+                measure("floor: prepare without encoding, dedup doc", threads, vocabulary,
+                        _child, "prepare", threads, corpus, out,
+                        {**base, "dedup": "doc", "floor": True})  # fmt: skip
             if datatrove:
                 measure("datatrove DocumentTokenizer", threads, vocabulary, _datatrove, threads,
                         corpus, out, path)  # fmt: skip

@@ -127,6 +127,7 @@ def prepare_batch(
     eos_id: int | None = None,
     near: tuple[int, int, int, int] | None = None,
     lines: bool = False,
+    seen: SeenHashes | None = None,
 ) -> tuple[
     tuple[NDArray[np.uint32], NDArray[np.int64]] | None,
     list[str] | None,
@@ -143,7 +144,9 @@ def prepare_batch(
     ``near``: (n-gram, bands, rows, seed) of ``--dedup near``; the kept documents' bands come
     fifth, as ``(n, bands, 2)`` (band hash, band number). ``lines`` (``--dedup line``): nothing
     is encoded; the kept documents come sixth as (UTF-8 text back to back, byte offsets,
-    ``(lines, 2)`` hashes of their lines that are not blank, lines per document)."""
+    ``(lines, 2)`` hashes of their lines that are not blank, lines per document). ``seen``:
+    exact duplicates dropped before encoding (counted as ``duplicates``; ``dedup_overflow``
+    is 1, and nothing recorded or encoded, when the batch would not fit its budget)."""
 
 def keep_lines(
     text: NDArray[np.uint8],

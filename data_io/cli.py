@@ -13,7 +13,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+
+# No command calls BLAS, and OpenBLAS's threads spin for ~0.1 CPU-second after numpy is
+# imported: one thread (unless the user chose), before any stage imports numpy.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from data_io.errors import DataIoError, os_error_message
 from data_io.stage import STAGES

@@ -783,10 +783,13 @@ type LineArrays<'py> = (
 /// source, number)` gives the text of a JSONL row only Python reads (or raises its error).
 /// `near`: (n-gram, bands, rows, seed) of `--dedup near` (`rust/prepare/near.rs`). `lines`
 /// (`--dedup line`): no encoding, the kept documents' `LineArrays` instead (the lines kept
-/// decide what is encoded, by `keep_lines`).
+/// decide what is encoded, by `keep_lines`). `seen`: exact duplicates decided here, before
+/// encoding (a duplicate is never encoded): the counts' `duplicates`, or `dedup_overflow` 1
+/// (nothing recorded, nothing encoded) when the batch's hashes would not fit its budget.
 #[pyfunction]
 #[pyo3(signature = (documents, *, text_field, fail_invalid, normalize, filter, min_line_chars,
-    min_doc_chars, resolve, encoder = None, eos_id = None, near = None, lines = false))]
+    min_doc_chars, resolve, encoder = None, eos_id = None, near = None, lines = false,
+    seen = None))]
 #[allow(clippy::too_many_arguments)]
 fn prepare_batch<'py>(
     py: Python<'py>,
@@ -802,6 +805,7 @@ fn prepare_batch<'py>(
     eos_id: Option<u32>,
     near: Option<(usize, usize, usize, u64)>,
     lines: bool,
+    mut seen: Option<PyRefMut<'py, SeenHashes>>,
 ) -> PyResult<PreparedBatch<'py>> {
     use crate::prepare::batch::prepare;
     use crate::prepare::clean::CleanOptions;
@@ -840,9 +844,12 @@ fn prepare_batch<'py>(
     };
     let inner = encoder.as_ref().map(|e| std::sync::Arc::clone(&e.inner));
     let pool = crate::encoder::process_pool().map_err(|e| to_py_err(py, e))?;
+    // Moved into the call (the GIL released) and back: one batch at a time uses the set.
+    let mut set = seen.as_mut().map(|s| std::mem::take(&mut s.inner));
+    let (mut duplicates, mut overflow) = (0u64, false);
     let outcome = py.detach(|| {
         pool.install(|| {
-            let prepared = prepare(&docs, &read, &clean, hasher.as_ref(), |line, entry| {
+            let mut prepared = prepare(&docs, &read, &clean, hasher.as_ref(), |line, entry| {
                 Python::attach(|py| {
                     resolve
                         .call1(py, (line, entry.source, entry.line))
@@ -850,6 +857,15 @@ fn prepare_batch<'py>(
                 })
                 .map_err(BatchError::Python)
             })?;
+            if let Some(set) = set.as_mut() {
+                match set.first_seen(&prepared.hashes) {
+                    Some(new) => duplicates = prepared.keep_only(&new),
+                    None => {
+                        overflow = true;
+                        prepared.keep_only(&vec![false; prepared.hashes.len()]);
+                    }
+                }
+            }
             let (encoded, lined) = match &inner {
                 _ if lines => (None, Some(LineBatch::new(&prepared.kept))),
                 Some(encoder) => (
@@ -861,6 +877,9 @@ fn prepare_batch<'py>(
             Ok::<_, BatchError>((prepared, encoded, lined))
         })
     });
+    if let (Some(seen), Some(set)) = (seen.as_mut(), set) {
+        seen.inner = set;
+    }
     let (prepared, encoded, lined) = match outcome {
         Ok(done) => done,
         Err(BatchError::Core(error)) => return Err(to_py_err(py, error)),
@@ -905,6 +924,8 @@ fn prepare_batch<'py>(
         ("short_lines_dropped", c.short_lines_dropped),
         ("too_short", c.dropped_too_short),
         ("empty", c.dropped_empty),
+        ("duplicates", duplicates),
+        ("dedup_overflow", u64::from(overflow)),
     ]
     .into_iter()
     .collect();

@@ -170,6 +170,19 @@ class OnlineDedup:
         self.duplicates += len(new) - int(np.count_nonzero(new))
         return new
 
+    @property
+    def seen(self) -> _core.SeenHashes:
+        """The set, for ``prepare_batch`` to decide a batch before encoding it."""
+        return self._seen
+
+    def decided(self, counts: dict[str, int]) -> None:
+        """Count what ``prepare_batch(seen=self.seen)`` decided; ``DedupOverflow`` when the
+        batch did not fit (nothing of it was recorded)."""
+        if counts["dedup_overflow"]:
+            raise DedupOverflow
+        self.duplicates += counts["duplicates"]
+        self.peak_bytes = max(self.peak_bytes, self._seen.bytes)
+
     def _record(self, hashes: NDArray[np.uint64]) -> NDArray[np.bool_]:
         new = self._seen.first_seen(hashes)
         if new is None:

@@ -242,7 +242,11 @@ def _encode_group(
             eos_id=tokenizer.eos_id if encoder is not None else None,
             near=near.as_tuple() if near is not None else None,
             lines=lines is not None,
+            # Exact duplicates decided before encoding: a duplicate is never encoded.
+            seen=online.seen if online is not None else None,
         )
+        if online is not None:
+            online.decided(counts)
         if lined is not None and lines is not None and lines.online is not None:
             # Decided here: one thread prepares the batches, in order.
             left, ids, offsets = lines.decide(lined, tokenizer)
@@ -259,8 +263,6 @@ def _encode_group(
         stats.text_chars += counts["text_chars"]
         stats.invalid_utf8_lines += counts["invalid_utf8_lines"]
         clean_stats.add(_clean_counts(counts))
-        if online is not None:
-            ids, offsets, hashes = _kept_only(online.keep(hashes), ids, offsets, hashes)
         if len(hashes) == 0:
             return
         val = is_val(hashes, seed, val_fraction)
@@ -305,21 +307,6 @@ _Prepared = tuple[
 ]
 _NO_IDS = np.zeros(0, dtype=np.uint32)
 _NO_OFFSETS = np.zeros(1, dtype=np.int64)
-
-
-def _kept_only(
-    keep: NDArray[np.bool_],
-    ids: NDArray[np.uint32],
-    offsets: NDArray[np.int64],
-    hashes: NDArray[np.uint64],
-) -> tuple[NDArray[np.uint32], NDArray[np.int64], NDArray[np.uint64]]:
-    """The batch's documents where ``keep``: their ids, offsets and hashes."""
-    if keep.all():
-        return ids, offsets, hashes
-    lengths = np.diff(offsets)
-    kept = np.zeros(int(np.count_nonzero(keep)) + 1, dtype=np.int64)
-    np.cumsum(lengths[keep], out=kept[1:])
-    return ids[np.repeat(keep, lengths)], kept, hashes[keep]
 
 
 def _clean_counts(counts: dict[str, int]) -> CleanStats:

@@ -121,7 +121,8 @@ class _OpenShard:
         self.tokens = prefix.tokens
 
     def write(self, ids: NDArray[Any]) -> None:
-        data = ids.astype(self.dtype, copy=False).tobytes()
+        # The array's own buffer (cast only when the dtype differs): no copy of every token.
+        data = memoryview(np.ascontiguousarray(ids.astype(self.dtype, copy=False))).cast("B")
         self.file.write(data)
         self.digest.update(data)
         self.tokens += len(ids)

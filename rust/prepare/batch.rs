@@ -36,6 +36,31 @@ pub struct Prepared<'a> {
     pub clean: CleanStats,
 }
 
+impl Prepared<'_> {
+    /// Keep only the documents where `keep` (one flag per kept document, in order); how many
+    /// were dropped.
+    pub fn keep_only(&mut self, keep: &[bool]) -> u64 {
+        let per_document = if self.hashes.is_empty() {
+            0
+        } else {
+            self.bands.len() / self.hashes.len()
+        };
+        let mut flags = keep.iter();
+        self.kept.retain(|_| *flags.next().unwrap_or(&false));
+        let mut flags = keep.iter();
+        self.hashes.retain(|_| *flags.next().unwrap_or(&false));
+        if per_document > 0 {
+            let mut at = 0;
+            self.bands.retain(|_| {
+                let kept = keep.get(at / per_document).copied().unwrap_or(false);
+                at += 1;
+                kept
+            });
+        }
+        keep.iter().filter(|&&kept| !kept).count() as u64
+    }
+}
+
 /// Read, clean and hash every document of `docs` (and band it, with `near`). `resolve` reads a
 /// row that only Python reads (`rows.rs`); its error, or the first document's error in order,
 /// ends the batch.
@@ -220,5 +245,20 @@ mod tests {
         .err()
         .expect("fails");
         assert_eq!(error.to_string(), "row at line 1");
+    }
+
+    #[test]
+    fn keep_only_drops_documents_with_their_hashes_and_bands() {
+        let mut prepared = Prepared {
+            kept: vec!["a".into(), "b".into(), "c".into()],
+            hashes: vec![[1, 1], [2, 2], [3, 3]],
+            bands: vec![[10, 0], [11, 1], [20, 0], [21, 1], [30, 0], [31, 1]],
+            read: ReadCounts::default(),
+            clean: CleanStats::default(),
+        };
+        assert_eq!(prepared.keep_only(&[true, false, true]), 1);
+        assert_eq!(prepared.kept, ["a", "c"]);
+        assert_eq!(prepared.hashes, [[1, 1], [3, 3]]);
+        assert_eq!(prepared.bands, [[10, 0], [11, 1], [30, 0], [31, 1]]);
     }
 }

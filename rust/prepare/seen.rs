@@ -41,7 +41,8 @@ fn buckets(capacity: usize) -> usize {
     }
 }
 
-/// Every hash seen, within `budget` bytes.
+/// Every hash seen, within `budget` bytes (none by default).
+#[derive(Default)]
 pub struct SeenHashes {
     set: HashSet<u128, BuildHasherDefault<TakeLowBits>>,
     budget: usize,
