@@ -669,6 +669,8 @@ fn hash_texts<'py>(
 #[derive(Default)]
 struct RawDocuments {
     inner: crate::prepare::split::Documents,
+    /// An uncompressed file being read straight into `inner` (`open_file`, `read_file`).
+    file: Option<crate::prepare::file::FileFeed>,
 }
 
 #[pymethods]
@@ -679,6 +681,7 @@ impl RawDocuments {
     fn new(reserve: usize) -> Self {
         Self {
             inner: crate::prepare::split::Documents::with_reserve(reserve),
+            file: None,
         }
     }
 
@@ -710,6 +713,38 @@ impl RawDocuments {
         Ok(())
     }
 
+    /// Read the current source from the uncompressed file `path` (bytes `start..end`; `end`
+    /// None: to its end) with `read_file`, instead of feeding it.
+    #[pyo3(signature = (path, start = 0, end = None))]
+    fn open_file(
+        &mut self,
+        py: Python<'_>,
+        path: PathBuf,
+        start: u64,
+        end: Option<u64>,
+    ) -> PyResult<()> {
+        let feed =
+            crate::prepare::file::FileFeed::open(path, start, end).map_err(|e| to_py_err(py, e))?;
+        self.file = Some(feed);
+        Ok(())
+    }
+
+    /// Read about `limit` more bytes of the open file and cut its whole lines into documents,
+    /// without the GIL; how many bytes were read (0: the file is done, its last line cut).
+    fn read_file(&mut self, py: Python<'_>, limit: usize) -> PyResult<usize> {
+        let Some(feed) = self.file.as_mut() else {
+            return Err(PyValueError::new_err("read_file before open_file"));
+        };
+        let docs = &mut self.inner;
+        let read = py
+            .detach(|| feed.read(docs, limit))
+            .map_err(|e| to_py_err(py, e))?;
+        if read == 0 {
+            self.file = None;
+        }
+        Ok(read)
+    }
+
     /// Whole lines of the current source's text, the first at byte `offset` of the text.
     fn feed(&mut self, piece: &[u8], offset: u64) {
         self.inner.feed(piece, offset);
@@ -737,6 +772,7 @@ impl RawDocuments {
     fn take(&mut self) -> Self {
         Self {
             inner: self.inner.take(),
+            file: None,
         }
     }
 

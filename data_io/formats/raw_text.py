@@ -360,11 +360,15 @@ def line_pieces(source: Source, progress: _Progress | None) -> Iterator[tuple[in
     pending: list[bytes] = []  # the start of a line that began in earlier chunks
     offset = source.span.start if source.span is not None else 0
     first = offset == 0  # only the text's start can hold a byte-order mark
+    head = b""  # the text's first bytes, until they are enough to tell a mark
     for chunk in _chunks(source, progress):
         if not chunk:
             continue
         if first:
-            first = False
+            head += chunk
+            if len(head) < len(_BOM) and _BOM.startswith(head):
+                continue
+            first, chunk = False, head
             if chunk.startswith(_BOM):
                 chunk, offset = chunk[len(_BOM) :], len(_BOM)
         cut = chunk.rfind(b"\n") + 1
@@ -375,7 +379,7 @@ def line_pieces(source: Source, progress: _Progress | None) -> Iterator[tuple[in
         pending = [chunk[cut:]] if cut < len(chunk) else []
         yield offset, piece
         offset += len(piece)
-    tail = b"".join(pending)
+    tail = b"".join(pending) if not first else head  # (a text shorter than a mark)
     if tail:
         yield offset, tail
 

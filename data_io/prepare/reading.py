@@ -1,8 +1,9 @@
 """``prepare``'s reading: sources to batches of documents that stay in Rust.
 
-The bytes are read and decompressed here (``raw_text.line_pieces``: file reads and the C
-decompressors, pieces of whole lines); cutting them into documents, decoding, and parsing
-JSONL rows happen in Rust (``rust/prepare/``, ``_core.RawDocuments`` and
+An uncompressed text or JSONL file (or a byte range of one) is read by Rust straight into the
+batch's buffer (``RawDocuments.read_file``); a compressed one is read and decompressed here
+(``raw_text.line_pieces``: the C decompressors, pieces of whole lines). Cutting the text into
+documents, decoding, and parsing JSONL rows happen in Rust (``rust/prepare/``, ``_core.RawDocuments`` and
 ``_core.prepare_batch``), so a document never becomes a Python object. Parquet and
 ``datasets`` sources are read by their libraries and handed over as texts.
 
@@ -33,6 +34,7 @@ __all__ = ["BATCH_BYTES", "DocumentReader"]
 # reading the next one overlaps its encoding without holding much memory.
 BATCH_BYTES = 8 << 20
 _TEXTS_PER_FEED = 2048
+_READ_BYTES = 1 << 20  # per read of an uncompressed file
 
 
 class DocumentReader:
@@ -85,6 +87,17 @@ class DocumentReader:
 
     def _read(self, source: Source) -> Iterator[_core.RawDocuments]:
         documents = self._documents
+        if source.kind in ("txt", "jsonl") and source.compression is None:
+            span = source.span
+            if span is None:
+                documents.open_file(source.name)
+            else:
+                documents.open_file(source.name, span.start, span.end)
+            while read := documents.read_file(_READ_BYTES):
+                self._bar.advance_bytes(read)
+                if documents.ready_bytes >= BATCH_BYTES:
+                    yield documents.take()
+            return
         if source.kind in ("txt", "jsonl"):
             for offset, piece in line_pieces(source, self._bar.advance_bytes):
                 documents.feed(piece, offset)

@@ -150,34 +150,88 @@ fn normalize<'t>(text: Cow<'t, str>, stats: &mut CleanStats) -> Cow<'t, str> {
 }
 
 /// The whitespace clean-up of `text`, or `None` when it changes nothing (the common case,
-/// found without building a new string).
+/// found without building a new string). One pass over the bytes: every character it removes
+/// (a carriage return, a control, a trailing space) is whole, so the result stays UTF-8.
 fn whitespace_cleaned(text: &str) -> Option<String> {
     if !needs_whitespace_work(text) {
         return None;
     }
-    let unified = text.replace("\r\n", "\n").replace('\r', "\n");
-    let no_controls: String = unified.chars().filter(|&c| !is_control(c)).collect();
-    let mut lines = String::with_capacity(no_controls.len());
-    for (i, line) in no_controls.split('\n').enumerate() {
-        if i > 0 {
-            lines.push('\n');
-        }
-        lines.push_str(line.trim_end_matches(is_trailing_space));
-    }
-    let mut collapsed = String::with_capacity(lines.len());
-    let mut newlines = 0;
-    for c in lines.chars() {
-        if c == '\n' {
-            newlines += 1;
-            if newlines <= 2 {
-                collapsed.push('\n');
+    let bytes = text.as_bytes();
+    let mut out: Vec<u8> = Vec::with_capacity(bytes.len());
+    // Line ends since the last line that kept a character: at most two are written, before
+    // the next such line (runs of three or more become two). A line's newlines are written
+    // with its first character and taken back if trimming leaves it empty.
+    let mut pending = 0usize;
+    let mut before_newlines = 0usize;
+    let mut line_start = 0usize;
+    let mut started = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b == b'\n' || b == b'\r' {
+            trim_trailing_spaces(&mut out, line_start);
+            if out.len() == line_start {
+                out.truncate(before_newlines);
+                pending += 1;
+            } else {
+                pending = 1;
             }
-        } else {
-            newlines = 0;
-            collapsed.push(c);
+            started = false;
+            line_start = out.len();
+            before_newlines = out.len();
+            // "\r\n" is one line end
+            i += if b == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
+                2
+            } else {
+                1
+            };
+            continue;
         }
+        let removed = match b {
+            0x7F => 1,
+            0x00..=0x1F if b != b'\t' => 1,
+            0xC2 if matches!(bytes.get(i + 1), Some(0x80..=0x9F)) => 2,
+            _ => 0,
+        };
+        if removed > 0 {
+            i += removed;
+            continue;
+        }
+        if !started {
+            before_newlines = out.len();
+            out.extend(std::iter::repeat_n(b'\n', pending.min(2)));
+            line_start = out.len();
+            started = true;
+        }
+        out.push(b);
+        i += 1;
     }
-    Some(python_strip(&collapsed).to_string())
+    trim_trailing_spaces(&mut out, line_start);
+    if out.len() == line_start {
+        out.truncate(before_newlines);
+    }
+    let cleaned = String::from_utf8(out)
+        .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned());
+    let stripped = python_strip(&cleaned);
+    Some(if stripped.len() == cleaned.len() {
+        cleaned
+    } else {
+        stripped.to_string()
+    })
+}
+
+/// Remove the spaces, tabs, U+00A0 and U+3000 that end `out` after `line_start`.
+fn trim_trailing_spaces(out: &mut Vec<u8>, line_start: usize) {
+    loop {
+        let line = &out[line_start..];
+        let cut = match line {
+            [.., b' ' | b'\t'] => 1,
+            [.., 0xC2, 0xA0] => 2,
+            [.., 0xE3, 0x80, 0x80] => 3,
+            _ => return,
+        };
+        out.truncate(out.len() - cut);
+    }
 }
 
 /// Whether the whitespace clean-up would change `text`: a few vectorised passes over its
@@ -219,22 +273,52 @@ fn drop_short_lines<'t>(
     if minimum <= 1 {
         return text;
     }
-    // Counting stops at `minimum`: a line of real text is known long within a few characters.
-    let short = |line: &str| {
-        let visible = line
-            .chars()
-            .filter(|&c| !is_python_space(c))
-            .take(minimum)
-            .count();
-        visible > 0 && visible < minimum
-    };
-    let dropped = text.split('\n').filter(|line| short(line)).count();
+    let short = |line: &str| is_short_line(line, minimum);
+    let dropped = lines(&text).filter(|line| short(line)).count();
     if dropped == 0 {
         return text;
     }
     stats.short_lines_dropped += dropped as u64;
-    let kept: Vec<&str> = text.split('\n').filter(|line| !short(line)).collect();
+    let kept: Vec<&str> = lines(&text).filter(|line| !short(line)).collect();
     Cow::Owned(python_strip(&kept.join("\n")).to_string())
+}
+
+/// The `\n`-separated lines of `text` (as `str::split('\n')`, found with the vectorised
+/// `memchr`).
+fn lines(text: &str) -> impl Iterator<Item = &str> {
+    let mut start = 0;
+    memchr::memchr_iter(b'\n', text.as_bytes())
+        .chain(std::iter::once(text.len()))
+        .map(move |end| {
+            let line = &text[start..end];
+            start = end + 1;
+            line
+        })
+}
+
+/// A line that is not blank and has fewer than `minimum` characters that are not whitespace.
+/// Counting stops at `minimum`, and ASCII is judged by the byte: a line of real text is known
+/// long within a few bytes.
+fn is_short_line(line: &str, minimum: usize) -> bool {
+    let mut visible = 0;
+    for (i, &b) in line.as_bytes().iter().enumerate() {
+        if b >= 0x80 {
+            visible += line[i..]
+                .chars()
+                .filter(|&c| !is_python_space(c))
+                .take(minimum - visible)
+                .count();
+            break;
+        }
+        // Python's ASCII whitespace: \t \n \v \f \r, the separators 0x1C-0x1F, the space.
+        if !matches!(b, b'\t'..=b'\r' | 0x1C..=0x20) {
+            visible += 1;
+            if visible >= minimum {
+                return false;
+            }
+        }
+    }
+    visible > 0 && visible < minimum
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! until this replaces it.
 //!
 //! - `split.rs`: pieces of raw text cut into documents (spans of one buffer);
+//! - `file.rs`: an uncompressed file (or a byte range of it) read straight into the buffer;
 //! - `rows.rs`: a document's text from its span (UTF-8, carriage returns, a JSONL field);
 //! - `clean.rs`: normalisation and filtering of documents, as `data_io/prepare/normalize.py`;
 //! - `hash.rs`: the documents' 128-bit BLAKE2b, as `data_io/prepare/dedup.py`'s `hash_texts`;
@@ -13,6 +14,7 @@
 
 pub mod batch;
 pub mod clean;
+pub mod file;
 pub mod hash;
 pub mod lines;
 pub mod near;

@@ -110,11 +110,17 @@ impl Documents {
     /// Append a piece of the current source's text: whole lines (each ending with a newline,
     /// but the source's last one), the first at byte `offset` of the text. Lines are numbered
     /// from the source's first piece on.
-    pub fn feed(&mut self, piece: &[u8], mut offset: u64) {
+    pub fn feed(&mut self, piece: &[u8], offset: u64) {
+        let at = self.data.len();
+        self.data.extend_from_slice(piece);
+        self.scan_from(at, offset);
+    }
+
+    /// Cut into documents the bytes appended from `at` on (whole lines, as `feed` takes them),
+    /// the first at byte `offset` of the text.
+    pub fn scan_from(&mut self, mut at: usize, mut offset: u64) {
         let (source, format) = self.current();
         let mut line = self.next_line;
-        let mut at = self.data.len();
-        self.data.extend_from_slice(piece);
         let end = self.data.len();
         while at < end {
             let (line_end, next) = match memchr(b'\n', &self.data[at..end]) {

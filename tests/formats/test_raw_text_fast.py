@@ -27,11 +27,13 @@ def _plain_lines(source: Source) -> Iterator[tuple[int, int, bytes]]:
     for chunk in inputs._chunks(source, None):
         if not chunk:
             continue
-        if first:
-            first = False
-            if (pending + chunk).startswith(b"\xef\xbb\xbf"):
-                chunk, offset = (pending + chunk)[3:], 3
-                pending = b""
+        if first:  # a byte-order mark, even when it comes in several chunks
+            pending += chunk
+            if len(pending) < 3 and b"\xef\xbb\xbf".startswith(pending):
+                continue
+            first, chunk, pending = False, pending, b""
+            if chunk.startswith(b"\xef\xbb\xbf"):
+                chunk, offset = chunk[3:], 3
         parts = (pending + chunk).split(b"\n")
         pending = parts.pop()
         for line in parts:

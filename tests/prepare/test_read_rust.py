@@ -108,7 +108,8 @@ def _sources(folder: Path, files: dict[str, bytes], options: ReadOptions) -> lis
 def _agree(
     tmp: Path, files: dict[str, bytes], options: ReadOptions, monkeypatch: Any, chunk: int
 ) -> None:
-    monkeypatch.setattr(raw_text, "_CHUNK_BYTES", chunk)
+    monkeypatch.setattr(raw_text, "_CHUNK_BYTES", chunk)  # compressed files: Python's pieces
+    monkeypatch.setattr(reading, "_READ_BYTES", chunk)  # the others: Rust's reads
     monkeypatch.setattr(reading, "BATCH_BYTES", chunk * 3)
     sources = _sources(tmp, files, options)
     assert _rust(sources, options) == _oracle(sources, options)
