@@ -115,10 +115,6 @@ pub fn is_python_space(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
-fn is_control(c: char) -> bool {
-    matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{7f}'..='\u{9f}')
-}
-
 fn is_trailing_space(c: char) -> bool {
     matches!(c, ' ' | '\t' | '\u{a0}' | '\u{3000}')
 }
