@@ -965,6 +965,8 @@ fn prepare_batch<'py>(
     ]
     .into_iter()
     .collect();
+    drop(prepared.kept);
+    docs.recycle(); // its buffer goes to the reader's next batch
     Ok((ids, texts, hashes, counts, bands, lined))
 }
 

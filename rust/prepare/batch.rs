@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use rayon::prelude::*;
 
 use super::clean::{clean, CleanOptions, CleanStats};
-use super::hash::hash;
+use super::hash::hash_all;
 use super::near::MinHasher;
 use super::rows::{read, ReadOptions, Row};
 use super::split::{Documents, Entry};
@@ -71,7 +71,7 @@ pub fn prepare<'a, E: From<Error> + Send>(
     near: Option<&MinHasher>,
     mut resolve: impl FnMut(&str, &Entry) -> Result<String, E>,
 ) -> Result<Prepared<'a>, E> {
-    // One pass per document while its text is in cache: read, clean, hash (and band). A row
+    // One pass per document while its text is in cache: read, clean (and band). A row
     // only Python reads waits for the serial pass below, in order.
     let finish = |text: Cow<'a, str>| -> Cleaned<'a> {
         let chars = char_count(&text);
@@ -88,11 +88,10 @@ pub fn prepare<'a, E: From<Error> + Send>(
             }
         };
         let hashed = kept.map(|text| {
-            let digest = hash(&text);
             let bands = near
                 .map(|hasher| hasher.band_hashes(&text))
                 .unwrap_or_default();
-            (text, digest, bands)
+            (text, bands)
         });
         (chars, hashed, stats)
     };
@@ -136,22 +135,19 @@ pub fn prepare<'a, E: From<Error> + Send>(
     for (chars, kept, stats) in cleaned {
         prepared.read.text_chars += chars;
         prepared.clean = prepared.clean.plus(stats);
-        if let Some((text, digest, bands)) = kept {
+        if let Some((text, bands)) = kept {
             prepared.kept.push(text);
-            prepared.hashes.push(digest);
             prepared.bands.extend(bands);
         }
     }
+    // Hashed together, a few documents in the SIMD lanes at a time.
+    prepared.hashes = hash_all(&prepared.kept);
     Ok(prepared)
 }
 
-/// A document after cleaning: its characters as read, its text, hash and bands when it is
-/// kept, and what the cleaning counted.
-type Cleaned<'a> = (
-    u64,
-    Option<(Cow<'a, str>, [u64; 2], Vec<[u64; 2]>)>,
-    CleanStats,
-);
+/// A document after cleaning: its characters as read, its text and bands when it is kept, and
+/// what the cleaning counted.
+type Cleaned<'a> = (u64, Option<(Cow<'a, str>, Vec<[u64; 2]>)>, CleanStats);
 
 /// A document after the parallel pass: finished, or a row Python must read first.
 enum Step<'a> {
@@ -167,6 +163,7 @@ fn char_count(text: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::prepare::hash::hash;
     use crate::prepare::split::{Format, SourceInfo};
 
     #[test]

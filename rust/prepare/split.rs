@@ -213,7 +213,8 @@ impl Documents {
     /// bytes moved to the start of the buffer, once).
     pub fn take(&mut self) -> Documents {
         let keep_from = self.ready_bytes();
-        let mut tail = Vec::with_capacity(self.reserve.max(self.data.len() - keep_from));
+        let mut tail = spare_buffer();
+        tail.reserve(self.reserve.max(self.data.len() - keep_from));
         tail.extend_from_slice(&self.data[keep_from..]);
         self.data.truncate(keep_from);
         let taken = Documents {
@@ -232,10 +233,35 @@ impl Documents {
         taken
     }
 
+    /// Done with these documents: their buffer goes to the next `take` (a few are kept).
+    pub fn recycle(mut self) {
+        let mut data = std::mem::take(&mut self.data);
+        data.clear();
+        if let Ok(mut spare) = SPARE_BUFFERS.lock() {
+            if spare.len() < SPARE_KEPT {
+                spare.push(data);
+            }
+        }
+    }
+
     /// The text of `entry`, as bytes.
     pub fn bytes(&self, entry: &Entry) -> &[u8] {
         &self.data[entry.start..entry.end]
     }
+}
+
+/// Buffers of batches already prepared, for the next batches: a new buffer of megabytes comes
+/// from the system zeroed, a page fault at a time, which cost as much as reading into it.
+static SPARE_BUFFERS: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
+/// Batches in flight at once (one being read, one prepared, one waiting) and one more.
+const SPARE_KEPT: usize = 4;
+
+fn spare_buffer() -> Vec<u8> {
+    SPARE_BUFFERS
+        .lock()
+        .ok()
+        .and_then(|mut spare| spare.pop())
+        .unwrap_or_default()
 }
 
 /// Whether every character of `line` is whitespace to Python (bytes that are not UTF-8 are
