@@ -518,6 +518,10 @@ def _json_text(line: str, field: str, where: str) -> str:
             f"{where}: JSON nested too deeply to read; each line must hold one JSON object "
             "with the text in a top-level field"
         ) from err
+    except ValueError as err:  # an integer longer than Python converts (sys.int_info)
+        raise InputError(
+            f"{where}: a number too long to read ({err}); fix the row or remove the number"
+        ) from err
     return _field_text(row, field, where)
 
 

@@ -42,7 +42,7 @@ pub struct Read<'a> {
 
 /// The document of `entry`.
 pub fn read<'a>(docs: &'a Documents, entry: &Entry, options: &ReadOptions) -> Result<Read<'a>> {
-    let source = &docs.sources[entry.source as usize];
+    let source = docs.source(entry);
     // A text line's carriage return is left out of the span; a bad character cut short just
     // before it is still followed by a byte, as Python sees the line.
     let cut_cr = source.format != Format::Jsonl && docs.data.get(entry.end) == Some(&b'\r');
@@ -149,7 +149,42 @@ pub fn field_text<'l>(line: &'l str, field: &str) -> Option<Cow<'l, str>> {
     let mut parser = serde_json::Deserializer::from_str(line);
     let text = parser.deserialize_map(FieldOf(field)).ok()??;
     parser.end().ok()?;
+    // serde skips any depth of nesting and any length of number; Python does not (its
+    // parsers stop at about a thousand levels and at 4300 digits): such rows are Python's.
+    if beyond_python(line.as_bytes()) {
+        return None;
+    }
     Some(text)
+}
+
+/// Nesting deeper than 512 levels, or a number of more than 4000 digits (well within what
+/// Python reads, so that Python decides every row near its limits).
+fn beyond_python(line: &[u8]) -> bool {
+    const DEPTH: usize = 512;
+    const DIGITS: usize = 4000;
+    let (mut depth, mut digits, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in line {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        digits = if b.is_ascii_digit() { digits + 1 } else { 0 };
+        if depth > DEPTH || digits > DIGITS {
+            return true;
+        }
+    }
+    false
 }
 
 /// Finds one field's string in an object, skipping the other values unread.
@@ -317,5 +352,25 @@ mod tests {
                 "{line}"
             );
         }
+    }
+
+    #[test]
+    fn rows_near_python_limits_go_to_python() {
+        let deep = format!(
+            r#"{{"text": "t", "m": {}{}}}"#,
+            "[".repeat(600),
+            "]".repeat(600)
+        );
+        assert_eq!(field_text(&deep, "text"), None);
+        let shallow = format!(
+            r#"{{"text": "t", "m": {}{}}}"#,
+            "[".repeat(50),
+            "]".repeat(50)
+        );
+        assert_eq!(field_text(&shallow, "text").as_deref(), Some("t"));
+        let long = format!(r#"{{"text": "t", "n": {}}}"#, "9".repeat(4001));
+        assert_eq!(field_text(&long, "text"), None);
+        let in_text = format!(r#"{{"text": "{}", "n": 1}}"#, "9".repeat(5000));
+        assert_eq!(field_text(&in_text, "text").map(|t| t.len()), Some(5000));
     }
 }

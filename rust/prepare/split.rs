@@ -65,8 +65,11 @@ struct OpenBlock {
 pub struct Documents {
     pub data: Vec<u8>,
     pub entries: Vec<Entry>,
-    /// Every source begun in this run, by index (`Entry::source`).
-    pub sources: Vec<SourceInfo>,
+    /// The sources of these documents (and the current one), from source number
+    /// `first_source` of the run on (`Entry::source` counts from the run's first source; the
+    /// earlier ones went with the batches taken).
+    sources: Vec<SourceInfo>,
+    first_source: u32,
     open: Option<OpenBlock>,
     /// Documents of the current source so far.
     counted: u64,
@@ -104,7 +107,12 @@ impl Documents {
             .len()
             .checked_sub(1)
             .expect("a source was begun");
-        (index as u32, self.sources[index].format)
+        (self.first_source + index as u32, self.sources[index].format)
+    }
+
+    /// The source of `entry`.
+    pub fn source(&self, entry: &Entry) -> &SourceInfo {
+        &self.sources[(entry.source - self.first_source) as usize]
     }
 
     /// Append a piece of the current source's text: whole lines (each ending with a newline,
@@ -217,10 +225,19 @@ impl Documents {
         tail.reserve(self.reserve.max(self.data.len() - keep_from));
         tail.extend_from_slice(&self.data[keep_from..]);
         self.data.truncate(keep_from);
+        // The batch takes the sources its documents name; the reader keeps only the current
+        // one (so that many small files cost no copy of every name per batch).
+        let current = self.first_source + self.sources.len().saturating_sub(1) as u32;
+        let first = self.entries.first().map_or(current, |entry| entry.source);
+        let sources = self.sources[(first - self.first_source) as usize..].to_vec();
+        let done = self.sources.len().saturating_sub(1);
+        self.sources.drain(..done);
+        self.first_source = current;
         let taken = Documents {
             data: std::mem::replace(&mut self.data, tail),
             entries: std::mem::take(&mut self.entries),
-            sources: self.sources.clone(),
+            sources,
+            first_source: first,
             open: None,
             counted: 0,
             next_line: 0,
@@ -373,5 +390,33 @@ mod tests {
         docs.end_source();
         let lines: Vec<(u64, u64)> = docs.entries.iter().map(|e| (e.line, e.offset)).collect();
         assert_eq!(lines, [(41, 9000), (43, 9004)]);
+    }
+
+    #[test]
+    fn a_batch_takes_the_sources_it_names_and_the_reader_keeps_the_current_one() {
+        let mut docs = Documents::new();
+        for k in 0..5 {
+            docs.begin_source(SourceInfo {
+                name: format!("f{k}"),
+                format: Format::Lines,
+                compressed: false,
+                first_line: 1,
+            });
+            if k != 1 {
+                docs.feed(format!("doc {k}\n").as_bytes(), 0);
+            }
+            docs.end_source();
+            if k == 2 || k == 4 {
+                let taken = docs.take();
+                let names: Vec<&str> = taken
+                    .entries
+                    .iter()
+                    .map(|e| taken.source(e).name.as_str())
+                    .collect();
+                let expected: &[&str] = if k == 2 { &["f0", "f2"] } else { &["f3", "f4"] };
+                assert_eq!(names, expected);
+                assert_eq!(docs.sources.len(), 1);
+            }
+        }
     }
 }

@@ -174,6 +174,11 @@ ROW_KINDS = [
     lambda t: "\u00a0".encode(),
     lambda t: "\u00a0{}".encode(),
     lambda t: b"",
+    # Beyond what Python's parsers read, or near it: Python decides (rows.rs's beyond_python).
+    lambda t: b'{"text": "deep", "m": ' + b"[" * 1100 + b"]" * 1100 + b"}",
+    lambda t: b'{"text": "deepish", "m": ' + b"[" * 600 + b"]" * 600 + b"}",
+    lambda t: b'{"text": "long number", "n": ' + b"7" * 5000 + b"}",
+    lambda t: b'{"text": ' + b"7" * 5000 + b"}",
 ]
 rows = st.tuples(st.sampled_from(range(len(ROW_KINDS))), json_text).map(
     lambda kind_text: ROW_KINDS[kind_text[0]](kind_text[1])
