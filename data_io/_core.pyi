@@ -78,14 +78,6 @@ def copy_token_pool(
     """Copy (task, path, dtype, data_offset, length, pool_offset) sources into the pool file;
     ``progress(tokens)`` returning False cancels; ids must be below ``vocab_size`` if given."""
 
-def clean_texts(
-    texts: list[str], normalize: bool, filter: bool, min_line_chars: int, min_doc_chars: int
-) -> tuple[list[str], dict[str, int]]:
-    """``prepare``'s cleaning of a batch (``data_io.prepare.normalize.clean_batch`` in Rust): the
-    kept texts in order, each the same object when unchanged, and the counts
-    (``unicode_normalized``, ``whitespace_cleaned``, ``short_lines_dropped``, ``too_short``,
-    ``empty``)."""
-
 def hash_texts(texts: list[str]) -> NDArray[np.uint64]:
     """Each text's ``hashlib.blake2b(text.encode(), digest_size=16)`` as ``(n, 2)`` uint64, the
     digest's halves read big-endian; on the encoder's threads."""
@@ -139,7 +131,9 @@ def prepare_batch(
     """Read, clean and hash every document of the batch (taken: ``documents`` is left empty)
     on the encoder's threads, then encode the kept ones with ``encoder`` when given:
     ``(ids, offsets)`` or, without an encoder, the kept texts; their ``(n, 2)`` hashes; the
-    counts (``documents``, ``text_chars``, ``invalid_utf8_lines`` and ``clean_texts``').
+    counts (``documents``, ``text_chars``, ``invalid_utf8_lines``, and the cleaning's:
+    ``unicode_normalized``, ``whitespace_cleaned``, ``short_lines_dropped``, ``too_short``,
+    ``empty``).
     ``resolve(line, source, number)`` reads a JSONL row only Python reads, or raises.
     ``near``: (n-gram, bands, rows, seed) of ``--dedup near``; the kept documents' bands come
     fifth, as ``(n, bands, 2)`` (band hash, band number). ``lines`` (``--dedup line``): nothing

@@ -599,50 +599,8 @@ impl Encoder {
     }
 }
 
-/// The counts of `clean_texts`, by name.
+/// The counts of `prepare_batch`, by name.
 type CleanCounts = std::collections::BTreeMap<&'static str, u64>;
-
-/// `prepare`'s cleaning of a batch of documents (`data_io/prepare/normalize.py`, the oracle):
-/// the kept texts in order (the same `str` object when nothing changed) and the counts.
-#[pyfunction]
-#[pyo3(signature = (texts, normalize, filter, min_line_chars, min_doc_chars))]
-fn clean_texts<'py>(
-    py: Python<'py>,
-    texts: Vec<Bound<'py, PyString>>,
-    normalize: bool,
-    filter: bool,
-    min_line_chars: usize,
-    min_doc_chars: usize,
-) -> PyResult<(Vec<Bound<'py, PyString>>, CleanCounts)> {
-    use std::borrow::Cow;
-
-    use crate::prepare::clean::{clean_all, CleanOptions};
-    let options = CleanOptions {
-        normalize,
-        filter,
-        min_line_chars,
-        min_doc_chars,
-    };
-    let views: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
-    let pool = crate::encoder::process_pool().map_err(|e| to_py_err(py, e))?;
-    let (cleaned, stats) = py.detach(|| pool.install(|| clean_all(&views, &options)));
-    let kept = cleaned
-        .into_iter()
-        .zip(&texts)
-        .filter_map(|(text, original)| match text? {
-            Cow::Borrowed(_) => Some(original.clone()),
-            Cow::Owned(changed) => Some(PyString::new(py, &changed)),
-        })
-        .collect();
-    let counts = [
-        ("unicode_normalized", stats.unicode_normalized),
-        ("whitespace_cleaned", stats.whitespace_cleaned),
-        ("short_lines_dropped", stats.short_lines_dropped),
-        ("too_short", stats.dropped_too_short),
-        ("empty", stats.dropped_empty),
-    ];
-    Ok((kept, counts.into_iter().collect()))
-}
 
 /// `prepare`'s 128-bit BLAKE2b of each text's UTF-8 (`hashlib.blake2b(digest_size=16)`), as
 /// `(len(texts), 2)` uint64: the digest's halves read big-endian.
@@ -1130,7 +1088,6 @@ fn leave_node_tables() {
 fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tokenize, m)?)?;
     m.add_function(wrap_pyfunction!(leave_node_tables, m)?)?;
-    m.add_function(wrap_pyfunction!(clean_texts, m)?)?;
     m.add_function(wrap_pyfunction!(hash_texts, m)?)?;
     m.add_function(wrap_pyfunction!(prepare_batch, m)?)?;
     m.add_function(wrap_pyfunction!(keep_lines, m)?)?;

@@ -1,6 +1,7 @@
-//! Normalisation and filtering of documents: the same text, kept or dropped for the same
-//! reason, as `data_io/prepare/normalize.py` (`clean_batch`, the oracle of the differential
-//! tests in `tests/prepare/test_clean_rust.py`), on the encoder's threads.
+//! Normalisation and filtering of documents, as `data_io/prepare/normalize.py` states them:
+//! the same text, kept or dropped for the same reason, as the Python cleaner that was
+//! `prepare`'s before (`tests/prepare/clean_oracle.py`, the oracle of the differential tests
+//! in `tests/prepare/test_clean_rust.py`).
 //!
 //! Normalisation: NFC (counted only when it changes the text); `\r\n` and `\r` become `\n`;
 //! the controls U+0000–U+0008, U+000B, U+000C, U+000E–U+001F and U+007F–U+009F are removed;
@@ -16,7 +17,6 @@
 
 use std::borrow::Cow;
 
-use rayon::prelude::*;
 use unicode_normalization_alignments::UnicodeNormalization;
 
 use crate::encoder::fast_bpe::is_nfc;
@@ -50,35 +50,6 @@ impl CleanStats {
         self.dropped_empty += other.dropped_empty;
         self
     }
-}
-
-/// Every text cleaned, in order on the caller's rayon pool: `Some` (the text itself when
-/// nothing changed) for the kept ones, `None` for the dropped; and the counts of all.
-pub fn clean_all<'t, S: AsRef<str> + Sync>(
-    texts: &'t [S],
-    options: &CleanOptions,
-) -> (Vec<Option<Cow<'t, str>>>, CleanStats) {
-    texts
-        .par_iter()
-        .map(|text| {
-            let mut stats = CleanStats::default();
-            let kept = clean(text.as_ref(), options, &mut stats);
-            (kept, stats)
-        })
-        .fold(
-            || (Vec::new(), CleanStats::default()),
-            |(mut kept, stats), (text, counted)| {
-                kept.push(text);
-                (kept, stats.plus(counted))
-            },
-        )
-        .reduce(
-            || (Vec::new(), CleanStats::default()),
-            |(mut kept, stats), (more, counted)| {
-                kept.extend(more);
-                (kept, stats.plus(counted))
-            },
-        )
 }
 
 /// One document cleaned: `None` when it is dropped (counted by reason in `stats`).
@@ -366,23 +337,5 @@ mod tests {
         };
         assert_eq!(cleaned("  x\r\n", &off).0.as_deref(), Some("  x\r\n"));
         assert_eq!(cleaned("\u{1f}", &off).1.dropped_empty, 1);
-    }
-
-    #[test]
-    fn batches_keep_their_order_and_sum_their_counts() {
-        let texts: Vec<String> = (0..1000)
-            .map(|i| match i % 3 {
-                0 => format!("document number {i} with enough text"),
-                1 => "short text".to_string(),
-                _ => format!("  trailing spaces of document {i}   "),
-            })
-            .collect();
-        let (kept, stats) = clean_all(&texts, &DEFAULTS);
-        assert_eq!(kept.len(), texts.len());
-        for (i, text) in kept.iter().enumerate() {
-            assert_eq!(text.is_some(), i % 3 != 1, "text {i}");
-        }
-        assert_eq!(stats.dropped_too_short, 333);
-        assert_eq!(stats.whitespace_cleaned, 333);
     }
 }

@@ -1,4 +1,4 @@
-"""The Rust cleaner (``_core.clean_texts``) against the Python one (``normalize.clean_batch``,
+"""The Rust cleaner (``_core.prepare_batch``'s) against the Python one (``clean_oracle.clean_batch``,
 the oracle): the same kept texts and the same counts, on generated documents full of what each
 step handles, for every option, and on every code point."""
 
@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from data_io import _core
-from data_io.prepare.normalize import CleanOptions, CleanStats, clean_batch
+from data_io.prepare.normalize import CleanOptions, CleanStats
+from tests.prepare.clean_oracle import clean_batch
 
 # What the steps act on: line ends, controls, trailing spaces, Python-only whitespace, marks.
 PIECES = [
@@ -64,9 +65,22 @@ OPTIONS = [
 
 
 def rust_clean(texts: list[str], options: CleanOptions) -> tuple[list[str], dict[str, object]]:
-    kept, counts = _core.clean_texts(
-        texts, options.normalize, options.filter, options.min_line_chars, options.min_doc_chars
+    """The texts through prepare's Rust path (``prepare_batch``, given whole, not encoded)."""
+    documents = _core.RawDocuments()
+    documents.begin_source("texts", "texts", False)
+    documents.feed_texts(texts, 0)
+    documents.end_source()
+    _, kept, _, counts, _, _ = _core.prepare_batch(
+        documents.take(),
+        text_field="text",
+        fail_invalid=False,
+        normalize=options.normalize,
+        filter=options.filter,
+        min_line_chars=options.min_line_chars,
+        min_doc_chars=options.min_doc_chars,
+        resolve=_no_rows,
     )
+    assert kept is not None
     stats = {
         "unicode_normalized": counts["unicode_normalized"],
         "whitespace_cleaned": counts["whitespace_cleaned"],
@@ -74,6 +88,10 @@ def rust_clean(texts: list[str], options: CleanOptions) -> tuple[list[str], dict
         "dropped": {"too_short": counts["too_short"], "empty": counts["empty"]},
     }
     return kept, stats
+
+
+def _no_rows(line: str, source: int, number: int) -> str:
+    raise AssertionError("texts given whole have no JSONL rows")
 
 
 def python_clean(texts: list[str], options: CleanOptions) -> tuple[list[str], dict[str, object]]:
@@ -118,16 +136,9 @@ def _same_nfc(text: str) -> bool:
     """Whether the normalisation alone agrees on ``text``: this Python's ``unicodedata`` and the
     crate follow different Unicode versions, and characters added since one of them can
     compose differently."""
-    ours = _core.clean_texts([text], True, False, 0, 0)[0]
+    ours = rust_clean([text], CleanOptions(filter=False))[0]
     theirs = clean_batch([text], CleanOptions(filter=False), CleanStats())
     return ours == theirs
-
-
-def test_unchanged_texts_come_back_as_the_same_objects() -> None:
-    text = "a document that needs no cleaning at all"
-    kept, counts = _core.clean_texts([text], True, True, 2, 20)
-    assert kept[0] is text
-    assert sum(counts.values()) == 0
 
 
 @pytest.mark.parametrize("threads", ["1", "2"])

@@ -19,8 +19,9 @@ from data_io.errors import ConfigError
 from data_io.formats.raw_text import ReadOptions, ReadStats, expand_inputs, read_documents
 from data_io.prepare import prepare
 from data_io.prepare.dedup import OnlineDedup
-from data_io.prepare.normalize import CleanOptions, CleanStats, clean_batch
+from data_io.prepare.normalize import CleanOptions, CleanStats
 from data_io.prepare.split import is_val
+from tests.prepare.clean_oracle import clean_batch
 from tests.prepare.helpers import WORDS, read_split
 
 TOKENIZER = Path(__file__).resolve().parents[2] / "trained_tokenizers" / "bpe" / "tokenizer.json"

