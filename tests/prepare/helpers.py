@@ -88,3 +88,18 @@ def tree_bytes(folder: Path) -> dict[str, bytes]:
     return {
         p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("shard_*"))
     }
+
+
+def folder_files(out: Path) -> dict[str, bytes]:
+    """Every file of a prepared folder, the metadata without its times: two runs that wrote
+    the same dataset compare equal."""
+    found = {
+        str(p.relative_to(out)): p.read_bytes()
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and p.name != "dataset_metadata.json"
+    }
+    metadata = json.loads((out / "dataset_metadata.json").read_text())
+    for run in metadata["runs"]:
+        run.pop("finished", None)
+    found["metadata"] = json.dumps(metadata, sort_keys=True).encode()
+    return found

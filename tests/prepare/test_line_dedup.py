@@ -22,7 +22,7 @@ from data_io.prepare.dedup import OnlineDedup
 from data_io.prepare.normalize import CleanOptions, CleanStats
 from data_io.prepare.split import is_val
 from tests.prepare.clean_oracle import clean_batch
-from tests.prepare.helpers import WORDS, read_split
+from tests.prepare.helpers import WORDS, folder_files, read_split
 
 TOKENIZER = Path(__file__).resolve().parents[2] / "trained_tokenizers" / "bpe" / "tokenizer.json"
 BOILERPLATE = ["Home | About | Contact", "Copyright 2026, all rights reserved.", "    return x"]
@@ -103,19 +103,6 @@ def _prepare(inputs: list[Path], out: Path, monkeypatch, *, online: bool, budget
     )  # fmt: skip
 
 
-def _folder(out: Path) -> dict[str, bytes]:
-    found = {
-        str(p.relative_to(out)): p.read_bytes()
-        for p in sorted(out.rglob("*"))
-        if p.is_file() and p.name != "dataset_metadata.json"
-    }
-    metadata = json.loads((out / "dataset_metadata.json").read_text())
-    for run in metadata["runs"]:
-        run.pop("finished")
-    found["metadata"] = json.dumps(metadata, sort_keys=True).encode()
-    return found
-
-
 @pytest.mark.parametrize("online,budget", [(True, "1GB"), (False, "1GB"), (False, "4KB")])
 def test_lines_are_kept_the_first_time_as_the_oracle_keeps_them(
     tmp_path: Path, monkeypatch, online: bool, budget: str
@@ -149,7 +136,7 @@ def test_a_later_run_drops_the_lines_an_earlier_run_kept(tmp_path: Path, monkeyp
         expected = _expected_splits([first, second], later.eos_id)
         for split in ("train", "val"):
             assert read_split(out, split).tolist() == expected[split], split
-        folders[online] = _folder(out)
+        folders[online] = folder_files(out)
     assert folders[True] == folders[False]  # the same shards, hashes and metadata either way
 
 
@@ -160,7 +147,7 @@ def test_hashes_outgrowing_the_budget_start_the_run_again_after_it(
     spooled = _prepare(inputs, tmp_path / "spooled", monkeypatch, online=False, budget="8KB")
     restarted = _prepare(inputs, tmp_path / "restarted", monkeypatch, online=True, budget="8KB")
     assert restarted.dedup_runs > 0  # the sorted runs decided it
-    assert _folder(tmp_path / "spooled") == _folder(tmp_path / "restarted")
+    assert folder_files(tmp_path / "spooled") == folder_files(tmp_path / "restarted")
     assert (restarted.duplicates, restarted.duplicate_lines) == (
         spooled.duplicates,
         spooled.duplicate_lines,

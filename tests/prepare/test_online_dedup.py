@@ -13,6 +13,7 @@ import pytest
 
 from data_io.prepare import api, prepare
 from data_io.prepare.dedup import OnlineDedup
+from tests.prepare.helpers import folder_files
 
 TOKENIZER = Path(__file__).resolve().parents[2] / "trained_tokenizers" / "bpe" / "tokenizer.json"
 
@@ -24,21 +25,6 @@ def _corpus(folder: Path, name: str, documents: int, seed: int) -> Path:
             range(documents)]  # fmt: skip
     path.write_text("".join(json.dumps({"text": row}) + "\n" for row in rows))
     return path
-
-
-def _files(out: Path) -> dict[str, bytes]:
-    found = {
-        str(p.relative_to(out)): p.read_bytes()
-        for p in sorted(out.rglob("*"))
-        if p.is_file() and p.name != "dataset_metadata.json"
-    }
-    metadata = json.loads((out / "dataset_metadata.json").read_text())
-    for run in metadata["runs"]:
-        run.pop("seconds", None)
-        run.pop("finished", None)
-        run.pop("started", None)
-    found["metadata"] = json.dumps(metadata, sort_keys=True).encode()
-    return found
 
 
 def _prepare(inputs: list[Path], out: Path, online: bool, monkeypatch, budget: str = "1GB"):
@@ -57,7 +43,7 @@ def test_online_and_sorted_runs_write_the_same_folder(tmp_path: Path, monkeypatc
         out = tmp_path / f"out_{online}"
         one = _prepare([first], out, online, monkeypatch)
         two = _prepare([first, second], out, online, monkeypatch)
-        results[online] = (one.duplicates, two.duplicates, two.documents, _files(out))
+        results[online] = (one.duplicates, two.duplicates, two.documents, folder_files(out))
     assert results[True][:3] == results[False][:3]
     assert results[True][0] > 0 and results[True][1] > 0
     assert results[True][3].keys() == results[False][3].keys()
