@@ -139,8 +139,9 @@ def prepare_batch(
     fifth, as ``(n, bands, 2)`` (band hash, band number). ``lines`` (``--dedup line``): nothing
     is encoded; the kept documents come sixth as (UTF-8 text back to back, byte offsets,
     ``(lines, 2)`` hashes of their lines that are not blank, lines per document). ``seen``:
-    exact duplicates dropped before encoding (counted as ``duplicates``; ``dedup_overflow``
-    is 1, and nothing recorded or encoded, when the batch would not fit its budget)."""
+    duplicates dropped before encoding (with ``near``, a document sharing a band with an
+    earlier one), counted as ``duplicates``; ``dedup_overflow`` is 1, and nothing recorded or
+    encoded, when the batch would not fit the set's budget."""
 
 def keep_lines(
     text: NDArray[np.uint8],

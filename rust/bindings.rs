@@ -852,7 +852,16 @@ fn prepare_batch<'py>(
                 .map_err(BatchError::Python)
             })?;
             if let Some(set) = set.as_mut() {
-                match set.first_seen(&prepared.hashes) {
+                // Near-duplicates by their bands (a document sharing one with an earlier
+                // document is one), exact duplicates by their hashes.
+                let decided = match &hasher {
+                    Some(_) if !prepared.hashes.is_empty() => {
+                        let per_document = prepared.bands.len() / prepared.hashes.len();
+                        set.first_seen_groups(&prepared.bands, per_document)
+                    }
+                    _ => set.first_seen(&prepared.hashes),
+                };
+                match decided {
                     Some(new) => duplicates = prepared.keep_only(&new),
                     None => {
                         overflow = true;

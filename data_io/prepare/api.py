@@ -225,16 +225,24 @@ def prepare(
     if new:
         sources = [s for s, _ in new]
         # Straight to the shards when nothing is left to decide after pass 1: no dedup, or
-        # exact duplicates decided as they arrive while their hashes fit the budget (a run
-        # whose hashes outgrow it is rolled back and goes again with sorted runs).
+        # duplicates (documents, lines, near-duplicates) decided as they arrive while their
+        # records fit the budget (a run whose records outgrow it is rolled back and goes again
+        # with sorted runs).
         mode = plan.options["dedup"]
-        record = ONLINE_ASSUMED_LINE_BYTES if mode == "line" else ONLINE_ASSUMED_DOCUMENT_BYTES
+        # Bytes of input per record the online set would hold: a line, a document, or one of
+        # a document's near-dedup bands.
+        bands = plan.options.get("near_dedup", {}).get("bands", 1)
+        record = {"line": ONLINE_ASSUMED_LINE_BYTES, "near": ONLINE_ASSUMED_DOCUMENT_BYTES // bands}
         direct = (
             plan.tok.kind != "char"
             and lookup is None
-            and mode in (True, False, "line")
             and (
-                mode is False or OnlineDedup.fits(sum(s.size for s in sources), plan.budget, record)
+                mode is False
+                or OnlineDedup.fits(
+                    sum(s.size for s in sources),
+                    plan.budget,
+                    record.get(mode, ONLINE_ASSUMED_DOCUMENT_BYTES),
+                )
             )
         )
         with encoder_threads(threads):
@@ -546,8 +554,8 @@ def _run(
 ) -> None:
     """One run over the new sources; on any failure the folder is rolled back.
 
-    ``direct``: pass 1 writes the shards itself (``ShardSink``), exact duplicates dropped as
-    they arrive (``OnlineDedup``; ``DedupOverflow`` when its hashes outgrow the budget). Else
+    ``direct``: pass 1 writes the shards itself (``ShardSink``), duplicates (documents, lines
+    or near-duplicates' bands) dropped as they arrive (``OnlineDedup``; ``DedupOverflow`` when its hashes outgrow the budget). Else
     pass 1 spools the tokens, and pass 2 copies the documents the dedup keeps."""
     tok, options, budget = plan.tok, plan.options, plan.budget
     run = len(metadata["runs"]) if metadata else 0

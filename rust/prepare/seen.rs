@@ -96,6 +96,23 @@ impl SeenHashes {
         )
     }
 
+    /// Record the records of each item in order (`per_item` consecutive records an item, such
+    /// as a document's near-dedup bands); true for an item none of whose records was seen
+    /// before (in an earlier item: a later item sharing one with an earlier is not new). `None`,
+    /// and nothing recorded, when they do not fit.
+    pub fn first_seen_groups(
+        &mut self,
+        records: &[[u64; 2]],
+        per_item: usize,
+    ) -> Option<Vec<bool>> {
+        let new = self.first_seen(records)?;
+        Some(
+            new.chunks(per_item.max(1))
+                .map(|item| item.iter().all(|&fresh| fresh))
+                .collect(),
+        )
+    }
+
     /// Every hash, sorted as (high, low) pairs: the format of the kept-hashes file.
     pub fn sorted(&self) -> Vec<[u64; 2]> {
         let mut all: Vec<u128> = self.set.iter().copied().collect();
@@ -131,5 +148,20 @@ mod tests {
         let few: Vec<[u64; 2]> = (0..50).map(|i| [i, i]).collect();
         assert!(seen.first_seen(&few).is_some());
         assert!(seen.bytes() <= 4096, "{}", seen.bytes());
+    }
+
+    #[test]
+    fn an_item_is_new_only_when_none_of_its_records_was_seen() {
+        let mut seen = SeenHashes::new(1 << 20);
+        let bands = [[1, 0], [2, 1], [3, 0], [2, 1], [4, 0], [5, 1]];
+        assert_eq!(
+            seen.first_seen_groups(&bands, 2),
+            Some(vec![true, false, true])
+        );
+        assert_eq!(
+            seen.first_seen_groups(&[[9, 0], [1, 0]], 2),
+            Some(vec![false])
+        );
+        assert_eq!(seen.len(), 6);
     }
 }

@@ -18,8 +18,9 @@ from data_io import _core
 from data_io.errors import ConfigError
 from data_io.formats.raw_text import ReadOptions, ReadStats, expand_inputs
 from data_io.prepare import prepare
-from data_io.prepare.dedup import HashDedup, NearDedup
+from data_io.prepare.dedup import HashDedup, NearDedup, OnlineDedup
 from data_io.prepare.reading import DocumentReader
+from tests.prepare.helpers import folder_files
 
 NGRAM = 5
 
@@ -173,3 +174,39 @@ def test_the_command_line_takes_the_mode_and_refuses_a_contradiction(
     with pytest.raises(SystemExit):
         main([*args, "--dedup", "near", "--no-dedup"])
     assert "contradict" in capsys.readouterr().err
+
+
+TOKENIZER = Path(__file__).resolve().parents[2] / "trained_tokenizers" / "bpe" / "tokenizer.json"
+
+
+def test_near_duplicates_decided_as_they_arrive_write_what_the_sorted_runs_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bands in the online set (a document sharing one with an earlier document is
+    dropped, before it is encoded) against the sorted runs after the run: the same shards,
+    metadata and kept bands, in one run, incrementally, and when the set outgrows its budget
+    (the run goes again with sorted runs)."""
+    documents = _planted_corpus(seed=13)
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_text("".join(json.dumps({"text": d}) + "\n" for d in documents[:150]))
+    second.write_text("".join(json.dumps({"text": d}) + "\n" for d in documents[150:]))
+    folders = {}
+    for way, budget in (("online", "1GB"), ("sorted", "1GB"), ("overflow", "8KB")):
+        monkeypatch.setattr(OnlineDedup, "fits", staticmethod(lambda *_, w=way: w != "sorted"))
+        out = tmp_path / way
+        options = {"tokenizer": str(TOKENIZER), "dedup": "near", "dedup_memory": budget}
+        one = prepare([first], out, progress=False, **options)
+        two = prepare([first, second], out, progress=False, **options)
+        assert one.duplicates > 0 and two.duplicates > 0
+        if way == "online":
+            assert two.dedup_runs == 0  # no sorted run: the set decided
+        if way == "overflow":
+            assert two.dedup_runs > 0  # the set overflowed: the sorted runs decided
+        folders[way] = (one.duplicates, two.duplicates, folder_files(out))
+    assert folders["online"] == folders["sorted"]
+    assert folders["overflow"][:2] == folders["sorted"][:2]
+    online = folders["online"][2]
+    overflow = folders["overflow"][2]
+    assert {k: v for k, v in overflow.items() if k != "metadata"} == {
+        k: v for k, v in online.items() if k != "metadata"
+    }
