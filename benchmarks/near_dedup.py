@@ -85,9 +85,9 @@ def closest_jaccard(documents: list[str]) -> list[float]:
 def ours(path: Path, work: Path) -> tuple[np.ndarray, float]:
     """data_io's keep mask and the seconds of its prepare_batch and HashDedup calls."""
     from data_io import _core
+    from data_io.formats.raw_reading import DocumentReader
     from data_io.formats.raw_text import ReadOptions, ReadStats, expand_inputs
     from data_io.prepare.dedup import HashDedup, NearDedup
-    from data_io.prepare.reading import DocumentReader
 
     class _Quiet:
         def describe(self, _name: str) -> None: ...

@@ -158,9 +158,9 @@ def child_prepare(
 def _prepared_batches(corpus: Path, field: str) -> tuple[list[list[str]], int]:
     """prepare's documents in prepare's batches (read, cleaned; untimed) and the input size."""
     from data_io import _core
+    from data_io.formats.raw_reading import DocumentReader
     from data_io.formats.raw_text import ReadOptions, ReadStats, expand_inputs
     from data_io.prepare.normalize import CleanOptions
-    from data_io.prepare.reading import DocumentReader
 
     class _Quiet:
         def describe(self, _name: str) -> None: ...

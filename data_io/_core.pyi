@@ -136,9 +136,10 @@ def prepare_batch(
     ``empty``).
     ``resolve(line, source, number)`` reads a JSONL row only Python reads, or raises.
     ``near``: (n-gram, bands, rows, seed) of ``--dedup near``; the kept documents' bands come
-    fifth, as ``(n, bands, 2)`` (band hash, band number). ``lines`` (``--dedup line``): nothing
-    is encoded; the kept documents come sixth as (UTF-8 text back to back, byte offsets,
-    ``(lines, 2)`` hashes of their lines that are not blank, lines per document). ``seen``:
+    fifth, as ``(n, bands, 2)`` (band hash, band number; None when ``seen`` decided them).
+    ``lines`` (``--dedup line``): nothing is encoded; the kept documents come sixth as (UTF-8
+    text back to back, byte offsets, ``(lines, 2)`` hashes of their lines that are not blank,
+    lines per document). ``seen``:
     duplicates dropped before encoding (with ``near``, a document sharing a band with an
     earlier one), counted as ``duplicates``; ``dedup_overflow`` is 1, and nothing recorded or
     encoded, when the batch would not fit the set's budget."""

@@ -780,10 +780,11 @@ type LineArrays<'py> = (
 /// decide what is encoded, by `keep_lines`). `seen`: exact duplicates decided here, before
 /// encoding (a duplicate is never encoded): the counts' `duplicates`, or `dedup_overflow` 1
 /// (nothing recorded, nothing encoded) when the batch's hashes would not fit its budget.
+/// `keep_empty`: a document that is empty or only whitespace is kept (reading alone).
 #[pyfunction]
 #[pyo3(signature = (documents, *, text_field, fail_invalid, normalize, filter, min_line_chars,
     min_doc_chars, resolve, encoder = None, eos_id = None, near = None, lines = false,
-    seen = None))]
+    seen = None, keep_empty = false))]
 #[allow(clippy::too_many_arguments)]
 fn prepare_batch<'py>(
     py: Python<'py>,
@@ -800,6 +801,7 @@ fn prepare_batch<'py>(
     near: Option<(usize, usize, usize, u64)>,
     lines: bool,
     mut seen: Option<PyRefMut<'py, SeenHashes>>,
+    keep_empty: bool,
 ) -> PyResult<PreparedBatch<'py>> {
     use crate::prepare::batch::prepare;
     use crate::prepare::clean::CleanOptions;
@@ -835,11 +837,13 @@ fn prepare_batch<'py>(
         filter,
         min_line_chars,
         min_doc_chars,
+        keep_empty,
     };
     let inner = encoder.as_ref().map(|e| std::sync::Arc::clone(&e.inner));
     let pool = crate::encoder::process_pool().map_err(|e| to_py_err(py, e))?;
     // Moved into the call (the GIL released) and back: one batch at a time uses the set.
     let mut set = seen.as_mut().map(|s| std::mem::take(&mut s.inner));
+    let decided_here = set.is_some();
     let (mut duplicates, mut overflow) = (0u64, false);
     let outcome = py.detach(|| {
         pool.install(|| {
@@ -905,8 +909,9 @@ fn prepare_batch<'py>(
         .collect::<Vec<u64>>()
         .into_pyarray(py)
         .reshape([rows, 2])?;
+    // Bands decided here are not handed back: nothing after needs them.
     let bands = match near {
-        Some((_, bands, _, _)) => Some(
+        Some((_, bands, _, _)) if !decided_here => Some(
             prepared
                 .bands
                 .into_iter()
@@ -915,7 +920,7 @@ fn prepare_batch<'py>(
                 .into_pyarray(py)
                 .reshape([rows, bands, 2])?,
         ),
-        None => None,
+        _ => None,
     };
     let (r, c) = (prepared.read, prepared.clean);
     let counts = [

@@ -1,8 +1,8 @@
 """``prepare``: raw text to flat token shards, over bounded memory.
 
-Pass 1 reads the new inputs in order, in batches (``reading.py``) and hands each batch to Rust
-(``_core.prepare_batch``: read, normalise, filter, hash, encode, on the encoder's threads) in a
-background thread while the next batch is read. Then, one of two ways:
+Pass 1 reads the new inputs in order, in batches (``formats/raw_reading.py``) and hands each
+batch to Rust (``_core.prepare_batch``: read, normalise, filter, hash, encode, on the encoder's
+threads) in a background thread while the next batch is read. Then, one of two ways:
 
 - a ``ShardSink``: with no de-duplication, or exact duplicates decided as they arrive
   (``OnlineDedup``), pass 1 writes the kept documents straight into the shard writers;
@@ -29,12 +29,12 @@ from numpy.typing import NDArray
 
 from data_io import _core
 from data_io.errors import ConfigError
+from data_io.formats.raw_reading import DocumentReader
 from data_io.formats.raw_text import ReadOptions, ReadStats, Source
 from data_io.prepare.dedup import HashDedup, NearDedup, OnlineDedup
 from data_io.prepare.lines import LineDedup, LineSpool
 from data_io.prepare.normalize import CleanOptions, CleanStats
 from data_io.prepare.progress import ProgressBar
-from data_io.prepare.reading import DocumentReader
 from data_io.prepare.split import is_val
 from data_io.prepare.tokenizers import PrepTokenizer
 

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from data_io.formats.raw_text import ReadOptions, ReadStats, expand_inputs, read_documents
+from data_io.formats.raw_reading import read_documents
+from data_io.formats.raw_text import ReadOptions, ReadStats, expand_inputs
 from data_io.util.stale import remove_dead_siblings, temporary_prefix
 
 # Documents handed over per call (and at most this many characters): enough for every thread.

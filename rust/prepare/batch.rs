@@ -192,6 +192,7 @@ mod tests {
             filter: true,
             min_line_chars: 2,
             min_doc_chars: 20,
+            keep_empty: false,
         };
         let mut asked = vec![];
         let prepared = prepare::<Error>(&docs, &options, &clean, None, |line, entry| {
@@ -235,6 +236,7 @@ mod tests {
             filter: false,
             min_line_chars: 0,
             min_doc_chars: 0,
+            keep_empty: false,
         };
         let error = prepare::<Error>(&docs, &options, &clean, None, |_, entry| {
             Err(Error::Input(format!("row at line {}", entry.line)))

@@ -28,6 +28,9 @@ pub struct CleanOptions {
     pub filter: bool,
     pub min_line_chars: usize,
     pub min_doc_chars: usize,
+    /// Keep a document that is empty or only whitespace (the reading alone, as a tokenizer's
+    /// training counts it), instead of dropping it.
+    pub keep_empty: bool,
 }
 
 /// What `clean` did, counted as `CleanStats` in Python counts it.
@@ -65,7 +68,7 @@ pub fn clean<'t>(
     if options.filter {
         text = drop_short_lines(text, options.min_line_chars, stats);
     }
-    if text.chars().all(is_python_space) {
+    if !options.keep_empty && text.chars().all(is_python_space) {
         stats.dropped_empty += 1;
         return None;
     }
@@ -297,6 +300,7 @@ mod tests {
         filter: true,
         min_line_chars: 2,
         min_doc_chars: 20,
+        keep_empty: false,
     };
 
     fn cleaned(text: &str, options: &CleanOptions) -> (Option<String>, CleanStats) {
@@ -336,6 +340,11 @@ mod tests {
             ..DEFAULTS
         };
         assert_eq!(cleaned("  x\r\n", &off).0.as_deref(), Some("  x\r\n"));
+        let reading_alone = CleanOptions {
+            keep_empty: true,
+            ..off
+        };
+        assert_eq!(cleaned(" \n", &reading_alone), (Some(" \n".into()), CleanStats::default()));
         assert_eq!(cleaned("\u{1f}", &off).1.dropped_empty, 1);
     }
 }

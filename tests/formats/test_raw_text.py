@@ -1,4 +1,5 @@
-"""data_io.formats.raw_text: what each kind of raw-text input yields, and the errors for bad input."""
+"""data_io.formats.raw_text and raw_reading: what each kind of raw-text input yields, and the
+errors for bad input; each read by the Rust reader and by the Python oracle, which must agree."""
 
 from __future__ import annotations
 
@@ -16,14 +17,27 @@ import pytest
 import zstandard
 
 from data_io.errors import ConfigError, InputError
-from data_io.formats.raw_text import ReadOptions, ReadStats, expand_inputs, read_documents
+from data_io.formats.raw_reading import read_documents
+from data_io.formats.raw_text import ReadOptions, ReadStats, expand_inputs
+from tests.formats import raw_text_oracle
 
 
 def read_all(path: Path, **options) -> tuple[list[str], ReadStats]:
+    """The documents and counts of the Rust reader; the oracle must give the same, or the same
+    error."""
     read = ReadOptions(**options)
     sources, _ = expand_inputs([path], read)
-    stats = ReadStats()
-    docs = [d for s in sources for d in read_documents(s, read, stats)]
+    outcomes = []
+    for reader in (read_documents, raw_text_oracle.read_documents):
+        stats = ReadStats()
+        try:
+            outcomes.append(([d for s in sources for d in reader(s, read, stats)], stats, None))
+        except (InputError, ConfigError) as error:
+            outcomes.append((None, None, error))
+    (docs, stats, error), (oracle_docs, oracle_stats, oracle_error) = outcomes
+    assert (docs, stats, str(error)) == (oracle_docs, oracle_stats, str(oracle_error))
+    if error is not None:
+        raise error
     return docs, stats
 
 

@@ -1,4 +1,6 @@
-"""The chunked text and JSONL readers against the plain line-by-line reader they replaced.
+"""The oracle's chunked text and JSONL readers (tests/formats/raw_text_oracle.py, the Python
+reader prepare ran before Rust read) against the plain line-by-line reader they replaced; the
+error tests read with the Rust reader (``raw_reading.read_documents``).
 
 The fast path decodes whole chunks and splits documents with one regex; the reference below is
 the former reader (one line at a time). On tricky input (CRLF, lone CR, BOM, invalid UTF-8 in
@@ -18,7 +20,9 @@ import pytest
 
 from data_io.errors import InputError
 from data_io.formats import raw_text as inputs
-from data_io.formats.raw_text import ReadOptions, ReadStats, Source, expand_inputs, read_documents
+from data_io.formats.raw_reading import read_documents
+from data_io.formats.raw_text import ReadOptions, ReadStats, Source, expand_inputs
+from tests.formats import raw_text_oracle as oracle
 
 
 # -- the reference: the former line-by-line reader ------------------------------------------------
@@ -48,7 +52,7 @@ def _plain_txt(source: Source, options: ReadOptions, stats: ReadStats) -> Iterat
     block: list[str] = []
     for number, offset, raw in _plain_lines(source):
         where = f"{source.name}: line {number}"
-        line = inputs._decode(raw, where, offset, source, options, stats)
+        line = oracle._decode(raw, where, offset, source, options, stats)
         if line.endswith("\r"):
             line = line[:-1]
         if options.doc_per_line:
@@ -66,7 +70,7 @@ def _plain_txt(source: Source, options: ReadOptions, stats: ReadStats) -> Iterat
 def _plain_jsonl(source: Source, options: ReadOptions, stats: ReadStats) -> Iterator[str]:
     for number, offset, raw in _plain_lines(source):
         where = f"{source.name}: line {number}"
-        line = inputs._decode(raw, where, offset, source, options, stats)
+        line = oracle._decode(raw, where, offset, source, options, stats)
         if not line.strip():
             continue
         text = inputs._json_text(line, options.text_field, where)  # json alone, no orjson
@@ -91,7 +95,7 @@ def _compare(path: Path, chunk: int, monkeypatch: pytest.MonkeyPatch, **options)
     read = ReadOptions(**options)
     (source,), _ = expand_inputs([path], read)
     plain = _plain_jsonl if source.kind == "jsonl" else _plain_txt
-    fast = inputs._jsonl_documents if source.kind == "jsonl" else inputs._txt_documents
+    fast = oracle._jsonl_documents if source.kind == "jsonl" else oracle._txt_documents
     expected = _outcome(plain, source, read)
     got = _outcome(lambda s, o, st: fast(s, o, st, None), source, read)
     assert got == expected, f"chunk {chunk}"

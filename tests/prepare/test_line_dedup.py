@@ -16,11 +16,12 @@ import pytest
 from tokenizers import Tokenizer
 
 from data_io.errors import ConfigError
-from data_io.formats.raw_text import ReadOptions, ReadStats, expand_inputs, read_documents
+from data_io.formats.raw_text import ReadOptions, ReadStats, expand_inputs
 from data_io.prepare import prepare
 from data_io.prepare.dedup import OnlineDedup
 from data_io.prepare.normalize import CleanOptions, CleanStats
 from data_io.prepare.split import is_val
+from tests.formats.raw_text_oracle import read_documents
 from tests.prepare.clean_oracle import clean_batch
 from tests.prepare.helpers import WORDS, folder_files, read_split
 

@@ -16,10 +16,10 @@ import pytest
 
 from data_io import _core
 from data_io.errors import ConfigError
+from data_io.formats.raw_reading import DocumentReader
 from data_io.formats.raw_text import ReadOptions, ReadStats, expand_inputs
 from data_io.prepare import prepare
 from data_io.prepare.dedup import HashDedup, NearDedup, OnlineDedup
-from data_io.prepare.reading import DocumentReader
 from tests.prepare.helpers import folder_files
 
 NGRAM = 5

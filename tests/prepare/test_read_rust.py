@@ -1,5 +1,5 @@
 """The Rust reading of ``prepare`` (``reading.DocumentReader`` and ``_core.prepare_batch``)
-against the Python reader (``raw_text.read_documents``, the oracle): the same documents, the
+against the Python reader (``tests/formats/raw_text_oracle.py``): the same documents, the
 same counts and the same first error, on generated text and JSONL files full of what the rules
 handle (blank lines of Unicode whitespace, carriage returns, bytes that are not UTF-8, a
 byte-order mark, rows only Python reads), read in pieces and batches of every size."""
@@ -17,11 +17,12 @@ from hypothesis import strategies as st
 
 from data_io import _core
 from data_io.errors import InputError
+from data_io.formats import raw_reading as reading
 from data_io.formats import raw_text
+from data_io.formats.raw_reading import DocumentReader
 from data_io.formats.raw_text import ReadOptions, ReadStats, Source, expand_inputs
-from data_io.prepare import reading
 from data_io.prepare.normalize import CleanOptions, CleanStats
-from data_io.prepare.reading import DocumentReader
+from tests.formats import raw_text_oracle
 from tests.prepare.clean_oracle import clean_batch
 
 # Pieces of a line of text: words, whitespace Python sees and UTF-8 does not make plain, line
@@ -64,7 +65,7 @@ def _oracle(sources: list[Source], options: ReadOptions) -> tuple[Any, ...]:
     documents: list[str] = []
     try:
         for source in sources:
-            documents.extend(raw_text.read_documents(source, options, stats))
+            documents.extend(raw_text_oracle.read_documents(source, options, stats))
     except InputError as err:
         return ("error", str(err))
     kept = clean_batch(documents, CleanOptions(normalize=False, filter=False), CleanStats())

@@ -1,20 +1,25 @@
-"""``prepare``'s reading: sources to batches of documents that stay in Rust.
+"""Reading raw-text sources in Rust: sources to batches of documents (``DocumentReader``, what
+``prepare`` hands to ``_core.prepare_batch``), or to the documents' texts (``read_documents``,
+what a tokenizer's training counts).
 
 An uncompressed text or JSONL file (or a byte range of one) is read by Rust straight into the
 batch's buffer (``RawDocuments.read_file``); a compressed one is read and decompressed here
 (``raw_text.line_pieces``: the C decompressors, pieces of whole lines). Cutting the text into
-documents, decoding, and parsing JSONL rows happen in Rust (``rust/prepare/``, ``_core.RawDocuments`` and
-``_core.prepare_batch``), so a document never becomes a Python object. Parquet and
-``datasets`` sources are read by their libraries and handed over as texts.
+documents, decoding, and parsing JSONL rows happen in Rust (``rust/prepare/``,
+``_core.RawDocuments`` and ``_core.prepare_batch``). Parquet and ``datasets`` sources are read
+by their libraries and handed over as texts. A JSONL row the Rust path does not take is read
+by Python's rules (``raw_text.jsonl_row_text``).
 
-The rules are ``raw_text.read_documents``'s (the oracle of tests/prepare/test_read_rust.py),
-errors included: the first problem in read order is the one reported.
+The rules are those of the Python reader that was ``prepare``'s before (the oracle of
+tests/prepare/test_read_rust.py, tests/formats/raw_text_oracle.py), errors included: the first
+problem in read order is the one reported.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Protocol
 
 from data_io import _core
 from data_io.formats.raw_text import (
@@ -26,9 +31,8 @@ from data_io.formats.raw_text import (
     line_pieces,
     whole_documents,
 )
-from data_io.prepare.progress import ProgressBar
 
-__all__ = ["BATCH_BYTES", "DocumentReader"]
+__all__ = ["BATCH_BYTES", "DocumentReader", "read_documents"]
 
 # A batch: enough text for every thread of the pool to take many chunks, little enough that
 # reading the next one overlaps its encoding without holding much memory.
@@ -37,13 +41,20 @@ _TEXTS_PER_FEED = 2048
 _READ_BYTES = 1 << 20  # per read of an uncompressed file
 
 
+class Progress(Protocol):
+    """Where the reader reports: the source it starts, and the bytes it read."""
+
+    def describe(self, name: str) -> None: ...
+    def advance_bytes(self, count: int) -> None: ...
+
+
 class DocumentReader:
     """Reads sources into batches (``_core.RawDocuments``) for ``_core.prepare_batch``.
 
     ``stats`` gets what is known while reading (sources without documents, rows Python read);
     the documents' own counts come back from ``prepare_batch``."""
 
-    def __init__(self, options: ReadOptions, stats: ReadStats, bar: ProgressBar) -> None:
+    def __init__(self, options: ReadOptions, stats: ReadStats, bar: Progress) -> None:
         self.options = options
         self.stats = stats
         self._bar = bar
@@ -121,3 +132,45 @@ class DocumentReader:
         error. Called from the encoding thread, one batch at a time."""
         where = f"{self._names[source]}: line {number}"
         return jsonl_row_text(line, self.options.text_field, where, self.options, self.stats)
+
+
+class _Bytes:
+    """A ``Progress`` that passes the bytes read to a callback."""
+
+    def __init__(self, callback: Callable[[int], None] | None) -> None:
+        self._callback = callback
+
+    def describe(self, name: str) -> None:
+        pass
+
+    def advance_bytes(self, count: int) -> None:
+        if self._callback is not None:
+            self._callback(count)
+
+
+def read_documents(
+    source: Source,
+    options: ReadOptions,
+    stats: ReadStats,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[str]:
+    """The documents of ``source`` as read (not cleaned: empty ones too), in order, counted in
+    ``stats``; a source named on the command line without any document is an error, one
+    found in a folder is listed in ``stats.empty_sources``. ``progress`` gets the bytes read."""
+    reader = DocumentReader(options, stats, _Bytes(progress))
+    for batch in reader.batches([source]):
+        _, texts, _, counts, _, _ = _core.prepare_batch(
+            batch,
+            text_field=options.text_field,
+            fail_invalid=options.invalid_utf8 == "fail",
+            normalize=False,
+            filter=False,
+            min_line_chars=0,
+            min_doc_chars=0,
+            resolve=reader.resolve,
+            keep_empty=True,
+        )
+        stats.documents += counts["documents"]
+        stats.text_chars += counts["text_chars"]
+        stats.invalid_utf8_lines += counts["invalid_utf8_lines"]
+        yield from texts or []
