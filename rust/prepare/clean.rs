@@ -344,7 +344,10 @@ mod tests {
             keep_empty: true,
             ..off
         };
-        assert_eq!(cleaned(" \n", &reading_alone), (Some(" \n".into()), CleanStats::default()));
+        assert_eq!(
+            cleaned(" \n", &reading_alone),
+            (Some(" \n".into()), CleanStats::default())
+        );
         assert_eq!(cleaned("\u{1f}", &off).1.dropped_empty, 1);
     }
 }
