@@ -120,6 +120,7 @@ def prepare_batch(
     near: tuple[int, int, int, int] | None = None,
     lines: bool = False,
     seen: SeenHashes | None = None,
+    keep_empty: bool = False,
 ) -> tuple[
     tuple[NDArray[np.uint32], NDArray[np.int64]] | None,
     list[str] | None,
@@ -142,7 +143,9 @@ def prepare_batch(
     lines per document). ``seen``:
     duplicates dropped before encoding (with ``near``, a document sharing a band with an
     earlier one), counted as ``duplicates``; ``dedup_overflow`` is 1, and nothing recorded or
-    encoded, when the batch would not fit the set's budget."""
+    encoded, when the batch would not fit the set's budget. ``keep_empty``: a document that is
+    empty or only whitespace is kept (the reading alone, with ``normalize`` and ``filter``
+    off)."""
 
 def keep_lines(
     text: NDArray[np.uint8],
