@@ -1,12 +1,13 @@
 """A large uncompressed text or JSONL file cut into byte ranges at document boundaries, so that
 several scale units share it and, read one after the other, give exactly the documents of the
-whole file (with the same line numbers in their errors).
+whole file (with the same line numbers in their errors); a large Parquet file cut into runs of
+row groups (a row is a document).
 
 A JSONL row, or a document of a ``--doc-per-line`` text, is a line: any line start is a
 boundary. A text document is a block of lines ended by a blank line (only whitespace, as
 Python's ``str.isspace`` sees it; a line that is not UTF-8 is not blank): a range ends just
 after a blank line. Compressed files cannot be entered in the middle: they stay whole, as do
-Parquet files and ``datasets`` sources.
+``datasets`` sources.
 """
 
 from __future__ import annotations
@@ -14,23 +15,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import BinaryIO
 
-from data_io.formats.raw_text import ByteRange, Source
+from data_io.errors import InputError
+from data_io.formats.raw_text import ByteRange, RowGroups, Source
 
 __all__ = ["document_ranges"]
 
 _COUNT_CHUNK = 16 << 20
 
 
-def document_ranges(source: Source, unit_bytes: int, doc_per_line: bool) -> list[ByteRange]:
+def document_ranges(
+    source: Source, unit_bytes: int, doc_per_line: bool
+) -> list[ByteRange] | list[RowGroups]:
     """Ranges of about ``unit_bytes`` covering ``source`` in order, or ``[]`` when it is read
-    whole (small, compressed, or not a text or JSONL file)."""
+    whole (small, compressed, one row group, or a ``datasets`` source)."""
     size = source.size
-    if (
-        unit_bytes <= 0
-        or size <= unit_bytes
-        or source.compression is not None
-        or source.kind not in ("txt", "jsonl")
-    ):
+    if unit_bytes <= 0 or size <= unit_bytes or source.compression is not None:
+        return []
+    if source.kind == "parquet":
+        return _row_group_ranges(source, unit_bytes)
+    if source.kind not in ("txt", "jsonl"):
         return []
     blocks = source.kind == "txt" and not doc_per_line
     count = max(1, round(size / unit_bytes))
@@ -84,3 +87,28 @@ def _first_lines(path: Path, cuts: list[int]) -> list[int]:
                 at += len(chunk)
             numbers.append(newlines + 1)
     return numbers
+
+
+def _row_group_ranges(source: Source, unit_bytes: int) -> list[RowGroups]:
+    """Runs of consecutive row groups, each closed when its compressed size reaches
+    ``unit_bytes``; ``[]`` for a file of one run."""
+    import pyarrow as pa  # noqa: PLC0415  heavy: pyarrow, only for Parquet data
+    import pyarrow.parquet as pq  # noqa: PLC0415  heavy: pyarrow, only for Parquet data
+
+    try:
+        metadata = pq.ParquetFile(source.path).metadata
+    except (pa.ArrowException, OSError) as err:
+        raise InputError(
+            f"{source.name}: not a readable Parquet file ({err}); re-write or re-download it"
+        ) from err
+    total = metadata.num_row_groups
+    runs: list[RowGroups] = []
+    start, first_row, rows, size = 0, 0, 0, 0
+    for group in range(total):
+        meta = metadata.row_group(group)
+        size += sum(meta.column(c).total_compressed_size for c in range(meta.num_columns))
+        rows += meta.num_rows
+        if size >= unit_bytes or group == total - 1:
+            runs.append(RowGroups(start, group + 1, first_row, total))
+            start, first_row, rows, size = group + 1, first_row + rows, 0, 0
+    return runs if len(runs) > 1 else []

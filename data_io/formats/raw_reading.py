@@ -23,8 +23,10 @@ from typing import Protocol
 
 from data_io import _core
 from data_io.formats.raw_text import (
+    ByteRange,
     ReadOptions,
     ReadStats,
+    RowGroups,
     Source,
     empty_input_error,
     jsonl_row_text,
@@ -70,7 +72,7 @@ class DocumentReader:
         documents = self._documents
         for source in sources:
             self._bar.describe(Path(source.name).name)
-            first_line = source.span.first_line if source.span is not None else 1
+            first_line = source.span.first_line if isinstance(source.span, ByteRange) else 1
             documents.begin_source(
                 source.name, self._format(source), source.compression is not None, first_line
             )
@@ -100,10 +102,10 @@ class DocumentReader:
         documents = self._documents
         if source.kind in ("txt", "jsonl") and source.compression is None:
             span = source.span
-            if span is None:
-                documents.open_file(source.name)
-            else:
+            if isinstance(span, ByteRange):
                 documents.open_file(source.name, span.start, span.end)
+            else:
+                documents.open_file(source.name)
             while read := documents.read_file(_READ_BYTES):
                 self._bar.advance_bytes(read)
                 if documents.ready_bytes >= BATCH_BYTES:
@@ -116,7 +118,7 @@ class DocumentReader:
                     yield documents.take()
             return
         texts: list[str] = []
-        row = 0
+        row = source.span.first_row if isinstance(source.span, RowGroups) else 0
         for text in whole_documents(source, self.options, self.stats, self._bar.advance_bytes):
             texts.append(text)
             if len(texts) == _TEXTS_PER_FEED:

@@ -32,6 +32,7 @@ __all__ = [
     "ByteRange",
     "ReadOptions",
     "ReadStats",
+    "RowGroups",
     "Source",
     "empty_input_error",
     "expand_inputs",
@@ -64,6 +65,17 @@ class ByteRange:
 
 
 @dataclass(frozen=True)
+class RowGroups:
+    """Part of a Parquet file (``formats.ranges``): its row groups ``start`` to ``end`` of
+    ``total``, the first one's first row being row ``first_row``."""
+
+    start: int
+    end: int
+    first_row: int
+    total: int
+
+
+@dataclass(frozen=True)
 class Source:
     """One input: a local file, or a dataset read through ``datasets``."""
 
@@ -75,7 +87,7 @@ class Source:
     # empty one is skipped and counted: document trees hold empty files).
     explicit: bool = True
     # Only this part of the file (a scale unit's share of one large file); None: all of it.
-    span: ByteRange | None = None
+    span: ByteRange | RowGroups | None = None
 
     @property
     def path(self) -> Path:
@@ -251,7 +263,7 @@ def _chunks(source: Source, progress: _Progress | None) -> Iterator[bytes]:
     before its end marker is caught (zstandard's stream reader silently stops there).
     """
     done = 0
-    if source.span is not None:
+    if isinstance(source.span, ByteRange):
         yield from _span_chunks(source, source.span, progress)
         return
     try:
@@ -322,7 +334,7 @@ def line_pieces(source: Source, progress: _Progress | None) -> Iterator[tuple[in
     text (Windows editors write one) is dropped: it is not part of the first document, and
     JSON parsers refuse it."""
     pending: list[bytes] = []  # the start of a line that began in earlier chunks
-    offset = source.span.start if source.span is not None else 0
+    offset = source.span.start if isinstance(source.span, ByteRange) else 0
     first = offset == 0  # only the text's start can hold a byte-order mark
     head = b""  # the text's first bytes, until they are enough to tell a mark
     for chunk in _chunks(source, progress):
@@ -446,13 +458,26 @@ def _parquet_documents(
             f"{source.name}: column {field!r} has type {kind}, not a string; pass --text-field "
             "NAME for the column holding the text"
         )
-    row = 0
-    total_rows = max(parquet.metadata.num_rows, 1)
+    span = source.span if isinstance(source.span, RowGroups) else None
+    groups = None if span is None else range(span.start, span.end)
+    if span is not None and parquet.metadata.num_row_groups != span.total:
+        raise InputError(
+            f"{source.name}: has {parquet.metadata.num_row_groups} row groups, not the "
+            f"{span.total} of the plan; the file changed since the plan: plan again"
+        )
+    row = first_row = span.first_row if span is not None else 0
+    rows = parquet.metadata.num_rows
+    if groups is not None:
+        rows = sum(parquet.metadata.row_group(g).num_rows for g in groups)
+    total_rows = max(rows, 1)
+    size = source.size * rows // max(parquet.metadata.num_rows, 1)  # this part's share
     reported = 0  # bytes of the file counted so far: its size in proportion to the rows read
     try:
-        for batch in parquet.iter_batches(batch_size=_PARQUET_BATCH_ROWS, columns=[field]):
+        for batch in parquet.iter_batches(
+            batch_size=_PARQUET_BATCH_ROWS, columns=[field], row_groups=groups
+        ):
             if progress is not None:
-                done = source.size * min(row + batch.num_rows, total_rows) // total_rows
+                done = size * min(row - first_row + batch.num_rows, total_rows) // total_rows
                 progress(done - reported)
                 reported = done
             for value in batch.column(0).to_pylist():
@@ -467,8 +492,8 @@ def _parquet_documents(
         raise InputError(
             f"{source.name}: cannot read rows after row {row} ({err}); re-write or re-download it"
         ) from err
-    if progress is not None and source.size > reported:
-        progress(source.size - reported)
+    if progress is not None and size > reported:
+        progress(size - reported)
 
 
 def _is_view(kind: Any) -> bool:

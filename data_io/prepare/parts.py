@@ -154,9 +154,11 @@ def write_part(
         finally:
             spool.close()
         span = source.span
+        # A range of the file: where it starts and ends, in bytes or row groups, of how many.
+        total = None if span is None else getattr(span, "total", source.size)
         record = {
             **identity,
-            "span": None if span is None else {"start": span.start, "end": span.end},
+            "span": None if span is None else {"start": span.start, "end": span.end, "of": total},
             "documents": spool.documents,
             "tokens": spool.tokens,
             "read": asdict(stats),
@@ -206,12 +208,14 @@ def parts_lookup(
         if whole:
             return whole[0]
         ranged = sorted(usable, key=lambda part: part.record["span"]["start"])
-        covered = 0
+        covered, total = 0, None
         for part in ranged:
             span = part.record["span"]
-            if span["start"] != covered:
+            if span["start"] != covered or total not in (None, span.get("of")):
                 return None  # a range missing (or two plans' ranges mixed): read it here
-            covered = span["end"]
-        return PartChain(source, ranged) if ranged and covered == source.size else None
+            covered, total = span["end"], span.get("of")
+        if source.kind != "parquet" and total != source.size:
+            return None
+        return PartChain(source, ranged) if ranged and covered == total else None
 
     return lookup

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from data_io.errors import ConfigError
 from data_io.formats.ranges import document_ranges
-from data_io.formats.raw_text import ByteRange, Source, expand_inputs
+from data_io.formats.raw_text import ByteRange, RowGroups, Source, expand_inputs
 from data_io.prepare.api import (
     PrepareResult,
     plan_run,
@@ -55,12 +55,10 @@ class PrepareStage:
             )
         units = []
         for source, _ in plan.new:
-            ranges = document_ranges(source, unit_bytes, plan.read.doc_per_line)
             spans = [
-                ({"kind": "bytes", "start": r.start, "end": r.end, "first_line": r.first_line},
-                 r.end - r.start)
-                for r in ranges
-            ] or [({"kind": "whole"}, source.size)]  # fmt: skip
+                _span(r, source.size)
+                for r in document_ranges(source, unit_bytes, plan.read.doc_per_line)
+            ] or [({"kind": "whole"}, source.size)]
             units += [
                 Unit(
                     id="",
@@ -97,8 +95,15 @@ class PrepareStage:
         if source is None:
             raise ConfigError(f"{unit.source}: not an input any more; plan again")
         identity = _planned_identity(plan, source)
-        if unit.span.get("kind") == "bytes":
-            span = ByteRange(unit.span["start"], unit.span["end"], unit.span["first_line"])
+        kind = unit.span.get("kind")
+        if kind in ("bytes", "row_groups"):
+            span: ByteRange | RowGroups = (
+                ByteRange(unit.span["start"], unit.span["end"], unit.span["first_line"])
+                if kind == "bytes"
+                else RowGroups(
+                    unit.span["start"], unit.span["end"], unit.span["first_row"], unit.span["total"]
+                )
+            )
             # Not "named on the command line": a range without documents is no error by itself
             # (the finalize run judges the whole file).
             source = dataclasses.replace(source, span=span, explicit=False)
@@ -157,3 +162,13 @@ def _planned_identity(plan: SavedPlan, source: Source) -> dict[str, Any]:
     if (stat.st_size, stat.st_mtime_ns) != (entry["size"], entry["mtime_ns"]):
         raise ConfigError(f"{source.name}: changed since the plan was made; plan again")
     return dict(entry)
+
+
+def _span(part: ByteRange | RowGroups, size: int) -> tuple[dict[str, Any], int]:
+    """A unit's span record and its bytes (a run of row groups: its share of the file)."""
+    if isinstance(part, ByteRange):
+        span = {"kind": "bytes", "start": part.start, "end": part.end}
+        return {**span, "first_line": part.first_line}, part.end - part.start
+    span = {"kind": "row_groups", "start": part.start, "end": part.end}
+    share = size * (part.end - part.start) // max(part.total, 1)
+    return {**span, "first_row": part.first_row, "total": part.total}, share

@@ -78,15 +78,26 @@ def test_jsonl_ranges_read_as_the_whole_file(
     _agree(tmp_path_factory.mktemp("jsonl"), "a.jsonl", b"\n".join(lines), options, unit)
 
 
-def test_compressed_small_and_parquet_files_are_read_whole(tmp_path: Path) -> None:
+def test_compressed_and_small_files_are_read_whole_and_parquet_by_row_groups(
+    tmp_path: Path,
+) -> None:
     blocks = [f"block {i} {i * 7919 % 1000}" for i in range(300)]
     (tmp_path / "a.txt.gz").write_bytes(gzip.compress("\n\n".join(blocks).encode()))
     pq.write_table(pa.table({"text": blocks}), tmp_path / "b.parquet", row_group_size=10)
     (tmp_path / "c.txt").write_bytes(b"one\n\ntwo\n")
     sources = expand_inputs([tmp_path], ReadOptions())[0]
     assert [s.size > 64 for s in sources] == [True, True, False]
-    for source in sources:
-        assert document_ranges(source, 64, doc_per_line=False) == []
+    compressed, parquet, small = sources
+    assert document_ranges(compressed, 64, doc_per_line=False) == []
+    assert document_ranges(small, 64, doc_per_line=False) == []
+    runs = document_ranges(parquet, 64, doc_per_line=False)
+    assert len(runs) > 3 and runs[0].start == 0 and runs[-1].end == runs[-1].total == 30
+    assert all(a.end == b.start for a, b in itertools.pairwise(runs))
+    assert [r.first_row for r in runs] == [10 * r.start for r in runs]
+    texts = [_rust([dataclasses.replace(parquet, span=r, explicit=False)], ReadOptions())[0]
+             for r in runs]  # fmt: skip
+    assert [t for part in texts for t in part] == blocks
+    assert document_ranges(parquet, parquet.size, doc_per_line=False) == []
 
 
 def test_a_text_file_is_cut_only_after_a_blank_line(tmp_path: Path) -> None:

@@ -195,3 +195,46 @@ def test_a_bad_line_in_a_later_range_is_named_as_in_one_run(tmp_path: Path) -> N
     messages = [f["error"] for f in failures if f is not None]
     assert "line 251" in str(one_run.value)
     assert any(str(one_run.value) in message for message in messages), messages
+
+
+def test_a_large_parquet_file_cut_into_row_groups_writes_what_one_run_writes(
+    tmp_path: Path,
+) -> None:
+    docs = _documents(500, seed=9) + _documents(40, seed=99) * 2
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    path = inputs / "big.parquet"
+    pq.write_table(pa.table({"text": docs}), path, row_group_size=25)
+    local = prepare([inputs], tmp_path / "local", progress=False, **OPTIONS)
+    settings = ExecutorSettings(kind="local", workers=2, threads_per_unit=1)
+    outcome = scale_prepare(
+        [str(inputs)], str(tmp_path / "scaled"), dict(OPTIONS), settings, progress=False,
+        unit_bytes=path.stat().st_size // 8,
+    )  # fmt: skip
+    units = outcome.manifest.units
+    assert outcome.unfinished == [] and len(units) >= 5
+    assert {u.span["kind"] for u in units} == {"row_groups"}
+    assert outcome.result.from_parts == [str(path)]
+    assert outcome.result.duplicates == local.duplicates > 0
+    assert _tree(tmp_path / "scaled") == _tree(tmp_path / "local")
+
+
+def test_a_null_row_in_a_later_row_group_is_named_as_in_one_run(tmp_path: Path) -> None:
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    docs: list[str | None] = list(_documents(200, seed=10))
+    docs[170] = None
+    pq.write_table(pa.table({"text": docs}), inputs / "big.parquet", row_group_size=20)
+    with pytest.raises(Exception) as one_run:
+        prepare([inputs], tmp_path / "local", progress=False, **OPTIONS)
+    settings = ExecutorSettings(kind="local", workers=1, threads_per_unit=1)
+    outcome = scale_prepare(
+        [str(inputs)], str(tmp_path / "scaled"), dict(OPTIONS), settings, progress=False,
+        unit_bytes=(inputs / "big.parquet").stat().st_size // 6,
+    )  # fmt: skip
+    assert outcome.unfinished
+    manifest = Manifest.load(tmp_path / "scaled")
+    failures = [manifest.read_record(u.id, "failed") for u in manifest.units]
+    messages = [f["error"] for f in failures if f is not None]
+    assert "row 170" in str(one_run.value)
+    assert any(str(one_run.value) in message for message in messages), messages
