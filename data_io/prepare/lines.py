@@ -48,10 +48,6 @@ class LineDedup:
     lines: int = 0  # lines numbered so far (the sorted runs' record numbers)
     emptied: int = 0  # documents left without a line
 
-    @property
-    def duplicate_lines(self) -> int:
-        return self.online.duplicates if self.online is not None else 0
-
     def decide(
         self, batch: LineArrays, tokenizer: PrepTokenizer
     ) -> tuple[NDArray[np.bool_], NDArray[np.uint32], NDArray[np.int64]]:
