@@ -34,10 +34,9 @@ pub struct FileFeed {
 impl FileFeed {
     /// Open `path` to read bytes `start..end` (`end` None: to the end of the file).
     pub fn open(path: PathBuf, start: u64, end: Option<u64>) -> Result<Self, Error> {
-        let io = |source| Error::Io {
-            context: "cannot read",
+        let io = |source: std::io::Error| Error::BadFile {
             path: path.clone(),
-            source,
+            message: format!("cannot read it ({source}); check that it exists and is readable"),
         };
         let mut file = File::open(&path).map_err(io)?;
         if start > 0 {
@@ -104,10 +103,9 @@ impl FileFeed {
         let read = (&self.file)
             .take(want)
             .read_to_end(data)
-            .map_err(|source| Error::Io {
-                context: "cannot read",
+            .map_err(|source| Error::BadFile {
                 path: self.path.clone(),
-                source,
+                message: format!("cannot read it ({source}); check that it exists and is readable"),
             })?;
         self.next += read as u64;
         if read == 0 {
@@ -156,6 +154,19 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    #[test]
+    fn a_missing_file_is_an_input_error_naming_it() {
+        let missing = std::env::temp_dir().join("data_io_file_feed_missing.txt");
+        let error = FileFeed::open(missing.clone(), 0, None)
+            .err()
+            .expect("fails");
+        assert_eq!(error.kind().name(), crate::error::ErrorKind::Input.name());
+        assert!(
+            error.to_string().contains("data_io_file_feed_missing.txt"),
+            "{error}"
+        );
     }
 
     #[test]
