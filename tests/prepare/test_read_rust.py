@@ -59,18 +59,28 @@ class _Bar:
         pass
 
 
-def _oracle(sources: list[Source], options: ReadOptions) -> tuple[Any, ...]:
-    """The documents as Python reads them (empty ones dropped, as prepare's cleaning does)."""
+def _oracle(sources: list[Source], options: ReadOptions, *, empty: bool = False) -> tuple[Any, ...]:
+    """The documents as Python reads them (empty ones dropped, as prepare's cleaning does,
+    unless ``empty``)."""
+    return _read_with(raw_text_oracle.read_documents, sources, options, empty)
+
+
+def _read_with(
+    read: Any, sources: list[Source], options: ReadOptions, empty: bool
+) -> tuple[Any, ...]:
     stats = ReadStats()
     documents: list[str] = []
     try:
         for source in sources:
-            documents.extend(raw_text_oracle.read_documents(source, options, stats))
+            documents.extend(read(source, options, stats))
     except InputError as err:
         return ("error", str(err))
-    kept = clean_batch(documents, CleanOptions(normalize=False, filter=False), CleanStats())
+    if not empty:
+        documents = clean_batch(
+            documents, CleanOptions(normalize=False, filter=False), CleanStats()
+        )
     counts = (stats.documents, stats.text_chars, stats.invalid_utf8_lines, stats.empty_sources)
-    return (kept, counts)
+    return (documents, counts)
 
 
 def _rust(sources: list[Source], options: ReadOptions) -> tuple[Any, ...]:
@@ -115,6 +125,9 @@ def _agree(
     monkeypatch.setattr(reading, "BATCH_BYTES", chunk * 3)
     sources = _sources(tmp, files, options)
     assert _rust(sources, options) == _oracle(sources, options)
+    # What a tokenizer's training reads: every document, empty ones too.
+    production = _read_with(reading.read_documents, sources, options, empty=True)
+    assert production == _oracle(sources, options, empty=True)
 
 
 text_lines = st.lists(st.sampled_from(TEXT_PIECES), max_size=8).map(b"".join)
