@@ -555,8 +555,9 @@ def _run(
     """One run over the new sources; on any failure the folder is rolled back.
 
     ``direct``: pass 1 writes the shards itself (``ShardSink``), duplicates (documents, lines
-    or near-duplicates' bands) dropped as they arrive (``OnlineDedup``; ``DedupOverflow`` when its hashes outgrow the budget). Else
-    pass 1 spools the tokens, and pass 2 copies the documents the dedup keeps."""
+    or near-duplicates' bands) dropped as they arrive (``OnlineDedup``; ``DedupOverflow`` when
+    its records outgrow the budget). Else pass 1 spools the tokens (the cleaned text, under
+    ``line``), and pass 2 copies (or rebuilds and encodes) the documents the dedup keeps."""
     tok, options, budget = plan.tok, plan.options, plan.budget
     run = len(metadata["runs"]) if metadata else 0
     work = begin_run(out, run)
@@ -613,12 +614,14 @@ def _run(
             result.documents = spool.per_split
         elif isinstance(spool, LineSpool):
             assert lines is not None and lines.after is not None
-            hashes = f"hashes_{run:05d}.u64"
-            keep, result.duplicate_lines = lines.after.keep_mask(
-                spool.lines, prior, out / STATE_DIR / hashes
-            )
-            result.dedup_peak_bytes = lines.after.peak_bytes
-            result.dedup_runs = lines.after.spilled
+            keep = np.zeros(0, dtype=np.bool_)
+            if spool.lines:  # (none new: the earlier runs' hashes file stays as it is)
+                hashes = f"hashes_{run:05d}.u64"
+                keep, result.duplicate_lines = lines.after.keep_mask(
+                    spool.lines, prior, out / STATE_DIR / hashes
+                )
+                result.dedup_peak_bytes = lines.after.peak_bytes
+                result.dedup_runs = lines.after.spilled
             writers = _writers(out, metadata, options, tok)
             sink = ShardSink(writers)
             result.duplicates = write_line_shards(spool, keep, tok, sink)

@@ -187,3 +187,22 @@ def test_the_cli_takes_dedup_line_and_counts_the_lines(tmp_path: Path, capsys) -
     assert "every line a duplicate" in printed
     with pytest.raises(ConfigError, match="dedup: 'line' then, True now"):
         prepare([inputs], out, tokenizer=str(TOKENIZER), dedup="doc", progress=False)
+
+
+@pytest.mark.parametrize("online", [True, False])
+def test_a_later_run_with_no_line_keeps_the_earlier_runs_hashes(
+    tmp_path: Path, monkeypatch, online: bool
+) -> None:
+    first = _corpus(tmp_path / "a.jsonl", 50, seed=8)
+    short = tmp_path / "b.jsonl"
+    short.write_text(json.dumps({"text": "too short"}) + "\n")  # dropped by the filter
+    out = tmp_path / "out"
+    _prepare([first], out, monkeypatch, online=online)
+    _prepare([first, short], out, monkeypatch, online=online)
+    metadata = json.loads((out / "dataset_metadata.json").read_text())
+    assert (out / ".prepare" / metadata["dedup_hashes"]).is_file()
+    third = tmp_path / "c.jsonl"  # the first's pages again, in another order
+    third.write_text("".join(reversed(first.read_text().splitlines(keepends=True))))
+    again = _prepare([first, short, third], out, monkeypatch, online=online)
+    # Every line of the copy was prepared before: no document of it is left.
+    assert again.duplicates > 40 and again.documents == {"train": 0, "val": 0}
