@@ -574,11 +574,45 @@ impl Encoder {
         eos_id: Option<u32>,
     ) -> PyResult<IdsAndOffsets<'py>> {
         // The texts' own UTF-8, not copies: a str that is ASCII is its UTF-8 already, any other
-        // keeps the UTF-8 that `to_str` makes (cached on the object, made once). The strings
-        // are immutable and `texts` holds a reference to each, so their bytes stay put while
-        // the GIL is released for the encoding.
-        let views: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
-        self.encode_views(py, eos_id, || Ok(views))
+        // keeps the UTF-8 that `to_str` makes (cached on the object, made once, with the GIL:
+        // chunk by chunk, while the pool encodes the chunks before). The strings are immutable
+        // and `texts` holds a reference to each, so their bytes stay put while the GIL is
+        // released.
+        let lengths: Vec<usize> = texts.iter().map(|t| t.len()).collect::<PyResult<_>>()?;
+        let batch = crate::encoder::encode_batch_pipelined(
+            &*self.inner,
+            &lengths,
+            eos_id,
+            |i| texts[i].to_str().map_err(ViewError::Python),
+            &Detached(py),
+        )
+        .map_err(|e| match e {
+            ViewError::Python(e) => e,
+            ViewError::Encoder(e) => to_py_err(py, e),
+        })?;
+        Ok((batch.ids.into_pyarray(py), batch.offsets.into_pyarray(py)))
+    }
+}
+
+/// The error of a pipelined batch: a text's view (a Python error, raised as it is) or the
+/// encoder's.
+enum ViewError {
+    Python(PyErr),
+    Encoder(crate::error::Error),
+}
+
+impl From<crate::error::Error> for ViewError {
+    fn from(error: crate::error::Error) -> Self {
+        ViewError::Encoder(error)
+    }
+}
+
+/// The waits of a pipelined batch, with the GIL released.
+struct Detached<'py>(Python<'py>);
+
+impl crate::encoder::Release for Detached<'_> {
+    fn run<T: Send>(&self, work: impl FnOnce() -> T + Send) -> T {
+        self.0.detach(work)
     }
 }
 
@@ -613,12 +647,12 @@ fn hash_texts<'py>(
     let pool = crate::encoder::process_pool().map_err(|e| to_py_err(py, e))?;
     let hashes = py.detach(|| pool.install(|| crate::prepare::hash::hash_all(&views)));
     let rows = hashes.len();
-    hashes
-        .into_iter()
-        .flatten()
-        .collect::<Vec<u64>>()
-        .into_pyarray(py)
-        .reshape([rows, 2])
+    flat_pairs(py, hashes).reshape([rows, 2])
+}
+
+/// 128-bit values as (high, low) pairs, handed to numpy as one flat uint64 array in place.
+fn flat_pairs(py: Python<'_>, pairs: Vec<[u64; 2]>) -> Bound<'_, PyArray1<u64>> {
+    bytemuck::allocation::cast_vec::<[u64; 2], u64>(pairs).into_pyarray(py)
 }
 
 /// `prepare`'s documents read and not yet prepared (`rust/prepare/split.rs`): pieces of raw
@@ -902,24 +936,12 @@ fn prepare_batch<'py>(
         None => None,
     };
     let rows = prepared.hashes.len();
-    let hashes = prepared
-        .hashes
-        .into_iter()
-        .flatten()
-        .collect::<Vec<u64>>()
-        .into_pyarray(py)
-        .reshape([rows, 2])?;
+    let hashes = flat_pairs(py, prepared.hashes).reshape([rows, 2])?;
     // Bands decided here are not handed back: nothing after needs them.
     let bands = match near {
-        Some((_, bands, _, _)) if !decided_here => Some(
-            prepared
-                .bands
-                .into_iter()
-                .flatten()
-                .collect::<Vec<u64>>()
-                .into_pyarray(py)
-                .reshape([rows, bands, 2])?,
-        ),
+        Some((_, bands, _, _)) if !decided_here => {
+            Some(flat_pairs(py, prepared.bands).reshape([rows, bands, 2])?)
+        }
         _ => None,
     };
     let (r, c) = (prepared.read, prepared.clean);
@@ -944,13 +966,7 @@ fn prepare_batch<'py>(
 
 fn line_arrays(py: Python<'_>, batch: LineBatch) -> PyResult<LineArrays<'_>> {
     let lines = batch.hashes.len();
-    let hashes = batch
-        .hashes
-        .into_iter()
-        .flatten()
-        .collect::<Vec<u64>>()
-        .into_pyarray(py)
-        .reshape([lines, 2])?;
+    let hashes = flat_pairs(py, batch.hashes).reshape([lines, 2])?;
     Ok((
         batch.text.into_pyarray(py),
         batch.offsets.into_pyarray(py),
@@ -1036,16 +1052,15 @@ impl SeenHashes {
         Ok(self.inner.first_seen(pairs).map(|new| new.into_pyarray(py)))
     }
 
+    /// Make room at once for `total` hashes in all, when the budget allows (else nothing).
+    fn expect(&mut self, total: usize) {
+        self.inner.expect(total);
+    }
+
     /// Every hash, sorted, as `(n, 2)` uint64: the kept-hashes file's content.
     fn sorted<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<u64>>> {
         let rows = self.inner.len();
-        self.inner
-            .sorted()
-            .into_iter()
-            .flatten()
-            .collect::<Vec<u64>>()
-            .into_pyarray(py)
-            .reshape([rows, 2])
+        flat_pairs(py, self.inner.sorted()).reshape([rows, 2])
     }
 
     /// Bytes the table holds.

@@ -571,7 +571,7 @@ def _run(
             writers = _writers(out, metadata, options, tok)
             spool: Spool | ShardSink | LineSpool = ShardSink(writers)
             if options["dedup"]:
-                online = OnlineDedup(budget)
+                online = OnlineDedup(budget, sum(s.size for s in sources))
                 if prior is not None:
                     online.load_prior(prior)
         else:

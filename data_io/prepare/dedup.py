@@ -144,10 +144,19 @@ class OnlineDedup:
     kept when its hash is new among the earlier runs' and this run's. The same decisions as
     ``HashDedup``, without a spool: its tokens go straight to the shards."""
 
-    def __init__(self, budget: int) -> None:
+    def __init__(self, budget: int, input_bytes: int = 0) -> None:
         self._seen = _core.SeenHashes(budget)
         self.duplicates = 0
         self.peak_bytes = 0
+        self._input_bytes = input_bytes  # of this run's inputs on disk: sizes the set early
+        self._prior = 0  # hashes of earlier runs, not projected
+
+    def project(self, bytes_read: int) -> None:
+        """Size the set for the whole run from the records per input byte so far (this run's
+        inputs are ``input_bytes`` on disk, ``bytes_read`` of them read), a tenth to spare."""
+        if self._input_bytes and bytes_read:
+            grown = len(self._seen) - self._prior
+            self._seen.expect(self._prior + grown * self._input_bytes * 11 // (bytes_read * 10))
 
     @staticmethod
     def fits(
@@ -161,8 +170,10 @@ class OnlineDedup:
     def load_prior(self, prior: Path) -> None:
         """The hashes kept by earlier runs (a sorted raw (n, 2) uint64 file)."""
         hashes = np.memmap(prior, dtype=np.uint64, mode="r").reshape(-1, 2)
+        self._seen.expect(len(hashes))
         for start in range(0, len(hashes), _PRIOR_ROWS):
             self._record(np.ascontiguousarray(hashes[start : start + _PRIOR_ROWS]))
+        self._prior = len(self._seen)
 
     def keep(self, hashes: NDArray[np.uint64]) -> NDArray[np.bool_]:
         """Which of these documents (in order) are new; the others are counted duplicates."""

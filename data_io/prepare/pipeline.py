@@ -227,7 +227,8 @@ def _encode_group(
     reader = DocumentReader(read, stats, bar)
     numbered = spool.documents  # documents given a number so far
 
-    def prepare(batch: _core.RawDocuments) -> _Prepared:
+    def prepare(batch: _core.RawDocuments, read_through: int) -> _Prepared:
+        """``read_through``: the input bytes read up to this batch's end."""
         encoder = tokenizer.core_encoder
         encoded, texts, hashes, counts, bands, lined = _core.prepare_batch(
             batch,
@@ -247,9 +248,11 @@ def _encode_group(
         )
         if online is not None:
             online.decided(counts)
+            online.project(read_through)
         if lined is not None and lines is not None and lines.online is not None:
             # Decided here: one thread prepares the batches, in order.
             left, ids, offsets = lines.decide(lined, tokenizer)
+            lines.online.project(read_through)
             return ids, offsets, hashes[left], counts, bands, None
         if lined is not None:
             return _NO_IDS, _NO_OFFSETS, hashes, counts, bands, lined
@@ -284,7 +287,7 @@ def _encode_group(
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="prepare-encode") as encoder:
         try:
             for batch in reader.batches(sources):
-                future = encoder.submit(prepare, batch)
+                future = encoder.submit(prepare, batch, bar.bytes_done)
                 if pending is not None:
                     drain(pending)
                 pending = future

@@ -15,6 +15,7 @@ class ProgressBar:
             enabled = sys.stderr.isatty()
         self._bar: Any = None
         self._tokens = 0
+        self.bytes_done = 0  # input bytes read so far
         self._started = time.perf_counter()
         self._shown = 0.0
         if enabled:
@@ -35,6 +36,7 @@ class ProgressBar:
             self._bar.set_description_str(f"prepare {name[:30]}", refresh=False)
 
     def advance_bytes(self, count: int) -> None:
+        self.bytes_done += count
         if self._bar is not None:
             self._bar.update(count)
 

@@ -5,11 +5,14 @@
 //! otherwise; `DATA_IO_ENCODER=hf` forces the latter (benchmarks, differential tests).
 //!
 //! - `mod.rs`: the face: `TextEncoder`, `Encoder` (the engine choice, loaded once per process),
-//!   `encode_batch` and the process's encoder pool.
+//!   and the process's encoder pool.
 //! - `hf.rs`: `HfEncoder`, the HF `tokenizers` encoder, and the reading of a tokenizer file.
 //! - `fast_bpe/`: the fast, exact byte-level BPE encoder (its own `mod.rs` lists its files).
+//! - `batch.rs`: many texts at once on the process's pool (`encode_batch`), and chunk by chunk
+//!   as their views are made (`encode_batch_pipelined`).
 //! - `exactness.rs` (tests only): the fast encoder against the HF one, differentially.
 
+mod batch;
 #[cfg(test)]
 mod exactness;
 pub mod fast_bpe;
@@ -18,9 +21,9 @@ mod hf;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use rayon::prelude::*;
 use rayon::{ThreadPool, ThreadPoolBuilder};
 
+pub use self::batch::{encode_batch, encode_batch_pipelined, EncodedBatch, Keep, Release};
 use self::fast_bpe::spec::TokenIds;
 use self::fast_bpe::{node_tables, spec, FastBpe, Tables};
 pub use self::hf::HfEncoder;
@@ -279,16 +282,6 @@ impl TextEncoder for Encoder {
     }
 }
 
-/// The token ids of many texts back to back, and where each text's ids start.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EncodedBatch {
-    pub ids: Vec<u32>,
-    /// `texts.len() + 1` entries: text `i` is `ids[offsets[i]..offsets[i + 1]]` (its EOS included).
-    pub offsets: Vec<i64>,
-}
-
-/// Encode `texts` in parallel and concatenate their ids in order, with `eos_id` after each text
-/// when given (so a flat stream of documents can be cut anywhere and still split on EOS).
 /// The texts of an Arrow-style string layout: text `i` is `data[offsets[i]..offsets[i + 1]]`.
 /// The bytes are checked once for UTF-8 and each text's bounds for order and character
 /// boundaries, so every view is a valid `str` of `data` (nothing copied).
@@ -390,126 +383,6 @@ pub fn utf8_views<'a>(data: &'a [u8], offsets: &[i64]) -> Result<Vec<&'a str>> {
     Ok(views)
 }
 
-pub fn encode_batch<S: AsRef<str> + Sync>(
-    encoder: &dyn TextEncoder,
-    texts: &[S],
-    eos_id: Option<u32>,
-) -> Result<EncodedBatch> {
-    if let Some(eos) = eos_id {
-        let vocab_size = encoder.vocab_size();
-        if eos as usize >= vocab_size {
-            return Err(Error::Config(format!(
-                "eos_id {eos} is not an id of this tokenizer (its vocabulary has {vocab_size} \
-                 tokens); pass the id of its end-of-text token, e.g. the one of \"<|endoftext|>\""
-            )));
-        }
-    }
-    let pool = process_pool()?;
-    // Chunks of consecutive texts, each encoded into one buffer (no vector per text).
-    let starts = chunk_starts(texts, pool.current_num_threads());
-    let chunks: Vec<Result<EncodedChunk, (usize, String)>> = pool.install(|| {
-        starts
-            .par_iter()
-            .enumerate()
-            .map(|(c, &start)| {
-                let end = starts.get(c + 1).copied().unwrap_or(texts.len());
-                encode_chunk(encoder, &texts[start..end], start, eos_id)
-            })
-            .collect()
-    });
-    // In order, so that the error reported is always the first failing text's.
-    let chunks = chunks
-        .into_iter()
-        .collect::<Result<Vec<EncodedChunk>, _>>()
-        .map_err(|(i, message)| Error::Input(format!("text {i} of the batch: {message}")))?;
-    Ok(pool.install(|| assemble(&chunks, texts.len())))
-}
-
-/// The chunks' ids back to back and every text's offset, each chunk copied into its place by
-/// the pool's threads: a serial copy of a batch's ids held 16 threads back (Amdahl).
-fn assemble(chunks: &[EncodedChunk], texts: usize) -> EncodedBatch {
-    let total: usize = chunks.iter().map(|chunk| chunk.ids.len()).sum();
-    // Zeroed memory comes from the kernel already zero for a large batch (calloc).
-    let mut ids = vec![0u32; total];
-    let mut offsets = vec![0i64; texts + 1];
-    let mut id_parts = Vec::with_capacity(chunks.len());
-    let mut offset_parts = Vec::with_capacity(chunks.len());
-    let (mut id_rest, mut offset_rest) = (ids.as_mut_slice(), &mut offsets[1..]);
-    let mut base = 0;
-    for chunk in chunks {
-        let (id_part, id_tail) = std::mem::take(&mut id_rest).split_at_mut(chunk.ids.len());
-        let (offset_part, offset_tail) =
-            std::mem::take(&mut offset_rest).split_at_mut(chunk.ends.len());
-        id_parts.push(id_part);
-        offset_parts.push((offset_part, base));
-        (id_rest, offset_rest) = (id_tail, offset_tail);
-        base += chunk.ids.len();
-    }
-    id_parts
-        .into_par_iter()
-        .zip(offset_parts)
-        .zip(chunks)
-        .for_each(|((id_part, (offset_part, base)), chunk)| {
-            id_part.copy_from_slice(&chunk.ids);
-            for (slot, &end) in offset_part.iter_mut().zip(&chunk.ends) {
-                *slot = (base + end) as i64;
-            }
-        });
-    EncodedBatch { ids, offsets }
-}
-
-/// What a text weighs beyond its bytes when chunks are cut (its call, its end, its EOS).
-const TEXT_WEIGHT: usize = 64;
-/// Chunks hold about this many bytes of text: enough for a chunk to amortise its buffer,
-/// little enough for several per thread, so that uneven texts balance across threads.
-const CHUNK_BYTES: std::ops::RangeInclusive<usize> = (16 << 10)..=(256 << 10);
-
-/// Where each chunk of `texts` starts: runs of consecutive texts of about the same number of
-/// bytes (at least eight per thread, within `CHUNK_BYTES`), cut by bytes rather than by count,
-/// so that a batch of a few long documents among many short ones still spreads evenly.
-fn chunk_starts<S: AsRef<str>>(texts: &[S], threads: usize) -> Vec<usize> {
-    let weight = |text: &S| text.as_ref().len() + TEXT_WEIGHT;
-    let total: usize = texts.iter().map(weight).sum();
-    let target = (total / (threads.max(1) * 8)).clamp(*CHUNK_BYTES.start(), *CHUNK_BYTES.end());
-    let mut starts = vec![0];
-    let mut held = 0;
-    for (i, text) in texts.iter().enumerate() {
-        held += weight(text);
-        if held >= target && i + 1 < texts.len() {
-            starts.push(i + 1);
-            held = 0;
-        }
-    }
-    starts
-}
-
-/// Consecutive texts' ids in one buffer, and where each text's ids end in it.
-struct EncodedChunk {
-    ids: Vec<u32>,
-    ends: Vec<usize>,
-}
-
-/// Encode `chunk` (whose first text is text `first` of the batch); the error names the first
-/// text that fails.
-fn encode_chunk<S: AsRef<str>>(
-    encoder: &dyn TextEncoder,
-    chunk: &[S],
-    first: usize,
-    eos_id: Option<u32>,
-) -> Result<EncodedChunk, (usize, String)> {
-    let bytes: usize = chunk.iter().map(|text| text.as_ref().len()).sum();
-    let mut ids = Vec::with_capacity(bytes / 3 + chunk.len());
-    let mut ends = Vec::with_capacity(chunk.len());
-    for (k, text) in chunk.iter().enumerate() {
-        encoder
-            .encode_into(text.as_ref(), &mut ids)
-            .map_err(|message| (first + k, message))?;
-        ids.extend(eos_id);
-        ends.push(ids.len());
-    }
-    Ok(EncodedChunk { ids, ends })
-}
-
 /// This process's rayon pool for `encode_batch`, started on first use.
 ///
 /// Not rayon's global pool: a DataLoader forks its workers, and a forked child inherits the
@@ -556,26 +429,6 @@ fn requested_threads() -> usize {
         .ok()
         .and_then(|value| value.trim().parse::<usize>().ok())
         .unwrap_or(0)
-}
-
-#[cfg(test)]
-mod chunk_tests {
-    use super::chunk_starts;
-
-    #[test]
-    fn chunks_are_cut_by_bytes_and_cover_every_text_once() {
-        let mut texts = vec!["x".repeat(10); 5000];
-        texts[100] = "y".repeat(1 << 20); // one long document among many short ones
-        let starts = chunk_starts(&texts, 2);
-        assert_eq!(starts[0], 0);
-        assert!(starts.windows(2).all(|w| w[0] < w[1]) && *starts.last().unwrap_or(&0) < 5000);
-        // The long text closes its chunk; the short ones are not one text per chunk.
-        let at = starts.iter().position(|&s| s == 100 || s == 101);
-        assert!(at.is_some(), "{starts:?}");
-        assert!(starts.len() < 100, "{} chunks", starts.len());
-        assert_eq!(chunk_starts::<&str>(&[], 2), vec![0]);
-        assert_eq!(chunk_starts(&["a"], 4), vec![0]);
-    }
 }
 
 #[cfg(test)]

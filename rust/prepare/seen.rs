@@ -81,6 +81,17 @@ impl SeenHashes {
         (grown + buckets(self.set.capacity())) * SLOT_BYTES <= self.budget
     }
 
+    /// Make room at once for `total` hashes in all, when the budget allows it (else nothing):
+    /// a table grown batch by batch doubles a dozen times on a large corpus, each time
+    /// re-inserting every hash into freshly zeroed pages, where one projected size is one
+    /// table. Too small a guess costs a doubling later, as without it.
+    pub fn expect(&mut self, total: usize) {
+        let more = total.saturating_sub(self.set.len());
+        if total > self.set.capacity() && self.has_room_for(more) {
+            self.set.reserve(more);
+        }
+    }
+
     /// Record `hashes` (high, low) in order; true for each one not seen before (the first of
     /// several equal ones in `hashes` too). `None`, and nothing recorded, when they do not fit.
     pub fn first_seen(&mut self, hashes: &[[u64; 2]]) -> Option<Vec<bool>> {
@@ -115,17 +126,46 @@ impl SeenHashes {
 
     /// Every hash, sorted as (high, low) pairs: the format of the kept-hashes file.
     pub fn sorted(&self) -> Vec<[u64; 2]> {
-        let mut all: Vec<u128> = self.set.iter().copied().collect();
+        // Pairs compare as (high, low), the order of the u128 values: one vector, sorted where
+        // it was made (a large corpus holds hundreds of MB of bands; every fresh page costs).
+        let mut all: Vec<[u64; 2]> = self
+            .set
+            .iter()
+            .map(|&value| [(value >> 64) as u64, value as u64])
+            .collect();
         all.sort_unstable();
-        all.into_iter()
-            .map(|value| [(value >> 64) as u64, value as u64])
-            .collect()
+        all
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn expecting_a_total_makes_room_once_within_the_budget() {
+        let mut seen = SeenHashes::new(1 << 20);
+        seen.expect(10_000);
+        let capacity = seen.set.capacity();
+        assert!(capacity >= 10_000);
+        let hashes: Vec<[u64; 2]> = (0..10_000).map(|i| [i, i * 7]).collect();
+        assert_eq!(
+            seen.first_seen(&hashes).map(|new| new.iter().all(|&n| n)),
+            Some(true)
+        );
+        assert_eq!(
+            seen.set.capacity(),
+            capacity,
+            "no growth after the room was made"
+        );
+        // Beyond the budget the guess is ignored, and the table grows as it fills.
+        seen.expect(1 << 30);
+        assert_eq!(seen.set.capacity(), capacity);
+        assert!(seen.bytes() <= 1 << 20);
+        // A total already held asks for nothing.
+        seen.expect(5);
+        assert_eq!(seen.set.capacity(), capacity);
+    }
 
     #[test]
     fn the_first_of_each_hash_is_new_and_the_rest_are_not() {

@@ -83,3 +83,32 @@ def test_bad_buffers_say_where(encoder: TextEncoder) -> None:
         encoder.encode_buffer(["not", "a", "buffer"])  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="encode_buffer takes one buffer"):
         encoder.encode_batch(b"one buffer")
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_large_str_batches_encode_as_each_text_alone(
+    encoder: TextEncoder, monkeypatch: pytest.MonkeyPatch, threads: str
+) -> None:
+    """A batch of ``str`` over 64 KiB goes to the pool chunk by chunk while the calling thread
+    makes the next chunk's UTF-8 (``encode_batch_pipelined``); one thread, or a small batch,
+    is encoded by the calling thread. Either way: each text's ids, as encoded alone."""
+    monkeypatch.setenv("RAYON_NUM_THREADS", threads)
+    # New strings, not ASCII: their UTF-8 is made during the call, chunk by chunk.
+    texts = [t + f" #{i} ünïcode" for i, t in enumerate(_texts(6000, seed=8))]
+    assert sum(len(t.encode()) for t in texts) > 64 << 10
+    batch = encoder.encode_batch(texts, eos_id=0)
+    alone = [encoder.encode_batch([t], eos_id=0).ids for t in texts]
+    assert np.array_equal(batch.offsets, np.cumsum([0] + [len(ids) for ids in alone]))
+    assert np.array_equal(batch.ids, np.concatenate(alone))
+
+
+def test_a_str_without_utf8_stops_a_large_batch_with_its_own_error(
+    encoder: TextEncoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAYON_NUM_THREADS", "2")
+    texts = [f"text number {i} " * 8 for i in range(4000)]
+    texts[3500] = "a lone \ud800 surrogate"
+    with pytest.raises(UnicodeEncodeError, match="surrogates not allowed"):
+        encoder.encode_batch(texts)
+    # The encoder goes on working after it.
+    assert len(encoder.encode_batch(texts[:10]).ids) > 0
