@@ -173,9 +173,10 @@ class SeenHashes:
     def first_seen(self, hashes: NDArray[np.uint64]) -> NDArray[np.bool_] | None:
         """Record the ``(n, 2)`` hashes in order: True for each one not seen before; None, and
         nothing recorded, when they would not fit the budget."""
-    def expect(self, total: int) -> None:
+    def expect(self, total: int) -> bool:
         """Make room at once for ``total`` hashes in all, when the budget allows (else
-        nothing): one table instead of a dozen doublings on a large corpus."""
+        nothing): one table instead of a dozen doublings on a large corpus. Whether ``total``
+        fits the budget."""
     def sorted(self) -> NDArray[np.uint64]:
         """Every hash, sorted, as ``(n, 2)`` uint64 (the kept-hashes file's content)."""
     @property

@@ -1052,9 +1052,10 @@ impl SeenHashes {
         Ok(self.inner.first_seen(pairs).map(|new| new.into_pyarray(py)))
     }
 
-    /// Make room at once for `total` hashes in all, when the budget allows (else nothing).
-    fn expect(&mut self, total: usize) {
-        self.inner.expect(total);
+    /// Make room at once for `total` hashes in all, when the budget allows (else nothing);
+    /// whether `total` fits.
+    fn expect(&mut self, total: usize) -> bool {
+        self.inner.expect(total)
     }
 
     /// Every hash, sorted, as `(n, 2)` uint64: the kept-hashes file's content.

@@ -249,7 +249,11 @@ def prepare(
             try:
                 _run(out, metadata, sources, [e for _, e in new], plan, progress, result, lookup,
                      direct)  # fmt: skip
+                overflowed = False
             except DedupOverflow:
+                # Outside the handler: its traceback would keep the first try's set alive.
+                overflowed = True
+            if overflowed:
                 _run(out, metadata, sources, [e for _, e in new], plan, progress, result, lookup,
                      direct=False)  # fmt: skip
     elif metadata is not None:

@@ -131,11 +131,16 @@ class DedupOverflow(Exception):
 
 
 # Bytes per hash the online set takes (hash, control byte, the table's spare slots), and the
-# document (or line) size assumed when choosing it: a run tries it when the inputs' documents would
-# fit at that size, and starts again with the sorted runs if they do not.
+# largest document (or line) size assumed when choosing it: a run tries it unless the inputs'
+# records could not fit the budget even at that size. As it runs, the set is sized from the
+# records per input byte so far, and once enough of the input is read (``_TRUSTED``) a projection
+# beyond the budget stops it at once (``DedupOverflow``: the run starts again with sorted runs),
+# instead of after most of the input.
 ONLINE_BYTES_PER_RECORD = 40
-ONLINE_ASSUMED_DOCUMENT_BYTES = 128
-ONLINE_ASSUMED_LINE_BYTES = 64  # --dedup line: its records are lines
+ONLINE_ASSUMED_DOCUMENT_BYTES = 2048
+ONLINE_ASSUMED_LINE_BYTES = 256  # --dedup line: its records are lines
+# A projection is trusted after a thirty-second of the input, or 256 MB of it.
+_TRUSTED_SHARE, _TRUSTED_BYTES = 32, 256 << 20
 _PRIOR_ROWS = 1 << 20
 
 
@@ -153,17 +158,24 @@ class OnlineDedup:
 
     def project(self, bytes_read: int) -> None:
         """Size the set for the whole run from the records per input byte so far (this run's
-        inputs are ``input_bytes`` on disk, ``bytes_read`` of them read), a tenth to spare."""
-        if self._input_bytes and bytes_read:
-            grown = len(self._seen) - self._prior
-            self._seen.expect(self._prior + grown * self._input_bytes * 11 // (bytes_read * 10))
+        inputs are ``input_bytes`` on disk, ``bytes_read`` of them read), a tenth to spare;
+        ``DedupOverflow`` once enough is read to trust a projection beyond the budget."""
+        if not (self._input_bytes and bytes_read):
+            return
+        grown = len(self._seen) - self._prior
+        total = self._prior + grown * self._input_bytes // bytes_read
+        if self._seen.expect(total + total // 10):
+            return
+        trusted = min(self._input_bytes // _TRUSTED_SHARE, _TRUSTED_BYTES)
+        if bytes_read >= trusted and not self._seen.expect(total):
+            raise DedupOverflow
 
     @staticmethod
     def fits(
         input_bytes: int, budget: int, record_bytes: int = ONLINE_ASSUMED_DOCUMENT_BYTES
     ) -> bool:
-        """Whether the records (documents, or lines) of ``input_bytes`` of text, at about
-        ``record_bytes`` each, would likely fit ``budget``."""
+        """Whether the records (documents, or lines) of ``input_bytes`` of text could fit
+        ``budget`` at ``record_bytes`` each (a generous size: the run itself finds out)."""
         records = input_bytes // record_bytes + 1
         return records * ONLINE_BYTES_PER_RECORD <= budget
 

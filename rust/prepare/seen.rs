@@ -81,15 +81,20 @@ impl SeenHashes {
         (grown + buckets(self.set.capacity())) * SLOT_BYTES <= self.budget
     }
 
-    /// Make room at once for `total` hashes in all, when the budget allows it (else nothing):
-    /// a table grown batch by batch doubles a dozen times on a large corpus, each time
-    /// re-inserting every hash into freshly zeroed pages, where one projected size is one
-    /// table. Too small a guess costs a doubling later, as without it.
-    pub fn expect(&mut self, total: usize) {
-        let more = total.saturating_sub(self.set.len());
-        if total > self.set.capacity() && self.has_room_for(more) {
+    /// Make room at once for `total` hashes in all, when the budget allows it (else nothing);
+    /// whether `total` fits. A table grown batch by batch doubles a dozen times on a large
+    /// corpus, each time re-inserting every hash into freshly zeroed pages, where one
+    /// projected size is one table. Too small a guess costs a doubling later, as without it.
+    pub fn expect(&mut self, total: usize) -> bool {
+        if total <= self.set.capacity() {
+            return true;
+        }
+        let more = total - self.set.len();
+        let fits = self.has_room_for(more);
+        if fits {
             self.set.reserve(more);
         }
+        fits
     }
 
     /// Record `hashes` (high, low) in order; true for each one not seen before (the first of
@@ -145,7 +150,7 @@ mod tests {
     #[test]
     fn expecting_a_total_makes_room_once_within_the_budget() {
         let mut seen = SeenHashes::new(1 << 20);
-        seen.expect(10_000);
+        assert!(seen.expect(10_000));
         let capacity = seen.set.capacity();
         assert!(capacity >= 10_000);
         let hashes: Vec<[u64; 2]> = (0..10_000).map(|i| [i, i * 7]).collect();
@@ -159,11 +164,11 @@ mod tests {
             "no growth after the room was made"
         );
         // Beyond the budget the guess is ignored, and the table grows as it fills.
-        seen.expect(1 << 30);
+        assert!(!seen.expect(1 << 30));
         assert_eq!(seen.set.capacity(), capacity);
         assert!(seen.bytes() <= 1 << 20);
         // A total already held asks for nothing.
-        seen.expect(5);
+        assert!(seen.expect(5));
         assert_eq!(seen.set.capacity(), capacity);
     }
 

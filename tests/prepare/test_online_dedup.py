@@ -84,3 +84,56 @@ def test_hashes_outgrowing_the_budget_start_the_run_again_with_sorted_runs(
 )
 def test_the_online_path_is_chosen_when_the_documents_would_fit(size, budget, fits) -> None:
     assert OnlineDedup.fits(size, budget) is fits
+
+
+def test_the_set_is_sized_from_the_records_per_input_byte() -> None:
+    online = OnlineDedup(1 << 30, input_bytes=100 << 20)
+    rng = np.random.default_rng(0)
+    online.keep(rng.integers(0, 2**63, size=(1000, 2), dtype=np.uint64))
+    before = online.seen.bytes
+    online.project(1 << 20)  # a hundredth read: about 100,000 hashes in all, a tenth to spare
+    assert online.seen.bytes >= 110_000 * 17 > before
+    grown = online.seen.bytes
+    online.keep(rng.integers(0, 2**63, size=(50_000, 2), dtype=np.uint64))
+    assert online.seen.bytes == grown  # no doubling on the way
+
+
+def test_a_projection_beyond_the_budget_stops_the_online_run_once_trusted() -> None:
+    online = OnlineDedup(1 << 20, input_bytes=1 << 30)
+    rng = np.random.default_rng(1)
+    online.keep(rng.integers(0, 2**63, size=(1000, 2), dtype=np.uint64))
+    online.project(1 << 20)  # a million hashes projected, but from a thousandth of the input
+    online.keep(rng.integers(0, 2**63, size=(20_000, 2), dtype=np.uint64))
+    with pytest.raises(api.DedupOverflow):
+        online.project(64 << 20)  # a sixteenth read: 336,000 hashes will not fit 1 MB
+
+
+def test_an_online_run_that_will_not_fit_stops_early(tmp_path: Path, monkeypatch) -> None:
+    """The budget holds about two thirds of the hashes: the online run stops once the
+    projection is trusted, not when the set overflows, and the sorted runs decide."""
+    from data_io.formats import raw_reading
+    from data_io.prepare import pipeline
+
+    corpus = _corpus(tmp_path, "a.jsonl", 40_000, seed=4)
+    monkeypatch.setattr(raw_reading, "BATCH_BYTES", 32 << 10)
+    monkeypatch.setattr(raw_reading, "_READ_BYTES", 32 << 10)
+    batches: list[bool] = []
+    original_prepare_batch, original_run = pipeline._core.prepare_batch, api._run
+    direct = [False]
+
+    def counted_batch(*args, **kwargs):
+        batches.append(direct[0])
+        return original_prepare_batch(*args, **kwargs)
+
+    def counted_run(*args, **kwargs):
+        direct[0] = kwargs.get("direct", args[8] if len(args) > 8 else False)
+        return original_run(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline._core, "prepare_batch", counted_batch)
+    monkeypatch.setattr(api, "_run", counted_run)
+    result = prepare(
+        [corpus], tmp_path / "out", tokenizer=str(TOKENIZER), dedup_memory="600KB", progress=False
+    )
+    online, sorted_runs = batches.count(True), batches.count(False)
+    assert sorted_runs > 40 and 0 < online <= sorted_runs // 8, (online, sorted_runs)
+    assert result.dedup_runs > 0 and result.duplicates > 0
