@@ -63,32 +63,48 @@ impl MinHasher {
 
     /// The MinHash signature of `text`.
     pub fn signature(&self, text: &str) -> Vec<u32> {
-        let mut signature = vec![u32::MAX; self.multipliers.len()];
-        let words = word_hashes(text);
-        let shingles: Vec<u32> = if words.is_empty() {
-            vec![fold32(xxh3_64(text.as_bytes()))]
+        let mut signature = Vec::new();
+        SCRATCH.with_borrow_mut(|buffers| {
+            self.signature_into(text, &mut buffers.words_and_shingles, &mut signature)
+        });
+        signature
+    }
+
+    /// `signature`, into `signature`, with this thread's buffers (no allocation a document).
+    fn signature_into(&self, text: &str, scratch: &mut Scratch, signature: &mut Vec<u32>) {
+        signature.clear();
+        signature.resize(self.multipliers.len(), u32::MAX);
+        let Scratch {
+            words,
+            shingles,
+            word,
+        } = scratch;
+        word_hashes_into(text, word, words);
+        shingles.clear();
+        if words.is_empty() {
+            shingles.push(fold32(xxh3_64(text.as_bytes())));
         } else if words.len() <= self.options.ngram {
-            vec![fold32(xxh3_64(bytemuck::cast_slice(&words)))]
+            shingles.push(fold32(xxh3_64(bytemuck::cast_slice(words))));
         } else {
-            words
-                .windows(self.options.ngram)
-                .map(|window| fold32(xxh3_64(bytemuck::cast_slice(window))))
-                .collect()
-        };
+            shingles.extend(
+                words
+                    .windows(self.options.ngram)
+                    .map(|window| fold32(xxh3_64(bytemuck::cast_slice(window)))),
+            );
+        }
         #[cfg(target_arch = "x86_64")]
         if std::is_x86_feature_detected!("avx512dq") && std::is_x86_feature_detected!("avx512vl") {
             // SAFETY: the CPU has AVX-512 DQ and VL (both imply F; checked just above).
-            unsafe { self.minimise_avx512(&mut signature, &shingles) };
-            return signature;
+            unsafe { self.minimise_avx512(signature, shingles) };
+            return;
         }
         #[cfg(target_arch = "x86_64")]
         if std::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2 (checked just above).
-            unsafe { self.minimise_avx2(&mut signature, &shingles) };
-            return signature;
+            unsafe { self.minimise_avx2(signature, shingles) };
+            return;
         }
-        self.minimise(&mut signature, &shingles);
-        signature
+        self.minimise(signature, shingles);
     }
 
     /// Each value `i` of `signature` lowered to the least `(a_i * x + b_i) >> 32` over the
@@ -125,12 +141,17 @@ impl MinHasher {
     /// `text`'s bands as records (band hash, band number), in band order: the hash first, so
     /// that the de-duplication's sort mostly decides on the first word.
     pub fn band_hashes(&self, text: &str) -> Vec<[u64; 2]> {
-        let signature = self.signature(text);
-        signature
-            .chunks_exact(self.options.rows)
-            .enumerate()
-            .map(|(band, values)| [xxh3_64(bytemuck::cast_slice(values)), band as u64])
-            .collect()
+        SCRATCH.with_borrow_mut(|scratch| {
+            let mut signature = std::mem::take(&mut scratch.signature);
+            self.signature_into(text, &mut scratch.words_and_shingles, &mut signature);
+            let bands = signature
+                .chunks_exact(self.options.rows)
+                .enumerate()
+                .map(|(band, values)| [xxh3_64(bytemuck::cast_slice(values)), band as u64])
+                .collect();
+            scratch.signature = signature;
+            bands
+        })
     }
 }
 
@@ -141,31 +162,72 @@ fn fold32(hash: u64) -> u32 {
 
 /// Each word of `text` (see the module doc) hashed to 64 bits.
 pub fn word_hashes(text: &str) -> Vec<u64> {
-    let mut hashes = Vec::with_capacity(text.len() / 6 + 1);
-    let mut word = String::new();
-    let finish = |word: &mut String, hashes: &mut Vec<u64>| {
+    let mut hashes = Vec::new();
+    word_hashes_into(text, &mut Vec::new(), &mut hashes);
+    hashes
+}
+
+/// `word_hashes` into `hashes`, `word` holding the word being read. ASCII goes byte by byte
+/// (most text is mostly ASCII); other characters are decoded one at a time.
+fn word_hashes_into(text: &str, word: &mut Vec<u8>, hashes: &mut Vec<u64>) {
+    hashes.clear();
+    word.clear();
+    let finish = |word: &mut Vec<u8>, hashes: &mut Vec<u64>| {
         if !word.is_empty() {
-            hashes.push(xxh3_64(word.as_bytes()));
+            hashes.push(xxh3_64(word));
             word.clear();
         }
     };
-    for c in text.chars() {
-        if is_word_by_itself(c) {
-            finish(&mut word, &mut hashes);
-            word.push(c);
-            finish(&mut word, &mut hashes);
-        } else if c.is_alphanumeric() {
-            if c.is_ascii() {
-                word.push(c.to_ascii_lowercase());
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while let Some(&byte) = bytes.get(at) {
+        if byte.is_ascii() {
+            if byte.is_ascii_alphanumeric() {
+                word.push(byte.to_ascii_lowercase());
             } else {
-                word.extend(c.to_lowercase());
+                finish(word, hashes);
+            }
+            at += 1;
+            continue;
+        }
+        // `at` is always a character boundary: it moves by whole characters.
+        let Some(c) = text.get(at..).and_then(|rest| rest.chars().next()) else {
+            break;
+        };
+        at += c.len_utf8();
+        let mut utf8 = [0u8; 4];
+        if is_word_by_itself(c) {
+            finish(word, hashes);
+            word.extend_from_slice(c.encode_utf8(&mut utf8).as_bytes());
+            finish(word, hashes);
+        } else if c.is_alphanumeric() {
+            for lower in c.to_lowercase() {
+                word.extend_from_slice(lower.encode_utf8(&mut utf8).as_bytes());
             }
         } else {
-            finish(&mut word, &mut hashes);
+            finish(word, hashes);
         }
     }
-    finish(&mut word, &mut hashes);
-    hashes
+    finish(word, hashes);
+}
+
+/// A thread's buffers for the signatures it makes.
+#[derive(Default)]
+struct Scratch {
+    words: Vec<u64>,
+    shingles: Vec<u32>,
+    word: Vec<u8>,
+}
+
+/// `Scratch` and the signature `band_hashes` cuts into bands.
+#[derive(Default)]
+struct Buffers {
+    words_and_shingles: Scratch,
+    signature: Vec<u32>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Buffers> = std::cell::RefCell::default();
 }
 
 /// CJK ideographs (and their extensions and compatibility forms), kana and Hangul syllables.
@@ -217,6 +279,67 @@ mod tests {
         let estimate = sa.iter().zip(&sb).filter(|(x, y)| x == y).count() as f64 / 256.0;
         assert!((estimate - exact).abs() < 0.1, "{estimate} vs {exact}");
         assert!(exact > 0.5 && exact < 0.95, "{exact}");
+    }
+
+    /// The words character by character, as first written: the oracle of the byte-wise
+    /// ASCII path.
+    fn word_hashes_by_char(text: &str) -> Vec<u64> {
+        let (mut hashes, mut word) = (Vec::new(), String::new());
+        let finish = |word: &mut String, hashes: &mut Vec<u64>| {
+            if !word.is_empty() {
+                hashes.push(xxh3_64(word.as_bytes()));
+                word.clear();
+            }
+        };
+        for c in text.chars() {
+            if is_word_by_itself(c) {
+                finish(&mut word, &mut hashes);
+                word.push(c);
+                finish(&mut word, &mut hashes);
+            } else if c.is_alphanumeric() {
+                word.extend(c.to_lowercase());
+            } else {
+                finish(&mut word, &mut hashes);
+            }
+        }
+        finish(&mut word, &mut hashes);
+        hashes
+    }
+
+    #[test]
+    fn words_read_byte_wise_equal_words_read_by_character() {
+        let pieces = [
+            "Hello",
+            " ",
+            "WORLD",
+            "42",
+            "café",
+            "ÉCOLE",
+            "日本語",
+            "한국어",
+            "ß",
+            "İ",
+            "-",
+            "\n",
+            "Straße",
+            "ǅ",
+            "٣",
+            "x_y",
+            "🙂",
+            "\u{0301}",
+            "ﬁ",
+            "Ⅻ",
+            "\t",
+            "a.b",
+        ];
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        for _ in 0..2000 {
+            let count = (rng.next_u32() % 12) as usize;
+            let text: String = (0..count)
+                .map(|_| pieces[rng.next_u32() as usize % pieces.len()])
+                .collect();
+            assert_eq!(word_hashes(&text), word_hashes_by_char(&text), "{text:?}");
+        }
     }
 
     #[test]
