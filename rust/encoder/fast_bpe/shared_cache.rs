@@ -18,6 +18,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use rayon::prelude::*;
+
 use super::cache::{Probe, MAX_CACHED_LEN};
 use super::table_memory::ZeroedTable;
 
@@ -32,6 +34,8 @@ const MAX_PROBES: usize = 64;
 const ARENA_CHUNK: usize = 1 << 12;
 /// Inserts a thread counts on its own before it adds them to a table's shared count.
 const COUNT_BATCH: usize = 256;
+/// Whole tokens a prefilling job inserts.
+const PREFILL_CHUNK: usize = 1 << 13;
 
 /// One short piece: `[lo, hi, state, ids 1-2]`, where state is `len | count << 16 | id0 << 32`
 /// (never 0 once published: `len >= 1`).
@@ -142,12 +146,16 @@ impl SharedPieces {
     /// slot. The encoder then declines the tokenizer: with `ignore_merges` a whole token must be
     /// found, since merging its bytes may give other ids.
     pub fn prefill(&self, pieces: &[(&[u8], u32)]) -> bool {
-        let mut writer = Writer::default();
-        let placed = pieces.iter().all(|&(piece, id)| {
-            Probe::new(piece).is_some_and(|probe| self.insert_short(&probe, &[id], &mut writer))
-        });
-        self.header[SHORT_USED].fetch_add(writer.short_pending as u64, Ordering::Relaxed);
-        placed
+        // On the current pool's threads: the inserts touch the whole short table, and its
+        // pages' first touches (zeroed by the kernel, slow on a VM) then happen side by side.
+        pieces.par_chunks(PREFILL_CHUNK).all(|chunk| {
+            let mut writer = Writer::default();
+            let placed = chunk.iter().all(|&(piece, id)| {
+                Probe::new(piece).is_some_and(|probe| self.insert_short(&probe, &[id], &mut writer))
+            });
+            self.header[SHORT_USED].fetch_add(writer.short_pending as u64, Ordering::Relaxed);
+            placed
+        })
     }
 
     #[inline(always)]
