@@ -22,7 +22,11 @@ counts input bytes. (The ``char`` tokenizer is no floor any more: its ids are ma
 from each text, so it runs slower than the BPE encoders.)
 
     .venv/bin/python -m benchmarks.prepare [--corpus DIR|txt] [--tokenizers bpe,qwen]
-        [--threads 1,2] [--workdir work/bench_prepare] [--no-datatrove]
+        [--threads 1,2] [--workdir work/bench_prepare] [--no-datatrove] [--rounds N]
+
+With ``--rounds N`` every row runs N times, round after round, and reports its fastest round
+with the spread of all: on a shared machine the ratios of fastest rounds measured side by side
+are steadier than one run's.
 
 datatrove's venv: ``python -m benchmarks.prepare --setup-datatrove`` (pip, once).
 """
@@ -303,6 +307,13 @@ def main() -> None:
         help="prepare's rows: MODE or MODE@BUDGET (a budget the hashes outgrow: sorted runs)",
     )
     parser.add_argument("--text-field", default="text", help="the JSONL field of the text")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run every row this many times, round after round (interleaved); each row reports "
+        "its fastest round and the spread of all (this VM's rows move 10-30%% between runs)",
+    )
     parser.add_argument("--setup-datatrove", action="store_true", help="make its venv and exit")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -326,13 +337,10 @@ def main() -> None:
     if not args.no_datatrove and jsonl and not datatrove:
         print("datatrove left out: make its venv with --setup-datatrove", file=sys.stderr)
     out = args.workdir / "out"
-    rows = []
+    planned: list[tuple[str, int, str, Any, tuple]] = []
 
     def measure(name: str, threads: int, vocabulary: str, run: Any, *args: Any) -> None:
-        report = run(*args)
-        report.update(name=name, threads=threads, tokenizer=vocabulary)
-        rows.append(report)
-        print(json.dumps(report), file=sys.stderr)
+        planned.append((name, threads, vocabulary, run, args))
 
     for threads in [int(t) for t in args.threads.split(",")]:
         for vocabulary in args.tokenizers.split(","):
@@ -354,9 +362,25 @@ def main() -> None:
             if datatrove:
                 measure("datatrove DocumentTokenizer", threads, vocabulary, _datatrove, threads,
                         corpus, out, path)  # fmt: skip
+    rounds: list[list[dict]] = [[] for _ in planned]
+    for round_number in range(max(1, args.rounds)):
+        for runs, (name, threads, vocabulary, run, run_args) in zip(rounds, planned, strict=True):
+            report = run(*run_args)
+            report.update(name=name, threads=threads, tokenizer=vocabulary, round=round_number)
+            runs.append(report)
+            print(json.dumps(report), file=sys.stderr)
+    rows = [_fastest(runs) for runs in rounds]
     args.workdir.mkdir(parents=True, exist_ok=True)
     (args.workdir / "results.json").write_text(json.dumps(rows, indent=1))
     _table(rows)
+
+
+def _fastest(runs: list[dict]) -> dict:
+    """A row's fastest round, with every round's MB/s beside it (``rounds_mb_s``)."""
+    best = dict(min(runs, key=lambda r: r["seconds"]))
+    if len(runs) > 1:
+        best["rounds_mb_s"] = [r["text_bytes"] / 2**20 / r["seconds"] for r in runs]
+    return best
 
 
 def _table(rows: list[dict]) -> None:
@@ -398,6 +422,9 @@ def _table(rows: list[dict]) -> None:
             )
         if "cpu_seconds" in r:
             notes += f"; {r['cpu_seconds'] / r['seconds']:.2f} cores used"
+        if r.get("rounds_mb_s"):
+            spread = r["rounds_mb_s"]
+            notes += f"; fastest of {len(spread)} rounds ({min(spread):.1f}–{max(spread):.1f} MB/s)"
         print(
             f"| {r['name']} | {r['tokenizer']} | {r['threads']} | {rate(r):.1f} | "
             f"{per_core(r):.1f} | {versus_encoder} | {versus_datatrove} | "
