@@ -2,6 +2,7 @@
 //! encoded into one buffer by a pool thread, and put back together in order as one flat array
 //! of ids with each text's offset (what `TextEncoder.encode_batch` returns to Python).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock, PoisonError};
 
 use rayon::prelude::*;
@@ -31,20 +32,28 @@ pub fn encode_batch<S: AsRef<str> + Sync>(
     if threads == 1 || lengths.clone().sum::<usize>() < INLINE_BYTES {
         return encode_inline(encoder, texts, eos_id);
     }
-    // Chunks of consecutive texts, each encoded into one buffer (no vector per text), and
-    // the output put together, in one hand-off to the pool.
+    // Chunks of consecutive texts, each encoded into one buffer (no vector per text), taken in
+    // turn by the calling thread and `threads - 1` of the pool's. The calling thread is awake;
+    // a pool thread left asleep by the caller's other work takes a while to wake (Arrow
+    // batches with other Python work between them kept 1.5 of 2 cores busy on a first pass).
     let starts = chunk_starts(lengths, threads);
-    pool.install(|| {
-        let chunks: Vec<ChunkResult> = starts
-            .par_iter()
-            .enumerate()
-            .map(|(c, &start)| {
-                let end = starts.get(c + 1).copied().unwrap_or(texts.len());
-                encode_chunk(encoder, &texts[start..end], start, eos_id)
-            })
-            .collect();
-        Ok(assemble(&in_order(chunks)?, texts.len()))
-    })
+    let slots: Vec<OnceLock<ChunkResult>> = starts.iter().map(|_| OnceLock::new()).collect();
+    let next = AtomicUsize::new(0);
+    let work = || loop {
+        let c = next.fetch_add(1, Ordering::Relaxed);
+        let Some(&start) = starts.get(c) else { break };
+        let end = starts.get(c + 1).copied().unwrap_or(texts.len());
+        // Each slot is set once, by the one thread that took its chunk.
+        let _ = slots[c].set(encode_chunk(encoder, &texts[start..end], start, eos_id));
+    };
+    pool.in_place_scope(|scope| {
+        for _ in 1..threads.min(starts.len()) {
+            scope.spawn(|_| work());
+        }
+        work();
+    });
+    let chunks = in_order(filled(slots)?)?;
+    Ok(pool.install(|| assemble(&chunks, texts.len())))
 }
 
 /// Where the caller of `encode_batch_pipelined` waits for the pool (a binding releases the
@@ -115,15 +124,20 @@ pub fn encode_batch_pipelined<'t, E: From<Error>>(
         release.run(|| finished.wait_for(handed));
     });
     made?;
-    let chunks = slots
+    let chunks = in_order(filled(slots)?)?;
+    Ok(release.run(|| pool.install(|| assemble(&chunks, lengths.len()))))
+}
+
+/// Every chunk's result, once all were encoded (a job that panicked has carried its panic to
+/// its scope's end before this).
+fn filled(slots: Vec<OnceLock<ChunkResult>>) -> Result<Vec<ChunkResult>> {
+    slots
         .into_iter()
         .map(|slot| {
             slot.into_inner()
                 .ok_or_else(|| Error::Config("a chunk of the batch was not encoded".into()))
         })
-        .collect::<Result<Vec<_>>>()?;
-    let chunks = in_order(chunks)?;
-    Ok(release.run(|| pool.install(|| assemble(&chunks, lengths.len()))))
+        .collect()
 }
 
 /// Jobs of a pipelined batch that have ended, and the wait for them.
