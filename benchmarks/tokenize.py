@@ -680,13 +680,13 @@ def pairs(args: argparse.Namespace) -> list[dict]:
     return results
 
 
-def pairs_table(results: list[dict]) -> str:
+def pairs_table(results: list[dict], base_engine: str = "data_io") -> str:
     """Per slice and thread count: each engine's MB/s of text round by round, and each engine's
-    median over data_io's (first pass, warm)."""
+    median over ``base_engine``'s (first pass, warm)."""
     lines = [
-        "| slice | threads | engine | first pass MB/s by round | warm MB/s by round "
-        "| median vs data_io (first / warm) |",
-        "|---|---:|---|---|---|---|",
+        "| slice | threads | engine | cold MB/s by round | first pass MB/s by round "
+        f"| warm MB/s by round | median vs {base_engine} (cold / first / warm) |",
+        "|---|---:|---|---|---|---|---|",
     ]
     groups: dict[tuple, dict[str, list[dict]]] = {}
     for r in results:
@@ -695,21 +695,21 @@ def pairs_table(results: list[dict]) -> str:
     for (slice_name, count), by_engine in groups.items():
 
         def speeds(rows: list[dict], key: str) -> list[float]:
+            if key == "cold":  # a fresh process: the load and the first pass
+                return [r["text_bytes"] / 1e6 / (r["load_s"] + r["first_s"]) for r in rows]
             return [r["text_bytes"] / 1e6 / r[key] for r in rows]
 
-        base = by_engine.get("data_io")
+        base = by_engine.get(base_engine)
+        keys = ("cold", "first_s", "warm_s")
         for engine, rows in by_engine.items():
-            first, warm = speeds(rows, "first_s"), speeds(rows, "warm_s")
             versus = ""
-            if base and engine != "data_io":
-                versus = (
-                    f"{statistics.median(first) / statistics.median(speeds(base, 'first_s')):.2f}x"
-                    f" / {statistics.median(warm) / statistics.median(speeds(base, 'warm_s')):.2f}x"
+            if base and engine != base_engine:
+                versus = " / ".join(
+                    f"{statistics.median(speeds(rows, k)) / statistics.median(speeds(base, k)):.2f}x"
+                    for k in keys
                 )
-            lines.append(
-                f"| {slice_name} | {count} | {engine} | {' / '.join(f'{v:.1f}' for v in first)} "
-                f"| {' / '.join(f'{v:.1f}' for v in warm)} | {versus} |"
-            )
+            by_round = " | ".join(" / ".join(f"{v:.1f}" for v in speeds(rows, k)) for k in keys)
+            lines.append(f"| {slice_name} | {count} | {engine} | {by_round} | {versus} |")
     return "\n".join(lines)
 
 
@@ -779,6 +779,11 @@ def main() -> None:
         "--pairs", type=int, default=0, help="race: N interleaved rounds instead, no oracle"
     )
     parser.add_argument("--passes", type=int, default=3, help="--pairs: passes per process")
+    parser.add_argument(
+        "--pairs-base",
+        default="data_io",
+        help="--pairs: the engine the others' medians are divided by (e.g. gigatoken-batch)",
+    )
     parser.add_argument("--race-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.race_child:
@@ -789,7 +794,7 @@ def main() -> None:
         results = pairs(args)
         (args.workdir / "pairs.json").write_text(json.dumps(results, indent=1))
         print(f"\nVocabulary {args.vocab}; {os.cpu_count()} cores; {args.pairs} rounds.\n")
-        print(pairs_table(results))
+        print(pairs_table(results, args.pairs_base))
         return
     if args.race:
         args.workdir = args.workdir if args.workdir != DEFAULT_WORKDIR else ROOT / "work" / "race"

@@ -578,6 +578,7 @@ impl Encoder {
         // chunk by chunk, while the pool encodes the chunks before). The strings are immutable
         // and `texts` holds a reference to each, so their bytes stay put while the GIL is
         // released.
+        keep_freed_memory_a_while();
         let lengths: Vec<usize> = texts.iter().map(|t| t.len()).collect::<PyResult<_>>()?;
         let batch = crate::encoder::encode_batch_pipelined(
             &*self.inner,
@@ -625,6 +626,7 @@ impl Encoder {
         eos_id: Option<u32>,
         views: impl FnOnce() -> crate::error::Result<Vec<&'a str>> + Send,
     ) -> PyResult<IdsAndOffsets<'py>> {
+        keep_freed_memory_a_while();
         let inner = &*self.inner;
         let batch = py
             .detach(|| encode_texts(inner, &views()?, eos_id))
@@ -1079,11 +1081,13 @@ impl SeenHashes {
 /// crate exports no constant for it).
 const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
 
-/// In a process that prepares batches, freed memory goes back to the system after a second,
-/// not 10 ms: each batch frees and allocates again buffers of megabytes, and pages the system
-/// had taken back came again zeroed (`clear_page` was 8-19% of a prepare profile; measured
-/// 47-49 -> 52-55 MB/s on one thread, with MIMALLOC_PURGE_DELAY=2000 set in the environment).
-/// Other processes (DataLoader workers) keep the default.
+/// In a process that prepares or encodes batches, freed memory goes back to the system after a
+/// second, not 10 ms: each batch frees and allocates again buffers of megabytes, and pages the
+/// system had taken back came again zeroed, 2 MiB at a time where huge pages are on
+/// (`clear_page` was 8-19% of a prepare profile; measured 47-49 -> 52-55 MB/s on one thread,
+/// with MIMALLOC_PURGE_DELAY=2000 set in the environment; `encode_batch` of 4096 texts at two
+/// threads, 1000 against 10 ms: 288-293 against 265-271 MB/s). A process that stops encoding
+/// holds what it freed a second longer; what it keeps while encoding is the same.
 fn keep_freed_memory_a_while() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     // SAFETY: a plain call setting one of the allocator's options.

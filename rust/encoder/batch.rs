@@ -2,12 +2,12 @@
 //! encoded into one buffer by a pool thread, and put back together in order as one flat array
 //! of ids with each text's offset (what `TextEncoder.encode_batch` returns to Python).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock, PoisonError};
 
-use rayon::prelude::*;
-
-use super::{process_pool, TextEncoder};
+use super::crew::{process_crew, spin_while, Crew};
+pub use super::crew::{Keep, Release};
+use super::TextEncoder;
 use crate::error::{Error, Result};
 
 /// The token ids of many texts back to back, and where each text's ids start.
@@ -26,16 +26,14 @@ pub fn encode_batch<S: AsRef<str> + Sync>(
     eos_id: Option<u32>,
 ) -> Result<EncodedBatch> {
     check_eos(encoder, eos_id)?;
-    let pool = process_pool()?;
-    let threads = pool.current_num_threads();
+    let crew = process_crew()?;
+    let threads = crew.threads();
     let lengths = texts.iter().map(|text| text.as_ref().len());
     if threads == 1 || lengths.clone().sum::<usize>() < INLINE_BYTES {
         return encode_inline(encoder, texts, eos_id);
     }
     // Chunks of consecutive texts, each encoded into one buffer (no vector per text), taken in
-    // turn by the calling thread and `threads - 1` of the pool's. The calling thread is awake;
-    // a pool thread left asleep by the caller's other work takes a while to wake (Arrow
-    // batches with other Python work between them kept 1.5 of 2 cores busy on a first pass).
+    // turn by the calling thread and the crew's `threads - 1` helpers.
     let starts = chunk_starts(lengths, threads);
     let slots: Vec<OnceLock<ChunkResult>> = starts.iter().map(|_| OnceLock::new()).collect();
     let next = AtomicUsize::new(0);
@@ -46,39 +44,23 @@ pub fn encode_batch<S: AsRef<str> + Sync>(
         // Each slot is set once, by the one thread that took its chunk.
         let _ = slots[c].set(encode_chunk(encoder, &texts[start..end], start, eos_id));
     };
-    pool.in_place_scope(|scope| {
-        for _ in 1..threads.min(starts.len()) {
-            scope.spawn(|_| work());
-        }
-        work();
-    });
+    crew.run(&work, work, &Keep);
     let chunks = in_order(filled(slots)?)?;
-    Ok(pool.install(|| assemble(&chunks, texts.len())))
-}
-
-/// Where the caller of `encode_batch_pipelined` waits for the pool (a binding releases the
-/// GIL there).
-pub trait Release {
-    fn run<T: Send>(&self, work: impl FnOnce() -> T + Send) -> T;
-}
-
-/// `Release` that keeps what the caller holds: the wait happens as it is.
-pub struct Keep;
-
-impl Release for Keep {
-    fn run<T: Send>(&self, work: impl FnOnce() -> T + Send) -> T {
-        work()
-    }
+    Ok(assemble(&crew, &chunks, texts.len(), &Keep))
 }
 
 /// `encode_batch` for texts whose views only the calling thread can make, one at a time
 /// (`view(i)`: a Python string's UTF-8, which needs the GIL, and the first time makes it).
-/// Each chunk goes to the pool as soon as its views are made, so that making them overlaps
-/// the encoding instead of coming before all of it (measured on Python strings in 26
-/// languages: 1.65 cores used at 2 threads when made first, 1.8 when made already).
-/// `lengths`: each text's length, in any unit (characters will do), to cut the chunks;
-/// `release` runs the waits for the pool. The first error of `view` is returned as is, after
-/// the chunks already handed over are done.
+/// The calling thread makes the views chunk by chunk and publishes each chunk; the crew's
+/// helpers encode the chunks as they are published, and the calling thread, once every view is
+/// made, takes chunks beside them (`release` runs its share and its waits). Making the views
+/// thus overlaps the encoding (measured on Python strings in 26 languages: 1.65 cores used at 2
+/// threads when made first, 1.8 when made already), and no more threads run than asked for.
+/// Before, the pool's `threads` encoded while the calling thread waited, woken as each of a
+/// batch's 64 chunks ended: on two vCPUs, 8% of a warm pass went to futex wakes and
+/// rescheduling.
+/// `lengths`: each text's length, in any unit (characters will do), to cut the chunks. The
+/// first error of `view` is returned as is, after the chunks already published are done.
 pub fn encode_batch_pipelined<'t, E: From<Error>>(
     encoder: &dyn TextEncoder,
     lengths: &[usize],
@@ -87,8 +69,8 @@ pub fn encode_batch_pipelined<'t, E: From<Error>>(
     release: &impl Release,
 ) -> std::result::Result<EncodedBatch, E> {
     check_eos(encoder, eos_id)?;
-    let pool = process_pool()?;
-    let threads = pool.current_num_threads();
+    let crew = process_crew()?;
+    let threads = crew.threads();
     if threads == 1 || lengths.iter().sum::<usize>() < INLINE_BYTES {
         let views = (0..lengths.len())
             .map(view)
@@ -96,36 +78,130 @@ pub fn encode_batch_pipelined<'t, E: From<Error>>(
         return Ok(release.run(|| encode_inline(encoder, &views, eos_id))?);
     }
     let starts = chunk_starts(lengths.iter().copied(), threads);
+    let chunk_end = |c: usize| starts.get(c + 1).copied().unwrap_or(lengths.len());
+    let board = Board::new(starts.len());
     let slots: Vec<OnceLock<ChunkResult>> = starts.iter().map(|_| OnceLock::new()).collect();
-    let finished = Finished::default();
+    let next = AtomicUsize::new(0);
+    let take = || loop {
+        let c = next.fetch_add(1, Ordering::Relaxed);
+        let Some(views) = board.views(c) else { break };
+        // Each slot is set once, by the one thread that took its chunk.
+        let _ = slots[c].set(encode_chunk(encoder, views, starts[c], eos_id));
+    };
     let mut made = Ok(());
-    pool.in_place_scope(|scope| {
-        let mut handed = 0;
-        for (c, &start) in starts.iter().enumerate() {
-            let end = starts.get(c + 1).copied().unwrap_or(lengths.len());
-            let views = match (start..end)
-                .map(&mut view)
-                .collect::<std::result::Result<Vec<_>, E>>()
+    crew.run(
+        &take,
+        || {
             {
-                Ok(views) => views,
-                Err(error) => {
-                    made = Err(error);
-                    break;
+                // Closed on the way out, even by a panic: a helper waiting for a chunk that
+                // will never be published stops waiting.
+                let _closed = board.close_on_drop();
+                for (c, &start) in starts.iter().enumerate() {
+                    match (start..chunk_end(c))
+                        .map(&mut view)
+                        .collect::<std::result::Result<Vec<_>, E>>()
+                    {
+                        Ok(views) => board.publish(c, views),
+                        Err(error) => {
+                            made = Err(error);
+                            break;
+                        }
+                    }
                 }
-            };
-            let (slot, finished) = (&slots[c], &finished);
-            scope.spawn(move |_| {
-                let _count = finished.on_drop();
-                // Each slot is set once, by its own chunk's job.
-                let _ = slot.set(encode_chunk(encoder, &views, start, eos_id));
-            });
-            handed += 1;
-        }
-        release.run(|| finished.wait_for(handed));
-    });
+            }
+            if made.is_ok() {
+                release.run(take);
+            }
+        },
+        release,
+    );
     made?;
     let chunks = in_order(filled(slots)?)?;
-    Ok(release.run(|| pool.install(|| assemble(&chunks, lengths.len()))))
+    Ok(assemble(&crew, &chunks, lengths.len(), release))
+}
+
+/// The chunks' views of a pipelined batch, published one by one by the calling thread and
+/// read by the threads that encode them.
+struct Board<'t> {
+    views: Vec<OnceLock<Vec<&'t str>>>,
+    /// Chunks published (in order), whether the calling thread is done publishing, and how
+    /// many threads wait for a chunk (the calling thread wakes them only when some do).
+    state: Mutex<Published>,
+    more: Condvar,
+    /// `state.closed`, read without the lock while spinning.
+    closed: AtomicBool,
+}
+
+#[derive(Default)]
+struct Published {
+    count: usize,
+    closed: bool,
+    waiting: usize,
+}
+
+impl<'t> Board<'t> {
+    fn new(chunks: usize) -> Self {
+        Board {
+            views: (0..chunks).map(|_| OnceLock::new()).collect(),
+            state: Mutex::default(),
+            more: Condvar::new(),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Published> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Chunk `c`'s views (chunks are published in order).
+    fn publish(&self, c: usize, views: Vec<&'t str>) {
+        let _ = self.views[c].set(views);
+        let mut state = self.lock();
+        state.count = c + 1;
+        if state.waiting > 0 {
+            self.more.notify_all();
+        }
+    }
+
+    /// Closes the board when dropped: no chunk is published after.
+    fn close_on_drop(&self) -> CloseOnDrop<'_, 't> {
+        CloseOnDrop(self)
+    }
+
+    /// Chunk `c`'s views, once published; `None` when `c` is past the last chunk or the board
+    /// was closed before publishing it.
+    fn views(&self, c: usize) -> Option<&[&'t str]> {
+        if c >= self.views.len() {
+            return None;
+        }
+        // A helper that caught up with the calling thread keeps watching a while before it
+        // sleeps: a sleeping helper, woken, waited 0.5 ms on this VM (see `crew.rs`), and on a
+        // first pass, where CPython makes each string's UTF-8, it caught up again and again.
+        spin_while(|| self.views[c].get().is_none() && !self.closed.load(Ordering::Acquire));
+        if let Some(views) = self.views[c].get() {
+            return Some(views);
+        }
+        let mut state = self.lock();
+        while state.count <= c && !state.closed {
+            state.waiting += 1;
+            state = self
+                .more
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+            state.waiting -= 1;
+        }
+        self.views[c].get().map(Vec::as_slice)
+    }
+}
+
+struct CloseOnDrop<'b, 't>(&'b Board<'t>);
+
+impl Drop for CloseOnDrop<'_, '_> {
+    fn drop(&mut self) {
+        self.0.closed.store(true, Ordering::Release);
+        self.0.lock().closed = true;
+        self.0.more.notify_all();
+    }
 }
 
 /// Every chunk's result, once all were encoded (a job that panicked has carried its panic to
@@ -138,40 +214,6 @@ fn filled(slots: Vec<OnceLock<ChunkResult>>) -> Result<Vec<ChunkResult>> {
                 .ok_or_else(|| Error::Config("a chunk of the batch was not encoded".into()))
         })
         .collect()
-}
-
-/// Jobs of a pipelined batch that have ended, and the wait for them.
-#[derive(Default)]
-struct Finished {
-    count: Mutex<usize>,
-    changed: Condvar,
-}
-
-impl Finished {
-    /// Counts the job as ended when dropped, even when the job panics (rayon carries the panic
-    /// to the scope's end; the wait must not hang before it).
-    fn on_drop(&self) -> FinishOnDrop<'_> {
-        FinishOnDrop(self)
-    }
-
-    fn wait_for(&self, jobs: usize) {
-        let mut count = self.count.lock().unwrap_or_else(PoisonError::into_inner);
-        while *count < jobs {
-            count = self
-                .changed
-                .wait(count)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
-    }
-}
-
-struct FinishOnDrop<'a>(&'a Finished);
-
-impl Drop for FinishOnDrop<'_> {
-    fn drop(&mut self) {
-        *self.0.count.lock().unwrap_or_else(PoisonError::into_inner) += 1;
-        self.0.changed.notify_all();
-    }
 }
 
 fn check_eos(encoder: &dyn TextEncoder, eos_id: Option<u32>) -> Result<()> {
@@ -223,36 +265,61 @@ fn failed((text, message): (usize, String)) -> Error {
 /// waking the pool than it saves.
 const INLINE_BYTES: usize = 64 << 10;
 
-/// The chunks' ids back to back and every text's offset, each chunk copied into its place by
-/// the pool's threads: a serial copy of a batch's ids held 16 threads back (Amdahl).
-fn assemble(chunks: &[EncodedChunk], texts: usize) -> EncodedBatch {
+/// Batches of fewer ids are put together by the calling thread alone. The crew's helpers are
+/// still awake from the encoding, so sharing pays from a few pages on (4096 texts, 1 MB, at
+/// two threads: 0.15 ms alone).
+const SERIAL_ASSEMBLY_IDS: usize = 1 << 14;
+
+/// The chunks' ids back to back and every text's offset. A large batch is copied by the crew
+/// with the calling thread, each chunk into its place: a serial copy of a batch's ids held 16
+/// threads back (Amdahl). The output is written once, never zeroed first.
+fn assemble(
+    crew: &Crew,
+    chunks: &[EncodedChunk],
+    texts: usize,
+    release: &impl Release,
+) -> EncodedBatch {
     let total: usize = chunks.iter().map(|chunk| chunk.ids.len()).sum();
-    // Zeroed memory comes from the kernel already zero for a large batch (calloc).
-    let mut ids = vec![0u32; total];
-    let mut offsets = vec![0i64; texts + 1];
-    let mut id_parts = Vec::with_capacity(chunks.len());
-    let mut offset_parts = Vec::with_capacity(chunks.len());
-    let (mut id_rest, mut offset_rest) = (ids.as_mut_slice(), &mut offsets[1..]);
+    let mut ids: Vec<u32> = Vec::with_capacity(total);
+    let mut offsets: Vec<i64> = Vec::with_capacity(texts + 1);
+    let mut parts = Vec::with_capacity(chunks.len());
+    let mut id_rest = &mut ids.spare_capacity_mut()[..total];
+    let offset_spare = &mut offsets.spare_capacity_mut()[..texts + 1];
+    offset_spare[0].write(0);
+    let mut offset_rest = &mut offset_spare[1..];
     let mut base = 0;
     for chunk in chunks {
         let (id_part, id_tail) = std::mem::take(&mut id_rest).split_at_mut(chunk.ids.len());
         let (offset_part, offset_tail) =
             std::mem::take(&mut offset_rest).split_at_mut(chunk.ends.len());
-        id_parts.push(id_part);
-        offset_parts.push((offset_part, base));
+        parts.push(Mutex::new(Some((id_part, offset_part, base, chunk))));
         (id_rest, offset_rest) = (id_tail, offset_tail);
         base += chunk.ids.len();
     }
-    id_parts
-        .into_par_iter()
-        .zip(offset_parts)
-        .zip(chunks)
-        .for_each(|((id_part, (offset_part, base)), chunk)| {
-            id_part.copy_from_slice(&chunk.ids);
-            for (slot, &end) in offset_part.iter_mut().zip(&chunk.ends) {
-                *slot = (base + end) as i64;
+    let next = AtomicUsize::new(0);
+    let place = || {
+        while let Some(part) = parts.get(next.fetch_add(1, Ordering::Relaxed)) {
+            // Each part is taken once, by the thread whose turn it was.
+            let taken = part.lock().unwrap_or_else(PoisonError::into_inner).take();
+            if let Some((id_part, offset_part, base, chunk)) = taken {
+                id_part.write_copy_of_slice(&chunk.ids);
+                for (slot, &end) in offset_part.iter_mut().zip(&chunk.ends) {
+                    slot.write((base + end) as i64);
+                }
             }
-        });
+        }
+    };
+    if total <= SERIAL_ASSEMBLY_IDS {
+        place();
+    } else {
+        release.run(|| crew.run(&place, place, &Keep));
+    }
+    // SAFETY: the chunks' ids cover `total` slots and their ends the `texts` offsets after the
+    // first (every text is in exactly one chunk), all written above.
+    unsafe {
+        ids.set_len(total);
+        offsets.set_len(texts + 1);
+    }
     EncodedBatch { ids, offsets }
 }
 
@@ -306,6 +373,9 @@ fn encode_chunk<S: AsRef<str>>(
     let mut ids = Vec::with_capacity(bytes / 3 + chunk.len());
     let mut ends = Vec::with_capacity(chunk.len());
     for (k, text) in chunk.iter().enumerate() {
+        if let Some(next) = chunk.get(k + 1) {
+            prefetch_start(next.as_ref().as_bytes());
+        }
         encoder
             .encode_into(text.as_ref(), &mut ids)
             .map_err(|message| (first + k, message))?;
@@ -313,6 +383,26 @@ fn encode_chunk<S: AsRef<str>>(
         ends.push(ids.len());
     }
     Ok(EncodedChunk { ids, ends })
+}
+
+/// How much of the next text is asked for ahead: the median document of the race's main slice
+/// is 145 bytes, and 256 cover most of them.
+const PREFETCH_BYTES: usize = 256;
+
+/// Ask the cache for the first bytes of `text` while the text before it is encoded. Texts of a
+/// Python list lie each in its own object, wherever the allocator put it; the first read of
+/// each missed the cache (30% of `is_nfc`'s samples, 10% of a warm pass, on a load of its first
+/// byte), which the hardware's prefetcher, working within a page, cannot foresee.
+#[inline(always)]
+fn prefetch_start(text: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    for offset in (0..text.len().min(PREFETCH_BYTES)).step_by(64) {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: a prefetch reads nothing and cannot fault; the address is within `text`.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(text.as_ptr().add(offset).cast()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = text;
 }
 
 #[cfg(test)]
@@ -430,5 +520,35 @@ mod tests {
             &Keep,
         );
         assert!(refused.is_err());
+    }
+
+    #[test]
+    fn a_view_that_panics_ends_the_batch_without_a_hang() {
+        // The helpers wait for chunks the calling thread never publishes; the board closes as
+        // the panic leaves, so they stop, and the panic reaches the caller.
+        let texts = texts(20_000);
+        let views: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            encode_batch_pipelined(
+                &Bytes,
+                &lengths(&views),
+                None,
+                |i| -> Result<&str> {
+                    assert!(i != 5000, "view 5000");
+                    Ok(views[i])
+                },
+                &Keep,
+            )
+        }));
+        assert!(outcome.is_err());
+        // The pool serves the next batch.
+        let again = encode_batch_pipelined(
+            &Bytes,
+            &lengths(&views),
+            None,
+            |i| -> Result<&str> { Ok(views[i]) },
+            &Keep,
+        );
+        assert_eq!(again.ok(), encode_batch(&Bytes, &views, None).ok());
     }
 }

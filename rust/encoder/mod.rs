@@ -8,11 +8,13 @@
 //!   and the process's encoder pool.
 //! - `hf.rs`: `HfEncoder`, the HF `tokenizers` encoder, and the reading of a tokenizer file.
 //! - `fast_bpe/`: the fast, exact byte-level BPE encoder (its own `mod.rs` lists its files).
-//! - `batch.rs`: many texts at once on the process's pool (`encode_batch`), and chunk by chunk
-//!   as their views are made (`encode_batch_pipelined`).
+//! - `batch.rs`: many texts at once on the calling thread and the crew (`encode_batch`), and
+//!   chunk by chunk as their views are made (`encode_batch_pipelined`).
+//! - `crew.rs`: the threads that help a batch's calling thread, awake a moment between batches.
 //! - `exactness.rs` (tests only): the fast encoder against the HF one, differentially.
 
 mod batch;
+mod crew;
 #[cfg(test)]
 mod exactness;
 pub mod fast_bpe;
@@ -24,6 +26,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rayon::{ThreadPool, ThreadPoolBuilder};
 
 pub use self::batch::{encode_batch, encode_batch_pipelined, EncodedBatch, Keep, Release};
+use self::crew::requested_threads;
 use self::fast_bpe::spec::TokenIds;
 use self::fast_bpe::{node_tables, spec, FastBpe, Tables};
 pub use self::hf::HfEncoder;
@@ -421,14 +424,6 @@ pub fn process_pool_with(wanted: usize) -> Result<Arc<ThreadPool>> {
     let pool = Arc::new(pool);
     *slot = Some((pid, wanted, Arc::clone(&pool)));
     Ok(pool)
-}
-
-/// `RAYON_NUM_THREADS` as rayon reads it: a positive count, or 0 for every core.
-fn requested_threads() -> usize {
-    std::env::var("RAYON_NUM_THREADS")
-        .ok()
-        .and_then(|value| value.trim().parse::<usize>().ok())
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -153,16 +153,25 @@ def test_bad_tokenizer_and_bad_texts(tmp_path: Path, small_tokenizer: Path) -> N
         encoder.encode_batch(["ok", None])  # type: ignore[list-item]
 
 
+# Over the 64 KiB a batch needs to be shared with the helper threads (smaller ones are encoded
+# by the calling thread alone).
+_SHARED_BATCH = TEXTS * 2000
+
+
 def _encode_in_child(path: Path, queue: Any) -> None:
-    queue.put(TextEncoder(path).encode_batch(TEXTS * 20, 0).ids.tolist())
+    queue.put(TextEncoder(path).encode_batch(_SHARED_BATCH, 0).ids.tolist())
 
 
-def test_encodes_in_a_forked_child_after_the_parent_did(small_tokenizer: Path) -> None:
-    """DataLoader workers are forked: a child inherits the parent's thread pool without its
-    threads, so the encoder must start its own there instead of waiting forever."""
+def test_encodes_in_a_forked_child_after_the_parent_did(
+    small_tokenizer: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DataLoader workers are forked: a child inherits the parent's helper threads' state
+    without the threads, so the encoder must start its own there instead of waiting forever."""
     import multiprocessing
 
-    expected = TextEncoder(small_tokenizer).encode_batch(TEXTS * 20, 0).ids.tolist()  # parent
+    assert sum(len(t.encode()) for t in _SHARED_BATCH) > 64 << 10
+    monkeypatch.setenv("RAYON_NUM_THREADS", "2")  # helpers even on a one-core machine
+    expected = TextEncoder(small_tokenizer).encode_batch(_SHARED_BATCH, 0).ids.tolist()  # parent
     context = multiprocessing.get_context("fork")
     queue = context.Queue()
     child = context.Process(target=_encode_in_child, args=(small_tokenizer, queue))
