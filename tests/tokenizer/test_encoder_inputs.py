@@ -5,6 +5,7 @@ and one buffer of separated documents (``encode_buffer``), each giving the ids a
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from data_io.errors import ConfigError, InputError
@@ -100,6 +101,37 @@ def test_large_str_batches_encode_as_each_text_alone(
     alone = [encoder.encode_batch([t], eos_id=0).ids for t in texts]
     assert np.array_equal(batch.offsets, np.cumsum([0] + [len(ids) for ids in alone]))
     assert np.array_equal(batch.ids, np.concatenate(alone))
+
+
+def test_batches_from_several_python_threads_at_once_each_encode_as_alone(
+    encoder: TextEncoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The helper threads serve one batch at a time: a batch that finds them busy (another
+    Python thread's, the GIL released) is encoded by its own calling thread. Every batch still
+    gets its own texts' ids, whichever way it went."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setenv("RAYON_NUM_THREADS", "2")
+    batches = [
+        [t + f" #{k}.{i} ünïcode" for i, t in enumerate(_texts(3000, seed=20 + k))]
+        for k in range(6)
+    ]
+    assert all(sum(len(t.encode()) for t in b) > 64 << 10 for b in batches)
+    expected = [encoder.encode_batch(b, eos_id=0).ids for b in batches]
+    arrow = [pa.array(b, pa.large_string()) for b in batches]
+
+    def encode(k: int) -> tuple[np.ndarray, np.ndarray]:
+        # Alternate the list path and the Arrow path, each several times.
+        return (
+            encoder.encode_batch(batches[k], eos_id=0).ids,
+            encoder.encode_batch(arrow[k], eos_id=0).ids,
+        )
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        for _ in range(3):
+            for k, (from_list, from_arrow) in enumerate(pool.map(encode, range(len(batches)))):
+                assert np.array_equal(from_list, expected[k])
+                assert np.array_equal(from_arrow, expected[k])
 
 
 def test_a_str_without_utf8_stops_a_large_batch_with_its_own_error(
