@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock, PoisonError};
 
-use super::crew::{process_crew, spin_while, Crew};
+use super::crew::{process_crew, sleep_while, spin_while, Crew};
 pub use super::crew::{Keep, Release};
 use super::TextEncoder;
 use crate::error::{Error, Result};
@@ -181,15 +181,12 @@ impl<'t> Board<'t> {
         if let Some(views) = self.views[c].get() {
             return Some(views);
         }
-        let mut state = self.lock();
-        while state.count <= c && !state.closed {
-            state.waiting += 1;
-            state = self
-                .more
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner);
-            state.waiting -= 1;
-        }
+        let _published = sleep_while(
+            self.lock(),
+            &self.more,
+            |state| state.count <= c && !state.closed,
+            |state| &mut state.waiting,
+        );
         self.views[c].get().map(Vec::as_slice)
     }
 }
@@ -446,6 +443,17 @@ mod tests {
         }
     }
 
+    /// `encode_batch_pipelined` of `views`, each view made as asked.
+    fn pipelined(views: &[&str], eos_id: Option<u32>) -> Result<EncodedBatch> {
+        encode_batch_pipelined(
+            &Bytes,
+            &lengths(views),
+            eos_id,
+            |i| -> Result<&str> { Ok(views[i]) },
+            &Keep,
+        )
+    }
+
     fn texts(count: usize) -> Vec<String> {
         // Enough bytes to go to the pool in many chunks, of uneven lengths.
         (0..count).map(|i| "abcdefgh".repeat(1 + i % 97)).collect()
@@ -483,13 +491,7 @@ mod tests {
         texts[15_000].push('!');
         texts[17_000].push('!');
         let views: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let failed = encode_batch_pipelined(
-            &Bytes,
-            &lengths(&views),
-            None,
-            |i| -> Result<&str> { Ok(views[i]) },
-            &Keep,
-        );
+        let failed = pipelined(&views, None);
         let message = failed.err().map(|e| e.to_string()).unwrap_or_default();
         assert!(
             message.contains("text 15000 of the batch: a '!'"),
@@ -542,13 +544,7 @@ mod tests {
         }));
         assert!(outcome.is_err());
         // The pool serves the next batch.
-        let again = encode_batch_pipelined(
-            &Bytes,
-            &lengths(&views),
-            None,
-            |i| -> Result<&str> { Ok(views[i]) },
-            &Keep,
-        );
+        let again = pipelined(&views, None);
         assert_eq!(again.ok(), encode_batch(&Bytes, &views, None).ok());
     }
 }

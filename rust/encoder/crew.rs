@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
+use super::per_process::{per_process, Slot};
 use crate::error::{Error, Result};
 
 /// How long a helper stays awake after its last batch: enough for a caller's work between two
@@ -175,15 +176,12 @@ impl Shared {
             spin_while(|| {
                 self.batch.load(Ordering::Acquire) == seen && !self.stop.load(Ordering::Acquire)
             });
-            let mut post = self.lock();
-            while post.batch == seen && !self.stop.load(Ordering::Acquire) {
-                post.parked += 1;
-                post = self
-                    .posted
-                    .wait(post)
-                    .unwrap_or_else(PoisonError::into_inner);
-                post.parked -= 1;
-            }
+            let mut post = sleep_while(
+                self.lock(),
+                &self.posted,
+                |post| post.batch == seen && !self.stop.load(Ordering::Acquire),
+                |post| &mut post.parked,
+            );
             if self.stop.load(Ordering::Acquire) {
                 return;
             }
@@ -225,32 +223,36 @@ pub fn spin_while(waiting: impl Fn() -> bool) {
     }
 }
 
-/// This process's crew for `RAYON_NUM_THREADS` threads in all (unset or 0: every core),
-/// started on first use and kept; the variable is read at every call, like `process_pool`. Keyed by process id like `process_pool`: a forked child starts its own (the parent's
-/// threads do not exist there; its crew is leaked, not stopped).
-pub fn process_crew() -> Result<Arc<Crew>> {
-    let threads = requested_threads();
-    type Slot = Option<(u32, usize, Arc<Crew>)>;
-    static CREW: Mutex<Slot> = Mutex::new(None);
-    let pid = std::process::id();
-    let mut slot = CREW.lock().unwrap_or_else(PoisonError::into_inner);
-    match slot.take() {
-        Some((owner, wanted, crew)) if owner == pid && wanted == threads => {
-            *slot = Some((owner, wanted, Arc::clone(&crew)));
-            return Ok(crew);
-        }
-        Some((owner, _, replaced)) if owner == pid => drop(replaced), // its helpers stop
-        Some((_, _, inherited)) => std::mem::forget(inherited),
-        None => {}
+/// Sleep on `condvar` while `waiting` says so, counted meanwhile in `sleepers` (so that whoever
+/// changes the state wakes the condvar only when someone sleeps on it).
+pub fn sleep_while<'a, T>(
+    mut guard: MutexGuard<'a, T>,
+    condvar: &Condvar,
+    waiting: impl Fn(&T) -> bool,
+    sleepers: impl Fn(&mut T) -> &mut usize,
+) -> MutexGuard<'a, T> {
+    while waiting(&guard) {
+        *sleepers(&mut guard) += 1;
+        guard = condvar.wait(guard).unwrap_or_else(PoisonError::into_inner);
+        *sleepers(&mut guard) -= 1;
     }
-    let all = if threads == 0 {
-        std::thread::available_parallelism().map_or(1, usize::from)
-    } else {
-        threads
-    };
-    let crew = Arc::new(Crew::start(all.saturating_sub(1))?);
-    *slot = Some((pid, threads, Arc::clone(&crew)));
-    Ok(crew)
+    guard
+}
+
+/// This process's crew for `RAYON_NUM_THREADS` threads in all (unset or 0: every core), started
+/// on first use and kept (`per_process`); the variable is read at every call, like
+/// `process_pool`.
+pub fn process_crew() -> Result<Arc<Crew>> {
+    static CREW: Slot<Crew> = Mutex::new(None);
+    let threads = requested_threads();
+    per_process(&CREW, threads, || {
+        let all = if threads == 0 {
+            std::thread::available_parallelism().map_or(1, usize::from)
+        } else {
+            threads
+        };
+        Crew::start(all.saturating_sub(1))
+    })
 }
 
 #[cfg(test)]

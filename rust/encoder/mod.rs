@@ -11,6 +11,7 @@
 //! - `batch.rs`: many texts at once on the calling thread and the crew (`encode_batch`), and
 //!   chunk by chunk as their views are made (`encode_batch_pipelined`).
 //! - `crew.rs`: the threads that help a batch's calling thread, awake a moment between batches.
+//! - `per_process.rs`: the pool and the crew, one per process (a forked child makes its own).
 //! - `exactness.rs` (tests only): the fast encoder against the HF one, differentially.
 
 mod batch;
@@ -19,6 +20,7 @@ mod crew;
 mod exactness;
 pub mod fast_bpe;
 mod hf;
+mod per_process;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -31,6 +33,7 @@ use self::fast_bpe::spec::TokenIds;
 use self::fast_bpe::{node_tables, spec, FastBpe, Tables};
 pub use self::hf::HfEncoder;
 use self::hf::{read_tokenizer, read_tokenizer_bytes, tokenizer_text};
+use self::per_process::{per_process, Slot};
 use crate::error::{Error, Result};
 
 pub trait TextEncoder: Sync {
@@ -386,12 +389,12 @@ pub fn utf8_views<'a>(data: &'a [u8], offsets: &[i64]) -> Result<Vec<&'a str>> {
     Ok(views)
 }
 
-/// This process's rayon pool for `encode_batch`, started on first use.
+/// This process's rayon pool (tokenize's files, prepare's reading and cleaning, the tables'
+/// prefill), started on first use.
 ///
 /// Not rayon's global pool: a DataLoader forks its workers, and a forked child inherits the
 /// parent's pool without its threads, so work handed to it would wait forever. The pool is
-/// therefore keyed by process id, and a child starts its own (the parent's is leaked: its
-/// threads do not exist here, so there is nothing to join).
+/// therefore kept per process (`per_process`), and a child starts its own.
 pub fn process_pool() -> Result<Arc<ThreadPool>> {
     // RAYON_NUM_THREADS is read at every call, so that `prepare(threads=N)` applies within one
     // Python process.
@@ -402,28 +405,14 @@ pub fn process_pool() -> Result<Arc<ThreadPool>> {
 /// `tokenize` runs on it too, so that a second run in the same process finds each thread's
 /// piece cache warm (the caches are thread-local; a new pool would start them cold).
 pub fn process_pool_with(wanted: usize) -> Result<Arc<ThreadPool>> {
-    // (process id, threads asked for, pool): a new count starts a new pool.
-    type Slot = Option<(u32, usize, Arc<ThreadPool>)>;
-    static POOL: Mutex<Slot> = Mutex::new(None);
-    let pid = std::process::id();
-    let mut slot = POOL.lock().unwrap_or_else(PoisonError::into_inner);
-    match slot.take() {
-        Some((owner, threads, pool)) if owner == pid && threads == wanted => {
-            *slot = Some((owner, threads, Arc::clone(&pool)));
-            return Ok(pool);
-        }
-        Some((owner, _, replaced)) if owner == pid => drop(replaced), // its threads end
-        Some((_, _, inherited)) => std::mem::forget(inherited),
-        None => {}
-    }
-    let pool = ThreadPoolBuilder::new()
-        .num_threads(wanted)
-        .thread_name(|i| format!("data_io-encode-{i}"))
-        .build()
-        .map_err(|e| Error::Config(format!("cannot start the encoder's threads: {e}")))?;
-    let pool = Arc::new(pool);
-    *slot = Some((pid, wanted, Arc::clone(&pool)));
-    Ok(pool)
+    static POOL: Slot<ThreadPool> = Mutex::new(None);
+    per_process(&POOL, wanted, || {
+        ThreadPoolBuilder::new()
+            .num_threads(wanted)
+            .thread_name(|i| format!("data_io-encode-{i}"))
+            .build()
+            .map_err(|e| Error::Config(format!("cannot start the encoder's threads: {e}")))
+    })
 }
 
 #[cfg(test)]
