@@ -84,18 +84,21 @@ impl Crew {
             batch: AtomicU64::new(0),
             stop: AtomicBool::new(false),
         });
+        let mut crew = Crew {
+            shared,
+            helpers: 0,
+            busy: Mutex::new(()),
+        };
         for i in 0..helpers {
-            let shared = Arc::clone(&shared);
+            let shared = Arc::clone(&crew.shared);
+            // On an error `crew` is dropped, and the helpers started so far stop.
             std::thread::Builder::new()
                 .name(format!("data_io-crew-{i}"))
                 .spawn(move || shared.serve())
                 .map_err(|e| Error::Config(format!("cannot start the encoder's threads: {e}")))?;
+            crew.helpers += 1;
         }
-        Ok(Crew {
-            shared,
-            helpers,
-            busy: Mutex::new(()),
-        })
+        Ok(crew)
     }
 
     /// How many threads work on a batch: the helpers and the caller.
