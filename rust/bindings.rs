@@ -575,7 +575,7 @@ impl Encoder {
     ) -> PyResult<IdsAndOffsets<'py>> {
         // The texts' own UTF-8, not copies: a str that is ASCII is its UTF-8 already, any other
         // keeps the UTF-8 that `to_str` makes (cached on the object, made once, with the GIL:
-        // chunk by chunk, while the pool encodes the chunks before). The strings are immutable
+        // chunk by chunk, while the helpers encode the chunks before). The strings are immutable
         // and `texts` holds a reference to each, so their bytes stay put while the GIL is
         // released.
         keep_freed_memory_a_while();

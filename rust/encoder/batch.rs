@@ -1,6 +1,7 @@
-//! Many texts encoded on the process's pool: cut into chunks of about equal bytes, each
-//! encoded into one buffer by a pool thread, and put back together in order as one flat array
-//! of ids with each text's offset (what `TextEncoder.encode_batch` returns to Python).
+//! Many texts encoded by the calling thread and the process's crew (`crew.rs`): cut into chunks
+//! of about equal bytes, each encoded into one buffer by one thread, and put back together in
+//! order as one flat array of ids with each text's offset (what `TextEncoder.encode_batch`
+//! returns to Python).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock, PoisonError};
@@ -226,7 +227,7 @@ fn check_eos(encoder: &dyn TextEncoder, eos_id: Option<u32>) -> Result<()> {
     Ok(())
 }
 
-/// The batch encoded by the calling thread: a hand-off to the pool wakes a sleeping thread
+/// The batch encoded by the calling thread: a hand-off to a helper wakes a sleeping thread
 /// (and, on a VM, often a halted vCPU): 50-150 µs measured per call, more than the encoding of
 /// a small batch, and nothing gained with one thread.
 fn encode_inline<S: AsRef<str>>(
@@ -259,7 +260,7 @@ fn failed((text, message): (usize, String)) -> Error {
 }
 
 /// Batches of fewer bytes are encoded by the calling thread: sharing them would cost more in
-/// waking the pool than it saves.
+/// waking the helpers than it saves.
 const INLINE_BYTES: usize = 64 << 10;
 
 /// Batches of fewer ids are put together by the calling thread alone. The crew's helpers are
@@ -455,7 +456,7 @@ mod tests {
     }
 
     fn texts(count: usize) -> Vec<String> {
-        // Enough bytes to go to the pool in many chunks, of uneven lengths.
+        // Enough bytes to go to the helpers in many chunks, of uneven lengths.
         (0..count).map(|i| "abcdefgh".repeat(1 + i % 97)).collect()
     }
 
@@ -543,7 +544,7 @@ mod tests {
             )
         }));
         assert!(outcome.is_err());
-        // The pool serves the next batch.
+        // The crew serves the next batch.
         let again = pipelined(&views, None);
         assert_eq!(again.ok(), encode_batch(&Bytes, &views, None).ok());
     }
