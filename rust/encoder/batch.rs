@@ -125,41 +125,38 @@ pub fn encode_batch_pipelined<'t, E: From<Error>>(
 /// read by the threads that encode them.
 struct Board<'t> {
     views: Vec<OnceLock<Vec<&'t str>>>,
-    /// Chunks published (in order), whether the calling thread is done publishing, and how
-    /// many threads wait for a chunk (the calling thread wakes them only when some do).
-    state: Mutex<Published>,
-    more: Condvar,
-    /// `state.closed`, read without the lock while spinning.
+    /// Set when the calling thread is done publishing (all chunks, or up to an error).
     closed: AtomicBool,
-}
-
-#[derive(Default)]
-struct Published {
-    count: usize,
-    closed: bool,
-    waiting: usize,
+    /// How many threads sleep waiting for a chunk: the calling thread wakes them only when some
+    /// do. Publishing and closing take this lock before they look, so a thread that found
+    /// nothing under it cannot miss the wake-up.
+    sleepers: Mutex<usize>,
+    more: Condvar,
 }
 
 impl<'t> Board<'t> {
     fn new(chunks: usize) -> Self {
         Board {
             views: (0..chunks).map(|_| OnceLock::new()).collect(),
-            state: Mutex::default(),
-            more: Condvar::new(),
             closed: AtomicBool::new(false),
+            sleepers: Mutex::new(0),
+            more: Condvar::new(),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Published> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> std::sync::MutexGuard<'_, usize> {
+        self.sleepers.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether chunk `c` is still to come: not published, and the board open.
+    fn pending(&self, c: usize) -> bool {
+        self.views[c].get().is_none() && !self.closed.load(Ordering::Acquire)
     }
 
     /// Chunk `c`'s views (chunks are published in order).
     fn publish(&self, c: usize, views: Vec<&'t str>) {
         let _ = self.views[c].set(views);
-        let mut state = self.lock();
-        state.count = c + 1;
-        if state.waiting > 0 {
+        if *self.lock() > 0 {
             self.more.notify_all();
         }
     }
@@ -178,16 +175,15 @@ impl<'t> Board<'t> {
         // A helper that caught up with the calling thread keeps watching a while before it
         // sleeps: a sleeping helper, woken, waited 0.5 ms on this VM (see `crew.rs`), and on a
         // first pass, where CPython makes each string's UTF-8, it caught up again and again.
-        spin_while(|| self.views[c].get().is_none() && !self.closed.load(Ordering::Acquire));
-        if let Some(views) = self.views[c].get() {
-            return Some(views);
+        spin_while(|| self.pending(c));
+        if self.pending(c) {
+            let _published = sleep_while(
+                self.lock(),
+                &self.more,
+                |_| self.pending(c),
+                |sleepers| sleepers,
+            );
         }
-        let _published = sleep_while(
-            self.lock(),
-            &self.more,
-            |state| state.count <= c && !state.closed,
-            |state| &mut state.waiting,
-        );
         self.views[c].get().map(Vec::as_slice)
     }
 }
@@ -197,13 +193,13 @@ struct CloseOnDrop<'b, 't>(&'b Board<'t>);
 impl Drop for CloseOnDrop<'_, '_> {
     fn drop(&mut self) {
         self.0.closed.store(true, Ordering::Release);
-        self.0.lock().closed = true;
+        let _sleepers = self.0.lock();
         self.0.more.notify_all();
     }
 }
 
-/// Every chunk's result, once all were encoded (a job that panicked has carried its panic to
-/// its scope's end before this).
+/// Every chunk's result, once all were encoded (a helper's panic has reached the caller in
+/// `Crew::run` before this).
 fn filled(slots: Vec<OnceLock<ChunkResult>>) -> Result<Vec<ChunkResult>> {
     slots
         .into_iter()
