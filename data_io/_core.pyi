@@ -91,6 +91,17 @@ class RawDocuments:
     def begin_source(self, name: str, format: str, compressed: bool, first_line: int = 1) -> None:
         """Start a source; ``format``: "blocks", "lines", "jsonl" or "texts"; ``first_line``:
         the number of the first line fed (where a byte range of the file starts)."""
+    def open_file(
+        self, path: str, start: int = 0, end: int | None = None, compression: str | None = None
+    ) -> None:
+        """Read the source from the file ``path`` (bytes ``start..end`` of its text) with
+        ``read_file``; ``compression``: None, "gz" or "zst" (a compressed file is read whole)."""
+    def read_file(self, limit: int) -> int:
+        """Read about ``limit`` more bytes of the file's text and cut its whole lines into
+        documents, without the GIL; the bytes of text read (0: the file is done)."""
+    @property
+    def file_bytes_read(self) -> int:
+        """Bytes of the open (or last) file read so far, before decompression."""
     def feed(self, piece: bytes, offset: int) -> None:
         """Whole lines of the source's text, the first at byte ``offset`` (lines numbered from
         the source's first piece)."""

@@ -663,8 +663,10 @@ fn flat_pairs(py: Python<'_>, pairs: Vec<[u64; 2]>) -> Bound<'_, PyArray1<u64>> 
 #[derive(Default)]
 struct RawDocuments {
     inner: crate::prepare::split::Documents,
-    /// An uncompressed file being read straight into `inner` (`open_file`, `read_file`).
+    /// A file being read straight into `inner` (`open_file`, `read_file`).
     file: Option<crate::prepare::file::FileFeed>,
+    /// Bytes of that file read so far, before decompression.
+    file_bytes_read: u64,
 }
 
 #[pymethods]
@@ -676,6 +678,7 @@ impl RawDocuments {
         Self {
             inner: crate::prepare::split::Documents::with_reserve(reserve),
             file: None,
+            file_bytes_read: 0,
         }
     }
 
@@ -707,36 +710,57 @@ impl RawDocuments {
         Ok(())
     }
 
-    /// Read the current source from the uncompressed file `path` (bytes `start..end`; `end`
-    /// None: to its end) with `read_file`, instead of feeding it.
-    #[pyo3(signature = (path, start = 0, end = None))]
+    /// Read the current source from the file `path` (bytes `start..end` of its text; `end`
+    /// None: to its end) with `read_file`, instead of feeding it. `compression`: None, "gz" or
+    /// "zst" (a compressed file is read whole).
+    #[pyo3(signature = (path, start = 0, end = None, compression = None))]
     fn open_file(
         &mut self,
         py: Python<'_>,
         path: PathBuf,
         start: u64,
         end: Option<u64>,
+        compression: Option<&str>,
     ) -> PyResult<()> {
-        let feed =
-            crate::prepare::file::FileFeed::open(path, start, end).map_err(|e| to_py_err(py, e))?;
+        use crate::reader::Compression;
+        let compression = match compression {
+            None => Compression::None,
+            Some("gz") => Compression::Gzip,
+            Some("zst") => Compression::Zstd,
+            Some(other) => {
+                return Err(PyValueError::new_err(format!(
+                    "compression {other:?} is not read here (None, \"gz\" or \"zst\")"
+                )))
+            }
+        };
+        let feed = crate::prepare::file::FileFeed::open_compressed(path, compression, start, end)
+            .map_err(|e| to_py_err(py, e))?;
+        self.file_bytes_read = 0;
         self.file = Some(feed);
         Ok(())
     }
 
-    /// Read about `limit` more bytes of the open file and cut its whole lines into documents,
-    /// without the GIL; how many bytes were read (0: the file is done, its last line cut).
+    /// Read about `limit` more bytes of the open file's text and cut its whole lines into
+    /// documents, without the GIL; how many bytes of text were read (0: the file is done, its
+    /// last line cut).
     fn read_file(&mut self, py: Python<'_>, limit: usize) -> PyResult<usize> {
         let Some(feed) = self.file.as_mut() else {
             return Err(PyValueError::new_err("read_file before open_file"));
         };
         let docs = &mut self.inner;
-        let read = py
-            .detach(|| feed.read(docs, limit))
-            .map_err(|e| to_py_err(py, e))?;
+        let read = py.detach(|| feed.read(docs, limit));
+        self.file_bytes_read = feed.file_bytes_read();
+        let read = read.map_err(|e| to_py_err(py, e))?;
         if read == 0 {
             self.file = None;
         }
         Ok(read)
+    }
+
+    /// Bytes of the open (or last) file read so far, before decompression: its progress.
+    #[getter]
+    fn file_bytes_read(&self) -> u64 {
+        self.file_bytes_read
     }
 
     /// Whole lines of the current source's text, the first at byte `offset` of the text.
@@ -767,6 +791,7 @@ impl RawDocuments {
         Self {
             inner: self.inner.take(),
             file: None,
+            file_bytes_read: 0,
         }
     }
 

@@ -2,9 +2,10 @@
 ``prepare`` hands to ``_core.prepare_batch``), or to the documents' texts (``read_documents``,
 what a tokenizer's training counts).
 
-An uncompressed text or JSONL file (or a byte range of one) is read by Rust straight into the
-batch's buffer (``RawDocuments.read_file``); a compressed one is read and decompressed here
-(``raw_text.line_pieces``: the C decompressors, pieces of whole lines). Cutting the text into
+A text or JSONL file (or a byte range of an uncompressed one) is read by Rust straight into the
+batch's buffer (``RawDocuments.read_file``), gzip and zstd ones decompressed on the way; a bzip2
+or xz one is read and decompressed here (``raw_text.line_pieces``: the C decompressors, pieces
+of whole lines). Cutting the text into
 documents, decoding, and parsing JSONL rows happen in Rust (``rust/prepare/``,
 ``_core.RawDocuments`` and ``_core.prepare_batch``). Parquet and ``datasets`` sources are read
 by their libraries and handed over as texts. A JSONL row the Rust path does not take is read
@@ -40,7 +41,9 @@ __all__ = ["BATCH_BYTES", "DocumentReader", "read_documents"]
 # reading the next one overlaps its encoding without holding much memory.
 BATCH_BYTES = 8 << 20
 _TEXTS_PER_FEED = 2048
-_READ_BYTES = 1 << 20  # per read of an uncompressed file
+_READ_BYTES = 1 << 20  # of text per read of a file Rust reads
+# Files Rust reads (and decompresses); bzip2 and xz ones are decompressed here.
+_READ_IN_RUST = (None, "gz", "zst")
 
 
 class Progress(Protocol):
@@ -100,16 +103,19 @@ class DocumentReader:
 
     def _read(self, source: Source) -> Iterator[_core.RawDocuments]:
         documents = self._documents
-        if source.kind in ("txt", "jsonl") and source.compression is None:
+        if source.kind in ("txt", "jsonl") and source.compression in _READ_IN_RUST:
             span = source.span
             if isinstance(span, ByteRange):
                 documents.open_file(source.name, span.start, span.end)
             else:
-                documents.open_file(source.name)
-            while read := documents.read_file(_READ_BYTES):
-                self._bar.advance_bytes(read)
+                documents.open_file(source.name, compression=source.compression)
+            shown = 0  # the bar counts the file's bytes, compressed ones for a compressed file
+            while documents.read_file(_READ_BYTES):
+                self._bar.advance_bytes(documents.file_bytes_read - shown)
+                shown = documents.file_bytes_read
                 if documents.ready_bytes >= BATCH_BYTES:
                     yield documents.take()
+            self._bar.advance_bytes(documents.file_bytes_read - shown)
             return
         if source.kind in ("txt", "jsonl"):
             for offset, piece in line_pieces(source, self._bar.advance_bytes):

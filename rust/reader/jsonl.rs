@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 
-use super::{Compression, RowText, FIELDS};
+use super::{Compression, RowText, FIELDS, READ_BUFFER};
 use crate::error::{Error, Location, Result};
 use crate::progress::ByteProgress;
 
@@ -22,8 +22,6 @@ use crate::progress::ByteProgress;
 const BATCH_BYTES: usize = 2 << 20;
 /// A batch buffer's room: a batch, and the line that takes it past `BATCH_BYTES`.
 const BATCH_CAPACITY: usize = BATCH_BYTES + (64 << 10);
-/// Read size from disk; progress moves in steps of at most this much.
-const READ_BUFFER: usize = 1 << 20;
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 pub struct JsonlReader {
@@ -160,20 +158,8 @@ impl JsonlReader {
             hash: Some(hash.clone()),
         };
         let raw = BufReader::with_capacity(READ_BUFFER, counting);
-        let reader: Box<dyn BufRead + Send> = match compression {
-            Compression::None => Box::new(raw),
-            // Multi-member: `cat a.gz b.gz` is a valid gzip file of both.
-            Compression::Gzip => Box::new(BufReader::with_capacity(
-                READ_BUFFER,
-                flate2::bufread::MultiGzDecoder::new(raw),
-            )),
-            Compression::Zstd => Box::new(BufReader::with_capacity(
-                READ_BUFFER,
-                zstd::stream::read::Decoder::with_buffer(raw).map_err(|e| {
-                    Error::bad_file(path, format!("cannot start zstd decompression: {e}"))
-                })?,
-            )),
-        };
+        let reader = super::decompressed(raw, compression)
+            .map_err(|e| Error::bad_file(path, format!("cannot start zstd decompression: {e}")))?;
         Ok(JsonlReader {
             path: Arc::new(path.to_path_buf()),
             compression,

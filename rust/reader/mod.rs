@@ -18,6 +18,7 @@ mod jsonl;
 mod parquet;
 
 use std::borrow::Cow;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Location, Result};
@@ -43,6 +44,30 @@ pub enum Compression {
     None,
     Gzip,
     Zstd,
+}
+
+/// Read size from disk (progress moves in steps of at most this much), and what a
+/// decompressing reader buffers.
+pub const READ_BUFFER: usize = 1 << 20;
+
+/// The bytes of `raw`, stored with `compression`, decompressed as they are read. A gzip file
+/// of several members (`cat a.gz b.gz`) and a zstd file of several frames are read whole; a
+/// stream cut short fails its read.
+pub fn decompressed(
+    raw: impl BufRead + Send + 'static,
+    compression: Compression,
+) -> std::io::Result<Box<dyn BufRead + Send>> {
+    Ok(match compression {
+        Compression::None => Box::new(raw),
+        Compression::Gzip => Box::new(BufReader::with_capacity(
+            READ_BUFFER,
+            flate2::bufread::MultiGzDecoder::new(raw),
+        )),
+        Compression::Zstd => Box::new(BufReader::with_capacity(
+            READ_BUFFER,
+            zstd::stream::read::Decoder::with_buffer(raw)?,
+        )),
+    })
 }
 
 /// Input formats, chosen by the end of the file name, case-insensitively.
