@@ -69,10 +69,7 @@ impl FileFeed {
         start: u64,
         end: Option<u64>,
     ) -> Result<Self, Error> {
-        let io = |source: std::io::Error| Error::BadFile {
-            path: path.clone(),
-            message: format!("cannot read it ({source}); check that it exists and is readable"),
-        };
+        let io = |source| cannot_read(&path, source);
         if compression != Compression::None && (start > 0 || end.is_some()) {
             return Err(Error::BadFile {
                 path,
@@ -197,17 +194,9 @@ impl FileFeed {
             .by_ref()
             .take(want)
             .read_to_end(data)
-            .map_err(|source| {
-                if self.compression == Compression::None {
-                    Error::BadFile {
-                        path: self.path.clone(),
-                        message: format!(
-                            "cannot read it ({source}); check that it exists and is readable"
-                        ),
-                    }
-                } else {
-                    Self::decoding_error(&self.path, self.compression, &self.file_read, &source)
-                }
+            .map_err(|source| match self.compression {
+                Compression::None => cannot_read(&self.path, source),
+                _ => Self::decoding_error(&self.path, self.compression, &self.file_read, &source),
             })?;
         self.next += read as u64;
         if read == 0 {
@@ -223,6 +212,14 @@ impl FileFeed {
             }
         }
         Ok(read)
+    }
+}
+
+/// A file the system would not read.
+fn cannot_read(path: &std::path::Path, source: std::io::Error) -> Error {
+    Error::BadFile {
+        path: path.to_path_buf(),
+        message: format!("cannot read it ({source}); check that it exists and is readable"),
     }
 }
 
