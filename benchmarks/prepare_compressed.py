@@ -1,82 +1,116 @@
-"""``data_io prepare`` on compressed JSONL: Rust decompressing gzip and zstd while it reads
-(``RawDocuments.open_file(compression=...)``) against Python decompressing them and handing
-the text over in pieces (what prepare did before; the same build, with
-``raw_reading._READ_IN_RUST`` narrowed to plain files), round after round, each run its own
-process. The corpus: the first ``--mb`` MB of whole rows of the race's documentation
+"""``data_io prepare`` on compressed JSONL (gzip, zstd, bzip2, xz; Rust decompresses each
+while it reads, ``RawDocuments.open_file(compression=...)``) beside the same text plain, round
+after round, each run its own process; with ``--baseline DIR``, also the build whose ``data_io``
+package (its extension inside) is in ``DIR``, run alternately with this one: e.g. the commit
+before a change, ``git archive REV data_io | tar -x -C DIR`` plus its built ``_core.abi3.so``.
+The corpus: the first ``--mb`` MB of whole rows of the race's documentation
 (``work/race/corpus150/main/docs``, built by ``python -m benchmarks.tokenize_corpus
-work/race/corpus150 --mb 150``), compressed with gzip -6 and zstd -3. Prints the fastest
-round of each cell with the spread, and checks that both readings write the same shards.
+work/race/corpus150 --mb 150``), compressed as the tools' defaults do (gzip -6, zstd -3,
+bzip2 -9, xz -6) once and kept in ``work/prepare_compressed/``. Prints the fastest round of
+each cell with the spread, and checks that every run writes the same shards as the plain file.
 
     .venv/bin/python -m benchmarks.prepare_compressed [--mb 110] [--threads 1,2] [--rounds 3]
-        [--tokenizer qwen|null]
+        [--formats gz,zst,bz2,xz] [--tokenizer qwen|null] [--baseline DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import bz2
 import filecmp
 import gzip
+import lzma
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import zstandard
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "work" / "race" / "corpus150" / "main" / "docs"
+KEPT = ROOT / "work" / "prepare_compressed"
 QWEN = Path.home() / ".cache" / "data_io" / "vocab" / "qwen" / "tokenizer.json"
 
-# Run in a child: prepare one file, the reading chosen by argv[1] ("rust" or "python").
+# Run in a child: prepare one file; the build is the first data_io on its path.
 _CHILD = """
 import sys, time
-import data_io.formats.raw_reading as reading
-if sys.argv[1] == "python":
-    reading._READ_IN_RUST = (None,)
 from data_io.cli import main
 began = time.perf_counter()
-main(["prepare", sys.argv[2], "-o", sys.argv[3], "--tokenizer", sys.argv[4],
-      "--threads", sys.argv[5], "-q"])
+main(["prepare", sys.argv[1], "-o", sys.argv[2], "--tokenizer", sys.argv[3],
+      "--threads", sys.argv[4], "-q"])
 print(time.perf_counter() - began)
 """
 
+_COMPRESS: dict[str, Callable[[bytes], bytes]] = {
+    "gz": lambda data: gzip.compress(data, compresslevel=6),
+    "zst": lambda data: zstandard.ZstdCompressor(level=3).compress(data),
+    "bz2": lambda data: bz2.compress(data, compresslevel=9),
+    "xz": lambda data: lzma.compress(data, preset=6),
+}
 
-def corpus(folder: Path, megabytes: float) -> dict[str, Path]:
-    """The first ``megabytes`` of whole rows, plain, gzip and zstd."""
-    limit = int(megabytes * 1e6)
-    rows = bytearray()
-    for path in sorted(DOCS.glob("*.jsonl")):
-        with path.open("rb") as lines:
-            for line in lines:
-                if len(rows) + len(line) > limit:
-                    break
-                rows += line
-        if len(rows) >= limit * 0.99:
-            break
+
+def corpus(megabytes: float, formats: list[str]) -> dict[str, Path]:
+    """The first ``megabytes`` of whole rows, plain and in each of ``formats`` (made once)."""
+    folder = KEPT / f"{megabytes:g}mb"
+    folder.mkdir(parents=True, exist_ok=True)
     plain = folder / "rows.jsonl"
-    plain.write_bytes(rows)
-    (folder / "rows.jsonl.gz").write_bytes(gzip.compress(bytes(rows), compresslevel=6))
-    (folder / "rows.jsonl.zst").write_bytes(zstandard.ZstdCompressor(level=3).compress(rows))
-    return {
-        kind: folder / f"rows.jsonl{suffix}" for kind, suffix in (("gz", ".gz"), ("zst", ".zst"))
-    }
+    if not plain.exists():
+        limit = int(megabytes * 1e6)
+        rows = bytearray()
+        for path in sorted(DOCS.glob("*.jsonl")):
+            with path.open("rb") as lines:
+                for line in lines:
+                    if len(rows) + len(line) > limit:
+                        break
+                    rows += line
+            if len(rows) >= limit * 0.99:
+                break
+        _write(plain, bytes(rows))
+    files = {"plain": plain}
+    for kind in formats:
+        files[kind] = folder / f"rows.jsonl.{kind}"
+        if not files[kind].exists():
+            print(f"compressing {plain.name} as .{kind} ...", flush=True)
+            _write(files[kind], _COMPRESS[kind](plain.read_bytes()))
+    return files
 
 
-def run(reading: str, source: Path, out: Path, tokenizer: str, threads: int) -> float:
+def _write(path: Path, data: bytes) -> None:
+    part = path.with_name(path.name + ".part")
+    part.write_bytes(data)
+    part.rename(path)
+
+
+def run(build: Path | None, source: Path, out: Path, tokenizer: str, threads: int) -> float:
     shutil.rmtree(out, ignore_errors=True)
-    env_null = {"DATA_IO_ENCODER": "null"} if tokenizer == "null" else {}
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+    if tokenizer == "null":
+        env["DATA_IO_ENCODER"] = "null"
+    if build is not None:
+        env["PYTHONPATH"] = str(build)
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD, reading, str(source), str(out), str(QWEN), str(threads)],
+        [sys.executable, "-c", _CHILD, str(source), str(out), str(QWEN), str(threads)],
         capture_output=True,
         text=True,
         check=True,
-        env={**os.environ, **env_null, "OPENBLAS_NUM_THREADS": "1"},
-        cwd=ROOT,
+        env=env,
+        cwd=ROOT if build is None else build,
     )
     return float(done.stdout.strip().splitlines()[-1])
+
+
+def same_shards(a: Path, b: Path) -> None:
+    """``a`` and ``b`` hold the same shards (the metadata's finishing time may differ)."""
+    same = filecmp.dircmp(a, b)
+    assert not [f for f in same.diff_files if f != "dataset_metadata.json"], same.diff_files
+    for split in ("train", "val"):
+        sub = same.subdirs.get(split)
+        assert sub is None or not sub.diff_files, (split, sub.diff_files)
 
 
 def main() -> None:
@@ -84,39 +118,46 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=110)
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--formats", default="gz,zst,bz2,xz")
     parser.add_argument("--tokenizer", choices=("qwen", "null"), default="qwen")
+    parser.add_argument("--baseline", type=Path, help="a folder holding another build's data_io")
     args = parser.parse_args()
+    sources = corpus(args.mb, args.formats.split(","))
+    builds: dict[str, Path | None] = {"this build": None}
+    if args.baseline is not None:
+        builds["baseline"] = args.baseline.resolve()
     with tempfile.TemporaryDirectory(prefix="data_io_prepare_compressed_") as tmp:
         folder = Path(tmp)
-        sources = corpus(folder, args.mb)
-        text_mb = (folder / "rows.jsonl").stat().st_size / 1e6
-        times: dict[tuple, list[float]] = {}
+        times: dict[tuple[str, int, str], list[float]] = {}
         for threads in (int(t) for t in args.threads.split(",")):
             for _ in range(args.rounds):
                 for kind, source in sources.items():
-                    for reading in ("python", "rust"):
-                        out = folder / f"out_{reading}_{kind}"
-                        seconds = run(reading, source, out, args.tokenizer, threads)
-                        times.setdefault((kind, threads, reading), []).append(seconds)
-                    same = filecmp.dircmp(
-                        folder / f"out_python_{kind}", folder / f"out_rust_{kind}"
-                    )
-                    # The metadata's finishing time differs; the shards must not.
-                    assert not [f for f in same.diff_files if f != "dataset_metadata.json"], same
-                    for split in ("train", "val"):
-                        sub = same.subdirs.get(split)
-                        assert sub is None or not sub.diff_files, (split, sub.diff_files)
-        print(f"\n{text_mb:.1f} MB of JSONL text, tokenizer {args.tokenizer}, fastest of "
-              f"{args.rounds} rounds (all rounds in brackets), seconds:\n")  # fmt: skip
-        print("| file | threads | Python decompresses | Rust decompresses | speed-up |")
-        print("|---|---:|---|---|---:|")
-        for (kind, threads, reading), seconds in times.items():
-            if reading != "rust":
-                continue
-            python = times[(kind, threads, "python")]
-            spread = lambda s: f"{min(s):.2f} ({', '.join(f'{x:.2f}' for x in s)})"  # noqa: E731
-            print(f"| .jsonl.{kind} | {threads} | {spread(python)} | {spread(seconds)} "
-                  f"| {min(python) / min(seconds):.2f}x |")  # fmt: skip
+                    for name, build in builds.items():
+                        out = folder / f"out_{kind}_{name.replace(' ', '_')}"
+                        seconds = run(build, source, out, args.tokenizer, threads)
+                        times.setdefault((kind, threads, name), []).append(seconds)
+                        same_shards(folder / f"out_plain_{name.replace(' ', '_')}", out)
+    text_mb = sources["plain"].stat().st_size / 1e6
+    print(f"\n{text_mb:.1f} MB of JSONL text, tokenizer {args.tokenizer}, fastest of "
+          f"{args.rounds} rounds (all rounds in brackets), seconds:\n")  # fmt: skip
+    columns = list(builds)
+    print("| file | MB stored | threads | " + " | ".join(columns) + " | vs plain |"
+          + (" vs baseline |" if len(columns) > 1 else ""))  # fmt: skip
+    print(
+        "|---|---:|---:|" + "---|" * len(columns) + "---:|" + ("---:|" if len(columns) > 1 else "")
+    )
+    spread = lambda s: f"{min(s):.2f} ({', '.join(f'{x:.2f}' for x in s)})"  # noqa: E731
+    for (kind, threads, name), seconds in times.items():
+        if name != "this build":
+            continue
+        stored = sources[kind].stat().st_size / 1e6
+        cells = [spread(times[(kind, threads, column)]) for column in columns]
+        plain = min(times[("plain", threads, "this build")])
+        row = f"| .jsonl{'' if kind == 'plain' else '.' + kind} | {stored:.1f} | {threads} | "
+        row += " | ".join(cells) + f" | {min(seconds) / plain:.2f}x |"
+        if len(columns) > 1:
+            row += f" {min(times[(kind, threads, 'baseline')]) / min(seconds):.2f}x |"
+        print(row)
 
 
 if __name__ == "__main__":

@@ -95,16 +95,14 @@ class RawDocuments:
         self, path: str, start: int = 0, end: int | None = None, compression: str | None = None
     ) -> None:
         """Read the source from the file ``path`` (bytes ``start..end`` of its text) with
-        ``read_file``; ``compression``: None, "gz" or "zst" (a compressed file is read whole)."""
+        ``read_file``; ``compression``: None, "gz", "zst", "bz2" or "xz" (a compressed file is
+        read whole)."""
     def read_file(self, limit: int) -> int:
         """Read about ``limit`` more bytes of the file's text and cut its whole lines into
         documents, without the GIL; the bytes of text read (0: the file is done)."""
     @property
     def file_bytes_read(self) -> int:
         """Bytes of the open (or last) file read so far, before decompression."""
-    def feed(self, piece: bytes, offset: int) -> None:
-        """Whole lines of the source's text, the first at byte ``offset`` (lines numbered from
-        the source's first piece)."""
     def feed_texts(self, texts: list[str], first_row: int) -> None:
         """Documents given whole (a "texts" source)."""
     def end_source(self) -> int:

@@ -711,8 +711,8 @@ impl RawDocuments {
     }
 
     /// Read the current source from the file `path` (bytes `start..end` of its text; `end`
-    /// None: to its end) with `read_file`, instead of feeding it. `compression`: None, "gz" or
-    /// "zst" (a compressed file is read whole).
+    /// None: to its end) with `read_file`, instead of feeding it. `compression`: None, "gz",
+    /// "zst", "bz2" or "xz" (a compressed file is read whole).
     #[pyo3(signature = (path, start = 0, end = None, compression = None))]
     fn open_file(
         &mut self,
@@ -727,9 +727,12 @@ impl RawDocuments {
             None => Compression::None,
             Some("gz") => Compression::Gzip,
             Some("zst") => Compression::Zstd,
+            Some("bz2") => Compression::Bzip2,
+            Some("xz") => Compression::Xz,
             Some(other) => {
                 return Err(PyValueError::new_err(format!(
-                    "compression {other:?} is not read here (None, \"gz\" or \"zst\")"
+                    "compression {other:?} is not read here (None, \"gz\", \"zst\", \"bz2\" \
+                     or \"xz\")"
                 )))
             }
         };
@@ -761,11 +764,6 @@ impl RawDocuments {
     #[getter]
     fn file_bytes_read(&self) -> u64 {
         self.file_bytes_read
-    }
-
-    /// Whole lines of the current source's text, the first at byte `offset` of the text.
-    fn feed(&mut self, piece: &[u8], offset: u64) {
-        self.inner.feed(piece, offset);
     }
 
     /// Documents given whole ("texts" sources), the first being row `first_row`.

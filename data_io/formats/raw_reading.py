@@ -3,9 +3,8 @@
 what a tokenizer's training counts).
 
 A text or JSONL file (or a byte range of an uncompressed one) is read by Rust straight into the
-batch's buffer (``RawDocuments.read_file``), gzip and zstd ones decompressed on the way; a bzip2
-or xz one is read and decompressed here (``raw_text.line_pieces``: the C decompressors, pieces
-of whole lines). Cutting the text into
+batch's buffer (``RawDocuments.read_file``), gzip, zstd, bzip2 and xz ones decompressed on the
+way. Cutting the text into
 documents, decoding, and parsing JSONL rows happen in Rust (``rust/prepare/``,
 ``_core.RawDocuments`` and ``_core.prepare_batch``). Parquet and ``datasets`` sources are read
 by their libraries and handed over as texts. A JSONL row the Rust path does not take is read
@@ -31,7 +30,6 @@ from data_io.formats.raw_text import (
     Source,
     empty_input_error,
     jsonl_row_text,
-    line_pieces,
     whole_documents,
 )
 
@@ -42,8 +40,6 @@ __all__ = ["BATCH_BYTES", "DocumentReader", "read_documents"]
 BATCH_BYTES = 8 << 20
 _TEXTS_PER_FEED = 2048
 _READ_BYTES = 1 << 20  # of text per read of a file Rust reads
-# Files Rust reads (and decompresses); bzip2 and xz ones are decompressed here.
-_READ_IN_RUST = (None, "gz", "zst")
 
 
 class Progress(Protocol):
@@ -103,7 +99,7 @@ class DocumentReader:
 
     def _read(self, source: Source) -> Iterator[_core.RawDocuments]:
         documents = self._documents
-        if source.kind in ("txt", "jsonl") and source.compression in _READ_IN_RUST:
+        if source.kind in ("txt", "jsonl"):
             span = source.span
             if isinstance(span, ByteRange):
                 documents.open_file(source.name, span.start, span.end)
@@ -116,12 +112,6 @@ class DocumentReader:
                 if documents.ready_bytes >= BATCH_BYTES:
                     yield documents.take()
             self._bar.advance_bytes(documents.file_bytes_read - shown)
-            return
-        if source.kind in ("txt", "jsonl"):
-            for offset, piece in line_pieces(source, self._bar.advance_bytes):
-                documents.feed(piece, offset)
-                if documents.ready_bytes >= BATCH_BYTES:
-                    yield documents.take()
             return
         texts: list[str] = []
         row = source.span.first_row if isinstance(source.span, RowGroups) else 0

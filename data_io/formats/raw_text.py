@@ -11,12 +11,9 @@ Every error names the file and the line (text, JSONL) or row (Parquet, datasets)
 
 from __future__ import annotations
 
-import bz2
 import json
-import lzma
 import os
 import re
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +34,6 @@ __all__ = [
     "empty_input_error",
     "expand_inputs",
     "jsonl_row_text",
-    "line_pieces",
     "whole_documents",
 ]
 
@@ -48,7 +44,6 @@ _COMPRESSIONS = {".gz": "gz", ".zst": "zst", ".bz2": "bz2", ".xz": "xz"}
 # A folder that `datasets` must read (its own layout): save_to_disk markers, or the bookkeeping
 # folder `hf download --local-dir` leaves behind.
 _DATASETS_MARKERS = ("state.json", "dataset_dict.json", ".cache/huggingface")
-_CHUNK_BYTES = 1 << 20
 _PARQUET_BATCH_ROWS = 2048
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SUPPORTED = ".txt, .text, .jsonl, .ndjson (each optionally .gz, .zst, .bz2, .xz) and .parquet"
@@ -240,124 +235,6 @@ def whole_documents(
     if source.kind == "parquet":
         return _parquet_documents(source, options, stats, progress)
     return _datasets_documents(source, options, stats)
-
-
-def _decompressor(compression: str | None) -> Any:
-    if compression == "gz":
-        return zlib.decompressobj(wbits=31)  # gzip header; a new object per gzip member
-    if compression == "zst":
-        import zstandard  # noqa: PLC0415  optional: zstandard, only for .zst data
-
-        return zstandard.ZstdDecompressor().decompressobj()
-    if compression == "bz2":
-        return bz2.BZ2Decompressor()
-    if compression == "xz":
-        return lzma.LZMADecompressor()
-    raise AssertionError(compression)
-
-
-def _chunks(source: Source, progress: _Progress | None) -> Iterator[bytes]:
-    """The (decompressed) bytes of a file in chunks; a truncated stream is an error.
-
-    Decompressor objects rather than file wrappers: they expose ``eof``, so a stream that ends
-    before its end marker is caught (zstandard's stream reader silently stops there).
-    """
-    done = 0
-    if isinstance(source.span, ByteRange):
-        yield from _span_chunks(source, source.span, progress)
-        return
-    try:
-        with open(source.path, "rb") as raw:
-            decoder = _decompressor(source.compression) if source.compression else None
-            while chunk := raw.read(_CHUNK_BYTES):
-                done += len(chunk)
-                if progress is not None:
-                    progress(len(chunk))
-                if decoder is None:
-                    yield chunk
-                    continue
-                while chunk:
-                    yield decoder.decompress(chunk)
-                    chunk = decoder.unused_data if decoder.eof else b""
-                    if chunk:  # a concatenated member or frame follows
-                        decoder = _decompressor(source.compression)
-            if decoder is not None and not decoder.eof and done:
-                raise InputError(
-                    f"{source.name}: truncated {source.compression} file (the compressed stream "
-                    f"ends without its end marker after {done} bytes); re-download or "
-                    "re-compress it"
-                )
-    except InputError:
-        raise
-    except (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError) as err:
-        raise InputError(
-            f"{source.name}: corrupt {source.compression or 'input'} file near byte {done} "
-            f"({type(err).__name__}: {err}); re-download or re-compress it"
-        ) from err
-    except Exception as err:  # zstandard.ZstdError, without importing zstandard for plain files
-        if type(err).__name__ != "ZstdError":
-            raise
-        raise InputError(
-            f"{source.name}: corrupt zst file near byte {done} ({err}); re-download or "
-            "re-compress it"
-        ) from err
-
-
-def _span_chunks(source: Source, span: ByteRange, progress: _Progress | None) -> Iterator[bytes]:
-    """The bytes of ``span`` of an uncompressed file, in chunks."""
-    if source.compression is not None:
-        raise ConfigError(f"{source.name}: a compressed file is read whole, not by byte ranges")
-    with open(source.path, "rb") as raw:
-        raw.seek(span.start)
-        left = span.end - span.start
-        while left > 0 and (chunk := raw.read(min(_CHUNK_BYTES, left))):
-            left -= len(chunk)
-            if progress is not None:
-                progress(len(chunk))
-            yield chunk
-    if left > 0:
-        raise InputError(
-            f"{source.name}: ends at byte {span.end - left}, before the planned range's end at "
-            f"{span.end}; the file changed since the plan: plan again"
-        )
-
-
-_BOM = b"\xef\xbb\xbf"
-
-
-def line_pieces(source: Source, progress: _Progress | None) -> Iterator[tuple[int, bytes]]:
-    """(byte offset in the decompressed text, bytes): the text in pieces of whole lines.
-
-    A piece is a chunk up to its last newline, so that it is decoded and split at C speed; only
-    the file's last piece may lack its final newline. A line longer than a chunk is gathered in
-    a list (joined once, not re-copied per chunk). A UTF-8 byte-order mark at the start of the
-    text (Windows editors write one) is dropped: it is not part of the first document, and
-    JSON parsers refuse it."""
-    pending: list[bytes] = []  # the start of a line that began in earlier chunks
-    offset = source.span.start if isinstance(source.span, ByteRange) else 0
-    first = offset == 0  # only the text's start can hold a byte-order mark
-    head = b""  # the text's first bytes, until they are enough to tell a mark
-    for chunk in _chunks(source, progress):
-        if not chunk:
-            continue
-        if first:
-            head += chunk
-            if len(head) < len(_BOM) and _BOM.startswith(head):
-                continue
-            first, chunk = False, head
-            if chunk.startswith(_BOM):
-                chunk, offset = chunk[len(_BOM) :], len(_BOM)
-        cut = chunk.rfind(b"\n") + 1
-        if cut == 0:
-            pending.append(chunk)
-            continue
-        piece = b"".join([*pending, chunk[:cut]]) if pending else chunk[:cut]
-        pending = [chunk[cut:]] if cut < len(chunk) else []
-        yield offset, piece
-        offset += len(piece)
-    tail = b"".join(pending) if not first else head  # (a text shorter than a mark)
-    if tail:
-        yield offset, tail
 
 
 def jsonl_row_text(

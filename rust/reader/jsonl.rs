@@ -179,6 +179,8 @@ impl JsonlReader {
             Compression::None => return Error::read(&self.path, error),
             Compression::Gzip => "gzip",
             Compression::Zstd => "zstd",
+            Compression::Bzip2 => "bzip2",
+            Compression::Xz => "xz",
         };
         Error::bad_file(
             &self.path,

@@ -38,21 +38,24 @@ pub struct RowText<'a> {
 /// Names of the three fields, in the order of `RowText`.
 pub const FIELDS: [&str; 3] = ["condition", "instruction", "response"];
 
-/// How a JSONL file is stored on disk; decompression streams, so memory stays bounded.
+/// How a file is stored on disk; decompression streams, so memory stays bounded. `tokenize`
+/// reads JSONL rows stored plain, gzip or zstd (`Format::of`); `prepare` reads all five.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Compression {
     None,
     Gzip,
     Zstd,
+    Bzip2,
+    Xz,
 }
 
 /// Read size from disk (progress moves in steps of at most this much), and what a
 /// decompressing reader buffers.
 pub const READ_BUFFER: usize = 1 << 20;
 
-/// The bytes of `raw`, stored with `compression`, decompressed as they are read. A gzip file
-/// of several members (`cat a.gz b.gz`) and a zstd file of several frames are read whole; a
-/// stream cut short fails its read.
+/// The bytes of `raw`, stored with `compression`, decompressed as they are read. A file of
+/// several streams (`cat a.gz b.gz`, zstd frames, bzip2 or xz streams, as `pbzip2` and `xz -T`
+/// write them) is read whole; a stream cut short fails its read.
 pub fn decompressed(
     raw: impl BufRead + Send + 'static,
     compression: Compression,
@@ -66,6 +69,14 @@ pub fn decompressed(
         Compression::Zstd => Box::new(BufReader::with_capacity(
             READ_BUFFER,
             zstd::stream::read::Decoder::with_buffer(raw)?,
+        )),
+        Compression::Bzip2 => Box::new(BufReader::with_capacity(
+            READ_BUFFER,
+            bzip2::bufread::MultiBzDecoder::new(raw),
+        )),
+        Compression::Xz => Box::new(BufReader::with_capacity(
+            READ_BUFFER,
+            liblzma::bufread::XzDecoder::new_multi_decoder(raw),
         )),
     })
 }

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from data_io.errors import InputError
+from data_io.formats import raw_reading
 from data_io.formats import raw_text as inputs
 from data_io.formats.raw_reading import read_documents
 from data_io.formats.raw_text import ReadOptions, ReadStats, Source, expand_inputs
@@ -28,7 +29,7 @@ from tests.formats import raw_text_oracle as oracle
 # -- the reference: the former line-by-line reader ------------------------------------------------
 def _plain_lines(source: Source) -> Iterator[tuple[int, int, bytes]]:
     pending, number, offset, first = b"", 0, 0, True
-    for chunk in inputs._chunks(source, None):
+    for chunk in oracle._chunks(source, None):
         if not chunk:
             continue
         if first:  # a byte-order mark, even when it comes in several chunks
@@ -91,7 +92,7 @@ def _outcome(read, *args) -> tuple[list[str], ReadStats | None, str | None]:  # 
 
 
 def _compare(path: Path, chunk: int, monkeypatch: pytest.MonkeyPatch, **options) -> list[str]:
-    monkeypatch.setattr(inputs, "_CHUNK_BYTES", chunk)
+    monkeypatch.setattr(oracle, "_CHUNK_BYTES", chunk)
     read = ReadOptions(**options)
     (source,), _ = expand_inputs([path], read)
     plain = _plain_jsonl if source.kind == "jsonl" else _plain_txt
@@ -213,7 +214,7 @@ def test_invalid_utf8_across_a_chunk_boundary_names_its_line_and_offset(
     for chunk in (1, 3, 4, 5, 14, 1 << 20):
         docs = _compare(path, chunk, monkeypatch)
         assert docs == ["a \u20ac", "bb \ufffd\ufffd\ncc"]
-    monkeypatch.setattr(inputs, "_CHUNK_BYTES", 4)
+    monkeypatch.setattr(raw_reading, "_READ_BYTES", 4)  # Rust's reads cut the boundaries too
     with pytest.raises(InputError, match=r"a\.txt: line 3: invalid UTF-8 at byte offset 10 "):
         list(read_documents(expand_inputs([path], ReadOptions())[0][0], _fail(), ReadStats()))
 

@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from data_io import _core
 from data_io.errors import InputError
 from data_io.formats import raw_reading as reading
-from data_io.formats import raw_text
 from data_io.formats.raw_reading import DocumentReader
 from data_io.formats.raw_text import ReadOptions, ReadStats, Source, expand_inputs
 from data_io.prepare.normalize import CleanOptions, CleanStats
@@ -120,7 +119,7 @@ def _sources(folder: Path, files: dict[str, bytes], options: ReadOptions) -> lis
 def _agree(
     tmp: Path, files: dict[str, bytes], options: ReadOptions, monkeypatch: Any, chunk: int
 ) -> None:
-    monkeypatch.setattr(raw_text, "_CHUNK_BYTES", chunk)  # compressed files: Python's pieces
+    monkeypatch.setattr(raw_text_oracle, "_CHUNK_BYTES", chunk)  # the oracle's pieces
     monkeypatch.setattr(reading, "_READ_BYTES", chunk)  # the others: Rust's reads
     monkeypatch.setattr(reading, "BATCH_BYTES", chunk * 3)
     sources = _sources(tmp, files, options)
