@@ -244,6 +244,9 @@ ENGINES = {
     "data_io-batch": "data_io TextEncoder.encode_batch(list[str]), texts in memory",
     "data_io-arrow": "data_io TextEncoder.encode_batch(pyarrow large_string), texts in memory",
     "gigatoken-batch": "gigatoken Tokenizer.encode_batch(list[str]), texts in memory",
+    # The encoder's load cache off (DATA_IO_ENCODER_CACHE=off): the first load on a machine.
+    "data_io-batch-uncached": "data_io-batch, its load cache off",
+    "data_io-arrow-uncached": "data_io-arrow, its load cache off",
 }
 # Which engines keep state across calls in one process, i.e. what "warm" means for each.
 WARM = {
@@ -257,6 +260,8 @@ WARM = {
     "data_io-batch": "same TextEncoder: its piece cache (shared by the threads) warm",
     "data_io-arrow": "same TextEncoder: its piece cache warm; the Arrow arrays made untimed",
     "gigatoken-batch": "same Tokenizer: pre-token cache warm",
+    "data_io-batch-uncached": "same TextEncoder: its piece cache (shared by the threads) warm",
+    "data_io-arrow-uncached": "same TextEncoder: its piece cache warm; the Arrow arrays made untimed",
 }
 BATCH = 4096  # texts per encode call for the in-memory engines (--batch)
 
@@ -429,8 +434,9 @@ def engine_data_io_batch(spec: dict, texts: list[str]) -> tuple[float, Callable]
     encoder = TextEncoder(spec["tokenizer"], tables="process")
     load = time.perf_counter() - began
     spec["version"] = encoder._encoder.engine
+    spec["note"] = f"load cache {encoder.load_cache.split(' ')[0]}"
     batches: list = [texts[start : start + BATCH] for start in range(0, len(texts), BATCH)]
-    if spec["engine"] == "data_io-arrow":
+    if spec["engine"].startswith("data_io-arrow"):
         batches = [pa.array(batch, pa.large_string()) for batch in batches]
 
     def run(digests: list | None) -> float:
@@ -563,6 +569,8 @@ def race_child(spec: dict) -> dict:
         "gigatoken-batch": engine_gigatoken_batch,
         "data_io-batch": engine_data_io_batch,
         "data_io-arrow": engine_data_io_batch,
+        "data_io-batch-uncached": engine_data_io_batch,
+        "data_io-arrow-uncached": engine_data_io_batch,
         "data_io": engine_data_io,
         "data_io-hf": engine_data_io,
         "floor": engine_floor,
@@ -591,6 +599,8 @@ def _run_child(spec: dict) -> dict:
         env["DATA_IO_ENCODER"] = "hf"
     elif spec["engine"] == "floor":
         env["DATA_IO_ENCODER"] = "null"
+    if spec["engine"].endswith("-uncached"):
+        env["DATA_IO_ENCODER_CACHE"] = "off"
     python = (
         str(RC_VENV / "bin" / "python") if spec["engine"] == "tokenizers-rc" else sys.executable
     )

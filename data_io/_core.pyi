@@ -217,6 +217,11 @@ class Encoder:
         """Where the piece tables are: ``"process"``, ``"node (<file>)"`` or
         ``"process (node tables unavailable: <why>)"``; None for the other engines."""
     @property
+    def load_cache(self) -> str | None:
+        """What the load cache did (``DATA_IO_ENCODER_CACHE``): ``"read <file>"``,
+        ``"written <file>"``, ``"not kept (<file>: <why>)"`` or ``"off"``; None for the other
+        engines."""
+    @property
     def engine(self) -> str:
         """The engine that encodes: ``"fast-bpe"`` or ``"hf-tokenizers"`` (``"null"`` under
         ``DATA_IO_ENCODER=null``, which emits placeholder ids to measure the pipeline's floor)."""

@@ -496,6 +496,13 @@ impl Encoder {
         self.inner.tables()
     }
 
+    /// What the fast encoder's load cache did: "read <file>", "written <file>", "not kept
+    /// (<file>: <why>)" or "off"; None for the other engines.
+    #[getter]
+    fn load_cache(&self) -> Option<&str> {
+        self.inner.load_cache()
+    }
+
     /// Which engine encodes: "fast-bpe" or "hf-tokenizers" (see `fallback_reason`).
     #[getter]
     fn engine(&self) -> &'static str {

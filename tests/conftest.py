@@ -14,6 +14,20 @@ import pytest
 EXAMPLE_ROWS = Path(__file__).resolve().parent.parent / "data_io" / "example_data" / "rows"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _encoder_load_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The encoders' load cache in the session's own folder, not the user's ~/.cache (the
+    tests load hundreds of tokenizers; child processes inherit the variable)."""
+    folder = tmp_path_factory.mktemp("encoder_cache")
+    before = os.environ.get("DATA_IO_ENCODER_CACHE")
+    os.environ["DATA_IO_ENCODER_CACHE"] = str(folder)
+    yield
+    if before is None:
+        del os.environ["DATA_IO_ENCODER_CACHE"]
+    else:
+        os.environ["DATA_IO_ENCODER_CACHE"] = before
+
+
 @pytest.fixture(scope="session")
 def small_tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 600-token byte-level BPE trained by data_io on the example rows (seconds to train)."""

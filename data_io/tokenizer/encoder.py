@@ -125,6 +125,13 @@ class TextEncoder:
         return self._encoder.tables
 
     @property
+    def load_cache(self) -> str | None:
+        """What the load cache did for this process's encoder (``DATA_IO_ENCODER_CACHE``):
+        ``"read <file>"``, ``"written <file>"``, ``"not kept (<file>: <why>)"`` or ``"off"``;
+        None when the HF encoder runs."""
+        return self._encoder.load_cache
+
+    @property
     def vocab_size(self) -> int:
         """Vocabulary size including added tokens; every id is below it."""
         return self._encoder.vocab_size

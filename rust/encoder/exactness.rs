@@ -660,3 +660,55 @@ fn encoders_sharing_node_tables_give_identical_ids() {
         );
     }
 }
+
+/// Encoders loaded from the load cache (`fast_bpe::load_cache`) give the ids of one built
+/// from the file: the first load writes the cache, the second reads it, and a damaged file is
+/// built again and rewritten.
+#[test]
+fn encoders_from_the_load_cache_give_identical_ids() {
+    let corpus = adversarial_corpus();
+    for variant in VARIANTS {
+        let json = variant_json(variant).to_string();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("tokenizer.json");
+        let cache = dir.path().join("cache");
+        let load = || {
+            Encoder::from_json_cached(&json, &path, "fast", &Tables::Process, Some(&cache))
+                .expect("fast encoder")
+        };
+        let hf = Encoder::from_json(&json, &path, "hf", &Tables::Process).expect("hf encoder");
+        let built = load();
+        let kept: Vec<_> = std::fs::read_dir(&cache)
+            .expect("cache folder made")
+            .map(|entry| entry.expect("entry").path())
+            .collect();
+        assert_eq!(kept.len(), 1, "{variant:?}: {kept:?}");
+        let written = std::fs::read(&kept[0]).expect("kept");
+        let said = |encoder: &Encoder| encoder.load_cache().expect("fast").to_string();
+        assert_eq!(said(&built), format!("written {}", kept[0].display()));
+        let read_back = load();
+        assert_eq!(said(&read_back), format!("read {}", kept[0].display()));
+        let mut damaged = written.clone();
+        let last = damaged.len() - 1;
+        damaged[last] ^= 0x40;
+        std::fs::write(&kept[0], &damaged).expect("damaged");
+        let rebuilt = load();
+        assert_eq!(said(&rebuilt), format!("written {}", kept[0].display()));
+        assert_eq!(
+            std::fs::read(&kept[0]).expect("kept"),
+            written,
+            "{variant:?}"
+        );
+        for text in &corpus {
+            let expected = hf.encode(text).expect("hf encodes");
+            for (how, encoder) in [
+                ("built", &built),
+                ("read", &read_back),
+                ("rebuilt", &rebuilt),
+            ] {
+                let got = encoder.encode(text).expect("fast encodes");
+                assert_eq!(got, expected, "{variant:?} {how}: {text:?}");
+            }
+        }
+    }
+}

@@ -29,6 +29,7 @@ use rayon::{ThreadPool, ThreadPoolBuilder};
 
 pub use self::batch::{encode_batch, encode_batch_pipelined, EncodedBatch, Keep, Release};
 use self::crew::requested_threads;
+use self::fast_bpe::load_cache::LoadCache;
 use self::fast_bpe::spec::TokenIds;
 use self::fast_bpe::{node_tables, spec, FastBpe, Tables};
 pub use self::hf::HfEncoder;
@@ -161,6 +162,17 @@ impl Encoder {
     }
 
     fn from_json(json: &str, path: &Path, choice: &str, tables: &Tables) -> Result<Self> {
+        Self::from_json_cached(json, path, choice, tables, None)
+    }
+
+    /// `from_json`, with the load cache in `cache_dir` (None: where the environment says).
+    fn from_json_cached(
+        json: &str,
+        path: &Path,
+        choice: &str,
+        tables: &Tables,
+        cache_dir: Option<&Path>,
+    ) -> Result<Self> {
         if choice == "null" {
             let spec = spec::recognise(json).map_err(|reason| {
                 Error::Tokenizer(format!(
@@ -175,7 +187,7 @@ impl Encoder {
             });
         }
         let fast = match choice {
-            "" | "auto" | "fast" => Self::fast_for(json, tables),
+            "" | "auto" | "fast" => Self::fast_for(json, tables, cache_dir),
             "hf" => Err(format!("{ENGINE_VARIABLE}=hf")),
             other => {
                 return Err(Error::Config(format!(
@@ -203,13 +215,28 @@ impl Encoder {
     }
 
     /// The fast encoder for the tokenizer file `json`, or why it would not be exact.
-    fn fast_for(json: &str, tables: &Tables) -> Result<(FastBpe, TokenIds), String> {
+    fn fast_for(
+        json: &str,
+        tables: &Tables,
+        cache_dir: Option<&Path>,
+    ) -> Result<(FastBpe, TokenIds), String> {
         let spec = spec::recognise(json)?;
+        let cache = match cache_dir {
+            Some(dir) => Some(LoadCache::in_dir(dir, json)),
+            None => LoadCache::from_env(json),
+        };
         // Building the tables runs on this process's pool, never rayon's global one: a forked
         // child inherits the global pool without its threads and would wait forever.
         let pool = process_pool().map_err(|e| e.to_string())?;
-        let fast = pool
-            .install(|| FastBpe::new(&spec, &spec.vocab, |token| spec.token_id(token), tables))?;
+        let fast = pool.install(|| {
+            FastBpe::new(
+                &spec,
+                &spec.vocab,
+                |token| spec.token_id(token),
+                tables,
+                cache.as_ref(),
+            )
+        })?;
         // The spec (merges, the vocabulary's hash map) goes once the tables are built.
         Ok((fast, spec.token_ids()))
     }
@@ -228,6 +255,15 @@ impl Encoder {
     pub fn tables(&self) -> Option<&str> {
         match &self.engine {
             Engine::Fast(fast, _) => Some(fast.tables()),
+            _ => None,
+        }
+    }
+
+    /// What the fast encoder's load cache did ("read PATH", "written PATH", "not kept (...)",
+    /// "off"); `None` for the other engines.
+    pub fn load_cache(&self) -> Option<&str> {
+        match &self.engine {
+            Engine::Fast(fast, _) => Some(fast.load_cache()),
             _ => None,
         }
     }

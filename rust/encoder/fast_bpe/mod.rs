@@ -13,10 +13,12 @@
 //! - `cache.rs`: a thread's piece cache and the short-piece map; `shared_cache.rs`: the piece
 //!   cache all threads share, without locks.
 //! - `table_memory.rs`: zeroed memory for the big tables, on 2 MiB pages where possible.
+//! - `load_cache.rs`: the merges by id and the whole-token pieces, kept on disk for the next load.
 
 mod ascii_blocks;
 mod bpe;
 mod cache;
+pub mod load_cache;
 mod nfc;
 pub mod node_tables;
 pub mod pretokenize;
@@ -42,6 +44,7 @@ pub use spec::Spec;
 
 use bpe::{merge, merge_bytes, CharToByte, Merges, Scratch};
 use cache::{PieceCache, Probe, MAX_CACHED_LEN, SHORT_LEN};
+use load_cache::LoadCache;
 use shared_cache::SharedPieces;
 
 /// Slots (log2) each thread's cache of short pieces starts with (512 KiB), and the most it grows
@@ -84,6 +87,8 @@ pub struct FastBpe {
     node: Option<node_tables::NodeFile>,
     /// Where the tables are, in words for the user (`tables`).
     tables: String,
+    /// What the load cache did, in words for the user (`load_cache`).
+    load_cache: String,
 }
 
 /// Where an encoder keeps its piece tables.
@@ -125,12 +130,14 @@ thread_local! {
 impl FastBpe {
     /// Build the encoder for a recognised `spec` over the model's `vocab` (from `tokenizers`,
     /// so that both encoders see the same entries); `Err` is why it would not be exact.
-    /// `added_id` gives the id `tokenizers` assigns an added token.
+    /// `added_id` gives the id `tokenizers` assigns an added token. What the build derives
+    /// from the merges is read from `cache` when it holds it, and kept there when it does not.
     pub fn new(
         spec: &Spec,
         vocab: &spec::Vocab,
         added_id: impl Fn(&str) -> Option<u32>,
         tables: &Tables,
+        cache: Option<&LoadCache>,
     ) -> Result<FastBpe, String> {
         static INSTANCES: AtomicU64 = AtomicU64::new(1);
         let chars = byte_to_char();
@@ -144,30 +151,38 @@ impl FastBpe {
         if spec.needs_full_alphabet && byte_ids.contains(&NO_ID) {
             return Err("unk_token or byte_fallback with bytes missing from the vocabulary".into());
         }
-        let id_of = |token: &str| {
+        let id_bound = vocab.values().max().map_or(0, |&id| id + 1);
+        let cached = cache.and_then(|cache| cache.load(id_bound));
+        // Every token's bytes: for the whole-token check, and the long tokens of
+        // `ignore_merges`.
+        let tokens: Vec<(Vec<u8>, u32)> = if cached.is_none() || spec.ignore_merges {
+            let reverse = CharToByte::new(&chars);
             vocab
-                .get(token)
-                .copied()
-                .ok_or_else(|| format!("merge token {token:?} is not in the vocabulary"))
+                .iter()
+                .filter_map(|(token, &id)| Some((reverse.token_bytes(token)?, id)))
+                .collect()
+        } else {
+            Vec::new()
         };
-        // On the pool's threads, each with one buffer for the merged token's string.
-        let list = spec
-            .merges
-            .par_iter()
-            .map_init(String::new, |joined, (a, b)| {
-                joined.clear();
-                joined.push_str(a);
-                joined.push_str(b);
-                Ok((id_of(a)?, id_of(b)?, id_of(joined)?))
-            })
-            .collect::<Result<Vec<_>, String>>()?;
-        let merges = Merges::new(list, &byte_ids);
-        let reverse = CharToByte::new(&chars);
-        let tokens: Vec<(Vec<u8>, u32)> = vocab
-            .iter()
-            .filter_map(|(token, &id)| Some((reverse.token_bytes(token)?, id)))
-            .collect();
-        let (known, long_tokens) = whole_token_tables(&tokens, &merges, &byte_ids, spec);
+        let (merges, known, load_cache) = match (&cached, cache) {
+            (Some(derived), Some(cache)) => (
+                Merges::new(derived.merges(), &byte_ids),
+                derived.pieces().collect(),
+                format!("read {}", cache.path().display()),
+            ),
+            _ => {
+                let list = merge_list(spec, vocab)?;
+                let merges = Merges::new(list.iter().copied(), &byte_ids);
+                let known = whole_tokens(&tokens, &merges, &byte_ids, spec);
+                let kept = match cache.map(|cache| (cache.store(&list, &known), cache.path())) {
+                    None => "off".to_string(),
+                    Some((Ok(()), path)) => format!("written {}", path.display()),
+                    Some((Err(error), path)) => format!("not kept ({}: {error})", path.display()),
+                };
+                (merges, known, kept)
+            }
+        };
+        let long_tokens = long_tokens(&tokens, spec);
         // Short pieces that are one vocabulary token start out in the shared cache: every token
         // whose own bytes merge back to it (or every token, with `ignore_merges`). A word seen
         // for the first time is then still one lookup, and every short piece is looked up in
@@ -193,7 +208,14 @@ impl FastBpe {
             shared,
             node,
             tables,
+            load_cache,
         })
+    }
+
+    /// What the load cache did for this encoder: "read PATH", "written PATH", "not kept
+    /// (PATH: why)" or "off".
+    pub fn load_cache(&self) -> &str {
+        &self.load_cache
     }
 
     /// Where the piece tables are: "process", the node's file, or why not the node's.
@@ -542,16 +564,38 @@ fn piece_tables(
     Ok((shared, None, fallback))
 }
 
-/// The pieces that are exactly one token: short ones as a list, long ones (only
-/// needed with `ignore_merges`, where a whole token wins over merging) in a hash map. Without
+/// The merges in rank order as (left, right, merged) ids, on the pool's threads; `Err` names
+/// a merge whose tokens the vocabulary lacks, or merges that cannot be read.
+fn merge_list(spec: &Spec, vocab: &spec::Vocab) -> Result<Vec<load_cache::Merge>, String> {
+    let id_of = |token: &str| {
+        vocab
+            .get(token)
+            .copied()
+            .ok_or_else(|| format!("merge token {token:?} is not in the vocabulary"))
+    };
+    // Each thread with one buffer for the merged token's string.
+    spec.merge_pairs()?
+        .par_iter()
+        .map_init(String::new, |joined, (a, b)| {
+            joined.clear();
+            joined.push_str(a);
+            joined.push_str(b);
+            Ok((id_of(a)?, id_of(b)?, id_of(joined)?))
+        })
+        .collect()
+}
+
+/// The short pieces (at most `SHORT_LEN` bytes) that are exactly one token. Without
 /// `ignore_merges` a token is listed only when merging its own bytes gives it back, which is
-/// what merging the piece would give; the check runs on all cores.
-fn whole_token_tables<'t>(
+/// what merging the piece would give; the check runs on all cores. What this and `merge_list`
+/// return is kept on disk (`load_cache`): a change to either, or to how `bpe` merges, must
+/// change `load_cache::DERIVATION` so that no file of the old rules is read.
+fn whole_tokens<'t>(
     tokens: &'t [(Vec<u8>, u32)],
     merges: &Merges,
     byte_ids: &[u32; 256],
     spec: &Spec,
-) -> (Vec<(&'t [u8], u32)>, LongTokens) {
+) -> Vec<(&'t [u8], u32)> {
     let short: Vec<(&'t [u8], u32)> = tokens
         .par_iter()
         .filter(|(bytes, _)| (2..=SHORT_LEN).contains(&bytes.len()))
@@ -588,15 +632,18 @@ fn whole_token_tables<'t>(
         .zip(byte_ids)
         .filter(|&(_, &id)| id != NO_ID)
         .map(|(byte, &id)| (byte, id));
-    let short = short.into_iter().chain(bytes).collect();
-    let long_tokens = if spec.ignore_merges {
-        tokens
-            .iter()
-            .filter(|(bytes, _)| bytes.len() > SHORT_LEN)
-            .map(|(bytes, id)| (bytes.as_slice().into(), *id))
-            .collect()
-    } else {
-        FxHashMap::default()
-    };
-    (short, long_tokens)
+    short.into_iter().chain(bytes).collect()
+}
+
+/// The longer pieces that are whole tokens, needed only with `ignore_merges` (where a whole
+/// token wins over merging); empty otherwise.
+fn long_tokens(tokens: &[(Vec<u8>, u32)], spec: &Spec) -> LongTokens {
+    if !spec.ignore_merges {
+        return FxHashMap::default();
+    }
+    tokens
+        .iter()
+        .filter(|(bytes, _)| bytes.len() > SHORT_LEN)
+        .map(|(bytes, id)| (bytes.as_slice().into(), *id))
+        .collect()
 }

@@ -1,6 +1,7 @@
 //! Which `tokenizer.json` shapes the fast encoder serves exactly, read from the file itself.
 //! Anything not recognised is declined with a one-line reason, and the HF encoder runs instead.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use serde::Deserialize;
@@ -13,6 +14,9 @@ use super::pretokenize::Pattern;
 /// (450k lookups for Qwen's file; SipHash made them a fifth of the load).
 pub type Vocab = rustc_hash::FxHashMap<String, u32>;
 
+/// One merge's two tokens, borrowed from the file's text where no escape forces a copy.
+pub type MergePair<'a> = (Cow<'a, str>, Cow<'a, str>);
+
 /// A tokenizer the fast path reproduces id for id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Spec {
@@ -21,8 +25,9 @@ pub struct Spec {
     pub nfc: bool,
     /// A pre-token that is itself a vocabulary entry becomes that token without merging.
     pub ignore_merges: bool,
-    /// The merges in rank order, as token strings.
-    pub merges: Vec<(String, String)>,
+    /// The merges as the file writes them (a JSON array), read by `merge_pairs` only when the
+    /// encoder's tables are built rather than found in the load cache (`load_cache`).
+    pub merges_json: String,
     /// `unk_token` or `byte_fallback` is set: exact only while no byte is missing from the
     /// vocabulary (then neither can trigger); the caller checks the alphabet.
     pub needs_full_alphabet: bool,
@@ -38,6 +43,37 @@ pub struct Spec {
 }
 
 impl Spec {
+    /// The merges in rank order, as token strings: `[["a", "b"], ...]` or the legacy
+    /// `["a b", ...]` (split on its one space). Borrowed from `merges_json` where no escape
+    /// forces a copy (Qwen's 151k merges: no allocation each).
+    pub fn merge_pairs(&self) -> Result<Vec<MergePair<'_>>, String> {
+        let raw = self.merges_json.as_str();
+        if let Ok(pairs) = serde_json::from_str::<Vec<PairJson<'_>>>(raw) {
+            return Ok(pairs.into_iter().map(|PairJson(a, b)| (a, b)).collect());
+        }
+        let lines: Vec<LineJson<'_>> =
+            serde_json::from_str(raw).map_err(|e| format!("unreadable merges: {e}"))?;
+        lines
+            .into_iter()
+            .map(|LineJson(line)| {
+                let split = |line: &str| match line.split_once(' ') {
+                    Some((a, b)) if !b.contains(' ') => Some((a.len(), b.len())),
+                    _ => None,
+                };
+                let Some((a, b)) = split(&line) else {
+                    return Err(format!("merge {:?} is not two tokens", &*line));
+                };
+                Ok(match line {
+                    Cow::Borrowed(line) => (line[..a].into(), line[a + 1..].into()),
+                    Cow::Owned(line) => (
+                        line[..a].to_string().into(),
+                        line[line.len() - b..].to_string().into(),
+                    ),
+                })
+            })
+            .collect()
+    }
+
     /// The id of `token` as `tokenizers`' `token_to_id`: an added token first, then the model's.
     pub fn token_id(&self, token: &str) -> Option<u32> {
         self.added_ids
@@ -123,6 +159,14 @@ pub struct AddedToken {
     /// Special tokens are matched but left as text (`encode_special_tokens`).
     pub special: bool,
 }
+
+/// One merge of the `[["a", "b"], ...]` form.
+#[derive(Deserialize)]
+struct PairJson<'a>(#[serde(borrow)] Cow<'a, str>, #[serde(borrow)] Cow<'a, str>);
+
+/// One merge of the legacy `["a b", ...]` form.
+#[derive(Deserialize)]
+struct LineJson<'a>(#[serde(borrow)] Cow<'a, str>);
 
 #[derive(Deserialize)]
 struct TokenizerJson {
@@ -211,7 +255,12 @@ pub fn recognise(json: &str) -> Result<Spec, String> {
     if model.end_of_word_suffix.is_some_and(|s| !s.is_empty()) {
         return Err("end_of_word_suffix".into());
     }
-    let merges = parse_merges(model.merges.as_deref())?;
+    let merges_json = model
+        .merges
+        .as_deref()
+        .ok_or("BPE without merges")?
+        .get()
+        .to_string();
     let added_ids = added_token_ids(&file.added_tokens, &model.vocab);
     // `tokenizers` also maps ids back to tokens (the vocabulary's reverse, the added tokens by
     // id) and, e.g., tells whether a matched added token is special by its id: with two tokens
@@ -227,7 +276,7 @@ pub fn recognise(json: &str) -> Result<Spec, String> {
         pattern,
         nfc,
         ignore_merges: model.ignore_merges.unwrap_or(false),
-        merges,
+        merges_json,
         needs_full_alphabet: model.unk_token.is_some() || model.byte_fallback.unwrap_or(false),
         added,
         vocab: model.vocab,
@@ -397,26 +446,6 @@ fn split_pattern(split: &Value) -> Result<Pattern, String> {
     Pattern::from_regex(regex).ok_or_else(|| "unknown split regex".into())
 }
 
-/// The merges, either `[["a", "b"], ...]` or the legacy `["a b", ...]` (split on its one space).
-fn parse_merges(merges: Option<&RawValue>) -> Result<Vec<(String, String)>, String> {
-    let raw = merges.ok_or("BPE without merges")?.get();
-    if let Ok(pairs) = serde_json::from_str::<Vec<(String, String)>>(raw) {
-        return Ok(pairs);
-    }
-    let lines: Vec<String> =
-        serde_json::from_str(raw).map_err(|e| format!("unreadable merges: {e}"))?;
-    lines
-        .into_iter()
-        .map(|line| {
-            let mut parts = line.split(' ');
-            match (parts.next(), parts.next(), parts.next()) {
-                (Some(a), Some(b), None) => Ok((a.to_string(), b.to_string())),
-                _ => Err(format!("merge {line:?} is not two tokens")),
-            }
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -464,7 +493,7 @@ mod tests {
         .expect("served");
         assert_eq!(qwen.pattern, Pattern::Qwen);
         assert!(qwen.nfc && !qwen.ignore_merges && !qwen.needs_full_alphabet);
-        assert_eq!(qwen.merges, vec![("a".to_string(), "b".to_string())]);
+        assert_eq!(qwen.merge_pairs(), Ok(vec![("a".into(), "b".into())]));
 
         let gpt2 = recognise(&tokenizer(
             gpt2_byte_level(),
@@ -474,7 +503,7 @@ mod tests {
         .expect("served");
         assert_eq!(gpt2.pattern, Pattern::Gpt2);
         assert!(!gpt2.nfc && gpt2.ignore_merges);
-        assert_eq!(gpt2.merges, vec![("a".to_string(), "b".to_string())]);
+        assert_eq!(gpt2.merge_pairs(), Ok(vec![("a".into(), "b".into())]));
 
         let cl100k = recognise(&tokenizer(
             split_then_byte_level(super::super::pretokenize::CL100K_REGEX),
@@ -583,10 +612,30 @@ mod tests {
             reason(qwen(), Value::Null, json!({"type": "WordPiece"})),
             "a WordPiece model, not BPE"
         );
-        assert_eq!(
-            reason(qwen(), Value::Null, json!({"merges": ["a b c"]})),
-            "merge \"a b c\" is not two tokens"
-        );
+        // The merges are read when the tables are built (`Spec::merge_pairs`).
+        for (merges, why) in [
+            (json!(["a b c"]), "merge \"a b c\" is not two tokens"),
+            (json!(["ab"]), "merge \"ab\" is not two tokens"),
+            (json!([1]), "unreadable merges"),
+        ] {
+            let spec = recognise(&tokenizer(qwen(), Value::Null, json!({ "merges": merges })));
+            let error = spec
+                .expect("recognised")
+                .merge_pairs()
+                .expect_err("refused");
+            assert!(error.starts_with(why), "{error}");
+        }
+        // Escaped tokens are read (copied, not borrowed), in both forms.
+        for (merges, pairs) in [
+            (json!(["a \"b"]), [("a", "\"b")]),
+            (json!([["c\\", "d"]]), [("c\\", "d")]),
+        ] {
+            let spec = recognise(&tokenizer(qwen(), Value::Null, json!({ "merges": merges })))
+                .expect("recognised");
+            let read = spec.merge_pairs().expect("read");
+            let read: Vec<(&str, &str)> = read.iter().map(|(a, b)| (&**a, &**b)).collect();
+            assert_eq!(read, pairs);
+        }
         let mut inverted = qwen();
         inverted["pretokenizers"][0]["invert"] = json!(true);
         assert_eq!(reason(inverted, Value::Null, json!({})), "inverted Split");
