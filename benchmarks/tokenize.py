@@ -434,7 +434,9 @@ def engine_data_io_batch(spec: dict, texts: list[str]) -> tuple[float, Callable]
     encoder = TextEncoder(spec["tokenizer"], tables="process")
     load = time.perf_counter() - began
     spec["version"] = encoder._encoder.engine
-    spec["note"] = f"load cache {encoder.load_cache.split(' ')[0]}"
+    # (An older build, run for comparison with PYTHONPATH, has no load cache.)
+    cache = getattr(encoder, "load_cache", None) or "none"
+    spec["note"] = f"load cache {cache.split(' ')[0]}"
     batches: list = [texts[start : start + BATCH] for start in range(0, len(texts), BATCH)]
     if spec["engine"].startswith("data_io-arrow"):
         batches = [pa.array(batch, pa.large_string()) for batch in batches]
