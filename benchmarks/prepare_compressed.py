@@ -1,16 +1,19 @@
 """``data_io prepare`` on compressed JSONL (gzip, zstd, bzip2, xz; Rust decompresses each
-while it reads, ``RawDocuments.open_file(compression=...)``) beside the same text plain, round
+while it reads, ``RawDocuments.open_file(compression=...)``) and on the same rows as Parquet
+(``--formats parquet``: pyarrow reads, Rust takes each batch's buffers) beside the same text plain, round
 after round, each run its own process; with ``--baseline DIR``, also the build whose ``data_io``
 package (its extension inside) is in ``DIR``, run alternately with this one: e.g. the commit
 before a change, ``git archive REV data_io | tar -x -C DIR`` plus its built ``_core.abi3.so``.
 The corpus: the first ``--mb`` MB of whole rows of the race's documentation
 (``work/race/corpus150/main/docs``, built by ``python -m benchmarks.tokenize_corpus
 work/race/corpus150 --mb 150``), compressed as the tools' defaults do (gzip -6, zstd -3,
-bzip2 -9, xz -6) once and kept in ``work/prepare_compressed/``. Prints the fastest round of
-each cell with the spread, and checks that every run writes the same shards as the plain file.
+bzip2 -9, xz -6; Parquet with pyarrow's defaults, 65,536 rows a group) once and kept in
+``work/prepare_compressed/``. Prints the fastest round of
+each cell with the spread, and checks that every run, of either build, writes this build's
+shards of the plain file.
 
     .venv/bin/python -m benchmarks.prepare_compressed [--mb 110] [--threads 1,2] [--rounds 3]
-        [--formats gz,zst,bz2,xz] [--tokenizer qwen|null] [--baseline DIR]
+        [--formats gz,zst,bz2,xz,parquet] [--tokenizer qwen|null] [--baseline DIR] [--read-only]
 """
 
 from __future__ import annotations
@@ -29,12 +32,31 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pyarrow.json as pj
+import pyarrow.parquet as pq
 import zstandard
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "work" / "race" / "corpus150" / "main" / "docs"
 KEPT = ROOT / "work" / "prepare_compressed"
 QWEN = Path.home() / ".cache" / "data_io" / "vocab" / "qwen" / "tokenizer.json"
+
+# With --read-only: only read the file into batches of documents, as prepare's reader does.
+_READ_CHILD = """
+import sys, time
+from pathlib import Path
+from data_io.formats.raw_reading import DocumentReader
+from data_io.formats.raw_text import ReadOptions, ReadStats, expand_inputs
+class Quiet:
+    def describe(self, name): pass
+    def advance_bytes(self, count): pass
+options = ReadOptions()
+sources = expand_inputs([Path(sys.argv[1])], options)[0]
+began = time.perf_counter()
+for batch in DocumentReader(options, ReadStats(), Quiet()).batches(sources):
+    pass
+print(time.perf_counter() - began)
+"""
 
 # Run in a child: prepare one file; the build is the first data_io on its path.
 _CHILD = """
@@ -73,9 +95,15 @@ def corpus(megabytes: float, formats: list[str]) -> dict[str, Path]:
         _write(plain, bytes(rows))
     files = {"plain": plain}
     for kind in formats:
-        files[kind] = folder / f"rows.jsonl.{kind}"
-        if not files[kind].exists():
-            print(f"compressing {plain.name} as .{kind} ...", flush=True)
+        files[kind] = folder / ("rows.parquet" if kind == "parquet" else f"rows.jsonl.{kind}")
+        if files[kind].exists():
+            continue
+        print(f"writing {plain.name} as {files[kind].name} ...", flush=True)
+        if kind == "parquet":
+            part = files[kind].with_name(files[kind].name + ".part")
+            pq.write_table(pj.read_json(plain).select(["text"]), part, row_group_size=65536)
+            part.rename(files[kind])
+        else:
             _write(files[kind], _COMPRESS[kind](plain.read_bytes()))
     return files
 
@@ -86,15 +114,18 @@ def _write(path: Path, data: bytes) -> None:
     part.rename(path)
 
 
-def run(build: Path | None, source: Path, out: Path, tokenizer: str, threads: int) -> float:
+def run(
+    build: Path | None, source: Path, out: Path, tokenizer: str, threads: int, read_only: bool
+) -> float:
     shutil.rmtree(out, ignore_errors=True)
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
     if tokenizer == "null":
         env["DATA_IO_ENCODER"] = "null"
     if build is not None:
         env["PYTHONPATH"] = str(build)
+    child = [_READ_CHILD, str(source)] if read_only else [_CHILD, str(source), str(out)]
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(source), str(out), str(QWEN), str(threads)],
+        [sys.executable, "-c", *child, str(QWEN), str(threads)],
         capture_output=True,
         text=True,
         check=True,
@@ -118,9 +149,12 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=110)
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--formats", default="gz,zst,bz2,xz")
+    parser.add_argument("--formats", default="gz,zst,bz2,xz,parquet")
     parser.add_argument("--tokenizer", choices=("qwen", "null"), default="qwen")
     parser.add_argument("--baseline", type=Path, help="a folder holding another build's data_io")
+    parser.add_argument(
+        "--read-only", action="store_true", help="time reading into batches only, no prepare"
+    )
     args = parser.parse_args()
     sources = corpus(args.mb, args.formats.split(","))
     builds: dict[str, Path | None] = {"this build": None}
@@ -130,15 +164,26 @@ def main() -> None:
         folder = Path(tmp)
         times: dict[tuple[str, int, str], list[float]] = {}
         for threads in (int(t) for t in args.threads.split(",")):
-            for _ in range(args.rounds):
+            for round_no in range(args.rounds):
+                # Builds in turn, the first of each round alternating: on this VM a process
+                # can run slower for the one just before it (the memory it gave back).
+                order = list(builds.items())
+                if round_no % 2:
+                    order.reverse()
                 for kind, source in sources.items():
-                    for name, build in builds.items():
+                    for name, build in order:
                         out = folder / f"out_{kind}_{name.replace(' ', '_')}"
-                        seconds = run(build, source, out, args.tokenizer, threads)
+                        seconds = run(build, source, out, args.tokenizer, threads, args.read_only)
                         times.setdefault((kind, threads, name), []).append(seconds)
-                        same_shards(folder / f"out_plain_{name.replace(' ', '_')}", out)
+                    if args.read_only:
+                        continue
+                    # Every file, read by either build, gives this build's shards of the text.
+                    for name in builds:
+                        tag = name.replace(" ", "_")
+                        same_shards(folder / "out_plain_this_build", folder / f"out_{kind}_{tag}")
     text_mb = sources["plain"].stat().st_size / 1e6
-    print(f"\n{text_mb:.1f} MB of JSONL text, tokenizer {args.tokenizer}, fastest of "
+    what = "reading only" if args.read_only else f"tokenizer {args.tokenizer}"
+    print(f"\n{text_mb:.1f} MB of JSONL text, {what}, fastest of "
           f"{args.rounds} rounds (all rounds in brackets), seconds:\n")  # fmt: skip
     columns = list(builds)
     print("| file | MB stored | threads | " + " | ".join(columns) + " | vs plain |"
@@ -153,7 +198,8 @@ def main() -> None:
         stored = sources[kind].stat().st_size / 1e6
         cells = [spread(times[(kind, threads, column)]) for column in columns]
         plain = min(times[("plain", threads, "this build")])
-        row = f"| .jsonl{'' if kind == 'plain' else '.' + kind} | {stored:.1f} | {threads} | "
+        name = {"plain": ".jsonl", "parquet": ".parquet"}.get(kind, f".jsonl.{kind}")
+        row = f"| {name} | {stored:.1f} | {threads} | "
         row += " | ".join(cells) + f" | {min(seconds) / plain:.2f}x |"
         if len(columns) > 1:
             row += f" {min(times[(kind, threads, 'baseline')]) / min(seconds):.2f}x |"

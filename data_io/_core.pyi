@@ -103,6 +103,11 @@ class RawDocuments:
     @property
     def file_bytes_read(self) -> int:
         """Bytes of the open (or last) file read so far, before decompression."""
+    def feed_utf8(
+        self, data: NDArray[np.uint8], offsets: NDArray[np.int64], first_row: int
+    ) -> None:
+        """Documents given whole as a string array's UTF-8 bytes and ``len + 1`` offsets (a
+        "texts" source), read in place and checked; on an error nothing is fed."""
     def feed_texts(self, texts: list[str], first_row: int) -> None:
         """Documents given whole (a "texts" source)."""
     def end_source(self) -> int:

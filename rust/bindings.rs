@@ -773,6 +773,23 @@ impl RawDocuments {
         self.file_bytes_read
     }
 
+    /// Documents given whole as Arrow lays out a string array (text `i` is
+    /// `data[offsets[i]..offsets[i + 1]]`, UTF-8), the first being row `first_row`: read where
+    /// they are (a pyarrow buffer, through numpy), checked once, copied into the batch. An
+    /// error (bad offsets, invalid UTF-8) feeds nothing.
+    fn feed_utf8(
+        &mut self,
+        py: Python<'_>,
+        data: PyReadonlyArray1<'_, u8>,
+        offsets: PyReadonlyArray1<'_, i64>,
+        first_row: u64,
+    ) -> PyResult<()> {
+        let (data, offsets) = (data.as_slice()?, offsets.as_slice()?);
+        let views = crate::encoder::utf8_views(data, offsets).map_err(|e| to_py_err(py, e))?;
+        self.inner.feed_texts(&views, first_row);
+        Ok(())
+    }
+
     /// Documents given whole ("texts" sources), the first being row `first_row`.
     fn feed_texts(&mut self, texts: Vec<Bound<'_, PyString>>, first_row: u64) -> PyResult<()> {
         let views: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;

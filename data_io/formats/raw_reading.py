@@ -6,8 +6,9 @@ A text or JSONL file (or a byte range of an uncompressed one) is read by Rust st
 batch's buffer (``RawDocuments.read_file``), gzip, zstd, bzip2 and xz ones decompressed on the
 way. Cutting the text into
 documents, decoding, and parsing JSONL rows happen in Rust (``rust/prepare/``,
-``_core.RawDocuments`` and ``_core.prepare_batch``). Parquet and ``datasets`` sources are read
-by their libraries and handed over as texts. A JSONL row the Rust path does not take is read
+``_core.RawDocuments`` and ``_core.prepare_batch``). Parquet files are read by pyarrow and
+handed over batch by batch from the text column's buffers (no Python string per document);
+``datasets`` sources are read by their library and handed over as texts. A JSONL row the Rust path does not take is read
 by Python's rules (``raw_text.jsonl_row_text``).
 
 The rules are those of the Python reader that was ``prepare``'s before (the oracle of
@@ -19,9 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from data_io import _core
+from data_io.errors import InputError
 from data_io.formats.raw_text import (
     ByteRange,
     ReadOptions,
@@ -30,8 +32,11 @@ from data_io.formats.raw_text import (
     Source,
     empty_input_error,
     jsonl_row_text,
+    parquet_batch_texts,
+    parquet_batches,
     whole_documents,
 )
+from data_io.util.arrow_strings import string_layout
 
 __all__ = ["BATCH_BYTES", "DocumentReader", "read_documents"]
 
@@ -113,6 +118,12 @@ class DocumentReader:
                     yield documents.take()
             self._bar.advance_bytes(documents.file_bytes_read - shown)
             return
+        if source.kind == "parquet":
+            for row, column in parquet_batches(source, self.options, self._bar.advance_bytes):
+                self._feed_column(source, row, column)
+                if documents.ready_bytes >= BATCH_BYTES:
+                    yield documents.take()
+            return
         texts: list[str] = []
         row = source.span.first_row if isinstance(source.span, RowGroups) else 0
         for text in whole_documents(source, self.options, self.stats, self._bar.advance_bytes):
@@ -124,6 +135,20 @@ class DocumentReader:
                 if documents.ready_bytes >= BATCH_BYTES:
                     yield documents.take()
         documents.feed_texts(texts, row)
+
+    def _feed_column(self, source: Source, row: int, column: Any) -> None:
+        """One Parquet batch's texts, handed over from the column's buffers (no Python string
+        per text); a column with nulls, or one Rust refuses (invalid UTF-8), goes through
+        ``parquet_batch_texts``, whose error names the row as it always did."""
+        if column.null_count == 0:
+            data, offsets = string_layout(column)
+            try:
+                self._documents.feed_utf8(data, offsets, row)
+                return
+            except InputError:
+                pass
+        texts = parquet_batch_texts(source, self.options, self.stats, row, column)
+        self._documents.feed_texts(texts, row)
 
     def resolve(self, line: str, source: int, number: int) -> str:
         """The text of a JSONL row Rust left to Python (``rust/prepare/rows.rs``), or its

@@ -34,6 +34,8 @@ __all__ = [
     "empty_input_error",
     "expand_inputs",
     "jsonl_row_text",
+    "parquet_batch_texts",
+    "parquet_batches",
     "whole_documents",
 ]
 
@@ -313,6 +315,16 @@ def _field_text(row: Any, field: str, where: str) -> str:
 def _parquet_documents(
     source: Source, options: ReadOptions, stats: ReadStats, progress: _Progress | None
 ) -> Iterator[str]:
+    for row, column in parquet_batches(source, options, progress):
+        yield from parquet_batch_texts(source, options, stats, row, column)
+
+
+def parquet_batches(
+    source: Source, options: ReadOptions, progress: _Progress | None
+) -> Iterator[tuple[int, Any]]:
+    """(number of the batch's first row, its text column: a pyarrow string array) for each
+    batch of the Parquet source's rows (or its planned row groups), the file and its column
+    checked first; ``progress`` gets the file's bytes in proportion to the rows read."""
     import pyarrow as pa  # noqa: PLC0415  heavy: pyarrow, only for Parquet/Arrow data
     import pyarrow.parquet as pq  # noqa: PLC0415  heavy: pyarrow, only for Parquet/Arrow data
 
@@ -357,20 +369,62 @@ def _parquet_documents(
                 done = size * min(row - first_row + batch.num_rows, total_rows) // total_rows
                 progress(done - reported)
                 reported = done
-            for value in batch.column(0).to_pylist():
-                if value is None:
-                    raise InputError(
-                        f"{source.name}: row {row}: column {field!r} is null, not a string; "
-                        "drop the row or fill it"
-                    )
-                row += 1
-                yield value
+            yield row, batch.column(0)
+            row += batch.num_rows
     except pa.ArrowException as err:
-        raise InputError(
-            f"{source.name}: cannot read rows after row {row} ({err}); re-write or re-download it"
-        ) from err
+        raise _unreadable_rows(source, row, err) from err
     if progress is not None and size > reported:
         progress(size - reported)
+
+
+def parquet_batch_texts(
+    source: Source, options: ReadOptions, stats: ReadStats, row: int, column: Any
+) -> list[str]:
+    """The texts of one batch of ``parquet_batches`` (its first row ``row``) as Python strings;
+    a null or an unreadable value is an error naming the row. Parquet writers do not all check
+    their strings: invalid UTF-8 is replaced with U+FFFD and counted, or with
+    ``--invalid-utf8 fail`` an error naming the row and byte, as in text files."""
+    import pyarrow as pa  # noqa: PLC0415  heavy: pyarrow, only for Parquet/Arrow data
+
+    try:
+        values = column.to_pylist()
+    except UnicodeDecodeError:
+        values = _decoded(source, options, stats, row, column.cast(pa.binary()).to_pylist())
+    except pa.ArrowException as err:
+        raise _unreadable_rows(source, row, err) from err
+    for k, value in enumerate(values):
+        if value is None:
+            raise InputError(
+                f"{source.name}: row {row + k}: column {options.text_field!r} is null, not a "
+                "string; drop the row or fill it"
+            )
+    return values
+
+
+def _decoded(
+    source: Source, options: ReadOptions, stats: ReadStats, row: int, raw: list[bytes | None]
+) -> list[str | None]:
+    """``raw`` values decoded one by one under the invalid-UTF-8 policy."""
+    values: list[str | None] = []
+    for k, value in enumerate(raw):
+        try:
+            values.append(None if value is None else value.decode("utf-8"))
+        except UnicodeDecodeError as err:
+            if options.invalid_utf8 == "fail":
+                raise InputError(
+                    f"{source.name}: row {row + k}: column {options.text_field!r} holds invalid "
+                    f"UTF-8 at byte {err.start} of its text ({err.reason}); fix the row, or pass "
+                    "--invalid-utf8 replace to replace bad bytes with U+FFFD and count them"
+                ) from None
+            stats.invalid_utf8_lines += 1
+            values.append(value.decode("utf-8", errors="replace"))
+    return values
+
+
+def _unreadable_rows(source: Source, row: int, err: Exception) -> InputError:
+    return InputError(
+        f"{source.name}: cannot read rows after row {row} ({err}); re-write or re-download it"
+    )
 
 
 def _is_view(kind: Any) -> bool:

@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 from data_io import _core
 from data_io.errors import ConfigError, InputError
 from data_io.tokenizer.files import resolve_tokenizer
+from data_io.util.arrow_strings import string_layout
 
 __all__ = ["EncodedBatch", "TextEncoder"]
 
@@ -285,27 +286,13 @@ def _arrow_layout(texts: Any) -> tuple[np.ndarray, np.ndarray]:
             f"encode_batch takes a list of str or a pyarrow string array, not {type(texts).__name__}"
             f"{' of ' + str(texts.type) if isinstance(texts, pa.Array) else ''}"
         )
-    if pa.types.is_string_view(texts.type):
-        texts = texts.cast(pa.large_string())
-    if len(texts) == 0:
-        return np.empty(0, np.uint8), np.zeros(1, np.int64)
     if texts.null_count:
         first = texts.is_null().index(True).as_py()
         raise InputError(
             f"text {first} of the batch is null ({texts.null_count} nulls in all): drop or fill "
             "the nulls first (e.g. pyarrow.compute.fill_null(texts, ''))"
         )
-    _, offsets_buffer, data_buffer = texts.buffers()
-    width = np.int64 if pa.types.is_large_string(texts.type) else np.int32
-    offsets = np.frombuffer(offsets_buffer, dtype=width)[
-        texts.offset : texts.offset + len(texts) + 1
-    ]
-    data = (
-        np.frombuffer(data_buffer, dtype=np.uint8)
-        if data_buffer is not None
-        else np.empty(0, np.uint8)
-    )
-    return data, offsets.astype(np.int64, copy=False)
+    return string_layout(texts)
 
 
 def _declared_eos_token(config_path: Path) -> str | None:

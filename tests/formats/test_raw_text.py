@@ -165,6 +165,58 @@ def test_parquet_without_the_column_or_with_another_type(tmp_path: Path):
         read_all(path)
 
 
+def test_parquet_rows_are_numbered_across_batches_and_row_groups(tmp_path: Path):
+    path = tmp_path / "a.parquet"
+    texts: list[str | None] = [f"row {i} é" for i in range(2 * 2048 + 10)]
+    pq.write_table(pa.table({"text": texts}), path, row_group_size=1500)
+    assert read_all(path)[0] == texts
+    texts[3000] = None
+    pq.write_table(pa.table({"text": texts}), path, row_group_size=1500)
+    with pytest.raises(InputError, match=r"a\.parquet: row 3000: column 'text' is null"):
+        read_all(path)
+
+
+def test_parquet_invalid_utf8_is_replaced_and_counted_or_fails_naming_the_row(tmp_path: Path):
+    # Parquet writers need not check their strings (pyarrow reads them unchecked).
+    path = tmp_path / "a.parquet"
+    raw = pa.array([b"ok", b"caf\xe9 \xff", b"fine"], pa.binary()).view(pa.string())
+    pq.write_table(pa.table({"text": raw}), path)
+    docs, stats = read_all(path)
+    assert docs == ["ok", "caf\ufffd \ufffd", "fine"]
+    assert stats.invalid_utf8_lines == 1
+    with pytest.raises(
+        InputError,
+        match=r"a\.parquet: row 1: column 'text' holds invalid UTF-8 at byte 3 of its text "
+        r"\(invalid continuation byte\); fix the row, or pass --invalid-utf8 replace",
+    ):
+        read_all(path, invalid_utf8="fail")
+
+
+def test_parquet_batches_go_to_rust_from_their_buffers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A batch without nulls is handed over from the column's buffers, not as Python strings;
+    only a batch Rust refuses goes through the per-text path (which names the row)."""
+    import data_io.formats.raw_reading as reading
+    from data_io.formats.raw_text import parquet_batch_texts
+
+    per_text: list[int] = []
+
+    def counted(source, options, stats, row, column):  # type: ignore[no-untyped-def]
+        per_text.append(row)
+        return parquet_batch_texts(source, options, stats, row, column)
+
+    monkeypatch.setattr(reading, "parquet_batch_texts", counted)
+    path = tmp_path / "a.parquet"
+    pq.write_table(pa.table({"text": [f"row {i}" for i in range(5000)]}), path)
+    assert read_all(path)[0] == [f"row {i}" for i in range(5000)]
+    assert per_text == []
+    raw = pa.array([b"a"] * 3000 + [b"\xff"], pa.binary()).view(pa.string())
+    pq.write_table(pa.table({"text": raw}), path)
+    assert read_all(path)[0][-1] == "\ufffd"
+    assert per_text == [2048], "only the batch holding the bad row"
+
+
 def test_not_parquet_is_an_error(tmp_path: Path):
     path = tmp_path / "a.parquet"
     path.write_bytes(b"not parquet at all")

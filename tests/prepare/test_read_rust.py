@@ -234,7 +234,7 @@ def test_an_empty_source_named_alone_fails_after_the_errors_before_it(tmp_path: 
     )
 
 
-def test_parquet_sources_are_handed_over_as_texts(tmp_path: Path) -> None:
+def test_parquet_sources_give_the_oracles_documents(tmp_path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
