@@ -673,7 +673,7 @@ fn encoders_from_the_load_cache_give_identical_ids() {
         let path = dir.path().join("tokenizer.json");
         let cache = dir.path().join("cache");
         let load = || {
-            Encoder::from_json_cached(&json, &path, "fast", &Tables::Process, Some(&cache))
+            Encoder::from_json_cached(&json, &path, "fast", &Tables::Process, Some(&cache), None)
                 .expect("fast encoder")
         };
         let hf = Encoder::from_json(&json, &path, "hf", &Tables::Process).expect("hf encoder");

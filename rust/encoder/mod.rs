@@ -156,22 +156,32 @@ impl Encoder {
         }
         *last = None; // the old tables go before the new ones are built
         let json = tokenizer_text(bytes, path)?;
-        let encoder = Arc::new(Self::from_json(&json, path, &choice, &place)?);
+        let encoder = Arc::new(Self::from_json_cached(
+            &json,
+            path,
+            &choice,
+            &place,
+            None,
+            Some(&hash),
+        )?);
         *last = Some((key, Arc::clone(&encoder)));
         Ok((encoder, hex))
     }
 
     fn from_json(json: &str, path: &Path, choice: &str, tables: &Tables) -> Result<Self> {
-        Self::from_json_cached(json, path, choice, tables, None)
+        Self::from_json_cached(json, path, choice, tables, None, None)
     }
 
-    /// `from_json`, with the load cache in `cache_dir` (None: where the environment says).
+    /// `from_json`, with the load cache in `cache_dir` (None: where the environment says),
+    /// under `file_hash`, the BLAKE3 of the file's bytes when the caller made it already (None:
+    /// the text's, made here when the fast encoder is built).
     fn from_json_cached(
         json: &str,
         path: &Path,
         choice: &str,
         tables: &Tables,
         cache_dir: Option<&Path>,
+        file_hash: Option<&blake3::Hash>,
     ) -> Result<Self> {
         if choice == "null" {
             let spec = spec::recognise(json).map_err(|reason| {
@@ -187,7 +197,7 @@ impl Encoder {
             });
         }
         let fast = match choice {
-            "" | "auto" | "fast" => Self::fast_for(json, tables, cache_dir),
+            "" | "auto" | "fast" => Self::fast_for(json, tables, cache_dir, file_hash),
             "hf" => Err(format!("{ENGINE_VARIABLE}=hf")),
             other => {
                 return Err(Error::Config(format!(
@@ -219,11 +229,15 @@ impl Encoder {
         json: &str,
         tables: &Tables,
         cache_dir: Option<&Path>,
+        file_hash: Option<&blake3::Hash>,
     ) -> Result<(FastBpe, TokenIds), String> {
         let spec = spec::recognise(json)?;
+        let file = file_hash
+            .copied()
+            .unwrap_or_else(|| blake3::hash(json.as_bytes()));
         let cache = match cache_dir {
-            Some(dir) => Some(LoadCache::in_dir(dir, json)),
-            None => LoadCache::from_env(json),
+            Some(dir) => Some(LoadCache::in_dir(dir, &file)),
+            None => LoadCache::from_env(&file),
         };
         // Building the tables runs on this process's pool, never rayon's global one: a forked
         // child inherits the global pool without its threads and would wait forever.

@@ -117,14 +117,17 @@ impl Documents {
 
     /// Append a piece of the current source's text: whole lines (each ending with a newline,
     /// but the source's last one), the first at byte `offset` of the text. Lines are numbered
-    /// from the source's first piece on.
+    /// from the source's first piece on. The tests' way in: files are read straight into
+    /// `data` (`file.rs`), texts come whole (`feed_texts`).
+    #[cfg(test)]
     pub fn feed(&mut self, piece: &[u8], offset: u64) {
         let at = self.data.len();
         self.data.extend_from_slice(piece);
         self.scan_from(at, offset);
     }
 
-    /// Cut into documents the bytes appended from `at` on (whole lines, as `feed` takes them),
+    /// Cut into documents the bytes appended from `at` on (whole lines, the last one maybe
+    /// without its newline at the end of a source),
     /// the first at byte `offset` of the text.
     pub fn scan_from(&mut self, mut at: usize, mut offset: u64) {
         let (source, format) = self.current();

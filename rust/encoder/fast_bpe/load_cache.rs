@@ -4,8 +4,9 @@
 //! that is about 150 ms of a 300 ms load on one core; read back, it is a 2.5 MB file and a
 //! checksum.
 //!
-//! - The file is named by the BLAKE3 of `DERIVATION` and the tokenizer file's text: another
-//!   file, or a build that derives differently (bump `DERIVATION`), never reads it.
+//! - The file is named by the BLAKE3 of `DERIVATION` and the tokenizer file's own BLAKE3 (the
+//!   one its loader made already): another file, or a build that derives differently (bump
+//!   `DERIVATION`), never reads it.
 //! - It holds a BLAKE3 of its own body; a file that is short, long or does not match it is
 //!   ignored and written again. Ids are checked against the vocabulary before use.
 //! - It is written under a temporary name and renamed: a reader sees a whole file or none.
@@ -43,22 +44,22 @@ pub struct Derived {
 }
 
 impl LoadCache {
-    /// The cache of the tokenizer whose file's text is `json`, in the folder the environment
+    /// The cache of the tokenizer file whose BLAKE3 is `file`, in the folder the environment
     /// names; `None` when it is turned off or no folder can be named.
-    pub fn from_env(json: &str) -> Option<LoadCache> {
+    pub fn from_env(file: &blake3::Hash) -> Option<LoadCache> {
         let dir = match std::env::var_os(DIR_VARIABLE) {
             Some(dir) if dir == "off" => return None,
             Some(dir) if !dir.is_empty() => PathBuf::from(dir),
             _ => default_dir()?,
         };
-        Some(LoadCache::in_dir(&dir, json))
+        Some(LoadCache::in_dir(&dir, file))
     }
 
-    /// The cache of the tokenizer whose file's text is `json`, in `dir`.
-    pub fn in_dir(dir: &Path, json: &str) -> LoadCache {
+    /// The cache of the tokenizer file whose BLAKE3 is `file`, in `dir`.
+    pub fn in_dir(dir: &Path, file: &blake3::Hash) -> LoadCache {
         let mut hasher = blake3::Hasher::new();
         hasher.update(DERIVATION);
-        hasher.update(json.as_bytes());
+        hasher.update(file.as_bytes());
         let name = format!("{}.tables", hasher.finalize().to_hex());
         LoadCache {
             path: dir.join(name),
@@ -214,7 +215,7 @@ mod tests {
     #[test]
     fn tables_come_back_as_stored_for_the_same_text_only() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let cache = LoadCache::in_dir(dir.path(), "{\"a\": 1}");
+        let cache = LoadCache::in_dir(dir.path(), &blake3::hash(b"{\"a\": 1}"));
         assert!(cache.load(u32::MAX).is_none(), "nothing kept yet");
         let (merges, pieces) = sample();
         cache.store(&merges, &borrowed(&pieces)).expect("kept");
@@ -222,7 +223,7 @@ mod tests {
         assert_eq!(derived.merges().collect::<Vec<_>>(), merges);
         assert_eq!(derived.pieces().collect::<Vec<_>>(), borrowed(&pieces));
         // Another file's text is another name; nothing but the file is left in the folder.
-        assert!(LoadCache::in_dir(dir.path(), "{\"a\": 2}")
+        assert!(LoadCache::in_dir(dir.path(), &blake3::hash(b"{\"a\": 2}"))
             .load(u32::MAX)
             .is_none());
         assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 1);
@@ -234,7 +235,7 @@ mod tests {
     #[test]
     fn a_damaged_file_is_ignored_and_written_again() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let cache = LoadCache::in_dir(dir.path(), "tokenizer");
+        let cache = LoadCache::in_dir(dir.path(), &blake3::hash(b"tokenizer"));
         let (merges, pieces) = sample();
         cache.store(&merges, &borrowed(&pieces)).expect("kept");
         let good = std::fs::read(cache.path()).expect("kept");
@@ -261,7 +262,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let blocked = dir.path().join("file");
         std::fs::write(&blocked, b"not a folder").expect("written");
-        let cache = LoadCache::in_dir(&blocked.join("encoders"), "tokenizer");
+        let cache = LoadCache::in_dir(&blocked.join("encoders"), &blake3::hash(b"tokenizer"));
         let (merges, pieces) = sample();
         let error = cache
             .store(&merges, &borrowed(&pieces))
