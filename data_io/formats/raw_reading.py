@@ -8,8 +8,8 @@ way. Cutting the text into
 documents, decoding, and parsing JSONL rows happen in Rust (``rust/prepare/``,
 ``_core.RawDocuments`` and ``_core.prepare_batch``). Parquet files are read by pyarrow and
 handed over batch by batch from the text column's buffers (no Python string per document);
-``datasets`` sources are read by their library and handed over as texts. A JSONL row the Rust path does not take is read
-by Python's rules (``raw_text.jsonl_row_text``).
+``datasets`` sources are read by their library and handed over as texts. A JSONL row the Rust
+path does not take is read by Python's rules (``raw_text.jsonl_row_text``).
 
 The rules are those of the Python reader that was ``prepare``'s before (the oracle of
 tests/prepare/test_read_rust.py, tests/formats/raw_text_oracle.py), errors included: the first
@@ -30,11 +30,11 @@ from data_io.formats.raw_text import (
     ReadStats,
     RowGroups,
     Source,
+    datasets_documents,
     empty_input_error,
     jsonl_row_text,
     parquet_batch_texts,
     parquet_batches,
-    whole_documents,
 )
 from data_io.util.arrow_strings import string_layout
 
@@ -126,7 +126,7 @@ class DocumentReader:
             return
         texts: list[str] = []
         row = source.span.first_row if isinstance(source.span, RowGroups) else 0
-        for text in whole_documents(source, self.options, self.stats, self._bar.advance_bytes):
+        for text in datasets_documents(source, self.options):
             texts.append(text)
             if len(texts) == _TEXTS_PER_FEED:
                 documents.feed_texts(texts, row)

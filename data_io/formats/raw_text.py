@@ -31,12 +31,12 @@ __all__ = [
     "ReadStats",
     "RowGroups",
     "Source",
+    "datasets_documents",
     "empty_input_error",
     "expand_inputs",
     "jsonl_row_text",
     "parquet_batch_texts",
     "parquet_batches",
-    "whole_documents",
 ]
 
 INVALID_UTF8_POLICIES = ("replace", "fail")
@@ -229,16 +229,6 @@ def empty_input_error(source: Source) -> InputError:
     )
 
 
-def whole_documents(
-    source: Source, options: ReadOptions, stats: ReadStats, progress: _Progress | None = None
-) -> Iterator[str]:
-    """The documents of a Parquet or ``datasets`` source (their rows are documents already),
-    not counted in ``stats``: ``prepare`` counts them in Rust."""
-    if source.kind == "parquet":
-        return _parquet_documents(source, options, stats, progress)
-    return _datasets_documents(source, options, stats)
-
-
 def jsonl_row_text(
     line: str, field: str, where: str, options: ReadOptions, stats: ReadStats
 ) -> str:
@@ -310,13 +300,6 @@ def _field_text(row: Any, field: str, where: str) -> str:
             "field holding the text, or fix the row"
         )
     return value
-
-
-def _parquet_documents(
-    source: Source, options: ReadOptions, stats: ReadStats, progress: _Progress | None
-) -> Iterator[str]:
-    for row, column in parquet_batches(source, options, progress):
-        yield from parquet_batch_texts(source, options, stats, row, column)
 
 
 def parquet_batches(
@@ -434,7 +417,9 @@ def _is_view(kind: Any) -> bool:
     return bool(check and check(kind))
 
 
-def _datasets_documents(source: Source, options: ReadOptions, stats: ReadStats) -> Iterator[str]:
+def datasets_documents(source: Source, options: ReadOptions) -> Iterator[str]:
+    """The documents of a ``datasets`` source, one per row (``options.text_field`` of each),
+    streamed; not counted here: ``prepare`` counts them in Rust."""
     resolved = resolve_text_source(source.name, options.split, options.hf_config)
     rows = resolved.load(streaming=True)
     for number, row in enumerate(rows):

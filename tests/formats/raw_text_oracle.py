@@ -1,7 +1,8 @@
 """The Python reader of raw text that ``prepare`` ran before its reading moved to Rust (issue
 26), kept as the oracle of ``data_io.formats.raw_reading``: the documents of a text or JSONL
 source cut, decoded and parsed in Python (``str.split``, ``bytes.decode``, a regex for blank
-lines), with the same errors; Parquet and ``datasets`` sources through ``raw_text``."""
+lines), with the same errors; Parquet and ``datasets`` sources through ``raw_text``'s batch and
+row readers."""
 
 from __future__ import annotations
 
@@ -18,9 +19,11 @@ from data_io.formats.raw_text import (
     ReadOptions,
     ReadStats,
     Source,
+    datasets_documents,
     empty_input_error,
     jsonl_row_text,
-    whole_documents,
+    parquet_batch_texts,
+    parquet_batches,
 )
 
 __all__ = ["line_pieces", "read_documents"]
@@ -38,8 +41,10 @@ def read_documents(
         documents = _txt_documents(source, options, stats, progress)
     elif source.kind == "jsonl":
         documents = _jsonl_documents(source, options, stats, progress)
+    elif source.kind == "parquet":
+        documents = _parquet_documents(source, options, stats, progress)
     else:
-        documents = whole_documents(source, options, stats, progress)
+        documents = datasets_documents(source, options)
     for text in documents:
         stats.documents += 1
         stats.text_chars += len(text)
@@ -49,6 +54,15 @@ def read_documents(
             stats.empty_sources.append(source.name)
             return
         raise empty_input_error(source)
+
+
+def _parquet_documents(
+    source: Source, options: ReadOptions, stats: ReadStats, progress: _Progress | None
+) -> Iterator[str]:
+    """Every row's text as a Python string, batch by batch (the production reader hands clean
+    batches over from their buffers instead)."""
+    for row, column in parquet_batches(source, options, progress):
+        yield from parquet_batch_texts(source, options, stats, row, column)
 
 
 def _numbered_pieces(
