@@ -1,26 +1,43 @@
 #!/usr/bin/env bash
-# The encoder's many-core figures on a lent machine that has neither network nor a Rust
-# toolchain (the `device` tool): the in-memory race cells at 1-16 threads and the memory of 1
-# and 8 DataLoader workers, with what this checkout built carried along.
+# The encoder's and prepare's many-core figures on a lent machine that has neither network nor
+# a Rust toolchain (the `device` tool), with what this checkout built carried along:
 #
 #   benchmarks/device_encoder.sh CARRY_DIR [THREADS]
+#   benchmarks/device_encoder.sh --pack CARRY_DIR [CORPUS]     (here, before the call)
 #
-# CARRY_DIR (made here by `benchmarks/device_encoder.sh --pack CARRY_DIR`) holds:
-#   corpus.tar.xz   work/race/corpus (the race's 60 MB main and 10 MB CJK rows, corpus.json)
+# STEPS (default race,memory) picks and orders the runs, each writing to $OUT (default
+# ./device_out) as it ends, so that a call cut off at its limit still brings back the steps done:
+#   prepare  benchmarks/prepare.py on the main slice's `response` field, Qwen, no datatrove
+#            (not installed there); PREPARE_MODES (default none,doc,line,near) its dedup rows
+#   race     the race's in-memory and file cells (benchmarks/tokenize.py --race), ids checked;
+#            ENGINES overrides its engines
+#   memory   the encoder's RSS in 1 and 8 DataLoader workers (benchmarks/encoder_memory.py)
+#   phases   where prepare's time goes (benchmarks/prepare_phases.py, dedup none, doc and
+#            near, the null encoder too), beside the build in CARRY_DIR/baseline.tar if any;
+#            PHASES_DEDUP, PHASES_ARGS (e.g. --batch-mb 32) change it
+#   big      benchmarks/prepare.py (none, doc) on BIG_COPIES (default 14) copies of the main
+#            slice's rows, each copy's responses marked with its number (no copy is an exact
+#            duplicate of another): the >= 2 GB corpus, at the largest thread count
+#
+# CARRY_DIR holds (made by --pack from CORPUS, default work/race/corpus):
+#   corpus.tar.xz   the race corpus's main and CJK rows with their corpus.json (its size is the
+#                   race's --mb / --cjk-mb there)
 #   qwen.json.xz    Qwen's tokenizer.json (python -m data_io.tokenizer.vocabularies qwen)
-# (xz, unpacked with Python's own modules: the machine may have no zstd.)
+#   _core.abi3.so   this checkout's extension, stripped (abi3: any Python >= 3.11)
+#   baseline.tar    (optional, for phases) another build's data_io folder, with its extension
+#                   unless its Rust is this checkout's
 #   wheels/         gigatoken, awkward and orjson for the machine's Python (3.12)
-# The extension (data_io/_core.abi3.so) is carried as it is built here (abi3: any Python >=
-# 3.11). Writes race.md, race.json, memory.md and the logs to $OUT (default ./device_out);
-# with PREPARE=1, prepare.md (benchmarks/prepare.py) instead.
+# (xz, unpacked with Python's own modules: the machine may have no zstd.)
 set -uo pipefail
 
 if [ "${1:-}" = "--pack" ]; then
     dir=${2:?carry folder}
+    corpus=${3:-work/race/corpus}
     mkdir -p "$dir/wheels"
-    tar -C work/race -cf - corpus/main/rows corpus/main/corpus.json corpus/cjk/rows \
-        corpus/cjk/corpus.json | xz -T0 -6 >"$dir/corpus.tar.xz"
+    tar -C "$corpus" -cf - main/rows main/corpus.json cjk/rows cjk/corpus.json |
+        xz -T0 -6 >"$dir/corpus.tar.xz"
     xz -T0 -6 -c "$HOME/.cache/data_io/vocab/qwen/tokenizer.json" >"$dir/qwen.json.xz"
+    strip -o "$dir/_core.abi3.so" data_io/_core.abi3.so
     python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
         --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
         --platform manylinux2014_x86_64 -d "$dir/wheels" gigatoken==0.10.0 awkward==2.14.0 orjson \
@@ -31,53 +48,97 @@ fi
 
 CARRY=$(cd "${1:?carry folder}" && pwd)
 THREADS=${2:-1,2,4,8,16}
+STEPS=${STEPS:-race,memory}
 OUT=${OUT:-$PWD/device_out}
 mkdir -p "$OUT"
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/device_encoder.XXXXXX")
-export PYTHONUNBUFFERED=1
+WORK=${WORK:-$(mktemp -d "${TMPDIR:-/tmp}/device_encoder.XXXXXX")}
+export PYTHONUNBUFFERED=1 OPENBLAS_NUM_THREADS=1
 
 # NO_WHEELS=1: the Python on the PATH has gigatoken already (a trial run of this script here).
 if [ -z "${NO_WHEELS:-}" ]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --target "$WORK/site" \
         "$CARRY"/wheels/*.whl || exit 1
 fi
-export PYTHONPATH="$WORK/site:$PWD"
-mkdir -p "$HOME/.cache/data_io/vocab/qwen" "$WORK/race"
-python3 - "$CARRY" "$WORK/race" "$HOME/.cache/data_io/vocab/qwen/tokenizer.json" <<'PY' || exit 1
+if [ -f "$CARRY/_core.abi3.so" ]; then
+    cp "$CARRY/_core.abi3.so" data_io/_core.abi3.so || exit 1
+fi
+export PYTHONPATH="$WORK/site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+mkdir -p "$HOME/.cache/data_io/vocab/qwen" "$WORK/race/corpus"
+python3 - "$CARRY" "$WORK/race/corpus" "$HOME/.cache/data_io/vocab/qwen/tokenizer.json" <<'PY' || exit 1
 import lzma, shutil, sys, tarfile
-carry, race, tokenizer = sys.argv[1:]
+carry, corpus, tokenizer = sys.argv[1:]
 with lzma.open(f"{carry}/qwen.json.xz") as packed, open(tokenizer, "wb") as out:
     shutil.copyfileobj(packed, out)
-with tarfile.open(f"{carry}/corpus.tar.xz") as corpus:
-    corpus.extractall(race, filter="data")
+with tarfile.open(f"{carry}/corpus.tar.xz") as packed:
+    packed.extractall(corpus, filter="data")
 PY
+megabytes() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['megabytes'])" "$1"; }
+MB=$(megabytes "$WORK/race/corpus/main/corpus.json")
+CJK_MB=$(megabytes "$WORK/race/corpus/cjk/corpus.json")
 {
     nproc
     python3 --version
     python3 -c "import data_io._core, gigatoken, tokenizers; print(tokenizers.__version__)"
     cat /sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/mm/transparent_hugepage/shmem_enabled
+    echo "corpus: main $MB MB, cjk $CJK_MB MB; steps $STEPS; threads $THREADS"
 } >"$OUT/machine.txt" 2>&1
 
-# PREPARE=1: prepare's figures instead (benchmarks/prepare.py on the main slice's responses,
-# Qwen's vocabulary, no datatrove: it is not installed there).
-if [ -n "${PREPARE:-}" ]; then
-    python3 -m benchmarks.prepare --corpus "$WORK/race/corpus/main/rows" --text-field response \
-        --tokenizers qwen --threads "$THREADS" --no-datatrove --dedup-modes doc,near \
-        --workdir "$WORK/prepare" >"$OUT/prepare.md" 2>"$OUT/prepare.log"
-    tail -n 30 "$OUT/prepare.md" "$OUT/prepare.log"
-    exit 0
-fi
-
-# The oracle (tokenizers) runs once per slice, at the first thread count, for the ids.
-python3 -m benchmarks.tokenize --race --mb 60 --cjk-mb 10 --threads "$THREADS" \
-    --vocab "$HOME/.cache/data_io/vocab/qwen/tokenizer.json" \
-    --engines "${ENGINES:-data_io-batch,data_io-arrow,gigatoken-batch,data_io}" \
-    --workdir "$WORK/race" >"$OUT/race.md" 2>"$OUT/race.log"
-cp "$WORK/race/race.json" "$OUT/" 2>/dev/null
-
-# MEMORY=0: the race alone.
-if [ "${MEMORY:-1}" != 0 ]; then
-    python3 -m benchmarks.encoder_memory --docs "$WORK/race/corpus/main/rows" --mb 20 \
-        --workers 1 8 >"$OUT/memory.md" 2>"$OUT/memory.log"
-fi
-tail -n 40 "$OUT/race.md" "$OUT/memory.md" 2>/dev/null
+for step in ${STEPS//,/ }; do
+    echo "== $step $(date +%T)"
+    case $step in
+    prepare)
+        python3 -m benchmarks.prepare --corpus "$WORK/race/corpus/main/rows" \
+            --text-field response --tokenizers qwen --threads "$THREADS" --no-datatrove \
+            --dedup-modes "${PREPARE_MODES:-none,doc,line,near}" --workdir "$WORK/prepare" \
+            >"$OUT/prepare.md" 2>"$OUT/prepare.log"
+        tail -n 20 "$OUT/prepare.md" "$OUT/prepare.log" ;;
+    race)
+        # The oracle (tokenizers) runs once per slice, at the first thread count, for the ids.
+        python3 -m benchmarks.tokenize --race --mb "$MB" --cjk-mb "$CJK_MB" --threads "$THREADS" \
+            --vocab "$HOME/.cache/data_io/vocab/qwen/tokenizer.json" \
+            --engines "${ENGINES:-data_io-batch,data_io-arrow,gigatoken-batch,data_io}" \
+            --workdir "$WORK/race" >"$OUT/race.md" 2>"$OUT/race.log"
+        cp "$WORK/race/race.json" "$OUT/" 2>/dev/null
+        tail -n 40 "$OUT/race.md" "$OUT/race.log" ;;
+    memory)
+        python3 -m benchmarks.encoder_memory --docs "$WORK/race/corpus/main/rows" --mb 20 \
+            --workers 1 8 >"$OUT/memory.md" 2>"$OUT/memory.log"
+        tail -n 20 "$OUT/memory.md" ;;
+    phases)
+        baseline=()
+        if [ -f "$CARRY/baseline.tar" ]; then
+            mkdir -p "$WORK/baseline" && tar -C "$WORK/baseline" -xf "$CARRY/baseline.tar"
+            # Without an extension of its own: the same Rust as this checkout's.
+            [ -f "$WORK/baseline/data_io/_core.abi3.so" ] ||
+                cp data_io/_core.abi3.so "$WORK/baseline/data_io/"
+            baseline=(--baseline "$WORK/baseline")
+        fi
+        python3 -m benchmarks.prepare_phases --corpus "$WORK/race/corpus/main/rows" \
+            --threads "$THREADS" --floor --rounds "${ROUNDS:-2}" \
+            --tokenizer "$HOME/.cache/data_io/vocab/qwen/tokenizer.json" "${baseline[@]}" \
+            --dedup "${PHASES_DEDUP:-none,doc,near}" ${PHASES_ARGS:-} \
+            >"$OUT/phases.md" 2>"$OUT/phases.log"
+        cat "$OUT/phases.md" ;;
+    big)
+        python3 - "$WORK/race/corpus/main/rows" "$WORK/big" "${BIG_COPIES:-14}" <<'PY' || exit 1
+import sys
+from pathlib import Path
+rows, big, copies = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+big.mkdir(parents=True, exist_ok=True)
+for path in sorted(rows.glob("*.jsonl")):
+    data = path.read_bytes()
+    with open(big / path.name, "wb") as out:
+        for copy in range(copies):
+            out.write(data.replace(b'"response": "', b'"response": "%d ' % copy))
+print(sum(p.stat().st_size for p in big.iterdir()) / 1e9, "GB")
+PY
+        largest=${THREADS##*,}
+        [ "${THREADS%%,*}" -gt "$largest" ] && largest=${THREADS%%,*}
+        python3 -m benchmarks.prepare --corpus "$WORK/big" --text-field response \
+            --tokenizers qwen --threads "$largest" --no-datatrove --dedup-modes none,doc \
+            --workdir "$WORK/prepare_big" >"$OUT/big.md" 2>"$OUT/big.log"
+        tail -n 12 "$OUT/big.md" "$OUT/big.log" ;;
+    *) echo "unknown step $step" ;;
+    esac
+done
+echo "== done $(date +%T)"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import threading
 import time
@@ -27,6 +26,7 @@ from data_io.prepare.dedup import (
     dedup_mode,
     parse_memory,
 )
+from data_io.prepare.identity import PendingDigests, plan_inputs
 from data_io.prepare.lines import LineDedup, LineSpool, write_line_shards
 from data_io.prepare.normalize import CleanOptions, CleanStats
 from data_io.prepare.parts import parts_lookup
@@ -52,7 +52,6 @@ from data_io.prepare.state import (
     check_same_options,
     end_run,
     exclusive,
-    file_sha256,
     open_output,
     rollback,
     split_records,
@@ -64,7 +63,6 @@ from data_io.prepare.tokenizers import (
     load_tokenizer,
     write_state,
 )
-from data_io.util.hub import hub_unreachable
 
 __all__ = ["DTYPES", "LAYOUTS", "PrepareResult", "RunPlan", "plan_run", "prepare"]
 
@@ -214,6 +212,7 @@ def prepare(
         parts = out / SCALE_PARTS
     lookup = None
     if parts is not None:
+        plan.digests.wait()  # a part is matched to its source by content
         find = parts_lookup(Path(parts), {s.name: e for s, e in new}, plan.options)
 
         def lookup(source: Source) -> Any:
@@ -285,6 +284,9 @@ class RunPlan:
     known: list[str]
     skipped: list[str]
     same_as: dict[str, str]
+    # The new files' content hashes still being computed (identity.py): ``wait`` before
+    # reading ``new``'s hashes.
+    digests: PendingDigests
 
 
 def plan_run(
@@ -362,7 +364,7 @@ def plan_run(
     # hash at exit.
     planned: Future[Any] = Future()
     threading.Thread(
-        target=_resolve, args=(planned, _plan_inputs, sources, metadata), daemon=True
+        target=_resolve, args=(planned, plan_inputs, sources, metadata), daemon=True
     ).start()
     tok = load_tokenizer(tokenizer, eos_token, out)
     options = {
@@ -390,12 +392,24 @@ def plan_run(
                 f"--layout {recorded_layout} to add inputs, or prepare into a new folder"
             )
         check_same_options(out, metadata, options)
-    new, known, same_as = planned.result()
+    new, known, same_as, digests = planned.result()
     recorded_dtype = metadata["dtype"] if metadata else None
     growable = tok.kind == "char"
     check_dtype(dtype, tok.vocab_size, recorded_dtype, growable=growable)  # before any work
     return RunPlan(
-        out, metadata, rolled_back, read, clean, tok, options, budget, new, known, skipped, same_as
+        out,
+        metadata,
+        rolled_back,
+        read,
+        clean,
+        tok,
+        options,
+        budget,
+        new,
+        known,
+        skipped,
+        same_as,
+        digests,
     )
 
 
@@ -458,91 +472,6 @@ def _check_output_outside(out: Path, given: list[Any], sources: list[Source]) ->
                 f"the output folder {out} holds the input {source.name}; pass an output folder "
                 "outside the inputs"
             )
-
-
-def _plan_inputs(
-    sources: list[Source], metadata: dict[str, Any] | None
-) -> tuple[list[tuple[Source, dict[str, Any]]], list[str], dict[str, str]]:
-    """The sources not prepared yet (with their identity), the names of those that were, and
-    the sources whose content was prepared under another name (new name -> that name).
-
-    A source prepared before must be unchanged: runs only append, they never rewrite shards.
-    A file that was moved, renamed or copied is known by its content hash: preparing it again
-    would add its documents twice (or, with dedup, read it all to drop every document).
-    """
-    prior = {entry["name"]: entry for entry in metadata["inputs"]} if metadata else {}
-    by_content = {entry["sha256"]: entry["name"] for entry in prior.values()}
-    new: list[tuple[Source, dict[str, Any]]] = []
-    known: list[str] = []
-    same_as: dict[str, str] = {}
-    for source in sources:
-        entry = source_identity(source, prior.get(source.name))
-        old = prior.get(source.name)
-        if old is None:
-            earlier = by_content.get(entry["sha256"])
-            if earlier is not None:
-                known.append(source.name)
-                same_as[source.name] = earlier
-            else:
-                new.append((source, entry))
-                by_content[entry["sha256"]] = source.name  # a second copy in this same run
-        elif _same_content(entry["sha256"], old["sha256"]):
-            known.append(source.name)
-        else:
-            raise InputError(
-                f"{source.name}: changed since run {old['run']} prepared it (content sha256 "
-                f"{old['sha256'][:12]}… then, {entry['sha256'][:12]}… now); prepare only "
-                "appends new inputs: restore the file, give the new content another name, or "
-                "prepare into a new folder"
-            )
-    return new, known, same_as
-
-
-def _same_content(now: str, then: str) -> bool:
-    """Equal identities; a Hub dataset whose revision could not be asked (offline) on one of
-    the two runs is taken as the same (its id is all there is to compare)."""
-    if now == then:
-        return True
-    if not (now.startswith("hub:") and then.startswith("hub:")):
-        return False
-    (now_id, _, now_revision), (then_id, _, then_revision) = now.partition("@"), then.partition("@")
-    return now_id == then_id and not (now_revision and then_revision)
-
-
-def _hub_revision(name: str) -> str | None:
-    """The commit a Hub dataset id points at now, or None offline (then the id alone names it)."""
-
-    if hub_unreachable() is not None:
-        return None
-    from huggingface_hub import HfApi  # noqa: PLC0415  heavy: huggingface_hub, only when the Hub is asked
-
-    try:
-        return HfApi().dataset_info(name, timeout=10).sha
-    except Exception:  # unknown id, gated, network trouble: the read itself will say what
-        return None
-
-
-def source_identity(source: Source, old: dict[str, Any] | None) -> dict[str, Any]:
-    """Name, kind, size, mtime and content hash; the hash is reused when size and mtime match."""
-    entry: dict[str, Any] = {"name": source.name, "kind": source.kind, "sha256": None}
-    if source.kind == "datasets" and not Path(source.name).exists():
-        revision = _hub_revision(source.name)
-        entry["sha256"] = f"hub:{source.name}" + (f"@{revision}" if revision else "")
-        return entry
-    path = Path(source.name)
-    if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file() and ".cache" not in p.parts)
-        digest = [f"{p.relative_to(path).as_posix()}:{file_sha256(p)}" for p in files]
-        entry["sha256"] = "folder:" + hashlib.sha256("\n".join(digest).encode()).hexdigest()
-        return entry
-    stat = path.stat()
-    entry.update(size=stat.st_size, mtime_ns=stat.st_mtime_ns)
-    same_stat = old is not None and (old.get("size"), old.get("mtime_ns")) == (
-        stat.st_size,
-        stat.st_mtime_ns,
-    )
-    entry["sha256"] = old["sha256"] if same_stat and old else file_sha256(path)
-    return entry
 
 
 def _run(
@@ -662,6 +591,7 @@ def _run(
         result.skipped_files.extend(f"{name} (no documents)" for name in read_stats.empty_sources)
         result.cleaning = clean_stats.as_dict()
         result.dtype, result.vocab_size, result.eos_id = dtype.name, tok.vocab_size, tok.eos_id
+        plan.digests.wait()  # the new files' hashes, read while pass 1 ran
         new_metadata = _metadata(
             metadata, run, records, options, tok, tokenizer_files, hashes, entries, result
         )

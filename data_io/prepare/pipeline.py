@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -280,24 +281,63 @@ def _encode_group(
         if dedup is not None:
             dedup.add(bands if bands is not None else hashes, numbered)
         numbered += len(hashes)
-        spool.append(ids, offsets, val, hashes, bands)
-        bar.advance_tokens(len(ids))
+        writes.append(writer.submit(_write, spool, bar, ids, offsets, val, hashes, bands))
+        while len(writes) > _WRITES_AHEAD:
+            writes.popleft().result()
 
+    # Three threads, each batch passing through them in order: this one reads, "encode"
+    # prepares in Rust (on the encoder's pool), "write" appends to the spool or the shards
+    # (and hashes the shards). On many cores the encoding is short enough for the rest to
+    # decide the speed, so the reading and the writing do not wait for each other.
     pending: Future[_Prepared] | None = None
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="prepare-encode") as encoder:
+    writes: deque[Future[None]] = deque()
+    with (
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="prepare-encode") as encoder,
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="prepare-write") as writer,
+    ):
         try:
-            for batch in reader.batches(sources):
-                future = encoder.submit(prepare, batch, bar.bytes_done)
+            try:
+                for batch in reader.batches(sources):
+                    future = encoder.submit(prepare, batch, bar.bytes_done)
+                    if pending is not None:
+                        # Taken before it is drained: a batch whose draining failed (a write's
+                        # error surfacing) is not drained again below.
+                        waiting, pending = pending, None
+                        drain(waiting)
+                    pending = future
+            except Exception:
                 if pending is not None:
-                    drain(pending)
-                pending = future
-        except Exception:
+                    waiting, pending = pending, None
+                    drain(waiting)  # an earlier document's error comes first
+                raise
             if pending is not None:
-                waiting, pending = pending, None
-                drain(waiting)  # an earlier document's error comes first
-            raise
-        if pending is not None:
-            drain(pending)
+                drain(pending)
+        finally:
+            # Every write done (or failed) before the spool is closed; a write's error (a
+            # full disk) is the run's error unless an earlier one is on its way already.
+            failures = [w.exception() for w in writes]
+            writes.clear()
+        failure = next((f for f in failures if f is not None), None)
+        if failure is not None:
+            raise failure
+
+
+def _write(
+    spool: Spool | ShardSink | LineSpool,
+    bar: ProgressBar,
+    ids: NDArray[np.uint32],
+    offsets: NDArray[np.int64],
+    val: NDArray[Any],
+    hashes: NDArray[np.uint64],
+    bands: NDArray[Any] | None,
+) -> None:
+    spool.append(ids, offsets, val, hashes, bands)
+    bar.advance_tokens(len(ids))
+
+
+# Batches prepared and waiting to be written: bounds the memory they hold while the writing
+# (a slow disk) catches up.
+_WRITES_AHEAD = 2
 
 
 _Prepared = tuple[

@@ -16,13 +16,8 @@ from typing import Any, ClassVar
 from data_io.errors import ConfigError
 from data_io.formats.ranges import document_ranges
 from data_io.formats.raw_text import ByteRange, RowGroups, Source, expand_inputs
-from data_io.prepare.api import (
-    PrepareResult,
-    plan_run,
-    prepare,
-    read_and_clean_options,
-    source_identity,
-)
+from data_io.prepare.api import PrepareResult, plan_run, prepare, read_and_clean_options
+from data_io.prepare.identity import source_identity
 from data_io.prepare.parts import write_part
 from data_io.prepare.pipeline import encoder_threads
 from data_io.prepare.state import exclusive
@@ -72,6 +67,7 @@ class PrepareStage:
                 for index, (span, size) in enumerate(spans)
             ]
         units.sort(key=lambda u: (-u.bytes, u.task, u.index))
+        plan.digests.wait()  # the plan records every input's content hash
         return Plan(
             stage=self.name,
             output=str(out),

@@ -84,3 +84,34 @@ def test_threads_apply_to_every_call_and_leave_the_environment_as_it_was(
         run([tmp_path / "in"], out, small_tokenizer, threads=count)
         assert _eventually(lambda count=count: _encode_threads() == count), _encode_threads()
         assert "RAYON_NUM_THREADS" not in os.environ
+
+
+@pytest.mark.parametrize("dedup", ["none", "doc", "near"])
+def test_a_write_that_fails_on_the_writer_thread_fails_the_run_and_leaves_nothing(
+    small_tokenizer: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dedup: str
+):
+    """The shards (or the spool) are written by their own thread: its error (a full disk here)
+    is the run's, raised once every batch before it is done, and the folder is rolled back."""
+    import errno
+
+    from data_io.formats import raw_reading
+    from data_io.prepare import pipeline
+
+    _corpus(tmp_path / "in")
+    monkeypatch.setattr(raw_reading, "BATCH_BYTES", 4096)  # many batches, many writes
+    calls = {"count": 0}
+    for sink in (pipeline.ShardSink, pipeline.Spool):
+        append = sink.append
+
+        def failing(self, *args, append=append, **kwargs):
+            calls["count"] += 1
+            if calls["count"] == 3:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return append(self, *args, **kwargs)
+
+        monkeypatch.setattr(sink, "append", failing)
+    out = tmp_path / "out"
+    with pytest.raises(OSError, match="No space left"):
+        run([tmp_path / "in"], out, small_tokenizer, dedup=dedup, threads=2)
+    assert calls["count"] >= 3
+    assert not list(out.glob("*/shard_*")) and not (out / "dataset_metadata.json").exists()

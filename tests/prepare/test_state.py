@@ -283,32 +283,6 @@ def test_cli_says_an_interrupted_run_was_rolled_back(
     assert "rolled back an interrupted run first" in capsys.readouterr().out
 
 
-def test_hub_identity_compares_revisions_only_when_both_are_known():
-    same = api._same_content
-    assert same("hub:org/set@abc", "hub:org/set@abc")
-    assert not same("hub:org/set@abc", "hub:org/set@def")  # the dataset moved on at the Hub
-    assert same("hub:org/set", "hub:org/set@abc") and same("hub:org/set@abc", "hub:org/set")
-    assert not same("hub:org/set", "hub:org/other@abc")
-    assert not same("hub:org/set", "folder:abc") and not same("sha", "other")
-
-
-def test_hub_revision_is_not_asked_offline(monkeypatch: pytest.MonkeyPatch):
-    from data_io.util import hub
-
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    assert api._hub_revision("org/set") is None
-    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-    monkeypatch.setattr(hub, "_probe", lambda url: None)  # "reachable"
-
-    class Info:
-        sha = "0123abc"
-
-    import huggingface_hub
-
-    monkeypatch.setattr(huggingface_hub.HfApi, "dataset_info", lambda self, name, timeout: Info)
-    assert api._hub_revision("org/set") == "0123abc"
-
-
 def _last_shard(out: Path, split: str = "train") -> Path:
     return sorted((out / split).glob("shard_*.bin"))[-1]
 

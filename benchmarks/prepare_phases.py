@@ -1,0 +1,200 @@
+"""Where ``prepare``'s time goes, by thread count: the reading (the calling thread), the Rust
+batch step (``_core.prepare_batch``: parse, clean, hash, encode on the encoder's pool) and the
+writing (spool or shards), each thread's busy seconds beside the run's, and what runs before
+and after pass 1. On many cores the encoding is short and these decide the speed: a phase
+whose busy time nears the run's is the one to shorten.
+
+    .venv/bin/python -m benchmarks.prepare_phases [--corpus DIR] [--text-field response]
+        [--tokenizer PATH] [--threads 1,2] [--dedup none,doc] [--rounds 3] [--floor]
+        [--baseline DIR] [--batch-mb MB] [--switch-ms MS]
+
+``--floor``: the encoder's null engine too (every step but encoding). ``--baseline DIR``:
+another checkout's ``data_io`` (with its built extension) run alike, alternating with this one
+round by round, so the two builds are compared side by side. ``--batch-mb`` and ``--switch-ms``
+try the reader's batch size and Python's thread switch interval. MB/s counts input bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+ROOT = _HERE.parent
+# benchmarks/tokenize.py would shadow the standard library's `tokenize`: this folder off the
+# import path (the build to measure comes first on it, from PYTHONPATH).
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+QWEN = Path.home() / ".cache" / "data_io" / "vocab" / "qwen" / "tokenizer.json"
+CORPUS = ROOT / "work" / "race" / "corpus" / "main" / "rows"
+
+
+def child(spec: dict) -> dict:
+    """One run of ``prepare`` with its phases timed (imported from the build on sys.path)."""
+    import data_io.prepare.api as api
+    import data_io.prepare.pipeline as pipeline
+    from data_io import _core
+    from data_io.formats import raw_reading
+
+    busy: dict[str, float] = {"read": 0.0, "prepare_batch": 0.0, "write": 0.0}
+
+    def timed(name: str, work):
+        def run(*args, **kwargs):
+            began = time.perf_counter()
+            try:
+                return work(*args, **kwargs)
+            finally:
+                busy[name] += time.perf_counter() - began
+
+        return run
+
+    class Core:  # the pipeline's `_core`, its batch step timed
+        def __getattr__(self, name: str):
+            return getattr(_core, name)
+
+    Core.prepare_batch = staticmethod(timed("prepare_batch", _core.prepare_batch))  # type: ignore[attr-defined]
+    pipeline._core = Core()  # type: ignore[assignment]
+    batches = raw_reading.DocumentReader.batches
+
+    def timed_batches(self, sources):
+        produced = batches(self, sources)
+        while True:
+            began = time.perf_counter()
+            try:
+                batch = next(produced)
+            except StopIteration:
+                return
+            finally:
+                busy["read"] += time.perf_counter() - began
+            yield batch
+
+    raw_reading.DocumentReader.batches = timed_batches
+    pipeline.ShardSink.append = timed("write", pipeline.ShardSink.append)
+    pipeline.Spool.append = timed("write", pipeline.Spool.append)
+    pass_one = timed("pass_1", api.encode_inputs)
+    busy["pass_1"] = 0.0
+    api.encode_inputs = pass_one
+
+    if spec.get("batch_mb"):  # the reader's batch size (read at each batch)
+        raw_reading.BATCH_BYTES = int(spec["batch_mb"] * 2**20)
+    if spec.get("switch_ms"):  # how long a thread holding the GIL keeps the others waiting
+        sys.setswitchinterval(spec["switch_ms"] / 1000)
+    out = Path(spec["out"])
+    shutil.rmtree(out, ignore_errors=True)
+    began, cpu = time.perf_counter(), time.process_time()
+    result = api.prepare(
+        [spec["corpus"]],
+        out,
+        tokenizer=spec["tokenizer"],
+        dedup=spec["dedup"],
+        text_field=spec["text_field"],
+        progress=False,
+    )
+    seconds = time.perf_counter() - began
+    shutil.rmtree(out, ignore_errors=True)
+    return {
+        "seconds": seconds,
+        "cores": (time.process_time() - cpu) / seconds,
+        "bytes": result.bytes_read,
+        "tokens": sum(result.tokens.values()),
+        **busy,
+    }
+
+
+def _run(build: Path, spec: dict, threads: int) -> dict:
+    env = {
+        **os.environ,
+        "RAYON_NUM_THREADS": str(threads),
+        "OPENBLAS_NUM_THREADS": "1",
+        # The build first; what else the caller's path holds (packages installed beside) after.
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(build), os.environ.get("PYTHONPATH")])),
+    }
+    if spec.get("floor"):
+        env["DATA_IO_ENCODER"] = "null"
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec)],
+        env=env,
+        cwd=build,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"{build}: {done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=CORPUS)
+    parser.add_argument("--text-field", default="response")
+    parser.add_argument("--tokenizer", default=str(QWEN))
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--dedup", default="none,doc")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--floor", action="store_true", help="the null encoder's rows too")
+    parser.add_argument("--baseline", type=Path, help="another checkout's data_io, side by side")
+    parser.add_argument("--batch-mb", type=float, help="the reader's batch size (default 8 MiB)")
+    parser.add_argument("--switch-ms", type=float, help="sys.setswitchinterval (default 5 ms)")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(json.loads(args.child))))
+        return
+    builds = {"this": ROOT} | ({"baseline": args.baseline.resolve()} if args.baseline else {})
+    work = Path(tempfile.mkdtemp(prefix="prepare_phases."))
+    rows = []
+    for threads in (int(t) for t in args.threads.split(",")):
+        for floor in (False, True) if args.floor else (False,):
+            for dedup in args.dedup.split(","):
+                spec = {
+                    "corpus": str(args.corpus.resolve()),
+                    "out": str(work / "out"),
+                    "tokenizer": args.tokenizer,
+                    "dedup": dedup,
+                    "text_field": args.text_field,
+                    "floor": floor,
+                    "batch_mb": args.batch_mb,
+                    "switch_ms": args.switch_ms,
+                }
+                runs: dict[str, list[dict]] = {name: [] for name in builds}
+                for round_ in range(args.rounds):
+                    order = list(builds) if round_ % 2 == 0 else list(reversed(builds))
+                    for name in order:
+                        runs[name].append(_run(builds[name], spec, threads))
+                for name, done in runs.items():
+                    best = min(done, key=lambda r: r["seconds"])
+                    spread = [r["bytes"] / r["seconds"] / 1e6 for r in done]
+                    rows.append(
+                        (threads, dedup + (" (floor)" if floor else ""), name, best, spread)
+                    )
+                    print(json.dumps({"threads": threads, "dedup": dedup, "floor": floor,
+                                      "build": name, "runs": done}), file=sys.stderr)  # fmt: skip
+    shutil.rmtree(work, ignore_errors=True)
+    print(f"corpus {args.corpus}; fastest of {args.rounds} rounds (all rounds' MB/s in brackets)\n")
+    print("| threads | dedup | build | MB/s | cores used | run s | pass 1 s | read s | "
+          "prepare_batch s | write s | outside pass 1 s |")  # fmt: skip
+    print("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for threads, dedup, name, best, spread in rows:
+        mbs = best["bytes"] / best["seconds"] / 1e6
+        others = ", ".join(f"{m:.0f}" for m in sorted(spread))
+        print(
+            f"| {threads} | {dedup} | {name} | {mbs:.1f} [{others}] | {best['cores']:.2f} | "
+            f"{best['seconds']:.3f} | {best['pass_1']:.3f} | {best['read']:.3f} | "
+            f"{best['prepare_batch']:.3f} | {best['write']:.3f} | "
+            f"{best['seconds'] - best['pass_1']:.3f} |"
+        )
+    print("\nmedian MB/s by build: " + ", ".join(
+        f"{name} {statistics.median(r[3]['bytes'] / r[3]['seconds'] / 1e6 for r in rows if r[2] == name):.1f}"
+        for name in builds))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
