@@ -1110,7 +1110,10 @@ impl SeenHashes {
     /// Every hash, sorted, as `(n, 2)` uint64: the kept-hashes file's content.
     fn sorted<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<u64>>> {
         let rows = self.inner.len();
-        flat_pairs(py, self.inner.sorted()).reshape([rows, 2])
+        let pool = crate::encoder::process_pool().map_err(|e| to_py_err(py, e))?;
+        let inner = &self.inner;
+        let all = py.detach(|| pool.install(|| inner.sorted()));
+        flat_pairs(py, all).reshape([rows, 2])
     }
 
     /// Bytes the table holds.

@@ -8,6 +8,8 @@
 use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use rayon::slice::ParallelSliceMut;
+
 /// The hashes are uniformly random already: the table takes their low bits as they are.
 #[derive(Default)]
 pub struct TakeLowBits(u64);
@@ -129,7 +131,9 @@ impl SeenHashes {
         )
     }
 
-    /// Every hash, sorted as (high, low) pairs: the format of the kept-hashes file.
+    /// Every hash, sorted as (high, low) pairs: the format of the kept-hashes file. Sorted on
+    /// the caller's rayon pool: near-dedup's bands run to millions, and at the end of a run
+    /// nothing else is left to use the threads.
     pub fn sorted(&self) -> Vec<[u64; 2]> {
         // Pairs compare as (high, low), the order of the u128 values: one vector, sorted where
         // it was made (a large corpus holds hundreds of MB of bands; every fresh page costs).
@@ -138,7 +142,7 @@ impl SeenHashes {
             .iter()
             .map(|&value| [(value >> 64) as u64, value as u64])
             .collect();
-        all.sort_unstable();
+        all.par_sort_unstable();
         all
     }
 }
