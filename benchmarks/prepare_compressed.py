@@ -1,6 +1,8 @@
 """``data_io prepare`` on compressed JSONL (gzip, zstd, bzip2, xz; Rust decompresses each
 while it reads, ``RawDocuments.open_file(compression=...)``) and on the same rows as Parquet
-(``--formats parquet``: pyarrow reads, Rust takes each batch's buffers) beside the same text plain, round
+(``--formats parquet``: pyarrow reads, Rust takes each batch's buffers) and as a ``datasets``
+folder (``--formats saved``: ``save_to_disk``, read through ``datasets``' Arrow batches) beside
+the same text plain, round
 after round, each run its own process; with ``--baseline DIR``, also the build whose ``data_io``
 package (its extension inside) is in ``DIR``, run alternately with this one: e.g. the commit
 before a change, ``git archive REV data_io | tar -x -C DIR`` plus its built ``_core.abi3.so``.
@@ -13,7 +15,11 @@ each cell with the spread, and checks that every run, of either build, writes th
 shards of the plain file.
 
     .venv/bin/python -m benchmarks.prepare_compressed [--mb 110] [--threads 1,2] [--rounds 3]
-        [--formats gz,zst,bz2,xz,parquet] [--tokenizer qwen|null] [--baseline DIR] [--read-only]
+        [--formats gz,zst,bz2,xz,parquet,saved] [--tokenizer qwen|null] [--baseline DIR]
+        [--read-only]
+
+With ``--read-only`` the children import ``datasets`` and torch (``to_iterable_dataset`` does)
+before the clock for a ``saved`` folder: the reading is timed, not the imports.
 """
 
 from __future__ import annotations
@@ -47,6 +53,8 @@ import sys, time
 from pathlib import Path
 from data_io.formats.raw_reading import DocumentReader
 from data_io.formats.raw_text import ReadOptions, ReadStats, expand_inputs
+if Path(sys.argv[1]).is_dir():  # a datasets folder: its imports before the clock
+    import datasets, torch
 class Quiet:
     def describe(self, name): pass
     def advance_bytes(self, count): pass
@@ -67,6 +75,9 @@ main(["prepare", sys.argv[1], "-o", sys.argv[2], "--tokenizer", sys.argv[3],
       "--threads", sys.argv[4], "-q"])
 print(time.perf_counter() - began)
 """
+
+# Where each format's copy of the rows is kept (else rows.jsonl.KIND).
+_STORED = {"parquet": "rows.parquet", "saved": "rows.saved"}
 
 _COMPRESS: dict[str, Callable[[bytes], bytes]] = {
     "gz": lambda data: gzip.compress(data, compresslevel=6),
@@ -95,13 +106,20 @@ def corpus(megabytes: float, formats: list[str]) -> dict[str, Path]:
         _write(plain, bytes(rows))
     files = {"plain": plain}
     for kind in formats:
-        files[kind] = folder / ("rows.parquet" if kind == "parquet" else f"rows.jsonl.{kind}")
+        files[kind] = folder / _STORED.get(kind, f"rows.jsonl.{kind}")
         if files[kind].exists():
             continue
         print(f"writing {plain.name} as {files[kind].name} ...", flush=True)
         if kind == "parquet":
             part = files[kind].with_name(files[kind].name + ".part")
             pq.write_table(pj.read_json(plain).select(["text"]), part, row_group_size=65536)
+            part.rename(files[kind])
+        elif kind == "saved":
+            import datasets  # heavy: only for this format
+
+            part = files[kind].with_name(files[kind].name + ".part")
+            texts = pj.read_json(plain).column("text").to_pylist()
+            datasets.Dataset.from_dict({"text": texts}).save_to_disk(part)
             part.rename(files[kind])
         else:
             _write(files[kind], _COMPRESS[kind](plain.read_bytes()))
@@ -133,6 +151,13 @@ def run(
         cwd=ROOT if build is None else build,
     )
     return float(done.stdout.strip().splitlines()[-1])
+
+
+def _stored_bytes(path: Path) -> int:
+    """A file's size, or the bytes of the files in a folder."""
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return path.stat().st_size
 
 
 def same_shards(a: Path, b: Path) -> None:
@@ -195,10 +220,12 @@ def main() -> None:
     for (kind, threads, name), seconds in times.items():
         if name != "this build":
             continue
-        stored = sources[kind].stat().st_size / 1e6
+        stored = _stored_bytes(sources[kind]) / 1e6
         cells = [spread(times[(kind, threads, column)]) for column in columns]
         plain = min(times[("plain", threads, "this build")])
-        name = {"plain": ".jsonl", "parquet": ".parquet"}.get(kind, f".jsonl.{kind}")
+        name = {"plain": ".jsonl", "parquet": ".parquet", "saved": "save_to_disk folder"}.get(
+            kind, f".jsonl.{kind}"
+        )
         row = f"| {name} | {stored:.1f} | {threads} | "
         row += " | ".join(cells) + f" | {min(seconds) / plain:.2f}x |"
         if len(columns) > 1:

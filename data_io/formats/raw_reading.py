@@ -30,7 +30,7 @@ from data_io.formats.raw_text import (
     ReadStats,
     RowGroups,
     Source,
-    datasets_documents,
+    datasets_batches,
     empty_input_error,
     jsonl_row_text,
     parquet_batch_texts,
@@ -43,7 +43,6 @@ __all__ = ["BATCH_BYTES", "DocumentReader", "read_documents"]
 # A batch: enough text for every thread of the pool to take many chunks, little enough that
 # reading the next one overlaps its encoding without holding much memory.
 BATCH_BYTES = 8 << 20
-_TEXTS_PER_FEED = 2048
 _READ_BYTES = 1 << 20  # of text per read of a file Rust reads
 
 
@@ -124,17 +123,14 @@ class DocumentReader:
                 if documents.ready_bytes >= BATCH_BYTES:
                     yield documents.take()
             return
-        texts: list[str] = []
-        row = source.span.first_row if isinstance(source.span, RowGroups) else 0
-        for text in datasets_documents(source, self.options):
-            texts.append(text)
-            if len(texts) == _TEXTS_PER_FEED:
-                documents.feed_texts(texts, row)
-                row += len(texts)
-                texts = []
-                if documents.ready_bytes >= BATCH_BYTES:
-                    yield documents.take()
-        documents.feed_texts(texts, row)
+        first = source.span.first_row if isinstance(source.span, RowGroups) else 0
+        for row, texts in datasets_batches(source, self.options):
+            if isinstance(texts, list):
+                documents.feed_texts(texts, first + row)
+            else:  # the text column's Arrow array
+                self._feed_column(source, first + row, texts)
+            if documents.ready_bytes >= BATCH_BYTES:
+                yield documents.take()
 
     def _feed_column(self, source: Source, row: int, column: Any) -> None:
         """One Parquet batch's texts, handed over from the column's buffers (no Python string

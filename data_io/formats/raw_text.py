@@ -31,6 +31,7 @@ __all__ = [
     "ReadStats",
     "RowGroups",
     "Source",
+    "datasets_batches",
     "datasets_documents",
     "empty_input_error",
     "expand_inputs",
@@ -419,8 +420,51 @@ def _is_view(kind: Any) -> bool:
 
 def datasets_documents(source: Source, options: ReadOptions) -> Iterator[str]:
     """The documents of a ``datasets`` source, one per row (``options.text_field`` of each),
-    streamed; not counted here: ``prepare`` counts them in Rust."""
+    streamed as Python dicts; not counted here: ``prepare`` counts them in Rust."""
+    resolved = resolve_text_source(source.name, options.split, options.hf_config)
+    yield from _row_texts(resolved, resolved.load(streaming=True), options.text_field)
+
+
+def _row_texts(resolved: Any, rows: Any, field: str) -> Iterator[str]:
+    for number, row in enumerate(rows):
+        yield _field_text(row, field, f"{resolved.label}: row {number}")
+
+
+def datasets_batches(source: Source, options: ReadOptions) -> Iterator[tuple[int, Any]]:
+    """(number of the batch's first row, its texts) for each batch of a ``datasets`` source,
+    streamed. Where the text field is a string feature (a saved dataset, Parquet, Arrow): the
+    text column of the rows' Arrow batches, as a pyarrow string array, with no Python object
+    per row. Else (JSON rows, whose types ``datasets`` does not know ahead): the rows' texts as
+    a list of Python strings, each row's field checked. Either way a missing, null or
+    non-string value is an error naming the row, as ``datasets_documents`` says it."""
     resolved = resolve_text_source(source.name, options.split, options.hf_config)
     rows = resolved.load(streaming=True)
-    for number, row in enumerate(rows):
-        yield _field_text(row, options.text_field, f"{resolved.label}: row {number}")
+    field = options.text_field
+    row = 0
+    if not _string_feature(rows, field):
+        texts: list[str] = []
+        for text in _row_texts(resolved, rows, field):
+            texts.append(text)
+            if len(texts) == _PARQUET_BATCH_ROWS:
+                yield row, texts
+                row, texts = row + len(texts), []
+        if texts:
+            yield row, texts
+        return
+    for table in rows.with_format("arrow").iter(batch_size=_PARQUET_BATCH_ROWS):
+        column = table.column(field).combine_chunks()
+        if column.null_count:  # the first null, named as the dict rows name it
+            for k, value in enumerate(column.to_pylist()):
+                _field_text({field: value}, field, f"{resolved.label}: row {row + k}")
+        yield row, column
+        row += table.num_rows
+
+
+def _string_feature(rows: Any, field: str) -> bool:
+    """Whether ``datasets`` knows ``field`` of ``rows`` to be a string (its Arrow column then
+    is one)."""
+    from datasets import Value  # noqa: PLC0415  heavy: datasets (~1 s), only for HF sources
+
+    features = getattr(rows, "features", None)
+    feature = features.get(field) if features else None
+    return isinstance(feature, Value) and feature.dtype in ("string", "large_string")

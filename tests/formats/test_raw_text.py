@@ -356,6 +356,60 @@ def test_save_to_disk_folder_is_read_through_datasets(tmp_path: Path):
         read_all(tmp_path / "saved", text_field="body")
 
 
+def _column_feeds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Rows in each batch the reader took as an Arrow column (not as Python strings)."""
+    from data_io.formats import raw_reading
+
+    taken: list[int] = []
+    feed = raw_reading.DocumentReader._feed_column
+
+    def counted(self, source, row, column):
+        taken.append(len(column))
+        return feed(self, source, row, column)
+
+    monkeypatch.setattr(raw_reading.DocumentReader, "_feed_column", counted)
+    return taken
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_a_saved_datasets_string_column_is_read_as_arrow_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, large: bool
+):
+    import datasets
+
+    texts = [f"document {i}: caf\u00e9 \u4e2d\u6587 " + "word " * (i % 17) for i in range(5000)]
+    features = datasets.Features(
+        {
+            "text": datasets.Value("large_string" if large else "string"),
+            "n": datasets.Value("int64"),
+        }
+    )
+    datasets.Dataset.from_dict(
+        {"text": texts, "n": list(range(5000))}, features=features
+    ).save_to_disk(tmp_path / "saved")
+    taken = _column_feeds(monkeypatch)
+    docs, stats = read_all(tmp_path / "saved")  # the oracle reads the rows as dicts
+    assert docs == texts and stats.documents == 5000
+    assert sum(taken) == 5000 and len(taken) > 1  # every row from Arrow, in several batches
+
+
+def test_a_null_or_a_non_string_in_a_datasets_column_names_its_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    import datasets
+
+    texts: list[str | None] = [f"document number {i}" for i in range(3000)]
+    texts[2050] = None  # in the second batch
+    datasets.Dataset.from_dict({"text": texts}).save_to_disk(tmp_path / "nulls")
+    with pytest.raises(InputError, match=r"row 2050: field 'text' is null, not a string"):
+        read_all(tmp_path / "nulls")
+    datasets.Dataset.from_dict({"text": list(range(10))}).save_to_disk(tmp_path / "ints")
+    taken = _column_feeds(monkeypatch)
+    with pytest.raises(InputError, match=r"row 0: field 'text' is a int, not a string"):
+        read_all(tmp_path / "ints")  # not a string feature: the rows as dicts, checked one by one
+    assert taken == []
+
+
 def test_hf_download_folder_is_read_through_datasets(tmp_path: Path):
     hub = Path(__file__).resolve().parents[2] / "data_io" / "example_data" / "raw" / "hub"
     folder = tmp_path / "gsm8k"
