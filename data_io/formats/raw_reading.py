@@ -133,9 +133,9 @@ class DocumentReader:
                 yield documents.take()
 
     def _feed_column(self, source: Source, row: int, column: Any) -> None:
-        """One Parquet batch's texts, handed over from the column's buffers (no Python string
-        per text); a column with nulls, or one Rust refuses (invalid UTF-8), goes through
-        ``parquet_batch_texts``, whose error names the row as it always did."""
+        """One Parquet (or ``datasets``) batch's texts, handed over from the column's buffers
+        (no Python string per text); a column with nulls, or one Rust refuses (invalid UTF-8),
+        goes through ``parquet_batch_texts``, whose error names the row as it always did."""
         if column.null_count == 0:
             data, offsets = string_layout(column)
             try:
