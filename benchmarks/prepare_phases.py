@@ -43,7 +43,7 @@ def child(spec: dict) -> dict:
     from data_io import _core
     from data_io.formats import raw_reading
 
-    busy: dict[str, float] = {"read": 0.0, "prepare_batch": 0.0, "write": 0.0}
+    busy = dict.fromkeys(("pass_1", "read", "prepare_batch", "write"), 0.0)
 
     def timed(name: str, work):
         def run(*args, **kwargs):
@@ -78,9 +78,7 @@ def child(spec: dict) -> dict:
     raw_reading.DocumentReader.batches = timed_batches
     pipeline.ShardSink.append = timed("write", pipeline.ShardSink.append)
     pipeline.Spool.append = timed("write", pipeline.Spool.append)
-    pass_one = timed("pass_1", api.encode_inputs)
-    busy["pass_1"] = 0.0
-    api.encode_inputs = pass_one
+    api.encode_inputs = timed("pass_1", api.encode_inputs)
 
     if spec.get("batch_mb"):  # the reader's batch size (read at each batch)
         raw_reading.BATCH_BYTES = int(spec["batch_mb"] * 2**20)
