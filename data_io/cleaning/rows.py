@@ -14,6 +14,8 @@ from typing import NamedTuple
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from data_io.util.arrow_strings import is_text_type
+
 #: The closed set of condition tags (formats.md §1); the tokenizer maps each to a special token.
 CONDITION_TAGS: frozenset[str] = frozenset({"direct", "cot", "noisy", "synth"})
 
@@ -152,11 +154,7 @@ def table_problem(table: pa.Table, checker: ConditionChecker, keyed: bool) -> st
         return f"the table has columns {table.column_names}, expected {expected}"
     for name in expected:
         column = table.column(name)
-        if not (
-            pa.types.is_string(column.type)
-            or pa.types.is_large_string(column.type)
-            or pa.types.is_string_view(column.type)
-        ):
+        if not is_text_type(column.type):
             return f"column {name} has type {column.type}, not a string type"
         if column.null_count:
             first = pc.index(pc.is_null(column), True).as_py()

@@ -23,6 +23,7 @@ import orjson
 
 from data_io.errors import ConfigError, InputError
 from data_io.formats.text_sources import resolve_text_source
+from data_io.util.arrow_strings import is_text_type
 
 __all__ = [
     "INVALID_UTF8_POLICIES",
@@ -326,7 +327,7 @@ def parquet_batches(
             "pass --text-field NAME for the column holding the text"
         )
     kind = schema.field(field).type
-    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or _is_view(kind)):
+    if not is_text_type(kind):
         raise InputError(
             f"{source.name}: column {field!r} has type {kind}, not a string; pass --text-field "
             "NAME for the column holding the text"
@@ -411,13 +412,6 @@ def _unreadable_rows(source: Source, row: int, err: Exception) -> InputError:
     )
 
 
-def _is_view(kind: Any) -> bool:
-    import pyarrow as pa  # noqa: PLC0415  heavy: pyarrow, only for Parquet/Arrow data
-
-    check = getattr(pa.types, "is_string_view", None)
-    return bool(check and check(kind))
-
-
 def datasets_documents(source: Source, options: ReadOptions) -> Iterator[str]:
     """The documents of a ``datasets`` source, one per row (``options.text_field`` of each),
     streamed as Python dicts; not counted here: ``prepare`` counts them in Rust."""
@@ -432,39 +426,30 @@ def _row_texts(resolved: Any, rows: Any, field: str) -> Iterator[str]:
 
 def datasets_batches(source: Source, options: ReadOptions) -> Iterator[tuple[int, Any]]:
     """(number of the batch's first row, its texts) for each batch of a ``datasets`` source,
-    streamed. Where the text field is a string feature (a saved dataset, Parquet, Arrow): the
-    text column of the rows' Arrow batches, as a pyarrow string array, with no Python object
-    per row. Else (JSON rows, whose types ``datasets`` does not know ahead): the rows' texts as
-    a list of Python strings, each row's field checked. Either way a missing, null or
-    non-string value is an error naming the row, as ``datasets_documents`` says it."""
+    streamed as Arrow tables. Where the batch's text column is a string column (a saved
+    dataset, Parquet, Arrow, and JSON rows, whose column types pyarrow infers as it reads
+    them, even where ``datasets`` names no features): that column, as a pyarrow string array,
+    with no Python object per row. Else (a column of another type, or none): the batch's
+    rows as dicts, each row's field checked. Either way a missing, null or non-string value is
+    an error naming the row, as ``datasets_documents`` says it."""
     resolved = resolve_text_source(source.name, options.split, options.hf_config)
     rows = resolved.load(streaming=True)
     field = options.text_field
     row = 0
-    if not _string_feature(rows, field):
-        texts: list[str] = []
-        for text in _row_texts(resolved, rows, field):
-            texts.append(text)
-            if len(texts) == _PARQUET_BATCH_ROWS:
-                yield row, texts
-                row, texts = row + len(texts), []
-        if texts:
-            yield row, texts
-        return
     for table in rows.with_format("arrow").iter(batch_size=_PARQUET_BATCH_ROWS):
-        column = table.column(field).combine_chunks()
-        if column.null_count:  # the first null, named as the dict rows name it
-            for k, value in enumerate(column.to_pylist()):
-                _field_text({field: value}, field, f"{resolved.label}: row {row + k}")
-        yield row, column
+        kind = table.schema.field(field).type if field in table.column_names else None
+        if kind is not None and is_text_type(kind):
+            column = table.column(field).combine_chunks()
+            if column.null_count:  # the first null, named as the dict rows name it
+                for k, value in enumerate(column.to_pylist()):
+                    _field_text({field: value}, field, f"{resolved.label}: row {row + k}")
+            yield row, column
+        else:
+            yield (
+                row,
+                [
+                    _field_text(values, field, f"{resolved.label}: row {row + k}")
+                    for k, values in enumerate(table.to_pylist())
+                ],
+            )
         row += table.num_rows
-
-
-def _string_feature(rows: Any, field: str) -> bool:
-    """Whether ``datasets`` knows ``field`` of ``rows`` to be a string (its Arrow column then
-    is one)."""
-    from datasets import Value  # noqa: PLC0415  heavy: datasets (~1 s), only for HF sources
-
-    features = getattr(rows, "features", None)
-    feature = features.get(field) if features else None
-    return isinstance(feature, Value) and feature.dtype in ("string", "large_string")

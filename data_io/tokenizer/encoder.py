@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 from data_io import _core
 from data_io.errors import ConfigError, InputError
 from data_io.tokenizer.files import resolve_tokenizer
-from data_io.util.arrow_strings import string_layout
+from data_io.util.arrow_strings import is_text_type, string_layout
 
 __all__ = ["EncodedBatch", "TextEncoder"]
 
@@ -277,11 +277,7 @@ def _arrow_layout(texts: Any) -> tuple[np.ndarray, np.ndarray]:
 
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks() if texts.num_chunks != 1 else texts.chunk(0)
-    if not isinstance(texts, pa.Array) or not (
-        pa.types.is_string(texts.type)
-        or pa.types.is_large_string(texts.type)
-        or pa.types.is_string_view(texts.type)
-    ):
+    if not isinstance(texts, pa.Array) or not is_text_type(texts.type):
         raise TypeError(
             f"encode_batch takes a list of str or a pyarrow string array, not {type(texts).__name__}"
             f"{' of ' + str(texts.type) if isinstance(texts, pa.Array) else ''}"

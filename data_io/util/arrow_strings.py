@@ -8,6 +8,15 @@ from typing import Any
 import numpy as np
 
 
+def is_text_type(kind: Any) -> bool:
+    """Whether a pyarrow type is a string type: ``string``, ``large_string`` or ``string_view``
+    (the last only where the installed pyarrow knows it: 16 and later)."""
+    import pyarrow as pa  # noqa: PLC0415  only Arrow input needs it (and it brought pyarrow itself)
+
+    view = getattr(pa.types, "is_string_view", None)
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind) or (view and view(kind)))
+
+
 def string_layout(texts: Any) -> tuple[np.ndarray, np.ndarray]:
     """The UTF-8 bytes of a pyarrow ``string``, ``large_string`` or ``string_view`` array
     without nulls, and its ``len + 1`` offsets (int64) into them: read from its buffers in

@@ -4,8 +4,9 @@
 //! `cargo run --release --example encode_speed -- TOKENIZER.json ROWS.jsonl [MEGABYTES]`
 //! (rows as written by `python -m benchmarks.corpus`; their instruction and response texts).
 //! `ENGINES=fast` leaves the HF encoder out (for profiling), `ENGINES=split` times the
-//! pre-tokenizer alone. Built with `--features python` it runs on the extension's allocator
-//! (mimalloc), without it on the system's.
+//! pre-tokenizer alone; `WARM=0` times the first pass only (no warm passes, ids not compared:
+//! a profile of the first pass). Built with `--features python` it runs on the extension's
+//! allocator (mimalloc), without it on the system's.
 
 use std::path::Path;
 use std::time::Instant;
@@ -43,12 +44,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         let load = start.elapsed().as_secs_f64();
         let first = timed_pass(&encoder, &texts)?;
-        // Warm: the best of three more passes, to see through other load on the machine.
+        // Warm: the best of three more passes, to see through other load on the machine
+        // (`WARM=0`: none, for profiling the first pass).
+        let passes: usize = std::env::var("WARM").map_or(Ok(3), |n| n.parse())?;
         let mut warm = f64::INFINITY;
-        for _ in 0..3 {
+        for _ in 0..passes {
             warm = warm.min(timed_pass(&encoder, &texts)?);
         }
-        let ids = all_ids(&encoder, &texts)?;
+        let ids = if passes > 0 {
+            all_ids(&encoder, &texts)?
+        } else {
+            Vec::new()
+        };
         println!(
             "{:>14}: load {load:.2} s, first pass {:.1} MB/s, warm {:.1} MB/s, {} ids",
             encoder.engine(),

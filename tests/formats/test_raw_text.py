@@ -410,6 +410,49 @@ def test_a_null_or_a_non_string_in_a_datasets_column_names_its_row(
     assert taken == []
 
 
+def _hub_jsonl_folder(folder: Path, rows: list[dict]) -> Path:
+    """A folder as ``hf download`` leaves it, holding one JSONL file of ``rows``."""
+    (folder / "data").mkdir(parents=True)
+    (folder / ".cache" / "huggingface").mkdir(parents=True)
+    with open(folder / "data" / "train.jsonl", "w") as out:
+        out.writelines(json.dumps(row) + "\n" for row in rows)
+    return folder
+
+
+@pytest.mark.parametrize("features_known", [True, False])
+def test_json_rows_of_a_datasets_source_are_read_as_arrow_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, features_known: bool
+):
+    """JSON rows: pyarrow infers the text column's type as it reads each batch, so the column
+    goes over as Arrow whether or not ``datasets`` names the features ahead."""
+    import datasets
+
+    texts = [f"row {i}: caf\u00e9 \u4e2d\u6587 \\n " + "word " * (i % 13) for i in range(5000)]
+    folder = _hub_jsonl_folder(tmp_path / "hub", [{"text": t, "n": i} for i, t in enumerate(texts)])
+    if not features_known:  # as for JSON rows streamed with no dataset card
+        monkeypatch.setattr(datasets.IterableDataset, "features", property(lambda self: None))
+    taken = _column_feeds(monkeypatch)
+    docs, stats = read_all(folder, split="train")  # the oracle reads the rows as dicts
+    assert docs == texts and stats.documents == 5000
+    assert sum(taken) == 5000 and len(taken) > 1
+
+
+def test_json_rows_whose_text_is_not_a_string_name_the_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    rows = [{"text": i, "n": i} for i in range(10)]
+    taken = _column_feeds(monkeypatch)
+    with pytest.raises(InputError, match=r"row 0: field 'text' is a int, not a string"):
+        read_all(_hub_jsonl_folder(tmp_path / "ints", rows), split="train")
+    assert taken == []
+    rows = [{"text": f"document {i}", "n": i} for i in range(3000)]
+    rows[2500]["text"] = None
+    with pytest.raises(InputError, match=r"row 2500: field 'text' is null, not a string"):
+        read_all(_hub_jsonl_folder(tmp_path / "nulls", rows), split="train")
+    with pytest.raises(InputError, match=r"row 0: no field 'body' \(the row has text, n\)"):
+        read_all(_hub_jsonl_folder(tmp_path / "other", rows[:5]), split="train", text_field="body")
+
+
 def test_hf_download_folder_is_read_through_datasets(tmp_path: Path):
     hub = Path(__file__).resolve().parents[2] / "data_io" / "example_data" / "raw" / "hub"
     folder = tmp_path / "gsm8k"

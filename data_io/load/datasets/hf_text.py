@@ -58,6 +58,7 @@ from data_io.load.dataset_state import MapDatasetState
 from data_io.load.datasets.shards import MemoryMappedDataset, _require_int, pack_window
 from data_io.load.stream_state import STREAM_KEYS, parse_stream_state
 from data_io.tokenizer.encoder import TextEncoder
+from data_io.util.arrow_strings import is_text_type
 from data_io.util.console import on_terminal
 from data_io.util.fs import publish_mode
 from data_io.util.stale import remove_dead_siblings, temporary_prefix
@@ -95,7 +96,7 @@ def _texts(
     column = batch.column(field)
     if stride > 1 or start:
         column = column.take(np.arange(start, len(column), stride))
-    if not _is_text(column.type):
+    if not is_text_type(column.type):
         k, value = _first_not_text(column)
         what = "no text" if value is None else f"a {type(value).__name__}"
         raise _bad_row(source, first_row + start + k * stride, what, field, batch)
@@ -103,12 +104,6 @@ def _texts(
         k = pc.index(column.is_null(), True).as_py()
         raise _bad_row(source, first_row + start + k * stride, "no text", field, batch)
     return column
-
-
-def _is_text(kind: pa.DataType) -> bool:
-    return (
-        pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)
-    )
 
 
 def _first_not_text(column: pa.ChunkedArray) -> tuple[int, Any]:

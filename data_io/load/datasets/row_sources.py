@@ -40,6 +40,7 @@ import pyarrow.parquet as pq
 
 from data_io.errors import ConfigError, InputError
 from data_io.load.packing.layouts import IGNORE_INDEX
+from data_io.util.arrow_strings import is_text_type
 from data_io.util.console import quiet_off_terminal
 from data_io.util.hub import hub_unreachable, offline_by_environment
 
@@ -512,7 +513,7 @@ def _load(source: RowSource, cache_dir: str | None):
 
 def _decode_text_lists(dataset: Any, columns: list[str], source: RowSource):
     """CSV (or any text column) holds lists as JSON text: parse them, once, into the cache."""
-    text = [c for c in columns if _is_text(_arrow_type(dataset, c))]
+    text = [c for c in columns if is_text_type(_arrow_type(dataset, c))]
     if not text:
         return dataset
 
@@ -533,12 +534,6 @@ def _decode_text_lists(dataset: Any, columns: list[str], source: RowSource):
         return out
 
     return dataset.map(parse, batched=True, with_indices=True, desc=None)
-
-
-def _is_text(kind: pa.DataType) -> bool:
-    return (
-        pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)
-    )
 
 
 def _arrow_type(dataset: Any, column: str) -> pa.DataType:
