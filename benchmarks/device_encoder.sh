@@ -15,6 +15,9 @@
 #   phases   where prepare's time goes (benchmarks/prepare_phases.py, dedup none, doc and
 #            near, the null encoder too), beside the build in CARRY_DIR/baseline.tar if any;
 #            PHASES_DEDUP, PHASES_ARGS (e.g. --batch-mb 32) change it
+#   scaling  benchmarks/encoder_scaling.py at the largest thread count, on the main slice's
+#            responses: one process of N threads beside N processes of one thread (the machine's
+#            own ceiling: shared caches, memory bandwidth, hyper-threads), warm; Arrow too
 #   big      benchmarks/prepare.py (none, doc) on BIG_COPIES (default 14) copies of the main
 #            slice's rows, each copy's responses marked with its number (no copy is an exact
 #            duplicate of another): the >= 2 GB corpus, at the largest thread count
@@ -80,8 +83,12 @@ CJK_MB=$(megabytes "$WORK/race/corpus/cjk/corpus.json")
     python3 --version
     python3 -c "import data_io._core, gigatoken, tokenizers; print(tokenizers.__version__)"
     cat /sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/mm/transparent_hugepage/shmem_enabled
+    lscpu
     echo "corpus: main $MB MB, cjk $CJK_MB MB; steps $STEPS; threads $THREADS"
 } >"$OUT/machine.txt" 2>&1
+
+LARGEST=${THREADS##*,}
+[ "${THREADS%%,*}" -gt "$LARGEST" ] && LARGEST=${THREADS%%,*}
 
 for step in ${STEPS//,/ }; do
     echo "== $step $(date +%T)"
@@ -119,6 +126,13 @@ for step in ${STEPS//,/ }; do
             --dedup "${PHASES_DEDUP:-none,doc,near}" ${PHASES_ARGS:-} \
             >"$OUT/phases.md" 2>"$OUT/phases.log"
         cat "$OUT/phases.md" ;;
+    scaling)
+        for form in "" --arrow; do
+            python3 -m benchmarks.encoder_scaling --docs "$WORK/race/corpus/main/rows" \
+                --field response --threads "$LARGEST" --rounds "${ROUNDS:-2}" --seconds 3 $form \
+                --tokenizer "$HOME/.cache/data_io/vocab/qwen/tokenizer.json"
+        done >"$OUT/scaling.md" 2>"$OUT/scaling.log"
+        cat "$OUT/scaling.md" ;;
     big)
         python3 - "$WORK/race/corpus/main/rows" "$WORK/big" "${BIG_COPIES:-14}" <<'PY' || exit 1
 import sys
@@ -132,10 +146,8 @@ for path in sorted(rows.glob("*.jsonl")):
             out.write(data.replace(b'"response": "', b'"response": "%d ' % copy))
 print(sum(p.stat().st_size for p in big.iterdir()) / 1e9, "GB")
 PY
-        largest=${THREADS##*,}
-        [ "${THREADS%%,*}" -gt "$largest" ] && largest=${THREADS%%,*}
         python3 -m benchmarks.prepare --corpus "$WORK/big" --text-field response \
-            --tokenizers qwen --threads "$largest" --no-datatrove --dedup-modes none,doc \
+            --tokenizers qwen --threads "$LARGEST" --no-datatrove --dedup-modes none,doc \
             --workdir "$WORK/prepare_big" >"$OUT/big.md" 2>"$OUT/big.log"
         tail -n 12 "$OUT/big.md" "$OUT/big.log" ;;
     *) echo "unknown step $step" ;;

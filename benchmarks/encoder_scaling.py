@@ -8,8 +8,8 @@ each alike), warm passes over the same texts for a fixed time:
   this work (shared caches, memory, the host's scheduling), with nothing shared in-process;
 - ``together``: one process, N threads (the encoder's helpers).
 
-    python -m benchmarks.encoder_scaling [--docs DIR] [--mb 30] [--threads 2] [--seconds 4]
-        [--rounds 3] [--batch 4096] [--arrow] [--gap-ms 0]
+    python -m benchmarks.encoder_scaling [--docs DIR] [--field text] [--mb 30] [--threads 2]
+        [--seconds 4] [--rounds 3] [--batch 4096] [--arrow] [--gap-ms 0]
 
 ``--gap-ms``: Python work between calls (a loader's packing, the race's digests), during which
 the helpers go to sleep unless they are kept awake. Each row prints MB/s and the cores the
@@ -31,12 +31,12 @@ _DOCS = Path("work/race/corpus150/main/docs")
 _QWEN = Path.home() / ".cache" / "data_io" / "vocab" / "qwen" / "tokenizer.json"
 
 
-def _texts(docs: Path, megabytes: float) -> tuple[list[str], int]:
+def _texts(docs: Path, megabytes: float, field: str = "text") -> tuple[list[str], int]:
     texts, size = [], 0
     for path in sorted(docs.glob("*.jsonl")):
         with path.open(encoding="utf-8") as rows:
             for line in rows:
-                text = json.loads(line)["text"]
+                text = json.loads(line)[field]
                 texts.append(text)
                 size += len(text.encode())
                 if size >= megabytes * 2**20:
@@ -51,7 +51,7 @@ def child(spec: dict) -> dict:
 
     from data_io.tokenizer.encoder import TextEncoder
 
-    texts, size = _texts(Path(spec["docs"]), spec["mb"])
+    texts, size = _texts(Path(spec["docs"]), spec["mb"], spec["field"])
     encoder = TextEncoder(spec["tokenizer"])
     batch = spec["batch"]
     batches: list = [texts[i : i + batch] for i in range(0, len(texts), batch)]
@@ -100,7 +100,8 @@ def _run(spec: dict, threads: int, processes: int) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--docs", type=Path, default=_DOCS, help="a folder of JSONL (text)")
+    parser.add_argument("--docs", type=Path, default=_DOCS, help="a folder of JSONL")
+    parser.add_argument("--field", default="text", help="the JSONL field of the text")
     parser.add_argument("--tokenizer", type=Path, default=_QWEN)
     parser.add_argument("--mb", type=float, default=30)
     parser.add_argument("--threads", type=int, default=2)
@@ -120,8 +121,8 @@ def main() -> None:
             "work/race/corpus150 --mb 150`, or pass --docs"
         )
     spec = {
-        "docs": str(args.docs), "tokenizer": str(args.tokenizer), "mb": args.mb,
-        "seconds": args.seconds, "batch": args.batch, "arrow": args.arrow,
+        "docs": str(args.docs), "field": args.field, "tokenizer": str(args.tokenizer),
+        "mb": args.mb, "seconds": args.seconds, "batch": args.batch, "arrow": args.arrow,
         "gap_ms": args.gap_ms, "warmup_s": 2 + args.mb / 10,
     }  # fmt: skip
     n = args.threads
