@@ -1098,7 +1098,10 @@ impl SeenHashes {
     ) -> PyResult<Option<Bound<'py, PyArray1<bool>>>> {
         let pairs: &[[u64; 2]] = bytemuck::try_cast_slice(hashes.as_slice()?)
             .map_err(|_| PyValueError::new_err("hashes must be (n, 2) uint64"))?;
-        Ok(self.inner.first_seen(pairs).map(|new| new.into_pyarray(py)))
+        let pool = crate::encoder::process_pool().map_err(|e| to_py_err(py, e))?;
+        let inner = &mut self.inner;
+        let new = py.detach(|| pool.install(|| inner.first_seen(pairs)));
+        Ok(new.map(|new| new.into_pyarray(py)))
     }
 
     /// Make room at once for `total` hashes in all, when the budget allows (else nothing);

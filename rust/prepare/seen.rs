@@ -4,11 +4,17 @@
 //! `data_io/prepare/dedup.py` reach after the whole run (the first occurrence is kept), without
 //! writing every token to a spool and copying it again. When the set would outgrow the budget
 //! the caller goes back to the sorted runs.
+//!
+//! The set is cut into shards by the hashes' top bits. Whether a hash was seen before depends
+//! on that hash alone, so each shard takes its share of a batch's hashes in order, all shards at
+//! once on the encoder's threads, and the answers are those of one set: near-dedup records a
+//! dozen bands a document, and one thread inserting them into one table (a random read of a
+//! table of hundreds of MB each) held every other thread up.
 
 use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use rayon::slice::ParallelSliceMut;
+use rayon::prelude::*;
 
 /// The hashes are uniformly random already: the table takes their low bits as they are.
 #[derive(Default)]
@@ -31,8 +37,16 @@ impl Hasher for TakeLowBits {
     }
 }
 
+type Shard = HashSet<u128, BuildHasherDefault<TakeLowBits>>;
+
 /// Bytes per slot of the table: the hash and hashbrown's control byte.
 const SLOT_BYTES: usize = 17;
+/// Shards (log2): enough for the encoder's threads on a large machine.
+const SHARD_BITS: u32 = 5;
+const SHARDS: usize = 1 << SHARD_BITS;
+/// A batch of fewer hashes goes through the shards on the calling thread (as every batch does
+/// on a pool of one thread).
+const PARALLEL_FROM: usize = 1 << 13;
 
 /// The buckets of a hashbrown table of `capacity` (its capacity is 7/8 of its buckets from 8 on).
 fn buckets(capacity: usize) -> usize {
@@ -43,75 +57,148 @@ fn buckets(capacity: usize) -> usize {
     }
 }
 
+/// The buckets a table holding `len` grows to for `wanted` in all.
+fn grown_buckets(wanted: usize) -> usize {
+    (wanted * 8 / 7 + 1).next_power_of_two()
+}
+
+#[inline(always)]
+fn shard_of(high: u64) -> usize {
+    (high >> (64 - SHARD_BITS)) as usize
+}
+
+#[inline(always)]
+fn value(&[high, low]: &[u64; 2]) -> u128 {
+    u128::from(high) << 64 | u128::from(low)
+}
+
 /// Every hash seen, within `budget` bytes (none by default).
-#[derive(Default)]
 pub struct SeenHashes {
-    set: HashSet<u128, BuildHasherDefault<TakeLowBits>>,
+    shards: Vec<Shard>,
     budget: usize,
+}
+
+impl Default for SeenHashes {
+    fn default() -> Self {
+        Self::new(0)
+    }
 }
 
 impl SeenHashes {
     pub fn new(budget: usize) -> Self {
         Self {
-            set: HashSet::default(),
+            shards: (0..SHARDS).map(|_| Shard::default()).collect(),
             budget,
         }
     }
 
-    /// Bytes the table holds now.
+    /// Bytes the tables hold now.
     pub fn bytes(&self) -> usize {
-        buckets(self.set.capacity()) * SLOT_BYTES
+        self.shards
+            .iter()
+            .map(|shard| buckets(shard.capacity()) * SLOT_BYTES)
+            .sum()
     }
 
     pub fn len(&self) -> usize {
-        self.set.len()
+        self.shards.iter().map(HashSet::len).sum()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.set.is_empty()
+        self.shards.iter().all(HashSet::is_empty)
     }
 
-    /// Whether `more` hashes could be added without the table outgrowing the budget (a
-    /// growing table briefly holds its old and its new slots).
-    pub fn has_room_for(&self, more: usize) -> bool {
-        let wanted = self.set.len() + more;
-        if wanted <= self.set.capacity() {
-            return true;
-        }
-        // hashbrown keeps 7/8 of a power-of-two number of buckets usable.
-        let grown = (wanted * 8 / 7 + 1).next_power_of_two();
-        (grown + buckets(self.set.capacity())) * SLOT_BYTES <= self.budget
+    /// Whether each shard could take `more[shard]` hashes without the tables outgrowing the
+    /// budget (the shards grow at once, and a growing table briefly holds its old and its new
+    /// slots).
+    fn has_room_for(&self, more: &[usize]) -> bool {
+        let peak: usize = self
+            .shards
+            .iter()
+            .zip(more)
+            .map(|(shard, &more)| {
+                let now = buckets(shard.capacity());
+                let wanted = shard.len() + more;
+                if wanted <= shard.capacity() {
+                    now
+                } else {
+                    grown_buckets(wanted) + now
+                }
+            })
+            .sum();
+        peak * SLOT_BYTES <= self.budget
     }
 
     /// Make room at once for `total` hashes in all, when the budget allows it (else nothing);
     /// whether `total` fits. A table grown batch by batch doubles a dozen times on a large
     /// corpus, each time re-inserting every hash into freshly zeroed pages, where one
     /// projected size is one table. Too small a guess costs a doubling later, as without it.
+    /// The hashes spread evenly over the shards; each is given a sixteenth more than its share
+    /// (and a little more for small shares), against the chance of an uneven spread.
     pub fn expect(&mut self, total: usize) -> bool {
-        if total <= self.set.capacity() {
+        if total <= self.len() {
             return true;
         }
-        let more = total - self.set.len();
-        let fits = self.has_room_for(more);
+        let share = total.div_ceil(SHARDS);
+        let share = share + share / 16 + 256;
+        let more: Vec<usize> = self
+            .shards
+            .iter()
+            .map(|shard| share.saturating_sub(shard.len()))
+            .collect();
+        let fits = self.has_room_for(&more);
         if fits {
-            self.set.reserve(more);
+            for (shard, &more) in self.shards.iter_mut().zip(&more) {
+                shard.reserve(more);
+            }
         }
         fits
     }
 
     /// Record `hashes` (high, low) in order; true for each one not seen before (the first of
     /// several equal ones in `hashes` too). `None`, and nothing recorded, when they do not fit.
+    /// A large batch is taken by all the shards at once, on the caller's rayon pool.
     pub fn first_seen(&mut self, hashes: &[[u64; 2]]) -> Option<Vec<bool>> {
-        if !self.has_room_for(hashes.len()) {
+        let mut more = vec![0usize; SHARDS];
+        for &[high, _] in hashes {
+            more[shard_of(high)] += 1;
+        }
+        if !self.has_room_for(&more) {
             return None;
         }
-        self.set.reserve(hashes.len());
-        Some(
-            hashes
-                .iter()
-                .map(|&[high, low]| self.set.insert(u128::from(high) << 64 | u128::from(low)))
-                .collect(),
-        )
+        for (shard, &more) in self.shards.iter_mut().zip(&more) {
+            shard.reserve(more);
+        }
+        if hashes.len() < PARALLEL_FROM || rayon::current_num_threads() == 1 {
+            return Some(
+                hashes
+                    .iter()
+                    .map(|pair| self.shards[shard_of(pair[0])].insert(value(pair)))
+                    .collect(),
+            );
+        }
+        // Each shard's hashes, by their place in `hashes` (in order), and the places of those
+        // seen before (few: duplicates are the exception).
+        let mut places: Vec<Vec<u32>> = more.iter().map(|&n| Vec::with_capacity(n)).collect();
+        for (at, &[high, _]) in hashes.iter().enumerate() {
+            places[shard_of(high)].push(at as u32);
+        }
+        let seen_before: Vec<Vec<u32>> = self
+            .shards
+            .par_iter_mut()
+            .zip(places)
+            .map(|(shard, places)| {
+                places
+                    .into_iter()
+                    .filter(|&at| !shard.insert(value(&hashes[at as usize])))
+                    .collect()
+            })
+            .collect();
+        let mut new = vec![true; hashes.len()];
+        for at in seen_before.into_iter().flatten() {
+            new[at as usize] = false;
+        }
+        Some(new)
     }
 
     /// Record the records of each item in order (`per_item` consecutive records an item, such
@@ -133,16 +220,23 @@ impl SeenHashes {
 
     /// Every hash, sorted as (high, low) pairs: the format of the kept-hashes file. Sorted on
     /// the caller's rayon pool: near-dedup's bands run to millions, and at the end of a run
-    /// nothing else is left to use the threads.
+    /// nothing else is left to use the threads. The shards hold the hashes by their top bits,
+    /// so each is sorted on its own and they follow each other in order.
     pub fn sorted(&self) -> Vec<[u64; 2]> {
-        // Pairs compare as (high, low), the order of the u128 values: one vector, sorted where
-        // it was made (a large corpus holds hundreds of MB of bands; every fresh page costs).
-        let mut all: Vec<[u64; 2]> = self
-            .set
-            .iter()
-            .map(|&value| [(value >> 64) as u64, value as u64])
-            .collect();
-        all.par_sort_unstable();
+        let mut all = vec![[0u64; 2]; self.len()];
+        let mut rest = all.as_mut_slice();
+        let mut parts = Vec::with_capacity(SHARDS);
+        for shard in &self.shards {
+            let (part, tail) = rest.split_at_mut(shard.len());
+            parts.push((shard, part));
+            rest = tail;
+        }
+        parts.into_par_iter().for_each(|(shard, part)| {
+            for (slot, &value) in part.iter_mut().zip(shard.iter()) {
+                *slot = [(value >> 64) as u64, value as u64];
+            }
+            part.sort_unstable();
+        });
         all
     }
 }
@@ -151,29 +245,37 @@ impl SeenHashes {
 mod tests {
     use super::*;
 
+    /// Hashes spread over the shards as real ones are (splitmix64 of `i`).
+    fn spread(i: u64) -> [u64; 2] {
+        let mut z = i.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        [z ^ (z >> 31), i]
+    }
+
+    fn capacities(seen: &SeenHashes) -> Vec<usize> {
+        seen.shards.iter().map(HashSet::capacity).collect()
+    }
+
     #[test]
     fn expecting_a_total_makes_room_once_within_the_budget() {
-        let mut seen = SeenHashes::new(1 << 20);
-        assert!(seen.expect(10_000));
-        let capacity = seen.set.capacity();
-        assert!(capacity >= 10_000);
-        let hashes: Vec<[u64; 2]> = (0..10_000).map(|i| [i, i * 7]).collect();
+        let mut seen = SeenHashes::new(4 << 20);
+        assert!(seen.expect(100_000));
+        let room = capacities(&seen);
+        assert!(room.iter().sum::<usize>() >= 100_000);
+        let hashes: Vec<[u64; 2]> = (0..100_000).map(spread).collect();
         assert_eq!(
             seen.first_seen(&hashes).map(|new| new.iter().all(|&n| n)),
             Some(true)
         );
-        assert_eq!(
-            seen.set.capacity(),
-            capacity,
-            "no growth after the room was made"
-        );
+        assert_eq!(capacities(&seen), room, "no growth after the room was made");
         // Beyond the budget the guess is ignored, and the table grows as it fills.
         assert!(!seen.expect(1 << 30));
-        assert_eq!(seen.set.capacity(), capacity);
-        assert!(seen.bytes() <= 1 << 20);
+        assert_eq!(capacities(&seen), room);
+        assert!(seen.bytes() <= 4 << 20);
         // A total already held asks for nothing.
         assert!(seen.expect(5));
-        assert_eq!(seen.set.capacity(), capacity);
+        assert_eq!(capacities(&seen), room);
     }
 
     #[test]
@@ -189,12 +291,40 @@ mod tests {
     }
 
     #[test]
+    fn the_shards_at_once_answer_as_one_set() {
+        // Batches large enough for the parallel path, with repeats within a batch and across
+        // batches, against one `HashSet` taking the same hashes in order.
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(4)
+            .build()
+            .unwrap();
+        let mut seen = SeenHashes::new(1 << 30);
+        let mut oracle = HashSet::new();
+        let mut all = Vec::new();
+        for batch in 0..4u64 {
+            let hashes: Vec<[u64; 2]> = (0..3 * PARALLEL_FROM as u64)
+                .map(|i| spread((i * 7 + batch * 5_000) % 20_000))
+                .collect();
+            let expected: Vec<bool> = hashes.iter().map(|&pair| oracle.insert(pair)).collect();
+            let new = pool.install(|| seen.first_seen(&hashes));
+            assert_eq!(new, Some(expected), "batch {batch}");
+            all.extend(hashes);
+        }
+        assert_eq!(seen.len(), oracle.len());
+        let mut expected: Vec<[u64; 2]> = oracle.into_iter().collect();
+        expected.sort_unstable();
+        assert_eq!(pool.install(|| seen.sorted()), expected);
+        // The hashes reached every part of the order, the last shard's too.
+        assert!(all.iter().any(|&[high, _]| shard_of(high) == SHARDS - 1));
+    }
+
+    #[test]
     fn hashes_past_the_budget_are_refused_whole() {
         let mut seen = SeenHashes::new(4096);
-        let many: Vec<[u64; 2]> = (0..1000).map(|i| [i, i]).collect();
+        let many: Vec<[u64; 2]> = (0..1000).map(spread).collect();
         assert_eq!(seen.first_seen(&many), None);
         assert!(seen.is_empty());
-        let few: Vec<[u64; 2]> = (0..50).map(|i| [i, i]).collect();
+        let few: Vec<[u64; 2]> = (0..50).map(spread).collect();
         assert!(seen.first_seen(&few).is_some());
         assert!(seen.bytes() <= 4096, "{}", seen.bytes());
     }
