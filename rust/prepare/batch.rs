@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use rayon::prelude::*;
 
 use super::clean::{clean, CleanOptions, CleanStats};
-use super::hash::hash_all;
+use super::hash::{hash, hash_chunk, LANES_PER_CALL};
 use super::near::MinHasher;
 use super::rows::{read, ReadOptions, Row};
 use super::split::{Documents, Entry};
@@ -91,20 +91,35 @@ pub fn prepare<'a, E: From<Error> + Send>(
             let bands = near
                 .map(|hasher| hasher.band_hashes(&text))
                 .unwrap_or_default();
-            (text, bands)
+            // The digest is filled in with the chunk's (see below).
+            (text, bands, [0; 2])
         });
         (chars, hashed, stats)
     };
+    // A chunk at a time, its kept texts hashed together while they are in cache, a few in the
+    // SIMD lanes at a time.
     let rows: Vec<Result<(Step<'a>, u64), Error>> = docs
         .entries
-        .par_iter()
-        .map(|entry| {
-            let read = read(docs, entry, read_options)?;
-            let step = match read.row {
-                Row::Text(text) => Step::Done(finish(text)),
-                Row::Deferred(line) => Step::Deferred(line),
-            };
-            Ok((step, read.invalid_lines))
+        .par_chunks(LANES_PER_CALL)
+        .flat_map_iter(|chunk| {
+            let mut rows: Vec<Result<(Step<'a>, u64), Error>> = chunk
+                .iter()
+                .map(|entry| {
+                    let read = read(docs, entry, read_options)?;
+                    let step = match read.row {
+                        Row::Text(text) => Step::Done(finish(text)),
+                        Row::Deferred(line) => Step::Deferred(line),
+                    };
+                    Ok((step, read.invalid_lines))
+                })
+                .collect();
+            let mut digests = hash_chunk(rows.iter().filter_map(kept_text)).into_iter();
+            for row in &mut rows {
+                if let Ok((Step::Done((_, Some(kept), _)), _)) = row {
+                    kept.2 = digests.next().unwrap_or_default();
+                }
+            }
+            rows
         })
         .collect();
     let counts = ReadCounts {
@@ -118,7 +133,14 @@ pub fn prepare<'a, E: From<Error> + Send>(
         invalid_utf8_lines += invalid;
         cleaned.push(match step {
             Step::Done(done) => done,
-            Step::Deferred(line) => finish(Cow::Owned(resolve(&line, entry)?)),
+            Step::Deferred(line) => {
+                let (chars, kept, stats) = finish(Cow::Owned(resolve(&line, entry)?));
+                let kept = kept.map(|(text, bands, _)| {
+                    let digest = hash(&text);
+                    (text, bands, digest)
+                });
+                (chars, kept, stats)
+            }
         });
     }
     let counts = ReadCounts {
@@ -135,19 +157,30 @@ pub fn prepare<'a, E: From<Error> + Send>(
     for (chars, kept, stats) in cleaned {
         prepared.read.text_chars += chars;
         prepared.clean = prepared.clean.plus(stats);
-        if let Some((text, bands)) = kept {
+        if let Some((text, bands, digest)) = kept {
             prepared.kept.push(text);
             prepared.bands.extend(bands);
+            prepared.hashes.push(digest);
         }
     }
-    // Hashed together, a few documents in the SIMD lanes at a time.
-    prepared.hashes = hash_all(&prepared.kept);
     Ok(prepared)
 }
 
-/// A document after cleaning: its characters as read, its text and bands when it is kept, and
-/// what the cleaning counted.
-type Cleaned<'a> = (u64, Option<(Cow<'a, str>, Vec<[u64; 2]>)>, CleanStats);
+/// A document after cleaning: its characters as read, its text, bands and digest when it is
+/// kept, and what the cleaning counted.
+type Cleaned<'a> = (
+    u64,
+    Option<(Cow<'a, str>, Vec<[u64; 2]>, [u64; 2])>,
+    CleanStats,
+);
+
+/// The text of a row read and kept in the parallel pass.
+fn kept_text<'r>(row: &'r Result<(Step<'_>, u64), Error>) -> Option<&'r str> {
+    match row {
+        Ok((Step::Done((_, Some((text, _, _)), _)), _)) => Some(text),
+        _ => None,
+    }
+}
 
 /// A document after the parallel pass: finished, or a row Python must read first.
 enum Step<'a> {
@@ -163,7 +196,6 @@ fn char_count(text: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prepare::hash::hash;
     use crate::prepare::split::{Format, SourceInfo};
 
     #[test]
@@ -209,11 +241,55 @@ mod tests {
                 "the last document of the batch"
             ]
         );
-        assert_eq!(prepared.hashes[0], hash("the first document, long enough"));
+        // The Python row's digest is made apart from its chunk's: each is its own text's.
+        let digests: Vec<[u64; 2]> = prepared.kept.iter().map(|text| hash(text)).collect();
+        assert_eq!(prepared.hashes, digests);
         assert_eq!(prepared.read.documents, 4);
         assert_eq!(prepared.read.text_chars, 31 + 5 + 28 + 34);
         assert_eq!(prepared.clean.dropped_too_short, 1);
         assert_eq!(prepared.clean.whitespace_cleaned, 1);
+    }
+
+    #[test]
+    fn each_kept_document_has_its_own_digest_across_chunks() {
+        // Several chunks of `LANES_PER_CALL`, with documents dropped here and there (too
+        // short, or blank once cleaned) so that a chunk's digests must skip them.
+        let mut docs = Documents::new();
+        docs.begin_source(SourceInfo {
+            name: "rows.jsonl".into(),
+            format: Format::Jsonl,
+            compressed: false,
+            first_line: 1,
+        });
+        let texts: Vec<String> = (0..3 * LANES_PER_CALL + 5)
+            .map(|i| match i % 7 {
+                0 => "tiny".to_owned(),
+                3 => "   ".to_owned(),
+                _ => format!("document number {i}, {}", "word ".repeat(i % 40)),
+            })
+            .collect();
+        let lines: Vec<String> = texts
+            .iter()
+            .map(|text| format!(r#"{{"text": "{text}"}}"#))
+            .collect();
+        docs.feed(lines.join("\n").as_bytes(), 0);
+        docs.end_source();
+        let options = ReadOptions {
+            text_field: "text".into(),
+            fail_invalid: true,
+        };
+        let clean = CleanOptions {
+            normalize: true,
+            filter: true,
+            min_line_chars: 2,
+            min_doc_chars: 20,
+            keep_empty: false,
+        };
+        let prepared = prepare::<Error>(&docs, &options, &clean, None, |_, _| Ok(String::new()))
+            .expect("prepared");
+        assert!(prepared.kept.len() < texts.len() && prepared.kept.len() > 2 * LANES_PER_CALL);
+        let digests: Vec<[u64; 2]> = prepared.kept.iter().map(|text| hash(text)).collect();
+        assert_eq!(prepared.hashes, digests);
     }
 
     #[test]

@@ -11,22 +11,24 @@ use rayon::prelude::*;
 pub fn hash_all<S: AsRef<str> + Sync>(texts: &[S]) -> Vec<[u64; 2]> {
     texts
         .par_chunks(LANES_PER_CALL)
-        .flat_map_iter(|chunk| {
-            let params = params();
-            let mut jobs: Vec<HashManyJob> = chunk
-                .iter()
-                .map(|text| HashManyJob::new(&params, text.as_ref().as_bytes()))
-                .collect();
-            hash_many(jobs.iter_mut());
-            jobs.into_iter()
-                .map(|job| halves(job.to_hash().as_bytes()))
-                .collect::<Vec<_>>()
-        })
+        .flat_map_iter(|chunk| hash_chunk(chunk.iter().map(AsRef::as_ref)))
+        .collect()
+}
+
+/// `hash_all` of a few texts on this thread (a chunk of `LANES_PER_CALL` keeps the lanes full).
+pub fn hash_chunk<'t>(texts: impl Iterator<Item = &'t str>) -> Vec<[u64; 2]> {
+    let params = params();
+    let mut jobs: Vec<HashManyJob> = texts
+        .map(|text| HashManyJob::new(&params, text.as_bytes()))
+        .collect();
+    hash_many(jobs.iter_mut());
+    jobs.into_iter()
+        .map(|job| halves(job.to_hash().as_bytes()))
         .collect()
 }
 
 /// Texts given to one `hash_many` call: enough to keep its lanes full as texts end.
-const LANES_PER_CALL: usize = 64;
+pub const LANES_PER_CALL: usize = 64;
 
 fn params() -> blake2b_simd::Params {
     let mut params = blake2b_simd::Params::new();
