@@ -1,0 +1,55 @@
+//! The online de-duplication set (`prepare::seen::SeenHashes`) recording a corpus's worth of
+//! records batch by batch, as `--dedup near` records its bands, on pools of 1 and N threads
+//! (one thread takes the serial path, as before the set was cut into shards), then sorting
+//! them; fastest of five rounds, each on a set new to the process's pages:
+//!
+//!   cargo run --release --example seen_speed -- [RECORDS] [BATCH] [THREADS]
+//!
+//! Defaults: 4,200,000 records (the race's main slice under `--dedup near`: 300k documents of
+//! 14 bands), batches of 196,000, 2 threads; one record in seven repeats an earlier one.
+use std::time::Instant;
+
+use data_io_core::prepare::seen::SeenHashes;
+
+fn main() {
+    let arg = |k: usize, default: usize| {
+        std::env::args()
+            .nth(k)
+            .map_or(default, |v| v.parse().unwrap_or(default))
+    };
+    let (count, batch, threads) = (arg(1, 4_200_000), arg(2, 196_000), arg(3, 2));
+    // splitmix64: records spread over the shards as real hashes are.
+    let distinct = (count as u64 * 6 / 7).max(1);
+    let records: Vec<[u64; 2]> = (0..count as u64)
+        .map(|i| {
+            let mut z = (i % distinct).wrapping_add(0x9e37_79b9_7f4a_7c15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            [z ^ (z >> 31), i % distinct]
+        })
+        .collect();
+    println!("{count} records in batches of {batch}");
+    for pool_threads in [1, threads] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(pool_threads)
+            .build()
+            .unwrap_or_else(|e| panic!("a pool of {pool_threads}: {e}"));
+        let (mut record, mut sort) = (f64::MAX, f64::MAX);
+        for _ in 0..5 {
+            let mut seen = SeenHashes::new(8 << 30);
+            let started = Instant::now();
+            pool.install(|| {
+                seen.expect(records.len());
+                for part in records.chunks(batch.max(1)) {
+                    seen.first_seen(part);
+                }
+            });
+            record = record.min(started.elapsed().as_secs_f64());
+            let started = Instant::now();
+            let sorted = pool.install(|| seen.sorted());
+            sort = sort.min(started.elapsed().as_secs_f64());
+            assert_eq!(sorted.len() as u64, distinct);
+        }
+        println!("{pool_threads} thread(s): record {record:.3} s, sort {sort:.3} s");
+    }
+}
