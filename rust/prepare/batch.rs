@@ -1,6 +1,6 @@
 //! A batch of documents (`split.rs`) read, cleaned and hashed on the caller's rayon pool: what
-//! `prepare` does to each batch before encoding it, in one pass of the pool per step and no
-//! Python object per document.
+//! `prepare` does to each batch before encoding it, in one pass of the pool (each chunk of
+//! documents read, cleaned and hashed together) and no Python object per document.
 //!
 //! Rows that only Python reads (`rows.rs`'s `Deferred`) are handed to `resolve`, in order;
 //! the first error in read order is the one reported, as when Python read the whole file.

@@ -57,7 +57,7 @@ fn buckets(capacity: usize) -> usize {
     }
 }
 
-/// The buckets a table holding `len` grows to for `wanted` in all.
+/// The buckets a table grows to when it must hold `wanted`.
 fn grown_buckets(wanted: usize) -> usize {
     (wanted * 8 / 7 + 1).next_power_of_two()
 }
@@ -166,10 +166,10 @@ impl SeenHashes {
         if !self.has_room_for(&more) {
             return None;
         }
-        for (shard, &more) in self.shards.iter_mut().zip(&more) {
-            shard.reserve(more);
-        }
         if hashes.len() < PARALLEL_FROM || rayon::current_num_threads() == 1 {
+            for (shard, &more) in self.shards.iter_mut().zip(&more) {
+                shard.reserve(more);
+            }
             return Some(
                 hashes
                     .iter()
@@ -188,6 +188,8 @@ impl SeenHashes {
             .par_iter_mut()
             .zip(places)
             .map(|(shard, places)| {
+                // Grown here, each shard on its own thread (a rehash copies the whole table).
+                shard.reserve(places.len());
                 places
                     .into_iter()
                     .filter(|&at| !shard.insert(value(&hashes[at as usize])))
