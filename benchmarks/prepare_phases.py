@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -107,26 +105,10 @@ def child(spec: dict) -> dict:
 
 
 def _run(build: Path, spec: dict, threads: int) -> dict:
-    env = {
-        **os.environ,
-        "RAYON_NUM_THREADS": str(threads),
-        "OPENBLAS_NUM_THREADS": "1",
-        # The build first; what else the caller's path holds (packages installed beside) after.
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(build), os.environ.get("PYTHONPATH")])),
-    }
-    if spec.get("floor"):
-        env["DATA_IO_ENCODER"] = "null"
-    done = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec)],
-        env=env,
-        cwd=build,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"{build}: {done.stderr.strip()[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    from benchmarks.build_child import run_child  # not in the child, whose path lacks it
+
+    floor = {"DATA_IO_ENCODER": "null"} if spec.get("floor") else {}
+    return run_child(__file__, build, spec, threads, env=floor, cwd=build)
 
 
 def main() -> None:

@@ -17,9 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -55,25 +52,6 @@ def child(spec: dict) -> dict:
     return {**times, "kept": len(ordered), "mib": ordered.nbytes >> 20}
 
 
-def _run(build: Path, spec: dict, threads: int) -> dict:
-    env = {
-        **os.environ,
-        "RAYON_NUM_THREADS": str(threads),
-        "OPENBLAS_NUM_THREADS": "1",
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(build), os.environ.get("PYTHONPATH")])),
-    }
-    done = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec)],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode:
-        raise SystemExit(f"{build}: {done.stderr.strip()[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=4_200_000)
@@ -86,6 +64,8 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(json.loads(args.child))))
         return
+    from benchmarks.build_child import run_child  # not in the child, whose path lacks it
+
     builds = {"this": ROOT}
     if args.baseline is not None:
         builds["baseline"] = args.baseline.resolve()
@@ -98,7 +78,7 @@ def main() -> None:
         for round_no in range(args.rounds):
             order = list(builds.items())
             for name, build in order if round_no % 2 == 0 else order[::-1]:
-                runs[name].append(_run(build, spec, threads))
+                runs[name].append(run_child(__file__, build, spec, threads))
         for name, done in runs.items():
             best = {key: min(r[key] for r in done) for key in done[0] if key.endswith("_s")}
             print(

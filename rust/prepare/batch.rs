@@ -198,34 +198,48 @@ mod tests {
     use super::*;
     use crate::prepare::split::{Format, SourceInfo};
 
-    #[test]
-    fn a_batch_is_read_cleaned_and_hashed_in_order_with_python_reading_its_odd_rows() {
+    /// A batch of one JSONL source's `bytes`.
+    fn jsonl(name: &str, bytes: &[u8]) -> Documents {
         let mut docs = Documents::new();
         docs.begin_source(SourceInfo {
-            name: "rows.jsonl".into(),
+            name: name.into(),
             format: Format::Jsonl,
             compressed: false,
             first_line: 1,
         });
+        docs.feed(bytes, 0);
+        docs.end_source();
+        docs
+    }
+
+    fn text_field() -> ReadOptions {
+        ReadOptions {
+            text_field: "text".into(),
+            fail_invalid: true,
+        }
+    }
+
+    /// `prepare`'s default cleaning.
+    fn cleaning() -> CleanOptions {
+        CleanOptions {
+            normalize: true,
+            filter: true,
+            min_line_chars: 2,
+            min_doc_chars: 20,
+            keep_empty: false,
+        }
+    }
+
+    #[test]
+    fn a_batch_is_read_cleaned_and_hashed_in_order_with_python_reading_its_odd_rows() {
         let lines = [
             r#"{"text": "the first document, long enough"}"#,
             r#"{"text": "short"}"#,
             r#"{"text": "caf\u00e9 au lait, a row with NaN", "v": NaN}"#,
             r#"{"text": "  the last document of the batch  "}"#,
         ];
-        docs.feed(lines.join("\n").as_bytes(), 0);
-        docs.end_source();
-        let options = ReadOptions {
-            text_field: "text".into(),
-            fail_invalid: true,
-        };
-        let clean = CleanOptions {
-            normalize: true,
-            filter: true,
-            min_line_chars: 2,
-            min_doc_chars: 20,
-            keep_empty: false,
-        };
+        let docs = jsonl("rows.jsonl", lines.join("\n").as_bytes());
+        let (options, clean) = (text_field(), cleaning());
         let mut asked = vec![];
         let prepared = prepare::<Error>(&docs, &options, &clean, None, |line, entry| {
             asked.push((line.to_owned(), entry.line));
@@ -254,13 +268,6 @@ mod tests {
     fn each_kept_document_has_its_own_digest_across_chunks() {
         // Several chunks of `LANES_PER_CALL`, with documents dropped here and there (too
         // short, or blank once cleaned) so that a chunk's digests must skip them.
-        let mut docs = Documents::new();
-        docs.begin_source(SourceInfo {
-            name: "rows.jsonl".into(),
-            format: Format::Jsonl,
-            compressed: false,
-            first_line: 1,
-        });
         let texts: Vec<String> = (0..3 * LANES_PER_CALL + 5)
             .map(|i| match i % 7 {
                 0 => "tiny".to_owned(),
@@ -272,19 +279,8 @@ mod tests {
             .iter()
             .map(|text| format!(r#"{{"text": "{text}"}}"#))
             .collect();
-        docs.feed(lines.join("\n").as_bytes(), 0);
-        docs.end_source();
-        let options = ReadOptions {
-            text_field: "text".into(),
-            fail_invalid: true,
-        };
-        let clean = CleanOptions {
-            normalize: true,
-            filter: true,
-            min_line_chars: 2,
-            min_doc_chars: 20,
-            keep_empty: false,
-        };
+        let docs = jsonl("rows.jsonl", lines.join("\n").as_bytes());
+        let (options, clean) = (text_field(), cleaning());
         let prepared = prepare::<Error>(&docs, &options, &clean, None, |_, _| Ok(String::new()))
             .expect("prepared");
         assert!(prepared.kept.len() < texts.len() && prepared.kept.len() > 2 * LANES_PER_CALL);
@@ -294,19 +290,8 @@ mod tests {
 
     #[test]
     fn the_first_error_in_read_order_ends_the_batch() {
-        let mut docs = Documents::new();
-        docs.begin_source(SourceInfo {
-            name: "a.jsonl".into(),
-            format: Format::Jsonl,
-            compressed: false,
-            first_line: 1,
-        });
-        docs.feed(b"{\"text\": 1}\n{\"text\": \"\xff\"}\n", 0);
-        docs.end_source();
-        let options = ReadOptions {
-            text_field: "text".into(),
-            fail_invalid: true,
-        };
+        let docs = jsonl("a.jsonl", b"{\"text\": 1}\n{\"text\": \"\xff\"}\n");
+        let options = text_field();
         let clean = CleanOptions {
             normalize: false,
             filter: false,
