@@ -445,11 +445,18 @@ def datasets_batches(source: Source, options: ReadOptions) -> Iterator[tuple[int
                     _field_text({field: value}, field, f"{resolved.label}: row {row + k}")
             yield row, column
         else:
-            yield (
-                row,
-                [
-                    _field_text(values, field, f"{resolved.label}: row {row + k}")
-                    for k, values in enumerate(table.to_pylist())
-                ],
-            )
+            yield row, _checked_rows(table, field, kind, resolved.label, row)
         row += table.num_rows
+
+
+def _checked_rows(table: Any, field: str, kind: Any, label: str, first: int) -> list[str]:
+    """The texts of a batch whose text column is not a string column, each row checked. A
+    column ``datasets`` types as JSON (values of mixed types) holds each value as JSON text:
+    decoded first, as the rows' dicts would hold it, so that a number is named as one."""
+    json_text = getattr(kind, "extension_name", "") == "arrow.json"
+    texts = []
+    for k, values in enumerate(table.to_pylist()):
+        if json_text and values.get(field) is not None:
+            values[field] = json.loads(values[field])
+        texts.append(_field_text(values, field, f"{label}: row {first + k}"))
+    return texts

@@ -453,6 +453,22 @@ def test_json_rows_whose_text_is_not_a_string_name_the_row(
         read_all(_hub_jsonl_folder(tmp_path / "other", rows[:5]), split="train", text_field="body")
 
 
+def test_json_rows_of_mixed_types_are_decoded_before_they_are_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """``datasets`` types a column of strings and numbers as JSON, each value kept as JSON text
+    in Arrow: a number is still named as a number, never read as the text "12345"."""
+    rows: list[dict] = [{"text": f"document number {i}, long enough", "n": i} for i in range(10)]
+    rows[5]["text"] = 12345
+    taken = _column_feeds(monkeypatch)
+    with pytest.raises(InputError, match=r"row 5: field 'text' is a int, not a string"):
+        read_all(_hub_jsonl_folder(tmp_path / "mixed", rows), split="train")
+    assert taken == []
+    rows[5]["text"] = None  # strings and a null: a string column, its null named
+    with pytest.raises(InputError, match=r"row 5: field 'text' is null, not a string"):
+        read_all(_hub_jsonl_folder(tmp_path / "null", rows), split="train")
+
+
 def test_hf_download_folder_is_read_through_datasets(tmp_path: Path):
     hub = Path(__file__).resolve().parents[2] / "data_io" / "example_data" / "raw" / "hub"
     folder = tmp_path / "gsm8k"
