@@ -1105,9 +1105,12 @@ impl SeenHashes {
     }
 
     /// Make room at once for `total` hashes in all, when the budget allows (else nothing);
-    /// whether `total` fits.
-    fn expect(&mut self, total: usize) -> bool {
-        self.inner.expect(total)
+    /// whether `total` fits. The tables grow on the encoder's threads, the GIL released (a
+    /// table of hundreds of MB is made while the next batch is read).
+    fn expect(&mut self, py: Python<'_>, total: usize) -> PyResult<bool> {
+        let pool = crate::encoder::process_pool().map_err(|e| to_py_err(py, e))?;
+        let inner = &mut self.inner;
+        Ok(py.detach(|| pool.install(|| inner.expect(total))))
     }
 
     /// Every hash, sorted, as `(n, 2)` uint64: the kept-hashes file's content.

@@ -148,9 +148,11 @@ impl SeenHashes {
             .collect();
         let fits = self.has_room_for(&more);
         if fits {
-            for (shard, &more) in self.shards.iter_mut().zip(&more) {
-                shard.reserve(more);
-            }
+            // Each shard grown on its own thread of the caller's pool.
+            self.shards
+                .par_iter_mut()
+                .zip(&more)
+                .for_each(|(shard, &more)| shard.reserve(more));
         }
         fits
     }

@@ -137,3 +137,29 @@ def test_an_online_run_that_will_not_fit_stops_early(tmp_path: Path, monkeypatch
     online, sorted_runs = batches.count(True), batches.count(False)
     assert sorted_runs > 40 and 0 < online <= sorted_runs // 8, (online, sorted_runs)
     assert result.dedup_runs > 0 and result.duplicates > 0
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_seen_set_answers_as_one_python_set_on_any_thread_count(threads: int) -> None:
+    """``_core.SeenHashes`` (its shards take a large batch at once on the encoder's threads):
+    each record new or not as a Python set taking the records in order says, repeats within a
+    batch and across batches, and the kept records sorted as the set's."""
+    from data_io import _core
+    from data_io.prepare.pipeline import encoder_threads
+
+    rng = np.random.default_rng(7)
+    distinct = rng.integers(0, 2**64, size=(30_000, 2), dtype=np.uint64)  # every shard's bits
+    records = distinct[rng.integers(0, len(distinct), size=60_000)]
+    oracle: set[tuple[int, int]] = set()
+    seen = _core.SeenHashes(1 << 30)
+    with encoder_threads(threads):
+        for start in range(0, len(records), 20_000):  # batches large enough to go in parallel
+            batch = np.ascontiguousarray(records[start : start + 20_000])
+            expected = []
+            for high, low in batch.tolist():
+                expected.append((high, low) not in oracle)
+                oracle.add((high, low))
+            assert seen.first_seen(batch).tolist() == expected
+        kept = seen.sorted()
+    assert len(seen) == len(oracle)
+    assert kept.tolist() == [list(pair) for pair in sorted(oracle)]
