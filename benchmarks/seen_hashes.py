@@ -30,7 +30,8 @@ def child(spec: dict) -> dict:
     from data_io import _core
 
     rng = np.random.default_rng(0)
-    records = rng.integers(0, 2**63, size=(spec["records"], 2), dtype=np.uint64)
+    # The whole 64-bit range, as hashes spread (the set's shards are cut by the top bits).
+    records = rng.integers(0, 2**64, size=(spec["records"], 2), dtype=np.uint64)
     records[1::7] = records[0::7][: len(records[1::7])]  # repeats
     batches = [
         np.ascontiguousarray(records[start : start + spec["batch"]])

@@ -11,6 +11,7 @@ pub mod prepare;
 pub mod progress;
 pub mod reader;
 pub mod sampling;
+pub mod table_memory;
 pub mod tokenize;
 pub mod tokenizer_format;
 pub mod train;

@@ -10,6 +10,7 @@
 //! - `near.rs`: MinHash signatures and LSH bands for `--dedup near`;
 //! - `lines.rs`: `--dedup line`'s line hashes, and documents rebuilt from the lines kept;
 //! - `seen.rs`: exact duplicates decided as documents arrive, while their hashes fit the budget;
+//! - `record_set.rs`: the flat table of 128-bit records `seen.rs` keeps, looked up a batch at a time;
 //! - `batch.rs`: a batch read, cleaned and hashed on the encoder's threads.
 
 pub mod batch;
@@ -18,6 +19,7 @@ pub mod file;
 pub mod hash;
 pub mod lines;
 pub mod near;
+pub mod record_set;
 pub mod rows;
 pub mod seen;
 pub mod split;

@@ -9,38 +9,15 @@
 //! on that hash alone, so each shard takes its share of a batch's hashes in order, all shards at
 //! once on the encoder's threads, and the answers are those of one set: near-dedup records a
 //! dozen bands a document, and one thread inserting them into one table (a random read of a
-//! table of hundreds of MB each) held every other thread up.
-
-use std::collections::HashSet;
-use std::hash::{BuildHasherDefault, Hasher};
+//! table of hundreds of MB each) held every other thread up. Each shard is a `RecordSet`,
+//! which prefetches the slots of the records a batch brings, so that the misses overlap.
 
 use rayon::prelude::*;
 
-/// The hashes are uniformly random already: the table takes their low bits as they are.
-#[derive(Default)]
-pub struct TakeLowBits(u64);
+use super::record_set::{self, RecordSet, SLOT_BYTES};
 
-impl Hasher for TakeLowBits {
-    fn finish(&self) -> u64 {
-        self.0
-    }
+type Shard = RecordSet;
 
-    fn write(&mut self, bytes: &[u8]) {
-        // Only `write_u128` is used; any other input is folded in, for completeness.
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-
-    fn write_u128(&mut self, value: u128) {
-        self.0 = value as u64 ^ (value >> 64) as u64;
-    }
-}
-
-type Shard = HashSet<u128, BuildHasherDefault<TakeLowBits>>;
-
-/// Bytes per slot of the table: the hash and hashbrown's control byte.
-const SLOT_BYTES: usize = 17;
 /// Shards (log2): enough for the encoder's threads on a large machine.
 const SHARD_BITS: u32 = 5;
 const SHARDS: usize = 1 << SHARD_BITS;
@@ -48,28 +25,9 @@ const SHARDS: usize = 1 << SHARD_BITS;
 /// on a pool of one thread).
 const PARALLEL_FROM: usize = 1 << 13;
 
-/// The buckets of a hashbrown table of `capacity` (its capacity is 7/8 of its buckets from 8 on).
-fn buckets(capacity: usize) -> usize {
-    match capacity {
-        0 => 0,
-        1..=7 => (capacity + 1).next_power_of_two(),
-        _ => capacity * 8 / 7,
-    }
-}
-
-/// The buckets a table grows to when it must hold `wanted`.
-fn grown_buckets(wanted: usize) -> usize {
-    (wanted * 8 / 7 + 1).next_power_of_two()
-}
-
 #[inline(always)]
 fn shard_of(high: u64) -> usize {
     (high >> (64 - SHARD_BITS)) as usize
-}
-
-#[inline(always)]
-fn value(&[high, low]: &[u64; 2]) -> u128 {
-    u128::from(high) << 64 | u128::from(low)
 }
 
 /// Every hash seen, within `budget` bytes (none by default).
@@ -87,7 +45,9 @@ impl Default for SeenHashes {
 impl SeenHashes {
     pub fn new(budget: usize) -> Self {
         Self {
-            shards: (0..SHARDS).map(|_| Shard::default()).collect(),
+            shards: (0..SHARDS)
+                .map(|_| Shard::sharing_top_bits(SHARD_BITS))
+                .collect(),
             budget,
         }
     }
@@ -96,16 +56,16 @@ impl SeenHashes {
     pub fn bytes(&self) -> usize {
         self.shards
             .iter()
-            .map(|shard| buckets(shard.capacity()) * SLOT_BYTES)
+            .map(|shard| shard.slots() * SLOT_BYTES)
             .sum()
     }
 
     pub fn len(&self) -> usize {
-        self.shards.iter().map(HashSet::len).sum()
+        self.shards.iter().map(Shard::len).sum()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.shards.iter().all(HashSet::is_empty)
+        self.shards.iter().all(Shard::is_empty)
     }
 
     /// Whether each shard could take `more[shard]` hashes without the tables outgrowing the
@@ -117,12 +77,12 @@ impl SeenHashes {
             .iter()
             .zip(more)
             .map(|(shard, &more)| {
-                let now = buckets(shard.capacity());
+                let now = shard.slots();
                 let wanted = shard.len() + more;
                 if wanted <= shard.capacity() {
                     now
                 } else {
-                    grown_buckets(wanted) + now
+                    record_set::slots_for(wanted) + now
                 }
             })
             .sum();
@@ -172,10 +132,17 @@ impl SeenHashes {
             for (shard, &more) in self.shards.iter_mut().zip(&more) {
                 shard.reserve(more);
             }
+            let shards = &mut self.shards;
             return Some(
                 hashes
                     .iter()
-                    .map(|pair| self.shards[shard_of(pair[0])].insert(value(pair)))
+                    .enumerate()
+                    .map(|(at, record)| {
+                        if let Some(ahead) = hashes.get(at + record_set::AHEAD) {
+                            shards[shard_of(ahead[0])].prefetch(ahead);
+                        }
+                        shards[shard_of(record[0])].insert(*record)
+                    })
                     .collect(),
             );
         }
@@ -191,11 +158,10 @@ impl SeenHashes {
             .zip(places)
             .map(|(shard, places)| {
                 // Grown here, each shard on its own thread (a rehash copies the whole table).
-                shard.reserve(places.len());
-                places
-                    .into_iter()
-                    .filter(|&at| !shard.insert(value(&hashes[at as usize])))
-                    .collect()
+                let records: Vec<[u64; 2]> = places.iter().map(|&at| hashes[at as usize]).collect();
+                let mut seen_before = Vec::new();
+                shard.insert_all(&records, |i| seen_before.push(places[i]));
+                seen_before
             })
             .collect();
         let mut new = vec![true; hashes.len()];
@@ -236,10 +202,7 @@ impl SeenHashes {
             rest = tail;
         }
         parts.into_par_iter().for_each(|(shard, part)| {
-            for (slot, &value) in part.iter_mut().zip(shard.iter()) {
-                *slot = [(value >> 64) as u64, value as u64];
-            }
-            part.sort_unstable();
+            shard.sorted_into(part);
         });
         all
     }
@@ -248,6 +211,7 @@ impl SeenHashes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashSet;
 
     /// Hashes spread over the shards as real ones are (splitmix64 of `i`).
     fn spread(i: u64) -> [u64; 2] {
@@ -258,7 +222,7 @@ mod tests {
     }
 
     fn capacities(seen: &SeenHashes) -> Vec<usize> {
-        seen.shards.iter().map(HashSet::capacity).collect()
+        seen.shards.iter().map(Shard::capacity).collect()
     }
 
     #[test]

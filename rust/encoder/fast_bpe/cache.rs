@@ -5,7 +5,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::table_memory::{ZeroValid, ZeroedTable};
+use crate::table_memory::{ZeroValid, ZeroedTable};
 
 /// Longest piece a `ShortMap` holds.
 pub const SHORT_LEN: usize = 16;

@@ -12,7 +12,7 @@
 //! - `bpe.rs`: byte-level BPE on one pre-token, in the merge order of `tokenizers`.
 //! - `cache.rs`: a thread's piece cache and the short-piece map; `shared_cache.rs`: the piece
 //!   cache all threads share, without locks.
-//! - `table_memory.rs`: zeroed memory for the big tables, on 2 MiB pages where possible.
+//! - the big tables' zeroed memory, on 2 MiB pages where possible, is `crate::table_memory`.
 //! - `load_cache.rs`: the merges by id and the whole-token pieces, kept on disk for the next load.
 
 mod ascii_blocks;
@@ -24,7 +24,6 @@ pub mod node_tables;
 pub mod pretokenize;
 mod shared_cache;
 pub mod spec;
-mod table_memory;
 mod unicode;
 
 use std::borrow::Cow;

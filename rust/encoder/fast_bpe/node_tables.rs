@@ -37,7 +37,7 @@ use super::shared_cache::{
     table_bytes, SharedPieces, ARENA_WORDS_AT, KEY_AT, LAYOUT, LAYOUT_AT, LONG_BITS_AT, MAGIC,
     READY, SHORT_BITS_AT,
 };
-use super::table_memory::ZeroedTable;
+use crate::table_memory::ZeroedTable;
 
 /// Where the files go unless `DATA_IO_NODE_TABLES_DIR` names another folder.
 pub const DEFAULT_DIR: &str = "/dev/shm";

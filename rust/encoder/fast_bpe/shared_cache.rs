@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rayon::prelude::*;
 
 use super::cache::{Probe, MAX_CACHED_LEN};
-use super::table_memory::ZeroedTable;
+use crate::table_memory::ZeroedTable;
 
 /// Ids a short piece's slot holds itself; a piece with more keeps them in the arena.
 const INLINE_IDS: usize = 3;

@@ -1,5 +1,5 @@
-//! Zeroed memory for the encoder's big lookup tables, backed by 2 MiB pages where the kernel
-//! gives them.
+//! Zeroed memory for big lookup tables (the encoder's, the de-duplication's set), backed by
+//! 2 MiB pages where the kernel gives them.
 //!
 //! Why: the tables are tens of MiB (Qwen's whole-token table 16 MiB, a thread's piece cache up
 //! to 32 MiB) and each piece is a lookup at a random slot. With 4 KiB pages nearly every lookup
