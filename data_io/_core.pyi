@@ -193,6 +193,8 @@ class SeenHashes:
         fits the budget."""
     def sorted(self) -> NDArray[np.uint64]:
         """Every hash, sorted, as ``(n, 2)`` uint64 (the kept-hashes file's content)."""
+    def write_sorted(self, path: str | PathLike[str]) -> None:
+        """``sorted()`` written to ``path`` (as its ``tofile``), without the array."""
     @property
     def bytes(self) -> int:
         """Bytes the table holds."""

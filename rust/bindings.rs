@@ -15,7 +15,7 @@ use pyo3::types::{PyBytes, PyString, PyType};
 use serde::Serialize;
 
 use crate::encoder::{encode_batch as encode_texts, Encoder as TextEncoderImpl, TextEncoder};
-use crate::error::Error;
+use crate::error::{Error, IoContext};
 use crate::layout::LayoutTokens;
 use crate::prepare::lines::LineBatch;
 use crate::reader::OnError;
@@ -1120,6 +1120,21 @@ impl SeenHashes {
         let inner = &self.inner;
         let all = py.detach(|| pool.install(|| inner.sorted()));
         flat_pairs(py, all).reshape([rows, 2])
+    }
+
+    /// Write every hash, sorted, to `path` (the kept-hashes file's bytes, as `sorted()`'s
+    /// `tofile`), without an array of them all; the GIL released.
+    fn write_sorted(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
+        let pool = crate::encoder::process_pool().map_err(|e| to_py_err(py, e))?;
+        let inner = &self.inner;
+        py.detach(|| {
+            let file = std::fs::File::create(&path).ctx("cannot create", &path)?;
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+            pool.install(|| inner.write_sorted(&mut out))
+                .ctx("cannot write", &path)?;
+            std::io::Write::flush(&mut out).ctx("cannot write", &path)
+        })
+        .map_err(|e| to_py_err(py, e))
     }
 
     /// Bytes the table holds.

@@ -216,7 +216,7 @@ class OnlineDedup:
     def write_kept(self, path: Path) -> None:
         """Every hash seen, sorted: the kept-hashes file ``HashDedup.keep_mask`` also writes."""
         temporary = path.with_name(path.name + ".tmp")
-        self._seen.sorted().tofile(temporary)
+        self._seen.write_sorted(temporary)
         os.replace(temporary, path)
 
 

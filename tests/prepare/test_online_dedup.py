@@ -140,7 +140,9 @@ def test_an_online_run_that_will_not_fit_stops_early(tmp_path: Path, monkeypatch
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_the_seen_set_answers_as_one_python_set_on_any_thread_count(threads: int) -> None:
+def test_the_seen_set_answers_as_one_python_set_on_any_thread_count(
+    threads: int, tmp_path: Path
+) -> None:
     """``_core.SeenHashes`` (its shards take a large batch at once on the encoder's threads):
     each record new or not as a Python set taking the records in order says, repeats within a
     batch and across batches, and the kept records sorted as the set's."""
@@ -161,5 +163,12 @@ def test_the_seen_set_answers_as_one_python_set_on_any_thread_count(threads: int
                 oracle.add((high, low))
             assert seen.first_seen(batch).tolist() == expected
         kept = seen.sorted()
+        seen.write_sorted(tmp_path / "kept.u64")
     assert len(seen) == len(oracle)
     assert kept.tolist() == [list(pair) for pair in sorted(oracle)]
+    # The kept-hashes file, written shard group by shard group, is the array's bytes.
+    assert (tmp_path / "kept.u64").read_bytes() == kept.tobytes()
+    from data_io.errors import OutputError
+
+    with pytest.raises(OutputError, match="cannot create .*missing"):
+        seen.write_sorted(tmp_path / "missing" / "kept.u64")
