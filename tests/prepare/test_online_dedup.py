@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from data_io.errors import OutputError
 from data_io.prepare import api, prepare
 from data_io.prepare.dedup import OnlineDedup
 from tests.prepare.helpers import folder_files
@@ -168,7 +169,5 @@ def test_the_seen_set_answers_as_one_python_set_on_any_thread_count(
     assert kept.tolist() == [list(pair) for pair in sorted(oracle)]
     # The kept-hashes file, written shard group by shard group, is the array's bytes.
     assert (tmp_path / "kept.u64").read_bytes() == kept.tobytes()
-    from data_io.errors import OutputError
-
-    with pytest.raises(OutputError, match="cannot create .*missing"):
+    with pytest.raises(OutputError, match=r"cannot create .*missing"):
         seen.write_sorted(tmp_path / "missing" / "kept.u64")
