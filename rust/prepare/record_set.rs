@@ -3,7 +3,7 @@
 //!
 //! Why not hashbrown: on a corpus the table is hundreds of MB, so every insert misses every
 //! cache and, one at a time, waits for memory (hashbrown's inserts were 10% of a near-dedup
-//! run, 230 ns a record on this project's 2-core VM). A batch's records are known before they
+//! run's samples). A batch's records are known before they
 //! are looked up, so their slots can be prefetched and a dozen misses overlap; hashbrown
 //! cannot be asked where a key's slot is. The table lives on 2 MiB pages where the kernel
 //! gives them (`table_memory`), so the lookups do not also walk the page table.
