@@ -130,7 +130,7 @@ class DedupOverflow(Exception):
     """The hashes outgrew ``OnlineDedup``'s budget: the run goes again with sorted runs."""
 
 
-# Bytes per hash the online set takes (hash, control byte, the table's spare slots), and the
+# Bytes per hash the online set takes (the 16-byte record and the table's spare slots), and the
 # largest document (or line) size assumed when choosing it: a run tries it unless the inputs'
 # records could not fit the budget even at that size. As it runs, the set is sized from the
 # records per input byte so far, and once enough of the input is read (``_TRUSTED``) a projection
