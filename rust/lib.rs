@@ -3,6 +3,7 @@
 //! with `cargo test`; the Python bindings live in `bindings.rs` alone, behind the `python`
 //! feature.
 
+pub mod byte_masks;
 pub mod encoder;
 pub mod error;
 pub mod fs;

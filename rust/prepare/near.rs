@@ -21,6 +21,8 @@
 use rand::{RngCore, SeedableRng};
 use xxhash_rust::xxh3::xxh3_64;
 
+use crate::byte_masks::{low_bits, BLOCK};
+
 /// The parameters of `--dedup near` (recorded in the output's metadata).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NearOptions {
@@ -267,7 +269,7 @@ fn word_hashes_into(text: &str, word: &mut Vec<u8>, hashes: &mut Vec<u64>) {
     let mut classes = Classes::default();
     let mut at = 0;
     while at < bytes.len() {
-        let (block, offset) = (at & !63, at % 64);
+        let (block, offset) = (at - at % BLOCK, at % BLOCK);
         if classes.start != Some(block) {
             classes = Classes::of(bytes, block);
         }
@@ -296,7 +298,7 @@ fn word_hashes_into(text: &str, word: &mut Vec<u8>, hashes: &mut Vec<u64>) {
             finish(word, hashes);
             let next = (classes.word | classes.other) >> offset;
             at = if next == 0 {
-                block + 64
+                block + BLOCK
             } else {
                 at + next.trailing_zeros() as usize
             };
@@ -306,12 +308,12 @@ fn word_hashes_into(text: &str, word: &mut Vec<u8>, hashes: &mut Vec<u64>) {
         let start = at;
         let mut capitals = false;
         loop {
-            let offset = at % 64;
+            let offset = at % BLOCK;
             // The shift brings in zeros, so the run stops at the block's end at the latest.
             let run = (!(classes.word >> offset)).trailing_zeros() as usize;
             capitals |= classes.capitals >> offset & low_bits(run) != 0;
             at += run;
-            if run < 64 - offset || at >= bytes.len() {
+            if run < BLOCK - offset || at >= bytes.len() {
                 break;
             }
             classes = Classes::of(bytes, at);
@@ -333,15 +335,6 @@ fn word_hashes_into(text: &str, word: &mut Vec<u8>, hashes: &mut Vec<u64>) {
     finish(word, hashes);
 }
 
-/// The lowest `count` bits set (`count` up to 64).
-fn low_bits(count: usize) -> u64 {
-    if count >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << count) - 1
-    }
-}
-
 /// The classes of a text's 64-byte block as bit masks (bit `i` for the block's byte `i`; bytes
 /// past the text's end are in no class).
 #[derive(Default)]
@@ -358,11 +351,11 @@ struct Classes {
 
 impl Classes {
     fn of(bytes: &[u8], start: usize) -> Self {
-        let (word, capitals, other) = match bytes.get(start..start + 64) {
-            Some(block) => classify(block.as_array().unwrap_or(&[0; 64])),
+        let (word, capitals, other) = match bytes.get(start..start + BLOCK) {
+            Some(block) => classify(block.as_array().unwrap_or(&[0; BLOCK])),
             None => {
                 // The text's last block, padded with bytes in no class.
-                let mut block = [0u8; 64];
+                let mut block = [0u8; BLOCK];
                 let tail = bytes.get(start..).unwrap_or_default();
                 block[..tail.len()].copy_from_slice(tail);
                 classify(&block)
@@ -377,46 +370,29 @@ impl Classes {
     }
 }
 
-/// (letters and digits, capitals, non-ASCII) masks of 64 bytes, 16 at a time with SSE2 (part of
-/// every x86-64 CPU).
+/// (letters and digits, capitals, non-ASCII) masks of 64 bytes, 16 at a time
+/// (`byte_masks::sse2`).
 #[cfg(target_arch = "x86_64")]
-fn classify(block: &[u8; 64]) -> (u64, u64, u64) {
-    use std::arch::x86_64::*;
-    // An unsigned `x - low < count` as a signed compare (SSE2 compares signed bytes only).
-    #[target_feature(enable = "sse2")]
-    fn within(v: __m128i, low: u8, count: u8) -> __m128i {
-        let flip = _mm_set1_epi8(i8::MIN);
-        let shifted = _mm_xor_si128(_mm_sub_epi8(v, _mm_set1_epi8(low as i8)), flip);
-        _mm_cmplt_epi8(shifted, _mm_xor_si128(_mm_set1_epi8(count as i8), flip))
-    }
-    #[target_feature(enable = "sse2")]
-    fn masks(bytes: &[u8; 16]) -> (u16, u16, u16) {
-        // SAFETY: `bytes` is 16 bytes; an unaligned load.
-        let v = unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) };
-        let letters = within(_mm_or_si128(v, _mm_set1_epi8(0x20)), b'a', 26);
-        let word = _mm_or_si128(letters, within(v, b'0', 10));
-        let bits = |m: __m128i| _mm_movemask_epi8(m) as u16;
-        (bits(word), bits(within(v, b'A', 26)), bits(v))
-    }
+fn classify(block: &[u8; BLOCK]) -> (u64, u64, u64) {
+    use crate::byte_masks::sse2::{bits, in_range, letters, load, or};
     let (mut word, mut capitals, mut other) = (0u64, 0u64, 0u64);
-    for (part, bytes) in block.as_chunks::<16>().0.iter().enumerate() {
-        // SAFETY: SSE2 is part of every x86-64 CPU.
-        let (w, c, o) = unsafe { masks(bytes) };
-        word |= u64::from(w) << (16 * part);
-        capitals |= u64::from(c) << (16 * part);
-        other |= u64::from(o) << (16 * part);
+    for part in 0..4 {
+        let v = load(block, part);
+        word |= bits(or(letters(v), in_range(v, b'0', 10)), part);
+        capitals |= bits(in_range(v, b'A', 26), part);
+        other |= bits(v, part);
     }
     (word, capitals, other)
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn classify(block: &[u8; 64]) -> (u64, u64, u64) {
+fn classify(block: &[u8; BLOCK]) -> (u64, u64, u64) {
     classify_bytewise(block)
 }
 
 /// `classify` a byte at a time (elsewhere than x86-64, and the oracle of the SSE2 one).
 #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
-fn classify_bytewise(block: &[u8; 64]) -> (u64, u64, u64) {
+fn classify_bytewise(block: &[u8; BLOCK]) -> (u64, u64, u64) {
     let (mut word, mut capitals, mut other) = (0u64, 0u64, 0u64);
     for (i, &byte) in block.iter().enumerate() {
         word |= u64::from(byte.is_ascii_alphanumeric()) << i;

@@ -23,8 +23,8 @@
 //! depends on what follows), and the last piece of a block is never emitted: it may go on past
 //! the block. The next block starts where it starts.
 
-/// Bytes a block covers.
-pub const BLOCK: usize = 64;
+use crate::byte_masks::low_bits;
+pub use crate::byte_masks::BLOCK;
 
 /// One bit per byte of a block (bit k = byte k) for each class the rules need.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -53,39 +53,24 @@ pub fn classify(block: &[u8; BLOCK]) -> Classes {
     }
 }
 
-/// SSE2 is part of x86-64, so this needs no detection: 16 bytes per compare, and `movemask`
-/// turns each compare into 16 bits of a mask.
+/// 16 bytes per compare (`byte_masks::sse2`), each compare's mask 16 bits of a class's.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn classify_sse2(block: &[u8; BLOCK]) -> Classes {
-    use std::arch::x86_64::*;
-    // SAFETY: SSE2 is always available on x86-64; the loads read 4 x 16 bytes of `block`.
-    unsafe {
-        let splat = |b: u8| _mm_set1_epi8(b as i8);
-        // `lo <= v <= lo + span - 1` for bytes, with signed compares: shift the range to start
-        // at -128, then ask for less than -128 + span.
-        let in_range = |v: __m128i, lo: u8, span: u8| {
-            let shifted = _mm_add_epi8(v, splat(0x80u8.wrapping_sub(lo)));
-            _mm_cmplt_epi8(shifted, splat(0x80u8.wrapping_add(span)))
-        };
-        let mut c = Classes::default();
-        for part in 0..4 {
-            let v = _mm_loadu_si128(block.as_ptr().add(16 * part).cast());
-            let bits = |m: __m128i| u64::from(_mm_movemask_epi8(m) as u16) << (16 * part);
-            let newline = _mm_or_si128(
-                _mm_cmpeq_epi8(v, splat(b'\n')),
-                _mm_cmpeq_epi8(v, splat(b'\r')),
-            );
-            c.letter |= bits(in_range(_mm_or_si128(v, splat(0x20)), b'a', 26));
-            c.digit |= bits(in_range(v, b'0', 10));
-            c.space |= bits(_mm_cmpeq_epi8(v, splat(b' ')));
-            c.tab |= bits(_mm_andnot_si128(newline, in_range(v, b'\t', 5)));
-            c.newline |= bits(newline);
-            c.apostrophe |= bits(_mm_cmpeq_epi8(v, splat(b'\'')));
-            c.high |= bits(v);
-        }
-        c
+    use crate::byte_masks::sse2::{and_not, bits, equal, in_range, letters, load, or};
+    let mut c = Classes::default();
+    for part in 0..4 {
+        let v = load(block, part);
+        let newline = or(equal(v, b'\n'), equal(v, b'\r'));
+        c.letter |= bits(letters(v), part);
+        c.digit |= bits(in_range(v, b'0', 10), part);
+        c.space |= bits(equal(v, b' '), part);
+        c.tab |= bits(and_not(newline, in_range(v, b'\t', 5)), part);
+        c.newline |= bits(newline, part);
+        c.apostrophe |= bits(equal(v, b'\''), part);
+        c.high |= bits(v, part);
     }
+    c
 }
 
 /// The same masks a byte at a time (other targets, and the test oracle).
@@ -108,16 +93,6 @@ fn classify_bytes(block: &[u8; BLOCK]) -> Classes {
         set(&mut c.high, b >= 0x80);
     }
     c
-}
-
-/// The low `len` bits.
-#[inline(always)]
-fn low_bits(len: usize) -> u64 {
-    if len >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << len) - 1
-    }
 }
 
 /// Where pieces start in a block whose byte 0 starts one and whose first `len` bytes are text,
