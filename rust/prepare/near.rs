@@ -506,6 +506,21 @@ mod tests {
     }
 
     #[test]
+    fn words_at_every_place_around_a_block_boundary_are_read_as_by_character() {
+        // Each kind of boundary (a word's end, a capital, a two-, three- and four-byte
+        // character, a CJK character alone, spaces) at every offset across the first two
+        // blocks, after a word or after spaces.
+        for tail in ["x", " Ab", "é", "日z", "🙂a", "aé", "A ", "  ", "ÀB"] {
+            for lead in ["a", " "] {
+                for pad in 0..140 {
+                    let text = format!("{}{tail} end", lead.repeat(pad));
+                    assert_eq!(word_hashes(&text), word_hashes_by_char(&text), "{text:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn words_read_byte_wise_equal_words_read_by_character() {
         let pieces = [
             "Hello",
