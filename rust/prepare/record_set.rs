@@ -8,7 +8,7 @@
 //! cannot be asked where a key's slot is. The table lives on 2 MiB pages where the kernel
 //! gives them (`table_memory`), so the lookups do not also walk the page table.
 //!
-//! Layout: a power of two of 16-byte slots, `[0, 0]` marking an empty one (the record
+//! Layout: whole lines of 16-byte slots, `[0, 0]` marking an empty one (the record
 //! `[0, 0]` itself is held by a flag). A record's home is a 64-byte line of four slots chosen
 //! by the top bits of its first word; it goes to the first free slot from there on (linear
 //! probing, wrapping at the end), so most records are found within the one line the prefetch
@@ -35,25 +35,41 @@ pub fn capacity_of(slots: usize) -> usize {
     if slots < 8 {
         slots.saturating_sub(1)
     } else {
-        slots / 8 * 7
+        slots / 8 * 7 + slots % 8 * 7 / 8
     }
 }
 
-/// The slots of the smallest table that holds `wanted` records.
+/// The slots of the smallest table of a power of two that holds `wanted` records: the size a
+/// table grows to as records come (a doubling, so that growth is paid once a record).
 pub fn slots_for(wanted: usize) -> usize {
+    let slots = exact_slots_for(wanted);
+    if slots == 0 {
+        return 0;
+    }
+    let doubled = slots.next_power_of_two();
+    if capacity_of(doubled) < wanted {
+        doubled * 2
+    } else {
+        doubled
+    }
+}
+
+/// The slots of the smallest table that holds `wanted` records, whole lines: the size a table
+/// is made at once for a projected total (`reserve_exact`), which a power of two would
+/// overshoot by up to twice (all of it touched, so zeroed by the kernel, as records land).
+pub fn exact_slots_for(wanted: usize) -> usize {
     if wanted == 0 {
         return 0;
     }
-    let slots = wanted
+    let mut slots = wanted
         .saturating_mul(8)
         .div_ceil(7)
-        .next_power_of_two()
+        .next_multiple_of(PER_LINE)
         .max(MIN_SLOTS);
-    if capacity_of(slots) < wanted {
-        slots * 2
-    } else {
-        slots
+    while capacity_of(slots) < wanted {
+        slots += PER_LINE;
     }
+    slots
 }
 
 /// Bytes a slot takes.
@@ -70,15 +86,14 @@ pub struct RecordSet {
     shared_bits: u32,
 }
 
-/// The first slot of `record`'s home line in a table of `slots`: the line numbered by the bits
-/// of its first word below the `shared` top bits.
+/// The first slot of `record`'s home line in a table of `slots` (whole lines): the bits of its
+/// first word below the `shared` top bits, as a fraction of the table (a multiply-shift, so
+/// any number of lines; the line rises with the hash).
 #[inline(always)]
 fn home(shared: u32, record: &[u64; 2], slots: usize) -> usize {
-    let line_bits = (slots / PER_LINE).trailing_zeros();
-    if line_bits == 0 {
-        return 0;
-    }
-    ((record[0] << shared) >> (64 - line_bits)) as usize * PER_LINE
+    let lines = (slots / PER_LINE) as u128;
+    let line = (u128::from(record[0] << shared) * lines) >> 64;
+    line as usize * PER_LINE
 }
 
 impl RecordSet {
@@ -109,11 +124,19 @@ impl RecordSet {
     }
 
     /// Room for `more` records beyond those held, grown at once (one new table, not a chain of
-    /// doublings).
+    /// doublings) to a power of two of slots.
     pub fn reserve(&mut self, more: usize) {
         let wanted = self.filled.saturating_add(more);
         if wanted > self.capacity() {
             self.grow_to(slots_for(wanted));
+        }
+    }
+
+    /// `reserve`, to just the slots `more` needs (for a total known in advance).
+    pub fn reserve_exact(&mut self, more: usize) {
+        let wanted = self.filled.saturating_add(more);
+        if wanted > self.capacity() {
+            self.grow_to(exact_slots_for(wanted));
         }
     }
 
@@ -143,8 +166,8 @@ impl RecordSet {
         let Some(slots) = self.slots.as_mut() else {
             unreachable!("grown above");
         };
-        let mask = slots.len() - 1;
-        let mut at = home(self.shared_bits, &record, slots.len());
+        let end = slots.len();
+        let mut at = home(self.shared_bits, &record, end);
         loop {
             let slot = &mut slots[at];
             if *slot == record {
@@ -155,7 +178,10 @@ impl RecordSet {
                 self.filled += 1;
                 return true;
             }
-            at = (at + 1) & mask;
+            at += 1;
+            if at == end {
+                at = 0;
+            }
         }
     }
 
@@ -211,7 +237,6 @@ impl RecordSet {
         let Some(table) = self.slots.as_mut() else {
             unreachable!("just set");
         };
-        let mask = slots - 1;
         let records = old
             .iter()
             .flat_map(|old| old.iter())
@@ -230,7 +255,7 @@ impl RecordSet {
             // The old table held each record once: the first free slot is its place.
             let mut at = home(self.shared_bits, record, slots);
             while table[at] != EMPTY {
-                at = (at + 1) & mask;
+                at = if at + 1 == slots { 0 } else { at + 1 };
             }
             table[at] = *record;
         }
@@ -346,6 +371,26 @@ mod tests {
                 slots <= MIN_SLOTS || capacity_of(slots / 2) < wanted,
                 "{wanted}"
             );
+            let exact = exact_slots_for(wanted);
+            assert!(capacity_of(exact) >= wanted && exact % PER_LINE == 0);
+            assert!(
+                exact <= MIN_SLOTS || capacity_of(exact - PER_LINE) < wanted,
+                "{wanted}"
+            );
         }
+        // A table made exactly for a total takes it without growing, and answers as any.
+        let mut set = RecordSet::sharing_top_bits(5);
+        set.reserve_exact(10_001);
+        let slots = set.slots();
+        assert!(!slots.is_power_of_two());
+        for i in 0..10_001u64 {
+            assert!(set.insert([spread(i) >> 5, i]));
+        }
+        assert_eq!(set.slots(), slots);
+        let mut sorted = vec![[0, 0]; set.len()];
+        set.sorted_into(&mut sorted);
+        let mut expected: Vec<[u64; 2]> = (0..10_001u64).map(|i| [spread(i) >> 5, i]).collect();
+        expected.sort_unstable();
+        assert_eq!(sorted, expected);
     }
 }

@@ -70,8 +70,8 @@ impl SeenHashes {
 
     /// Whether each shard could take `more[shard]` hashes without the tables outgrowing the
     /// budget (the shards grow at once, and a growing table briefly holds its old and its new
-    /// slots).
-    fn has_room_for(&self, more: &[usize]) -> bool {
+    /// slots), growing to a power of two (`exact`: to just what they need).
+    fn has_room_for(&self, more: &[usize], exact: bool) -> bool {
         let peak: usize = self
             .shards
             .iter()
@@ -82,7 +82,12 @@ impl SeenHashes {
                 if wanted <= shard.capacity() {
                     now
                 } else {
-                    record_set::slots_for(wanted) + now
+                    let grown = if exact {
+                        record_set::exact_slots_for(wanted)
+                    } else {
+                        record_set::slots_for(wanted)
+                    };
+                    grown + now
                 }
             })
             .sum();
@@ -106,13 +111,13 @@ impl SeenHashes {
             .iter()
             .map(|shard| share.saturating_sub(shard.len()))
             .collect();
-        let fits = self.has_room_for(&more);
+        let fits = self.has_room_for(&more, true);
         if fits {
-            // Each shard grown on its own thread of the caller's pool.
+            // Each shard grown on its own thread of the caller's pool, to just its share.
             self.shards
                 .par_iter_mut()
                 .zip(&more)
-                .for_each(|(shard, &more)| shard.reserve(more));
+                .for_each(|(shard, &more)| shard.reserve_exact(more));
         }
         fits
     }
@@ -125,7 +130,7 @@ impl SeenHashes {
         for &[high, _] in hashes {
             more[shard_of(high)] += 1;
         }
-        if !self.has_room_for(&more) {
+        if !self.has_room_for(&more, false) {
             return None;
         }
         if hashes.len() < PARALLEL_FROM || rayon::current_num_threads() == 1 {
