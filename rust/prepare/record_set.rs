@@ -372,7 +372,7 @@ mod tests {
                 "{wanted}"
             );
             let exact = exact_slots_for(wanted);
-            assert!(capacity_of(exact) >= wanted && exact % PER_LINE == 0);
+            assert!(capacity_of(exact) >= wanted && exact.is_multiple_of(PER_LINE));
             assert!(
                 exact <= MIN_SLOTS || capacity_of(exact - PER_LINE) < wanted,
                 "{wanted}"
