@@ -199,17 +199,6 @@ impl RecordSet {
         }
     }
 
-    /// Every record held, in slot order.
-    pub fn iter(&self) -> impl Iterator<Item = [u64; 2]> + '_ {
-        let zero = self.holds_zero.then_some(EMPTY);
-        self.slots
-            .iter()
-            .flat_map(|slots| slots.iter())
-            .copied()
-            .filter(|record| *record != EMPTY)
-            .chain(zero)
-    }
-
     /// Every record held, in ascending order (first word, then second), into `out` (of
     /// `len()` records).
     pub fn sorted_into(&self, out: &mut [[u64; 2]]) {
@@ -327,9 +316,6 @@ mod tests {
             }
             let mut expected: Vec<[u64; 2]> = oracle.into_iter().collect();
             expected.sort_unstable();
-            let mut held: Vec<[u64; 2]> = set.iter().collect();
-            held.sort_unstable();
-            assert_eq!(held, expected);
             let mut sorted = vec![[7, 7]; set.len()];
             set.sorted_into(&mut sorted);
             assert_eq!(sorted, expected, "{shared} shared bits");
