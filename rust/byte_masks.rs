@@ -71,6 +71,21 @@ pub mod sse2 {
         unsafe { _mm_andnot_si128(a, b) }
     }
 
+    /// `v` with its ASCII capitals made small letters (`| 0x20` where a byte is `A` to `Z`).
+    #[inline(always)]
+    pub fn ascii_lowercase(v: __m128i) -> __m128i {
+        // SAFETY: SSE2 is part of x86-64.
+        unsafe { _mm_or_si128(v, _mm_and_si128(in_range(v, b'A', 26), _mm_set1_epi8(0x20))) }
+    }
+
+    /// `v` into part `part` (0 to 3) of `block`.
+    #[inline(always)]
+    pub fn store(block: &mut [u8; BLOCK], part: usize, v: __m128i) {
+        let bytes = &mut block[16 * part..16 * part + 16];
+        // SAFETY: SSE2 is part of x86-64; `bytes` is 16 bytes, written unaligned.
+        unsafe { _mm_storeu_si128(bytes.as_mut_ptr().cast(), v) }
+    }
+
     /// The top bit of each byte of `m` (a compare's mask; of a block's own bytes, those of
     /// 0x80 or more), as the 16 bits of part `part` of a block's mask.
     #[inline(always)]
@@ -117,6 +132,15 @@ mod tests {
                 mask(&block, &|v| sse2::equal(v, b'\n')),
                 by_byte(&block, &|b| b == b'\n')
             );
+            let mut lowered = [0u8; BLOCK];
+            for part in 0..4 {
+                sse2::store(
+                    &mut lowered,
+                    part,
+                    sse2::ascii_lowercase(sse2::load(&block, part)),
+                );
+            }
+            assert_eq!(lowered, block.map(|b| b.to_ascii_lowercase()));
             assert_eq!(mask(&block, &|v| v), by_byte(&block, &|b| b >= 0x80));
             assert_eq!(
                 mask(&block, &|v| sse2::and_not(

@@ -121,9 +121,9 @@ impl MinHasher {
         let Scratch {
             words,
             shingles,
-            word,
+            buffers,
         } = scratch;
-        word_hashes_into(text, word, words);
+        word_hashes_into(text, buffers, words);
         shingles.clear();
         if words.is_empty() {
             shingles.push(fold32(xxh3_64(text.as_bytes())));
@@ -245,161 +245,223 @@ fn fold32(hash: u64) -> u32 {
 /// Each word of `text` (see the module doc) hashed to 64 bits.
 pub fn word_hashes(text: &str) -> Vec<u64> {
     let mut hashes = Vec::new();
-    word_hashes_into(text, &mut Vec::new(), &mut hashes);
+    word_hashes_into(text, &mut Words::default(), &mut hashes);
     hashes
 }
 
-/// `word_hashes` into `hashes`, `word` holding the word being read. The text is classified 64
-/// bytes at a time into bit masks (ASCII letters and digits, capitals, non-ASCII bytes), and
-/// the masks give each run of ASCII letters and digits at once, not byte by byte (a test of
-/// every byte's class ended each word with a branch the CPU guessed wrong). A run between ASCII
-/// non-word bytes (most words of most text) is hashed where it lies, or lowercased into `word`
-/// when it has capitals; a word with other characters is gathered in `word` a character at a
-/// time.
-fn word_hashes_into(text: &str, word: &mut Vec<u8>, hashes: &mut Vec<u64>) {
+/// A thread's buffers for reading words.
+#[derive(Default)]
+struct Words {
+    /// The text with its ASCII capitals made small.
+    lowered: Vec<u8>,
+    /// A word gathered a character at a time.
+    word: Vec<u8>,
+}
+
+/// `word_hashes` into `hashes`. The text is classified 64 bytes at a time into bit masks (ASCII
+/// letters and digits, non-ASCII bytes) and copied with its ASCII capitals made small;
+/// the masks give the runs between ASCII non-word bytes a `trailing_zeros` at a time (a test of
+/// each byte ended each word with a branch the CPU guessed wrong). ASCII non-word bytes end
+/// every word, so each run is read on its own: a run of ASCII letters and digits (most words of
+/// most text) is hashed where it lies in the lowered copy, with no branch on its capitals; a run
+/// with other characters is read a character at a time (`words_by_character`).
+fn word_hashes_into(text: &str, buffers: &mut Words, hashes: &mut Vec<u64>) {
     hashes.clear();
-    word.clear();
+    let bytes = text.as_bytes();
+    let Words { lowered, word } = buffers;
+    lowered.clear();
+    // The run being read, from one block into the next: its first byte, and whether it has
+    // non-ASCII bytes so far.
+    let mut open: Option<usize> = None;
+    let mut other = false;
+    for block in (0..bytes.len()).step_by(BLOCK) {
+        let classes = Classes::of(bytes, block, lowered);
+        let runs = classes.word | classes.other;
+        let mut from = 0;
+        loop {
+            if open.is_none() {
+                // The next run's first byte, past the bytes already read.
+                let ahead = runs & !low_bits(from);
+                if ahead == 0 {
+                    break;
+                }
+                from = ahead.trailing_zeros() as usize;
+                open = Some(block + from);
+                other = false;
+            }
+            // The shift brings in zeros, so the run stops at the block's end at the latest.
+            let end = from + (!(runs >> from)).trailing_zeros() as usize;
+            other |= classes.other & low_bits(end) & !low_bits(from) != 0;
+            if end == BLOCK {
+                break; // the run may go on in the next block
+            }
+            if let Some(start) = open.take() {
+                hash_run(text, lowered, start..block + end, other, word, hashes);
+            }
+            from = end;
+        }
+    }
+    if let Some(start) = open {
+        hash_run(text, lowered, start..bytes.len(), other, word, hashes);
+    }
+}
+
+/// The words of the run `text[range]` (between ASCII non-word bytes, so on character
+/// boundaries) into `hashes`: the run itself as one word, taken from the `lowered` text, unless
+/// it has `other` (non-ASCII) characters.
+#[inline(always)]
+fn hash_run(
+    text: &str,
+    lowered: &[u8],
+    range: std::ops::Range<usize>,
+    other: bool,
+    word: &mut Vec<u8>,
+    hashes: &mut Vec<u64>,
+) {
+    if !other {
+        hashes.push(xxh3_64(lowered.get(range).unwrap_or_default()));
+    } else if let Some(run) = text.get(range) {
+        words_by_character(run, word, hashes);
+    }
+}
+
+/// The words of a run of ASCII letters and digits and other characters, a character at a
+/// time: alphanumeric characters lowercased and gathered, a CJK character a word by itself,
+/// any other character between words.
+fn words_by_character(run: &str, word: &mut Vec<u8>, hashes: &mut Vec<u64>) {
     let finish = |word: &mut Vec<u8>, hashes: &mut Vec<u64>| {
         if !word.is_empty() {
             hashes.push(xxh3_64(word));
             word.clear();
         }
     };
-    let bytes = text.as_bytes();
-    let mut classes = Classes::default();
-    let mut at = 0;
-    while at < bytes.len() {
-        let (block, offset) = (at - at % BLOCK, at % BLOCK);
-        if classes.start != Some(block) {
-            classes = Classes::of(bytes, block);
-        }
-        if classes.other >> offset & 1 == 1 {
-            // `at` is a character boundary: it moves by whole characters and ASCII bytes.
-            let Some(c) = text.get(at..).and_then(|rest| rest.chars().next()) else {
-                break;
-            };
-            at += c.len_utf8();
-            let mut utf8 = [0u8; 4];
-            if is_word_by_itself(c) {
-                finish(word, hashes);
-                word.extend_from_slice(c.encode_utf8(&mut utf8).as_bytes());
-                finish(word, hashes);
-            } else if c.is_alphanumeric() {
-                for lower in c.to_lowercase() {
-                    word.extend_from_slice(lower.encode_utf8(&mut utf8).as_bytes());
-                }
-            } else {
-                finish(word, hashes);
-            }
+    word.clear();
+    let two_byte = two_byte_lowercase();
+    let mut utf8 = [0u8; 4];
+    for c in run.chars() {
+        if c.is_ascii() {
+            // A letter or a digit: a run holds no other ASCII bytes.
+            word.push((c as u8).to_ascii_lowercase());
             continue;
         }
-        if classes.word >> offset & 1 == 0 {
-            // ASCII non-word bytes: on to the next word byte or non-ASCII byte of the block.
+        // Two bytes in UTF-8 (Latin, Greek, Cyrillic, Armenian, Hebrew, Arabic...): the table.
+        match two_byte.get(c as usize - 0x80) {
+            Some(&NOT_ALPHANUMERIC) => {
+                finish(word, hashes);
+                continue;
+            }
+            Some(&lower) if lower != LOWERCASE_ELSEWHERE => {
+                word.extend_from_slice(&[0xC0 | (lower >> 6) as u8, 0x80 | (lower & 0x3F) as u8]);
+                continue;
+            }
+            _ => {}
+        }
+        if is_word_by_itself(c) {
             finish(word, hashes);
-            let next = (classes.word | classes.other) >> offset;
-            at = if next == 0 {
-                block + BLOCK
-            } else {
-                at + next.trailing_zeros() as usize
-            };
-            continue;
-        }
-        // A run of ASCII letters and digits from `at`, perhaps over several blocks.
-        let start = at;
-        let mut capitals = false;
-        loop {
-            let offset = at % BLOCK;
-            // The shift brings in zeros, so the run stops at the block's end at the latest.
-            let run = (!(classes.word >> offset)).trailing_zeros() as usize;
-            capitals |= classes.capitals >> offset & low_bits(run) != 0;
-            at += run;
-            if run < BLOCK - offset || at >= bytes.len() {
-                break;
+            word.extend_from_slice(c.encode_utf8(&mut utf8).as_bytes());
+            finish(word, hashes);
+        } else if c.is_alphanumeric() {
+            for lower in c.to_lowercase() {
+                word.extend_from_slice(lower.encode_utf8(&mut utf8).as_bytes());
             }
-            classes = Classes::of(bytes, at);
-        }
-        let at_end = at.min(bytes.len());
-        let run = &bytes[start..at_end];
-        at = at_end;
-        let whole = word.is_empty() && bytes.get(at).is_none_or(u8::is_ascii);
-        if whole && !capitals {
-            hashes.push(xxh3_64(run));
         } else {
-            // Capitals, or a word that goes on in (or came from) other characters.
-            word.extend(run.iter().map(u8::to_ascii_lowercase));
-            if whole {
-                finish(word, hashes);
-            }
+            finish(word, hashes);
         }
     }
     finish(word, hashes);
 }
 
+/// In `two_byte_lowercase`: a character that is not alphanumeric.
+const NOT_ALPHANUMERIC: u16 = 0;
+/// In `two_byte_lowercase`: an alphanumeric character whose lowercase is not one character of
+/// two UTF-8 bytes (`İ` lowercases to two characters): asked of the standard library each time.
+const LOWERCASE_ELSEWHERE: u16 = 1;
+
+/// The characters of two UTF-8 bytes, U+0080 to U+07FF from index 0: each one's lowercase
+/// (one character, U+0080 or above), or one of the two marks above (below U+0080). Made once from
+/// the standard library's `is_alphanumeric` and `to_lowercase`, so it answers as they do, where
+/// asking them took a binary search of the Unicode tables a character (15% of the band hashes'
+/// time on the multilingual handbook).
+fn two_byte_lowercase() -> &'static [u16; 0x780] {
+    static TABLE: std::sync::OnceLock<[u16; 0x780]> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        std::array::from_fn(|index| {
+            let Some(c) = char::from_u32(0x80 + index as u32) else {
+                return NOT_ALPHANUMERIC; // not reached: no surrogates below U+0800
+            };
+            if !c.is_alphanumeric() {
+                return NOT_ALPHANUMERIC;
+            }
+            let mut lower = c.to_lowercase();
+            match (lower.next(), lower.next()) {
+                (Some(l), None) if (0x80..0x800).contains(&(l as u32)) => l as u16,
+                _ => LOWERCASE_ELSEWHERE,
+            }
+        })
+    })
+}
+
 /// The classes of a text's 64-byte block as bit masks (bit `i` for the block's byte `i`; bytes
 /// past the text's end are in no class).
-#[derive(Default)]
 struct Classes {
-    /// The block's first byte, once classified.
-    start: Option<usize>,
     /// ASCII letters and digits.
     word: u64,
-    /// ASCII capitals.
-    capitals: u64,
     /// Bytes of non-ASCII characters.
     other: u64,
 }
 
 impl Classes {
-    fn of(bytes: &[u8], start: usize) -> Self {
-        let (word, capitals, other) = match bytes.get(start..start + BLOCK) {
-            Some(block) => classify(block.as_array().unwrap_or(&[0; BLOCK])),
+    /// The classes of the block of `bytes` from `start`, its bytes lowered onto `lowered`.
+    #[inline(always)]
+    fn of(bytes: &[u8], start: usize, lowered: &mut Vec<u8>) -> Self {
+        let mut small = [0u8; BLOCK];
+        let (word, other) = match bytes.get(start..start + BLOCK) {
+            Some(block) => classify(block.as_array().unwrap_or(&[0; BLOCK]), &mut small),
             None => {
                 // The text's last block, padded with bytes in no class.
                 let mut block = [0u8; BLOCK];
                 let tail = bytes.get(start..).unwrap_or_default();
                 block[..tail.len()].copy_from_slice(tail);
-                classify(&block)
+                classify(&block, &mut small)
             }
         };
-        Self {
-            start: Some(start),
-            word,
-            capitals,
-            other,
-        }
+        let len = (bytes.len() - start).min(BLOCK);
+        lowered.extend_from_slice(&small[..len]);
+        Self { word, other }
     }
 }
 
-/// (letters and digits, capitals, non-ASCII) masks of 64 bytes, 16 at a time
-/// (`byte_masks::sse2`).
+/// (letters and digits, non-ASCII) masks of 64 bytes, 16 at a time (`byte_masks::sse2`), and
+/// the bytes with ASCII capitals made small into `lowered`.
 #[cfg(target_arch = "x86_64")]
-fn classify(block: &[u8; BLOCK]) -> (u64, u64, u64) {
-    use crate::byte_masks::sse2::{bits, in_range, letters, load, or};
-    let (mut word, mut capitals, mut other) = (0u64, 0u64, 0u64);
+#[inline(always)]
+fn classify(block: &[u8; BLOCK], lowered: &mut [u8; BLOCK]) -> (u64, u64) {
+    use crate::byte_masks::sse2::{ascii_lowercase, bits, in_range, letters, load, or, store};
+    let (mut word, mut other) = (0u64, 0u64);
     for part in 0..4 {
         let v = load(block, part);
         word |= bits(or(letters(v), in_range(v, b'0', 10)), part);
-        capitals |= bits(in_range(v, b'A', 26), part);
         other |= bits(v, part);
+        store(lowered, part, ascii_lowercase(v));
     }
-    (word, capitals, other)
+    (word, other)
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn classify(block: &[u8; BLOCK]) -> (u64, u64, u64) {
-    classify_bytewise(block)
+fn classify(block: &[u8; BLOCK], lowered: &mut [u8; BLOCK]) -> (u64, u64) {
+    classify_bytewise(block, lowered)
 }
 
 /// `classify` a byte at a time (elsewhere than x86-64, and the oracle of the SSE2 one).
 #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
-fn classify_bytewise(block: &[u8; BLOCK]) -> (u64, u64, u64) {
-    let (mut word, mut capitals, mut other) = (0u64, 0u64, 0u64);
+fn classify_bytewise(block: &[u8; BLOCK], lowered: &mut [u8; BLOCK]) -> (u64, u64) {
+    let (mut word, mut other) = (0u64, 0u64);
     for (i, &byte) in block.iter().enumerate() {
         word |= u64::from(byte.is_ascii_alphanumeric()) << i;
-        capitals |= u64::from(byte.is_ascii_uppercase()) << i;
         other |= u64::from(!byte.is_ascii()) << i;
+        lowered[i] = byte.to_ascii_lowercase();
     }
-    (word, capitals, other)
+    (word, other)
 }
 
 /// A thread's buffers for the signatures it makes.
@@ -407,7 +469,7 @@ fn classify_bytewise(block: &[u8; BLOCK]) -> (u64, u64, u64) {
 struct Scratch {
     words: Vec<u64>,
     shingles: Vec<u32>,
-    word: Vec<u8>,
+    buffers: Words,
 }
 
 /// `Scratch` and the signature `band_hashes` cuts into bands.
@@ -501,7 +563,10 @@ mod tests {
     fn bytes_are_classified_as_one_at_a_time() {
         for start in (0..=255u8).step_by(64) {
             let block: [u8; 64] = std::array::from_fn(|i| start.wrapping_add(i as u8));
-            assert_eq!(classify(&block), classify_bytewise(&block), "{start}");
+            let (mut lowered, mut expected) = ([0; BLOCK], [0; BLOCK]);
+            let classes = classify(&block, &mut lowered);
+            assert_eq!(classes, classify_bytewise(&block, &mut expected), "{start}");
+            assert_eq!(lowered, expected, "{start}");
         }
     }
 
@@ -517,6 +582,19 @@ mod tests {
                     assert_eq!(word_hashes(&text), word_hashes_by_char(&text), "{text:?}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn every_two_byte_character_is_read_as_by_character() {
+        // The table's answers (alphanumeric, lowercase) for all of U+0080..U+07FF, alone,
+        // inside a word, after a capital and between words.
+        for code in 0x80..0x800u32 {
+            let Some(c) = char::from_u32(code) else {
+                continue;
+            };
+            let text = format!("{c} a{c}b X{c}{c} {c}9");
+            assert_eq!(word_hashes(&text), word_hashes_by_char(&text), "U+{code:04X}");
         }
     }
 
