@@ -72,6 +72,21 @@ pub fn exact_slots_for(wanted: usize) -> usize {
     slots
 }
 
+/// How a table grows when it must.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Growth {
+    /// To a power of two of slots (`slots_for`), as records come: growth paid once a record.
+    Doubling,
+    /// To just the whole lines a projected total needs (`exact_slots_for`).
+    Exact,
+    /// `Exact`, and at least a quarter beyond the table it replaces. A run's projection rises a
+    /// few percent now and then as the records per byte move from file to file (under `--dedup
+    /// near` on the race's 163 MB, every shard grew three times by 3-7%), and each new table is
+    /// freshly zeroed pages with every record moved over: a third of the samples of a one-thread
+    /// run were the kernel clearing pages, most of them the set's.
+    Spared,
+}
+
 /// Bytes a slot takes.
 pub const SLOT_BYTES: usize = std::mem::size_of::<[u64; 2]>();
 
@@ -123,20 +138,24 @@ impl RecordSet {
         capacity_of(self.slots())
     }
 
-    /// Room for `more` records beyond those held, grown at once (one new table, not a chain of
-    /// doublings) to a power of two of slots.
-    pub fn reserve(&mut self, more: usize) {
-        let wanted = self.filled.saturating_add(more);
-        if wanted > self.capacity() {
-            self.grow_to(slots_for(wanted));
+    /// The slots this table would grow to, by `growth`, to hold `wanted` records.
+    pub fn grown_slots(&self, wanted: usize, growth: Growth) -> usize {
+        match growth {
+            Growth::Doubling => slots_for(wanted),
+            Growth::Exact => exact_slots_for(wanted),
+            Growth::Spared => {
+                let now = self.capacity();
+                exact_slots_for(wanted.max(now.saturating_add(now / 4)))
+            }
         }
     }
 
-    /// `reserve`, to just the slots `more` needs (for a total known in advance).
-    pub fn reserve_exact(&mut self, more: usize) {
+    /// Room for `more` records beyond those held, grown at once (one new table, not a chain of
+    /// doublings) by `growth`.
+    pub fn reserve(&mut self, more: usize, growth: Growth) {
         let wanted = self.filled.saturating_add(more);
         if wanted > self.capacity() {
-            self.grow_to(exact_slots_for(wanted));
+            self.grow_to(self.grown_slots(wanted, growth));
         }
     }
 
@@ -188,7 +207,7 @@ impl RecordSet {
     /// Add each record of `records` in order, prefetching ahead; calls `seen_before` with the
     /// place of each one held already (an earlier equal one in `records` included).
     pub fn insert_all(&mut self, records: &[[u64; 2]], mut seen_before: impl FnMut(usize)) {
-        self.reserve(records.len());
+        self.reserve(records.len(), Growth::Doubling);
         for (at, record) in records.iter().enumerate() {
             if let Some(ahead) = records.get(at + AHEAD) {
                 self.prefetch(ahead);
@@ -340,7 +359,7 @@ mod tests {
     fn reserving_makes_one_table_for_the_total() {
         let mut set = RecordSet::default();
         assert_eq!(set.slots(), 0);
-        set.reserve(1000);
+        set.reserve(1000, Growth::Doubling);
         let slots = set.slots();
         assert!(set.capacity() >= 1000);
         let capacity = set.capacity() as u64;
@@ -366,7 +385,7 @@ mod tests {
         }
         // A table made exactly for a total takes it without growing, and answers as any.
         let mut set = RecordSet::sharing_top_bits(5);
-        set.reserve_exact(10_001);
+        set.reserve(10_001, Growth::Exact);
         let slots = set.slots();
         assert!(!slots.is_power_of_two());
         for i in 0..10_001u64 {

@@ -14,7 +14,7 @@
 
 use rayon::prelude::*;
 
-use super::record_set::{self, RecordSet, SLOT_BYTES};
+use super::record_set::{self, Growth, RecordSet, SLOT_BYTES};
 
 type Shard = RecordSet;
 
@@ -70,8 +70,8 @@ impl SeenHashes {
 
     /// Whether each shard could take `more[shard]` hashes without the tables outgrowing the
     /// budget (the shards grow at once, and a growing table briefly holds its old and its new
-    /// slots), growing to a power of two (`exact`: to just what they need).
-    fn has_room_for(&self, more: &[usize], exact: bool) -> bool {
+    /// slots), growing by `growth`.
+    fn has_room_for(&self, more: &[usize], growth: Growth) -> bool {
         let peak: usize = self
             .shards
             .iter()
@@ -82,12 +82,7 @@ impl SeenHashes {
                 if wanted <= shard.capacity() {
                     now
                 } else {
-                    let grown = if exact {
-                        record_set::exact_slots_for(wanted)
-                    } else {
-                        record_set::slots_for(wanted)
-                    };
-                    grown + now
+                    shard.grown_slots(wanted, growth) + now
                 }
             })
             .sum();
@@ -111,13 +106,20 @@ impl SeenHashes {
             .iter()
             .map(|shard| share.saturating_sub(shard.len()))
             .collect();
-        let fits = self.has_room_for(&more, true);
+        // A table made for an earlier guess is replaced with a quarter to spare where the
+        // budget allows (`Growth::Spared`), else with just the share.
+        let growth = if self.has_room_for(&more, Growth::Spared) {
+            Growth::Spared
+        } else {
+            Growth::Exact
+        };
+        let fits = growth == Growth::Spared || self.has_room_for(&more, Growth::Exact);
         if fits {
-            // Each shard grown on its own thread of the caller's pool, to just its share.
+            // Each shard grown on its own thread of the caller's pool.
             self.shards
                 .par_iter_mut()
                 .zip(&more)
-                .for_each(|(shard, &more)| shard.reserve_exact(more));
+                .for_each(|(shard, &more)| shard.reserve(more, growth));
         }
         fits
     }
@@ -130,12 +132,12 @@ impl SeenHashes {
         for &[high, _] in hashes {
             more[shard_of(high)] += 1;
         }
-        if !self.has_room_for(&more, false) {
+        if !self.has_room_for(&more, Growth::Doubling) {
             return None;
         }
         if hashes.len() < PARALLEL_FROM || rayon::current_num_threads() == 1 {
             for (shard, &more) in self.shards.iter_mut().zip(&more) {
-                shard.reserve(more);
+                shard.reserve(more, Growth::Doubling);
             }
             let shards = &mut self.shards;
             return Some(
@@ -271,6 +273,37 @@ mod tests {
         // A total already held asks for nothing.
         assert!(seen.expect(5));
         assert_eq!(capacities(&seen), room);
+    }
+
+    #[test]
+    fn a_rising_guess_grows_the_tables_once_with_a_quarter_to_spare() {
+        let mut seen = SeenHashes::new(64 << 20);
+        assert!(seen.expect(100_000));
+        let first = capacities(&seen);
+        // A guess 3% higher: each table is replaced by one a quarter larger...
+        assert!(seen.expect(103_000));
+        let spared = capacities(&seen);
+        for (now, before) in spared.iter().zip(&first) {
+            assert!(*now >= before + before / 4, "{now} from {before}");
+        }
+        // ...which the next rises fit without another table.
+        assert!(seen.expect(106_000));
+        assert!(seen.expect(115_000));
+        assert_eq!(capacities(&seen), spared);
+        // Where the budget has no room for the quarter, the tables grow to just the guess.
+        let mut tight = SeenHashes::new(0);
+        tight.budget = 40 << 20;
+        assert!(tight.expect(1_000_000));
+        let exact = capacities(&tight);
+        let bytes = tight.bytes();
+        tight.budget = bytes * 2 + bytes / 8; // the old and new tables, but not a quarter more
+        assert!(tight.expect(1_030_000));
+        for (now, before) in capacities(&tight).iter().zip(&exact) {
+            assert!(
+                *now > *before && *now < before + before / 4,
+                "{now} from {before}"
+            );
+        }
     }
 
     #[test]
