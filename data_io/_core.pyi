@@ -95,8 +95,9 @@ class RawDocuments:
         self, path: str, start: int = 0, end: int | None = None, compression: str | None = None
     ) -> None:
         """Read the source from the file ``path`` (bytes ``start..end`` of its text) with
-        ``read_file``; ``compression``: None, "gz", "zst", "bz2" or "xz" (a compressed file is
-        read whole)."""
+        ``read_file``; ``compression``: None, "gz", "zst", "bz2" or "xz". In a compressed file
+        ``start`` and ``end`` are targets: the range runs between the cuts for them
+        (``rust/prepare/cuts.rs``), its first line numbered as found."""
     def read_file(self, limit: int) -> int:
         """Read about ``limit`` more bytes of the file's text and cut its whole lines into
         documents, without the GIL; the bytes of text read (0: the file is done)."""
@@ -118,6 +119,10 @@ class RawDocuments:
     def take(self) -> RawDocuments:
         """The finished documents, as a batch for ``prepare_batch``."""
     def __len__(self) -> int: ...
+
+def text_length_estimate(path: str, compression: str | None, sample: int) -> int:
+    """An estimate of the length of the text of ``path`` (stored with ``compression``) from its
+    first ``sample`` bytes of text; the length itself when it is no longer."""
 
 def prepare_batch(
     documents: RawDocuments,

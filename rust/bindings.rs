@@ -719,7 +719,8 @@ impl RawDocuments {
 
     /// Read the current source from the file `path` (bytes `start..end` of its text; `end`
     /// None: to its end) with `read_file`, instead of feeding it. `compression`: None, "gz",
-    /// "zst", "bz2" or "xz" (a compressed file is read whole).
+    /// "zst", "bz2" or "xz"; in a compressed file `start` and `end` are targets, the range
+    /// running between the cuts for them (`prepare/cuts.rs`).
     #[pyo3(signature = (path, start = 0, end = None, compression = None))]
     fn open_file(
         &mut self,
@@ -729,22 +730,11 @@ impl RawDocuments {
         end: Option<u64>,
         compression: Option<&str>,
     ) -> PyResult<()> {
-        use crate::reader::Compression;
-        let compression = match compression {
-            None => Compression::None,
-            Some("gz") => Compression::Gzip,
-            Some("zst") => Compression::Zstd,
-            Some("bz2") => Compression::Bzip2,
-            Some("xz") => Compression::Xz,
-            Some(other) => {
-                return Err(PyValueError::new_err(format!(
-                    "compression {other:?} is not read here (None, \"gz\", \"zst\", \"bz2\" \
-                     or \"xz\")"
-                )))
-            }
-        };
-        let feed = crate::prepare::file::FileFeed::open_compressed(path, compression, start, end)
-            .map_err(|e| to_py_err(py, e))?;
+        let compression = compression_named(compression)?;
+        let format = self.inner.format();
+        let feed =
+            crate::prepare::file::FileFeed::open_compressed(path, compression, start, end, format)
+                .map_err(|e| to_py_err(py, e))?;
         self.file_bytes_read = 0;
         self.file = Some(feed);
         Ok(())
@@ -864,6 +854,38 @@ type LineArrays<'py> = (
 /// encoding (a duplicate is never encoded): the counts' `duplicates`, or `dedup_overflow` 1
 /// (nothing recorded, nothing encoded) when the batch's hashes would not fit its budget.
 /// `keep_empty`: a document that is empty or only whitespace is kept (reading alone).
+/// The compression a source's suffix names: None, "gz", "zst", "bz2" or "xz".
+fn compression_named(name: Option<&str>) -> PyResult<crate::reader::Compression> {
+    use crate::reader::Compression;
+    Ok(match name {
+        None => Compression::None,
+        Some("gz") => Compression::Gzip,
+        Some("zst") => Compression::Zstd,
+        Some("bz2") => Compression::Bzip2,
+        Some("xz") => Compression::Xz,
+        Some(other) => {
+            return Err(PyValueError::new_err(format!(
+                "compression {other:?} is not read here (None, \"gz\", \"zst\", \"bz2\" or \
+                 \"xz\")"
+            )))
+        }
+    })
+}
+
+/// An estimate of the length of the text of `path`, stored with `compression`, from its first
+/// `sample` bytes of text (the length itself when it is no longer), without the GIL.
+#[pyfunction]
+fn text_length_estimate(
+    py: Python<'_>,
+    path: PathBuf,
+    compression: Option<&str>,
+    sample: u64,
+) -> PyResult<u64> {
+    let compression = compression_named(compression)?;
+    py.detach(|| crate::prepare::file::text_length_estimate(&path, compression, sample))
+        .map_err(|e| to_py_err(py, e))
+}
+
 #[pyfunction]
 #[pyo3(signature = (documents, *, text_field, fail_invalid, normalize, filter, min_line_chars,
     min_doc_chars, resolve, encoder = None, eos_id = None, near = None, lines = false,
@@ -1195,6 +1217,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(leave_node_tables, m)?)?;
     m.add_function(wrap_pyfunction!(hash_texts, m)?)?;
     m.add_function(wrap_pyfunction!(prepare_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(text_length_estimate, m)?)?;
     m.add_function(wrap_pyfunction!(keep_lines, m)?)?;
     m.add_function(wrap_pyfunction!(sort_records, m)?)?;
     m.add_class::<RawDocuments>()?;

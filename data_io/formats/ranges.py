@@ -1,34 +1,48 @@
 """A large uncompressed text or JSONL file cut into byte ranges at document boundaries, so that
 several scale units share it and, read one after the other, give exactly the documents of the
-whole file (with the same line numbers in their errors); a large Parquet file cut into runs of
-row groups (a row is a document).
+whole file (with the same line numbers in their errors); a large compressed one cut into ranges
+of its text by target offsets, the cuts found by each unit as it decompresses (``TextRange``);
+a large Parquet file cut into runs of row groups (a row is a document).
 
 A JSONL row, or a document of a ``--doc-per-line`` text, is a line: any line start is a
 boundary. A text document is a block of lines ended by a blank line (only whitespace, as
 Python's ``str.isspace`` sees it; a line that is not UTF-8 is not blank): a range ends just
-after a blank line. Compressed files cannot be entered in the middle: they stay whole, as do
-``datasets`` sources.
+after a blank line. ``datasets`` sources stay whole.
+
+A compressed file cannot be entered in the middle: each of its ranges decompresses all the text
+before it, so cutting a file into ``k`` ranges decompresses it ``k / 2`` times over (and the
+last range waits for most of it). Its text's length is estimated from a sample, and it is cut
+into at most ``COMPRESSED_RANGES`` ranges: past that, more units add more decompressing than
+they share out.
 """
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import BinaryIO
 
+from data_io import _core
 from data_io.errors import InputError
-from data_io.formats.raw_text import ByteRange, RowGroups, Source
+from data_io.formats.raw_text import ByteRange, RowGroups, Source, TextRange
 
-__all__ = ["document_ranges"]
+__all__ = ["COMPRESSED_RANGES", "document_ranges"]
 
 _COUNT_CHUNK = 16 << 20
+# Ranges a compressed file is cut into at most (see the module's docstring).
+COMPRESSED_RANGES = 8
+# Text decompressed to estimate a compressed file's length.
+_SAMPLE_BYTES = 16 << 20
 
 
 def document_ranges(
     source: Source, unit_bytes: int, doc_per_line: bool
-) -> list[ByteRange] | list[RowGroups]:
+) -> list[ByteRange] | list[TextRange] | list[RowGroups]:
     """Ranges of about ``unit_bytes`` covering ``source`` in order, or ``[]`` when it is read
-    whole (small, compressed, one row group, or a ``datasets`` source)."""
+    whole (small, one row group, or a ``datasets`` source)."""
     size = source.size
+    if source.compression is not None and source.kind in ("txt", "jsonl"):
+        return _text_ranges(source, unit_bytes)
     if unit_bytes <= 0 or size <= unit_bytes or source.compression is not None:
         return []
     if source.kind == "parquet":
@@ -53,6 +67,20 @@ def document_ranges(
     lines = _first_lines(source.path, cuts)
     ends = [*cuts[1:], size]
     return [ByteRange(start, end, line) for start, end, line in zip(cuts, ends, lines, strict=True)]
+
+
+def _text_ranges(source: Source, unit_bytes: int) -> list[TextRange]:
+    """A compressed file's text in up to ``COMPRESSED_RANGES`` ranges of about ``unit_bytes``
+    (by its estimated length), or ``[]``. A file under an eighth of a unit on disk is not
+    sampled: text rarely shrinks eightfold."""
+    if unit_bytes <= 0 or source.size * 8 <= unit_bytes:
+        return []
+    total = _core.text_length_estimate(str(source.path), source.compression, _SAMPLE_BYTES)
+    count = min(round(total / unit_bytes), COMPRESSED_RANGES)
+    if count <= 1:
+        return []
+    cuts = [k * total // count for k in range(count + 1)]
+    return [TextRange(start, end, total) for start, end in itertools.pairwise(cuts)]
 
 
 def _boundary_from(f: BinaryIO, target: int, blocks: bool) -> int | None:

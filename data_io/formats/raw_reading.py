@@ -30,6 +30,7 @@ from data_io.formats.raw_text import (
     ReadStats,
     RowGroups,
     Source,
+    TextRange,
     datasets_batches,
     empty_input_error,
     jsonl_row_text,
@@ -107,6 +108,9 @@ class DocumentReader:
             span = source.span
             if isinstance(span, ByteRange):
                 documents.open_file(source.name, span.start, span.end)
+            elif isinstance(span, TextRange):  # the last range reads on to the text's end
+                end = None if span.end == span.total else span.end
+                documents.open_file(source.name, span.start, end, source.compression)
             else:
                 documents.open_file(source.name, compression=source.compression)
             shown = 0  # the bar counts the file's bytes, compressed ones for a compressed file

@@ -32,6 +32,7 @@ __all__ = [
     "ReadStats",
     "RowGroups",
     "Source",
+    "TextRange",
     "datasets_batches",
     "datasets_documents",
     "empty_input_error",
@@ -64,6 +65,19 @@ class ByteRange:
 
 
 @dataclass(frozen=True)
+class TextRange:
+    """Part of a compressed text or JSONL file, which cannot be entered in the middle
+    (``formats.ranges``): its text from the cut for target offset ``start`` to the cut for
+    ``end`` (``rust/prepare/cuts.rs``: the next document boundary), ``total`` being the plan's
+    estimate of the text's length, at which the last range ends and reads on to the text's
+    end. Reading it decompresses the text before it."""
+
+    start: int
+    end: int
+    total: int
+
+
+@dataclass(frozen=True)
 class RowGroups:
     """Part of a Parquet file (``formats.ranges``): its row groups ``start`` to ``end`` of
     ``total``, the first one's first row being row ``first_row``."""
@@ -86,7 +100,7 @@ class Source:
     # empty one is skipped and counted: document trees hold empty files).
     explicit: bool = True
     # Only this part of the file (a scale unit's share of one large file); None: all of it.
-    span: ByteRange | RowGroups | None = None
+    span: ByteRange | TextRange | RowGroups | None = None
 
     @property
     def path(self) -> Path:

@@ -214,7 +214,9 @@ def parts_lookup(
             if span["start"] != covered or total not in (None, span.get("of")):
                 return None  # a range missing (or two plans' ranges mixed): read it here
             covered, total = span["end"], span.get("of")
-        if source.kind != "parquet" and total != source.size:
+        # Byte ranges end at the file's size; a compressed file's text ranges and Parquet's row
+        # groups at the planned total.
+        if source.kind != "parquet" and source.compression is None and total != source.size:
             return None
         return PartChain(source, ranged) if ranged and covered == total else None
 

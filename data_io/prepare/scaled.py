@@ -1,6 +1,7 @@
 """``prepare`` as a scale-out stage (``data_io.stage.Stage``): pass 1 of each new source (read,
-clean, hash, encode) as one unit, or of each byte range of a large uncompressed text or JSONL
-file (``formats.ranges``: cut at document boundaries); the finalize step is ``prepare`` itself,
+clean, hash, encode) as one unit, or of each range of a large text or JSONL file
+(``formats.ranges``: cut at document boundaries) or run of a Parquet file's row groups; the
+finalize step is ``prepare`` itself,
 which takes each source's pass 1 from its parts and then de-duplicates, splits and writes the
 shards exactly as one run on one machine does.
 """
@@ -15,7 +16,7 @@ from typing import Any, ClassVar
 
 from data_io.errors import ConfigError
 from data_io.formats.ranges import document_ranges
-from data_io.formats.raw_text import ByteRange, RowGroups, Source, expand_inputs
+from data_io.formats.raw_text import ByteRange, RowGroups, Source, TextRange, expand_inputs
 from data_io.prepare.api import PrepareResult, plan_run, prepare, read_and_clean_options
 from data_io.prepare.identity import source_identity
 from data_io.prepare.parts import write_part
@@ -32,9 +33,9 @@ class PrepareStage:
 
     def plan(self, request: dict[str, Any], *, unit_bytes: int = 0) -> Plan:
         """``request``: ``inputs``, ``output`` and ``prepare`` (``prepare``'s keyword
-        arguments). One unit per source not prepared yet, or per byte range of about
-        ``unit_bytes`` of a larger uncompressed text or JSONL file (0: whole files); largest
-        first."""
+        arguments). One unit per source not prepared yet, or per range of about ``unit_bytes``
+        of a larger text or JSONL file (a compressed one: of its text, in a few ranges) or
+        Parquet file (0: whole files); largest first."""
         kwargs = planned_options(
             prepare, request.get("prepare", {}), stage="prepare", leave_out=("progress", "parts")
         )
@@ -92,13 +93,14 @@ class PrepareStage:
             raise ConfigError(f"{unit.source}: not an input any more; plan again")
         identity = _planned_identity(plan, source)
         kind = unit.span.get("kind")
-        if kind in ("bytes", "row_groups"):
-            span: ByteRange | RowGroups = (
-                ByteRange(unit.span["start"], unit.span["end"], unit.span["first_line"])
+        if kind in ("bytes", "text", "row_groups"):
+            start, end = unit.span["start"], unit.span["end"]
+            span: ByteRange | TextRange | RowGroups = (
+                ByteRange(start, end, unit.span["first_line"])
                 if kind == "bytes"
-                else RowGroups(
-                    unit.span["start"], unit.span["end"], unit.span["first_row"], unit.span["total"]
-                )
+                else TextRange(start, end, unit.span["total"])
+                if kind == "text"
+                else RowGroups(start, end, unit.span["first_row"], unit.span["total"])
             )
             # Not "named on the command line": a range without documents is no error by itself
             # (the finalize run judges the whole file).
@@ -160,11 +162,15 @@ def _planned_identity(plan: SavedPlan, source: Source) -> dict[str, Any]:
     return dict(entry)
 
 
-def _span(part: ByteRange | RowGroups, size: int) -> tuple[dict[str, Any], int]:
-    """A unit's span record and its bytes (a run of row groups: its share of the file)."""
+def _span(part: ByteRange | TextRange | RowGroups, size: int) -> tuple[dict[str, Any], int]:
+    """A unit's span record and its bytes (a range of a compressed text or a run of row
+    groups: its share of the file on disk)."""
     if isinstance(part, ByteRange):
         span = {"kind": "bytes", "start": part.start, "end": part.end}
         return {**span, "first_line": part.first_line}, part.end - part.start
+    if isinstance(part, TextRange):
+        span = {"kind": "text", "start": part.start, "end": part.end, "total": part.total}
+        return span, size * (part.end - part.start) // max(part.total, 1)
     span = {"kind": "row_groups", "start": part.start, "end": part.end}
     share = size * (part.end - part.start) // max(part.total, 1)
     return {**span, "first_row": part.first_row, "total": part.total}, share

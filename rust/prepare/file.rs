@@ -1,6 +1,8 @@
-//! A text or JSONL file (or a byte range of an uncompressed one) read straight into the
-//! documents' buffer, decompressed on the way when it is gzip, zstd, bzip2 or xz: no copy
-//! through Python.
+//! A text or JSONL file (or a range of it) read straight into the documents' buffer,
+//! decompressed on the way when it is gzip, zstd, bzip2 or xz: no copy through Python. A range
+//! of an uncompressed file is given by its byte offsets, cut at document boundaries by the
+//! plan; a range of a compressed one by target offsets of its text, the cuts found as the text
+//! is read (`cuts.rs`).
 //!
 //! Each read appends about `limit` bytes and cuts the whole lines among them into documents
 //! (`Documents::scan_from`); the last, unfinished line waits for the next read. A line longer
@@ -14,7 +16,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::split::Documents;
+use super::cuts::CutFinder;
+use super::split::{Documents, Format};
 use crate::error::Error;
 use crate::reader::{decompressed, Compression, READ_BUFFER};
 
@@ -53,29 +56,48 @@ pub struct FileFeed {
     /// The text offset of the first byte of `carry` (or of the next byte read).
     offset: u64,
     finished: bool,
+    /// A compressed file's range: the cuts for its target offsets, found as the text is read.
+    targets: Option<Targets>,
+}
+
+/// The cuts of a compressed file's range (`cuts.rs`).
+struct Targets {
+    start: CutFinder,
+    /// None: to the text's end.
+    end: Option<CutFinder>,
 }
 
 impl FileFeed {
     /// Open `path` to read bytes `start..end` (`end` None: to the end of the file).
     pub fn open(path: PathBuf, start: u64, end: Option<u64>) -> Result<Self, Error> {
-        Self::open_compressed(path, Compression::None, start, end)
+        Self::open_compressed(path, Compression::None, start, end, Format::Lines)
     }
 
-    /// Open `path`, stored with `compression`, to read its text's bytes `start..end`; a
-    /// compressed file is read whole (`start` 0, `end` None).
+    /// Open `path`, stored with `compression`, to read its text's bytes `start..end` (`end`
+    /// None: to its end), read as `format`. In a compressed file `start` and `end` are targets:
+    /// the range runs from the cut for `start` to the cut for `end` (`cuts.rs`).
     pub fn open_compressed(
         path: PathBuf,
         compression: Compression,
         start: u64,
         end: Option<u64>,
+        format: Format,
     ) -> Result<Self, Error> {
         let io = |source| cannot_read(&path, source);
-        if compression != Compression::None && (start > 0 || end.is_some()) {
-            return Err(Error::BadFile {
-                path,
-                message: "a compressed file is read whole, not by byte ranges".into(),
+        let targets =
+            (compression != Compression::None && (start > 0 || end.is_some())).then(|| {
+                let blocks = format == Format::Blocks;
+                Targets {
+                    start: CutFinder::new(start, blocks),
+                    end: end.map(|end| CutFinder::new(end, blocks)),
+                }
             });
-        }
+        // A compressed file is read from its text's start, up to the cut for `start`.
+        let (start, end) = if targets.is_some() {
+            (0, None)
+        } else {
+            (start, end)
+        };
         let mut file = File::open(&path).map_err(io)?;
         if start > 0 {
             use std::io::Seek;
@@ -108,6 +130,7 @@ impl FileFeed {
             carry: Vec::new(),
             offset: start,
             finished: false,
+            targets,
         })
     }
 
@@ -151,10 +174,20 @@ impl FileFeed {
         if self.finished {
             return Ok(0);
         }
+        if self
+            .targets
+            .as_ref()
+            .is_some_and(|t| t.start.found().is_none())
+            && !self.skip_to_start(docs, limit)?
+        {
+            self.finished = true; // the text ends before the range's start
+            return Ok(0);
+        }
         let before = docs.data.len();
         let at_start = self.next == 0;
         docs.data.append(&mut self.carry);
-        let mut search_from = docs.data.len();
+        // The carry is an unfinished line, or (after `skip_to_start`) the text past the cut.
+        let mut search_from = before;
         let mut total = 0;
         loop {
             let read = self.read_more(&mut docs.data, limit)?;
@@ -182,7 +215,33 @@ impl FileFeed {
         }
     }
 
-    /// Append up to `limit` bytes of the file (not past `end`) to `data`; how many.
+    /// Read and discard a compressed file's text before its range's start cut; the text read
+    /// past the cut becomes the carry, and the documents' lines are numbered from the cut's.
+    /// False when the text ends first (the range is empty).
+    fn skip_to_start(&mut self, docs: &mut Documents, limit: usize) -> Result<bool, Error> {
+        let mut piece = Vec::with_capacity(limit);
+        loop {
+            piece.clear();
+            let offset = self.next;
+            if self.read_more(&mut piece, limit)? == 0 {
+                return Ok(false);
+            }
+            let Some(targets) = self.targets.as_mut() else {
+                return Ok(true);
+            };
+            if let Some((start, line)) = targets.start.feed(&piece, offset) {
+                // `read_more` stops at the end cut, which is never before the start's.
+                let from = usize::try_from(start - offset).unwrap_or(usize::MAX);
+                self.carry = piece.get(from..).unwrap_or_default().to_vec();
+                self.offset = start;
+                docs.number_lines_from(line);
+                return Ok(true);
+            }
+        }
+    }
+
+    /// Append up to `limit` bytes of the file (not past `end`, nor past a compressed range's
+    /// end cut) to `data`; how many.
     fn read_more(&mut self, data: &mut Vec<u8>, limit: usize) -> Result<usize, Error> {
         let want = match self.end {
             Some(end) => (end.saturating_sub(self.next)).min(limit as u64),
@@ -200,6 +259,7 @@ impl FileFeed {
                 Compression::None => cannot_read(&self.path, source),
                 _ => Self::decoding_error(&self.path, self.compression, &self.file_read, &source),
             })?;
+        let read = self.stop_at_end_cut(data, read);
         self.next += read as u64;
         if read == 0 {
             if let Some(end) = self.end {
@@ -215,6 +275,56 @@ impl FileFeed {
         }
         Ok(read)
     }
+}
+
+impl FileFeed {
+    /// The `read` bytes just appended to `data`, cut short at a compressed range's end cut if
+    /// they hold it (the range then ends there: `end` is set); how many are kept.
+    fn stop_at_end_cut(&mut self, data: &mut Vec<u8>, read: usize) -> usize {
+        let Some(finder) = self.targets.as_mut().and_then(|t| t.end.as_mut()) else {
+            return read;
+        };
+        let new = data.len() - read;
+        let Some((end, _)) = finder.feed(&data[new..], self.next) else {
+            return read;
+        };
+        let kept = usize::try_from(end.saturating_sub(self.next)).map_or(read, |k| k.min(read));
+        data.truncate(new + kept);
+        self.end = Some(end);
+        kept
+    }
+}
+
+/// An estimate of the length of a compressed file's text from its first `sample` bytes of text
+/// decompressed (the length itself when the text is no longer): how the plan decides how many
+/// ranges to cut the file into (`cuts.rs`). The file is read through a small buffer, so that
+/// the compressed bytes counted are about those the sample took.
+pub fn text_length_estimate(
+    path: &std::path::Path,
+    compression: Compression,
+    sample: u64,
+) -> Result<u64, Error> {
+    let io = |source| cannot_read(path, source);
+    let file = File::open(path).map_err(io)?;
+    let size = file.metadata().map_err(io)?.len();
+    if size == 0 || compression == Compression::None {
+        return Ok(size);
+    }
+    let read = Arc::new(AtomicU64::new(0));
+    let counted = Counted {
+        file,
+        read: Arc::clone(&read),
+    };
+    let decoding = |e: std::io::Error| FileFeed::decoding_error(path, compression, &read, &e);
+    let mut text =
+        decompressed(BufReader::with_capacity(64 << 10, counted), compression).map_err(decoding)?;
+    let sampled =
+        std::io::copy(&mut (&mut text).take(sample), &mut std::io::sink()).map_err(decoding)?;
+    if sampled < sample {
+        return Ok(sampled);
+    }
+    let consumed = u128::from(read.load(Ordering::Relaxed).max(1));
+    Ok(u64::try_from(u128::from(sampled) * u128::from(size) / consumed).unwrap_or(u64::MAX))
 }
 
 /// A file the system would not read.
@@ -242,39 +352,66 @@ mod tests {
         end: Option<u64>,
         limit: usize,
     ) -> Result<Vec<(String, u64)>, Error> {
+        let (documents, file_bytes) =
+            read_as(bytes, compression, start, end, limit, Format::Lines)?;
+        // What was read of the file: all of it, or the range.
+        let stored = bytes.len() as u64;
+        assert_eq!(file_bytes, end.unwrap_or(stored) - start);
+        Ok(documents
+            .into_iter()
+            .map(|(text, offset, _)| (text, offset))
+            .collect())
+    }
+
+    /// A document read: its text, offset and line.
+    type ReadDocument = (String, u64, u64);
+
+    /// The documents (text, offset, line) of a file holding `bytes`, stored with
+    /// `compression`, read as `format` (bytes `start..end` of its text, or the range between
+    /// the cuts for targets `start` and `end` when it is compressed), and the file's bytes read.
+    fn read_as(
+        bytes: &[u8],
+        compression: Compression,
+        start: u64,
+        end: Option<u64>,
+        limit: usize,
+        format: Format,
+    ) -> Result<(Vec<ReadDocument>, u64), Error> {
         let dir = std::env::temp_dir().join(format!("data_io_file_feed_{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
-        let path = dir.join(format!("t{start}_{limit}_{compression:?}.jsonl"));
+        let path = dir.join(format!(
+            "t{start}_{end:?}_{limit}_{compression:?}_{format:?}"
+        ));
         std::fs::write(&path, bytes).expect("written");
         let mut docs = Documents::new();
         docs.begin_source(SourceInfo {
             name: "t".into(),
-            format: Format::Lines,
+            format,
             compressed: false,
             first_line: 1,
         });
         let read = |docs: &mut Documents| -> Result<u64, Error> {
-            let mut feed = FileFeed::open_compressed(path.clone(), compression, start, end)?;
+            let mut feed =
+                FileFeed::open_compressed(path.clone(), compression, start, end, format)?;
             while feed.read(docs, limit)? > 0 {}
             Ok(feed.file_bytes_read())
         };
         let outcome = read(&mut docs);
         let _ = std::fs::remove_file(&path);
         let file_bytes = outcome?;
-        // What was read of the file: all of it, or the range.
-        let stored = bytes.len() as u64;
-        assert_eq!(file_bytes, end.unwrap_or(stored) - start);
         docs.end_source();
-        Ok(docs
+        let documents = docs
             .entries
             .iter()
             .map(|e| {
                 (
                     String::from_utf8_lossy(docs.bytes(e)).into_owned(),
                     e.offset,
+                    e.line,
                 )
             })
-            .collect())
+            .collect();
+        Ok((documents, file_bytes))
     }
 
     fn gzip(bytes: &[u8]) -> Vec<u8> {
@@ -358,9 +495,68 @@ mod tests {
                 .to_string();
             assert!(error.contains(&format!(" {name} file")), "{error}");
         }
-        // A compressed file is read whole.
-        let error = read_stored(&gzip(&text), Compression::Gzip, 5, None, 64).expect_err("fails");
-        assert!(error.to_string().contains("read whole"), "{error}");
+    }
+
+    #[test]
+    fn the_ranges_of_a_compressed_file_read_its_documents_once_each() {
+        // Documents of all lengths (one longer than a unit), blank lines of spaces, tabs and
+        // U+3000, a line of spaces that then goes on, carriage returns, a byte-order mark.
+        let mut rng = 17u64;
+        let mut next = move |n: u64| {
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (rng >> 33) % n
+        };
+        let mut text = b"\xef\xbb\xbf".to_vec();
+        for i in 0..300 {
+            let words = if i == 100 { 400 } else { next(12) };
+            for w in 0..=words {
+                text.extend_from_slice(format!("w{w}").as_bytes());
+                text.push(if next(5) == 0 { b'\n' } else { b' ' });
+            }
+            let blank: &[u8] = match next(6) {
+                0 => b"\n\n",
+                1 => b"\n  \t\n",
+                2 => b"\n\xe3\x80\x80\r\n\n",
+                3 => b"\n   not blank after all\n\n",
+                _ => b"\n",
+            };
+            text.extend_from_slice(blank);
+        }
+        text.extend_from_slice(b"the end, without a newline");
+        for format in [Format::Blocks, Format::Lines] {
+            for (compression, compress, _) in STORED {
+                let stored = compress(&text);
+                let (whole, _) = read_as(&stored, compression, 0, None, 256, format).expect("read");
+                // Every byte a target (with one compression: a unit decompresses all before it).
+                let every_byte = if compression == Compression::Zstd {
+                    1
+                } else {
+                    97
+                };
+                for unit in [every_byte, 97, 700, 5000, 1 << 20] {
+                    let units = (text.len() as u64).div_ceil(unit);
+                    let mut ranges = Vec::new();
+                    for k in 0..units {
+                        let end = (k + 1 < units).then_some((k + 1) * unit);
+                        let limit = [64, 256, 1 << 16][k as usize % 3];
+                        let (range, _) =
+                            read_as(&stored, compression, k * unit, end, limit, format)
+                                .expect("read");
+                        ranges.extend(range);
+                    }
+                    assert_eq!(ranges, whole, "{format:?} {compression:?} unit {unit}");
+                }
+            }
+        }
+        assert!(
+            read_as(&gzip(&text), Compression::Gzip, 0, None, 64, Format::Blocks)
+                .expect("read")
+                .0
+                .iter()
+                .any(|(_, _, line)| *line > 100)
+        );
     }
 
     #[test]

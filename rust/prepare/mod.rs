@@ -3,7 +3,8 @@
 //! until this replaces it.
 //!
 //! - `split.rs`: pieces of raw text cut into documents (spans of one buffer);
-//! - `file.rs`: an uncompressed file (or a byte range of it) read straight into the buffer;
+//! - `file.rs`: a file (or a range of it) read straight into the buffer, decompressed on the way;
+//! - `cuts.rs`: where a range of a compressed file starts and ends, found as its text is read;
 //! - `rows.rs`: a document's text from its span (UTF-8, carriage returns, a JSONL field);
 //! - `clean.rs`: normalisation and filtering of documents, as `data_io/prepare/normalize.py`;
 //! - `hash.rs`: the documents' 128-bit BLAKE2b, as `data_io/prepare/dedup.py`'s `hash_texts`;
@@ -15,6 +16,7 @@
 
 pub mod batch;
 pub mod clean;
+pub mod cuts;
 pub mod file;
 pub mod hash;
 pub mod lines;

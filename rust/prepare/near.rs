@@ -594,7 +594,11 @@ mod tests {
                 continue;
             };
             let text = format!("{c} a{c}b X{c}{c} {c}9");
-            assert_eq!(word_hashes(&text), word_hashes_by_char(&text), "U+{code:04X}");
+            assert_eq!(
+                word_hashes(&text),
+                word_hashes_by_char(&text),
+                "U+{code:04X}"
+            );
         }
     }
 

@@ -101,6 +101,17 @@ impl Documents {
         self.sources.push(info);
     }
 
+    /// Number the current source's lines from `line` on (a range whose first line is known
+    /// only once its start is found in the text, `file.rs`).
+    pub fn number_lines_from(&mut self, line: u64) {
+        self.next_line = line.max(1);
+    }
+
+    /// How the current source's text becomes documents.
+    pub fn format(&self) -> Format {
+        self.current().1
+    }
+
     fn current(&self) -> (u32, Format) {
         let index = self
             .sources

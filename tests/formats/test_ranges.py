@@ -4,18 +4,21 @@ and byte offsets — on generated text and JSONL files full of what the reading 
 
 from __future__ import annotations
 
+import bz2
 import dataclasses
 import gzip
 import itertools
+import lzma
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import zstandard
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from data_io.formats.ranges import document_ranges
+from data_io.formats.ranges import COMPRESSED_RANGES, document_ranges
 from data_io.formats.raw_text import ReadOptions, Source, empty_input_error, expand_inputs
 from tests.prepare.test_read_rust import _rust, rows, text_files
 
@@ -24,7 +27,8 @@ def _ranged(source: Source, unit_bytes: int, options: ReadOptions) -> tuple[Any,
     """The ranges' documents and counts run on, as one read; the first error ends it."""
     ranges = document_ranges(source, unit_bytes, options.doc_per_line)
     assert ranges, "the file is larger than a unit: it is cut"
-    assert ranges[0].start == 0 and ranges[-1].end == source.size
+    end = source.size if source.compression is None else ranges[-1].total  # type: ignore[union-attr]
+    assert ranges[0].start == 0 and ranges[-1].end == end
     assert all(a.end == b.start for a, b in itertools.pairwise(ranges))
     documents: list[str] = []
     counts = [0, 0, 0]
@@ -78,17 +82,53 @@ def test_jsonl_ranges_read_as_the_whole_file(
     _agree(tmp_path_factory.mktemp("jsonl"), "a.jsonl", b"\n".join(lines), options, unit)
 
 
-def test_compressed_and_small_files_are_read_whole_and_parquet_by_row_groups(
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    body=text_files,
+    per_line=st.booleans(),
+    fail=st.booleans(),
+    unit=st.integers(1, 40),
+    suffix=st.sampled_from([".gz", ".zst", ".bz2", ".xz"]),
+)
+def test_the_text_ranges_of_a_compressed_file_read_as_the_whole_file(
+    tmp_path_factory: Any, body: bytes, per_line: bool, fail: bool, unit: int, suffix: str
+) -> None:
+    compress = {
+        ".gz": gzip.compress,
+        ".zst": zstandard.ZstdCompressor().compress,
+        ".bz2": bz2.compress,
+        ".xz": lzma.compress,
+    }[suffix]
+    options = ReadOptions(doc_per_line=per_line, invalid_utf8="fail" if fail else "replace")
+    _agree(tmp_path_factory.mktemp("txt"), "a.txt" + suffix, compress(body), options, unit)
+
+
+def test_compressed_files_are_cut_in_a_few_ranges_of_their_text_small_ones_not(
     tmp_path: Path,
 ) -> None:
     blocks = [f"block {i} {i * 7919 % 1000}" for i in range(300)]
-    (tmp_path / "a.txt.gz").write_bytes(gzip.compress("\n\n".join(blocks).encode()))
+    text = "\n\n".join(blocks).encode()
+    (tmp_path / "a.txt.gz").write_bytes(gzip.compress(text))
+    (tmp_path / "b.txt.gz").write_bytes(gzip.compress(b"one\n\ntwo\n"))
+    big, small = expand_inputs([tmp_path], ReadOptions())[0]
+    ranges = document_ranges(big, len(text) // 3, doc_per_line=False)
+    assert [(r.start, r.end, r.total) for r in ranges] == [  # type: ignore[union-attr]
+        (k * len(text) // 3, (k + 1) * len(text) // 3, len(text)) for k in range(3)
+    ]
+    assert len(document_ranges(big, 64, doc_per_line=False)) == COMPRESSED_RANGES
+    assert document_ranges(small, 64, doc_per_line=False) == []
+    assert document_ranges(big, len(text), doc_per_line=False) == []
+
+
+def test_small_files_are_read_whole_and_parquet_by_row_groups(tmp_path: Path) -> None:
+    blocks = [f"block {i} {i * 7919 % 1000}" for i in range(300)]
     pq.write_table(pa.table({"text": blocks}), tmp_path / "b.parquet", row_group_size=10)
     (tmp_path / "c.txt").write_bytes(b"one\n\ntwo\n")
     sources = expand_inputs([tmp_path], ReadOptions())[0]
-    assert [s.size > 64 for s in sources] == [True, True, False]
-    compressed, parquet, small = sources
-    assert document_ranges(compressed, 64, doc_per_line=False) == []
+    assert [s.size > 64 for s in sources] == [True, False]
+    parquet, small = sources
     assert document_ranges(small, 64, doc_per_line=False) == []
     runs = document_ranges(parquet, 64, doc_per_line=False)
     assert len(runs) > 3 and runs[0].start == 0 and runs[-1].end == runs[-1].total == 30

@@ -3,6 +3,7 @@ split and the shards in the finalize run: the same shards, state and metadata as
 
 from __future__ import annotations
 
+import gzip
 import json
 import random
 from pathlib import Path
@@ -11,8 +12,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import zstandard
 
 from data_io.errors import ConfigError
+from data_io.formats.ranges import COMPRESSED_RANGES
 from data_io.prepare import prepare
 from data_io.scale import ExecutorSettings
 from data_io.scale.manifest import Manifest
@@ -175,6 +178,72 @@ def test_a_large_file_cut_into_byte_ranges_writes_what_one_run_writes(
     )
     assert local.duplicates > 0 and (kind == "jsonl" or local.invalid_utf8 > 0)
     assert _tree(tmp_path / "scaled") == _tree(tmp_path / "local")
+
+
+@pytest.mark.parametrize("kind", ["blocks", "lines", "jsonl"])
+@pytest.mark.parametrize("suffix", [".gz", ".zst"])
+def test_a_large_compressed_file_cut_into_text_ranges_writes_what_one_run_writes(
+    tmp_path: Path, kind: str, suffix: str
+) -> None:
+    """A compressed file in ranges of its text (each unit decompresses what comes before its
+    range and cuts where its neighbours cut): the same folder and counts as one run, with a
+    line numbered in a later range as in one run."""
+    docs = _documents(400, seed=7) + _documents(30, seed=99) * 3
+    random.Random(4).shuffle(docs)
+    if kind == "jsonl":
+        body = "".join(json.dumps({"text": d}) + "\n" for d in docs).encode()
+    else:
+        separator = "\n" if kind == "lines" else "\n \u3000\n"
+        flat = [d.replace("\n", " ") for d in docs] if kind == "lines" else docs
+        body = (separator.join(flat) + "\n").encode()
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    name = ("big.jsonl" if kind == "jsonl" else "big.txt") + suffix
+    compress = gzip.compress if suffix == ".gz" else zstandard.ZstdCompressor().compress
+    (inputs / name).write_bytes(compress(body))
+    options = {**OPTIONS, "doc_per_line": kind == "lines"}
+    local = prepare([inputs], tmp_path / "local", progress=False, **options)
+    settings = ExecutorSettings(kind="local", workers=2, threads_per_unit=1)
+    outcome = scale_prepare(
+        [str(inputs)], str(tmp_path / "scaled"), dict(options), settings, progress=False,
+        unit_bytes=len(body) // 6,
+    )  # fmt: skip
+    units = outcome.manifest.units
+    assert outcome.unfinished == [] and 4 <= len(units) <= COMPRESSED_RANGES
+    assert {u.span["kind"] for u in units} == {"text"}
+    result = outcome.result
+    assert result.from_parts == [str(inputs / name)]
+    assert (result.documents_read, result.duplicates, result.cleaning) == (
+        local.documents_read,
+        local.duplicates,
+        local.cleaning,
+    )
+    assert local.duplicates > 0
+    assert _tree(tmp_path / "scaled") == _tree(tmp_path / "local")
+
+
+def test_a_bad_row_in_a_later_range_of_a_compressed_file_is_named_as_in_one_run(
+    tmp_path: Path,
+) -> None:
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    path = _bad_jsonl(inputs)
+    body = path.read_bytes()
+    path.unlink()
+    (inputs / "big.jsonl.gz").write_bytes(gzip.compress(body))
+    with pytest.raises(Exception) as one_run:
+        prepare([inputs], tmp_path / "local", progress=False, **OPTIONS)
+    settings = ExecutorSettings(kind="local", workers=1, threads_per_unit=1)
+    outcome = scale_prepare(
+        [str(inputs)], str(tmp_path / "scaled"), dict(OPTIONS), settings, progress=False,
+        unit_bytes=len(body) // 6,
+    )  # fmt: skip
+    assert outcome.unfinished and len(outcome.manifest.units) > 3
+    manifest = Manifest.load(tmp_path / "scaled")
+    failures = [manifest.read_record(u.id, "failed") for u in manifest.units]
+    messages = [f["error"] for f in failures if f is not None]
+    assert "line 251" in str(one_run.value)
+    assert any(str(one_run.value) in message for message in messages), messages
 
 
 def test_a_large_parquet_file_cut_into_row_groups_writes_what_one_run_writes(
