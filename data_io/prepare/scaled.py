@@ -50,11 +50,10 @@ class PrepareStage:
                 "units cannot run apart: prepare without --executor"
             )
         units = []
+        run_bytes = sum(source.size for source, _ in plan.new)
         for source, _ in plan.new:
-            spans = [
-                _span(r, source.size)
-                for r in document_ranges(source, unit_bytes, plan.read.doc_per_line)
-            ] or [({"kind": "whole"}, source.size)]
+            ranges = document_ranges(source, unit_bytes, plan.read.doc_per_line, run_bytes)
+            spans = [_span(r, source.size) for r in ranges] or [({"kind": "whole"}, source.size)]
             units += [
                 Unit(
                     id="",

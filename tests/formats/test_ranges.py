@@ -119,6 +119,9 @@ def test_compressed_files_are_cut_in_a_few_ranges_of_their_text_small_ones_not(
     ]
     assert len(document_ranges(big, 64, doc_per_line=False)) == COMPRESSED_RANGES
     assert document_ranges(small, 64, doc_per_line=False) == []
+    # Cut only while it holds an eighth of the run's input: among many files it stays whole.
+    assert len(document_ranges(big, 64, False, run_bytes=big.size * 8)) == COMPRESSED_RANGES
+    assert document_ranges(big, 64, False, run_bytes=big.size * 8 + 1) == []
     assert document_ranges(big, len(text), doc_per_line=False) == []
 
 

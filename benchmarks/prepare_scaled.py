@@ -1,0 +1,125 @@
+"""``data_io prepare --executor local`` on one compressed JSONL file cut into ranges of its text
+(``formats.ranges``: each unit decompresses the text before its range), beside the plain run:
+what cutting costs (the units' seconds, one worker running them in turn, against the file as
+one unit) and what it gives (two workers' wall clock). Every scaled output is checked
+byte-identical to the plain run's.
+
+    .venv/bin/python -m benchmarks.prepare_scaled [--formats zst,gz] [--ranges 1,2,4,8]
+        [--rounds 2]
+
+Input: ``work/prepare_compressed/110mb/rows.jsonl.{zst,gz}`` (``benchmarks.prepare_compressed``
+writes them), Qwen's vocabulary, ``--dedup doc``. The units of a plan run in this process's
+workers (fresh processes, one thread each); the plain run is its own process, one thread.
+Best of ``--rounds``; the machine is shared, so compare the ratios within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "work" / "prepare_compressed" / "110mb"
+QWEN = Path.home() / ".cache" / "data_io" / "vocab" / "qwen" / "tokenizer.json"
+OPTIONS = {"tokenizer": str(QWEN), "dedup": "doc"}
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and ".data_io_scale" not in p.parts and p.suffix != ".json"
+    }
+
+
+def plain(source: Path, out: Path) -> float:
+    """One plain run, one thread, in a fresh process."""
+    shutil.rmtree(out, ignore_errors=True)
+    code = (
+        "import time; from data_io.prepare import prepare; t = time.perf_counter(); "
+        f"prepare([{str(source)!r}], {str(out)!r}, threads=1, progress=False, **{OPTIONS!r}); "
+        "print(time.perf_counter() - t)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def scaled(source: Path, out: Path, unit_bytes: int, workers: int) -> dict:
+    """Plan, units on ``workers`` processes (one thread each), finalize: the time of each."""
+    from data_io.scale.finalize import finalize
+    from data_io.scale.local import run_local
+    from data_io.scale.plan import plan_prepare
+
+    shutil.rmtree(out, ignore_errors=True)
+    began = time.perf_counter()
+    manifest = plan_prepare([str(source)], out, dict(OPTIONS), unit_bytes)
+    manifest.save()
+    planned = time.perf_counter()
+    left = run_local(
+        manifest, manifest.units, workers=workers, threads_per_worker=1, progress=False
+    )
+    assert not left, f"units not done: {left}"
+    ran = time.perf_counter()
+    finalize(manifest, progress=False)
+    ended = time.perf_counter()
+    return {
+        "plan": planned - began,
+        "units": ran - planned,
+        "finalize": ended - ran,
+        "count": len(manifest.units),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--formats", default="zst,gz")
+    parser.add_argument("--ranges", default="1,2,4,8", help="ranges to cut the file into")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--workdir", type=Path, default=ROOT / "work" / "bench_prepare_scaled")
+    args = parser.parse_args()
+    text_mb = (CORPUS / "rows.jsonl").stat().st_size / 1e6
+    print(f"{text_mb:.0f} MB of JSONL text, Qwen, --dedup doc; best of {args.rounds}\n")
+    print("| file | run | units | units s (1 worker) | vs one unit | 2 workers: wall s | plan s |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for suffix in args.formats.split(","):
+        source = CORPUS / f"rows.jsonl.{suffix}"
+        inputs = args.workdir / suffix
+        inputs.mkdir(parents=True, exist_ok=True)
+        link = inputs / source.name
+        if not link.exists():
+            link.symlink_to(source)
+        best_plain = min(plain(link, args.workdir / "plain") for _ in range(args.rounds))
+        reference = _tree(args.workdir / "plain")
+        print(f"| {source.name} | plain, 1 thread | — | {best_plain:.2f} | | | |")
+        one_unit = None
+        for count in (int(c) for c in args.ranges.split(",")):
+            # A unit size the text's estimate cuts into `count` ranges (1: a unit size above it).
+            unit_bytes = int(text_mb * 1e6 / count) + 1 if count > 1 else 1 << 40
+            serial = min(
+                (scaled(link, args.workdir / "s1", unit_bytes, 1) for _ in range(args.rounds)),
+                key=lambda r: r["units"],
+            )
+            both = min(
+                (scaled(link, args.workdir / "s2", unit_bytes, 2) for _ in range(args.rounds)),
+                key=lambda r: r["units"] + r["plan"] + r["finalize"],
+            )
+            for out in ("s1", "s2"):
+                assert _tree(args.workdir / out) == reference, f"{out} differs from plain"
+            one_unit = one_unit or serial["units"]
+            wall = both["plan"] + both["units"] + both["finalize"]
+            print(
+                f"| {source.name} | `--executor local` | {serial['count']} | "
+                f"{serial['units']:.2f} | {serial['units'] / one_unit:.2f}x | {wall:.2f} | "
+                f"{both['plan']:.2f} |"
+            )
+    print("\nEvery scaled output's shards byte-identical to the plain run's.")
+
+
+if __name__ == "__main__":
+    main()
