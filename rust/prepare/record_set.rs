@@ -82,8 +82,8 @@ pub enum Growth {
     /// `Exact`, and at least a quarter beyond the table it replaces. A run's projection rises a
     /// few percent now and then as the records per byte move from file to file (under `--dedup
     /// near` on the race's 163 MB, every shard grew three times by 3-7%), and each new table is
-    /// freshly zeroed pages with every record moved over: a third of the samples of a one-thread
-    /// run were the kernel clearing pages, most of them the set's.
+    /// freshly zeroed pages with every record moved over: the kernel clearing pages took 18% of
+    /// a one-thread run's samples, a third of it for the set.
     Spared,
 }
 
