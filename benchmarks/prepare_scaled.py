@@ -19,7 +19,6 @@ import argparse
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,28 +51,11 @@ def plain(source: Path, out: Path) -> float:
 
 def scaled(source: Path, out: Path, unit_bytes: int, workers: int) -> dict:
     """Plan, units on ``workers`` processes (one thread each), finalize: the time of each."""
-    from data_io.scale.finalize import finalize
-    from data_io.scale.local import run_local
+    from benchmarks.scale import timed_run
     from data_io.scale.plan import plan_prepare
 
     shutil.rmtree(out, ignore_errors=True)
-    began = time.perf_counter()
-    manifest = plan_prepare([str(source)], out, dict(OPTIONS), unit_bytes)
-    manifest.save()
-    planned = time.perf_counter()
-    left = run_local(
-        manifest, manifest.units, workers=workers, threads_per_worker=1, progress=False
-    )
-    assert not left, f"units not done: {left}"
-    ran = time.perf_counter()
-    finalize(manifest, progress=False)
-    ended = time.perf_counter()
-    return {
-        "plan": planned - began,
-        "units": ran - planned,
-        "finalize": ended - ran,
-        "count": len(manifest.units),
-    }
+    return timed_run(lambda: plan_prepare([str(source)], out, dict(OPTIONS), unit_bytes), workers)
 
 
 def main() -> None:
@@ -107,12 +89,12 @@ def main() -> None:
             )
             both = min(
                 (scaled(link, args.workdir / "s2", unit_bytes, 2) for _ in range(args.rounds)),
-                key=lambda r: r["units"] + r["plan"] + r["finalize"],
+                key=lambda r: r["total"],
             )
             for out in ("s1", "s2"):
                 assert _tree(args.workdir / out) == reference, f"{out} differs from plain"
             one_unit = one_unit or serial["units"]
-            wall = both["plan"] + both["units"] + both["finalize"]
+            wall = both["total"]
             print(
                 f"| {source.name} | `--executor local` | {serial['count']} | "
                 f"{serial['units']:.2f} | {serial['units'] / one_unit:.2f}x | {wall:.2f} | "

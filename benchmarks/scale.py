@@ -18,7 +18,9 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "trained_tokenizers" / "bpe" / "tokenizer.json"
@@ -48,15 +50,26 @@ def plain(inputs: Path, out: Path, tokenizer: Path, threads: int) -> float:
 
 def scaled(inputs: Path, out: Path, tokenizer: Path, workers: int, unit_mb: float) -> dict:
     """Plan, units on ``workers`` processes (one thread each), finalize: the time of each."""
-    from data_io.scale.finalize import finalize
-    from data_io.scale.local import run_local
     from data_io.scale.plan import plan_tokenize
     from data_io.tokenize import tokenize_options
 
     shutil.rmtree(out, ignore_errors=True)
+
+    def plan() -> Any:
+        options = tokenize_options([inputs], out, tokenizer_path=tokenizer, progress=False)
+        return plan_tokenize(options, int(unit_mb * (1 << 20)))
+
+    return timed_run(plan, workers)
+
+
+def timed_run(plan: Callable[[], Any], workers: int) -> dict:
+    """``plan()`` (a stage's manifest), its units on ``workers`` local processes (one thread
+    each), then finalize: the seconds of each, their total, and the units' count."""
+    from data_io.scale.finalize import finalize
+    from data_io.scale.local import run_local
+
     began = time.perf_counter()
-    options = tokenize_options([inputs], out, tokenizer_path=tokenizer, progress=False)
-    manifest = plan_tokenize(options, int(unit_mb * (1 << 20)))
+    manifest = plan()
     manifest.save()
     planned = time.perf_counter()
     left = run_local(

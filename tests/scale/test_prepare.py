@@ -139,24 +139,28 @@ def test_near_and_line_dedup_on_workers_write_what_one_run_writes(
     assert _tree(tmp_path / "scaled") == _tree(tmp_path / "local")
 
 
+def _big_file(kind: str, seed: int) -> tuple[str, bytes]:
+    """A file's name and bytes: JSONL rows, or text documents one a line ("lines") or separated
+    by blank lines of spaces ("blocks"); documents repeat, and in text some lines are not
+    UTF-8."""
+    docs = _documents(400, seed=7) + _documents(30, seed=99) * 3
+    random.Random(seed).shuffle(docs)
+    if kind == "jsonl":
+        return "big.jsonl", "".join(json.dumps({"text": d}) + "\n" for d in docs).encode()
+    separator = "\n" if kind == "lines" else "\n \u3000\n"
+    flat = [d.replace("\n", " ") for d in docs] if kind == "lines" else docs
+    return "big.txt", (separator.join(flat) + "\n").encode().replace(b"shard", b"sh\xffard")
+
+
 @pytest.mark.parametrize("kind", ["blocks", "lines", "jsonl"])
 def test_a_large_file_cut_into_byte_ranges_writes_what_one_run_writes(
     tmp_path: Path, kind: str
 ) -> None:
     """One file in about twenty units (documents repeat across the ranges; some lines are not
     UTF-8, replaced and counted): the same folder and counts as one run."""
-    docs = _documents(400, seed=7) + _documents(30, seed=99) * 3
-    random.Random(3).shuffle(docs)
+    name, body = _big_file(kind, seed=3)
     inputs = tmp_path / "in"
     inputs.mkdir()
-    if kind == "jsonl":
-        body = "".join(json.dumps({"text": d}) + "\n" for d in docs).encode()
-        name = "big.jsonl"
-    else:
-        separator = "\n" if kind == "lines" else "\n \u3000\n"
-        flat = [d.replace("\n", " ") for d in docs] if kind == "lines" else docs
-        body = (separator.join(flat) + "\n").encode().replace(b"shard", b"sh\xffard")
-        name = "big.txt"
     (inputs / name).write_bytes(body)
     options = {**OPTIONS, "doc_per_line": kind == "lines"}
     local = prepare([inputs], tmp_path / "local", progress=False, **options)
@@ -188,17 +192,10 @@ def test_a_large_compressed_file_cut_into_text_ranges_writes_what_one_run_writes
     """A compressed file in ranges of its text (each unit decompresses what comes before its
     range and cuts where its neighbours cut): the same folder and counts as one run, with a
     line numbered in a later range as in one run."""
-    docs = _documents(400, seed=7) + _documents(30, seed=99) * 3
-    random.Random(4).shuffle(docs)
-    if kind == "jsonl":
-        body = "".join(json.dumps({"text": d}) + "\n" for d in docs).encode()
-    else:
-        separator = "\n" if kind == "lines" else "\n \u3000\n"
-        flat = [d.replace("\n", " ") for d in docs] if kind == "lines" else docs
-        body = (separator.join(flat) + "\n").encode()
+    name, body = _big_file(kind, seed=4)
+    name += suffix
     inputs = tmp_path / "in"
     inputs.mkdir()
-    name = ("big.jsonl" if kind == "jsonl" else "big.txt") + suffix
     compress = gzip.compress if suffix == ".gz" else zstandard.ZstdCompressor().compress
     (inputs / name).write_bytes(compress(body))
     options = {**OPTIONS, "doc_per_line": kind == "lines"}
@@ -213,12 +210,13 @@ def test_a_large_compressed_file_cut_into_text_ranges_writes_what_one_run_writes
     assert {u.span["kind"] for u in units} == {"text"}
     result = outcome.result
     assert result.from_parts == [str(inputs / name)]
-    assert (result.documents_read, result.duplicates, result.cleaning) == (
+    assert (result.documents_read, result.duplicates, result.invalid_utf8, result.cleaning) == (
         local.documents_read,
         local.duplicates,
+        local.invalid_utf8,
         local.cleaning,
     )
-    assert local.duplicates > 0
+    assert local.duplicates > 0 and (kind == "jsonl" or local.invalid_utf8 > 0)
     assert _tree(tmp_path / "scaled") == _tree(tmp_path / "local")
 
 
