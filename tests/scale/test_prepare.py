@@ -153,61 +153,34 @@ def _big_file(kind: str, seed: int) -> tuple[str, bytes]:
 
 
 @pytest.mark.parametrize("kind", ["blocks", "lines", "jsonl"])
-def test_a_large_file_cut_into_byte_ranges_writes_what_one_run_writes(
-    tmp_path: Path, kind: str
-) -> None:
-    """One file in about twenty units (documents repeat across the ranges; some lines are not
-    UTF-8, replaced and counted): the same folder and counts as one run."""
-    name, body = _big_file(kind, seed=3)
-    inputs = tmp_path / "in"
-    inputs.mkdir()
-    (inputs / name).write_bytes(body)
-    options = {**OPTIONS, "doc_per_line": kind == "lines"}
-    local = prepare([inputs], tmp_path / "local", progress=False, **options)
-    settings = ExecutorSettings(kind="local", workers=2, threads_per_unit=1)
-    outcome = scale_prepare(
-        [str(inputs)], str(tmp_path / "scaled"), dict(options), settings, progress=False,
-        unit_bytes=len(body) // 20,
-    )  # fmt: skip
-    units = outcome.manifest.units
-    assert outcome.unfinished == [] and len(units) >= 15
-    assert {u.span["kind"] for u in units} == {"bytes"}
-    result = outcome.result
-    assert result.from_parts == [str(inputs / name)]
-    assert (result.documents_read, result.duplicates, result.invalid_utf8, result.cleaning) == (
-        local.documents_read,
-        local.duplicates,
-        local.invalid_utf8,
-        local.cleaning,
-    )
-    assert local.duplicates > 0 and (kind == "jsonl" or local.invalid_utf8 > 0)
-    assert _tree(tmp_path / "scaled") == _tree(tmp_path / "local")
-
-
-@pytest.mark.parametrize("kind", ["blocks", "lines", "jsonl"])
-@pytest.mark.parametrize("suffix", [".gz", ".zst"])
-def test_a_large_compressed_file_cut_into_text_ranges_writes_what_one_run_writes(
+@pytest.mark.parametrize("suffix", ["", ".gz", ".zst"])
+def test_a_large_file_cut_into_ranges_writes_what_one_run_writes(
     tmp_path: Path, kind: str, suffix: str
 ) -> None:
-    """A compressed file in ranges of its text (each unit decompresses what comes before its
-    range and cuts where its neighbours cut): the same folder and counts as one run, with a
-    line numbered in a later range as in one run."""
-    name, body = _big_file(kind, seed=4)
+    """One file in many units: an uncompressed one in about twenty byte ranges, a compressed
+    one in ranges of its text (each unit decompresses what comes before its range and cuts
+    where its neighbours cut). Documents repeat across the ranges; some lines are not UTF-8,
+    replaced and counted: the same folder and counts as one run."""
+    name, body = _big_file(kind, seed=3)
     name += suffix
+    compress = {"": bytes, ".gz": gzip.compress, ".zst": zstandard.ZstdCompressor().compress}
     inputs = tmp_path / "in"
     inputs.mkdir()
-    compress = gzip.compress if suffix == ".gz" else zstandard.ZstdCompressor().compress
-    (inputs / name).write_bytes(compress(body))
+    (inputs / name).write_bytes(compress[suffix](body))
     options = {**OPTIONS, "doc_per_line": kind == "lines"}
     local = prepare([inputs], tmp_path / "local", progress=False, **options)
     settings = ExecutorSettings(kind="local", workers=2, threads_per_unit=1)
     outcome = scale_prepare(
         [str(inputs)], str(tmp_path / "scaled"), dict(options), settings, progress=False,
-        unit_bytes=len(body) // 6,
+        unit_bytes=len(body) // (6 if suffix else 20),
     )  # fmt: skip
     units = outcome.manifest.units
-    assert outcome.unfinished == [] and 4 <= len(units) <= COMPRESSED_RANGES
-    assert {u.span["kind"] for u in units} == {"text"}
+    assert outcome.unfinished == []
+    if suffix:
+        assert 4 <= len(units) <= COMPRESSED_RANGES
+        assert {u.span["kind"] for u in units} == {"text"}
+    else:
+        assert len(units) >= 15 and {u.span["kind"] for u in units} == {"bytes"}
     result = outcome.result
     assert result.from_parts == [str(inputs / name)]
     assert (result.documents_read, result.duplicates, result.invalid_utf8, result.cleaning) == (
