@@ -211,6 +211,48 @@ mod tests {
     }
 
     #[test]
+    fn random_texts_are_cut_as_the_rule_says() {
+        use rand::{RngCore, SeedableRng};
+        // Pieces that make blank lines and lines that only look blank at first: spaces,
+        // U+3000 (three bytes, split across pieces), an information separator, a byte that is
+        // not UTF-8, carriage returns.
+        let pieces: [&[u8]; 9] = [
+            b"word",
+            b" ",
+            b"\n",
+            b"\r\n",
+            b"\xe3\x80\x80",
+            b"\x1c",
+            b"\xff",
+            b"\t",
+            b"\xc3\xa9",
+        ];
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        for _ in 0..300 {
+            let count = rng.next_u32() % 40;
+            let text: Vec<u8> = (0..count)
+                .flat_map(|_| {
+                    pieces[rng.next_u32() as usize % pieces.len()]
+                        .iter()
+                        .copied()
+                })
+                .collect();
+            for blocks in [false, true] {
+                for target in 1..=text.len() as u64 + 1 {
+                    let piece = 1 + rng.next_u32() as usize % 9;
+                    let mut finder = CutFinder::new(target, blocks);
+                    let mut found = None;
+                    for (k, chunk) in text.chunks(piece).enumerate() {
+                        found = finder.feed(chunk, (k * piece) as u64);
+                    }
+                    let expected = cut_by_rule(&text, target, blocks);
+                    assert_eq!(found, expected, "{text:?} target {target} blocks {blocks}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn a_long_line_is_not_kept_to_be_judged() {
         let mut finder = CutFinder::new(1, true);
         assert_eq!(finder.feed(b"x\n   ", 0), None);
