@@ -15,7 +15,8 @@ last range waits for most of it). So a compressed file is cut only when it holds
 eighth of the run's bytes on disk (with more files than that, whole files already make the
 units), its text's length is estimated from a sample, and it is cut into at most
 ``COMPRESSED_RANGES`` ranges: past that, more units add more decompressing than they share out
-(on this VM a gzip file cut in 8 costs about half again its CPU, zstd a sixth).
+(from this VM's decompression speeds, a gzip file cut in 8 costs about half again its CPU, zstd
+a sixth: ``docs/performance.md``).
 """
 
 from __future__ import annotations

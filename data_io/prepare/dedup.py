@@ -160,8 +160,8 @@ class OnlineDedup:
         """Size the set for the whole run from the records per input byte so far (this run's
         inputs are ``input_bytes`` on disk, ``bytes_read`` of them read), a quarter to spare
         (the records per byte move from file to file: on the race's 163 MB under ``--dedup
-        near`` the projection rose 25% after the first batch, and each new table is freshly
-        zeroed pages with every record moved over);
+        near`` the set needed a quarter more than the first batch projected, and each new table
+        is freshly zeroed pages with every record moved over);
         ``DedupOverflow`` once enough is read to trust a projection beyond the budget."""
         if not (self._input_bytes and bytes_read):
             return

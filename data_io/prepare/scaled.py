@@ -1,9 +1,8 @@
 """``prepare`` as a scale-out stage (``data_io.stage.Stage``): pass 1 of each new source (read,
 clean, hash, encode) as one unit, or of each range of a large text or JSONL file
 (``formats.ranges``: cut at document boundaries) or run of a Parquet file's row groups; the
-finalize step is ``prepare`` itself,
-which takes each source's pass 1 from its parts and then de-duplicates, splits and writes the
-shards exactly as one run on one machine does.
+finalize step is ``prepare`` itself, which takes each source's pass 1 from its parts and then
+de-duplicates, splits and writes the shards exactly as one run on one machine does.
 """
 
 from __future__ import annotations
