@@ -14,9 +14,10 @@ before it, so cutting a file into ``k`` ranges decompresses it ``k / 2`` times o
 last range waits for most of it). So a compressed file is cut only when it holds at least an
 eighth of the run's bytes on disk (with more files than that, whole files already make the
 units), its text's length is estimated from a sample, and it is cut into at most
-``COMPRESSED_RANGES`` ranges: past that, more units add more decompressing than they share out
-(from this VM's decompression speeds, a gzip file cut in 8 costs about half again its CPU, zstd
-a sixth: ``docs/performance.md``).
+``MOST_RANGES[compression]`` ranges: about as many as keep the extra decompressing under half
+of prepare's own work (``1 + D / P``, with ``P`` prepare's 40 MB/s a core and ``D`` the text's
+decompression on this VM: zstd 389, gzip 184, xz 86, bzip2 28 MB/s). A bzip2 file decompresses
+slower than it is prepared, so it stays whole.
 """
 
 from __future__ import annotations
@@ -29,12 +30,12 @@ from data_io import _core
 from data_io.errors import InputError
 from data_io.formats.raw_text import ByteRange, RowGroups, Source, TextRange
 
-__all__ = ["COMPRESSED_RANGES", "document_ranges"]
+__all__ = ["MOST_RANGES", "document_ranges"]
 
 _COUNT_CHUNK = 16 << 20
-# Ranges a compressed file is cut into at most, and the share of the run's input it must hold
-# to be cut (see the module's docstring).
-COMPRESSED_RANGES = 8
+# Ranges a compressed file is cut into at most, by its compression, and the share of the run's
+# input it must hold to be cut (see the module's docstring).
+MOST_RANGES = {"zst": 8, "gz": 5, "xz": 3, "bz2": 1}
 _COMPRESSED_SHARE = 8
 # Text decompressed to estimate a compressed file's length.
 _SAMPLE_BYTES = 16 << 20
@@ -78,13 +79,14 @@ def document_ranges(
 
 
 def _text_ranges(source: Source, unit_bytes: int) -> list[TextRange]:
-    """A compressed file's text in up to ``COMPRESSED_RANGES`` ranges of about ``unit_bytes``
-    (by its estimated length), or ``[]``. A file under an eighth of a unit on disk is not
-    sampled: text rarely shrinks eightfold."""
-    if unit_bytes <= 0 or source.size * 8 <= unit_bytes:
+    """A compressed file's text in up to ``MOST_RANGES`` ranges of about ``unit_bytes`` (by its
+    estimated length), or ``[]``. A file under an eighth of a unit on disk is not sampled: text
+    rarely shrinks eightfold."""
+    most = MOST_RANGES.get(source.compression or "", 1)
+    if unit_bytes <= 0 or source.size * 8 <= unit_bytes or most <= 1:
         return []
     total = _core.text_length_estimate(str(source.path), source.compression, _SAMPLE_BYTES)
-    count = min(round(total / unit_bytes), COMPRESSED_RANGES)
+    count = min(round(total / unit_bytes), most)
     if count <= 1:
         return []
     cuts = [k * total // count for k in range(count + 1)]

@@ -47,7 +47,7 @@ def plan_prepare(
 ) -> Manifest:
     """The plan of ``data_io prepare INPUTS -o OUTPUT`` with ``prepare``'s keyword arguments
     ``kwargs``: one unit per source not prepared yet, or per range of about ``unit_bytes`` of
-    a larger text or JSONL file (a compressed one: of its text, in at most 8 ranges) or Parquet
+    a larger text or JSONL file (a compressed one: of its text, in a few ranges) or Parquet
     file; largest first."""
     request = {"inputs": list(inputs), "output": str(output), "prepare": kwargs}
     return plan("prepare", request, unit_bytes)

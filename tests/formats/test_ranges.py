@@ -18,7 +18,7 @@ import zstandard
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from data_io.formats.ranges import COMPRESSED_RANGES, document_ranges
+from data_io.formats.ranges import MOST_RANGES, document_ranges
 from data_io.formats.raw_text import ReadOptions, Source, empty_input_error, expand_inputs
 from tests.prepare.test_read_rust import _rust, rows, text_files
 
@@ -117,12 +117,16 @@ def test_compressed_files_are_cut_in_a_few_ranges_of_their_text_small_ones_not(
     assert [(r.start, r.end, r.total) for r in ranges] == [  # type: ignore[union-attr]
         (k * len(text) // 3, (k + 1) * len(text) // 3, len(text)) for k in range(3)
     ]
-    assert len(document_ranges(big, 64, doc_per_line=False)) == COMPRESSED_RANGES
+    assert len(document_ranges(big, 64, doc_per_line=False)) == MOST_RANGES["gz"]
     assert document_ranges(small, 64, doc_per_line=False) == []
     # Cut only while it holds an eighth of the run's input: among many files it stays whole.
-    assert len(document_ranges(big, 64, False, run_bytes=big.size * 8)) == COMPRESSED_RANGES
+    assert len(document_ranges(big, 64, False, run_bytes=big.size * 8)) == MOST_RANGES["gz"]
     assert document_ranges(big, 64, False, run_bytes=big.size * 8 + 1) == []
     assert document_ranges(big, len(text), doc_per_line=False) == []
+    # A bzip2 file decompresses slower than it is prepared: it stays whole.
+    (tmp_path / "c.txt.bz2").write_bytes(bz2.compress(text))
+    (slow,) = expand_inputs([tmp_path / "c.txt.bz2"], ReadOptions())[0]
+    assert document_ranges(slow, 64, doc_per_line=False) == []
 
 
 def test_small_files_are_read_whole_and_parquet_by_row_groups(tmp_path: Path) -> None:
