@@ -275,9 +275,7 @@ impl FileFeed {
         }
         Ok(read)
     }
-}
 
-impl FileFeed {
     /// The `read` bytes just appended to `data`, cut short at a compressed range's end cut if
     /// they hold it (the range then ends there: `end` is set); how many are kept.
     fn stop_at_end_cut(&mut self, data: &mut Vec<u8>, read: usize) -> usize {
