@@ -62,11 +62,19 @@ pub fn clean<'t>(
     stats: &mut CleanStats,
 ) -> Option<Cow<'t, str>> {
     let mut text = Cow::Borrowed(text);
+    // The short lines counted by the normalisation's pass over the lines, when the text
+    // left it as it was.
+    let mut short_lines = None;
+    let minimum = if options.filter {
+        options.min_line_chars
+    } else {
+        0
+    };
     if options.normalize {
-        text = normalize(text, stats);
+        (text, short_lines) = normalize(text, minimum, stats);
     }
     if options.filter {
-        text = drop_short_lines(text, options.min_line_chars, stats);
+        text = drop_short_lines(text, options.min_line_chars, short_lines, stats);
     }
     if !options.keep_empty && text.chars().all(is_python_space) {
         stats.dropped_empty += 1;
@@ -97,7 +105,13 @@ fn python_strip(text: &str) -> &str {
     text.trim_matches(is_python_space)
 }
 
-fn normalize<'t>(text: Cow<'t, str>, stats: &mut CleanStats) -> Cow<'t, str> {
+/// NFC, then the whitespace clean-up; with the text left as it was by the clean-up, its
+/// lines with fewer than `minimum` visible characters, counted on the way (see `line_scan`).
+fn normalize<'t>(
+    text: Cow<'t, str>,
+    minimum: usize,
+    stats: &mut CleanStats,
+) -> (Cow<'t, str>, Option<usize>) {
     let text = if text.is_ascii() || is_nfc(&text) {
         text
     } else {
@@ -109,142 +123,171 @@ fn normalize<'t>(text: Cow<'t, str>, stats: &mut CleanStats) -> Cow<'t, str> {
             Cow::Owned(composed)
         }
     };
-    let cleaned = whitespace_cleaned(&text);
-    match cleaned {
-        Some(cleaned) if cleaned != *text => {
+    if let Some(short) = line_scan(&text, minimum) {
+        return (text, Some(short));
+    }
+    match whitespace_cleaned(&text) {
+        cleaned if cleaned != *text => {
             stats.whitespace_cleaned += 1;
-            Cow::Owned(cleaned)
+            (Cow::Owned(cleaned), None)
         }
-        _ => text,
+        _ => (text, None),
     }
 }
 
-/// The whitespace clean-up of `text`, or `None` when it changes nothing (the common case,
-/// found without building a new string). One pass over the bytes: every character it removes
-/// (a carriage return, a control, a trailing space) is whole, so the result stays UTF-8.
-fn whitespace_cleaned(text: &str) -> Option<String> {
-    if !needs_whitespace_work(text) {
-        return None;
-    }
+/// The whitespace clean-up of `text` (`line_scan` finds, without building a string, the
+/// common text it leaves as it is). A line at a time, each copied whole: only a line
+/// holding a control is copied a byte at a time (every character removed, a carriage return,
+/// a control or a trailing space, is whole, so the result stays UTF-8).
+fn whitespace_cleaned(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out: Vec<u8> = Vec::with_capacity(bytes.len());
-    // Line ends since the last line that kept a character: at most two are written, before
-    // the next such line (runs of three or more become two). A line's newlines are written
-    // with its first character and taken back if trimming leaves it empty.
+    // Line ends since the last line that kept a character: at most two are written before the
+    // next such line (runs of three or more become two).
     let mut pending = 0usize;
-    let mut before_newlines = 0usize;
-    let mut line_start = 0usize;
-    let mut started = false;
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        if b == b'\n' || b == b'\r' {
-            trim_trailing_spaces(&mut out, line_start);
-            if out.len() == line_start {
-                out.truncate(before_newlines);
-                pending += 1;
-            } else {
-                pending = 1;
+    let mut without_controls = Vec::new();
+    // Most texts hold no control (a carriage return is one): their lines are not searched.
+    let controls = has_control(bytes);
+    let mut start = 0;
+    loop {
+        let (end, next) = match memchr::memchr2(b'\n', b'\r', &bytes[start..]) {
+            Some(at) => {
+                let end = start + at;
+                // "\r\n" is one line end
+                let crlf = bytes[end] == b'\r' && bytes.get(end + 1) == Some(&b'\n');
+                (end, Some(end + if crlf { 2 } else { 1 }))
             }
-            started = false;
-            line_start = out.len();
-            before_newlines = out.len();
-            // "\r\n" is one line end
-            i += if b == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
-                2
-            } else {
-                1
-            };
-            continue;
+            None => (bytes.len(), None),
+        };
+        let mut line = &bytes[start..end];
+        if controls && has_control(line) {
+            without_controls.clear();
+            without_controls.extend_from_slice(line);
+            remove_controls(&mut without_controls);
+            line = &without_controls;
         }
+        let kept = trimmed_of_trailing_spaces(line);
+        if kept.is_empty() {
+            pending += 1;
+        } else {
+            out.extend(std::iter::repeat_n(b'\n', pending.min(2)));
+            out.extend_from_slice(kept);
+            pending = 1;
+        }
+        match next {
+            Some(next) => start = next,
+            None => break,
+        }
+    }
+    let cleaned = String::from_utf8(out)
+        .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned());
+    let stripped = python_strip(&cleaned);
+    if stripped.len() == cleaned.len() {
+        cleaned
+    } else {
+        stripped.to_string()
+    }
+}
+
+/// Remove from `line` (no line end in it) the controls the clean-up removes: C0 but tab,
+/// DEL, and the C1 controls (`0xC2` then `0x80..=0x9F`).
+fn remove_controls(line: &mut Vec<u8>) {
+    let mut kept = 0;
+    let mut i = 0;
+    while i < line.len() {
+        let b = line[i];
         let removed = match b {
             0x7F => 1,
             0x00..=0x1F if b != b'\t' => 1,
-            0xC2 if matches!(bytes.get(i + 1), Some(0x80..=0x9F)) => 2,
+            0xC2 if matches!(line.get(i + 1), Some(0x80..=0x9F)) => 2,
             _ => 0,
         };
         if removed > 0 {
             i += removed;
             continue;
         }
-        if !started {
-            before_newlines = out.len();
-            out.extend(std::iter::repeat_n(b'\n', pending.min(2)));
-            line_start = out.len();
-            started = true;
-        }
-        out.push(b);
+        line[kept] = b;
+        kept += 1;
         i += 1;
     }
-    trim_trailing_spaces(&mut out, line_start);
-    if out.len() == line_start {
-        out.truncate(before_newlines);
-    }
-    let cleaned = String::from_utf8(out)
-        .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned());
-    let stripped = python_strip(&cleaned);
-    Some(if stripped.len() == cleaned.len() {
-        cleaned
-    } else {
-        stripped.to_string()
-    })
+    line.truncate(kept);
 }
 
-/// Remove the spaces, tabs, U+00A0 and U+3000 that end `out` after `line_start`.
-fn trim_trailing_spaces(out: &mut Vec<u8>, line_start: usize) {
+/// `line` without the spaces, tabs, U+00A0 and U+3000 that end it.
+fn trimmed_of_trailing_spaces(mut line: &[u8]) -> &[u8] {
     loop {
-        let line = &out[line_start..];
-        let cut = match line {
-            [.., b' ' | b'\t'] => 1,
-            [.., 0xC2, 0xA0] => 2,
-            [.., 0xE3, 0x80, 0x80] => 3,
-            _ => return,
+        line = match line {
+            [rest @ .., b' ' | b'\t'] => rest,
+            [rest @ .., 0xC2, 0xA0] => rest,
+            [rest @ .., 0xE3, 0x80, 0x80] => rest,
+            _ => return line,
         };
-        out.truncate(out.len() - cut);
     }
 }
 
-/// Whether the whitespace clean-up would change `text`: a few vectorised passes over its
-/// bytes, where the clean-up itself makes a new string.
-fn needs_whitespace_work(text: &str) -> bool {
+/// `None` when the whitespace clean-up would change `text`; else its lines (`\n`-separated)
+/// that are short (`is_short_line`, with `minimum` > 1; else none counted). Vectorised passes
+/// for the controls, then one pass over the line ends, where a space before a newline or three
+/// newlines in a row mean work, and each line is judged short or not while it is in cache.
+fn line_scan(text: &str, minimum: usize) -> Option<usize> {
     let bytes = text.as_bytes();
-    if has_control_byte(bytes)
-        || text.starts_with(is_python_space)
-        || text.ends_with(is_python_space)
-    {
-        return true;
+    if has_control(bytes) || text.starts_with(is_python_space) || text.ends_with(is_python_space) {
+        return None;
     }
-    // The C1 controls, U+0080..U+009F: 0xC2 then 0x80..0x9F.
-    if memchr::memchr_iter(0xC2, bytes).any(|i| matches!(bytes.get(i + 1), Some(0x80..=0x9F))) {
-        return true;
+    let counted = minimum > 1;
+    let mut short = 0;
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', bytes) {
+        if text[..end].ends_with(is_trailing_space) || bytes.get(end + 1..end + 3) == Some(b"\n\n")
+        {
+            return None;
+        }
+        short += usize::from(counted && is_short_line(&text[start..end], minimum));
+        start = end + 1;
     }
-    // A space before a newline, or three newlines in a row.
-    memchr::memchr_iter(b'\n', bytes)
-        .any(|i| text[..i].ends_with(is_trailing_space) || bytes.get(i + 1..i + 3) == Some(b"\n\n"))
+    short += usize::from(counted && is_short_line(&text[start..], minimum));
+    Some(short)
 }
 
-/// Whether `bytes` holds a control but tab and newline (carriage returns included) or DEL:
-/// UTF-8 uses no byte below 0x80 inside a longer character. Tested 32 bytes at a time without
-/// a branch per byte, so that the compiler vectorises it.
-fn has_control_byte(bytes: &[u8]) -> bool {
+/// Whether `bytes` holds a C1 control, U+0080..U+009F: 0xC2 then 0x80..0x9F.
+fn has_c1_control(bytes: &[u8]) -> bool {
+    memchr::memchr_iter(0xC2, bytes).any(|i| matches!(bytes.get(i + 1), Some(0x80..=0x9F)))
+}
+
+/// Whether `bytes` holds a control the clean-up removes or a carriage return: C0 but tab and
+/// newline, DEL, or a C1 control. One pass 32 bytes at a time without a branch per byte (so
+/// that the compiler vectorises it) finds the C0 controls and DEL (UTF-8 uses no byte below
+/// 0x80 inside a longer character) and whether a C1 control's lead byte 0xC2 is there at all.
+fn has_control(bytes: &[u8]) -> bool {
     let control = |b: u8| (b < 0x20) & (b != b'\t') & (b != b'\n') | (b == 0x7F);
+    let flags = |(control_seen, lead_seen): (bool, bool), &b: &u8| {
+        (control_seen | control(b), lead_seen | (b == 0xC2))
+    };
     let mut chunks = bytes.chunks_exact(32);
-    let found = chunks
-        .by_ref()
-        .any(|chunk| chunk.iter().fold(false, |seen, &b| seen | control(b)));
-    found || chunks.remainder().iter().any(|&b| control(b))
+    let mut lead = false;
+    for chunk in chunks.by_ref() {
+        let (control_seen, lead_seen) = chunk.iter().fold((false, false), flags);
+        if control_seen {
+            return true;
+        }
+        lead |= lead_seen;
+    }
+    let (control_seen, lead_seen) = chunks.remainder().iter().fold((false, false), flags);
+    control_seen || ((lead | lead_seen) && has_c1_control(bytes))
 }
 
+/// `text` without its short lines (`counted`: how many there are, when known already).
 fn drop_short_lines<'t>(
     text: Cow<'t, str>,
     minimum: usize,
+    counted: Option<usize>,
     stats: &mut CleanStats,
 ) -> Cow<'t, str> {
     if minimum <= 1 {
         return text;
     }
     let short = |line: &str| is_short_line(line, minimum);
-    let dropped = lines(&text).filter(|line| short(line)).count();
+    let dropped = counted.unwrap_or_else(|| lines(&text).filter(|line| short(line)).count());
     if dropped == 0 {
         return text;
     }
