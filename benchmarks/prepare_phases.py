@@ -75,6 +75,8 @@ def child(spec: dict) -> dict:
 
     raw_reading.DocumentReader.batches = timed_batches
     pipeline.ShardSink.append = timed("write", pipeline.ShardSink.append)
+    if hasattr(pipeline.ShardSink, "append_split"):  # a baseline may predate it
+        pipeline.ShardSink.append_split = timed("write", pipeline.ShardSink.append_split)
     pipeline.Spool.append = timed("write", pipeline.Spool.append)
     api.encode_inputs = timed("pass_1", api.encode_inputs)
 

@@ -140,6 +140,7 @@ def prepare_batch(
     lines: bool = False,
     seen: SeenHashes | None = None,
     keep_empty: bool = False,
+    split: tuple[int, float] | None = None,
 ) -> tuple[
     tuple[NDArray[np.uint32], NDArray[np.int64]] | None,
     list[str] | None,
@@ -164,7 +165,9 @@ def prepare_batch(
     earlier one), counted as ``duplicates``; ``dedup_overflow`` is 1, and nothing recorded or
     encoded, when the batch would not fit the set's budget. ``keep_empty``: a document that is
     empty or only whitespace is kept (the reading alone, with ``normalize`` and ``filter``
-    off)."""
+    off). ``split``: (seed as 64 bits, val fraction) of ``prepare/split.py``'s train/val split:
+    with an encoder, the train documents are encoded first, then the val ones (each in order,
+    the hashes still in read order), and ``val_documents`` counts the val ones."""
 
 def keep_lines(
     text: NDArray[np.uint8],

@@ -889,7 +889,7 @@ fn text_length_estimate(
 #[pyfunction]
 #[pyo3(signature = (documents, *, text_field, fail_invalid, normalize, filter, min_line_chars,
     min_doc_chars, resolve, encoder = None, eos_id = None, near = None, lines = false,
-    seen = None, keep_empty = false))]
+    seen = None, keep_empty = false, split = None))]
 #[allow(clippy::too_many_arguments)]
 fn prepare_batch<'py>(
     py: Python<'py>,
@@ -907,11 +907,13 @@ fn prepare_batch<'py>(
     lines: bool,
     mut seen: Option<PyRefMut<'py, SeenHashes>>,
     keep_empty: bool,
+    split: Option<(u64, f64)>,
 ) -> PyResult<PreparedBatch<'py>> {
     use crate::prepare::batch::prepare;
     use crate::prepare::clean::CleanOptions;
     use crate::prepare::near::{MinHasher, NearOptions};
     use crate::prepare::rows::ReadOptions;
+    use crate::prepare::val_split::ValSplit;
 
     let hasher = match near {
         Some((ngram, bands, rows, seed)) if ngram >= 1 && bands >= 1 && rows >= 1 => {
@@ -950,6 +952,8 @@ fn prepare_batch<'py>(
     let mut set = seen.as_mut().map(|s| std::mem::take(&mut s.inner));
     let decided_here = set.is_some();
     let (mut duplicates, mut overflow) = (0u64, false);
+    let split = split.map(|(seed, fraction)| ValSplit::new(seed, fraction));
+    let mut val_documents = None;
     let outcome = py.detach(|| {
         pool.install(|| {
             let mut prepared = prepare(&docs, &read, &clean, hasher.as_ref(), |line, entry| {
@@ -980,10 +984,28 @@ fn prepare_batch<'py>(
             }
             let (encoded, lined) = match &inner {
                 _ if lines => (None, Some(LineBatch::new(&prepared.kept))),
-                Some(encoder) => (
-                    Some(encode_texts(&**encoder, &prepared.kept, eos_id)?),
-                    None,
-                ),
+                Some(encoder) => match &split {
+                    // The train documents first, then the val ones, each in order: the shard
+                    // writers take the two runs of ids as they are, no mask, no copy.
+                    Some(split) => {
+                        let mut ordered = Vec::with_capacity(prepared.kept.len());
+                        let mut val = Vec::new();
+                        for (text, hash) in prepared.kept.iter().zip(&prepared.hashes) {
+                            if split.is_val(*hash) {
+                                val.push(text.as_ref());
+                            } else {
+                                ordered.push(text.as_ref());
+                            }
+                        }
+                        val_documents = Some(val.len() as u64);
+                        ordered.extend(val);
+                        (Some(encode_texts(&**encoder, &ordered, eos_id)?), None)
+                    }
+                    None => (
+                        Some(encode_texts(&**encoder, &prepared.kept, eos_id)?),
+                        None,
+                    ),
+                },
                 None => (None, None),
             };
             Ok::<_, BatchError>((prepared, encoded, lined))
@@ -1029,6 +1051,7 @@ fn prepare_batch<'py>(
         ("dedup_overflow", u64::from(overflow)),
     ]
     .into_iter()
+    .chain(val_documents.map(|count| ("val_documents", count)))
     .collect();
     drop(prepared.kept);
     docs.recycle(); // its buffer goes to the reader's next batch

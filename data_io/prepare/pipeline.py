@@ -50,6 +50,7 @@ __all__ = [
 ]
 
 _PASS2_DOCUMENTS = 1 << 16
+_U64 = (1 << 64) - 1
 
 
 @dataclass
@@ -137,6 +138,22 @@ class ShardSink:
                 self.writers[split].add(ids[np.repeat(chosen, lengths)])
             self.per_split[split] += count
         self.documents += len(lengths)
+        self.tokens += len(ids)
+
+    def append_split(
+        self, ids: NDArray[np.uint32], offsets: NDArray[np.int64], val_documents: int
+    ) -> None:
+        """A batch encoded split by split (``prepare_batch(split=...)``): its train documents'
+        ids first, then its ``val_documents`` val documents' ids, each in order."""
+        train_documents = len(offsets) - 1 - val_documents
+        cut = int(offsets[train_documents])
+        if cut:
+            self.writers["train"].add(ids[:cut])
+        if cut < len(ids):
+            self.writers["val"].add(ids[cut:])
+        self.per_split["train"] += train_documents
+        self.per_split["val"] += val_documents
+        self.documents += train_documents + val_documents
         self.tokens += len(ids)
 
     def close(self) -> None:
@@ -227,6 +244,12 @@ def _encode_group(
     (read, clean, hash and encode on the encoder's threads, the GIL released)."""
     reader = DocumentReader(read, stats, bar)
     numbered = spool.documents  # documents given a number so far
+    # Straight into the shards: Rust encodes each batch's train documents, then its val ones.
+    split = (
+        (seed & _U64, val_fraction)
+        if isinstance(spool, ShardSink) and lines is None and tokenizer.core_encoder is not None
+        else None
+    )
 
     def prepare(batch: _core.RawDocuments, read_through: int) -> _Prepared:
         """``read_through``: the input bytes read up to this batch's end."""
@@ -246,6 +269,7 @@ def _encode_group(
             lines=lines is not None,
             # Exact duplicates decided before encoding: a duplicate is never encoded.
             seen=online.seen if online is not None else None,
+            split=split,
         )
         if online is not None:
             online.decided(counts)
@@ -281,7 +305,17 @@ def _encode_group(
         if dedup is not None:
             dedup.add(bands if bands is not None else hashes, numbered)
         numbered += len(hashes)
-        writes.append(writer.submit(_write, spool, bar, ids, offsets, val, hashes, bands))
+        val_documents = counts.get("val_documents")
+        if val_documents is not None:  # encoded split by split (`split` above)
+            if val_documents != int(np.count_nonzero(val)):
+                raise RuntimeError(
+                    f"the batch's train/val split in Rust put {val_documents} documents in val, "
+                    f"split.py {int(np.count_nonzero(val))}: a bug, please report it"
+                )
+            assert isinstance(spool, ShardSink)
+            writes.append(writer.submit(_write_split, spool, bar, ids, offsets, val_documents))
+        else:
+            writes.append(writer.submit(_write, spool, bar, ids, offsets, val, hashes, bands))
         while len(writes) > _WRITES_AHEAD:
             writes.popleft().result()
 
@@ -332,6 +366,17 @@ def _write(
     bands: NDArray[Any] | None,
 ) -> None:
     spool.append(ids, offsets, val, hashes, bands)
+    bar.advance_tokens(len(ids))
+
+
+def _write_split(
+    sink: ShardSink,
+    bar: ProgressBar,
+    ids: NDArray[np.uint32],
+    offsets: NDArray[np.int64],
+    val_documents: int,
+) -> None:
+    sink.append_split(ids, offsets, val_documents)
     bar.advance_tokens(len(ids))
 
 

@@ -12,7 +12,8 @@
 //! - `lines.rs`: `--dedup line`'s line hashes, and documents rebuilt from the lines kept;
 //! - `seen.rs`: exact duplicates decided as documents arrive, while their hashes fit the budget;
 //! - `record_set.rs`: the flat table of 128-bit records `seen.rs` keeps, looked up a batch at a time;
-//! - `batch.rs`: a batch read, cleaned and hashed on the encoder's threads.
+//! - `batch.rs`: a batch read, cleaned and hashed on the encoder's threads;
+//! - `val_split.rs`: the train/val split of `split.py`, for a batch encoded split by split.
 
 pub mod batch;
 pub mod clean;
@@ -25,3 +26,4 @@ pub mod record_set;
 pub mod rows;
 pub mod seen;
 pub mod split;
+pub mod val_split;

@@ -100,8 +100,9 @@ def test_a_write_that_fails_on_the_writer_thread_fails_the_run_and_leaves_nothin
     _corpus(tmp_path / "in")
     monkeypatch.setattr(raw_reading, "BATCH_BYTES", 4096)  # many batches, many writes
     calls = {"count": 0}
-    for sink in (pipeline.ShardSink, pipeline.Spool):
-        append = sink.append
+    appends = [(pipeline.ShardSink, "append"), (pipeline.ShardSink, "append_split")]
+    for sink, name in [*appends, (pipeline.Spool, "append")]:
+        append = getattr(sink, name)
 
         def failing(self, *args, append=append, **kwargs):
             calls["count"] += 1
@@ -109,7 +110,7 @@ def test_a_write_that_fails_on_the_writer_thread_fails_the_run_and_leaves_nothin
                 raise OSError(errno.ENOSPC, "No space left on device")
             return append(self, *args, **kwargs)
 
-        monkeypatch.setattr(sink, "append", failing)
+        monkeypatch.setattr(sink, name, failing)
     out = tmp_path / "out"
     with pytest.raises(OSError, match="No space left"):
         run([tmp_path / "in"], out, small_tokenizer, dedup=dedup, threads=2)
