@@ -230,15 +230,9 @@ impl MinHasher {
         };
         let one = constants(blocks[0]);
         let two = constants(blocks[1]);
-        let permuted = |(a_low, a_odd, b_even, b_odd, a_high, b_high): (
-            __m256i,
-            __m256i,
-            __m256i,
-            __m256i,
-            __m256i,
-            __m256i,
-        ),
-                        x: __m256i| {
+        // A block's loaded constants: a_low, a_odd, b_even, b_odd, a_high, b_high.
+        type Constants = (__m256i, __m256i, __m256i, __m256i, __m256i, __m256i);
+        let permuted = |(a_low, a_odd, b_even, b_odd, a_high, b_high): Constants, x: __m256i| {
             let even = _mm256_add_epi64(_mm256_mul_epu32(a_low, x), b_even);
             let odd = _mm256_add_epi64(_mm256_mul_epu32(a_odd, x), b_odd);
             // The high halves of the 64-bit sums, back in their lanes' places.
