@@ -5,12 +5,14 @@ count, beside another build when given. Each is timed twice in a process: on pag
 (as a run meets them: on a VM the first touch of the 136 MB table weighs) and on reused ones.
 
     .venv/bin/python -m benchmarks.seen_hashes [--records 4200000] [--batch 196000]
-        [--threads 1,2] [--rounds 3] [--baseline DIR]
+        [--threads 1,2] [--rounds 3] [--baseline DIR] [--bands 14]
 
 The default is the race's main slice under ``--dedup near``: 300k documents of 14 bands, in
 8 MiB batches of about 14k documents. One record in seven repeats an earlier one. Each run is
 its own process (``RAYON_NUM_THREADS``), the builds alternating round by round; the table
-gives each build's fastest round.
+gives each build's fastest round. ``--bands N``: near-dedup's (band hash, band number) records
+of N bands, in the set made for them (``SeenHashes(budget, bands)``, which holds each band's
+hashes apart); a build from before that set holds the same records as 128-bit ones.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ def child(spec: dict) -> dict:
     rng = np.random.default_rng(0)
     # The whole 64-bit range, as hashes spread (the set's shards are cut by the top bits).
     records = rng.integers(0, 2**64, size=(spec["records"], 2), dtype=np.uint64)
+    if spec.get("bands"):
+        records[:, 1] = rng.integers(0, spec["bands"], size=len(records), dtype=np.uint64)
     records[1::7] = records[0::7][: len(records[1::7])]  # repeats
     batches = [
         np.ascontiguousarray(records[start : start + spec["batch"]])
@@ -40,7 +44,10 @@ def child(spec: dict) -> dict:
     times = {}
     # Twice: the first set's pages are new to the process (as in a run), the second's reused.
     for when in ("new", "reused"):
-        seen = _core.SeenHashes(8 << 30)
+        try:
+            seen = _core.SeenHashes(8 << 30, spec.get("bands") or None)
+        except TypeError:  # a build from before the banded set
+            seen = _core.SeenHashes(8 << 30)
         began = time.perf_counter()
         seen.expect(len(records))
         for batch in batches:
@@ -60,6 +67,7 @@ def main() -> None:
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--baseline", type=Path, help="another checkout's data_io, alternated")
+    parser.add_argument("--bands", type=int, default=0, help="near-dedup's records, N bands")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -70,7 +78,7 @@ def main() -> None:
     builds = {"this": ROOT}
     if args.baseline is not None:
         builds["baseline"] = args.baseline.resolve()
-    spec = {"records": args.records, "batch": args.batch}
+    spec = {"records": args.records, "batch": args.batch, "bands": args.bands}
     print(f"{args.records:,} records in batches of {args.batch:,}; fastest of {args.rounds} rounds")
     print("\n| threads | build | record s (new pages / reused) | sort s (new / reused) | kept |")
     print("|---:|---|---:|---:|---:|")

@@ -189,12 +189,14 @@ def keep_lines(
 
 class SeenHashes:
     """Exact de-duplication decided as documents arrive (``rust/prepare/seen.rs``): every
-    128-bit hash seen, within ``budget`` bytes."""
+    128-bit hash seen, within ``budget`` bytes. With ``bands``: near-dedup's (band hash, band
+    number) records of that many bands, each band's hashes held alone (half the memory)."""
 
-    def __init__(self, budget: int) -> None: ...
+    def __init__(self, budget: int, bands: int | None = None) -> None: ...
     def first_seen(self, hashes: NDArray[np.uint64]) -> NDArray[np.bool_] | None:
         """Record the ``(n, 2)`` hashes in order: True for each one not seen before; None, and
-        nothing recorded, when they would not fit the budget."""
+        nothing recorded, when they would not fit the budget (or, with ``bands``, one names a
+        band number of ``bands`` or more)."""
     def expect(self, total: int) -> bool:
         """Make room at once for ``total`` hashes in all, when the budget allows (else
         nothing): one table instead of a dozen doublings on a large corpus. Whether ``total``

@@ -1127,10 +1127,17 @@ struct SeenHashes {
 
 #[pymethods]
 impl SeenHashes {
+    /// `bands`: a set of near-dedup's (band hash, band number) records of that many bands,
+    /// which holds the hash alone (half the memory); a record of another band is refused, as
+    /// one beyond the budget is. None: 128-bit hashes.
     #[new]
-    fn new(budget: usize) -> Self {
+    #[pyo3(signature = (budget, bands=None))]
+    fn new(budget: usize, bands: Option<usize>) -> Self {
         Self {
-            inner: crate::prepare::seen::SeenHashes::new(budget),
+            inner: match bands {
+                Some(bands) => crate::prepare::seen::SeenHashes::banded(budget, bands),
+                None => crate::prepare::seen::SeenHashes::new(budget),
+            },
         }
     }
 

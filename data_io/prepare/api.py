@@ -19,6 +19,8 @@ from data_io.formats.raw_text import INVALID_UTF8_POLICIES, ReadOptions, Source,
 from data_io.prepare.dedup import (
     ONLINE_ASSUMED_DOCUMENT_BYTES,
     ONLINE_ASSUMED_LINE_BYTES,
+    ONLINE_BYTES_PER_BAND,
+    ONLINE_BYTES_PER_RECORD,
     DedupOverflow,
     HashDedup,
     NearDedup,
@@ -241,6 +243,7 @@ def prepare(
                     sum(s.size for s in sources),
                     plan.budget,
                     record.get(mode, ONLINE_ASSUMED_DOCUMENT_BYTES),
+                    ONLINE_BYTES_PER_BAND if mode == "near" else ONLINE_BYTES_PER_RECORD,
                 )
             )
         )
@@ -504,7 +507,10 @@ def _run(
             writers = _writers(out, metadata, options, tok)
             spool: Spool | ShardSink | LineSpool = ShardSink(writers)
             if options["dedup"]:
-                online = OnlineDedup(budget, sum(s.size for s in sources))
+                near = options.get("near_dedup") if options["dedup"] == "near" else None
+                online = OnlineDedup(
+                    budget, sum(s.size for s in sources), near["bands"] if near else None
+                )
                 if prior is not None:
                     online.load_prior(prior)
         else:

@@ -130,13 +130,15 @@ class DedupOverflow(Exception):
     """The hashes outgrew ``OnlineDedup``'s budget: the run goes again with sorted runs."""
 
 
-# Bytes per hash the online set takes (the 16-byte record and the table's spare slots), and the
+# Bytes per hash the online set takes (the 16-byte record, or near-dedup's 8-byte band hash, and
+# the table's spare slots while it grows), and the
 # largest document (or line) size assumed when choosing it: a run tries it unless the inputs'
 # records could not fit the budget even at that size. As it runs, the set is sized from the
 # records per input byte so far, and once enough of the input is read (``_TRUSTED``) a projection
 # beyond the budget stops it at once (``DedupOverflow``: the run starts again with sorted runs),
 # instead of after most of the input.
 ONLINE_BYTES_PER_RECORD = 40
+ONLINE_BYTES_PER_BAND = 20
 ONLINE_ASSUMED_DOCUMENT_BYTES = 2048
 ONLINE_ASSUMED_LINE_BYTES = 256  # --dedup line: its records are lines
 # A projection is trusted after a thirty-second of the input, or 256 MB of it.
@@ -149,8 +151,11 @@ class OnlineDedup:
     kept when its hash is new among the earlier runs' and this run's. The same decisions as
     ``HashDedup``, without a spool: its tokens go straight to the shards."""
 
-    def __init__(self, budget: int, input_bytes: int = 0) -> None:
-        self._seen = _core.SeenHashes(budget)
+    def __init__(self, budget: int, input_bytes: int = 0, bands: int | None = None) -> None:
+        """``bands``: the records are near-dedup's bands, of that many (held in half the
+        memory); a record naming another band (an earlier run's file, damaged) is refused, as
+        one beyond the budget: the run goes again with sorted runs."""
+        self._seen = _core.SeenHashes(budget, bands)
         self.duplicates = 0
         self.peak_bytes = 0
         self._input_bytes = input_bytes  # of this run's inputs on disk: sizes the set early
@@ -175,12 +180,16 @@ class OnlineDedup:
 
     @staticmethod
     def fits(
-        input_bytes: int, budget: int, record_bytes: int = ONLINE_ASSUMED_DOCUMENT_BYTES
+        input_bytes: int,
+        budget: int,
+        record_bytes: int = ONLINE_ASSUMED_DOCUMENT_BYTES,
+        held_bytes: int = ONLINE_BYTES_PER_RECORD,
     ) -> bool:
-        """Whether the records (documents, or lines) of ``input_bytes`` of text could fit
-        ``budget`` at ``record_bytes`` each (a generous size: the run itself finds out)."""
+        """Whether the records (documents, lines, or bands) of ``input_bytes`` of text could fit
+        ``budget`` at one a ``record_bytes`` of text (a generous size: the run itself finds
+        out), each taking ``held_bytes`` of the set."""
         records = input_bytes // record_bytes + 1
-        return records * ONLINE_BYTES_PER_RECORD <= budget
+        return records * held_bytes <= budget
 
     def load_prior(self, prior: Path) -> None:
         """The hashes kept by earlier runs (a sorted raw (n, 2) uint64 file)."""

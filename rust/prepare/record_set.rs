@@ -1,5 +1,8 @@
-//! A set of 128-bit records (the de-duplication's hashes) in one open-addressed table, taking
-//! a batch of records at a time and asking memory for each record's slot a few records ahead.
+//! A set of records (the de-duplication's hashes) in one open-addressed table, taking a batch of
+//! records at a time and asking memory for each record's slot a few records ahead. A record is
+//! `W` words: two for a 128-bit document hash; one where the second word is implied by which
+//! set holds it (near-dedup's band hashes, a set for each band: `seen.rs`), which halves the
+//! memory the table takes and the kernel must clear.
 //!
 //! Why not hashbrown: on a corpus the table is hundreds of MB, so every insert misses every
 //! cache and, one at a time, waits for memory (hashbrown's inserts were 10% of a near-dedup
@@ -8,26 +11,22 @@
 //! cannot be asked where a key's slot is. The table lives on 2 MiB pages where the kernel
 //! gives them (`table_memory`), so the lookups do not also walk the page table.
 //!
-//! Layout: whole lines of 16-byte slots, `[0, 0]` marking an empty one (the record
-//! `[0, 0]` itself is held by a flag). A record's home is a 64-byte line of four slots chosen
-//! by the top bits of its first word; it goes to the first free slot from there on (linear
-//! probing, wrapping at the end), so most records are found within the one line the prefetch
-//! brought. The records are hashes, uniformly spread, so their bits are taken as they are
-//! (records all alike in their first word would all probe from one line). And since the
+//! Layout: whole 64-byte lines of slots (four of two words, eight of one), all-zero words
+//! marking an empty one (the all-zero record itself is held by a flag). A record's home is a
+//! line chosen by the top bits of its first word; it goes to the first free slot from there on
+//! (linear probing, wrapping at the end), so most records are found within the one line the
+//! prefetch brought. The records are hashes, uniformly spread, so their bits are taken as they
+//! are (records all alike in their first word would all probe from one line). And since the
 //! homes rise with the first word, the table is in order but for the short runs of probing:
 //! `sorted` is an insertion sort of the slots as they lie, not a sort from scratch.
 
 use crate::table_memory::ZeroedTable;
 
-const EMPTY: [u64; 2] = [0, 0];
-/// Slots to a 64-byte cache line.
-const PER_LINE: usize = 4;
+/// Bytes of a cache line, which holds `LINE_BYTES / (8 * W)` slots.
+const LINE_BYTES: usize = 64;
 /// How many records ahead of the one being inserted a slot is prefetched: enough misses in
 /// flight to cover memory's latency, few enough that the lines are still cached when used.
 pub const AHEAD: usize = 16;
-/// The smallest table: one line (the set is cut into dozens of shards, mostly small in tests
-/// and small runs).
-const MIN_SLOTS: usize = PER_LINE;
 
 /// Records a table of `slots` holds before it grows: 7/8 of its slots, as hashbrown's (all but
 /// one in the smallest tables; a table always keeps a free slot, where a probe ends).
@@ -39,10 +38,17 @@ pub fn capacity_of(slots: usize) -> usize {
     }
 }
 
-/// The slots of the smallest table of a power of two that holds `wanted` records: the size a
-/// table grows to as records come (a doubling, so that growth is paid once a record).
-pub fn slots_for(wanted: usize) -> usize {
-    let slots = exact_slots_for(wanted);
+/// Slots of `W` words to a cache line; the smallest table is one line (the set is cut into
+/// dozens of shards, mostly small in tests and small runs).
+const fn per_line<const W: usize>() -> usize {
+    LINE_BYTES / (8 * W)
+}
+
+/// The slots of the smallest table of a power of two that holds `wanted` records of `W` words:
+/// the size a table grows to as records come (a doubling, so that growth is paid once a
+/// record).
+pub fn slots_for<const W: usize>(wanted: usize) -> usize {
+    let slots = exact_slots_for::<W>(wanted);
     if slots == 0 {
         return 0;
     }
@@ -54,20 +60,21 @@ pub fn slots_for(wanted: usize) -> usize {
     }
 }
 
-/// The slots of the smallest table that holds `wanted` records, whole lines: the size a table
-/// is made at once for a projected total (`reserve_exact`), which a power of two would
-/// overshoot by up to twice (all of it touched, so zeroed by the kernel, as records land).
-pub fn exact_slots_for(wanted: usize) -> usize {
+/// The slots of the smallest table that holds `wanted` records of `W` words, whole lines: the
+/// size a table is made at once for a projected total (`reserve_exact`), which a power of two
+/// would overshoot by up to twice (all of it touched, so zeroed by the kernel, as records land).
+pub fn exact_slots_for<const W: usize>(wanted: usize) -> usize {
     if wanted == 0 {
         return 0;
     }
+    let line = per_line::<W>();
     let mut slots = wanted
         .saturating_mul(8)
         .div_ceil(7)
-        .next_multiple_of(PER_LINE)
-        .max(MIN_SLOTS);
+        .next_multiple_of(line)
+        .max(line);
     while capacity_of(slots) < wanted {
-        slots += PER_LINE;
+        slots += line;
     }
     slots
 }
@@ -87,12 +94,9 @@ pub enum Growth {
     Spared,
 }
 
-/// Bytes a slot takes.
-pub const SLOT_BYTES: usize = std::mem::size_of::<[u64; 2]>();
-
-#[derive(Default)]
-pub struct RecordSet {
-    slots: Option<ZeroedTable<[u64; 2]>>,
+/// A set of records of `W` words (1 or 2).
+pub struct RecordSet<const W: usize> {
+    slots: Option<ZeroedTable<[u64; W]>>,
     /// Records in `slots` (the zero record aside).
     filled: usize,
     holds_zero: bool,
@@ -101,23 +105,43 @@ pub struct RecordSet {
     shared_bits: u32,
 }
 
-/// The first slot of `record`'s home line in a table of `slots` (whole lines): the bits of its
-/// first word below the `shared` top bits, as a fraction of the table (a multiply-shift, so
-/// any number of lines; the line rises with the hash).
-#[inline(always)]
-fn home(shared: u32, record: &[u64; 2], slots: usize) -> usize {
-    let lines = (slots / PER_LINE) as u128;
-    let line = (u128::from(record[0] << shared) * lines) >> 64;
-    line as usize * PER_LINE
+impl<const W: usize> Default for RecordSet<W> {
+    fn default() -> Self {
+        Self::sharing_top_bits(0)
+    }
 }
 
-impl RecordSet {
+/// The first slot of the home line of a record whose first word is `first`, in a table of
+/// `slots` (whole lines of `line` slots): the bits of its first word below the `shared` top
+/// bits, as a fraction of the table (a multiply-shift, so any number of lines; the line rises
+/// with the hash).
+#[inline(always)]
+fn home(shared: u32, first: u64, slots: usize, line: usize) -> usize {
+    let lines = (slots / line) as u128;
+    let at = (u128::from(first << shared) * lines) >> 64;
+    at as usize * line
+}
+
+impl<const W: usize> RecordSet<W> {
+    /// Bytes a slot takes.
+    pub const SLOT_BYTES: usize = 8 * W;
+    /// The empty slot (and the record a flag holds).
+    const EMPTY: [u64; W] = [0; W];
+
     /// A set of records whose first words all share their top `shared_bits` bits.
     pub fn sharing_top_bits(shared_bits: u32) -> Self {
+        const { assert!(W == 1 || W == 2, "records of one or two words") };
         Self {
+            slots: None,
+            filled: 0,
+            holds_zero: false,
             shared_bits: shared_bits.min(63),
-            ..Self::default()
         }
+    }
+
+    #[inline(always)]
+    fn home(&self, record: &[u64; W], slots: usize) -> usize {
+        home(self.shared_bits, record[0], slots, per_line::<W>())
     }
 
     pub fn len(&self) -> usize {
@@ -141,11 +165,11 @@ impl RecordSet {
     /// The slots this table would grow to, by `growth`, to hold `wanted` records.
     pub fn grown_slots(&self, wanted: usize, growth: Growth) -> usize {
         match growth {
-            Growth::Doubling => slots_for(wanted),
-            Growth::Exact => exact_slots_for(wanted),
+            Growth::Doubling => slots_for::<W>(wanted),
+            Growth::Exact => exact_slots_for::<W>(wanted),
             Growth::Spared => {
                 let now = self.capacity();
-                exact_slots_for(wanted.max(now.saturating_add(now / 4)))
+                exact_slots_for::<W>(wanted.max(now.saturating_add(now / 4)))
             }
         }
     }
@@ -161,11 +185,11 @@ impl RecordSet {
 
     /// Ask memory for `record`'s home line (no effect on the set).
     #[inline(always)]
-    pub fn prefetch(&self, record: &[u64; 2]) {
+    pub fn prefetch(&self, record: &[u64; W]) {
         #[cfg(target_arch = "x86_64")]
         if let Some(slots) = &self.slots {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let at = home(self.shared_bits, record, slots.len());
+            let at = self.home(record, slots.len());
             // SAFETY: a prefetch reads nothing and cannot fault; `at` is within the table.
             unsafe { _mm_prefetch::<_MM_HINT_T0>(slots.as_ptr().add(at).cast()) };
         }
@@ -175,24 +199,24 @@ impl RecordSet {
 
     /// Add `record`; whether it was new.
     #[inline]
-    pub fn insert(&mut self, record: [u64; 2]) -> bool {
-        if record == EMPTY {
+    pub fn insert(&mut self, record: [u64; W]) -> bool {
+        if record == Self::EMPTY {
             return !std::mem::replace(&mut self.holds_zero, true);
         }
         if self.filled >= self.capacity() {
-            self.grow_to(slots_for(self.filled + 1));
+            self.grow_to(slots_for::<W>(self.filled + 1));
         }
+        let end = self.slots();
+        let mut at = self.home(&record, end);
         let Some(slots) = self.slots.as_mut() else {
             unreachable!("grown above");
         };
-        let end = slots.len();
-        let mut at = home(self.shared_bits, &record, end);
         loop {
             let slot = &mut slots[at];
             if *slot == record {
                 return false;
             }
-            if *slot == EMPTY {
+            if *slot == Self::EMPTY {
                 *slot = record;
                 self.filled += 1;
                 return true;
@@ -206,7 +230,7 @@ impl RecordSet {
 
     /// Add each record of `records` in order, prefetching ahead; calls `seen_before` with the
     /// place of each one held already (an earlier equal one in `records` included).
-    pub fn insert_all(&mut self, records: &[[u64; 2]], mut seen_before: impl FnMut(usize)) {
+    pub fn insert_all(&mut self, records: &[[u64; W]], mut seen_before: impl FnMut(usize)) {
         self.reserve(records.len(), Growth::Doubling);
         for (at, record) in records.iter().enumerate() {
             if let Some(ahead) = records.get(at + AHEAD) {
@@ -220,19 +244,19 @@ impl RecordSet {
 
     /// Every record held, in ascending order (first word, then second), into `out` (of
     /// `len()` records).
-    pub fn sorted_into(&self, out: &mut [[u64; 2]]) {
+    pub fn sorted_into(&self, out: &mut [[u64; W]]) {
         let mut records = out.iter_mut();
         if self.holds_zero {
             if let Some(first) = records.next() {
-                *first = EMPTY;
+                *first = Self::EMPTY;
             }
         }
         if let Some(slots) = &self.slots {
             // From the first free slot on, so that a run of probing that wrapped past the end
             // of the table comes last, where its homes are.
-            let start = slots.iter().position(|r| *r == EMPTY).unwrap_or(0);
+            let start = slots.iter().position(|r| *r == Self::EMPTY).unwrap_or(0);
             let held = slots[start..].iter().chain(&slots[..start]);
-            for (out, record) in records.zip(held.filter(|r| **r != EMPTY)) {
+            for (out, record) in records.zip(held.filter(|r| **r != Self::EMPTY)) {
                 *out = *record;
             }
         }
@@ -241,6 +265,7 @@ impl RecordSet {
 
     /// A new table of `slots` with every record moved over (their slots prefetched ahead).
     fn grow_to(&mut self, slots: usize) {
+        let (shared, line) = (self.shared_bits, per_line::<W>());
         let old = self.slots.replace(ZeroedTable::new(slots));
         let Some(table) = self.slots.as_mut() else {
             unreachable!("just set");
@@ -248,21 +273,21 @@ impl RecordSet {
         let records = old
             .iter()
             .flat_map(|old| old.iter())
-            .filter(|r| **r != EMPTY);
+            .filter(|r| **r != Self::EMPTY);
         let mut ahead = records.clone().skip(AHEAD);
         for record in records {
             #[cfg(target_arch = "x86_64")]
             if let Some(next) = ahead.next() {
                 use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                let at = home(self.shared_bits, next, slots);
+                let at = home(shared, next[0], slots, line);
                 // SAFETY: a prefetch reads nothing and cannot fault; `at` is within the table.
                 unsafe { _mm_prefetch::<_MM_HINT_T0>(table.as_ptr().add(at).cast()) };
             }
             #[cfg(not(target_arch = "x86_64"))]
             let _ = ahead.next();
             // The old table held each record once: the first free slot is its place.
-            let mut at = home(self.shared_bits, record, slots);
-            while table[at] != EMPTY {
+            let mut at = home(shared, record[0], slots, line);
+            while table[at] != Self::EMPTY {
                 at = if at + 1 == slots { 0 } else { at + 1 };
             }
             table[at] = *record;
@@ -272,7 +297,7 @@ impl RecordSet {
 
 /// Sort `records`, which are in order but for short runs, by insertion; past a few moves a
 /// record on average (records not spread as hashes are), by a sort from scratch.
-fn nearly_sorted(records: &mut [[u64; 2]]) {
+fn nearly_sorted<T: Ord>(records: &mut [T]) {
     let mut moves_left = records.len().saturating_mul(8);
     for at in 1..records.len() {
         let mut to = at;
@@ -313,31 +338,37 @@ mod tests {
             .collect()
     }
 
+    /// `records()` as records of `W` words (their first `W`), sharing their top `shared` bits
+    /// as a shard's do, against a `HashSet`.
+    fn answers_as_a_hash_set<const W: usize>(shared: u32) {
+        let mut set = RecordSet::<W>::sharing_top_bits(shared);
+        let mut oracle = HashSet::new();
+        let records: Vec<[u64; W]> = records()
+            .into_iter()
+            .map(|[high, low]| std::array::from_fn(|i| [high >> shared, low][i]))
+            .collect();
+        for part in records.chunks(777) {
+            let mut seen = Vec::new();
+            set.insert_all(part, |at| seen.push(at));
+            let expected: Vec<usize> = (0..part.len())
+                .filter(|&at| !oracle.insert(part[at]))
+                .collect();
+            assert_eq!(seen, expected);
+            assert_eq!(set.len(), oracle.len());
+            assert!(set.len() <= set.capacity() + 1);
+        }
+        let mut expected: Vec<[u64; W]> = oracle.into_iter().collect();
+        expected.sort_unstable();
+        let mut sorted = vec![[7; W]; set.len()];
+        set.sorted_into(&mut sorted);
+        assert_eq!(sorted, expected, "{W} words, {shared} shared bits");
+    }
+
     #[test]
     fn it_answers_as_a_hash_set_through_growth_collisions_and_the_zero_record() {
         for shared in [0, 5] {
-            let mut set = RecordSet::sharing_top_bits(shared);
-            let mut oracle = HashSet::new();
-            // Records sharing their top bits, as a shard's do.
-            let records: Vec<[u64; 2]> = records()
-                .into_iter()
-                .map(|[high, low]| [high >> shared, low])
-                .collect();
-            for part in records.chunks(777) {
-                let mut seen = Vec::new();
-                set.insert_all(part, |at| seen.push(at));
-                let expected: Vec<usize> = (0..part.len())
-                    .filter(|&at| !oracle.insert(part[at]))
-                    .collect();
-                assert_eq!(seen, expected);
-                assert_eq!(set.len(), oracle.len());
-                assert!(set.len() <= set.capacity() + 1);
-            }
-            let mut expected: Vec<[u64; 2]> = oracle.into_iter().collect();
-            expected.sort_unstable();
-            let mut sorted = vec![[7, 7]; set.len()];
-            set.sorted_into(&mut sorted);
-            assert_eq!(sorted, expected, "{shared} shared bits");
+            answers_as_a_hash_set::<2>(shared);
+            answers_as_a_hash_set::<1>(shared);
         }
     }
 
@@ -355,6 +386,20 @@ mod tests {
         assert_eq!(sorted, expected);
     }
 
+    /// The table sizes for `wanted` records of `W` words: the least that hold them.
+    fn check_sizes<const W: usize>(wanted: usize) {
+        let line = per_line::<W>();
+        let slots = slots_for::<W>(wanted);
+        assert!(capacity_of(slots) >= wanted);
+        assert!(slots <= line || capacity_of(slots / 2) < wanted, "{wanted}");
+        let exact = exact_slots_for::<W>(wanted);
+        assert!(capacity_of(exact) >= wanted && exact.is_multiple_of(line));
+        assert!(
+            exact <= line || capacity_of(exact - line) < wanted,
+            "{wanted}"
+        );
+    }
+
     #[test]
     fn reserving_makes_one_table_for_the_total() {
         let mut set = RecordSet::default();
@@ -370,18 +415,8 @@ mod tests {
         assert!(set.insert([spread(0), 0]));
         assert_eq!(set.slots(), 2 * slots);
         for wanted in (0..20_000).step_by(7) {
-            let slots = slots_for(wanted);
-            assert!(capacity_of(slots) >= wanted);
-            assert!(
-                slots <= MIN_SLOTS || capacity_of(slots / 2) < wanted,
-                "{wanted}"
-            );
-            let exact = exact_slots_for(wanted);
-            assert!(capacity_of(exact) >= wanted && exact.is_multiple_of(PER_LINE));
-            assert!(
-                exact <= MIN_SLOTS || capacity_of(exact - PER_LINE) < wanted,
-                "{wanted}"
-            );
+            check_sizes::<2>(wanted);
+            check_sizes::<1>(wanted);
         }
         // A table made exactly for a total takes it without growing, and answers as any.
         let mut set = RecordSet::sharing_top_bits(5);

@@ -11,14 +11,16 @@
 //! dozen bands a document, and one thread inserting them into one table (a random read of a
 //! table of hundreds of MB each) held every other thread up. Each shard is a `RecordSet`,
 //! which prefetches the slots of the records a batch brings, so that the misses overlap.
-
+//!
+//! Near-dedup's records are (band hash, band number): the set made for them (`banded`) has the
+//! shards of each band apart and holds the hash alone, in half the memory (on a VM the kernel
+//! clearing the table's pages was most of the set's time).
 use rayon::prelude::*;
 
-use super::record_set::{self, Growth, RecordSet, SLOT_BYTES};
+use super::record_set::{self, Growth, RecordSet};
 
-type Shard = RecordSet;
-
-/// Shards (log2): enough for the encoder's threads on a large machine.
+/// Shards (log2) of each band (of the one group of 128-bit records): enough for the encoder's
+/// threads on a large machine.
 const SHARD_BITS: u32 = 5;
 const SHARDS: usize = 1 << SHARD_BITS;
 /// A batch of fewer hashes goes through the shards on the calling thread (as every batch does
@@ -32,8 +34,24 @@ fn shard_of(high: u64) -> usize {
 
 /// Every hash seen, within `budget` bytes (none by default).
 pub struct SeenHashes {
-    shards: Vec<Shard>,
+    tables: Tables,
     budget: usize,
+}
+
+/// The shards: of 128-bit records, or of band hashes a band apart.
+enum Tables {
+    Wide(Shards<2>),
+    Banded(Shards<1>),
+}
+
+/// `$body` with `$shards` the tables' `Shards`, whichever width they hold.
+macro_rules! on_shards {
+    ($tables:expr, $shards:ident => $body:expr) => {
+        match $tables {
+            Tables::Wide($shards) => $body,
+            Tables::Banded($shards) => $body,
+        }
+    };
 }
 
 impl Default for SeenHashes {
@@ -43,50 +61,34 @@ impl Default for SeenHashes {
 }
 
 impl SeenHashes {
+    /// A set of 128-bit records (document or line hashes).
     pub fn new(budget: usize) -> Self {
         Self {
-            shards: (0..SHARDS)
-                .map(|_| Shard::sharing_top_bits(SHARD_BITS))
-                .collect(),
+            tables: Tables::Wide(Shards::new(1)),
+            budget,
+        }
+    }
+
+    /// A set of near-dedup's (band hash, band number) records, of `bands` bands: a record
+    /// whose band number is `bands` or more is refused, as one beyond the budget is.
+    pub fn banded(budget: usize, bands: usize) -> Self {
+        Self {
+            tables: Tables::Banded(Shards::new(bands.max(1))),
             budget,
         }
     }
 
     /// Bytes the tables hold now.
     pub fn bytes(&self) -> usize {
-        self.shards
-            .iter()
-            .map(|shard| shard.slots() * SLOT_BYTES)
-            .sum()
+        on_shards!(&self.tables, shards => shards.bytes())
     }
 
     pub fn len(&self) -> usize {
-        self.shards.iter().map(Shard::len).sum()
+        on_shards!(&self.tables, shards => shards.len())
     }
 
     pub fn is_empty(&self) -> bool {
-        self.shards.iter().all(Shard::is_empty)
-    }
-
-    /// Whether each shard could take `more[shard]` hashes without the tables outgrowing the
-    /// budget (the shards grow at once, and a growing table briefly holds its old and its new
-    /// slots), growing by `growth`.
-    fn has_room_for(&self, more: &[usize], growth: Growth) -> bool {
-        let peak: usize = self
-            .shards
-            .iter()
-            .zip(more)
-            .map(|(shard, &more)| {
-                let now = shard.slots();
-                let wanted = shard.len() + more;
-                if wanted <= shard.capacity() {
-                    now
-                } else {
-                    shard.grown_slots(wanted, growth) + now
-                }
-            })
-            .sum();
-        peak * SLOT_BYTES <= self.budget
+        self.len() == 0
     }
 
     /// Make room at once for `total` hashes in all, when the budget allows it (else nothing);
@@ -94,88 +96,19 @@ impl SeenHashes {
     /// corpus, each time re-inserting every hash into freshly zeroed pages, where one
     /// projected size is one table. Too small a guess costs a doubling later, as without it.
     /// The hashes spread evenly over the shards; each is given a sixteenth more than its share
-    /// (and a little more for small shares), against the chance of an uneven spread.
+    /// (and more for small shares), against the chance of an uneven spread.
     pub fn expect(&mut self, total: usize) -> bool {
-        if total <= self.len() {
-            return true;
-        }
-        let share = total.div_ceil(SHARDS);
-        let share = share + share / 16 + 256;
-        let more: Vec<usize> = self
-            .shards
-            .iter()
-            .map(|shard| share.saturating_sub(shard.len()))
-            .collect();
-        // A table made for an earlier guess is replaced with a quarter to spare where the
-        // budget allows (`Growth::Spared`), else with just the share.
-        let growth = if self.has_room_for(&more, Growth::Spared) {
-            Growth::Spared
-        } else {
-            Growth::Exact
-        };
-        let fits = growth == Growth::Spared || self.has_room_for(&more, Growth::Exact);
-        if fits {
-            // Each shard grown on its own thread of the caller's pool.
-            self.shards
-                .par_iter_mut()
-                .zip(&more)
-                .for_each(|(shard, &more)| shard.reserve(more, growth));
-        }
-        fits
+        let budget = self.budget;
+        on_shards!(&mut self.tables, shards => shards.expect(total, budget))
     }
 
     /// Record `hashes` (high, low) in order; true for each one not seen before (the first of
-    /// several equal ones in `hashes` too). `None`, and nothing recorded, when they do not fit.
+    /// several equal ones in `hashes` too). `None`, and nothing recorded, when they do not fit
+    /// (or, in a `banded` set, one has a band number beyond its bands).
     /// A large batch is taken by all the shards at once, on the caller's rayon pool.
     pub fn first_seen(&mut self, hashes: &[[u64; 2]]) -> Option<Vec<bool>> {
-        let mut more = vec![0usize; SHARDS];
-        for &[high, _] in hashes {
-            more[shard_of(high)] += 1;
-        }
-        if !self.has_room_for(&more, Growth::Doubling) {
-            return None;
-        }
-        if hashes.len() < PARALLEL_FROM || rayon::current_num_threads() == 1 {
-            for (shard, &more) in self.shards.iter_mut().zip(&more) {
-                shard.reserve(more, Growth::Doubling);
-            }
-            let shards = &mut self.shards;
-            return Some(
-                hashes
-                    .iter()
-                    .enumerate()
-                    .map(|(at, record)| {
-                        if let Some(ahead) = hashes.get(at + record_set::AHEAD) {
-                            shards[shard_of(ahead[0])].prefetch(ahead);
-                        }
-                        shards[shard_of(record[0])].insert(*record)
-                    })
-                    .collect(),
-            );
-        }
-        // Each shard's hashes, by their place in `hashes` (in order), and the places of those
-        // seen before (few: duplicates are the exception).
-        let mut places: Vec<Vec<u32>> = more.iter().map(|&n| Vec::with_capacity(n)).collect();
-        for (at, &[high, _]) in hashes.iter().enumerate() {
-            places[shard_of(high)].push(at as u32);
-        }
-        let seen_before: Vec<Vec<u32>> = self
-            .shards
-            .par_iter_mut()
-            .zip(places)
-            .map(|(shard, places)| {
-                // Grown here, each shard on its own thread (a rehash copies the whole table).
-                let records: Vec<[u64; 2]> = places.iter().map(|&at| hashes[at as usize]).collect();
-                let mut seen_before = Vec::new();
-                shard.insert_all(&records, |i| seen_before.push(places[i]));
-                seen_before
-            })
-            .collect();
-        let mut new = vec![true; hashes.len()];
-        for at in seen_before.into_iter().flatten() {
-            new[at as usize] = false;
-        }
-        Some(new)
+        let budget = self.budget;
+        on_shards!(&mut self.tables, shards => shards.first_seen(hashes, budget))
     }
 
     /// Record the records of each item in order (`per_item` consecutive records an item, such
@@ -198,38 +131,223 @@ impl SeenHashes {
     /// Every hash, sorted as (high, low) pairs: the format of the kept-hashes file. Sorted on
     /// the caller's rayon pool: near-dedup's bands run to millions, and at the end of a run
     /// nothing else is left to use the threads. The shards hold the hashes by their top bits,
-    /// so each is sorted on its own and they follow each other in order.
+    /// so each part of the order is sorted on its own and they follow each other in order.
     pub fn sorted(&self) -> Vec<[u64; 2]> {
-        let mut all = vec![[0u64; 2]; self.len()];
-        let mut rest = all.as_mut_slice();
-        let mut parts = Vec::with_capacity(SHARDS);
-        for shard in &self.shards {
-            let (part, tail) = rest.split_at_mut(shard.len());
-            parts.push((shard, part));
-            rest = tail;
-        }
-        parts.into_par_iter().for_each(|(shard, part)| {
-            shard.sorted_into(part);
-        });
-        all
+        on_shards!(&self.tables, shards => {
+            let parts: Vec<Vec<[u64; 2]>> = (0..SHARDS)
+                .into_par_iter()
+                .map(|top| {
+                    let mut part = Vec::new();
+                    shards.sorted_part(top, &mut part, &mut Vec::new());
+                    part
+                })
+                .collect();
+            parts.concat()
+        })
     }
 
     /// `sorted`, written to `out` as the kept-hashes file's bytes (native-endian `u64` pairs),
-    /// a group of shards at a time, each group sorted on the caller's pool into buffers used
+    /// a group of parts at a time, each part sorted on the caller's pool into buffers used
     /// again for the next: no array of every record is made (hundreds of MB under near-dedup,
     /// whose first touch of fresh pages is a large share of the time).
     pub fn write_sorted(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        on_shards!(&self.tables, shards => shards.write_sorted(out))
+    }
+}
+
+/// The shards of records of `W` words: `groups` bands of `SHARDS` each (one group of 128-bit
+/// records), band by band; a record's shard is its band's, by its first word's top bits.
+struct Shards<const W: usize> {
+    shards: Vec<RecordSet<W>>,
+    groups: usize,
+}
+
+impl<const W: usize> Shards<W> {
+    fn new(groups: usize) -> Self {
+        Self {
+            shards: (0..groups * SHARDS)
+                .map(|_| RecordSet::sharing_top_bits(SHARD_BITS))
+                .collect(),
+            groups,
+        }
+    }
+
+    /// The shard of `record` among `groups` bands' and what it holds of it; `None` for a band
+    /// number beyond the groups.
+    #[inline(always)]
+    fn place(groups: usize, record: &[u64; 2]) -> Option<(usize, [u64; W])> {
+        let group = if W == 2 { 0 } else { record[1] };
+        let group = usize::try_from(group).ok().filter(|&g| g < groups)?;
+        Some((
+            group * SHARDS + shard_of(record[0]),
+            std::array::from_fn(|i| record[i]),
+        ))
+    }
+
+    /// The record a shard of `group` holds as `held`.
+    #[inline(always)]
+    fn record(held: [u64; W], group: usize) -> [u64; 2] {
+        [held[0], if W == 2 { held[W - 1] } else { group as u64 }]
+    }
+
+    fn bytes(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|shard| shard.slots() * RecordSet::<W>::SLOT_BYTES)
+            .sum()
+    }
+
+    fn len(&self) -> usize {
+        self.shards.iter().map(RecordSet::len).sum()
+    }
+
+    /// Whether each shard could take `more[shard]` hashes without the tables outgrowing
+    /// `budget` (the shards grow at once, and a growing table briefly holds its old and its
+    /// new slots), growing by `growth`.
+    fn has_room_for(&self, more: &[usize], growth: Growth, budget: usize) -> bool {
+        let peak: usize = self
+            .shards
+            .iter()
+            .zip(more)
+            .map(|(shard, &more)| {
+                let now = shard.slots();
+                let wanted = shard.len() + more;
+                if wanted <= shard.capacity() {
+                    now
+                } else {
+                    shard.grown_slots(wanted, growth) + now
+                }
+            })
+            .sum();
+        peak * RecordSet::<W>::SLOT_BYTES <= budget
+    }
+
+    /// `SeenHashes::expect`.
+    fn expect(&mut self, total: usize, budget: usize) -> bool {
+        if total <= self.len() {
+            return true;
+        }
+        let share = total.div_ceil(self.shards.len());
+        // A sixteenth, and four standard deviations of a share of random hashes for the
+        // small ones (hundreds of shards under near-dedup, each a band's).
+        let share = share + share / 16 + 4 * share.isqrt() + 16;
+        let more: Vec<usize> = self
+            .shards
+            .iter()
+            .map(|shard| share.saturating_sub(shard.len()))
+            .collect();
+        // A table made for an earlier guess is replaced with a quarter to spare where the
+        // budget allows (`Growth::Spared`), else with just the share.
+        let growth = if self.has_room_for(&more, Growth::Spared, budget) {
+            Growth::Spared
+        } else {
+            Growth::Exact
+        };
+        let fits = growth == Growth::Spared || self.has_room_for(&more, Growth::Exact, budget);
+        if fits {
+            // Each shard grown on its own thread of the caller's pool.
+            self.shards
+                .par_iter_mut()
+                .zip(&more)
+                .for_each(|(shard, &more)| shard.reserve(more, growth));
+        }
+        fits
+    }
+
+    /// `SeenHashes::first_seen`.
+    fn first_seen(&mut self, hashes: &[[u64; 2]], budget: usize) -> Option<Vec<bool>> {
+        let groups = self.groups;
+        let mut more = vec![0usize; self.shards.len()];
+        for record in hashes {
+            more[Self::place(groups, record)?.0] += 1;
+        }
+        if !self.has_room_for(&more, Growth::Doubling, budget) {
+            return None;
+        }
+        if hashes.len() < PARALLEL_FROM || rayon::current_num_threads() == 1 {
+            for (shard, &more) in self.shards.iter_mut().zip(&more) {
+                shard.reserve(more, Growth::Doubling);
+            }
+            // Every record was placed above.
+            let place = |record| Self::place(groups, record).unwrap_or((0, [0; W]));
+            let shards = &mut self.shards;
+            return Some(
+                hashes
+                    .iter()
+                    .enumerate()
+                    .map(|(at, record)| {
+                        if let Some(ahead) = hashes.get(at + record_set::AHEAD) {
+                            let (shard, held) = place(ahead);
+                            shards[shard].prefetch(&held);
+                        }
+                        let (shard, held) = place(record);
+                        shards[shard].insert(held)
+                    })
+                    .collect(),
+            );
+        }
+        // Each shard's records, by their place in `hashes` (in order), and the places of those
+        // seen before (few: duplicates are the exception).
+        let mut places: Vec<Vec<u32>> = more.iter().map(|&n| Vec::with_capacity(n)).collect();
+        for (at, record) in hashes.iter().enumerate() {
+            places[Self::place(groups, record).unwrap_or((0, [0; W])).0].push(at as u32);
+        }
+        let seen_before: Vec<Vec<u32>> = self
+            .shards
+            .par_iter_mut()
+            .zip(places)
+            .map(|(shard, places)| {
+                // Grown here, each shard on its own thread (a rehash copies the whole table).
+                let records: Vec<[u64; W]> = places
+                    .iter()
+                    .map(|&at| {
+                        Self::place(groups, &hashes[at as usize])
+                            .unwrap_or((0, [0; W]))
+                            .1
+                    })
+                    .collect();
+                let mut seen_before = Vec::new();
+                shard.insert_all(&records, |i| seen_before.push(places[i]));
+                seen_before
+            })
+            .collect();
+        let mut new = vec![true; hashes.len()];
+        for at in seen_before.into_iter().flatten() {
+            new[at as usize] = false;
+        }
+        Some(new)
+    }
+
+    /// The records whose first word's top bits are `top`, sorted, into `out` (cleared first);
+    /// `scratch` holds a band's at a time. The bands' runs are merged by a stable sort, which
+    /// finds them.
+    fn sorted_part(&self, top: usize, out: &mut Vec<[u64; 2]>, scratch: &mut Vec<[u64; W]>) {
+        out.clear();
+        for group in 0..self.groups {
+            let shard = &self.shards[group * SHARDS + top];
+            scratch.clear();
+            scratch.resize(shard.len(), [0; W]);
+            shard.sorted_into(scratch);
+            out.extend(scratch.iter().map(|&held| Self::record(held, group)));
+        }
+        if self.groups > 1 {
+            out.sort();
+        }
+    }
+
+    /// `SeenHashes::write_sorted`.
+    fn write_sorted(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
         let group = rayon::current_num_threads().clamp(1, SHARDS);
-        let mut buffers: Vec<Vec<[u64; 2]>> = vec![Vec::new(); group];
-        for shards in self.shards.chunks(group) {
+        // A part's records, and the hashes of one band of it.
+        let mut buffers: Vec<_> = (0..group)
+            .map(|_| (Vec::<[u64; 2]>::new(), Vec::<[u64; W]>::new()))
+            .collect();
+        for tops in (0..SHARDS).collect::<Vec<_>>().chunks(group) {
             buffers
                 .par_iter_mut()
-                .zip(shards)
-                .for_each(|(buffer, shard)| {
-                    buffer.resize(shard.len(), [0, 0]);
-                    shard.sorted_into(buffer);
-                });
-            for buffer in buffers.iter().take(shards.len()) {
+                .zip(tops)
+                .for_each(|((buffer, scratch), &top)| self.sorted_part(top, buffer, scratch));
+            for (buffer, _) in buffers.iter().take(tops.len()) {
                 out.write_all(bytemuck::cast_slice(buffer))?;
             }
         }
@@ -251,7 +369,7 @@ mod tests {
     }
 
     fn capacities(seen: &SeenHashes) -> Vec<usize> {
-        seen.shards.iter().map(Shard::capacity).collect()
+        on_shards!(&seen.tables, shards => shards.shards.iter().map(RecordSet::capacity).collect())
     }
 
     #[test]
@@ -318,24 +436,31 @@ mod tests {
         assert!(seen.bytes() <= 1 << 20);
     }
 
-    #[test]
-    fn the_shards_at_once_answer_as_one_set() {
-        // Batches large enough for the parallel path, with repeats within a batch and across
-        // batches, against one `HashSet` taking the same hashes in order.
+    /// Batches large enough for the parallel path (or, on a pool of one, the serial one), with
+    /// repeats within a batch and across batches, against one `HashSet` taking the same
+    /// records in order; `bands`: a `banded` set, the records' second word their band.
+    fn answers_as_one_set(threads: usize, bands: Option<u64>) {
         let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(4)
+            .num_threads(threads)
             .build()
             .unwrap();
-        let mut seen = SeenHashes::new(1 << 30);
+        let mut seen = match bands {
+            None => SeenHashes::new(1 << 30),
+            Some(bands) => SeenHashes::banded(1 << 30, bands as usize),
+        };
+        let record = |i: u64| match bands {
+            None => spread(i),
+            Some(bands) => [spread(i)[0], (i / 3) % bands],
+        };
         let mut oracle = HashSet::new();
         let mut all = Vec::new();
         for batch in 0..4u64 {
             let hashes: Vec<[u64; 2]> = (0..3 * PARALLEL_FROM as u64)
-                .map(|i| spread((i * 7 + batch * 5_000) % 20_000))
+                .map(|i| record((i * 7 + batch * 5_000) % 20_000))
                 .collect();
             let expected: Vec<bool> = hashes.iter().map(|&pair| oracle.insert(pair)).collect();
             let new = pool.install(|| seen.first_seen(&hashes));
-            assert_eq!(new, Some(expected), "batch {batch}");
+            assert_eq!(new, Some(expected), "batch {batch}, {bands:?} bands");
             all.extend(hashes);
         }
         assert_eq!(seen.len(), oracle.len());
@@ -347,6 +472,41 @@ mod tests {
         assert_eq!(written, bytemuck::cast_slice::<[u64; 2], u8>(&expected));
         // The hashes reached every part of the order, the last shard's too.
         assert!(all.iter().any(|&[high, _]| shard_of(high) == SHARDS - 1));
+    }
+
+    #[test]
+    fn the_shards_at_once_answer_as_one_set() {
+        for threads in [1, 4] {
+            answers_as_one_set(threads, None);
+            answers_as_one_set(threads, Some(14));
+            answers_as_one_set(threads, Some(1));
+        }
+    }
+
+    #[test]
+    fn a_banded_set_holds_the_hash_alone_and_refuses_a_band_beyond_its_own() {
+        let records: Vec<[u64; 2]> = (0..1_000_000u64).map(|i| [spread(i)[0], i % 14]).collect();
+        let (mut wide, mut banded) = (SeenHashes::new(1 << 30), SeenHashes::banded(1 << 30, 14));
+        assert!(wide.expect(records.len()) && banded.expect(records.len()));
+        assert_eq!(wide.first_seen(&records), banded.first_seen(&records));
+        // Half the bytes, but for the small shares' larger spare room.
+        let (half, wide_bytes) = (banded.bytes() * 2, wide.bytes());
+        assert!(half <= wide_bytes + wide_bytes / 10, "{half} {wide_bytes}");
+        // A band number the set was not made for: refused whole, nothing recorded.
+        let before = banded.len();
+        assert_eq!(banded.first_seen(&[[1, 3], [2, 14]]), None);
+        assert_eq!(banded.first_seen(&[[1, u64::MAX]]), None);
+        assert_eq!(banded.len(), before);
+        assert_eq!(
+            banded.first_seen(&[[1, 3], [1, 4], [1, 3]]),
+            Some(vec![true, true, false])
+        );
+        // The zero hash of each band is a record of its own.
+        assert_eq!(
+            banded.first_seen(&[[0, 0], [0, 1], [0, 0]]),
+            Some(vec![true, true, false])
+        );
+        assert_eq!(banded.sorted()[..2], [[0, 0], [0, 1]]);
     }
 
     #[test]

@@ -20,6 +20,7 @@ from data_io.formats.raw_reading import DocumentReader
 from data_io.formats.raw_text import ReadOptions, ReadStats, expand_inputs
 from data_io.prepare import prepare
 from data_io.prepare.dedup import HashDedup, NearDedup, OnlineDedup
+from data_io.prepare.state import STATE_DIR
 from tests.prepare.helpers import folder_files
 
 NGRAM = 5
@@ -209,4 +210,34 @@ def test_near_duplicates_decided_as_they_arrive_write_what_the_sorted_runs_write
     overflow = folders["overflow"][2]
     assert {k: v for k, v in overflow.items() if k != "metadata"} == {
         k: v for k, v in online.items() if k != "metadata"
+    }
+
+
+def test_a_damaged_band_number_in_the_kept_bands_sends_the_run_to_the_sorted_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The online set holds each band's hashes apart, so it cannot hold a record naming a band
+    beyond the run's (a damaged kept-bands file of an earlier run): the run goes again with
+    sorted runs, which write what they write from that file when chosen at once."""
+    documents = _planted_corpus(seed=17)
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_text("".join(json.dumps({"text": d}) + "\n" for d in documents[:150]))
+    second.write_text("".join(json.dumps({"text": d}) + "\n" for d in documents[150:]))
+    options = {"tokenizer": str(TOKENIZER), "dedup": "near", "progress": False}
+    results = {}
+    for way in ("online", "sorted"):
+        out = tmp_path / way
+        prepare([first], out, **options)
+        (kept,) = list((out / STATE_DIR).glob("hashes_*.u64"))
+        bands = np.fromfile(kept, dtype=np.uint64).reshape(-1, 2)
+        bands[len(bands) // 2, 1] = 99  # a band the run does not have
+        bands.tofile(kept)
+        monkeypatch.setattr(OnlineDedup, "fits", staticmethod(lambda *_, w=way: w == "online"))
+        result = prepare([first, second], out, **options)
+        results[way] = (result.duplicates, result.dedup_runs > 0, folder_files(out))
+    assert results["online"][1], "the online set refused the record: sorted runs decided"
+    online, ordered = results["online"][2], results["sorted"][2]
+    assert results["online"][0] == results["sorted"][0]
+    assert {k: v for k, v in online.items() if k != "metadata"} == {
+        k: v for k, v in ordered.items() if k != "metadata"
     }

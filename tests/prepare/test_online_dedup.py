@@ -140,21 +140,26 @@ def test_an_online_run_that_will_not_fit_stops_early(tmp_path: Path, monkeypatch
     assert result.dedup_runs > 0 and result.duplicates > 0
 
 
+@pytest.mark.parametrize("bands", [None, 14])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_the_seen_set_answers_as_one_python_set_on_any_thread_count(
-    threads: int, tmp_path: Path
+    threads: int, bands: int | None, tmp_path: Path
 ) -> None:
     """``_core.SeenHashes`` (its shards take a large batch at once on the encoder's threads):
     each record new or not as a Python set taking the records in order says, repeats within a
-    batch and across batches, and the kept records sorted as the set's."""
+    batch and across batches, and the kept records sorted as the set's. With ``bands``, the
+    records are near-dedup's (band hash, band number), held a band apart."""
     from data_io import _core
     from data_io.prepare.pipeline import encoder_threads
 
     rng = np.random.default_rng(7)
     distinct = rng.integers(0, 2**64, size=(30_000, 2), dtype=np.uint64)  # every shard's bits
+    if bands is not None:  # equal hashes in other bands are other records
+        distinct[:, 1] = rng.integers(0, bands, size=len(distinct))
+        distinct[1::5, 0] = distinct[0::5, 0][: len(distinct[1::5])]
     records = distinct[rng.integers(0, len(distinct), size=60_000)]
     oracle: set[tuple[int, int]] = set()
-    seen = _core.SeenHashes(1 << 30)
+    seen = _core.SeenHashes(1 << 30, bands)
     with encoder_threads(threads):
         for start in range(0, len(records), 20_000):  # batches large enough to go in parallel
             batch = np.ascontiguousarray(records[start : start + 20_000])
