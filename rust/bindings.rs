@@ -956,7 +956,10 @@ fn prepare_batch<'py>(
     let mut val_documents = None;
     let outcome = py.detach(|| {
         pool.install(|| {
-            let mut prepared = prepare(&docs, &read, &clean, hasher.as_ref(), |line, entry| {
+            // Decided here, the bands are made by the set's decision (`first_seen_near`: not
+            // for a document whose exact twin came earlier); else each kept document's.
+            let band_all = if decided_here { None } else { hasher.as_ref() };
+            let mut prepared = prepare(&docs, &read, &clean, band_all, |line, entry| {
                 Python::attach(|py| {
                     resolve
                         .call1(py, (line, entry.source, entry.line))
@@ -968,11 +971,8 @@ fn prepare_batch<'py>(
                 // Near-duplicates by their bands (a document sharing one with an earlier
                 // document is one), exact duplicates by their hashes.
                 let decided = match &hasher {
-                    Some(_) if !prepared.hashes.is_empty() => {
-                        let per_document = prepared.bands.len() / prepared.hashes.len();
-                        set.first_seen_groups(&prepared.bands, per_document)
-                    }
-                    _ => set.first_seen(&prepared.hashes),
+                    Some(hasher) => set.first_seen_near(&prepared.kept, &prepared.hashes, hasher),
+                    None => set.first_seen(&prepared.hashes),
                 };
                 match decided {
                     Some(new) => duplicates = prepared.keep_only(&new),

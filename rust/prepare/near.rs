@@ -113,6 +113,11 @@ impl MinHasher {
         }
     }
 
+    /// Bands a document has (records `band_hashes` gives).
+    pub fn bands(&self) -> usize {
+        self.options.bands
+    }
+
     /// The MinHash signature of `text`.
     pub fn signature(&self, text: &str) -> Vec<u32> {
         let mut signature = Vec::new();

@@ -14,9 +14,12 @@
 //!
 //! Near-dedup's records are (band hash, band number): the set made for them (`banded`) has the
 //! shards of each band apart and holds the hash alone, in half the memory (on a VM the kernel
-//! clearing the table's pages was most of the set's time).
+//! clearing the table's pages was most of the set's time). It also keeps the 128-bit hashes of
+//! this run's documents, so that a document whose exact twin came earlier is decided without
+//! its MinHash (`first_seen_near`).
 use rayon::prelude::*;
 
+use super::near::MinHasher;
 use super::record_set::{self, Growth, RecordSet};
 
 /// Shards (log2) of each band (of the one group of 128-bit records): enough for the encoder's
@@ -36,20 +39,25 @@ fn shard_of(high: u64) -> usize {
 pub struct SeenHashes {
     tables: Tables,
     budget: usize,
+    /// A batch was refused after part of it was recorded (`first_seen_near`): every later one
+    /// is refused too, so that no decision rests on a refused batch.
+    refused: bool,
 }
 
-/// The shards: of 128-bit records, or of band hashes a band apart.
+/// The shards: of 128-bit records, or of band hashes a band apart (with the hashes of the
+/// documents they came from, `twins`).
 enum Tables {
     Wide(Shards<2>),
-    Banded(Shards<1>),
+    Banded { bands: Shards<1>, twins: Shards<2> },
 }
 
-/// `$body` with `$shards` the tables' `Shards`, whichever width they hold.
+/// `$body` with `$shards` the tables' `Shards` of records (the bands, in a banded set),
+/// whichever width they hold.
 macro_rules! on_shards {
     ($tables:expr, $shards:ident => $body:expr) => {
         match $tables {
             Tables::Wide($shards) => $body,
-            Tables::Banded($shards) => $body,
+            Tables::Banded { bands: $shards, .. } => $body,
         }
     };
 }
@@ -66,6 +74,7 @@ impl SeenHashes {
         Self {
             tables: Tables::Wide(Shards::new(1)),
             budget,
+            refused: false,
         }
     }
 
@@ -73,14 +82,21 @@ impl SeenHashes {
     /// whose band number is `bands` or more is refused, as one beyond the budget is.
     pub fn banded(budget: usize, bands: usize) -> Self {
         Self {
-            tables: Tables::Banded(Shards::new(bands.max(1))),
+            tables: Tables::Banded {
+                bands: Shards::new(bands.max(1)),
+                twins: Shards::new(1),
+            },
             budget,
+            refused: false,
         }
     }
 
     /// Bytes the tables hold now.
     pub fn bytes(&self) -> usize {
-        on_shards!(&self.tables, shards => shards.bytes())
+        match &self.tables {
+            Tables::Wide(shards) => shards.bytes(),
+            Tables::Banded { bands, twins } => bands.bytes() + twins.bytes(),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -97,9 +113,17 @@ impl SeenHashes {
     /// projected size is one table. Too small a guess costs a doubling later, as without it.
     /// The hashes spread evenly over the shards; each is given a sixteenth more than its share
     /// (and more for small shares), against the chance of an uneven spread.
+    /// In a banded set the documents' hashes are given room too (`total` over the bands).
     pub fn expect(&mut self, total: usize) -> bool {
         let budget = self.budget;
-        on_shards!(&mut self.tables, shards => shards.expect(total, budget))
+        match &mut self.tables {
+            Tables::Wide(shards) => shards.expect(total, budget),
+            Tables::Banded { bands, twins } => {
+                let documents = total / bands.groups;
+                let twins_fit = twins.expect(documents, budget.saturating_sub(bands.bytes()));
+                twins_fit && bands.expect(total, budget.saturating_sub(twins.bytes()))
+            }
+        }
     }
 
     /// Record `hashes` (high, low) in order; true for each one not seen before (the first of
@@ -107,8 +131,62 @@ impl SeenHashes {
     /// (or, in a `banded` set, one has a band number beyond its bands).
     /// A large batch is taken by all the shards at once, on the caller's rayon pool.
     pub fn first_seen(&mut self, hashes: &[[u64; 2]]) -> Option<Vec<bool>> {
-        let budget = self.budget;
+        if self.refused {
+            return None;
+        }
+        let budget = self.budget.saturating_sub(self.twins_bytes());
         on_shards!(&mut self.tables, shards => shards.first_seen(hashes, budget))
+    }
+
+    /// Bytes of a banded set's document hashes.
+    fn twins_bytes(&self) -> usize {
+        match &self.tables {
+            Tables::Banded { twins, .. } => twins.bytes(),
+            Tables::Wide(_) => 0,
+        }
+    }
+
+    /// Near-dedup's decision for a batch of documents, `texts` with their 128-bit `hashes`: true
+    /// for a document none of whose bands (`hasher`'s, as `first_seen_groups` takes them) was
+    /// seen in an earlier document.
+    ///
+    /// A document whose exact twin (the same hash) came earlier in this run is not new, and is
+    /// not banded: its bands are its twin's, every one recorded already, so it is the answer
+    /// the bands give, without the MinHash (a third of the race's documents). `None` when the
+    /// records do not fit; in a banded set the document hashes may then be recorded, and every
+    /// later batch is refused too.
+    pub fn first_seen_near<S: AsRef<str> + Sync>(
+        &mut self,
+        texts: &[S],
+        hashes: &[[u64; 2]],
+        hasher: &MinHasher,
+    ) -> Option<Vec<bool>> {
+        let band = |text: &S| hasher.band_hashes(text.as_ref());
+        let per_document = hasher.bands();
+        let Tables::Banded { twins, bands } = &mut self.tables else {
+            // No room for the twins: every document banded.
+            let records: Vec<[u64; 2]> = texts.par_iter().flat_map_iter(band).collect();
+            return self.first_seen_groups(&records, per_document);
+        };
+        if self.refused {
+            return None;
+        }
+        let budget = self.budget;
+        let untwinned = twins.first_seen(hashes, budget.saturating_sub(bands.bytes()))?;
+        let banded: Vec<usize> = (0..texts.len()).filter(|&at| untwinned[at]).collect();
+        let records: Vec<[u64; 2]> = banded
+            .par_iter()
+            .flat_map_iter(|&at| band(&texts[at]))
+            .collect();
+        let Some(fresh) = bands.first_seen(&records, budget.saturating_sub(twins.bytes())) else {
+            self.refused = true;
+            return None;
+        };
+        let mut new = vec![false; texts.len()];
+        for (at, bands) in banded.iter().zip(fresh.chunks(per_document.max(1))) {
+            new[*at] = bands.iter().all(|&fresh| fresh);
+        }
+        Some(new)
     }
 
     /// Record the records of each item in order (`per_item` consecutive records an item, such
@@ -159,6 +237,7 @@ impl SeenHashes {
 /// records), band by band; a record's shard is its band's, by its first word's top bits.
 struct Shards<const W: usize> {
     shards: Vec<RecordSet<W>>,
+    /// Bands (1 for 128-bit records).
     groups: usize,
 }
 
@@ -489,9 +568,12 @@ mod tests {
         let (mut wide, mut banded) = (SeenHashes::new(1 << 30), SeenHashes::banded(1 << 30, 14));
         assert!(wide.expect(records.len()) && banded.expect(records.len()));
         assert_eq!(wide.first_seen(&records), banded.first_seen(&records));
-        // Half the bytes, but for the small shares' larger spare room.
-        let (half, wide_bytes) = (banded.bytes() * 2, wide.bytes());
+        // Half the bytes, but for the small shares' larger spare room; and room for the
+        // documents' hashes, a fourteenth as many records.
+        let twins = banded.twins_bytes();
+        let (half, wide_bytes) = ((banded.bytes() - twins) * 2, wide.bytes());
         assert!(half <= wide_bytes + wide_bytes / 10, "{half} {wide_bytes}");
+        assert!(twins > 0 && twins <= wide_bytes / 12, "{twins}");
         // A band number the set was not made for: refused whole, nothing recorded.
         let before = banded.len();
         assert_eq!(banded.first_seen(&[[1, 3], [2, 14]]), None);
@@ -507,6 +589,62 @@ mod tests {
             Some(vec![true, true, false])
         );
         assert_eq!(banded.sorted()[..2], [[0, 0], [0, 1]]);
+    }
+
+    #[test]
+    fn near_decisions_skip_the_bands_of_exact_twins_and_answer_as_banding_every_document() {
+        use crate::prepare::hash::hash;
+        use crate::prepare::near::NearOptions;
+        let hasher = MinHasher::new(NearOptions::default());
+        // Documents with exact twins (in the batch and in later ones), near twins (a word
+        // changed) and others; batches large and small (the parallel and the serial paths).
+        let base: Vec<String> = (0..900)
+            .map(|i| {
+                let words: Vec<String> =
+                    (0..40).map(|w| format!("w{}", (i * 7 + w) % 97)).collect();
+                words.join(" ")
+            })
+            .collect();
+        let texts: Vec<String> = (0..3000)
+            .map(|i| match i % 5 {
+                0 | 1 => base[i % 900].clone(),
+                2 => base[(i * 13) % 900].replacen("w", "x", 1),
+                _ => format!("{} {}", base[(i * 31) % 900], i),
+            })
+            .collect();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        let mut near = SeenHashes::banded(1 << 30, hasher.bands());
+        let mut every = SeenHashes::new(1 << 30);
+        let mut at = 0;
+        for size in [5, 2000, 995] {
+            let batch = &texts[at..at + size];
+            at += size;
+            let hashes: Vec<[u64; 2]> = batch.iter().map(|t| hash(t)).collect();
+            let bands: Vec<[u64; 2]> = batch.iter().flat_map(|t| hasher.band_hashes(t)).collect();
+            let expected = every.first_seen_groups(&bands, hasher.bands());
+            let decided = pool.install(|| near.first_seen_near(batch, &hashes, &hasher));
+            assert_eq!(decided, expected, "batch of {size}");
+            assert!(decided.unwrap().iter().any(|&new| !new));
+        }
+        // The same bands recorded, in the same order.
+        assert_eq!(near.len(), every.len());
+        assert_eq!(near.sorted(), every.sorted());
+        // A batch that does not fit is refused, and so is every later one.
+        near.budget = near.bytes();
+        let more: Vec<String> = (0..100)
+            .map(|i| format!("new text {i} of its own words"))
+            .collect();
+        let hashes: Vec<[u64; 2]> = more.iter().map(|t| hash(t)).collect();
+        assert_eq!(near.first_seen_near(&more, &hashes, &hasher), None);
+        near.budget = 1 << 30;
+        assert_eq!(
+            near.first_seen_near(&more[..1], &hashes[..1], &hasher),
+            None
+        );
+        assert_eq!(near.first_seen(&[[1, 1]]), None);
     }
 
     #[test]
