@@ -130,15 +130,15 @@ class DedupOverflow(Exception):
     """The hashes outgrew ``OnlineDedup``'s budget: the run goes again with sorted runs."""
 
 
-# Bytes per hash the online set takes (the 16-byte record, or near-dedup's 8-byte band hash, and
-# the table's spare slots while it grows), and the
+# Bytes per hash the online set takes (the 16-byte record, or near-dedup's 8-byte band hash with
+# its share of the document's 16-byte hash, and the table's spare slots while it grows), and the
 # largest document (or line) size assumed when choosing it: a run tries it unless the inputs'
 # records could not fit the budget even at that size. As it runs, the set is sized from the
 # records per input byte so far, and once enough of the input is read (``_TRUSTED``) a projection
 # beyond the budget stops it at once (``DedupOverflow``: the run starts again with sorted runs),
 # instead of after most of the input.
 ONLINE_BYTES_PER_RECORD = 40
-ONLINE_BYTES_PER_BAND = 20
+ONLINE_BYTES_PER_BAND = 22
 ONLINE_ASSUMED_DOCUMENT_BYTES = 2048
 ONLINE_ASSUMED_LINE_BYTES = 256  # --dedup line: its records are lines
 # A projection is trusted after a thirty-second of the input, or 256 MB of it.
