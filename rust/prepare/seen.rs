@@ -17,6 +17,7 @@
 //! clearing the table's pages was most of the set's time). It also keeps the 128-bit hashes of
 //! this run's documents, so that a document whose exact twin came earlier is decided without
 //! its MinHash (`first_seen_near`).
+
 use rayon::prelude::*;
 
 use super::near::MinHasher;
@@ -164,7 +165,7 @@ impl SeenHashes {
         let band = |text: &S| hasher.band_hashes(text.as_ref());
         let per_document = hasher.bands();
         let Tables::Banded { twins, bands } = &mut self.tables else {
-            // No room for the twins: every document banded.
+            // A set of 128-bit records keeps no document hashes: every document banded.
             let records: Vec<[u64; 2]> = texts.par_iter().flat_map_iter(band).collect();
             return self.first_seen_groups(&records, per_document);
         };
@@ -173,7 +174,10 @@ impl SeenHashes {
         }
         let budget = self.budget;
         let untwinned = twins.first_seen(hashes, budget.saturating_sub(bands.bytes()))?;
-        let banded: Vec<usize> = (0..texts.len()).filter(|&at| untwinned[at]).collect();
+        // A text without a hash (not reached: one each) is banded.
+        let banded: Vec<usize> = (0..texts.len())
+            .filter(|&at| untwinned.get(at) != Some(&false))
+            .collect();
         let records: Vec<[u64; 2]> = banded
             .par_iter()
             .flat_map_iter(|&at| band(&texts[at]))
