@@ -26,7 +26,10 @@ from each text, so it runs slower than the BPE encoders.)
 
 With ``--rounds N`` every row runs N times, round after round, and reports its fastest round
 with the spread of all: on a shared machine the ratios of fastest rounds measured side by side
-are steadier than one run's.
+are steadier than one run's. "vs encoder alone" then also gives, in brackets, the median over
+the rounds of each round's ratio (a prepare row against the encoder row of the same round,
+minutes apart rather than the whole run): this VM's speed drifts between rounds, so a fast or
+slow round of one row alone moves the ratio of fastest rounds.
 
 datatrove's venv: ``python -m benchmarks.prepare --setup-datatrove`` (pip, once).
 """
@@ -39,6 +42,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -405,10 +409,18 @@ def _table(rows: list[dict]) -> None:
             None,
         )  # fmt: skip
 
+    def per_round(r: dict, encoder: dict) -> str:
+        # Each round's ratio against the encoder's in the same round; their median.
+        pairs = zip(r.get("rounds_mb_s", []), encoder.get("rounds_mb_s", []), strict=False)
+        ratios = sorted(mine / theirs for mine, theirs in pairs)
+        return f" [{statistics.median(ratios):.0%}]" if len(ratios) > 1 else ""
+
     for r in rows:
         encoder, datatrove = find("data_io encoder", r), find("datatrove", r)
         prepare = r["name"].startswith("data_io prepare") and r["tokenizer"] != "char"
-        versus_encoder = f"{rate(r) / rate(encoder):.0%}" if prepare and encoder else "—"
+        versus_encoder = (
+            f"{rate(r) / rate(encoder):.0%}{per_round(r, encoder)}" if prepare and encoder else "—"
+        )
         versus_datatrove = (
             f"{per_core(r) / per_core(datatrove):.1f}×" if prepare and datatrove else "—"
         )
