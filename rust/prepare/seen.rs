@@ -220,7 +220,7 @@ impl SeenHashes {
                 .into_par_iter()
                 .map(|top| {
                     let mut part = Vec::new();
-                    shards.sorted_part(top, &mut part, &mut PartScratch::default());
+                    shards.sorted_part(top, &mut part);
                     part
                 })
                 .collect();
@@ -401,92 +401,34 @@ impl<const W: usize> Shards<W> {
         Some(new)
     }
 
-    /// The records whose first word's top bits are `top`, sorted, into `out` (cleared first),
-    /// with `scratch`'s buffers. Each band's records are sorted on their own (`sorted_into`),
-    /// then the bands' runs merged in pairs, lower bands on the left: a tie on the hash is won
-    /// by the lower band, the order of the records' second words.
-    fn sorted_part(&self, top: usize, out: &mut Vec<[u64; 2]>, scratch: &mut PartScratch<W>) {
+    /// The records whose first word's top bits are `top`, sorted, into `out`: every band's
+    /// shard of them, bucket-sorted together (`record_set::bucket_sorted`).
+    fn sorted_part(&self, top: usize, out: &mut Vec<[u64; 2]>) {
+        let shards = (0..self.groups).map(|group| (group, &self.shards[group * SHARDS + top]));
+        let count = shards.clone().map(|(_, shard)| shard.len()).sum();
+        let records = shards
+            .flat_map(|(group, shard)| shard.records().map(move |held| Self::record(held, group)));
         out.clear();
-        let mut bounds = vec![0];
-        for group in 0..self.groups {
-            let shard = &self.shards[group * SHARDS + top];
-            let held = &mut scratch.held;
-            held.clear();
-            held.resize(shard.len(), [0; W]);
-            shard.sorted_into(held);
-            out.extend(held.iter().map(|&held| Self::record(held, group)));
-            bounds.push(out.len());
-        }
-        let spare = &mut scratch.spare;
-        while bounds.len() > 2 {
-            spare.clear();
-            let mut merged = vec![0];
-            for pair in bounds.windows(3).step_by(2) {
-                merge_runs(&out[pair[0]..pair[1]], &out[pair[1]..pair[2]], spare);
-                merged.push(spare.len());
-            }
-            if bounds.len() % 2 == 0 {
-                // An odd run out: carried over as it is.
-                let last = bounds[bounds.len() - 2];
-                spare.extend_from_slice(&out[last..]);
-                merged.push(spare.len());
-            }
-            std::mem::swap(out, spare);
-            bounds = merged;
-        }
+        out.resize(count, [0, 0]);
+        record_set::bucket_sorted(records, SHARD_BITS, out);
     }
 
     /// `SeenHashes::write_sorted`.
     fn write_sorted(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
         let group = rayon::current_num_threads().clamp(1, SHARDS);
-        // A part's records, and the buffers that sort them.
-        let mut buffers: Vec<_> = (0..group)
-            .map(|_| (Vec::<[u64; 2]>::new(), PartScratch::<W>::default()))
-            .collect();
+        // A part's records.
+        let mut buffers: Vec<Vec<[u64; 2]>> = vec![Vec::new(); group];
         for tops in (0..SHARDS).collect::<Vec<_>>().chunks(group) {
             buffers
                 .par_iter_mut()
                 .zip(tops)
-                .for_each(|((buffer, scratch), &top)| self.sorted_part(top, buffer, scratch));
-            for (buffer, _) in buffers.iter().take(tops.len()) {
+                .for_each(|(buffer, &top)| self.sorted_part(top, buffer));
+            for buffer in buffers.iter().take(tops.len()) {
                 out.write_all(bytemuck::cast_slice(buffer))?;
             }
         }
         Ok(())
     }
-}
-
-/// The buffers `Shards::sorted_part` sorts with: one band's records as held, and the merges'
-/// second buffer.
-struct PartScratch<const W: usize> {
-    held: Vec<[u64; W]>,
-    spare: Vec<[u64; 2]>,
-}
-
-impl<const W: usize> Default for PartScratch<W> {
-    fn default() -> Self {
-        Self {
-            held: Vec::new(),
-            spare: Vec::new(),
-        }
-    }
-}
-
-/// The sorted runs `left` and `right` merged onto `out`'s end, by their first words; a tie
-/// taken from `left` first (whose records' second words are the lower: lower bands). Without a
-/// branch on which run a record comes from, which is a coin toss for hashes.
-fn merge_runs(left: &[[u64; 2]], right: &[[u64; 2]], out: &mut Vec<[u64; 2]>) {
-    out.reserve(left.len() + right.len());
-    let (mut i, mut j) = (0, 0);
-    while i < left.len() && j < right.len() {
-        let (a, b) = (left[i], right[j]);
-        let from_left = a[0] <= b[0];
-        out.push(if from_left { a } else { b });
-        i += usize::from(from_left);
-        j += usize::from(!from_left);
-    }
-    out.extend_from_slice(&left[i..]);
-    out.extend_from_slice(&right[j..]);
 }
 
 #[cfg(test)]
