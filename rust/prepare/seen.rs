@@ -526,7 +526,7 @@ mod tests {
         };
         let record = |i: u64| match bands {
             None => spread(i),
-            // Equal hashes in other bands: ties the merged order breaks by band.
+            // Equal hashes in other bands: ties the sorted order breaks by band.
             Some(bands) => [spread(i / 3)[0], i % bands],
         };
         let mut oracle = HashSet::new();
