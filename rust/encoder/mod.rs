@@ -242,17 +242,24 @@ impl Encoder {
         // Building the tables runs on this process's pool, never rayon's global one: a forked
         // child inherits the global pool without its threads and would wait forever.
         let pool = process_pool().map_err(|e| e.to_string())?;
-        let fast = pool.install(|| {
-            FastBpe::new(
-                &spec,
-                &spec.vocab,
-                |token| spec.token_id(token),
-                tables,
-                cache.as_ref(),
+        // The sorted index of the tokens is made beside the tables (its sort is serial, and
+        // the tables' build leaves a core idle at times).
+        let (fast, ids) = pool.install(|| {
+            rayon::join(
+                || {
+                    FastBpe::new(
+                        &spec,
+                        &spec.vocab,
+                        |token| spec.token_id(token),
+                        tables,
+                        cache.as_ref(),
+                    )
+                },
+                || spec.token_ids(),
             )
-        })?;
+        });
         // The spec (merges, the vocabulary's hash map) goes once the tables are built.
-        Ok((fast, spec.token_ids()))
+        Ok((fast?, ids))
     }
 
     /// `FAST_ENGINE`, `HF_ENGINE` or `NULL_ENGINE`.

@@ -96,26 +96,37 @@ impl Spec {
     /// The lookups an encoder keeps once its tables are built (`TokenIds`): the merges and
     /// the vocabulary's hash map (about 25 MB for a 150k vocabulary) are left behind.
     pub fn token_ids(&self) -> TokenIds {
-        let mut entries: Vec<(&str, u32)> = self
+        // Sorted by the tokens' first eight bytes as a number, then by the whole token: the
+        // order of the tokens themselves (a shorter prefix is padded with zeros, which sort
+        // first, as a shorter string does), with few string comparisons.
+        let mut entries: Vec<(u64, &str, u32)> = self
             .vocab
             .iter()
-            .map(|(token, &id)| (token.as_str(), id))
+            .map(|(token, &id)| (prefix_key(token), token.as_str(), id))
             .collect();
-        entries.sort_unstable();
-        let mut text = String::with_capacity(entries.iter().map(|(token, _)| token.len()).sum());
+        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
+        let mut text = String::with_capacity(entries.iter().map(|(_, token, _)| token.len()).sum());
         let mut ends = Vec::with_capacity(entries.len());
-        for (token, _) in &entries {
+        for (_, token, _) in &entries {
             text.push_str(token);
             ends.push(text.len());
         }
         TokenIds {
             text,
             ends,
-            ids: entries.iter().map(|&(_, id)| id).collect(),
+            ids: entries.iter().map(|&(_, _, id)| id).collect(),
             added: self.added_ids.clone(),
             size: self.vocab_size(),
         }
     }
+}
+
+/// The first eight bytes of `token` as a big-endian number, zeros past its end.
+fn prefix_key(token: &str) -> u64 {
+    let mut key = [0u8; 8];
+    let head = &token.as_bytes()[..token.len().min(8)];
+    key[..head.len()].copy_from_slice(head);
+    u64::from_be_bytes(key)
 }
 
 /// Token → id, as `Spec::token_id`, in a sorted block of the vocabulary's bytes (a tenth of a
@@ -582,6 +593,45 @@ mod tests {
         }
         for missing in ["", "no such token in it", "\u{10ffff}"] {
             assert_eq!(ids.token_id(missing), spec.token_id(missing), "{missing:?}");
+        }
+    }
+
+    /// Tokens that share their first eight bytes, or hold zero bytes where a shorter
+    /// token's key is padded, are still found (the index's sort goes past the key).
+    #[test]
+    fn token_ids_order_tokens_past_their_first_eight_bytes() {
+        let tokens = [
+            "a",
+            "a\u{0}",
+            "a\u{0}\u{0}",
+            "ab",
+            "abcdefg",
+            "abcdefg\u{0}",
+            "abcdefgh",
+            "abcdefgh\u{0}",
+            "abcdefghi",
+            "abcdefghh",
+            "b",
+            "\u{e9}t\u{e9}",
+            "\u{ff}",
+        ];
+        let vocab: serde_json::Map<String, Value> = tokens
+            .iter()
+            .enumerate()
+            .map(|(id, token)| (token.to_string(), json!(id)))
+            .collect();
+        let json = tokenizer(
+            gpt2_byte_level(),
+            Value::Null,
+            json!({"vocab": vocab, "merges": []}),
+        );
+        let spec = recognise(&json).expect("served");
+        let ids = spec.token_ids();
+        for (id, token) in tokens.iter().enumerate() {
+            assert_eq!(ids.token_id(token), Some(id as u32), "{token:?}");
+        }
+        for missing in ["abcdefgh\u{0}\u{0}", "abcdefg\u{1}", "", "c"] {
+            assert_eq!(ids.token_id(missing), None, "{missing:?}");
         }
     }
 
