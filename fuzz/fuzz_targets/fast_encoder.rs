@@ -9,8 +9,8 @@
 
 use std::sync::OnceLock;
 
-use data_io_core::encoder::{Encoder, TextEncoder, FAST_ENGINE, HF_ENGINE};
 use data_io_core::encoder::fast_bpe::pretokenize::{CL100K_REGEX, QWEN35_REGEX};
+use data_io_core::encoder::{Encoder, TextEncoder, FAST_ENGINE, HF_ENGINE};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
 
