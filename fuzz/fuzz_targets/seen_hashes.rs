@@ -151,10 +151,11 @@ fuzz_target!(|data: &[u8]| {
         let (body, tail) = tail.split_at(take);
         rest = tail;
         // Now and then a batch large enough for the shards to take it on the threads at once
-        // (`seen`'s PARALLEL_FROM, 8192 records): the body over and over, in four variants.
+        // (`seen`'s PARALLEL_FROM, 8192 records; two bytes a record, three a document): the
+        // body over and over, in four variants.
         let large: Vec<u8>;
         let body = if command % 5 == 4 && !body.is_empty() {
-            large = (0..9000)
+            large = (0..18_000)
                 .map(|i| body[i % body.len()] ^ ((i / body.len()) % 4) as u8)
                 .collect();
             &large[..]
