@@ -17,7 +17,7 @@
 //! (linear probing, wrapping at the end), so most records are found within the one line the
 //! prefetch brought. The records are hashes, uniformly spread, so their bits are taken as they
 //! are (records all alike in their first word would all probe from one line). For the same
-//! reason `sorted_into` puts them in order by a bucket sort on those bits.
+//! reason `bucket_sorted` puts them in order by a bucket sort on those bits.
 
 use crate::table_memory::ZeroedTable;
 
@@ -250,8 +250,10 @@ impl<const W: usize> RecordSet<W> {
     }
 
     /// Every record held, in ascending order (first word, then second), into `out` (of
-    /// `len()` records; any more are left as they are): `bucket_sorted`.
-    pub fn sorted_into(&self, out: &mut [[u64; W]]) {
+    /// `len()` records; any more are left as they are): `bucket_sorted`. The tests' view of the
+    /// order; `seen` sorts every band's shard of a part together from `records`.
+    #[cfg(test)]
+    fn sorted_into(&self, out: &mut [[u64; W]]) {
         let count = self.len().min(out.len());
         bucket_sorted(self.records(), self.shared_bits, &mut out[..count]);
     }
