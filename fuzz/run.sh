@@ -22,6 +22,9 @@ SANITIZER=${FUZZ_SANITIZER:-address}
 # The root Makefile exports CARGO_TARGET_DIR for the main crate; the fuzz builds (other flags,
 # other toolchain) get their own folder, where device_run.sh's users find the binaries.
 export CARGO_TARGET_DIR="$FUZZ_DIR/target"
+# The encoders' load cache of the tokenizers the targets make up (a file each) goes beside the
+# builds, not into the user's ~/.cache.
+export DATA_IO_ENCODER_CACHE="${DATA_IO_ENCODER_CACHE:-$CARGO_TARGET_DIR/encoder-cache}"
 BIN_DIR="$CARGO_TARGET_DIR/x86_64-unknown-linux-gnu/release"
 
 if ! cargo +nightly fuzz --version >/dev/null 2>&1; then

@@ -242,8 +242,8 @@ impl Encoder {
         // Building the tables runs on this process's pool, never rayon's global one: a forked
         // child inherits the global pool without its threads and would wait forever.
         let pool = process_pool().map_err(|e| e.to_string())?;
-        // The sorted index of the tokens is made beside the tables (its sort is serial, and
-        // the tables' build leaves a core idle at times).
+        // The index kept for `token_id` (the tokens copied back to back) is made beside the
+        // tables, whose build leaves a core idle at times.
         let (fast, ids) = pool.install(|| {
             rayon::join(
                 || {
@@ -258,7 +258,8 @@ impl Encoder {
                 || spec.token_ids(),
             )
         });
-        // The spec (merges, the vocabulary's hash map) goes once the tables are built.
+        // The spec (the merges, the vocabulary's entries and index) goes once the tables are
+        // built.
         Ok((fast?, ids))
     }
 

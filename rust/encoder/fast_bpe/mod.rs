@@ -25,6 +25,7 @@ pub mod pretokenize;
 mod shared_cache;
 pub mod spec;
 mod unicode;
+pub mod vocab;
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -40,6 +41,7 @@ pub use bpe::byte_to_char;
 pub use nfc::is_nfc;
 pub use pretokenize::Pattern;
 pub use spec::Spec;
+pub use vocab::Vocab;
 
 use bpe::{merge, merge_bytes, CharToByte, Merges, Scratch};
 use cache::{PieceCache, Probe, MAX_CACHED_LEN, SHORT_LEN};
@@ -133,7 +135,7 @@ impl FastBpe {
     /// from the merges is read from `cache` when it holds it, and kept there when it does not.
     pub fn new(
         spec: &Spec,
-        vocab: &spec::Vocab,
+        vocab: &Vocab,
         added_id: impl Fn(&str) -> Option<u32>,
         tables: &Tables,
         cache: Option<&LoadCache>,
@@ -143,14 +145,14 @@ impl FastBpe {
         let mut byte_ids = [NO_ID; 256];
         let mut buffer = [0u8; 4];
         for (slot, c) in byte_ids.iter_mut().zip(chars) {
-            if let Some(&id) = vocab.get(&*c.encode_utf8(&mut buffer)) {
+            if let Some(id) = vocab.get(c.encode_utf8(&mut buffer)) {
                 *slot = id;
             }
         }
         if spec.needs_full_alphabet && byte_ids.contains(&NO_ID) {
             return Err("unk_token or byte_fallback with bytes missing from the vocabulary".into());
         }
-        let id_bound = vocab.values().max().map_or(0, |&id| id + 1);
+        let id_bound = vocab.id_bound();
         let cached = cache.and_then(|cache| cache.load(id_bound));
         // Every token's bytes: for the whole-token check, and the long tokens of
         // `ignore_merges`.
@@ -158,7 +160,7 @@ impl FastBpe {
             let reverse = CharToByte::new(&chars);
             vocab
                 .iter()
-                .filter_map(|(token, &id)| Some((reverse.token_bytes(token)?, id)))
+                .filter_map(|(token, id)| Some((reverse.token_bytes(token)?, id)))
                 .collect()
         } else {
             Vec::new()
@@ -565,11 +567,10 @@ fn piece_tables(
 
 /// The merges in rank order as (left, right, merged) ids, on the pool's threads; `Err` names
 /// a merge whose tokens the vocabulary lacks, or merges that cannot be read.
-fn merge_list(spec: &Spec, vocab: &spec::Vocab) -> Result<Vec<load_cache::Merge>, String> {
+fn merge_list(spec: &Spec, vocab: &Vocab) -> Result<Vec<load_cache::Merge>, String> {
     let id_of = |token: &str| {
         vocab
             .get(token)
-            .copied()
             .ok_or_else(|| format!("merge token {token:?} is not in the vocabulary"))
     };
     // Each thread with one buffer for the merged token's string.

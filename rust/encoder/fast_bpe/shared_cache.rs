@@ -36,6 +36,8 @@ const ARENA_CHUNK: usize = 1 << 12;
 const COUNT_BATCH: usize = 256;
 /// Whole tokens a prefilling job inserts.
 const PREFILL_CHUNK: usize = 1 << 13;
+/// How many pieces ahead the prefill fetches the slots it will write (`SharedPieces::prefill`).
+const PREFILL_AHEAD: usize = 16;
 
 /// One short piece: `[lo, hi, state, ids 1-2]`, where state is `len | count << 16 | id0 << 32`
 /// (never 0 once published: `len >= 1`).
@@ -150,7 +152,20 @@ impl SharedPieces {
         // pages' first touches (zeroed by the kernel, slow on a VM) then happen side by side.
         pieces.par_chunks(PREFILL_CHUNK).all(|chunk| {
             let mut writer = Writer::default();
-            let placed = chunk.iter().all(|&(piece, id)| {
+            // Each insert claims its slot with a locked instruction, which waits for the line
+            // (a random one of a table far larger than the caches) before the next insert
+            // starts: the lines of the pieces a few places ahead are fetched first, so that
+            // their misses overlap (Qwen's whole load, one thread, fresh processes, medians of
+            // 9 in three alternations: 74-81 ms against 82-94 ms without).
+            let ahead = chunk
+                .iter()
+                .skip(PREFILL_AHEAD)
+                .map(Some)
+                .chain(std::iter::repeat(None));
+            let placed = chunk.iter().zip(ahead).all(|(&(piece, id), ahead)| {
+                if let Some(probe) = ahead.and_then(|(piece, _)| Probe::new(piece)) {
+                    self.prefetch(&probe);
+                }
                 Probe::new(piece).is_some_and(|probe| self.insert_short(&probe, &[id], &mut writer))
             });
             self.header[SHORT_USED].fetch_add(writer.short_pending as u64, Ordering::Relaxed);

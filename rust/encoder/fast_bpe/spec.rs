@@ -9,17 +9,15 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::pretokenize::Pattern;
-
-/// The model's vocabulary: FxHash, since loading looks up every merge's three tokens in it
-/// (450k lookups for Qwen's file; SipHash made them a fifth of the load).
-pub type Vocab = rustc_hash::FxHashMap<String, u32>;
+use super::vocab::repeated;
+pub use super::vocab::{TokenIds, Vocab};
 
 /// One merge's two tokens, borrowed from the file's text where no escape forces a copy.
 pub type MergePair<'a> = (Cow<'a, str>, Cow<'a, str>);
 
 /// A tokenizer the fast path reproduces id for id.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Spec {
+#[derive(Debug, Clone)]
+pub struct Spec<'a> {
     pub pattern: Pattern,
     /// The normalizer is NFC (otherwise there is none).
     pub nfc: bool,
@@ -27,7 +25,7 @@ pub struct Spec {
     pub ignore_merges: bool,
     /// The merges as the file writes them (a JSON array), read by `merge_pairs` only when the
     /// encoder's tables are built rather than found in the load cache (`load_cache`).
-    pub merges_json: String,
+    pub merges_json: &'a str,
     /// `unk_token` or `byte_fallback` is set: exact only while no byte is missing from the
     /// vocabulary (then neither can trigger); the caller checks the alphabet.
     pub needs_full_alphabet: bool,
@@ -36,18 +34,18 @@ pub struct Spec {
     /// order, because a special match (skipped, left as text) can hide a non-special one.
     pub added: Vec<AddedToken>,
     /// The model's vocabulary (`model.vocab`).
-    pub vocab: Vocab,
+    pub vocab: Vocab<'a>,
     /// Every added token's id, assigned as `tokenizers` assigns them on loading (see
     /// `added_token_ids`), so that no HF tokenizer has to be built to look them up.
     pub added_ids: HashMap<String, u32>,
 }
 
-impl Spec {
+impl Spec<'_> {
     /// The merges in rank order, as token strings: `[["a", "b"], ...]` or the legacy
     /// `["a b", ...]` (split on its one space). Borrowed from `merges_json` where no escape
     /// forces a copy (Qwen's 151k merges: no allocation each).
     pub fn merge_pairs(&self) -> Result<Vec<MergePair<'_>>, String> {
-        let raw = self.merges_json.as_str();
+        let raw = self.merges_json;
         if let Ok(pairs) = serde_json::from_str::<Vec<PairJson<'_>>>(raw) {
             return Ok(pairs.into_iter().map(|PairJson(a, b)| (a, b)).collect());
         }
@@ -76,10 +74,7 @@ impl Spec {
 
     /// The id of `token` as `tokenizers`' `token_to_id`: an added token first, then the model's.
     pub fn token_id(&self, token: &str) -> Option<u32> {
-        self.added_ids
-            .get(token)
-            .or_else(|| self.vocab.get(token))
-            .copied()
+        (self.added_ids.get(token).copied()).or_else(|| self.vocab.get(token))
     }
 
     /// `tokenizers`' `get_vocab_size(true)`: the distinct strings of the model's vocabulary and
@@ -88,78 +83,16 @@ impl Spec {
         let extra = self
             .added_ids
             .keys()
-            .filter(|token| !self.vocab.contains_key(*token))
+            .filter(|token| self.vocab.get(token).is_none())
             .count();
         self.vocab.len() + extra
     }
 
     /// The lookups an encoder keeps once its tables are built (`TokenIds`): the merges and
-    /// the vocabulary's hash map (about 25 MB for a 150k vocabulary) are left behind.
+    /// the vocabulary's entries (borrowed from the file's text) are left behind.
     pub fn token_ids(&self) -> TokenIds {
-        // Sorted by the tokens' first eight bytes as a number, then by the whole token: the
-        // order of the tokens themselves (a shorter prefix is padded with zeros, which sort
-        // first, as a shorter string does), with few string comparisons.
-        let mut entries: Vec<(u64, &str, u32)> = self
-            .vocab
-            .iter()
-            .map(|(token, &id)| (prefix_key(token), token.as_str(), id))
-            .collect();
-        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
-        let mut text = String::with_capacity(entries.iter().map(|(_, token, _)| token.len()).sum());
-        let mut ends = Vec::with_capacity(entries.len());
-        for (_, token, _) in &entries {
-            text.push_str(token);
-            ends.push(text.len());
-        }
-        TokenIds {
-            text,
-            ends,
-            ids: entries.iter().map(|&(_, _, id)| id).collect(),
-            added: self.added_ids.clone(),
-            size: self.vocab_size(),
-        }
-    }
-}
-
-/// The first eight bytes of `token` as a big-endian number, zeros past its end.
-fn prefix_key(token: &str) -> u64 {
-    let mut key = [0u8; 8];
-    let head = &token.as_bytes()[..token.len().min(8)];
-    key[..head.len()].copy_from_slice(head);
-    u64::from_be_bytes(key)
-}
-
-/// Token → id, as `Spec::token_id`, in a sorted block of the vocabulary's bytes (a tenth of a
-/// hash map of strings): what an encoder answers `token_id` and `vocab_size` from.
-pub struct TokenIds {
-    /// The model's tokens, sorted, back to back; token `i` ends at `ends[i]`.
-    text: String,
-    ends: Vec<usize>,
-    ids: Vec<u32>,
-    added: HashMap<String, u32>,
-    size: usize,
-}
-
-impl TokenIds {
-    pub fn token_id(&self, token: &str) -> Option<u32> {
-        if let Some(&id) = self.added.get(token) {
-            return Some(id);
-        }
-        let at = |i: usize| &self.text[if i == 0 { 0 } else { self.ends[i - 1] }..self.ends[i]];
-        let (mut low, mut high) = (0, self.ends.len());
-        while low < high {
-            let middle = (low + high) / 2;
-            match at(middle).cmp(token) {
-                std::cmp::Ordering::Less => low = middle + 1,
-                std::cmp::Ordering::Greater => high = middle,
-                std::cmp::Ordering::Equal => return Some(self.ids[middle]),
-            }
-        }
-        None
-    }
-
-    pub fn vocab_size(&self) -> usize {
-        self.size
+        self.vocab
+            .token_ids(self.added_ids.clone(), self.vocab_size())
     }
 }
 
@@ -180,7 +113,7 @@ struct PairJson<'a>(#[serde(borrow)] Cow<'a, str>, #[serde(borrow)] Cow<'a, str>
 struct LineJson<'a>(#[serde(borrow)] Cow<'a, str>);
 
 #[derive(Deserialize)]
-struct TokenizerJson {
+struct TokenizerJson<'a> {
     #[serde(default)]
     added_tokens: Vec<AddedTokenJson>,
     #[serde(default)]
@@ -191,7 +124,8 @@ struct TokenizerJson {
     truncation: Option<Value>,
     #[serde(default)]
     padding: Option<Value>,
-    model: ModelJson,
+    #[serde(borrow)]
+    model: ModelJson<'a>,
 }
 
 /// An added token's flags, with the defaults of `tokenizers`' `AddedToken`.
@@ -215,7 +149,7 @@ fn yes() -> bool {
 }
 
 #[derive(Deserialize)]
-struct ModelJson {
+struct ModelJson<'a> {
     #[serde(rename = "type")]
     kind: Option<String>,
     #[serde(default)]
@@ -230,41 +164,48 @@ struct ModelJson {
     byte_fallback: Option<bool>,
     #[serde(default)]
     ignore_merges: Option<bool>,
-    merges: Option<Box<RawValue>>,
-    #[serde(default, deserialize_with = "vocab_sized_once")]
-    vocab: Vocab,
+    #[serde(borrow)]
+    merges: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "indexed_vocab")]
+    vocab: Vocab<'a>,
 }
 
-/// The vocabulary's map made at its final size: a JSON object gives no length ahead, so a map
-/// filled as it is read grew by rehashing (Qwen's 151k tokens: 18 tables, each fresh memory;
-/// read alone, 38-142 ms against 25-59 ms gathered first, six rounds in one process here).
-/// The entries are gathered first (a later duplicate key wins, as in a map filled in order).
-fn vocab_sized_once<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vocab, D::Error> {
+/// A vocabulary token, borrowed from the file's text where it has no escape (Qwen's 151k
+/// tokens were as many allocations to make and to free on every load).
+#[derive(Deserialize)]
+struct Token<'a>(#[serde(borrow)] Cow<'a, str>);
+
+/// The vocabulary's entries in file order, indexed (`Vocab::from_file_order`: a
+/// later entry of one token wins, as in a map filled in order).
+fn indexed_vocab<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vocab<'de>, D::Error> {
     struct Entries;
     impl<'de> serde::de::Visitor<'de> for Entries {
-        type Value = Vocab;
+        type Value = Vocab<'de>;
 
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
             f.write_str("a map of tokens to ids")
         }
 
-        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Vocab, A::Error> {
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Vocab<'de>, A::Error> {
             let hint = map.size_hint().unwrap_or(0).min(1 << 20);
-            let mut entries: Vec<(String, u32)> = Vec::with_capacity(hint);
-            while let Some(entry) = map.next_entry()? {
-                entries.push(entry);
+            let mut entries: Vec<(Cow<'de, str>, u32)> = Vec::with_capacity(hint);
+            while let Some((Token(token), id)) = map.next_entry()? {
+                entries.push((token, id));
             }
-            let mut vocab = Vocab::with_capacity_and_hasher(entries.len(), Default::default());
-            vocab.extend(entries);
-            Ok(vocab)
+            Ok(Vocab::from_file_order(entries))
         }
     }
     deserializer.deserialize_map(Entries)
 }
 
 /// Read `json` (the text of a tokenizer.json) and decide whether it is served.
-pub fn recognise(json: &str) -> Result<Spec, String> {
-    let file: TokenizerJson =
+pub fn recognise(json: &str) -> Result<Spec<'_>, String> {
+    let file: TokenizerJson<'_> =
         serde_json::from_str(json).map_err(|e| format!("unreadable tokenizer.json: {e}"))?;
     if file.truncation.is_some() {
         return Err("truncation is set".into());
@@ -293,21 +234,16 @@ pub fn recognise(json: &str) -> Result<Spec, String> {
     if model.end_of_word_suffix.is_some_and(|s| !s.is_empty()) {
         return Err("end_of_word_suffix".into());
     }
-    let merges_json = model
-        .merges
-        .as_deref()
-        .ok_or("BPE without merges")?
-        .get()
-        .to_string();
+    let merges_json = model.merges.ok_or("BPE without merges")?.get();
     let added_ids = added_token_ids(&file.added_tokens, &model.vocab);
     // `tokenizers` also maps ids back to tokens (the vocabulary's reverse, the added tokens by
     // id) and, e.g., tells whether a matched added token is special by its id: with two tokens
     // on one id it follows whichever it stored last, and its ids differ from the fast path's
     // (found by fuzz/fuzz_targets/tokenizer_json.rs). Such files are left to it.
-    if let Some(id) = repeated(model.vocab.values().copied()) {
+    if let Some(id) = model.vocab.repeated_id() {
         return Err(format!("two vocabulary entries have id {id}"));
     }
-    if let Some(id) = repeated(added_ids.values().copied()) {
+    if let Some(id) = repeated(added_ids.values().copied().collect()) {
         return Err(format!("two added tokens have id {id}"));
     }
     Ok(Spec {
@@ -322,13 +258,6 @@ pub fn recognise(json: &str) -> Result<Spec, String> {
     })
 }
 
-/// An id that occurs twice in `ids`, if one does.
-fn repeated(ids: impl ExactSizeIterator<Item = u32>) -> Option<u32> {
-    let mut seen = rustc_hash::FxHashSet::with_capacity_and_hasher(ids.len(), Default::default());
-    let mut ids = ids;
-    ids.find(|&id| !seen.insert(id))
-}
-
 /// The ids `tokenizers` gives the added tokens when it loads the file: it ignores their `id`
 /// fields and adds them in file order, each taking its model id when it has one, else the next
 /// id from the model's vocabulary size on (AddedVocabulary::add_tokens; a token listed twice
@@ -341,7 +270,7 @@ fn added_token_ids(tokens: &[AddedTokenJson], vocab: &Vocab) -> HashMap<String, 
             continue;
         }
         let id = match vocab.get(&token.content) {
-            Some(&id) => id,
+            Some(id) => id,
             None => {
                 next_id += 1;
                 next_id - 1
@@ -523,32 +452,32 @@ mod tests {
 
     #[test]
     fn served_shapes() {
-        let qwen = recognise(&tokenizer(
+        let qwen_json = tokenizer(
             split_then_byte_level(super::super::pretokenize::QWEN_REGEX),
             json!({"type": "NFC"}),
             json!({}),
-        ))
-        .expect("served");
+        );
+        let qwen = recognise(&qwen_json).expect("served");
         assert_eq!(qwen.pattern, Pattern::Qwen);
         assert!(qwen.nfc && !qwen.ignore_merges && !qwen.needs_full_alphabet);
         assert_eq!(qwen.merge_pairs(), Ok(vec![("a".into(), "b".into())]));
 
-        let gpt2 = recognise(&tokenizer(
+        let gpt2_json = tokenizer(
             gpt2_byte_level(),
             Value::Null,
             json!({"ignore_merges": true, "merges": ["a b"]}),
-        ))
-        .expect("served");
+        );
+        let gpt2 = recognise(&gpt2_json).expect("served");
         assert_eq!(gpt2.pattern, Pattern::Gpt2);
         assert!(!gpt2.nfc && gpt2.ignore_merges);
         assert_eq!(gpt2.merge_pairs(), Ok(vec![("a".into(), "b".into())]));
 
-        let cl100k = recognise(&tokenizer(
+        let cl100k_json = tokenizer(
             split_then_byte_level(super::super::pretokenize::CL100K_REGEX),
             Value::Null,
             json!({"unk_token": "<unk>"}),
-        ))
-        .expect("served");
+        );
+        let cl100k = recognise(&cl100k_json).expect("served");
         assert_eq!(cl100k.pattern, Pattern::Cl100k);
         assert!(cl100k.needs_full_alphabet);
     }
@@ -567,39 +496,58 @@ mod tests {
 
     #[test]
     fn the_vocabulary_reads_as_a_map_filled_in_order() {
-        let read = |json: &str| {
-            vocab_sized_once(&mut serde_json::Deserializer::from_str(json))
-                .map_err(|e| e.to_string())
-        };
-        let vocab = read(r#"{"a": 1, "b": 2, "a": 3}"#).expect("a map");
-        assert_eq!((vocab.len(), vocab["a"], vocab["b"]), (2, 3, 2));
+        fn read(json: &str) -> Result<Vocab<'_>, String> {
+            indexed_vocab(&mut serde_json::Deserializer::from_str(json)).map_err(|e| e.to_string())
+        }
+        let vocab = read(r#"{"a": 1, "b": 2, "a": 3, "\u0063": 4}"#).expect("a map");
+        let answers = ["a", "b", "c"].map(|token| vocab.get(token));
+        assert_eq!((vocab.len(), answers), (3, [Some(3), Some(2), Some(4)]));
         assert!(read("{}").expect("empty").is_empty());
         assert!(read(r#"["a", 1]"#).is_err());
         assert!(read(r#"{"a": -1}"#).is_err());
     }
 
-    /// The sorted index an encoder keeps answers as the spec's maps do, for every token.
+    /// The index an encoder keeps answers as the file says, for every token: the model's
+    /// vocabulary read by `serde_json` as a map, the added tokens with their file ids (the
+    /// shipped tokenizer assigns them in order, so those are the ids `tokenizers` gives them).
     #[test]
-    fn token_ids_answer_as_the_spec() {
+    fn token_ids_answer_as_the_file() {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/trained_tokenizers/bpe/tokenizer.json"
         );
-        let spec = recognise(&std::fs::read_to_string(path).expect("read")).expect("served");
+        let json = std::fs::read_to_string(path).expect("read");
+        let file: Value = serde_json::from_str(&json).expect("json");
+        let mut expected: HashMap<&str, u32> = (file["model"]["vocab"].as_object())
+            .expect("vocab")
+            .iter()
+            .map(|(token, id)| (token.as_str(), id.as_u64().expect("id") as u32))
+            .collect();
+        let added_tokens = file["added_tokens"].as_array().expect("added");
+        assert!(
+            !added_tokens.is_empty(),
+            "the shipped tokenizer has added tokens"
+        );
+        for added in added_tokens {
+            let id = added["id"].as_u64().expect("id") as u32;
+            expected.insert(added["content"].as_str().expect("content"), id);
+        }
+        let spec = recognise(&json).expect("served");
         let ids = spec.token_ids();
-        assert_eq!(ids.vocab_size(), spec.vocab_size());
-        for token in spec.vocab.keys().chain(spec.added_ids.keys()) {
-            assert_eq!(ids.token_id(token), spec.token_id(token), "{token:?}");
+        assert_eq!(ids.vocab_size(), expected.len());
+        for (token, id) in &expected {
+            assert_eq!(ids.token_id(token), Some(*id), "{token:?}");
+            assert_eq!(spec.token_id(token), Some(*id), "{token:?}");
         }
         for missing in ["", "no such token in it", "\u{10ffff}"] {
-            assert_eq!(ids.token_id(missing), spec.token_id(missing), "{missing:?}");
+            assert_eq!(ids.token_id(missing), None, "{missing:?}");
         }
     }
 
-    /// Tokens that share their first eight bytes, or hold zero bytes where a shorter
-    /// token's key is padded, are still found (the index's sort goes past the key).
+    /// Tokens alike but for their last bytes, and tokens the file writes with escapes (the
+    /// zero bytes: copied where the others are borrowed from the file's text), are each found.
     #[test]
-    fn token_ids_order_tokens_past_their_first_eight_bytes() {
+    fn token_ids_find_tokens_alike_and_tokens_with_escapes() {
         let tokens = [
             "a",
             "a\u{0}",
@@ -708,8 +656,8 @@ mod tests {
             (json!(["ab"]), "merge \"ab\" is not two tokens"),
             (json!([1]), "unreadable merges"),
         ] {
-            let spec = recognise(&tokenizer(qwen(), Value::Null, json!({ "merges": merges })));
-            let error = spec
+            let json = tokenizer(qwen(), Value::Null, json!({ "merges": merges }));
+            let error = recognise(&json)
                 .expect("recognised")
                 .merge_pairs()
                 .expect_err("refused");
@@ -720,8 +668,8 @@ mod tests {
             (json!(["a \"b"]), [("a", "\"b")]),
             (json!([["c\\", "d"]]), [("c\\", "d")]),
         ] {
-            let spec = recognise(&tokenizer(qwen(), Value::Null, json!({ "merges": merges })))
-                .expect("recognised");
+            let json = tokenizer(qwen(), Value::Null, json!({ "merges": merges }));
+            let spec = recognise(&json).expect("recognised");
             let read = spec.merge_pairs().expect("read");
             let read: Vec<(&str, &str)> = read.iter().map(|(a, b)| (&**a, &**b)).collect();
             assert_eq!(read, pairs);
