@@ -86,9 +86,13 @@ impl<'a> Vocab<'a> {
         Some(*at as usize)
     }
 
-    /// One past the largest id (0 for an empty vocabulary).
+    /// One past the largest id (0 for an empty vocabulary; `u32::MAX` where the file gives
+    /// that id, which then bounds nothing the load cache could hold).
     pub fn id_bound(&self) -> u32 {
-        self.iter().map(|(_, id)| id + 1).max().unwrap_or(0)
+        self.iter()
+            .map(|(_, id)| id.saturating_add(1))
+            .max()
+            .unwrap_or(0)
     }
 
     /// An id that two tokens share, if one does.
@@ -252,6 +256,7 @@ mod tests {
         ];
         assert_eq!(vocab(&sparse).repeated_id(), Some(u32::MAX - 1));
         assert_eq!(vocab(&sparse[..3]).repeated_id(), None);
+        assert_eq!(vocab(&[("a", u32::MAX)]).id_bound(), u32::MAX);
         // A token's earlier id, given up, is no second use of it.
         assert_eq!(vocab(&[("a", 1), ("a", 2), ("b", 1)]).repeated_id(), None);
         let empty = vocab(&[]);
