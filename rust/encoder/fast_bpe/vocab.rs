@@ -111,10 +111,12 @@ impl<'a> Vocab<'a> {
                 u32::try_from(text.len()).unwrap_or(u32::MAX)
             })
             .collect();
+        // Most files list the vocabulary in id order: then a token's place is its id.
+        let in_place = (self.entries.iter().enumerate()).all(|(at, (_, id))| *id as usize == at);
         TokenIds {
             text,
             ends,
-            ids: self.entries.iter().map(|(_, id)| *id).collect(),
+            ids: (!in_place).then(|| self.entries.iter().map(|(_, id)| *id).collect()),
             index: self.index.clone(),
             added,
             size,
@@ -147,7 +149,9 @@ pub struct TokenIds {
     /// The model's tokens in the file's order, back to back; token `i` ends at `ends[i]`.
     text: String,
     ends: Vec<u32>,
-    ids: Vec<u32>,
+    /// Token `i`'s id; `None` where it is `i` for every token (0.6 MB less for Qwen in each
+    /// process).
+    ids: Option<Vec<u32>>,
     /// The `Vocab`'s index: each distinct token's last entry, by `hash(token)`.
     index: HashTable<u32>,
     added: HashMap<String, u32>,
@@ -170,7 +174,7 @@ impl TokenIds {
         let at = self
             .index
             .find(hash(token), |at| token_at(*at as usize) == Some(token))?;
-        Some(self.ids[*at as usize])
+        Some(self.ids.as_ref().map_or(*at, |ids| ids[*at as usize]))
     }
 
     pub fn vocab_size(&self) -> usize {
@@ -264,6 +268,28 @@ mod tests {
         assert_eq!((empty.id_bound(), empty.repeated_id()), (0, None));
         assert_eq!(empty.get("a"), None);
         assert_eq!(empty.token_ids(HashMap::new(), 0).token_id("a"), None);
+    }
+
+    /// A vocabulary listed in id order keeps no ids; one listed otherwise keeps them.
+    #[test]
+    fn ids_are_kept_only_where_they_are_not_the_places() {
+        let in_order = vocab(&[("a", 0), ("b", 1), ("c", 2)]);
+        let ids = in_order.token_ids(HashMap::new(), 3);
+        assert!(ids.ids.is_none());
+        assert_eq!(
+            ["a", "b", "c", "d"].map(|t| ids.token_id(t)),
+            [Some(0), Some(1), Some(2), None]
+        );
+        let shuffled = vocab(&[("a", 2), ("b", 0), ("c", 1)]).token_ids(HashMap::new(), 3);
+        assert!(shuffled.ids.is_some());
+        assert_eq!(
+            ["a", "b", "c"].map(|t| shuffled.token_id(t)),
+            [Some(2), Some(0), Some(1)]
+        );
+        // A token listed again answers from its last entry, whose place is its id here too.
+        let again = vocab(&[("a", 0), ("b", 1), ("a", 2)]).token_ids(HashMap::new(), 2);
+        assert!(again.ids.is_none());
+        assert_eq!(["a", "b"].map(|t| again.token_id(t)), [Some(2), Some(1)]);
     }
 
     /// The added tokens answer first.
