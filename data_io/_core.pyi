@@ -78,7 +78,7 @@ def copy_token_pool(
     """Copy (task, path, dtype, data_offset, length, pool_offset) sources into the pool file;
     ``progress(tokens)`` returning False cancels; ids must be below ``vocab_size`` if given."""
 
-def hash_texts(texts: list[str]) -> NDArray[np.uint64]:
+def hash_texts(texts: Sequence[str]) -> NDArray[np.uint64]:
     """Each text's ``hashlib.blake2b(text.encode(), digest_size=16)`` as ``(n, 2)`` uint64, the
     digest's halves read big-endian; on the encoder's threads."""
 
@@ -109,7 +109,7 @@ class RawDocuments:
     ) -> None:
         """Documents given whole as a string array's UTF-8 bytes and ``len + 1`` offsets (a
         "texts" source), read in place and checked; on an error nothing is fed."""
-    def feed_texts(self, texts: list[str], first_row: int) -> None:
+    def feed_texts(self, texts: Sequence[str], first_row: int) -> None:
         """Documents given whole (a "texts" source)."""
     def end_source(self) -> int:
         """End the source; its number of documents."""
@@ -262,11 +262,11 @@ class Encoder:
         """``encode_batch`` of ``data[starts[i]:ends[i]]``, documents cut out of one UTF-8
         buffer, read in place, checked once."""
     def encode_bytes(
-        self, texts: list[bytes], eos_id: int | None = None
+        self, texts: Sequence[bytes], eos_id: int | None = None
     ) -> tuple[NDArray[np.uint32], NDArray[np.int64]]:
         """``encode_batch`` of UTF-8 ``bytes`` objects, each read in place and checked."""
     def encode_batch(
-        self, texts: list[str], eos_id: int | None = None
+        self, texts: Sequence[str], eos_id: int | None = None
     ) -> tuple[NDArray[np.uint32], NDArray[np.int64]]:
         """All texts' ids back to back (``eos_id`` after each when given) and the
         ``len(texts) + 1`` offsets where each text starts; encodes in parallel without the GIL."""

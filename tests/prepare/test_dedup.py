@@ -114,3 +114,11 @@ def test_hashes_are_hashlibs_blake2b_with_16_bytes(texts: list[str]) -> None:
     got = hash_texts(texts)
     assert got.dtype == np.uint64 and got.shape == (len(texts), 2)
     assert np.array_equal(got, expected)
+
+
+def test_hashing_a_text_that_is_not_a_str_names_it() -> None:
+    texts = [f"document {i}" for i in range(40)]
+    with pytest.raises(TypeError, match=r"text 33 of the batch has type bytes, not str"):
+        hash_texts([*texts[:33], b"raw", *texts[33:]])
+    # Any sequence of str, not only a list.
+    assert np.array_equal(hash_texts(tuple(texts)), hash_texts(texts))

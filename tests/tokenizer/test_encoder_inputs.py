@@ -33,6 +33,33 @@ def test_bytes_that_are_not_utf8_name_the_text_and_byte(encoder: TextEncoder) ->
         encoder.encode_batch([b"bytes", "then a str"])
 
 
+def test_a_text_of_another_type_is_named_with_its_place(encoder: TextEncoder) -> None:
+    """Lists are walked by hand (the objects ahead fetched from memory); other sequences are
+    taken whole. Either way a text of the wrong type is named by its place and type."""
+    texts = [f"text {i}" for i in range(60)]
+    with pytest.raises(TypeError, match=r"text 40 of the batch has type int, not str"):
+        encoder.encode_batch([*texts[:40], 7, *texts[40:]])
+    with pytest.raises(TypeError, match=r"text 0 of the batch has type NoneType, not str"):
+        encoder._encoder.encode_batch((None, "a"))
+    with pytest.raises(TypeError, match=r"text 17 of the batch has type str, not bytes"):
+        encoder.encode_batch([t.encode() for t in texts[:17]] + texts[17:])
+
+
+def test_str_subclasses_and_other_sequences_encode_as_a_list_of_str(
+    encoder: TextEncoder,
+) -> None:
+    class Text(str):
+        pass
+
+    texts = _texts(300, seed=11)
+    expected = encoder.encode_batch(texts, eos_id=0)
+    _same(encoder.encode_batch([Text(t) for t in texts], eos_id=0), expected)
+    ids, offsets = encoder._encoder.encode_batch(tuple(texts), 0)
+    assert np.array_equal(ids, expected.ids) and np.array_equal(offsets, expected.offsets)
+    ids, offsets = encoder._encoder.encode_bytes(tuple(t.encode() for t in texts), 0)
+    assert np.array_equal(ids, expected.ids) and np.array_equal(offsets, expected.offsets)
+
+
 @pytest.mark.parametrize("dtype", ["U", "S", "T", "O"])
 def test_numpy_string_arrays_encode_as_their_strings(encoder: TextEncoder, dtype: str) -> None:
     texts = [t for t in _texts(300, seed=4) if not t.endswith("\0")]
