@@ -567,11 +567,7 @@ impl Encoder {
         eos_id: Option<u32>,
     ) -> PyResult<IdsAndOffsets<'py>> {
         // `held` keeps a reference to each (immutable) bytes object while the GIL is released.
-        let mut held = Vec::new();
-        each_text(texts, "bytes", |bytes: Bound<'py, PyBytes>| {
-            held.push(bytes);
-            Ok(())
-        })?;
+        let held = Items::of(texts)?.all::<PyBytes>("bytes")?;
         let raw: Vec<&[u8]> = held.iter().map(|t| t.as_bytes()).collect();
         self.encode_views(py, eos_id, || crate::encoder::utf8_texts(&raw))
     }
@@ -587,16 +583,19 @@ impl Encoder {
     ) -> PyResult<IdsAndOffsets<'py>> {
         // The texts' own UTF-8, not copies: a str that is ASCII is its UTF-8 already, any other
         // keeps the UTF-8 that `to_str` makes (cached on the object, made once, with the GIL:
-        // chunk by chunk, while the helpers encode the chunks before). The strings are immutable
-        // and `texts` holds a reference to each, so their bytes stay put while the GIL is
-        // released.
+        // text by text, while the helpers encode the chunks before). `held` keeps a reference
+        // to each string until the batch is done.
         keep_freed_memory_a_while();
-        let (texts, lengths) = strings_and_lengths(texts)?;
+        let items = Items::of(texts)?;
+        let held = HeldStrings::default();
         let batch = crate::encoder::encode_batch_pipelined(
             &*self.inner,
-            &lengths,
+            items.len(),
             eos_id,
-            |i| texts[i].to_str().map_err(ViewError::Python),
+            |i| {
+                let string = items.get::<PyString>(i, "str").map_err(ViewError::Python)?;
+                held.view(string).map_err(ViewError::Python)
+            },
             &Detached(py),
         )
         .map_err(|e| match e {
@@ -607,89 +606,104 @@ impl Encoder {
     }
 }
 
-/// How many items ahead of the one being taken `each_text` asks the cache for.
+/// How many items of a list ahead of the one being taken `Items::get` asks the cache for.
 const ITEMS_AHEAD: usize = 16;
 
-/// Each item of `texts` (a list, or any sequence) with its index, in order, cast to `T` (a
-/// `TypeError` naming the first item that is not one: `kind` is what the batch takes).
+/// The texts of a batch: a list, walked by hand, or any other sequence, taken whole first.
 ///
 /// Why a list is walked by hand: each text is an object of its own, wherever the allocator put
 /// it, and the first read of each missed the cache, once for its header and once for the line
 /// after it (a str's UTF-8 pointer, or its first characters). Both lines of the objects a few
 /// places ahead are asked for while one is taken: a warm one-thread pass of the race's main
 /// slice (599,122 texts) spent 0.089-0.095 s a pass on the list without encoding
-/// (`DATA_IO_ENCODER=null`), 0.063-0.066 s now; Arrow's buffers take 0.045.
-fn each_text<'py, T: pyo3::type_object::PyTypeCheck>(
-    texts: &Bound<'py, PyAny>,
-    kind: &str,
-    mut take: impl FnMut(Bound<'py, T>) -> PyResult<()>,
-) -> PyResult<()> {
-    let not_one = |i: usize, item: &Bound<'py, PyAny>| {
-        let found = item
-            .get_type()
-            .name()
-            .map_or_else(|_| "?".to_string(), |name| name.to_string());
-        pyo3::exceptions::PyTypeError::new_err(format!(
-            "text {i} of the batch has type {found}, not {kind}; a batch is all str, all bytes, \
-             or a pyarrow string array"
-        ))
-    };
-    let Ok(list) = texts.cast::<pyo3::types::PyList>() else {
-        let items: Vec<Bound<'py, PyAny>> = texts.extract()?;
-        for (i, item) in items.into_iter().enumerate() {
-            take(
-                item.cast_into::<T>()
-                    .map_err(|e| not_one(i, &e.into_inner()))?,
-            )?;
-        }
-        return Ok(());
-    };
-    let count = list.len();
-    for i in 0..count {
-        #[cfg(target_arch = "x86_64")]
-        if i + ITEMS_AHEAD < count {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            // SAFETY: a borrowed pointer to an item of a list we hold, the index in range,
-            // used only as an address to prefetch (which reads nothing and cannot fault).
-            unsafe {
-                let ahead = pyo3::ffi::PyList_GetItem(list.as_ptr(), (i + ITEMS_AHEAD) as isize);
-                _mm_prefetch::<_MM_HINT_T0>(ahead.cast());
-                _mm_prefetch::<_MM_HINT_T0>(ahead.cast::<u8>().wrapping_add(64).cast());
-            }
-        }
-        let item = list.get_item(i)?;
-        take(
-            item.cast_into::<T>()
-                .map_err(|e| not_one(i, &e.into_inner()))?,
-        )?;
+/// (`DATA_IO_ENCODER=null`), 0.063-0.066 s so; Arrow's buffers take 0.045.
+enum Items<'py> {
+    List(Bound<'py, pyo3::types::PyList>),
+    Other(Vec<Bound<'py, PyAny>>),
+}
+
+impl<'py> Items<'py> {
+    fn of(texts: &Bound<'py, PyAny>) -> PyResult<Self> {
+        Ok(match texts.cast::<pyo3::types::PyList>() {
+            Ok(list) => Items::List(list.clone()),
+            Err(_) => Items::Other(texts.extract()?),
+        })
     }
-    Ok(())
+
+    fn len(&self) -> usize {
+        match self {
+            Items::List(list) => list.len(),
+            Items::Other(items) => items.len(),
+        }
+    }
+
+    /// Text `i` as a `T` (a new reference), or a `TypeError` naming it (`kind`: what the
+    /// batch takes). Taken in order, a list's items ahead are prefetched.
+    fn get<T: pyo3::type_object::PyTypeCheck>(
+        &self,
+        i: usize,
+        kind: &str,
+    ) -> PyResult<Bound<'py, T>> {
+        let item = match self {
+            Items::Other(items) => items
+                .get(i)
+                .cloned()
+                .ok_or_else(|| PyValueError::new_err(format!("no text {i} in the batch")))?,
+            Items::List(list) => {
+                #[cfg(target_arch = "x86_64")]
+                if i + ITEMS_AHEAD < list.len() {
+                    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+                    // SAFETY: a borrowed pointer to an item of a list we hold, the index in
+                    // range, used only as an address to prefetch (which reads nothing and
+                    // cannot fault).
+                    unsafe {
+                        let ahead =
+                            pyo3::ffi::PyList_GetItem(list.as_ptr(), (i + ITEMS_AHEAD) as isize);
+                        _mm_prefetch::<_MM_HINT_T0>(ahead.cast());
+                        _mm_prefetch::<_MM_HINT_T0>(ahead.cast::<u8>().wrapping_add(64).cast());
+                    }
+                }
+                list.get_item(i)?
+            }
+        };
+        item.cast_into::<T>().map_err(|e| {
+            let found = e
+                .into_inner()
+                .get_type()
+                .name()
+                .map_or_else(|_| "?".to_string(), |name| name.to_string());
+            pyo3::exceptions::PyTypeError::new_err(format!(
+                "text {i} of the batch has type {found}, not {kind}; a batch is all str, all \
+                 bytes, or a pyarrow string array"
+            ))
+        })
+    }
+
+    /// Every text as a `T`, in order.
+    fn all<T: pyo3::type_object::PyTypeCheck>(&self, kind: &str) -> PyResult<Vec<Bound<'py, T>>> {
+        (0..self.len()).map(|i| self.get(i, kind)).collect()
+    }
 }
 
 /// The strings of `texts`, each with a reference held.
 fn strings<'py>(texts: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyString>>> {
-    let mut strings = Vec::new();
-    each_text(texts, "str", |string| {
-        strings.push(string);
-        Ok(())
-    })?;
-    Ok(strings)
+    Items::of(texts)?.all("str")
 }
 
-/// The strings of `texts`, each with a reference held, and each one's length in characters.
-fn strings_and_lengths<'py>(
-    texts: &Bound<'py, PyAny>,
-) -> PyResult<(Vec<Bound<'py, PyString>>, Vec<usize>)> {
-    let (mut strings, mut lengths) = (Vec::new(), Vec::new());
-    each_text(texts, "str", |string: Bound<'py, PyString>| {
-        // Read while the object is in cache (pyo3's `len` goes through `PyObject_Size`).
-        // SAFETY: `string` is a str we hold; PyUnicode_GetLength only reads it.
-        let length = unsafe { pyo3::ffi::PyUnicode_GetLength(string.as_ptr()) };
-        lengths.push(usize::try_from(length).map_err(|_| PyErr::fetch(string.py()))?);
-        strings.push(string);
-        Ok(())
-    })?;
-    Ok((strings, lengths))
+/// Python strings held for one call, and their UTF-8 lent for as long as they are held.
+#[derive(Default)]
+struct HeldStrings<'py>(std::cell::RefCell<Vec<Bound<'py, PyString>>>);
+
+impl<'py> HeldStrings<'py> {
+    /// `string`'s UTF-8 (made by CPython the first time when it is not ASCII), `string` held.
+    fn view(&self, string: Bound<'py, PyString>) -> PyResult<&str> {
+        let text: *const str = string.to_str()?;
+        self.0.borrow_mut().push(string);
+        // SAFETY: the UTF-8 belongs to the str object (its characters when ASCII, else the
+        // UTF-8 CPython made and keeps with it until the object is freed); a str never changes
+        // or moves, and `self` holds a reference to it for as long as the view is borrowed.
+        Ok(unsafe { &*text })
+    }
 }
 
 /// The error of a pipelined batch: a text's view (a Python error, raised as it is) or the

@@ -50,21 +50,25 @@ pub fn encode_batch<S: AsRef<str> + Sync>(
     Ok(assemble(&crew, &chunks, texts.len(), &Keep))
 }
 
-/// `encode_batch` for texts whose views only the calling thread can make, one at a time
-/// (`view(i)`: a Python string's UTF-8, which needs the GIL, and the first time makes it).
-/// The calling thread makes the views chunk by chunk and publishes each chunk; the crew's
-/// helpers encode the chunks as they are published, and the calling thread, once every view is
-/// made, takes chunks beside them (`release` runs its share and its waits). Making the views
-/// thus overlaps the encoding (measured on Python strings in 26 languages: 1.65 cores used at 2
-/// threads when made first, 1.8 when made already), and no more threads run than asked for.
-/// Before, the pool's `threads` encoded while the calling thread waited, woken as each of a
-/// batch's 64 chunks ended: on two vCPUs, 8% of a warm pass went to futex wakes and
-/// rescheduling.
-/// `lengths`: each text's length, in any unit (characters will do), to cut the chunks. The
-/// first error of `view` is returned as is, after the chunks already published are done.
+/// `encode_batch` for texts whose views only the calling thread can make, one at a time and in
+/// order (`view(i)` for `i` in `0..count`: a Python string's UTF-8, which needs the GIL, and the
+/// first time makes it). The calling thread makes the views and cuts them into chunks as it
+/// goes, publishing each; the crew's helpers encode the chunks as they are published, and the
+/// calling thread, once every view is made, takes chunks beside them (`release` runs its share
+/// and its waits). Making the views thus overlaps the encoding (measured on Python strings in
+/// 26 languages: 1.65 cores used at 2 threads when made first, 1.8 when made already), and no
+/// more threads run than asked for. Before, the pool's `threads` encoded while the calling
+/// thread waited, woken as each of a batch's 64 chunks ended: on two vCPUs, 8% of a warm pass
+/// went to futex wakes and rescheduling.
+///
+/// The chunks are cut as the views come, so no pass over the texts comes first (a pass over a
+/// Python list for the lengths was 5% of a warm two-thread pass, the helper idle): the chunk
+/// size is set from the first `INLINE_BYTES` of text, and a batch shorter than that is
+/// encoded by the calling thread. The first error of `view` is returned as is, after the
+/// chunks already published are done.
 pub fn encode_batch_pipelined<'t, E: From<Error>>(
     encoder: &dyn TextEncoder,
-    lengths: &[usize],
+    count: usize,
     eos_id: Option<u32>,
     mut view: impl FnMut(usize) -> std::result::Result<&'t str, E>,
     release: &impl Release,
@@ -72,24 +76,34 @@ pub fn encode_batch_pipelined<'t, E: From<Error>>(
     check_eos(encoder, eos_id)?;
     let crew = process_crew()?;
     let threads = crew.threads();
-    if threads == 1 || lengths.iter().sum::<usize>() < INLINE_BYTES {
-        let views = (0..lengths.len())
-            .map(view)
-            .collect::<std::result::Result<Vec<_>, E>>()?;
+    // The views of the batch's start, up to `INLINE_BYTES` of text (all of them at one thread).
+    let mut views = Vec::with_capacity(count);
+    let mut weight = 0;
+    while views.len() < count && (threads == 1 || weight < INLINE_BYTES) {
+        let text = view(views.len())?;
+        weight += text.len() + TEXT_WEIGHT;
+        views.push(text);
+    }
+    if views.len() == count {
         return Ok(release.run(|| encode_inline(encoder, &views, eos_id))?);
     }
-    let starts = chunk_starts(lengths.iter().copied(), threads);
-    let chunk_end = |c: usize| starts.get(c + 1).copied().unwrap_or(lengths.len());
-    let board = Board::new(starts.len());
-    let slots: Vec<OnceLock<ChunkResult>> = starts.iter().map(|_| OnceLock::new()).collect();
+    // A chunk's size from the start's weight per text, as `chunk_starts` sets it from all.
+    let target = chunk_target(weight / views.len() * count, threads);
+    // Room for four times the chunks expected; the last one takes whatever comes after.
+    let most = (4 * threads * CHUNKS_PER_THREAD).min(count);
+    let board = Board::new(most);
+    let slots: Vec<OnceLock<ChunkResult>> = (0..most).map(|_| OnceLock::new()).collect();
+    let starts: Vec<OnceLock<usize>> = (0..most).map(|_| OnceLock::new()).collect();
     let next = AtomicUsize::new(0);
     let take = || loop {
         let c = next.fetch_add(1, Ordering::Relaxed);
         let Some(views) = board.views(c) else { break };
+        let first = starts[c].get().copied().unwrap_or(0);
         // Each slot is set once, by the one thread that took its chunk.
-        let _ = slots[c].set(encode_chunk(encoder, views, starts[c], eos_id));
+        let _ = slots[c].set(encode_chunk(encoder, views, first, eos_id));
     };
     let mut made = Ok(());
+    let mut published = 0;
     crew.run(
         &take,
         || {
@@ -97,17 +111,35 @@ pub fn encode_batch_pipelined<'t, E: From<Error>>(
                 // Closed on the way out, even by a panic: a helper waiting for a chunk that
                 // will never be published stops waiting.
                 let _closed = board.close_on_drop();
-                for (c, &start) in starts.iter().enumerate() {
-                    match (start..chunk_end(c))
-                        .map(&mut view)
-                        .collect::<std::result::Result<Vec<_>, E>>()
-                    {
-                        Ok(views) => board.publish(c, views),
-                        Err(error) => {
-                            made = Err(error);
-                            break;
+                let mut chunk: Vec<&'t str> = Vec::new();
+                let mut held = 0;
+                let mut start = 0;
+                let mut at = 0;
+                while at < count {
+                    let text = if at < views.len() {
+                        views[at]
+                    } else {
+                        match view(at) {
+                            Ok(text) => text,
+                            Err(error) => {
+                                made = Err(error);
+                                break;
+                            }
                         }
+                    };
+                    at += 1;
+                    chunk.push(text);
+                    held += text.len() + TEXT_WEIGHT;
+                    if held >= target && at < count && published + 1 < most {
+                        let _ = starts[published].set(start);
+                        board.publish(published, std::mem::take(&mut chunk));
+                        (published, start, held) = (published + 1, at, 0);
                     }
+                }
+                if made.is_ok() {
+                    let _ = starts[published].set(start);
+                    board.publish(published, chunk);
+                    published += 1;
                 }
             }
             if made.is_ok() {
@@ -117,8 +149,9 @@ pub fn encode_batch_pipelined<'t, E: From<Error>>(
         release,
     );
     made?;
+    let slots: Vec<OnceLock<ChunkResult>> = slots.into_iter().take(published).collect();
     let chunks = in_order(filled(slots)?)?;
-    Ok(assemble(&crew, &chunks, lengths.len(), release))
+    Ok(assemble(&crew, &chunks, count, release))
 }
 
 /// The chunks' views of a pipelined batch, published one by one by the calling thread and
@@ -327,6 +360,11 @@ const CHUNK_BYTES: std::ops::RangeInclusive<usize> = (16 << 10)..=(256 << 10);
 /// cores used at two threads on the race's 4096-text calls; 32: 1.82-1.89, the warm pass alike).
 const CHUNKS_PER_THREAD: usize = 32;
 
+/// The weight of text a chunk holds, for a batch of `total` weight.
+fn chunk_target(total: usize, threads: usize) -> usize {
+    (total / (threads.max(1) * CHUNKS_PER_THREAD)).clamp(*CHUNK_BYTES.start(), *CHUNK_BYTES.end())
+}
+
 /// Where each chunk starts, given the texts' lengths: runs of consecutive texts of about the
 /// same number of bytes (`CHUNKS_PER_THREAD` a thread, within `CHUNK_BYTES`), cut by bytes rather
 /// than by count, so that a batch of a few long documents among many short ones still spreads
@@ -334,8 +372,7 @@ const CHUNKS_PER_THREAD: usize = 32;
 fn chunk_starts(lengths: impl Iterator<Item = usize> + Clone, threads: usize) -> Vec<usize> {
     let weights = lengths.map(|length| length + TEXT_WEIGHT);
     let total: usize = weights.clone().sum();
-    let target = (total / (threads.max(1) * CHUNKS_PER_THREAD))
-        .clamp(*CHUNK_BYTES.start(), *CHUNK_BYTES.end());
+    let target = chunk_target(total, threads);
     let mut starts = vec![0];
     let mut held = 0;
     let mut weights = weights.enumerate().peekable();
@@ -403,10 +440,6 @@ fn prefetch_start(text: &[u8]) {
 mod tests {
     use super::*;
 
-    fn lengths(texts: &[&str]) -> Vec<usize> {
-        texts.iter().map(|text| text.len()).collect()
-    }
-
     #[test]
     fn chunks_are_cut_by_bytes_and_cover_every_text_once() {
         let mut texts = vec![10; 5000];
@@ -444,7 +477,7 @@ mod tests {
     fn pipelined(views: &[&str], eos_id: Option<u32>) -> Result<EncodedBatch> {
         encode_batch_pipelined(
             &Bytes,
-            &lengths(views),
+            views.len(),
             eos_id,
             |i| -> Result<&str> { Ok(views[i]) },
             &Keep,
@@ -465,7 +498,7 @@ mod tests {
             let mut asked = Vec::new();
             let piped = encode_batch_pipelined(
                 &Bytes,
-                &lengths(&views),
+                views.len(),
                 Some(255),
                 |i| -> Result<&str> {
                     asked.push(i);
@@ -483,6 +516,23 @@ mod tests {
     }
 
     #[test]
+    fn pipelined_chunks_cut_from_the_start_s_sizes_hold_any_later_texts() {
+        // The chunk size is set from the first 64 KiB: short texts there, then long ones (a
+        // chunk each, more chunks than the board has room for: the last takes the rest), then
+        // short ones again.
+        let mut texts: Vec<String> = (0..9000).map(|i| format!("t{i}")).collect();
+        texts.extend((0..600).map(|i| "long text ".repeat(2000 + i)));
+        texts.extend((0..5000).map(|i| format!("again {i}")));
+        let views: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let plain = encode_batch(&Bytes, &views, Some(7));
+        assert_eq!(plain.ok(), pipelined(&views, Some(7)).ok());
+        // And long texts first, short ones after: large chunks, then the short ones.
+        let reversed: Vec<&str> = views.iter().rev().copied().collect();
+        let plain = encode_batch(&Bytes, &reversed, None);
+        assert_eq!(plain.ok(), pipelined(&reversed, None).ok());
+    }
+
+    #[test]
     fn pipelined_errors_name_the_first_failing_text() {
         let mut texts = texts(20_000);
         texts[15_000].push('!');
@@ -497,7 +547,7 @@ mod tests {
         // A view that cannot be made stops the batch with its own error.
         let failed = encode_batch_pipelined(
             &Bytes,
-            &lengths(&views),
+            views.len(),
             None,
             |i| {
                 if i == 9000 {
@@ -513,7 +563,7 @@ mod tests {
         // An EOS outside the vocabulary is refused before any view is made.
         let refused = encode_batch_pipelined(
             &Bytes,
-            &[1],
+            1,
             Some(256),
             |_| -> Result<&str> { panic!("no view should be asked for") },
             &Keep,
@@ -530,7 +580,7 @@ mod tests {
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             encode_batch_pipelined(
                 &Bytes,
-                &lengths(&views),
+                views.len(),
                 None,
                 |i| -> Result<&str> {
                     assert!(i != 5000, "view 5000");

@@ -171,3 +171,17 @@ def test_a_str_without_utf8_stops_a_large_batch_with_its_own_error(
         encoder.encode_batch(texts)
     # The encoder goes on working after it.
     assert len(encoder.encode_batch(texts[:10]).ids) > 0
+
+
+def test_a_text_of_another_type_stops_a_large_batch_where_it_stands(
+    encoder: TextEncoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The calling thread takes the texts in order while the helpers encode the chunks already
+    cut; a text of the wrong type ends the batch with an error naming it, after those chunks."""
+    monkeypatch.setenv("RAYON_NUM_THREADS", "2")
+    texts: list = [f"text number {i} " * 8 for i in range(4000)]
+    texts[3500] = 3.5
+    with pytest.raises(TypeError, match="text 3500 of the batch has type float, not str"):
+        encoder.encode_batch(texts)
+    texts[3500] = "mended"
+    assert len(encoder.encode_batch(texts).offsets) == 4001
