@@ -609,7 +609,8 @@ impl Encoder {
 /// How many items of a list ahead of the one being taken `Items::get` asks the cache for.
 const ITEMS_AHEAD: usize = 16;
 
-/// The texts of a batch: a list, walked by hand, or any other sequence, taken whole first.
+/// The texts of a batch: a list, walked by hand, or any other sequence (a list's subclass too,
+/// which may iterate otherwise), taken whole first by iterating it.
 ///
 /// Why a list is walked by hand: each text is an object of its own, wherever the allocator put
 /// it, and the first read of each missed the cache, once for its header and once for the line
@@ -624,7 +625,7 @@ enum Items<'py> {
 
 impl<'py> Items<'py> {
     fn of(texts: &Bound<'py, PyAny>) -> PyResult<Self> {
-        Ok(match texts.cast::<pyo3::types::PyList>() {
+        Ok(match texts.cast_exact::<pyo3::types::PyList>() {
             Ok(list) => Items::List(list.clone()),
             Err(_) => Items::Other(texts.extract()?),
         })

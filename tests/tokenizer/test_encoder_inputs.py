@@ -185,3 +185,16 @@ def test_a_text_of_another_type_stops_a_large_batch_where_it_stands(
         encoder.encode_batch(texts)
     texts[3500] = "mended"
     assert len(encoder.encode_batch(texts).offsets) == 4001
+
+
+def test_a_list_subclass_is_read_as_it_iterates(encoder: TextEncoder) -> None:
+    """Only an exact list is walked by index; a subclass is taken through its own iteration."""
+
+    class Reversed(list):
+        def __iter__(self):
+            return reversed(list(super().__iter__()))
+
+    texts = [f"text {i}" for i in range(40)]
+    ids, offsets = encoder._encoder.encode_batch(Reversed(texts))
+    expected = encoder.encode_batch(texts[::-1])
+    assert np.array_equal(ids, expected.ids) and np.array_equal(offsets, expected.offsets)
