@@ -93,12 +93,12 @@ pub fn encode_batch_pipelined<'t, E: From<Error>>(
     let most = (4 * threads * CHUNKS_PER_THREAD).min(count);
     let board = Board::new(most);
     let slots: Vec<OnceLock<ChunkResult>> = (0..most).map(|_| OnceLock::new()).collect();
-    let starts: Vec<OnceLock<usize>> = (0..most).map(|_| OnceLock::new()).collect();
     let next = AtomicUsize::new(0);
     let take = || loop {
         let c = next.fetch_add(1, Ordering::Relaxed);
-        let Some(views) = board.views(c) else { break };
-        let first = starts[c].get().copied().unwrap_or(0);
+        let Some((first, views)) = board.views(c) else {
+            break;
+        };
         // Each slot is set once, by the one thread that took its chunk.
         let _ = slots[c].set(encode_chunk(encoder, views, first, eos_id));
     };
@@ -131,14 +131,12 @@ pub fn encode_batch_pipelined<'t, E: From<Error>>(
                     chunk.push(text);
                     held += text.len() + TEXT_WEIGHT;
                     if held >= target && at < count && published + 1 < most {
-                        let _ = starts[published].set(start);
-                        board.publish(published, std::mem::take(&mut chunk));
+                        board.publish(published, start, std::mem::take(&mut chunk));
                         (published, start, held) = (published + 1, at, 0);
                     }
                 }
                 if made.is_ok() {
-                    let _ = starts[published].set(start);
-                    board.publish(published, chunk);
+                    board.publish(published, start, chunk);
                     published += 1;
                 }
             }
@@ -154,10 +152,10 @@ pub fn encode_batch_pipelined<'t, E: From<Error>>(
     Ok(assemble(&crew, &chunks, count, release))
 }
 
-/// The chunks' views of a pipelined batch, published one by one by the calling thread and
-/// read by the threads that encode them.
+/// The chunks' views of a pipelined batch (each with its first text's place in the batch),
+/// published one by one by the calling thread and read by the threads that encode them.
 struct Board<'t> {
-    views: Vec<OnceLock<Vec<&'t str>>>,
+    views: Vec<OnceLock<(usize, Vec<&'t str>)>>,
     /// Set when the calling thread is done publishing (all chunks, or up to an error).
     closed: AtomicBool,
     /// How many threads sleep waiting for a chunk: the calling thread wakes them only when some
@@ -186,9 +184,9 @@ impl<'t> Board<'t> {
         self.views[c].get().is_none() && !self.closed.load(Ordering::Acquire)
     }
 
-    /// Chunk `c`'s views (chunks are published in order).
-    fn publish(&self, c: usize, views: Vec<&'t str>) {
-        let _ = self.views[c].set(views);
+    /// Chunk `c`'s views, the first being text `first` (chunks are published in order).
+    fn publish(&self, c: usize, first: usize, views: Vec<&'t str>) {
+        let _ = self.views[c].set((first, views));
         if *self.lock() > 0 {
             self.more.notify_all();
         }
@@ -199,9 +197,9 @@ impl<'t> Board<'t> {
         CloseOnDrop(self)
     }
 
-    /// Chunk `c`'s views, once published; `None` when `c` is past the last chunk or the board
-    /// was closed before publishing it.
-    fn views(&self, c: usize) -> Option<&[&'t str]> {
+    /// Chunk `c`'s first text and views, once published; `None` when `c` is past the last
+    /// chunk or the board was closed before publishing it.
+    fn views(&self, c: usize) -> Option<(usize, &[&'t str])> {
         if c >= self.views.len() {
             return None;
         }
@@ -217,7 +215,9 @@ impl<'t> Board<'t> {
                 |sleepers| sleepers,
             );
         }
-        self.views[c].get().map(Vec::as_slice)
+        self.views[c]
+            .get()
+            .map(|(first, views)| (*first, views.as_slice()))
     }
 }
 
