@@ -4,7 +4,9 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use rustc_hash::FxHashMap;
+use hashbrown::HashTable;
+use rustc_hash::FxBuildHasher;
+use std::hash::BuildHasher;
 
 /// GPT-2's reversible map from bytes to printable characters (the ByteLevel alphabet): the
 /// printable Latin-1 bytes map to themselves, the other 68 to U+0100 onwards, in byte order.
@@ -47,65 +49,108 @@ impl CharToByte {
 const NO_RANK: u32 = u32::MAX;
 /// Longer pre-tokens use the heap; shorter ones the quadratic scan, which is faster there.
 const SCAN_LIMIT: usize = 48;
+/// Bits of a token id and of a rank in a merge's word (`Merges::table`): ids below 2^21
+/// (2,097,152 tokens) and fewer than 2^22 merges, far above any vocabulary in use.
+const ID_BITS: u32 = 21;
+const RANK_BITS: u32 = 22;
 
-/// The merge table: pair of ids → (rank, id of the merged token). A `HashMap` on purpose: most
-/// lookups are of pairs that do not merge, which hashbrown answers from its control bytes (a
-/// sixteenth of the table, in cache); a flat open-addressing table on huge pages, one access per
-/// lookup, made the first pass over CJK text 0.76x as fast (`encode_speed`, 5 interleaved pairs).
+/// The merge table: pair of ids → rank, and rank → id of the merged token.
+///
+/// Each merge is one 64-bit word, `left | right | rank`, in a hashbrown table: most lookups
+/// are of pairs that do not merge, which its control bytes (a sixteenth of the table) answer
+/// from cache; a pair that merges costs one bucket of 8 bytes, where a map of pair → (rank,
+/// merged id) took 16 (4.2 MB of buckets for Qwen's 151k merges, now 2.1 MB). The merged id
+/// is read only when a merge is made (`merged`). A flat open-addressing table on huge pages,
+/// one access per lookup, made the first pass over CJK text 0.76x as fast (`encode_speed`, 5
+/// interleaved pairs): the control bytes are what keeps the misses cheap.
 pub struct Merges {
-    map: FxHashMap<u64, (u32, u32)>,
+    table: HashTable<u64>,
+    /// The id of the token each rank's merge makes.
+    merged: Vec<u32>,
     /// The id of each byte's token (`u32::MAX` for a byte the vocabulary lacks).
     byte_ids: [u32; 256],
-    /// The merge of every pair of bytes (indexed by `first << 8 | second`; 512 KiB), when all
+    /// The rank of every pair of bytes (indexed by `first << 8 | second`; 256 KiB), when all
     /// 256 bytes are tokens: a new piece's first ranks are one pair per byte, and this table
     /// stays in cache where the map does not (`merge_bytes`).
-    byte_pairs: Option<Box<[Merge]>>,
+    byte_pairs: Option<Box<[u32]>>,
 }
-
-/// A pair's (rank, merged id); `NO_RANK` when the pair does not merge.
-type Merge = (u32, u32);
 
 impl Merges {
     /// From `(left id, right id, merged id)` in rank order; a pair listed twice keeps its last
     /// rank, as `tokenizers` does when it collects the list into a map. `byte_ids` are the
-    /// bytes' token ids (`u32::MAX` for a byte the vocabulary lacks).
-    pub fn new(list: impl IntoIterator<Item = (u32, u32, u32)>, byte_ids: &[u32; 256]) -> Merges {
-        let mut map = FxHashMap::default();
-        for (rank, (left, right, merged)) in list.into_iter().enumerate() {
-            map.insert(key(left, right), (rank as u32, merged));
+    /// bytes' token ids (`u32::MAX` for a byte the vocabulary lacks). An id from 2^21 on, or
+    /// 2^22 merges or more, do not fit the table's words.
+    pub fn new(
+        list: impl IntoIterator<Item = (u32, u32, u32)>,
+        byte_ids: &[u32; 256],
+    ) -> Result<Merges, String> {
+        let list = list.into_iter();
+        let mut table = HashTable::with_capacity(list.size_hint().0);
+        let mut merged = Vec::with_capacity(list.size_hint().0);
+        for (rank, (left, right, id)) in list.enumerate() {
+            if left.max(right).max(id) >> ID_BITS != 0 || rank >> RANK_BITS != 0 {
+                return Err(format!(
+                    "merge {rank} ({left}, {right} -> {id}) is past the fast encoder's \
+                     2^{ID_BITS} token ids or 2^{RANK_BITS} merges"
+                ));
+            }
+            let key = key(left, right);
+            let word = key << RANK_BITS | rank as u64;
+            match table.find_mut(hash(key), |&w| w >> RANK_BITS == key) {
+                Some(found) => *found = word,
+                None => {
+                    table.insert_unique(hash(key), word, |&w| hash(w >> RANK_BITS));
+                }
+            }
+            merged.push(id);
         }
         let mut merges = Merges {
-            map,
+            table,
+            merged,
             byte_ids: *byte_ids,
             byte_pairs: None,
         };
         if !byte_ids.contains(&u32::MAX) {
             let pairs = (0..1usize << 16)
-                .map(|pair| merges.get(byte_ids[pair >> 8], byte_ids[pair & 0xff]))
+                .map(|pair| merges.rank(byte_ids[pair >> 8], byte_ids[pair & 0xff]))
                 .collect();
             merges.byte_pairs = Some(pairs);
         }
-        merges
+        Ok(merges)
     }
 
+    /// The rank of merging `left` and `right`, or `NO_RANK`.
     #[inline(always)]
-    fn get(&self, left: u32, right: u32) -> (u32, u32) {
-        self.map
-            .get(&key(left, right))
-            .copied()
-            .unwrap_or((NO_RANK, 0))
+    fn rank(&self, left: u32, right: u32) -> u32 {
+        let key = key(left, right);
+        self.table
+            .find(hash(key), |&w| w >> RANK_BITS == key)
+            .map_or(NO_RANK, |&w| (w & ((1 << RANK_BITS) - 1)) as u32)
+    }
+
+    /// The token a merge of `rank` makes.
+    #[inline(always)]
+    fn merged(&self, rank: u32) -> u32 {
+        self.merged[rank as usize]
     }
 }
 
+/// A pair's key: both ids in `2 * ID_BITS` bits (ids past them never reach a lookup: `new`
+/// refuses them, and every symbol is a byte's or a merge's token).
 #[inline(always)]
 fn key(left: u32, right: u32) -> u64 {
-    (u64::from(left) << 32) | u64::from(right)
+    (u64::from(left) << ID_BITS) | u64::from(right)
+}
+
+#[inline(always)]
+fn hash(key: u64) -> u64 {
+    FxBuildHasher.hash_one(key)
 }
 
 /// Reusable buffers for `merge`, so a cache miss allocates nothing once warmed up.
 #[derive(Default)]
 pub struct Scratch {
-    ranks: Vec<(u32, u32)>,
+    ranks: Vec<u32>,
     next: Vec<u32>,
     prev: Vec<u32>,
     alive: Vec<bool>,
@@ -117,7 +162,7 @@ pub fn merge(merges: &Merges, symbols: &mut Vec<u32>, scratch: &mut Scratch) {
     scratch.ranks.clear();
     scratch
         .ranks
-        .extend(symbols.windows(2).map(|w| merges.get(w[0], w[1])));
+        .extend(symbols.windows(2).map(|w| merges.rank(w[0], w[1])));
     merge_ranked(merges, symbols, scratch);
 }
 
@@ -147,7 +192,7 @@ pub fn merge_bytes(merges: &Merges, piece: &[u8], symbols: &mut Vec<u32>, scratc
     merge_ranked(merges, symbols, scratch);
 }
 
-/// `merge`, with `scratch.ranks` holding the (rank, merged id) of each adjacent pair.
+/// `merge`, with `scratch.ranks` holding the rank of each adjacent pair.
 fn merge_ranked(merges: &Merges, symbols: &mut Vec<u32>, scratch: &mut Scratch) {
     if symbols.len() <= SCAN_LIMIT {
         merge_by_scan(merges, symbols, &mut scratch.ranks);
@@ -157,12 +202,12 @@ fn merge_ranked(merges: &Merges, symbols: &mut Vec<u32>, scratch: &mut Scratch) 
 }
 
 /// Find the lowest (rank, position) pair by scanning; quadratic, but tiny for words. `ranks`
-/// starts with each adjacent pair's (rank, merged id).
-fn merge_by_scan(merges: &Merges, symbols: &mut Vec<u32>, ranks: &mut Vec<(u32, u32)>) {
+/// starts with each adjacent pair's rank.
+fn merge_by_scan(merges: &Merges, symbols: &mut Vec<u32>, ranks: &mut Vec<u32>) {
     loop {
         let mut best = NO_RANK;
         let mut at = 0;
-        for (i, &(rank, _)) in ranks.iter().enumerate() {
+        for (i, &rank) in ranks.iter().enumerate() {
             if rank < best {
                 best = rank;
                 at = i;
@@ -171,14 +216,14 @@ fn merge_by_scan(merges: &Merges, symbols: &mut Vec<u32>, ranks: &mut Vec<(u32, 
         if best == NO_RANK {
             return;
         }
-        symbols[at] = ranks[at].1;
+        symbols[at] = merges.merged(best);
         symbols.remove(at + 1);
         ranks.remove(at);
         if at > 0 {
-            ranks[at - 1] = merges.get(symbols[at - 1], symbols[at]);
+            ranks[at - 1] = merges.rank(symbols[at - 1], symbols[at]);
         }
         if at < ranks.len() {
-            ranks[at] = merges.get(symbols[at], symbols[at + 1]);
+            ranks[at] = merges.rank(symbols[at], symbols[at + 1]);
         }
     }
 }
@@ -202,7 +247,7 @@ fn merge_by_heap(merges: &Merges, symbols: &mut Vec<u32>, scratch: &mut Scratch)
     heap.clear();
     alive.clear();
     alive.resize(n, true);
-    for (i, &(rank, _)) in ranks.iter().enumerate() {
+    for (i, &rank) in ranks.iter().enumerate() {
         if rank != NO_RANK {
             heap.push(Reverse((rank, i as u32)));
         }
@@ -214,11 +259,10 @@ fn merge_by_heap(merges: &Merges, symbols: &mut Vec<u32>, scratch: &mut Scratch)
             continue;
         }
         let right = right as usize;
-        let (current_rank, merged) = merges.get(symbols[pos], symbols[right]);
-        if current_rank != rank {
+        if merges.rank(symbols[pos], symbols[right]) != rank {
             continue;
         }
-        symbols[pos] = merged;
+        symbols[pos] = merges.merged(rank);
         alive[right] = false;
         next[pos] = next[right];
         if next[pos] != NONE {
@@ -226,13 +270,13 @@ fn merge_by_heap(merges: &Merges, symbols: &mut Vec<u32>, scratch: &mut Scratch)
         }
         if prev[pos] != NONE {
             let left = prev[pos] as usize;
-            let (r, _) = merges.get(symbols[left], symbols[pos]);
+            let r = merges.rank(symbols[left], symbols[pos]);
             if r != NO_RANK {
                 heap.push(Reverse((r, left as u32)));
             }
         }
         if next[pos] != NONE {
-            let (r, _) = merges.get(symbols[pos], symbols[next[pos] as usize]);
+            let r = merges.rank(symbols[pos], symbols[next[pos] as usize]);
             if r != NO_RANK {
                 heap.push(Reverse((r, pos as u32)));
             }
@@ -259,10 +303,14 @@ mod tests {
             [(0, 1, 3), (1, 2, 4), (3, 2, 5), (0, 0, 6)],
             &[u32::MAX; 256],
         )
+        .expect("fits")
     }
 
-    fn ranks_of(merges: &Merges, symbols: &[u32]) -> Vec<(u32, u32)> {
-        symbols.windows(2).map(|w| merges.get(w[0], w[1])).collect()
+    fn ranks_of(merges: &Merges, symbols: &[u32]) -> Vec<u32> {
+        symbols
+            .windows(2)
+            .map(|w| merges.rank(w[0], w[1]))
+            .collect()
     }
 
     fn both(symbols: &[u32]) -> Vec<u32> {
@@ -296,11 +344,11 @@ mod tests {
             (id(0xe4), id(0xb8), 5),
             (5, id(0xad), 6),
         ];
-        let merges = Merges::new(list, &byte_ids);
+        let merges = Merges::new(list, &byte_ids).expect("fits");
         assert!(merges.byte_pairs.is_some());
         let mut missing = byte_ids;
         missing[0] = u32::MAX;
-        let without_table = Merges::new(list, &missing);
+        let without_table = Merges::new(list, &missing).expect("fits");
         assert!(without_table.byte_pairs.is_none());
         for piece in [
             &b"abccc"[..],
@@ -335,8 +383,31 @@ mod tests {
     }
 
     #[test]
+    fn ids_and_ranks_past_the_table_s_words_are_refused() {
+        let bytes = [u32::MAX; 256];
+        assert!(Merges::new([(0, 1, (1 << ID_BITS) - 1)], &bytes).is_ok());
+        for merge in [
+            (1 << ID_BITS, 1, 2),
+            (0, 1 << ID_BITS, 2),
+            (0, 1, 1 << ID_BITS),
+        ] {
+            let refused = Merges::new([merge], &bytes).err().unwrap_or_default();
+            assert!(refused.contains("2^21 token ids"), "{refused}");
+        }
+        // The largest ids and a pair that shares the low bits of another stay apart.
+        let top = (1 << ID_BITS) - 1;
+        let merges = Merges::new([(top, top, 5), (top, 0, 6), (0, top, 7)], &bytes).expect("fits");
+        assert_eq!(merges.rank(top, top), 0);
+        assert_eq!(merges.rank(top, 0), 1);
+        assert_eq!(merges.rank(0, top), 2);
+        assert_eq!(merges.rank(0, 0), NO_RANK);
+        assert_eq!((merges.merged(0), merges.merged(2)), (5, 7));
+    }
+
+    #[test]
     fn duplicate_pair_keeps_the_last_rank() {
-        let merges = Merges::new([(0, 1, 3), (1, 2, 4), (0, 1, 3)], &[u32::MAX; 256]);
+        let merges =
+            Merges::new([(0, 1, 3), (1, 2, 4), (0, 1, 3)], &[u32::MAX; 256]).expect("fits");
         let mut symbols = vec![0, 1, 2];
         merge(&merges, &mut symbols, &mut Scratch::default());
         assert_eq!(symbols, vec![0, 4]);

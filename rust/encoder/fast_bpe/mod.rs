@@ -167,13 +167,13 @@ impl FastBpe {
         };
         let (merges, known, load_cache) = match (&cached, cache) {
             (Some(derived), Some(cache)) => (
-                Merges::new(derived.merges(), &byte_ids),
+                Merges::new(derived.merges(), &byte_ids)?,
                 derived.pieces().collect(),
                 format!("read {}", cache.path().display()),
             ),
             _ => {
                 let list = merge_list(spec, vocab)?;
-                let merges = Merges::new(list.iter().copied(), &byte_ids);
+                let merges = Merges::new(list.iter().copied(), &byte_ids)?;
                 let known = whole_tokens(&tokens, &merges, &byte_ids, spec);
                 let kept = match cache.map(|cache| (cache.store(&list, &known), cache.path())) {
                     None => "off".to_string(),
