@@ -192,19 +192,21 @@ def test_token_ids_and_vocab_size_match_the_oracle(pair: Pair) -> None:
     assert pair.ours.vocab_size == pair.oracle.get_vocab_size(with_added_tokens=True)
 
 
-def test_a_merged_token_id_past_2_21_goes_to_the_hf_encoder(tmp_path: Path) -> None:
+@pytest.mark.parametrize("moved", ["merged", "byte"])
+def test_a_token_id_past_2_21_goes_to_the_hf_encoder(tmp_path: Path, moved: str) -> None:
     """The fast encoder keeps each merge in one 64-bit word (ids below 2^21); a file with a
-    larger id is served by the HF encoder, which says why, with the oracle's ids."""
+    larger id, a merge's token or a byte's, is served by the HF encoder, which says why, with
+    the oracle's ids."""
     spec = json.loads(SHIPPED.read_text(encoding="utf-8"))
     first = spec["model"]["merges"][0]
     left, right = first.split(" ") if isinstance(first, str) else first
-    spec["model"]["vocab"][left + right] = 3_000_000
+    spec["model"]["vocab"][left + right if moved == "merged" else "\u0100"] = 3_000_000
     path = tmp_path / "tokenizer.json"
     path.write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
     ours = TextEncoder(path)
     assert ours._encoder.engine == HF_ENGINE
     assert "2^21 token ids" in (ours._encoder.fallback_reason or "")
-    text = f"{left}{right} and more {left}{right}{left}"
+    text = f"{left}{right} and\0 more {left}{right}{left}"
     oracle = Tokenizer.from_file(str(path))
     assert ours.encode_batch([text]).ids.tolist() == oracle.encode(text).ids
 

@@ -84,6 +84,16 @@ impl Merges {
         list: impl IntoIterator<Item = (u32, u32, u32)>,
         byte_ids: &[u32; 256],
     ) -> Result<Merges, String> {
+        // A byte's token reaches the lookups without being in any merge: its id must fit too,
+        // or its key would run into the left id's bits and could match another pair.
+        if let Some(&id) = byte_ids
+            .iter()
+            .find(|&&id| id != u32::MAX && id >> ID_BITS != 0)
+        {
+            return Err(format!(
+                "a byte's token id {id} is past the fast encoder's 2^{ID_BITS} token ids"
+            ));
+        }
         let list = list.into_iter();
         let mut table = HashTable::with_capacity(list.size_hint().0);
         let mut merged = Vec::with_capacity(list.size_hint().0);
@@ -394,6 +404,13 @@ mod tests {
             let refused = Merges::new([merge], &bytes).err().unwrap_or_default();
             assert!(refused.contains("2^21 token ids"), "{refused}");
         }
+        // A byte's token past them is refused too, merged or not.
+        let mut high_byte = bytes;
+        high_byte[7] = 1 << ID_BITS;
+        let refused = Merges::new([(0, 1, 2)], &high_byte)
+            .err()
+            .unwrap_or_default();
+        assert!(refused.contains("byte's token id 2097152"), "{refused}");
         // The largest ids and a pair that shares the low bits of another stay apart.
         let top = (1 << ID_BITS) - 1;
         let merges = Merges::new([(top, top, 5), (top, 0, 6), (0, top, 7)], &bytes).expect("fits");
