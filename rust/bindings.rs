@@ -687,9 +687,15 @@ impl<'py> Items<'py> {
     }
 }
 
-/// The strings of `texts`, each with a reference held.
-fn strings<'py>(texts: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyString>>> {
-    Items::of(texts)?.all("str")
+/// The UTF-8 of every str of `texts`, in one pass, each string held by `held`.
+fn str_views<'h, 'py>(
+    texts: &Bound<'py, PyAny>,
+    held: &'h HeldStrings<'py>,
+) -> PyResult<Vec<&'h str>> {
+    let items = Items::of(texts)?;
+    (0..items.len())
+        .map(|i| held.view(items.get(i, "str")?))
+        .collect()
 }
 
 /// Python strings held for one call, and their UTF-8 lent for as long as they are held.
@@ -758,8 +764,8 @@ fn hash_texts<'py>(
     py: Python<'py>,
     texts: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyArray2<u64>>> {
-    let texts = strings(texts)?;
-    let views: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
+    let held = HeldStrings::default();
+    let views = str_views(texts, &held)?;
     let pool = crate::encoder::process_pool().map_err(|e| to_py_err(py, e))?;
     let hashes = py.detach(|| pool.install(|| crate::prepare::hash::hash_all(&views)));
     let rows = hashes.len();
@@ -889,8 +895,8 @@ impl RawDocuments {
 
     /// Documents given whole ("texts" sources), the first being row `first_row`.
     fn feed_texts(&mut self, texts: &Bound<'_, PyAny>, first_row: u64) -> PyResult<()> {
-        let texts = strings(texts)?;
-        let views: Vec<&str> = texts.iter().map(|t| t.to_str()).collect::<PyResult<_>>()?;
+        let held = HeldStrings::default();
+        let views = str_views(texts, &held)?;
         self.inner.feed_texts(&views, first_row);
         Ok(())
     }
