@@ -92,12 +92,21 @@ class RawDocuments:
         """Start a source; ``format``: "blocks", "lines", "jsonl" or "texts"; ``first_line``:
         the number of the first line fed (where a byte range of the file starts)."""
     def open_file(
-        self, path: str, start: int = 0, end: int | None = None, compression: str | None = None
+        self,
+        path: str,
+        start: int = 0,
+        end: int | None = None,
+        compression: str | None = None,
+        parts: bool = False,
+        lanes: int | None = None,
     ) -> None:
         """Read the source from the file ``path`` (bytes ``start..end`` of its text) with
         ``read_file``; ``compression``: None, "gz", "zst", "bz2" or "xz". In a compressed file
         ``start`` and ``end`` are targets: the range runs between the cuts for them
-        (``rust/prepare/cuts.rs``), its first line numbered as found."""
+        (``rust/prepare/cuts.rs``), its first line numbered as found. ``parts``: ``start`` and
+        ``end`` are file offsets from ``compressed_parts``, the range running between the
+        first document boundaries in those parts' texts. A compressed file of several parts is
+        decompressed by ``lanes`` threads (None: as many as the encoder's pool)."""
     def read_file(self, limit: int) -> int:
         """Read about ``limit`` more bytes of the file's text and cut its whole lines into
         documents, without the GIL; the bytes of text read (0: the file is done)."""
@@ -119,6 +128,11 @@ class RawDocuments:
     def take(self) -> RawDocuments:
         """The finished documents, as a batch for ``prepare_batch``."""
     def __len__(self) -> int: ...
+
+def compressed_parts(path: str, compression: str | None) -> list[int]:
+    """The file offsets at which ``path`` can be entered: the starts of its parts that decode on
+    their own (zstd frames, BGZF members, xz blocks; ``rust/reader/frames``), the first 0;
+    ``[0]`` for a file of one part. Reads headers and indexes, decompresses nothing."""
 
 def text_length_estimate(path: str, compression: str | None, sample: int) -> int:
     """An estimate of the length of the text of ``path`` (stored with ``compression``) from its

@@ -826,6 +826,7 @@ impl RawDocuments {
             format,
             compressed,
             first_line,
+            origin: None,
         });
         Ok(())
     }
@@ -834,7 +835,12 @@ impl RawDocuments {
     /// None: to its end) with `read_file`, instead of feeding it. `compression`: None, "gz",
     /// "zst", "bz2" or "xz"; in a compressed file `start` and `end` are targets, the range
     /// running between the cuts for them (`prepare/cuts.rs`).
-    #[pyo3(signature = (path, start = 0, end = None, compression = None))]
+    /// `parts`: `start` and `end` are file offsets of two of its parts (`reader/frames`), the
+    /// range running between the first document boundaries in their texts. A file of several
+    /// parts is decompressed by `lanes` threads (None: as many as the encoder's pool has).
+    #[pyo3(signature = (path, start = 0, end = None, compression = None, parts = false,
+        lanes = None))]
+    #[allow(clippy::too_many_arguments)]
     fn open_file(
         &mut self,
         py: Python<'_>,
@@ -842,12 +848,25 @@ impl RawDocuments {
         start: u64,
         end: Option<u64>,
         compression: Option<&str>,
+        parts: bool,
+        lanes: Option<usize>,
     ) -> PyResult<()> {
+        use crate::prepare::file::FileFeed;
         let compression = compression_named(compression)?;
+        let lanes = match lanes {
+            Some(lanes) => lanes,
+            None => crate::encoder::process_pool()
+                .map_err(|e| to_py_err(py, e))?
+                .current_num_threads(),
+        };
         let format = self.inner.format();
-        let feed =
-            crate::prepare::file::FileFeed::open_compressed(path, compression, start, end, format)
-                .map_err(|e| to_py_err(py, e))?;
+        let feed = py
+            .detach(|| match parts {
+                true => FileFeed::open_parts(path, compression, start, end, format, lanes),
+                false => FileFeed::open_compressed(path, compression, start, end, format, lanes),
+            })
+            .map_err(|e| to_py_err(py, e))?;
+        self.inner.set_origin(feed.origin().cloned());
         self.file_bytes_read = 0;
         self.file = Some(feed);
         Ok(())
@@ -986,6 +1005,21 @@ fn compression_named(name: Option<&str>) -> PyResult<crate::reader::Compression>
     })
 }
 
+/// The file offsets at which `path`, stored with `compression`, can be entered: the starts of
+/// its parts that decode on their own (`reader/frames`: zstd frames, BGZF members, xz blocks),
+/// the first one 0; `[0]` for a file that is one part. Reads headers and indexes only.
+#[pyfunction]
+fn compressed_parts(
+    py: Python<'_>,
+    path: PathBuf,
+    compression: Option<&str>,
+) -> PyResult<Vec<u64>> {
+    let compression = compression_named(compression)?;
+    py.detach(|| crate::reader::frames::parts(&path, compression))
+        .map(|parts| parts.starts())
+        .map_err(|e| to_py_err(py, e))
+}
+
 /// An estimate of the length of the text of `path`, stored with `compression`, from its first
 /// `sample` bytes of text (the length itself when it is no longer), without the GIL.
 #[pyfunction]
@@ -1025,6 +1059,7 @@ fn prepare_batch<'py>(
 ) -> PyResult<PreparedBatch<'py>> {
     use crate::prepare::batch::prepare;
     use crate::prepare::clean::CleanOptions;
+    use crate::prepare::file::text_before;
     use crate::prepare::near::{MinHasher, NearOptions};
     use crate::prepare::rows::ReadOptions;
     use crate::prepare::val_split::ValSplit;
@@ -1068,19 +1103,20 @@ fn prepare_batch<'py>(
     let (mut duplicates, mut overflow) = (0u64, false);
     let split = split.map(|(seed, fraction)| ValSplit::new(seed, fraction));
     let mut val_documents = None;
+    let resolve_row = |line: &str, entry: &crate::prepare::split::Entry| {
+        Python::attach(|py| {
+            resolve
+                .call1(py, (line, entry.source, entry.line))
+                .and_then(|text| text.extract::<String>(py))
+        })
+        .map_err(BatchError::Python)
+    };
     let outcome = py.detach(|| {
         pool.install(|| {
             // Decided here, the bands are made by the set's decision (`first_seen_near`: not
             // for a document whose exact twin came earlier); else each kept document's.
             let band_all = if decided_here { None } else { hasher.as_ref() };
-            let mut prepared = prepare(&docs, &read, &clean, band_all, |line, entry| {
-                Python::attach(|py| {
-                    resolve
-                        .call1(py, (line, entry.source, entry.line))
-                        .and_then(|text| text.extract::<String>(py))
-                })
-                .map_err(BatchError::Python)
-            })?;
+            let mut prepared = prepare(&docs, &read, &clean, band_all, resolve_row)?;
             if let Some(set) = set.as_mut() {
                 // Near-duplicates by their bands (a document sharing one with an earlier
                 // document is one), exact duplicates by their hashes.
@@ -1130,8 +1166,28 @@ fn prepare_batch<'py>(
     }
     let (prepared, encoded, lined) = match outcome {
         Ok(done) => done,
-        Err(BatchError::Core(error)) => return Err(to_py_err(py, error)),
-        Err(BatchError::Python(error)) => return Err(error),
+        Err(error) => {
+            // A range of parts counts lines from its first part: the error is made again
+            // with the file's lines and offsets.
+            let mut docs = docs;
+            let again = py.detach(|| {
+                let lanes = pool.current_num_threads();
+                let rebased = docs.rebase(|origin| text_before(origin, lanes))?;
+                Ok::<_, BatchError>(match rebased {
+                    true => prepare(&docs, &read, &clean, None, resolve_row).err(),
+                    false => None,
+                })
+            });
+            let error = match again {
+                Ok(Some(again)) => again,
+                Ok(None) => error,
+                Err(failed) => failed,
+            };
+            return Err(match error {
+                BatchError::Core(error) => to_py_err(py, error),
+                BatchError::Python(error) => error,
+            });
+        }
     };
     let ids = encoded.map(|batch| (batch.ids.into_pyarray(py), batch.offsets.into_pyarray(py)));
     let texts = match (&ids, &lined) {
@@ -1380,6 +1436,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hash_texts, m)?)?;
     m.add_function(wrap_pyfunction!(prepare_batch, m)?)?;
     m.add_function(wrap_pyfunction!(text_length_estimate, m)?)?;
+    m.add_function(wrap_pyfunction!(compressed_parts, m)?)?;
     m.add_function(wrap_pyfunction!(keep_lines, m)?)?;
     m.add_function(wrap_pyfunction!(sort_records, m)?)?;
     m.add_class::<RawDocuments>()?;

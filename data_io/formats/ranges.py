@@ -9,8 +9,13 @@ boundary. A text document is a block of lines ended by a blank line (only whites
 Python's ``str.isspace`` sees it; a line that is not UTF-8 is not blank): a range ends just
 after a blank line. ``datasets`` sources stay whole.
 
-A compressed file cannot be entered in the middle: each of its ranges decompresses all the text
-before it, so cutting a file into ``k`` ranges decompresses it ``k / 2`` times over (and the
+A compressed file made of parts that decode on their own (zstd frames, BGZF members, xz blocks:
+``_core.compressed_parts`` finds them from their headers) is cut as an uncompressed one is, at
+part starts about ``unit_bytes`` of the file apart (``PartsRange``): each range decompresses
+only its own parts, and a little of the next to find where its last document ends.
+
+Any other compressed file cannot be entered in the middle: each of its ranges decompresses all
+the text before it, so cutting a file into ``k`` ranges decompresses it ``k / 2`` times over (and the
 last range waits for most of it). So a compressed file is cut only when it holds at least an
 eighth of the run's bytes on disk (with more files than that, whole files already make the
 units), its text's length is estimated from a sample, and it is cut into at most
@@ -22,13 +27,14 @@ slower than it is prepared, so it stays whole.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from pathlib import Path
 from typing import BinaryIO
 
 from data_io import _core
 from data_io.errors import InputError
-from data_io.formats.raw_text import ByteRange, RowGroups, Source, TextRange
+from data_io.formats.raw_text import ByteRange, PartsRange, RowGroups, Source, TextRange
 
 __all__ = ["MOST_RANGES", "document_ranges"]
 
@@ -43,12 +49,17 @@ _SAMPLE_BYTES = 16 << 20
 
 def document_ranges(
     source: Source, unit_bytes: int, doc_per_line: bool, run_bytes: int = 0
-) -> list[ByteRange] | list[TextRange] | list[RowGroups]:
+) -> list[ByteRange] | list[TextRange] | list[PartsRange] | list[RowGroups]:
     """Ranges of about ``unit_bytes`` covering ``source`` in order, or ``[]`` when it is read
     whole (small, one row group, a ``datasets`` source, or a compressed file holding less than
     an eighth of ``run_bytes``, the run's inputs on disk)."""
     size = source.size
     if source.compression is not None and source.kind in ("txt", "jsonl"):
+        if unit_bytes <= 0 or size * 8 <= unit_bytes:
+            return []  # text rarely shrinks eightfold: not worth a look
+        starts = _core.compressed_parts(str(source.path), source.compression)
+        if len(starts) > 1:
+            return _parts_ranges(starts, size, unit_bytes)
         if source.size * _COMPRESSED_SHARE < run_bytes:
             return []
         return _text_ranges(source, unit_bytes)
@@ -76,6 +87,21 @@ def document_ranges(
     lines = _first_lines(source.path, cuts)
     ends = [*cuts[1:], size]
     return [ByteRange(start, end, line) for start, end, line in zip(cuts, ends, lines, strict=True)]
+
+
+def _parts_ranges(starts: list[int], size: int, unit_bytes: int) -> list[PartsRange]:
+    """Ranges of a file of parts starting at ``starts``, cut at the first part start at or
+    after each multiple of about ``unit_bytes`` of the file (on disk, as Parquet's row groups
+    are counted), or ``[]`` when they make one."""
+    count = max(1, round(size / unit_bytes))
+    cuts = [0]
+    for k in range(1, count):
+        at = bisect.bisect_left(starts, k * size // count)
+        if at < len(starts) and starts[at] > cuts[-1]:
+            cuts.append(starts[at])
+    if len(cuts) == 1:
+        return []
+    return [PartsRange(start, end, size) for start, end in itertools.pairwise([*cuts, size])]
 
 
 def _text_ranges(source: Source, unit_bytes: int) -> list[TextRange]:

@@ -26,6 +26,7 @@ from data_io import _core
 from data_io.errors import InputError
 from data_io.formats.raw_text import (
     ByteRange,
+    PartsRange,
     ReadOptions,
     ReadStats,
     RowGroups,
@@ -111,6 +112,9 @@ class DocumentReader:
             elif isinstance(span, TextRange):  # the last range reads on to the text's end
                 end = None if span.end == span.total else span.end
                 documents.open_file(source.name, span.start, end, source.compression)
+            elif isinstance(span, PartsRange):
+                end = None if span.end == span.size else span.end
+                documents.open_file(source.name, span.start, end, source.compression, parts=True)
             else:
                 documents.open_file(source.name, compression=source.compression)
             shown = 0  # the bar counts the file's bytes, compressed ones for a compressed file

@@ -28,6 +28,7 @@ from data_io.util.arrow_strings import is_text_type
 __all__ = [
     "INVALID_UTF8_POLICIES",
     "ByteRange",
+    "PartsRange",
     "ReadOptions",
     "ReadStats",
     "RowGroups",
@@ -78,6 +79,19 @@ class TextRange:
 
 
 @dataclass(frozen=True)
+class PartsRange:
+    """Part of a compressed text or JSONL file made of parts that decode on their own (zstd
+    frames, BGZF members, xz blocks; ``formats.ranges``): its text from the first document
+    boundary in the part at file offset ``start`` to the first one in the part at ``end``
+    (``end == size``, the file's size: to the text's end). Reading it decompresses its own
+    parts and a little of the next."""
+
+    start: int
+    end: int
+    size: int
+
+
+@dataclass(frozen=True)
 class RowGroups:
     """Part of a Parquet file (``formats.ranges``): its row groups ``start`` to ``end`` of
     ``total``, the first one's first row being row ``first_row``."""
@@ -100,7 +114,7 @@ class Source:
     # empty one is skipped and counted: document trees hold empty files).
     explicit: bool = True
     # Only this part of the file (a scale unit's share of one large file); None: all of it.
-    span: ByteRange | TextRange | RowGroups | None = None
+    span: ByteRange | TextRange | PartsRange | RowGroups | None = None
 
     @property
     def path(self) -> Path:

@@ -15,7 +15,14 @@ from typing import Any, ClassVar
 
 from data_io.errors import ConfigError
 from data_io.formats.ranges import document_ranges
-from data_io.formats.raw_text import ByteRange, RowGroups, Source, TextRange, expand_inputs
+from data_io.formats.raw_text import (
+    ByteRange,
+    PartsRange,
+    RowGroups,
+    Source,
+    TextRange,
+    expand_inputs,
+)
 from data_io.prepare.api import PrepareResult, plan_run, prepare, read_and_clean_options
 from data_io.prepare.identity import source_identity
 from data_io.prepare.parts import write_part
@@ -91,13 +98,15 @@ class PrepareStage:
             raise ConfigError(f"{unit.source}: not an input any more; plan again")
         identity = _planned_identity(plan, source)
         kind = unit.span.get("kind")
-        if kind in ("bytes", "text", "row_groups"):
+        if kind in ("bytes", "text", "parts", "row_groups"):
             start, end = unit.span["start"], unit.span["end"]
-            span: ByteRange | TextRange | RowGroups = (
+            span: ByteRange | TextRange | PartsRange | RowGroups = (
                 ByteRange(start, end, unit.span["first_line"])
                 if kind == "bytes"
                 else TextRange(start, end, unit.span["total"])
                 if kind == "text"
+                else PartsRange(start, end, unit.span["size"])
+                if kind == "parts"
                 else RowGroups(start, end, unit.span["first_row"], unit.span["total"])
             )
             # Not "named on the command line": a range without documents is no error by itself
@@ -160,12 +169,17 @@ def _planned_identity(plan: SavedPlan, source: Source) -> dict[str, Any]:
     return dict(entry)
 
 
-def _span(part: ByteRange | TextRange | RowGroups, size: int) -> tuple[dict[str, Any], int]:
+def _span(
+    part: ByteRange | TextRange | PartsRange | RowGroups, size: int
+) -> tuple[dict[str, Any], int]:
     """A unit's span record and its bytes (a range of a compressed text or a run of row
     groups: its share of the file on disk)."""
     if isinstance(part, ByteRange):
         span = {"kind": "bytes", "start": part.start, "end": part.end}
         return {**span, "first_line": part.first_line}, part.end - part.start
+    if isinstance(part, PartsRange):
+        span = {"kind": "parts", "start": part.start, "end": part.end, "size": part.size}
+        return span, part.end - part.start
     if isinstance(part, TextRange):
         span = {"kind": "text", "start": part.start, "end": part.end, "total": part.total}
         return span, size * (part.end - part.start) // max(part.total, 1)

@@ -201,6 +201,7 @@ mod tests {
             format: Format::Jsonl,
             compressed: false,
             first_line: 1,
+            origin: None,
         });
         docs.feed(bytes, 0);
         docs.end_source();

@@ -4,6 +4,15 @@
 //! plan; a range of a compressed one by target offsets of its text, the cuts found as the text
 //! is read (`cuts.rs`).
 //!
+//! A compressed file made of parts that decode on their own (zstd frames, BGZF members, xz
+//! blocks: `reader/frames`) is decompressed by several threads when the run has them, and a
+//! range of it is given by the file offsets of two parts' starts: the range runs from the
+//! first document boundary in the first part's text to the first one in the text of the part
+//! at its end (the same rule, `cuts.rs`, with the target just past each part's first byte),
+//! so it decompresses only its own parts and a little of the next. Its lines and offsets are
+//! counted from its first part's start; `Documents::rebase` makes them the file's when an
+//! error must name them.
+//!
 //! Each read appends about `limit` bytes and cuts the whole lines among them into documents
 //! (`Documents::scan_from`); the last, unfinished line waits for the next read. A line longer
 //! than `limit` is read whole first. As Python's reader does, a UTF-8 byte-order mark at the
@@ -17,8 +26,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::cuts::CutFinder;
-use super::split::{Documents, Format};
+use super::split::{Documents, Format, PartsOrigin};
 use crate::error::Error;
+use crate::reader::frames::{self, ParallelText};
 use crate::reader::{decompressed, Compression, READ_BUFFER};
 
 const BOM: &[u8] = b"\xef\xbb\xbf";
@@ -42,7 +52,7 @@ impl Read for Counted {
 pub struct FileFeed {
     /// In a `Mutex` only so that the feed is `Sync` as its Python owner must be (a decoder is
     /// `Send` only); reached through `get_mut`, never locked.
-    input: Mutex<Box<dyn Read + Send>>,
+    input: Mutex<Input>,
     compression: Compression,
     /// Bytes read from the file itself (compressed ones, for a compressed file).
     file_read: Arc<AtomicU64>,
@@ -58,40 +68,57 @@ pub struct FileFeed {
     finished: bool,
     /// A compressed file's range: the cuts for its target offsets, found as the text is read.
     targets: Option<Targets>,
+    /// A range of parts not at the file's start: where its lines and offsets count from.
+    origin: Option<PartsOrigin>,
+}
+
+/// The text being read, and (a range of parts) the text after the range's last part, read
+/// only as far as the range's end cut.
+struct Input {
+    now: Box<dyn Read + Send>,
+    then: Option<Box<dyn Read + Send>>,
 }
 
 /// The cuts of a compressed file's range (`cuts.rs`).
 struct Targets {
     start: CutFinder,
-    /// None: to the text's end.
+    /// None: to the text's end (or, in a range of parts, not known until its parts are read).
     end: Option<CutFinder>,
+    blocks: bool,
 }
 
 impl FileFeed {
     /// Open `path` to read bytes `start..end` (`end` None: to the end of the file).
     pub fn open(path: PathBuf, start: u64, end: Option<u64>) -> Result<Self, Error> {
-        Self::open_compressed(path, Compression::None, start, end, Format::Lines)
+        Self::open_compressed(path, Compression::None, start, end, Format::Lines, 1)
     }
 
     /// Open `path`, stored with `compression`, to read its text's bytes `start..end` (`end`
     /// None: to its end), read as `format`. In a compressed file `start` and `end` are targets:
-    /// the range runs from the cut for `start` to the cut for `end` (`cuts.rs`).
+    /// the range runs from the cut for `start` to the cut for `end` (`cuts.rs`). A whole
+    /// compressed file of several parts is decompressed by `lanes` threads.
     pub fn open_compressed(
         path: PathBuf,
         compression: Compression,
         start: u64,
         end: Option<u64>,
         format: Format,
+        lanes: usize,
     ) -> Result<Self, Error> {
         let io = |source| cannot_read(&path, source);
+        let blocks = format == Format::Blocks;
         let targets =
-            (compression != Compression::None && (start > 0 || end.is_some())).then(|| {
-                let blocks = format == Format::Blocks;
-                Targets {
-                    start: CutFinder::new(start, blocks),
-                    end: end.map(|end| CutFinder::new(end, blocks)),
-                }
+            (compression != Compression::None && (start > 0 || end.is_some())).then(|| Targets {
+                start: CutFinder::new(start, blocks),
+                end: end.map(|end| CutFinder::new(end, blocks)),
+                blocks,
             });
+        if targets.is_none() && compression != Compression::None && lanes > 1 {
+            let parts = frames::parts(&path, compression)?;
+            if parts.list.len() > 1 {
+                return Self::open_parts_of(path, &parts, 0, None, format, lanes);
+            }
+        }
         // A compressed file is read from its text's start, up to the cut for `start`.
         let (start, end) = if targets.is_some() {
             (0, None)
@@ -121,7 +148,10 @@ impl FileFeed {
                 .map_err(|e| Self::decoding_error(&path, compression, &file_read, &e))?,
         };
         Ok(Self {
-            input: Mutex::new(input),
+            input: Mutex::new(Input {
+                now: input,
+                then: None,
+            }),
             compression,
             file_read,
             path,
@@ -131,7 +161,82 @@ impl FileFeed {
             offset: start,
             finished: false,
             targets,
+            origin: None,
         })
+    }
+
+    /// Open the compressed `path` to read the range between the parts starting at file
+    /// offsets `start` and `end` (None: to the end), decompressed by `lanes` threads. Its
+    /// documents' lines and offsets are counted from `start`'s part (`Documents::rebase`).
+    pub fn open_parts(
+        path: PathBuf,
+        compression: Compression,
+        start: u64,
+        end: Option<u64>,
+        format: Format,
+        lanes: usize,
+    ) -> Result<Self, Error> {
+        let parts = frames::parts(&path, compression)?;
+        Self::open_parts_of(path, &parts, start, end, format, lanes)
+    }
+
+    fn open_parts_of(
+        path: PathBuf,
+        parts: &frames::Parts,
+        start: u64,
+        end: Option<u64>,
+        format: Format,
+        lanes: usize,
+    ) -> Result<Self, Error> {
+        let Some(range) = parts.between(start, end) else {
+            return Err(Error::BadFile {
+                path,
+                message: format!(
+                    "no compressed part starts at byte {start}{}: the file changed since the \
+                     plan; plan again",
+                    end.map(|end| format!(" or {end}")).unwrap_or_default()
+                ),
+            });
+        };
+        let file_read = Arc::new(AtomicU64::new(0));
+        let rest = range.end..parts.list.len();
+        let now = ParallelText::new(&path, parts, range, lanes, Arc::clone(&file_read));
+        // Past the range's parts only the end cut is looked for: one lane, a few pieces ahead.
+        let then = (!rest.is_empty())
+            .then(|| Box::new(ParallelText::new(&path, parts, rest, 1, Arc::default())) as _);
+        let blocks = format == Format::Blocks;
+        let path_for_origin = path.clone();
+        // A range from the file's start is read as the whole file is: its own line numbers.
+        let targets = (start > 0 || then.is_some()).then(|| Targets {
+            start: CutFinder::new(u64::from(start > 0), blocks),
+            end: None,
+            blocks,
+        });
+        Ok(Self {
+            input: Mutex::new(Input {
+                now: Box::new(now),
+                then,
+            }),
+            compression: parts.compression,
+            file_read,
+            path,
+            next: 0,
+            end: None,
+            carry: Vec::new(),
+            offset: 0,
+            finished: false,
+            targets,
+            origin: (start > 0).then_some(PartsOrigin {
+                path: path_for_origin,
+                compression: parts.compression,
+                start,
+            }),
+        })
+    }
+
+    /// Where this range's lines and offsets are counted from, when not from the text's start.
+    pub fn origin(&self) -> Option<&PartsOrigin> {
+        self.origin.as_ref()
     }
 
     /// Bytes read from the file so far (before decompression).
@@ -251,14 +356,37 @@ impl FileFeed {
             return Ok(0);
         }
         let input = self.input.get_mut().unwrap_or_else(PoisonError::into_inner);
-        let read = input
-            .by_ref()
-            .take(want)
-            .read_to_end(data)
-            .map_err(|source| match self.compression {
-                Compression::None => cannot_read(&self.path, source),
-                _ => Self::decoding_error(&self.path, self.compression, &self.file_read, &source),
-            })?;
+        let read = loop {
+            let read =
+                input
+                    .now
+                    .by_ref()
+                    .take(want)
+                    .read_to_end(data)
+                    .map_err(|source| match self.compression {
+                        Compression::None => cannot_read(&self.path, source),
+                        _ => Self::decoding_error(
+                            &self.path,
+                            self.compression,
+                            &self.file_read,
+                            &source,
+                        ),
+                    })?;
+            // The range's parts are read: its end cut is the first one in the next part's
+            // text, whose first byte is the next one read.
+            match input.then.take() {
+                Some(then) if read == 0 => {
+                    input.now = then;
+                    if let Some(targets) = self.targets.as_mut() {
+                        targets.end = Some(CutFinder::new(self.next + 1, targets.blocks));
+                    }
+                }
+                then => {
+                    input.then = then;
+                    break read;
+                }
+            }
+        };
         let read = self.stop_at_end_cut(data, read);
         self.next += read as u64;
         if read == 0 {
@@ -290,6 +418,36 @@ impl FileFeed {
         data.truncate(new + kept);
         self.end = Some(end);
         kept
+    }
+}
+
+/// The newlines and bytes of the text before the part at byte `origin.start` of its file (what
+/// `Documents::rebase` adds to a range's lines and offsets), decompressed on `lanes` threads.
+pub fn text_before(origin: &PartsOrigin, lanes: usize) -> Result<(u64, u64), Error> {
+    let parts = frames::parts(&origin.path, origin.compression)?;
+    let Some(range) = parts.between(0, Some(origin.start)) else {
+        return Err(Error::BadFile {
+            path: origin.path.clone(),
+            message: format!(
+                "no compressed part starts at byte {}: the file changed since the plan; plan \
+                 again",
+                origin.start
+            ),
+        });
+    };
+    let read = Arc::new(AtomicU64::new(0));
+    let mut text = ParallelText::new(&origin.path, &parts, range, lanes, Arc::clone(&read));
+    let mut piece = vec![0u8; READ_BUFFER];
+    let (mut newlines, mut bytes) = (0u64, 0u64);
+    loop {
+        let n = text
+            .read(&mut piece)
+            .map_err(|e| FileFeed::decoding_error(&origin.path, origin.compression, &read, &e))?;
+        if n == 0 {
+            return Ok((newlines, bytes));
+        }
+        newlines += memchr::memchr_iter(b'\n', &piece[..n]).count() as u64;
+        bytes += n as u64;
     }
 }
 
@@ -375,11 +533,25 @@ mod tests {
         limit: usize,
         format: Format,
     ) -> Result<(Vec<ReadDocument>, u64), Error> {
+        let name = format!("t{start}_{end:?}_{limit}_{compression:?}_{format:?}");
+        read_with(bytes, &name, limit, format, |path| {
+            FileFeed::open_compressed(path, compression, start, end, format, 1)
+        })
+    }
+
+    /// The documents (text, offset, line) that `open` reads from a file holding `bytes`, read
+    /// as `format` `limit` bytes at a time, their lines and offsets the file's
+    /// (`Documents::rebase`), and the file's bytes read.
+    fn read_with(
+        bytes: &[u8],
+        name: &str,
+        limit: usize,
+        format: Format,
+        open: impl FnOnce(PathBuf) -> Result<FileFeed, Error>,
+    ) -> Result<(Vec<ReadDocument>, u64), Error> {
         let dir = std::env::temp_dir().join(format!("data_io_file_feed_{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
-        let path = dir.join(format!(
-            "t{start}_{end:?}_{limit}_{compression:?}_{format:?}"
-        ));
+        let path = dir.join(name);
         std::fs::write(&path, bytes).expect("written");
         let mut docs = Documents::new();
         docs.begin_source(SourceInfo {
@@ -387,17 +559,19 @@ mod tests {
             format,
             compressed: false,
             first_line: 1,
+            origin: None,
         });
         let read = |docs: &mut Documents| -> Result<u64, Error> {
-            let mut feed =
-                FileFeed::open_compressed(path.clone(), compression, start, end, format)?;
+            let mut feed = open(path.clone())?;
+            docs.set_origin(feed.origin().cloned());
             while feed.read(docs, limit)? > 0 {}
+            docs.end_source();
+            docs.rebase(|origin| text_before(origin, 2))?;
             Ok(feed.file_bytes_read())
         };
         let outcome = read(&mut docs);
         let _ = std::fs::remove_file(&path);
         let file_bytes = outcome?;
-        docs.end_source();
         let documents = docs
             .entries
             .iter()
@@ -495,10 +669,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_ranges_of_a_compressed_file_read_its_documents_once_each() {
-        // Documents of all lengths (one longer than a unit), blank lines of spaces, tabs and
-        // U+3000, a line of spaces that then goes on, carriage returns, a byte-order mark.
+    /// Documents of all lengths (one longer than a unit), blank lines of spaces, tabs and
+    /// U+3000, a line of spaces that then goes on, carriage returns, a byte-order mark.
+    fn documents_of_every_shape() -> Vec<u8> {
         let mut rng = 17u64;
         let mut next = move |n: u64| {
             rng = rng
@@ -523,6 +696,83 @@ mod tests {
             text.extend_from_slice(blank);
         }
         text.extend_from_slice(b"the end, without a newline");
+        text
+    }
+
+    #[test]
+    fn the_ranges_of_a_file_of_parts_read_its_documents_once_each_with_the_files_lines() {
+        use crate::reader::frames;
+        let text = documents_of_every_shape();
+        // Parts of 50 bytes of text: documents span many parts, and a range may hold none.
+        let chunks: Vec<&[u8]> = text.chunks(50).collect();
+        let parted: [(Compression, Vec<u8>); 3] = [
+            (
+                Compression::Zstd,
+                chunks.iter().flat_map(|c| zstd(c)).collect(),
+            ),
+            (
+                Compression::Gzip,
+                crate::reader::frames::test_files::bgzf(&text, 50),
+            ),
+            (Compression::Xz, chunks.iter().flat_map(|c| xz(c)).collect()),
+        ];
+        for format in [Format::Blocks, Format::Lines] {
+            let (whole, _) = read_as(&text, Compression::None, 0, None, 256, format).expect("read");
+            for (compression, stored) in &parted {
+                let name = format!("parts_{compression:?}_{format:?}");
+                let path = std::env::temp_dir().join(format!("{name}_{}", std::process::id()));
+                std::fs::write(&path, stored).expect("written");
+                let starts = frames::parts(&path, *compression).expect("parts").starts();
+                let _ = std::fs::remove_file(&path);
+                assert!(starts.len() >= chunks.len(), "{compression:?}");
+                // Whole, on one and on two lanes.
+                for lanes in [1, 2] {
+                    let (read, bytes) = read_with(stored, &name, 64, format, |path| {
+                        FileFeed::open_compressed(path, *compression, 0, None, format, lanes)
+                    })
+                    .expect("read");
+                    assert_eq!(read, whole, "{compression:?} {format:?} {lanes} lanes");
+                    assert_eq!(bytes, stored.len() as u64);
+                }
+                // Ranges of 1, 3 and 40 parts.
+                for step in [1, 3, 40] {
+                    let cuts: Vec<u64> = starts.iter().copied().step_by(step).collect();
+                    let mut ranges = Vec::new();
+                    for (k, &start) in cuts.iter().enumerate() {
+                        let end = cuts.get(k + 1).copied();
+                        let limit = [64, 256, 1 << 16][k % 3];
+                        let (range, _) = read_with(stored, &name, limit, format, |path| {
+                            FileFeed::open_parts(path, *compression, start, end, format, 2)
+                        })
+                        .expect("read");
+                        ranges.extend(range);
+                    }
+                    assert_eq!(ranges, whole, "{compression:?} {format:?} step {step}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_range_must_start_at_a_part() {
+        let stored: Vec<u8> = [b"a\n".as_slice(), b"b\n"]
+            .iter()
+            .flat_map(|c| zstd(c))
+            .collect();
+        let error = read_with(&stored, "not_a_part", 64, Format::Lines, |path| {
+            FileFeed::open_parts(path, Compression::Zstd, 1, None, Format::Lines, 1)
+        })
+        .expect_err("no part there")
+        .to_string();
+        assert!(
+            error.contains("no compressed part starts at byte 1"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn the_ranges_of_a_compressed_file_read_its_documents_once_each() {
+        let text = documents_of_every_shape();
         for format in [Format::Blocks, Format::Lines] {
             for (compression, compress, _) in STORED {
                 let stored = compress(&text);

@@ -281,6 +281,7 @@ mod tests {
             format,
             compressed: true,
             first_line: 1,
+            origin: None,
         });
         docs.feed(b"\n\n\n\n\n\n", 94);
         docs.feed(bytes, 100);

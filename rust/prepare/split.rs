@@ -37,6 +37,18 @@ pub struct SourceInfo {
     pub compressed: bool,
     /// The number of the first line fed (1, or where a byte range of the file starts).
     pub first_line: u64,
+    /// A range of a compressed file's parts read from a part past the text's start: its lines
+    /// and offsets count from there until `Documents::rebase` makes them the file's.
+    pub origin: Option<PartsOrigin>,
+}
+
+/// Where a range of a compressed file's parts starts (`file.rs`): its lines and offsets are
+/// counted from the text of the part at byte `start` of the file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartsOrigin {
+    pub path: std::path::PathBuf,
+    pub compression: crate::reader::Compression,
+    pub start: u64,
 }
 
 /// One document: `data[start..end]`, whose first line is line `line` (from 1) of its source,
@@ -105,6 +117,37 @@ impl Documents {
     /// only once its start is found in the text, `file.rs`).
     pub fn number_lines_from(&mut self, line: u64) {
         self.next_line = line.max(1);
+    }
+
+    /// Count the current source's lines and offsets from `origin` (`FileFeed::origin`).
+    pub fn set_origin(&mut self, origin: Option<PartsOrigin>) {
+        if let Some(source) = self.sources.last_mut() {
+            source.origin = origin;
+        }
+    }
+
+    /// Make every document's line and offset its file's, where a source counts them from a
+    /// part past its text's start: `text_before(origin)` gives the newlines and bytes of the
+    /// text before it (it decompresses that much, so it is called only when an error must name
+    /// a line). Whether anything changed.
+    pub fn rebase<E>(
+        &mut self,
+        mut text_before: impl FnMut(&PartsOrigin) -> Result<(u64, u64), E>,
+    ) -> Result<bool, E> {
+        let mut changed = false;
+        for (k, source) in self.sources.iter_mut().enumerate() {
+            let Some(origin) = source.origin.take() else {
+                continue;
+            };
+            let (newlines, bytes) = text_before(&origin)?;
+            let number = self.first_source + k as u32;
+            for entry in self.entries.iter_mut().filter(|e| e.source == number) {
+                entry.line += newlines;
+                entry.offset += bytes;
+            }
+            changed = true;
+        }
+        Ok(changed)
     }
 
     /// How the current source's text becomes documents.
@@ -325,6 +368,7 @@ mod tests {
             format,
             compressed: false,
             first_line: 1,
+            origin: None,
         });
         for piece in pieces {
             docs.feed(piece.as_bytes(), 0);
@@ -373,6 +417,7 @@ mod tests {
             format: Format::Blocks,
             compressed: false,
             first_line: 1,
+            origin: None,
         });
         docs.feed(b"one\n\ntwo starts\n", 0);
         assert_eq!(docs.ready_bytes(), 5);
@@ -394,6 +439,7 @@ mod tests {
             format: Format::Jsonl,
             compressed: false,
             first_line: 41,
+            origin: None,
         });
         docs.feed(
             b"{}
@@ -415,6 +461,7 @@ mod tests {
                 format: Format::Lines,
                 compressed: false,
                 first_line: 1,
+                origin: None,
             });
             if k != 1 {
                 docs.feed(format!("doc {k}\n").as_bytes(), 0);

@@ -10,7 +10,10 @@
 //! - `jsonl.rs`: JSONL rows (plain, gzip or zstd), split into lines here, parsed per row.
 //! - `parquet.rs`: Parquet rows, a row group at a time, with its page checks.
 //! - `json_row.rs`: the parser of one JSONL row (public for its fuzz target).
+//! - `frames/`: where a compressed file can be entered in the middle (zstd frames, BGZF
+//!   members, xz blocks), and its text decompressed on several threads.
 
+pub mod frames;
 // Public for the fuzz target `fuzz/fuzz_targets/json_row.rs` (differential against serde_json).
 #[doc(hidden)]
 pub mod json_row;

@@ -14,12 +14,23 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 import zstandard
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from data_io import _core
 from data_io.formats.ranges import MOST_RANGES, document_ranges
-from data_io.formats.raw_text import ReadOptions, Source, empty_input_error, expand_inputs
+from data_io.formats.raw_text import (
+    PartsRange,
+    ReadOptions,
+    Source,
+    TextRange,
+    empty_input_error,
+    expand_inputs,
+)
+from data_io.prepare.pipeline import encoder_threads
+from tests.formats.parted import parted
 from tests.prepare.test_read_rust import _rust, rows, text_files
 
 
@@ -27,7 +38,8 @@ def _ranged(source: Source, unit_bytes: int, options: ReadOptions) -> tuple[Any,
     """The ranges' documents and counts run on, as one read; the first error ends it."""
     ranges = document_ranges(source, unit_bytes, options.doc_per_line)
     assert ranges, "the file is larger than a unit: it is cut"
-    end = source.size if source.compression is None else ranges[-1].total  # type: ignore[union-attr]
+    last = ranges[-1]
+    end = last.total if isinstance(last, TextRange) else source.size
     assert ranges[0].start == 0 and ranges[-1].end == end
     assert all(a.end == b.start for a, b in itertools.pairwise(ranges))
     documents: list[str] = []
@@ -103,6 +115,81 @@ def test_the_text_ranges_of_a_compressed_file_read_as_the_whole_file(
     }[suffix]
     options = ReadOptions(doc_per_line=per_line, invalid_utf8="fail" if fail else "replace")
     _agree(tmp_path_factory.mktemp("txt"), "a.txt" + suffix, compress(body), options, unit)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@example(body=b"a\n \n\xffb\n\nc", per_line=False, fail=True, unit=3, chunk=2, suffix=".xz")
+@given(
+    body=text_files,
+    per_line=st.booleans(),
+    fail=st.booleans(),
+    unit=st.integers(1, 400),
+    chunk=st.integers(1, 30),
+    suffix=st.sampled_from([".gz", ".zst", ".xz"]),
+)
+def test_the_ranges_of_a_file_of_parts_read_as_the_whole_file(
+    tmp_path_factory: Any,
+    body: bytes,
+    per_line: bool,
+    fail: bool,
+    unit: int,
+    chunk: int,
+    suffix: str,
+) -> None:
+    """Parts of a few bytes of text: documents span parts, a range may hold none, and an
+    error's line and byte offset in a later range are the whole file's."""
+    options = ReadOptions(doc_per_line=per_line, invalid_utf8="fail" if fail else "replace")
+    data = parted(body, suffix, chunk)
+    _agree(tmp_path_factory.mktemp("parts"), "a.txt" + suffix, data, options, unit)
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".zst", ".xz"])
+def test_a_file_of_parts_is_cut_at_part_starts_and_read_whole_on_two_lanes(
+    tmp_path: Path, suffix: str
+) -> None:
+    blocks = [f"block {i} {i * 7919 % 1000}" for i in range(3000)]
+    text = "\n\n".join(blocks).encode()
+    (tmp_path / ("a.txt" + suffix)).write_bytes(parted(text, suffix, 1000))
+    (source,) = expand_inputs([tmp_path], ReadOptions())[0]
+    starts = _core.compressed_parts(str(source.path), source.compression)
+    assert len(starts) >= len(text) // 1000 and starts[0] == 0
+    ranges = document_ranges(source, source.size // 7, doc_per_line=False)
+    # No cap on their number: each range decompresses only its own parts.
+    assert len(ranges) == 7 and all(isinstance(r, PartsRange) for r in ranges)
+    assert {r.start for r in ranges} <= set(starts) and ranges[-1].end == source.size
+    # Among many files, too: it is cut as an uncompressed file would be.
+    assert len(document_ranges(source, source.size // 7, False, run_bytes=source.size * 99)) == 7
+    assert document_ranges(source, source.size, doc_per_line=False) == []
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "a.txt").write_bytes(text)
+    expected = _rust(expand_inputs([plain], ReadOptions())[0], ReadOptions())
+    for threads in (1, 2):
+        with encoder_threads(threads):
+            assert _rust([source], ReadOptions()) == expected
+
+
+def test_a_damaged_part_is_named_and_a_file_that_changed_since_the_plan_is_refused(
+    tmp_path: Path,
+) -> None:
+    text = b"".join(b"document %d\n" % i for i in range(20000))
+    path = tmp_path / "a.txt.zst"
+    data = bytearray(parted(text, ".zst", 10000))
+    path.write_bytes(bytes(data))
+    starts = _core.compressed_parts(str(path), "zst")
+    data[starts[5] + 40] ^= 0xFF
+    path.write_bytes(bytes(data))
+    (source,) = expand_inputs([path], ReadOptions())[0]
+    for threads in (1, 2):
+        with encoder_threads(threads):
+            kind, message = _rust([source], ReadOptions())
+        assert kind == "error" and "corrupt zst file" in message, message
+        assert "re-download or re-compress it" in message
+    moved = dataclasses.replace(source, span=PartsRange(starts[5] + 1, source.size, source.size))
+    kind, message = _rust([moved], ReadOptions())
+    assert kind == "error" and f"no compressed part starts at byte {starts[5] + 1}" in message
 
 
 def test_compressed_files_are_cut_in_a_few_ranges_of_their_text_small_ones_not(

@@ -21,6 +21,7 @@ from data_io.scale import ExecutorSettings
 from data_io.scale.manifest import Manifest
 from data_io.scale.run import scale_prepare
 from data_io.scale.status import status
+from tests.formats.parted import parted
 
 from .inputs import TOKENIZER, WORDS
 
@@ -153,30 +154,35 @@ def _big_file(kind: str, seed: int) -> tuple[str, bytes]:
 
 
 @pytest.mark.parametrize("kind", ["blocks", "lines", "jsonl"])
-@pytest.mark.parametrize("suffix", ["", ".gz", ".zst"])
+@pytest.mark.parametrize("suffix", ["", ".gz", ".zst", ".gz parts", ".zst parts", ".xz parts"])
 def test_a_large_file_cut_into_ranges_writes_what_one_run_writes(
     tmp_path: Path, kind: str, suffix: str
 ) -> None:
     """One file in many units: an uncompressed one in about twenty byte ranges, a compressed
     one in ranges of its text (each unit decompresses what comes before its range and cuts
-    where its neighbours cut). Documents repeat across the ranges; some lines are not UTF-8,
-    replaced and counted: the same folder and counts as one run."""
+    where its neighbours cut), a compressed one of parts that decode on their own (BGZF, zstd
+    frames, xz streams) in about twenty ranges of parts. Documents repeat across the ranges;
+    some lines are not UTF-8, replaced and counted: the same folder and counts as one run."""
     name, body = _big_file(kind, seed=3)
+    suffix, _, parts = suffix.partition(" ")
     name += suffix
     compress = {"": bytes, ".gz": gzip.compress, ".zst": zstandard.ZstdCompressor().compress}
+    stored = parted(body, suffix, 2000) if parts else compress[suffix](body)
     inputs = tmp_path / "in"
     inputs.mkdir()
-    (inputs / name).write_bytes(compress[suffix](body))
+    (inputs / name).write_bytes(stored)
     options = {**OPTIONS, "doc_per_line": kind == "lines"}
     local = prepare([inputs], tmp_path / "local", progress=False, **options)
     settings = ExecutorSettings(kind="local", workers=2, threads_per_unit=1)
     outcome = scale_prepare(
         [str(inputs)], str(tmp_path / "scaled"), dict(options), settings, progress=False,
-        unit_bytes=len(body) // (6 if suffix else 20),
+        unit_bytes=len(stored) // 20 if parts else len(body) // (6 if suffix else 20),
     )  # fmt: skip
     units = outcome.manifest.units
     assert outcome.unfinished == []
-    if suffix:
+    if parts:
+        assert len(units) >= 15 and {u.span["kind"] for u in units} == {"parts"}
+    elif suffix:
         assert 4 <= len(units) <= MOST_RANGES[suffix[1:]]
         assert {u.span["kind"] for u in units} == {"text"}
     else:
@@ -193,23 +199,28 @@ def test_a_large_file_cut_into_ranges_writes_what_one_run_writes(
     assert _tree(tmp_path / "scaled") == _tree(tmp_path / "local")
 
 
+@pytest.mark.parametrize("parts", [False, True])
 def test_a_bad_row_in_a_later_range_of_a_compressed_file_is_named_as_in_one_run(
-    tmp_path: Path,
+    tmp_path: Path, parts: bool
 ) -> None:
+    """A range of parts counts its lines from its first part; its error names the file's."""
     inputs = tmp_path / "in"
     inputs.mkdir()
     path = _bad_jsonl(inputs)
     body = path.read_bytes()
     path.unlink()
-    (inputs / "big.jsonl.gz").write_bytes(gzip.compress(body))
+    stored = parted(body, ".gz", 1000) if parts else gzip.compress(body)
+    (inputs / "big.jsonl.gz").write_bytes(stored)
     with pytest.raises(Exception) as one_run:
         prepare([inputs], tmp_path / "local", progress=False, **OPTIONS)
     settings = ExecutorSettings(kind="local", workers=1, threads_per_unit=1)
     outcome = scale_prepare(
         [str(inputs)], str(tmp_path / "scaled"), dict(OPTIONS), settings, progress=False,
-        unit_bytes=len(body) // 6,
+        unit_bytes=len(stored if parts else body) // 6,
     )  # fmt: skip
     assert outcome.unfinished and len(outcome.manifest.units) > 3
+    kinds = {u.span["kind"] for u in outcome.manifest.units}
+    assert kinds == ({"parts"} if parts else {"text"})
     manifest = Manifest.load(tmp_path / "scaled")
     failures = [manifest.read_record(u.id, "failed") for u in manifest.units]
     messages = [f["error"] for f in failures if f is not None]

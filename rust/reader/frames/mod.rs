@@ -1,0 +1,230 @@
+//! Where a compressed file can be entered in the middle, and its text decompressed on several
+//! threads at once.
+//!
+//! Most compressed files are one stream that only decodes from its start. Some are a run of
+//! parts that decode on their own, and say where each part ends without being decompressed:
+//! - zstd frames (`pzstd`, the seekable format of zstd's contrib, any `cat a.zst b.zst`): each
+//!   frame's header and its blocks' three-byte headers give its length (`zstd.rs`);
+//! - BGZF gzip members (`bgzip`, htslib): each member's `BC` extra field gives its length
+//!   (`gzip.rs`); other gzip members do not, so such a file stays one part;
+//! - xz blocks (`xz -T`, the default since xz 5.6): the index at the end of each stream lists
+//!   its blocks' sizes (`xz.rs`).
+//!
+//! bzip2 streams (`pbzip2`) have no lengths: finding them means searching the bits for their
+//! magic number, which is not done; a bzip2 file stays one part.
+//!
+//! `parts` finds the parts (one part covering the file when it cannot be cut, or when anything
+//! in the walk looks wrong: then the decoder reads it whole and reports what is wrong as it
+//! does today); `ParallelText` reads the text of a run of parts with a thread a lane, in order.
+
+mod file_bytes;
+mod gzip;
+mod parallel;
+#[cfg(test)]
+pub mod test_files;
+mod xz;
+mod zstd;
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+use crate::error::Error;
+use crate::reader::{decompressed, Compression, READ_BUFFER};
+use file_bytes::{Bytes, Section};
+
+pub use parallel::ParallelText;
+
+/// A part of a compressed file that decodes on its own: bytes `start..start + len` of the file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Part {
+    pub start: u64,
+    pub len: u64,
+    /// An xz block's stream and sizes (the rest of the stream is remade around a run of them).
+    xz: Option<xz::Block>,
+}
+
+/// The parts of a file, in order.
+#[derive(Clone, Debug)]
+pub struct Parts {
+    pub compression: Compression,
+    pub list: Vec<Part>,
+    /// The file's size.
+    pub size: u64,
+    /// xz: each stream's header (12 bytes), which `Part::xz` points into.
+    xz_headers: Vec<[u8; 12]>,
+}
+
+impl Parts {
+    /// The byte offsets at which a reader may start: each part's start, the first one's being
+    /// the file's (0, though an xz stream's header comes before its first block).
+    pub fn starts(&self) -> Vec<u64> {
+        let mut starts: Vec<u64> = self.list.iter().map(|part| part.start).collect();
+        if let Some(first) = starts.first_mut() {
+            *first = 0;
+        }
+        starts
+    }
+
+    /// The run of parts from the one starting at byte `start` (0: the first) to the one
+    /// starting at `end` (None: to the last), or None when no part starts exactly there.
+    pub fn between(&self, start: u64, end: Option<u64>) -> Option<std::ops::Range<usize>> {
+        let first = match start {
+            0 => 0,
+            _ => self.list.binary_search_by_key(&start, |p| p.start).ok()?,
+        };
+        let last = match end {
+            Some(end) => self.list.binary_search_by_key(&end, |p| p.start).ok()?,
+            None => self.list.len(),
+        };
+        (first <= last).then_some(first..last)
+    }
+
+    /// The file's bytes that the parts `run` stand for in its progress: from the first one's
+    /// start (the file's, for the first part) to the next part's (the file's end, after the
+    /// last), so that xz's stream headers, indexes and padding are counted too.
+    pub fn span(&self, run: std::ops::Range<usize>) -> u64 {
+        let from = match run.start {
+            0 => 0,
+            k => self.list.get(k).map_or(self.size, |p| p.start),
+        };
+        let to = self.list.get(run.end).map_or(self.size, |p| p.start);
+        to.saturating_sub(from)
+    }
+
+    /// Consecutive runs of `range`'s parts, each about `bytes` of the file (a run never joins
+    /// two xz streams: each is decoded with its own stream's header).
+    pub fn runs(&self, range: std::ops::Range<usize>, bytes: u64) -> Vec<std::ops::Range<usize>> {
+        let mut runs = Vec::new();
+        let mut first = range.start;
+        let mut held = 0;
+        for k in range.clone() {
+            let joins = k == first
+                || self.list[k].xz.as_ref().map(|b| b.stream)
+                    == self.list[first].xz.as_ref().map(|b| b.stream);
+            if !joins || (held >= bytes && k > first) {
+                runs.push(first..k);
+                first = k;
+                held = 0;
+            }
+            held += self.list[k].len;
+        }
+        if first < range.end {
+            runs.push(first..range.end);
+        }
+        runs
+    }
+
+    /// A reader of the text of the parts `run` (consecutive), from `file`.
+    pub fn decoder(
+        &self,
+        file: File,
+        run: std::ops::Range<usize>,
+    ) -> std::io::Result<Box<dyn Read + Send>> {
+        let Some(first) = self.list.get(run.start) else {
+            return Ok(Box::new(std::io::empty()));
+        };
+        let last = &self.list[run.end - 1];
+        let bytes = Section {
+            file,
+            at: first.start,
+            end: last.start + last.len,
+        };
+        match &first.xz {
+            Some(block) => {
+                let header = self.xz_headers[block.stream as usize];
+                let blocks = self.list[run].iter().filter_map(|p| p.xz.as_ref());
+                xz::decoder(header, blocks, bytes)
+            }
+            None => Ok(decompressed(
+                std::io::BufReader::with_capacity(READ_BUFFER, bytes),
+                self.compression,
+            )?),
+        }
+    }
+}
+
+/// The parts of `path`, stored with `compression`: one covering the file when it cannot be cut.
+pub fn parts(path: &Path, compression: Compression) -> Result<Parts, Error> {
+    let io = |source| Error::Io {
+        context: "cannot read",
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = File::open(path).map_err(io)?;
+    let size = file.metadata().map_err(io)?.len();
+    let at = Bytes { file: &file, size };
+    let found = match compression {
+        Compression::Zstd => zstd::frames(&at).map(|list| (list, vec![])),
+        Compression::Gzip => gzip::members(&at).map(|list| (list, vec![])),
+        Compression::Xz => xz::blocks(&at),
+        Compression::Bzip2 | Compression::None => None,
+    };
+    let (list, xz_headers) = match found {
+        Some((list, headers)) if !list.is_empty() => (list, headers),
+        _ => (
+            vec![Part {
+                start: 0,
+                len: size,
+                xz: None,
+            }],
+            vec![],
+        ),
+    };
+    Ok(Parts {
+        compression,
+        list,
+        size,
+        xz_headers,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_files::{stored, text};
+    use super::*;
+
+    #[test]
+    fn parts_tile_the_file_and_runs_never_join_xz_streams() {
+        let parts = Parts {
+            compression: Compression::Zstd,
+            list: (0..5)
+                .map(|k| Part {
+                    start: k * 10,
+                    len: 10,
+                    xz: None,
+                })
+                .collect(),
+            size: 50,
+            xz_headers: vec![],
+        };
+        assert_eq!(parts.runs(0..5, 25), vec![0..3, 3..5]);
+        assert_eq!(parts.span(0..5), 50);
+        assert_eq!(parts.span(1..3), 20);
+        assert_eq!(parts.runs(1..4, 1), vec![1..2, 2..3, 3..4]);
+        assert_eq!(parts.runs(2..2, 1), Vec::<std::ops::Range<usize>>::new());
+        assert_eq!(parts.between(10, Some(40)), Some(1..4));
+        assert_eq!(parts.between(10, None), Some(1..5));
+        assert_eq!(parts.between(11, None), None);
+        let mut xz = parts.clone();
+        for (k, part) in xz.list.iter_mut().enumerate() {
+            part.xz = Some(xz::Block {
+                stream: u32::from(k >= 2),
+                unpadded: 10,
+                text: 1,
+            });
+        }
+        assert_eq!(xz.runs(0..5, 1000), vec![0..2, 2..5]);
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_cut_is_one_part() {
+        let plain = text(100);
+        for compression in [Compression::Bzip2, Compression::None] {
+            let file = stored(&plain);
+            let parts = parts(file.path(), compression).expect("parts");
+            assert_eq!(parts.starts(), vec![0]);
+            assert_eq!(parts.list[0].len, plain.len() as u64);
+        }
+    }
+}

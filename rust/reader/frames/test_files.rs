@@ -1,0 +1,67 @@
+//! Compressed test files made of parts, and what their tests share.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::Path;
+
+use super::Parts;
+
+/// Text of `lines` numbered lines, distinct enough not to compress to nothing.
+pub fn text(lines: usize) -> Vec<u8> {
+    (0..lines)
+        .flat_map(|i| {
+            format!("line {i}: {} {}\n", i * 7919 % 1013, "x".repeat(i % 37)).into_bytes()
+        })
+        .collect()
+}
+
+/// A file holding `bytes`, kept until the returned guard drops.
+pub fn stored(bytes: &[u8]) -> tempfile::NamedTempFile {
+    let mut file = tempfile::NamedTempFile::new().expect("temp file");
+    file.write_all(bytes).expect("written");
+    file
+}
+
+/// The text of every run of the parts read through `decoder`, joined.
+pub fn read_runs(path: &Path, parts: &Parts, bytes: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    for run in parts.runs(0..parts.list.len(), bytes) {
+        let file = File::open(path).expect("opened");
+        parts
+            .decoder(file, run)
+            .expect("decoder")
+            .read_to_end(&mut out)
+            .expect("decoded");
+    }
+    out
+}
+
+/// One BGZF member holding `piece` (at most 64 KiB compressed): a gzip member whose extra
+/// field has the `BC` subfield.
+pub fn bgzf_member(piece: &[u8]) -> Vec<u8> {
+    let mut deflated = flate2::write::DeflateEncoder::new(Vec::new(), Default::default());
+    deflated.write_all(piece).expect("compressed");
+    let deflated = deflated.finish().expect("compressed");
+    let mut crc = flate2::Crc::new();
+    crc.update(piece);
+    let size = 12 + 6 + deflated.len() + 8;
+    let mut out = vec![
+        0x1f, 0x8b, 8, 4, 0, 0, 0, 0, 0, 0xff, 6, 0, b'B', b'C', 2, 0,
+    ];
+    out.extend(
+        u16::try_from(size - 1)
+            .expect("a small member")
+            .to_le_bytes(),
+    );
+    out.extend(deflated);
+    out.extend(crc.sum().to_le_bytes());
+    out.extend((piece.len() as u32).to_le_bytes());
+    out
+}
+
+/// `text` as BGZF members of `chunk` bytes each, with BGZF's empty end member.
+pub fn bgzf(text: &[u8], chunk: usize) -> Vec<u8> {
+    let mut out: Vec<u8> = text.chunks(chunk).flat_map(bgzf_member).collect();
+    out.extend(bgzf_member(b""));
+    out
+}
