@@ -10,12 +10,18 @@ The corpus: the first ``--mb`` MB of whole rows of the race's documentation
 (``work/race/corpus150/main/docs``, built by ``python -m benchmarks.tokenize_corpus
 work/race/corpus150 --mb 150``), compressed as the tools' defaults do (gzip -6, zstd -3,
 bzip2 -9, xz -6; Parquet with pyarrow's defaults, 65,536 rows a group) once and kept in
-``work/prepare_compressed/``. Prints the fastest round of
+``work/prepare_compressed/``. The ``-parts`` formats are the same text in parts that decode on
+their own, as parallel compressors write it (``rust/reader/frames``): ``zst-parts`` zstd -3
+frames of 4 MiB of text (as ``pzstd`` and the seekable format do), ``gz-parts`` BGZF members of
+65,280 bytes of text (``bgzip``'s), ``xz-parts`` ``xz -6 -T2`` (blocks of 24 MiB of text; without
+the ``xz`` command, xz streams of 24 MiB); a run of more than one thread decompresses them on as
+many threads. Prints the fastest round of
 each cell with the spread, and checks that every run, of either build, writes this build's
 shards of the plain file.
 
     .venv/bin/python -m benchmarks.prepare_compressed [--mb 110] [--threads 1,2] [--rounds 3]
-        [--formats gz,zst,bz2,xz,parquet,saved] [--tokenizer qwen|null] [--baseline DIR]
+        [--formats gz,zst,bz2,xz,parquet,saved,zst-parts,gz-parts,xz-parts]
+        [--tokenizer qwen|null] [--baseline DIR]
         [--read-only]
 
 With ``--read-only`` the children import ``datasets`` and torch (``to_iterable_dataset`` does)
@@ -43,6 +49,8 @@ import pyarrow.parquet as pq
 import zstandard
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tests.formats.parted import parted  # noqa: E402  the test's writer of parts
 DOCS = ROOT / "work" / "race" / "corpus150" / "main" / "docs"
 KEPT = ROOT / "work" / "prepare_compressed"
 QWEN = Path.home() / ".cache" / "data_io" / "vocab" / "qwen" / "tokenizer.json"
@@ -77,14 +85,32 @@ print(time.perf_counter() - began)
 """
 
 # Where each format's copy of the rows is kept (else rows.jsonl.KIND).
-_STORED = {"parquet": "rows.parquet", "saved": "rows.saved"}
+_STORED = {
+    "parquet": "rows.parquet",
+    "saved": "rows.saved",
+    "zst-parts": "rows-parts.jsonl.zst",
+    "gz-parts": "rows-parts.jsonl.gz",
+    "xz-parts": "rows-parts.jsonl.xz",
+}
 
 _COMPRESS: dict[str, Callable[[bytes], bytes]] = {
     "gz": lambda data: gzip.compress(data, compresslevel=6),
     "zst": lambda data: zstandard.ZstdCompressor(level=3).compress(data),
     "bz2": lambda data: bz2.compress(data, compresslevel=9),
     "xz": lambda data: lzma.compress(data, preset=6),
+    "zst-parts": lambda data: parted(data, ".zst", 4 << 20),
+    "gz-parts": lambda data: parted(data, ".gz", 65280),
+    "xz-parts": lambda data: _xz_blocks(data),
 }
+
+
+def _xz_blocks(data: bytes) -> bytes:
+    """``xz -6 -T2``: blocks of 24 MiB of text (xz's default with threads), or streams of that
+    much without the command."""
+    if shutil.which("xz") is None:
+        return parted(data, ".xz", 24 << 20)
+    done = subprocess.run(["xz", "-6", "-T2", "-c"], input=data, capture_output=True, check=True)
+    return done.stdout
 
 
 def corpus(megabytes: float, formats: list[str]) -> dict[str, Path]:
@@ -141,6 +167,8 @@ def run(
         env["DATA_IO_ENCODER"] = "null"
     if build is not None:
         env["PYTHONPATH"] = str(build)
+    if read_only:  # the reader's threads (a file of parts decompresses on as many)
+        env["RAYON_NUM_THREADS"] = str(threads)
     child = [_READ_CHILD, str(source)] if read_only else [_CHILD, str(source), str(out)]
     done = subprocess.run(
         [sys.executable, "-c", *child, str(QWEN), str(threads)],
@@ -224,7 +252,7 @@ def main() -> None:
         cells = [spread(times[(kind, threads, column)]) for column in columns]
         plain = min(times[("plain", threads, "this build")])
         name = {"plain": ".jsonl", "parquet": ".parquet", "saved": "save_to_disk folder"}.get(
-            kind, f".jsonl.{kind}"
+            kind, sources[kind].name.removeprefix("rows")
         )
         row = f"| {name} | {stored:.1f} | {threads} | "
         row += " | ".join(cells) + f" | {min(seconds) / plain:.2f}x |"

@@ -1,14 +1,16 @@
 """``data_io prepare --executor local`` on one compressed JSONL file cut into ranges of its text
-(``formats.ranges``: each unit decompresses the text before its range), beside the plain run:
+(``formats.ranges``: each unit decompresses the text before its range), or, for a file of parts
+(``zst-parts``, ``gz-parts``, ``xz-parts``), into ranges of its parts (each unit decompresses its
+own), beside the plain run:
 what cutting costs (the units' seconds, one worker running them in turn, against the file as
 one unit) and what it gives (two workers' wall clock). Every scaled output is checked
 byte-identical to the plain run's.
 
-    .venv/bin/python -m benchmarks.prepare_scaled [--formats zst,gz] [--ranges 1,2,4,8]
+    .venv/bin/python -m benchmarks.prepare_scaled [--formats zst,gz,zst-parts] [--ranges 1,2,4,8]
         [--rounds 2]
 
-Input: ``work/prepare_compressed/110mb/rows.jsonl.{zst,gz}`` (``benchmarks.prepare_compressed``
-writes them), Qwen's vocabulary, ``--dedup doc``. The units of a plan run in this process's
+Input: ``work/prepare_compressed/110mb/rows.jsonl.{zst,gz}`` and ``rows-parts.jsonl.*``
+(``benchmarks.prepare_compressed --formats ...`` writes them), Qwen's vocabulary, ``--dedup doc``. The units of a plan run in this process's
 workers (fresh processes, one thread each); the plain run is its own process, one thread.
 Best of ``--rounds``; the machine is shared, so compare the ratios within one run.
 """
@@ -70,7 +72,8 @@ def main() -> None:
     print("| file | run | units | units s (1 worker) | vs one unit | 2 workers: wall s | plan s |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for suffix in args.formats.split(","):
-        source = CORPUS / f"rows.jsonl.{suffix}"
+        kind, _, parts = suffix.partition("-")
+        source = CORPUS / (f"rows-parts.jsonl.{kind}" if parts else f"rows.jsonl.{kind}")
         inputs = args.workdir / suffix
         inputs.mkdir(parents=True, exist_ok=True)
         link = inputs / source.name
@@ -82,7 +85,9 @@ def main() -> None:
         one_unit = None
         for count in (int(c) for c in args.ranges.split(",")):
             # A unit size the text's estimate cuts into `count` ranges (1: a unit size above it).
-            unit_bytes = int(text_mb * 1e6 / count) + 1 if count > 1 else 1 << 40
+            # A file of parts is cut by its bytes on disk.
+            size = source.stat().st_size if parts else text_mb * 1e6
+            unit_bytes = int(size / count) + 1 if count > 1 else 1 << 40
             serial = min(
                 (scaled(link, args.workdir / "s1", unit_bytes, 1) for _ in range(args.rounds)),
                 key=lambda r: r["units"],

@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::cuts::CutFinder;
 use super::split::{Documents, Format, PartsOrigin};
 use crate::error::Error;
-use crate::reader::frames::{self, ParallelText};
+use crate::reader::frames::{self, ParallelText, SequentialText};
 use crate::reader::{decompressed, Compression, READ_BUFFER};
 
 const BOM: &[u8] = b"\xef\xbb\xbf";
@@ -116,7 +116,7 @@ impl FileFeed {
         if targets.is_none() && compression != Compression::None && lanes > 1 {
             let parts = frames::parts(&path, compression)?;
             if parts.list.len() > 1 {
-                return Self::open_parts_of(path, &parts, 0, None, format, lanes);
+                return Self::open_parts_of(path, parts, 0, None, format, lanes);
             }
         }
         // A compressed file is read from its text's start, up to the cut for `start`.
@@ -177,12 +177,12 @@ impl FileFeed {
         lanes: usize,
     ) -> Result<Self, Error> {
         let parts = frames::parts(&path, compression)?;
-        Self::open_parts_of(path, &parts, start, end, format, lanes)
+        Self::open_parts_of(path, parts, start, end, format, lanes)
     }
 
     fn open_parts_of(
         path: PathBuf,
-        parts: &frames::Parts,
+        parts: frames::Parts,
         start: u64,
         end: Option<u64>,
         format: Format,
@@ -200,10 +200,29 @@ impl FileFeed {
         };
         let file_read = Arc::new(AtomicU64::new(0));
         let rest = range.end..parts.list.len();
-        let now = ParallelText::new(&path, parts, range, lanes, Arc::clone(&file_read));
-        // Past the range's parts only the end cut is looked for: one lane, a few pieces ahead.
-        let then = (!rest.is_empty())
-            .then(|| Box::new(ParallelText::new(&path, parts, rest, 1, Arc::default())) as _);
+        let compression = parts.compression;
+        let parts = Arc::new(parts);
+        let now: Box<dyn Read + Send> = match lanes {
+            0 | 1 => Box::new(SequentialText::new(
+                path.clone(),
+                Arc::clone(&parts),
+                range,
+                Arc::clone(&file_read),
+            )),
+            _ => Box::new(ParallelText::new(
+                &path,
+                Arc::clone(&parts),
+                range,
+                lanes,
+                Arc::clone(&file_read),
+            )),
+        };
+        // Past the range's parts only the end cut is looked for: decoded as it is read, on
+        // this thread (usually a few kilobytes of the next part).
+        let then = (!rest.is_empty()).then(|| {
+            let text = SequentialText::new(path.clone(), parts, rest, Arc::default());
+            Box::new(text) as Box<dyn Read + Send>
+        });
         let blocks = format == Format::Blocks;
         let path_for_origin = path.clone();
         // A range from the file's start is read as the whole file is: its own line numbers.
@@ -217,7 +236,7 @@ impl FileFeed {
                 now: Box::new(now),
                 then,
             }),
-            compression: parts.compression,
+            compression,
             file_read,
             path,
             next: 0,
@@ -228,7 +247,7 @@ impl FileFeed {
             targets,
             origin: (start > 0).then_some(PartsOrigin {
                 path: path_for_origin,
-                compression: parts.compression,
+                compression,
                 start,
             }),
         })
@@ -436,7 +455,8 @@ pub fn text_before(origin: &PartsOrigin, lanes: usize) -> Result<(u64, u64), Err
         });
     };
     let read = Arc::new(AtomicU64::new(0));
-    let mut text = ParallelText::new(&origin.path, &parts, range, lanes, Arc::clone(&read));
+    let parts = Arc::new(parts);
+    let mut text = ParallelText::new(&origin.path, parts, range, lanes, Arc::clone(&read));
     let mut piece = vec![0u8; READ_BUFFER];
     let (mut newlines, mut bytes) = (0u64, 0u64);
     loop {
@@ -742,7 +762,9 @@ mod tests {
                         let end = cuts.get(k + 1).copied();
                         let limit = [64, 256, 1 << 16][k % 3];
                         let (range, _) = read_with(stored, &name, limit, format, |path| {
-                            FileFeed::open_parts(path, *compression, start, end, format, 2)
+                            // One lane (decoded as read) and two, in turn.
+                            let lanes = 1 + k % 2;
+                            FileFeed::open_parts(path, *compression, start, end, format, lanes)
                         })
                         .expect("read");
                         ranges.extend(range);

@@ -15,11 +15,13 @@
 //!
 //! `parts` finds the parts (one part covering the file when it cannot be cut, or when anything
 //! in the walk looks wrong: then the decoder reads it whole and reports what is wrong as it
-//! does today); `ParallelText` reads the text of a run of parts with a thread a lane, in order.
+//! does today); `ParallelText` reads the text of a run of parts with a thread a lane, in order;
+//! `SequentialText` on the calling thread, only as far as it is read.
 
 mod file_bytes;
 mod gzip;
 mod parallel;
+mod sequential;
 #[cfg(test)]
 pub mod test_files;
 mod xz;
@@ -34,6 +36,7 @@ use crate::reader::{decompressed, Compression, READ_BUFFER};
 use file_bytes::{Bytes, Section};
 
 pub use parallel::ParallelText;
+pub use sequential::SequentialText;
 
 /// A part of a compressed file that decodes on its own: bytes `start..start + len` of the file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -90,6 +93,14 @@ impl Parts {
         };
         let to = self.list.get(run.end).map_or(self.size, |p| p.start);
         to.saturating_sub(from)
+    }
+
+    /// The length of the text of the parts `run`, where the file records it (xz's index).
+    pub fn text_len(&self, run: std::ops::Range<usize>) -> Option<u64> {
+        self.list[run]
+            .iter()
+            .map(|part| part.xz.as_ref().map(|block| block.text))
+            .sum()
     }
 
     /// Consecutive runs of `range`'s parts, each about `bytes` of the file (a run never joins
@@ -215,6 +226,7 @@ mod tests {
             });
         }
         assert_eq!(xz.runs(0..5, 1000), vec![0..2, 2..5]);
+        assert_eq!((xz.text_len(1..4), parts.text_len(1..4)), (Some(3), None));
     }
 
     #[test]

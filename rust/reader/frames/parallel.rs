@@ -1,11 +1,15 @@
 //! The text of a run of parts, decompressed by several threads and read in order.
 //!
 //! The parts are grouped into runs of about `RUN_BYTES` of the file; lane `k` of `n` decodes
-//! runs `k`, `k + n`, … in turn and hands their text over in pieces through a channel of a few
-//! pieces, so memory stays at `lanes × (PIECES + 1) × PIECE` however well the text compresses.
-//! The reader takes run 0's pieces from lane 0 until its end, then run 1's from lane 1, and so
-//! on: the text comes out in the file's order. Dropping the reader stops the lanes (their next
-//! hand-over fails) and waits for them.
+//! runs `k`, `k + n`, … in turn and hands their text over in pieces through a channel. The
+//! reader takes run 0's pieces from lane 0 until its end, then run 1's from lane 1, and so on:
+//! the text comes out in the file's order. While the reader takes one lane's run, the other
+//! lanes decode theirs into their channels, so a channel holds a whole run's text: `PIECES`
+//! pieces (a run of 1 MiB of zstd or gzip is 3-6 MiB of text), or, where the file says how long
+//! its runs' text is (xz's index), the longest run's, up to `MOST_PIECES`. Memory stays at
+//! `lanes × (pieces + 1) × PIECE` however well the text compresses; a run longer than its
+//! channel is decoded partly ahead. Dropping the reader stops the lanes (their next hand-over
+//! fails) and waits for them.
 
 use std::fs::File;
 use std::io::Read;
@@ -18,11 +22,13 @@ use std::thread::JoinHandle;
 use super::Parts;
 
 /// A run's compressed bytes: enough to keep a lane busy a while, small enough that a file of a
-/// few runs still spreads over the lanes.
-const RUN_BYTES: u64 = 4 << 20;
-/// The text handed over at a time, and how many pieces wait in a lane's channel.
+/// few runs still spreads over the lanes, and that a run's text fits its channel.
+const RUN_BYTES: u64 = 1 << 20;
+/// The text handed over at a time, and how many pieces a lane's channel holds: by default,
+/// and at most (where the runs' text is known to be longer).
 const PIECE: usize = 1 << 20;
-const PIECES: usize = 4;
+const PIECES: usize = 8;
+const MOST_PIECES: usize = 32;
 
 enum Message {
     Text(Vec<u8>),
@@ -46,18 +52,25 @@ impl ParallelText {
     /// `read` counts the file's bytes as the lanes read them (progress).
     pub fn new(
         path: &Path,
-        parts: &Parts,
+        parts: Arc<Parts>,
         range: std::ops::Range<usize>,
         lanes: usize,
         read: Arc<AtomicU64>,
     ) -> Self {
         let runs = parts.runs(range, RUN_BYTES);
         let lanes = lanes.clamp(1, runs.len().max(1));
-        let parts = Arc::new(parts.clone());
+        let longest = runs
+            .iter()
+            .filter_map(|run| parts.text_len(run.clone()))
+            .max();
+        let pieces = longest.map_or(PIECES, |text| {
+            let pieces = usize::try_from(text.div_ceil(PIECE as u64)).unwrap_or(usize::MAX);
+            pieces.clamp(PIECES, MOST_PIECES)
+        });
         let runs_shared = Arc::new(runs);
         let lanes: Vec<_> = (0..lanes)
             .map(|lane| {
-                let (send, receive) = sync_channel(PIECES);
+                let (send, receive) = sync_channel(pieces);
                 let work = Lane {
                     path: path.to_path_buf(),
                     parts: Arc::clone(&parts),
@@ -194,18 +207,24 @@ mod tests {
         let plain = text(200_000); // several runs of RUN_BYTES
         let bytes = bgzf(&plain, 60_000);
         let file = stored(&bytes);
-        let parts = parts(file.path(), Compression::Gzip).expect("parts");
+        let parts = Arc::new(parts(file.path(), Compression::Gzip).expect("parts"));
         for lanes in [1, 2, 3, 8] {
             let read = Arc::new(AtomicU64::new(0));
             let range = 0..parts.list.len();
-            let mut text = ParallelText::new(file.path(), &parts, range, lanes, Arc::clone(&read));
+            let mut text = ParallelText::new(
+                file.path(),
+                Arc::clone(&parts),
+                range,
+                lanes,
+                Arc::clone(&read),
+            );
             let mut out = Vec::new();
             text.read_to_end(&mut out).expect("read");
             assert!(out == plain, "{lanes} lanes");
             assert_eq!(read.load(Ordering::Relaxed), bytes.len() as u64);
         }
         // A middle run of parts alone.
-        let mut text = ParallelText::new(file.path(), &parts, 2..5, 2, Arc::default());
+        let mut text = ParallelText::new(file.path(), Arc::clone(&parts), 2..5, 2, Arc::default());
         let mut out = Vec::new();
         text.read_to_end(&mut out).expect("read");
         assert!(out == plain[120_000..300_000]);
@@ -215,20 +234,30 @@ mod tests {
     fn a_damaged_part_is_an_error_naming_it_and_a_reader_dropped_early_stops_the_lanes() {
         let plain = text(200_000);
         let mut bytes = bgzf(&plain, 60_000);
-        let parts = parts(stored(&bytes).path(), Compression::Gzip).expect("parts");
+        let parts = Arc::new(parts(stored(&bytes).path(), Compression::Gzip).expect("parts"));
         let damaged = &parts.list[parts.list.len() / 2];
         bytes[(damaged.start + 30) as usize] ^= 0xff;
         let file = stored(&bytes);
-        let mut text =
-            ParallelText::new(file.path(), &parts, 0..parts.list.len(), 2, Arc::default());
+        let mut text = ParallelText::new(
+            file.path(),
+            Arc::clone(&parts),
+            0..parts.list.len(),
+            2,
+            Arc::default(),
+        );
         let error = text.read_to_end(&mut Vec::new()).expect_err("damaged");
         assert!(
             error.to_string().contains("in the part from byte"),
             "{error}"
         );
         // Read a little, then drop: the lanes stop.
-        let mut text =
-            ParallelText::new(file.path(), &parts, 0..parts.list.len(), 3, Arc::default());
+        let mut text = ParallelText::new(
+            file.path(),
+            Arc::clone(&parts),
+            0..parts.list.len(),
+            3,
+            Arc::default(),
+        );
         let mut some = [0u8; 100];
         text.read_exact(&mut some).expect("read");
         assert_eq!(&some[..], &plain[..100]);
