@@ -14,13 +14,13 @@ bzip2 -9, xz -6; Parquet with pyarrow's defaults, 65,536 rows a group) once and 
 their own, as parallel compressors write it (``rust/reader/frames``): ``zst-parts`` zstd -3
 frames of 4 MiB of text (as ``pzstd`` and the seekable format do), ``gz-parts`` BGZF members of
 65,280 bytes of text (``bgzip``'s), ``xz-parts`` ``xz -6 -T2`` (blocks of 24 MiB of text; without
-the ``xz`` command, xz streams of 24 MiB); a run of more than one thread decompresses them on as
-many threads. Prints the fastest round of
+the ``xz`` command, xz streams of 24 MiB), ``bz2-parts`` bzip2 -9 streams of 900,000 bytes of
+text (``pbzip2``'s); a run of more than one thread decompresses them on as many threads. Prints the fastest round of
 each cell with the spread, and checks that every run, of either build, writes this build's
 shards of the plain file.
 
     .venv/bin/python -m benchmarks.prepare_compressed [--mb 110] [--threads 1,2] [--rounds 3]
-        [--formats gz,zst,bz2,xz,parquet,saved,zst-parts,gz-parts,xz-parts]
+        [--formats gz,zst,bz2,xz,parquet,saved,zst-parts,gz-parts,xz-parts,bz2-parts]
         [--tokenizer qwen|null] [--baseline DIR]
         [--read-only]
 
@@ -91,6 +91,7 @@ _STORED = {
     "zst-parts": "rows-parts.jsonl.zst",
     "gz-parts": "rows-parts.jsonl.gz",
     "xz-parts": "rows-parts.jsonl.xz",
+    "bz2-parts": "rows-parts.jsonl.bz2",
 }
 
 _COMPRESS: dict[str, Callable[[bytes], bytes]] = {
@@ -101,6 +102,9 @@ _COMPRESS: dict[str, Callable[[bytes], bytes]] = {
     "zst-parts": lambda data: parted(data, ".zst", 4 << 20),
     "gz-parts": lambda data: parted(data, ".gz", 65280),
     "xz-parts": lambda data: _xz_blocks(data),
+    "bz2-parts": lambda data: b"".join(  # pbzip2 -9: a stream of 900,000 bytes of text each
+        bz2.compress(data[k : k + 900_000], 9) for k in range(0, len(data), 900_000)
+    ),
 }
 
 

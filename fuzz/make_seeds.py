@@ -14,6 +14,7 @@ import gzip
 import io
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -321,7 +322,26 @@ TARGETS = (
     "npy_header",
     "tokenizer_json",
     "fast_encoder",
+    "compressed_parts",
 )
+
+
+def compressed_parts() -> None:
+    """Byte 0: compression in bits 0-1 (zstd, gzip, xz, bzip2), raw file in bit 2, lanes above; see
+    fuzz_targets/compressed_parts.rs. Built seeds carry a chunk size and text; raw ones a file
+    of parts, as tests/formats/parted.py writes them."""
+    sys.path.insert(0, str(ROOT))
+    from tests.formats.parted import parted  # noqa: PLC0415  the tests' writer of parts
+
+    text = "".join(f"line {i}: {'x' * (i % 7)}\n" for i in range(40)).encode()
+    write("compressed_parts", "built_zstd", b"\x00\x1f" + text)
+    write("compressed_parts", "built_gzip_2_lanes", b"\x11\x07" + text)
+    write("compressed_parts", "built_xz_3_lanes", b"\x1a\x3f" + text)
+    write("compressed_parts", "built_empty", b"\x01\x00")
+    write("compressed_parts", "built_bzip2", b"\x03\x3f" + text)
+    for bits, suffix in ((4, ".zst"), (5, ".gz"), (6, ".xz"), (7, ".bz2")):
+        lanes = bits + 8 * (bits - 3)
+        write("compressed_parts", f"raw{suffix}", bytes([lanes]) + parted(text, suffix, 100))
 
 
 def main() -> None:
@@ -335,6 +355,7 @@ def main() -> None:
     npy_header()
     tokenizer_json()
     fast_encoder()
+    compressed_parts()
     total = 0
     for folder in (SEEDS / target for target in TARGETS):
         sizes = [p.stat().st_size for p in folder.iterdir()]

@@ -1,9 +1,11 @@
 """Compressed files made of parts that decode on their own, as parallel compressors write them:
 zstd frames (``pzstd``, the seekable format), BGZF gzip members (``bgzip``) and xz streams
-(``xz -T`` writes blocks; streams one after the other are found by the same index walk)."""
+(``xz -T`` writes blocks; streams one after the other are found by the same index walk), bzip2
+streams (``pbzip2``)."""
 
 from __future__ import annotations
 
+import bz2
 import lzma
 import struct
 import zlib
@@ -26,8 +28,8 @@ def bgzf_member(piece: bytes) -> bytes:
 
 
 def parted(body: bytes, suffix: str, chunk: int) -> bytes:
-    """``body`` compressed as ``suffix`` (".zst", ".gz" or ".xz") in parts of ``chunk`` bytes of
-    text (BGZF ends with its empty member)."""
+    """``body`` compressed as ``suffix`` (".zst", ".gz", ".xz" or ".bz2") in parts of ``chunk``
+    bytes of text (BGZF ends with its empty member)."""
     pieces = [body[k : k + chunk] for k in range(0, len(body), chunk)] or [b""]
     if suffix == ".zst":
         compressor = zstandard.ZstdCompressor(write_checksum=True)
@@ -36,4 +38,6 @@ def parted(body: bytes, suffix: str, chunk: int) -> bytes:
         return b"".join(bgzf_member(piece) for piece in [*pieces, b""])
     if suffix == ".xz":
         return b"".join(lzma.compress(piece) for piece in pieces)
+    if suffix == ".bz2":
+        return b"".join(bz2.compress(piece, compresslevel=1) for piece in pieces)
     raise ValueError(f"no parts for {suffix!r}")

@@ -127,7 +127,7 @@ def test_the_text_ranges_of_a_compressed_file_read_as_the_whole_file(
     fail=st.booleans(),
     unit=st.integers(1, 400),
     chunk=st.integers(1, 30),
-    suffix=st.sampled_from([".gz", ".zst", ".xz"]),
+    suffix=st.sampled_from([".gz", ".zst", ".xz", ".bz2"]),
 )
 def test_the_ranges_of_a_file_of_parts_read_as_the_whole_file(
     tmp_path_factory: Any,
@@ -145,7 +145,7 @@ def test_the_ranges_of_a_file_of_parts_read_as_the_whole_file(
     _agree(tmp_path_factory.mktemp("parts"), "a.txt" + suffix, data, options, unit)
 
 
-@pytest.mark.parametrize("suffix", [".gz", ".zst", ".xz"])
+@pytest.mark.parametrize("suffix", [".gz", ".zst", ".xz", ".bz2"])
 def test_a_file_of_parts_is_cut_at_part_starts_and_read_whole_on_two_lanes(
     tmp_path: Path, suffix: str
 ) -> None:

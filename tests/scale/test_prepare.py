@@ -154,14 +154,16 @@ def _big_file(kind: str, seed: int) -> tuple[str, bytes]:
 
 
 @pytest.mark.parametrize("kind", ["blocks", "lines", "jsonl"])
-@pytest.mark.parametrize("suffix", ["", ".gz", ".zst", ".gz parts", ".zst parts", ".xz parts"])
+@pytest.mark.parametrize(
+    "suffix", ["", ".gz", ".zst", ".gz parts", ".zst parts", ".xz parts", ".bz2 parts"]
+)
 def test_a_large_file_cut_into_ranges_writes_what_one_run_writes(
     tmp_path: Path, kind: str, suffix: str
 ) -> None:
     """One file in many units: an uncompressed one in about twenty byte ranges, a compressed
     one in ranges of its text (each unit decompresses what comes before its range and cuts
     where its neighbours cut), a compressed one of parts that decode on their own (BGZF, zstd
-    frames, xz streams) in about twenty ranges of parts. Documents repeat across the ranges;
+    frames, xz and bzip2 streams) in about twenty ranges of parts. Documents repeat across the ranges;
     some lines are not UTF-8, replaced and counted: the same folder and counts as one run."""
     name, body = _big_file(kind, seed=3)
     suffix, _, parts = suffix.partition(" ")

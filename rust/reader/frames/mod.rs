@@ -10,14 +10,16 @@
 //! - xz blocks (`xz -T`, the default since xz 5.6): the index at the end of each stream lists
 //!   its blocks' sizes (`xz.rs`).
 //!
-//! bzip2 streams (`pbzip2`) have no lengths: finding them means searching the bits for their
-//! magic number, which is not done; a bzip2 file stays one part.
+//! - bzip2 streams (`pbzip2`): no length is written, but a stream starts byte-aligned with a
+//!   pattern found by a fast search and checked against the end of the stream before it
+//!   (`bzip2.rs`).
 //!
 //! `parts` finds the parts (one part covering the file when it cannot be cut, or when anything
 //! in the walk looks wrong: then the decoder reads it whole and reports what is wrong as it
 //! does today); `ParallelText` reads the text of a run of parts with a thread a lane, in order;
 //! `SequentialText` on the calling thread, only as far as it is read.
 
+mod bzip2;
 mod file_bytes;
 mod gzip;
 mod parallel;
@@ -169,7 +171,8 @@ pub fn parts(path: &Path, compression: Compression) -> Result<Parts, Error> {
         Compression::Zstd => zstd::frames(&at).map(|list| (list, vec![])),
         Compression::Gzip => gzip::members(&at).map(|list| (list, vec![])),
         Compression::Xz => xz::blocks(&at),
-        Compression::Bzip2 | Compression::None => None,
+        Compression::Bzip2 => bzip2::streams(&at).map(|list| (list, vec![])),
+        Compression::None => None,
     };
     let (list, xz_headers) = match found {
         Some((list, headers)) if !list.is_empty() => (list, headers),
@@ -232,7 +235,7 @@ mod tests {
     #[test]
     fn a_file_that_cannot_be_cut_is_one_part() {
         let plain = text(100);
-        for compression in [Compression::Bzip2, Compression::None] {
+        for compression in [Compression::Bzip2, Compression::Gzip, Compression::None] {
             let file = stored(&plain);
             let parts = parts(file.path(), compression).expect("parts");
             assert_eq!(parts.starts(), vec![0]);

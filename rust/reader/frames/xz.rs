@@ -14,6 +14,8 @@ use super::Part;
 
 const HEADER_MAGIC: [u8; 6] = [0xfd, b'7', b'z', b'X', b'Z', 0];
 const FOOTER_MAGIC: [u8; 2] = [b'Y', b'Z'];
+/// An index larger than this (a few million blocks) is not read: the file stays one part.
+const MOST_INDEX_BYTES: u64 = 64 << 20;
 
 /// A block's stream (its place in the file) and its sizes, as the index gives them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +43,9 @@ pub(super) fn blocks(file: &Bytes<'_>) -> Option<(Vec<Part>, Vec<[u8; 12]>)> {
             return None;
         }
         let backward = (u64::from(u32::from_le_bytes(footer[4..8].try_into().ok()?)) + 1) * 4;
+        if backward > MOST_INDEX_BYTES {
+            return None;
+        }
         let index_start = (end - 12).checked_sub(backward)?;
         let sizes = index(&file.vec(index_start, backward)?)?;
         let blocks: u64 = sizes
