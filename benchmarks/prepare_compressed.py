@@ -51,6 +51,7 @@ import zstandard
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from tests.formats.parted import parted  # noqa: E402  the test's writer of parts
+
 DOCS = ROOT / "work" / "race" / "corpus150" / "main" / "docs"
 KEPT = ROOT / "work" / "prepare_compressed"
 QWEN = Path.home() / ".cache" / "data_io" / "vocab" / "qwen" / "tokenizer.json"

@@ -331,7 +331,7 @@ def compressed_parts() -> None:
     fuzz_targets/compressed_parts.rs. Built seeds carry a chunk size and text; raw ones a file
     of parts, as tests/formats/parted.py writes them."""
     sys.path.insert(0, str(ROOT))
-    from tests.formats.parted import parted  # noqa: PLC0415  the tests' writer of parts
+    from tests.formats.parted import parted  # the tests' writer of parts (needs ROOT on the path)
 
     text = "".join(f"line {i}: {'x' * (i % 7)}\n" for i in range(40)).encode()
     write("compressed_parts", "built_zstd", b"\x00\x1f" + text)
