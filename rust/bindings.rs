@@ -1006,8 +1006,9 @@ fn compression_named(name: Option<&str>) -> PyResult<crate::reader::Compression>
 }
 
 /// The file offsets at which `path`, stored with `compression`, can be entered: the starts of
-/// its parts that decode on their own (`reader/frames`: zstd frames, BGZF members, xz blocks),
-/// the first one 0; `[0]` for a file that is one part. Reads headers and indexes only.
+/// its parts that decode on their own (`reader/frames`: zstd frames, BGZF members, xz blocks,
+/// bzip2 streams), the first one 0; `[0]` for a file that is one part. Reads headers and
+/// indexes (and searches a bzip2 file for its streams' starts), decompresses nothing.
 #[pyfunction]
 fn compressed_parts(
     py: Python<'_>,
@@ -1178,10 +1179,10 @@ fn prepare_batch<'py>(
                     false => None,
                 })
             });
+            // (When the text before cannot be counted, the first error stands.)
             let error = match again {
                 Ok(Some(again)) => again,
-                Ok(None) => error,
-                Err(failed) => failed,
+                Ok(None) | Err(_) => error,
             };
             return Err(match error {
                 BatchError::Core(error) => to_py_err(py, error),

@@ -9,10 +9,11 @@ boundary. A text document is a block of lines ended by a blank line (only whites
 Python's ``str.isspace`` sees it; a line that is not UTF-8 is not blank): a range ends just
 after a blank line. ``datasets`` sources stay whole.
 
-A compressed file made of parts that decode on their own (zstd frames, BGZF members, xz blocks:
-``_core.compressed_parts`` finds them from their headers) is cut as an uncompressed one is, at
-part starts about ``unit_bytes`` of the file apart (``PartsRange``): each range decompresses
-only its own parts, and a little of the next to find where its last document ends.
+A compressed file made of parts that decode on their own (zstd frames, BGZF members, xz blocks,
+bzip2 streams: ``_core.compressed_parts`` finds them from their headers) is cut as an
+uncompressed one is, at part starts about ``unit_bytes`` of the file apart (``PartsRange``):
+each range decompresses only its own parts, and a little of the next to find where its last
+document ends.
 
 Any other compressed file cannot be entered in the middle: each of its ranges decompresses all
 the text before it, so cutting a file into ``k`` ranges decompresses it ``k / 2`` times over (and the

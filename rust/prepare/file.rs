@@ -5,7 +5,7 @@
 //! is read (`cuts.rs`).
 //!
 //! A compressed file made of parts that decode on their own (zstd frames, BGZF members, xz
-//! blocks: `reader/frames`) is decompressed by several threads when the run has them, and a
+//! blocks, bzip2 streams: `reader/frames`) is decompressed by several threads when the run has them, and a
 //! range of it is given by the file offsets of two parts' starts: the range runs from the
 //! first document boundary in the first part's text to the first one in the text of the part
 //! at its end (the same rule, `cuts.rs`, with the target just past each part's first byte),
@@ -224,7 +224,11 @@ impl FileFeed {
             Box::new(text) as Box<dyn Read + Send>
         });
         let blocks = format == Format::Blocks;
-        let path_for_origin = path.clone();
+        let origin = (start > 0).then(|| PartsOrigin {
+            path: path.clone(),
+            compression,
+            start,
+        });
         // A range from the file's start is read as the whole file is: its own line numbers.
         let targets = (start > 0 || then.is_some()).then(|| Targets {
             start: CutFinder::new(u64::from(start > 0), blocks),
@@ -232,10 +236,7 @@ impl FileFeed {
             blocks,
         });
         Ok(Self {
-            input: Mutex::new(Input {
-                now: Box::new(now),
-                then,
-            }),
+            input: Mutex::new(Input { now, then }),
             compression,
             file_read,
             path,
@@ -245,11 +246,7 @@ impl FileFeed {
             offset: 0,
             finished: false,
             targets,
-            origin: (start > 0).then_some(PartsOrigin {
-                path: path_for_origin,
-                compression,
-                start,
-            }),
+            origin,
         })
     }
 

@@ -187,6 +187,15 @@ def test_a_damaged_part_is_named_and_a_file_that_changed_since_the_plan_is_refus
             kind, message = _rust([source], ReadOptions())
         assert kind == "error" and "corrupt zst file" in message, message
         assert "re-download or re-compress it" in message
+    # A file of bzip2 streams cut short: its last stream has no end.
+    cut = tmp_path / "b.txt.bz2"
+    cut.write_bytes(parted(text, ".bz2", 10000)[:-30])
+    assert len(_core.compressed_parts(str(cut), "bz2")) > 5
+    (short,) = expand_inputs([cut], ReadOptions())[0]
+    for threads in (1, 2):
+        with encoder_threads(threads):
+            kind, message = _rust([short], ReadOptions())
+        assert kind == "error" and "truncated bz2 file" in message, message
     moved = dataclasses.replace(source, span=PartsRange(starts[5] + 1, source.size, source.size))
     kind, message = _rust([moved], ReadOptions())
     assert kind == "error" and f"no compressed part starts at byte {starts[5] + 1}" in message
