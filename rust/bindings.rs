@@ -862,7 +862,8 @@ impl RawDocuments {
         let format = self.inner.format();
         let feed = py
             .detach(|| match parts {
-                true => FileFeed::open_parts(path, compression, start, end, format, lanes),
+                true => crate::reader::frames::parts(&path, compression)
+                    .and_then(|parts| FileFeed::open_parts(path, parts, start, end, format, lanes)),
                 false => FileFeed::open_compressed(path, compression, start, end, format, lanes),
             })
             .map_err(|e| to_py_err(py, e))?;

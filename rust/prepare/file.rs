@@ -116,7 +116,7 @@ impl FileFeed {
         if targets.is_none() && compression != Compression::None && lanes > 1 {
             let parts = frames::parts(&path, compression)?;
             if parts.list.len() > 1 {
-                return Self::open_parts_of(path, parts, 0, None, format, lanes);
+                return Self::open_parts(path, parts, 0, None, format, lanes);
             }
         }
         // A compressed file is read from its text's start, up to the cut for `start`.
@@ -165,22 +165,11 @@ impl FileFeed {
         })
     }
 
-    /// Open the compressed `path` to read the range between the parts starting at file
-    /// offsets `start` and `end` (None: to the end), decompressed by `lanes` threads. Its
-    /// documents' lines and offsets are counted from `start`'s part (`Documents::rebase`).
+    /// Open the compressed `path`, whose parts are `parts` (`frames::parts`), to read the range
+    /// between the parts starting at file offsets `start` and `end` (None: to the end),
+    /// decompressed by `lanes` threads. Its documents' lines and offsets are counted from
+    /// `start`'s part (`Documents::rebase`).
     pub fn open_parts(
-        path: PathBuf,
-        compression: Compression,
-        start: u64,
-        end: Option<u64>,
-        format: Format,
-        lanes: usize,
-    ) -> Result<Self, Error> {
-        let parts = frames::parts(&path, compression)?;
-        Self::open_parts_of(path, parts, start, end, format, lanes)
-    }
-
-    fn open_parts_of(
         path: PathBuf,
         parts: frames::Parts,
         start: u64,
@@ -761,7 +750,8 @@ mod tests {
                         let (range, _) = read_with(stored, &name, limit, format, |path| {
                             // One lane (decoded as read) and two, in turn.
                             let lanes = 1 + k % 2;
-                            FileFeed::open_parts(path, *compression, start, end, format, lanes)
+                            let parts = frames::parts(&path, *compression)?;
+                            FileFeed::open_parts(path, parts, start, end, format, lanes)
                         })
                         .expect("read");
                         ranges.extend(range);
@@ -779,7 +769,8 @@ mod tests {
             .flat_map(|c| zstd(c))
             .collect();
         let error = read_with(&stored, "not_a_part", 64, Format::Lines, |path| {
-            FileFeed::open_parts(path, Compression::Zstd, 1, None, Format::Lines, 1)
+            let parts = crate::reader::frames::parts(&path, Compression::Zstd)?;
+            FileFeed::open_parts(path, parts, 1, None, Format::Lines, 1)
         })
         .expect_err("no part there")
         .to_string();

@@ -49,6 +49,27 @@ pub struct Part {
     xz: Option<xz::Block>,
 }
 
+impl Part {
+    /// Parts from each of `starts` (rising) to the next, the last to `size`; the first one
+    /// taking the file from its start (what comes before it is the decoder's to pass over).
+    pub fn tiling(starts: &[u64], size: u64) -> Vec<Part> {
+        let ends = starts.iter().skip(1).copied().chain([size]);
+        starts
+            .iter()
+            .zip(ends)
+            .enumerate()
+            .map(|(k, (&start, end))| {
+                let start = if k == 0 { 0 } else { start };
+                Part {
+                    start,
+                    len: end - start,
+                    xz: None,
+                }
+            })
+            .collect()
+    }
+}
+
 /// The parts of a file, in order.
 #[derive(Clone, Debug)]
 pub struct Parts {

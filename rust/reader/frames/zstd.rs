@@ -30,23 +30,9 @@ pub(super) fn frames(file: &Bytes<'_>) -> Option<Vec<Part>> {
     if at != file.size {
         return None;
     }
-    // A part runs to the next frame's start (taking any skippable frames after it).
-    let ends = starts.iter().skip(1).copied().chain([file.size]);
-    let mut parts: Vec<Part> = starts
-        .iter()
-        .zip(ends)
-        .map(|(&start, end)| Part {
-            start,
-            len: end - start,
-            xz: None,
-        })
-        .collect();
-    // Skippable frames before the first frame go with it.
-    if let Some(first) = parts.first_mut() {
-        first.len += first.start;
-        first.start = 0;
-    }
-    Some(parts)
+    // A part runs to the next frame's start (taking any skippable frames after it); those
+    // before the first frame go with it.
+    Some(Part::tiling(&starts, file.size))
 }
 
 /// The end of the frame starting at `at`.
