@@ -52,8 +52,9 @@ def document_ranges(
     source: Source, unit_bytes: int, doc_per_line: bool, run_bytes: int = 0
 ) -> list[ByteRange] | list[TextRange] | list[PartsRange] | list[RowGroups]:
     """Ranges of about ``unit_bytes`` covering ``source`` in order, or ``[]`` when it is read
-    whole (small, one row group, a ``datasets`` source, or a compressed file holding less than
-    an eighth of ``run_bytes``, the run's inputs on disk)."""
+    whole (small, one row group, a ``datasets`` source, or a compressed stream holding less
+    than an eighth of ``run_bytes``, the run's inputs on disk; a compressed file of parts is
+    cut as an uncompressed one is)."""
     size = source.size
     if source.compression is not None and source.kind in ("txt", "jsonl"):
         if unit_bytes <= 0 or size * 8 <= unit_bytes:

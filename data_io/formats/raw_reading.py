@@ -4,8 +4,9 @@ what a tokenizer's training counts).
 
 A text or JSONL file (or a byte range of an uncompressed one) is read by Rust straight into the
 batch's buffer (``RawDocuments.read_file``), gzip, zstd, bzip2 and xz ones decompressed on the
-way. Cutting the text into
-documents, decoding, and parsing JSONL rows happen in Rust (``rust/prepare/``,
+way: on as many threads as the encoder's when the file is made of parts that decode on their
+own (``rust/reader/frames``), and a range of such a file (``PartsRange``) from its parts alone.
+Cutting the text into documents, decoding, and parsing JSONL rows happen in Rust (``rust/prepare/``,
 ``_core.RawDocuments`` and ``_core.prepare_batch``). Parquet files are read by pyarrow and
 handed over batch by batch from the text column's buffers (no Python string per document);
 ``datasets`` sources are read by their library and handed over as texts. A JSONL row the Rust
