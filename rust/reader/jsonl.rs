@@ -6,10 +6,12 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 
+use super::frames::{self, ParallelText};
 use super::{Compression, RowText, FIELDS, READ_BUFFER};
 use crate::error::{Error, Location, Result};
 use crate::progress::ByteProgress;
@@ -53,6 +55,22 @@ impl Read for Counting {
         if let Some(hash) = &self.hash {
             hash.update(&buf[..n]);
         }
+        Ok(n)
+    }
+}
+
+/// A file of parts' text decompressed on several lanes, its progress the file's bytes the lanes
+/// have read.
+struct Progressed {
+    text: ParallelText,
+    read: Arc<AtomicU64>,
+    progress: ByteProgress,
+}
+
+impl Read for Progressed {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.text.read(buf)?;
+        self.progress.advance_to(self.read.load(Ordering::Relaxed));
         Ok(n)
     }
 }
@@ -149,6 +167,32 @@ impl JsonlReader {
         batch_rows: usize,
         progress: ByteProgress,
     ) -> Result<Self> {
+        // A compressed file of parts (zstd frames, BGZF, xz blocks, bzip2 streams) decompresses
+        // on the pool's threads; its hash is then taken apart (`cache::file_blake3`).
+        let lanes = rayon::current_num_threads();
+        if compression != Compression::None && lanes > 1 {
+            let parts = frames::parts(path, compression)?;
+            if parts.list.len() > 1 {
+                let read = Arc::new(AtomicU64::new(0));
+                let range = 0..parts.list.len();
+                let text = ParallelText::new(path, Arc::new(parts), range, lanes, read.clone());
+                let text = Progressed {
+                    text,
+                    read,
+                    progress,
+                };
+                return Ok(JsonlReader {
+                    path: Arc::new(path.to_path_buf()),
+                    compression,
+                    reader: Box::new(BufReader::with_capacity(READ_BUFFER, text)),
+                    batch_rows: batch_rows.max(1),
+                    line_no: 0,
+                    skip_bom: true,
+                    finished: false,
+                    hash: None,
+                });
+            }
+        }
         let file = File::open(path).map_err(|e| Error::read(path, e))?;
         let size = file.metadata().map_err(|e| Error::read(path, e))?.len();
         let hash = SourceHash::default();
@@ -652,6 +696,61 @@ mod tests {
         let zst = dir.path().join("rows.jsonl.zst");
         std::fs::write(&zst, zstd::stream::encode_all(text.as_bytes(), 3).unwrap()).unwrap();
         assert_eq!(read_file(&zst, Compression::Zstd).unwrap(), vec!["q"; 5]);
+    }
+
+    #[test]
+    fn a_file_of_zstd_frames_reads_on_the_pools_threads_as_one_stream_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let rows: Vec<String> = (0..3000)
+            .map(|i| ROW.replace("\"q\"", &format!("\"q{i}\"")))
+            .collect();
+        let text = rows.concat();
+        let frames: Vec<u8> = text
+            .as_bytes()
+            .chunks(10_000)
+            .flat_map(|chunk| zstd::stream::encode_all(chunk, 3).unwrap())
+            .collect();
+        let zst = dir.path().join("rows.jsonl.zst");
+        std::fs::write(&zst, &frames).unwrap();
+        let one = dir.path().join("one.jsonl.zst");
+        std::fs::write(&one, zstd::stream::encode_all(text.as_bytes(), 3).unwrap()).unwrap();
+        let expected: Vec<String> = (0..3000).map(|i| format!("q{i}")).collect();
+        for threads in [1, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                assert_eq!(read_file(&zst, Compression::Zstd).unwrap(), expected);
+                assert_eq!(read_file(&one, Compression::Zstd).unwrap(), expected);
+                // Decompressed on the pool's threads, the hash is taken apart (None here).
+                let hash = hash_after_reading(&zst, Compression::Zstd);
+                assert_eq!(hash.is_none(), threads > 1);
+                // A bad row is named by its line, as in one stream.
+                let bad = dir.path().join("bad.jsonl.zst");
+                let mut broken = rows.clone();
+                broken[2500] = "{\"condition\": 1}\n".to_owned();
+                let stored: Vec<u8> = broken
+                    .concat()
+                    .as_bytes()
+                    .chunks(10_000)
+                    .flat_map(|chunk| zstd::stream::encode_all(chunk, 3).unwrap())
+                    .collect();
+                std::fs::write(&bad, stored).unwrap();
+                let reader = JsonlReader::open(&bad, Compression::Zstd, 64, ByteProgress::none());
+                let located: Vec<String> = reader
+                    .unwrap()
+                    .flat_map(|batch| {
+                        let batch = batch.unwrap();
+                        (0..batch.len())
+                            .filter_map(|i| batch.row(i).err().map(|e| e.to_string()))
+                            .collect::<Vec<_>>()
+                    })
+                    .collect();
+                assert_eq!(located.len(), 1);
+                assert!(located[0].contains(":line 2501: "), "{}", located[0]);
+            });
+        }
     }
 
     /// Read to the end by batches, then the hash the reader took.

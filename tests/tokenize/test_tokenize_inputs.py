@@ -13,6 +13,7 @@ import pytest
 
 from data_io.errors import InputError
 from data_io.tokenize import tokenize
+from tests.formats.parted import parted
 from tests.tokenize_oracle import expected_layout, load_task
 
 ROWS = [
@@ -50,6 +51,35 @@ def test_compressed_and_any_case_files_are_read_like_plain_jsonl(
         for key, array in want.items():
             np.testing.assert_array_equal(got[key].astype(np.uint64), array, err_msg=name)
     assert result.skipped_files == []
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".zst"])
+def test_a_compressed_file_of_parts_reads_on_every_thread_and_stays_incremental(
+    small_tokenizer: Path, tmp_path: Path, suffix: str
+):
+    """BGZF members or zstd frames (``rust/reader/frames``): decompressed on the encoder's
+    threads, the same task as one stream; its hash is taken apart, so a second run finds it
+    unchanged."""
+    many = [
+        {**row, "instruction": f"{row['instruction']} #{i}"} for i in range(400) for row in ROWS
+    ]
+    body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in many).encode()
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    (rows / f"parts.jsonl{suffix}").write_bytes(parted(body, suffix, 1000))
+    (rows / f"one.jsonl{suffix}").write_bytes(
+        gzip.compress(body) if suffix == ".gz" else zstd(body)
+    )
+    out = tmp_path / "out"
+    result = run(rows, out, small_tokenizer, threads=2)
+    want = expected_layout(small_tokenizer, many)
+    for name in (f"parts.jsonl{suffix}", f"one.jsonl{suffix}"):
+        got = load_task(out / name)
+        for key, array in want.items():
+            np.testing.assert_array_equal(got[key].astype(np.uint64), array, err_msg=name)
+    assert {f.status for f in result.files} == {"tokenized"}
+    again = run(rows, out, small_tokenizer, threads=2)
+    assert {f.status for f in again.files} == {"unchanged"}
 
 
 def test_other_files_are_listed_as_skipped_and_hidden_ones_ignored(
