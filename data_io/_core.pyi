@@ -106,7 +106,8 @@ class RawDocuments:
         (``rust/prepare/cuts.rs``), its first line numbered as found. ``parts``: ``start`` and
         ``end`` are file offsets from ``compressed_parts``, the range running between the
         first document boundaries in those parts' texts. A compressed file of several parts is
-        decompressed by ``lanes`` threads (None: as many as the encoder's pool)."""
+        decompressed by ``lanes`` threads (None: as many as the encoder's pool, when one decoding
+        thread would hold them back: ``rust/reader/frames``'s ``lanes_for``)."""
     def read_file(self, limit: int) -> int:
         """Read about ``limit`` more bytes of the file's text and cut its whole lines into
         documents, without the GIL; the bytes of text read (0: the file is done)."""

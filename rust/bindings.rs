@@ -837,7 +837,8 @@ impl RawDocuments {
     /// running between the cuts for them (`prepare/cuts.rs`).
     /// `parts`: `start` and `end` are file offsets of two of its parts (`reader/frames`), the
     /// range running between the first document boundaries in their texts. A file of several
-    /// parts is decompressed by `lanes` threads (None: as many as the encoder's pool has).
+    /// parts is decompressed by `lanes` threads (None: as many as the encoder's pool has, when
+    /// one decoding thread would hold them back: `frames::lanes_for`).
     #[pyo3(signature = (path, start = 0, end = None, compression = None, parts = false,
         lanes = None))]
     #[allow(clippy::too_many_arguments)]
@@ -855,9 +856,12 @@ impl RawDocuments {
         let compression = compression_named(compression)?;
         let lanes = match lanes {
             Some(lanes) => lanes,
-            None => crate::encoder::process_pool()
-                .map_err(|e| to_py_err(py, e))?
-                .current_num_threads(),
+            None => crate::reader::frames::lanes_for(
+                compression,
+                crate::encoder::process_pool()
+                    .map_err(|e| to_py_err(py, e))?
+                    .current_num_threads(),
+            ),
         };
         let format = self.inner.format();
         let feed = py

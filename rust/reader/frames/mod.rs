@@ -178,6 +178,28 @@ impl Parts {
     }
 }
 
+/// The lanes worth decompressing a file of parts on, for a run of `threads` threads: all of
+/// them where one decoding thread would be slower than the threads consuming its text, else 1.
+/// On two cores more lanes than needed cost 10-17% (`tokenize` of zstd frames and BGZF:
+/// docs/performance.md#compressed-files-of-parts): they share the cores with the encoder.
+pub fn lanes_for(compression: Compression, threads: usize) -> usize {
+    // One thread's decoding, MB/s of text on the 2-core VM (`benchmarks.prepare_compressed
+    // --read-only`), and what one encoding thread consumes (tokenize and prepare: 75-120).
+    const CONSUMED: usize = 110;
+    let decoded = match compression {
+        Compression::Zstd => 1200,
+        Compression::Gzip => 580,
+        Compression::Xz => 186,
+        Compression::Bzip2 => 57,
+        Compression::None => return 1,
+    };
+    if threads * CONSUMED > decoded {
+        threads
+    } else {
+        1
+    }
+}
+
 /// The parts of `path`, stored with `compression`: one covering the file when it cannot be cut.
 pub fn parts(path: &Path, compression: Compression) -> Result<Parts, Error> {
     let io = |source| Error::Io {
@@ -251,6 +273,18 @@ mod tests {
         }
         assert_eq!(xz.runs(0..5, 1000), vec![0..2, 2..5]);
         assert_eq!((xz.text_len(1..4), parts.text_len(1..4)), (Some(3), None));
+    }
+
+    #[test]
+    fn lanes_go_to_decoders_slower_than_their_consumers() {
+        assert_eq!(lanes_for(Compression::Zstd, 2), 1);
+        assert_eq!(lanes_for(Compression::Zstd, 16), 16);
+        assert_eq!(lanes_for(Compression::Gzip, 4), 1);
+        assert_eq!(lanes_for(Compression::Gzip, 8), 8);
+        assert_eq!(lanes_for(Compression::Xz, 2), 2);
+        assert_eq!(lanes_for(Compression::Bzip2, 2), 2);
+        assert_eq!(lanes_for(Compression::Bzip2, 1), 1);
+        assert_eq!(lanes_for(Compression::None, 16), 1);
     }
 
     #[test]
