@@ -8,16 +8,16 @@
 //! - BGZF gzip members (`bgzip`, htslib): each member's `BC` extra field gives its length
 //!   (`gzip.rs`); other gzip members do not, so such a file stays one part;
 //! - xz blocks (`xz -T`, the default since xz 5.6): the index at the end of each stream lists
-//!   its blocks' sizes (`xz.rs`).
-//!
+//!   its blocks' sizes (`xz.rs`);
 //! - bzip2 streams (`pbzip2`): no length is written, but a stream starts byte-aligned with a
 //!   pattern found by a fast search and checked against the end of the stream before it
 //!   (`bzip2.rs`).
 //!
 //! `parts` finds the parts (one part covering the file when it cannot be cut, or when anything
-//! in the walk looks wrong: then the decoder reads it whole and reports what is wrong as it
-//! does today); `ParallelText` reads the text of a run of parts with a thread a lane, in order;
-//! `SequentialText` on the calling thread, only as far as it is read.
+//! in the walk looks wrong: then the one decoder of the whole file reads it and reports what is
+//! wrong); `ParallelText` reads the text of a run of parts with a thread a lane, in order;
+//! `SequentialText` on the calling thread, only as far as it is read; `lanes_for` says when
+//! lanes are worth their cores.
 
 mod bzip2;
 mod file_bytes;
@@ -202,11 +202,7 @@ pub fn lanes_for(compression: Compression, threads: usize) -> usize {
 
 /// The parts of `path`, stored with `compression`: one covering the file when it cannot be cut.
 pub fn parts(path: &Path, compression: Compression) -> Result<Parts, Error> {
-    let io = |source| Error::Io {
-        context: "cannot read",
-        path: path.to_path_buf(),
-        source,
-    };
+    let io = |source| Error::read(path, source);
     let file = File::open(path).map_err(io)?;
     let size = file.metadata().map_err(io)?.len();
     let at = Bytes { file: &file, size };
