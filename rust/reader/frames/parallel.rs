@@ -79,7 +79,7 @@ impl ParallelText {
                 };
                 let count = lanes;
                 let handle = std::thread::Builder::new()
-                    .name(format!("data_io-inflate-{lane}"))
+                    .name(format!("data_io-decode-{lane}"))
                     .spawn(move || work.decode_every(lane, count, &send));
                 match handle {
                     Ok(handle) => (receive, Some(handle)),
