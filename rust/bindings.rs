@@ -866,7 +866,8 @@ impl RawDocuments {
         let format = self.inner.format();
         let feed = py
             .detach(|| match parts {
-                true => crate::reader::frames::parts(&path, compression)
+                // Only the range's own parts are walked (`frames::parts_in`).
+                true => crate::reader::frames::parts_in(&path, compression, start, end)
                     .and_then(|parts| FileFeed::open_parts(path, parts, start, end, format, lanes)),
                 false => FileFeed::open_compressed(path, compression, start, end, format, lanes),
             })

@@ -165,7 +165,8 @@ impl FileFeed {
         })
     }
 
-    /// Open the compressed `path`, whose parts are `parts` (`frames::parts`), to read the range
+    /// Open the compressed `path`, whose parts are `parts` (`frames::parts`, or `parts_in` the
+    /// range), to read the range
     /// between the parts starting at file offsets `start` and `end` (None: to the end),
     /// decompressed by `lanes` threads. Its documents' lines and offsets are counted from
     /// `start`'s part (`Documents::rebase`).
@@ -429,7 +430,7 @@ impl FileFeed {
 /// The newlines and bytes of the text before the part at byte `origin.start` of its file (what
 /// `Documents::rebase` adds to a range's lines and offsets), decompressed on `lanes` threads.
 pub fn text_before(origin: &PartsOrigin, lanes: usize) -> Result<(u64, u64), Error> {
-    let parts = frames::parts(&origin.path, origin.compression)?;
+    let parts = frames::parts_in(&origin.path, origin.compression, 0, Some(origin.start))?;
     let Some(range) = parts.between(0, Some(origin.start)) else {
         return Err(Error::BadFile {
             path: origin.path.clone(),
@@ -750,7 +751,7 @@ mod tests {
                         let (range, _) = read_with(stored, &name, limit, format, |path| {
                             // One lane (decoded as read) and two, in turn.
                             let lanes = 1 + k % 2;
-                            let parts = frames::parts(&path, *compression)?;
+                            let parts = frames::parts_in(&path, *compression, start, end)?;
                             FileFeed::open_parts(path, parts, start, end, format, lanes)
                         })
                         .expect("read");
@@ -769,7 +770,7 @@ mod tests {
             .flat_map(|c| zstd(c))
             .collect();
         let error = read_with(&stored, "not_a_part", 64, Format::Lines, |path| {
-            let parts = crate::reader::frames::parts(&path, Compression::Zstd)?;
+            let parts = crate::reader::frames::parts_in(&path, Compression::Zstd, 1, None)?;
             FileFeed::open_parts(path, parts, 1, None, Format::Lines, 1)
         })
         .expect_err("no part there")

@@ -167,7 +167,7 @@ impl JsonlReader {
         batch_rows: usize,
         progress: ByteProgress,
     ) -> Result<Self> {
-        // A compressed file of parts (zstd frames, BGZF, xz blocks, bzip2 streams) decompresses
+        // A compressed file of parts (zstd frames, BGZF members) decompresses
         // on the pool's threads; its hash is then taken apart (`cache::file_blake3`).
         let lanes = frames::lanes_for(compression, rayon::current_num_threads());
         if lanes > 1 {

@@ -11,7 +11,6 @@
 use memchr::memmem;
 
 use super::file_bytes::Bytes;
-use super::Part;
 
 const BLOCK_MAGIC: [u8; 6] = [0x31, 0x41, 0x59, 0x26, 0x53, 0x59];
 const END_MAGIC: u64 = 0x1772_4538_5090;
@@ -20,32 +19,33 @@ const CHUNK: u64 = 8 << 20;
 /// A stream start's pattern: `BZh`, a digit, a magic.
 const START_LEN: usize = 10;
 
-/// The streams of the file, or None when it does not start as bzip2.
-pub(super) fn streams(file: &Bytes<'_>) -> Option<Vec<Part>> {
-    if !starts_stream(&file.vec(0, (START_LEN as u64).min(file.size))?) {
+/// The starts of the streams between bytes `from` and `until` (each a stream's start, or the
+/// file's ends), or None when either is not.
+pub(super) fn streams(file: &Bytes<'_>, from: u64, until: u64) -> Option<Vec<u64>> {
+    let is_start = |place: u64| {
+        let pattern = file.vec(place, (START_LEN as u64).min(file.size - place));
+        pattern.is_some_and(|p| starts_stream(&p)) && (place == 0 || ends_stream(file, place))
+    };
+    if !is_start(from) || (until < file.size && !is_start(until)) {
         return None;
     }
     let finder = memmem::Finder::new(b"BZh");
-    let mut starts = vec![0u64];
-    let mut at = 0;
-    while at < file.size {
-        let len = (CHUNK + START_LEN as u64).min(file.size - at);
-        let bytes = file.vec(at, len)?;
-        // A start found past CHUNK is the next chunk's to take (it has its whole pattern).
-        let own = if at + len < file.size {
-            CHUNK as usize
-        } else {
-            bytes.len()
-        };
+    let mut starts = vec![from];
+    let mut at = from;
+    while at < until {
+        // The places this chunk owns, and the pattern's bytes past the last of them.
+        let own = CHUNK.min(until - at);
+        let bytes = file.vec(at, (own + START_LEN as u64).min(file.size - at))?;
+        let own = own as usize;
         for i in finder.find_iter(&bytes).take_while(|&i| i < own) {
             let place = at + i as u64;
-            if place > 0 && starts_stream(&bytes[i..]) && ends_stream(file, place) {
+            if place > from && starts_stream(&bytes[i..]) && ends_stream(file, place) {
                 starts.push(place);
             }
         }
         at += CHUNK;
     }
-    Some(Part::tiling(&starts, file.size))
+    Some(starts)
 }
 
 /// Whether `bytes` begin a stream: `BZh`, a block size of 1-9, a block's or the end's magic.
@@ -111,7 +111,7 @@ mod tests {
             file: file.as_file(),
             size: bytes.len() as u64,
         };
-        streams(&at).map(|parts| parts.len())
+        streams(&at, 0, at.size).map(|starts| starts.len())
     }
 
     #[test]

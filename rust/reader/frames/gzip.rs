@@ -3,22 +3,17 @@
 //! length is only known by inflating it, so the file stays one part.
 
 use super::file_bytes::Bytes;
-use super::Part;
 
-/// The members of a BGZF file, or None when it is not one.
-pub(super) fn members(file: &Bytes<'_>) -> Option<Vec<Part>> {
-    let mut parts = Vec::new();
-    let mut at = 0;
-    while at < file.size {
-        let len = member_len(file, at)?;
-        parts.push(Part {
-            start: at,
-            len,
-            xz: None,
-        });
-        at = at.checked_add(len)?;
+/// The starts of the BGZF members between bytes `from` and `until` (each a member's start, or
+/// the file's ends), or None when they are not a clean run of members.
+pub(super) fn members(file: &Bytes<'_>, from: u64, until: u64) -> Option<Vec<u64>> {
+    let mut starts = Vec::new();
+    let mut at = from;
+    while at < until {
+        starts.push(at);
+        at = at.checked_add(member_len(file, at)?)?;
     }
-    (at == file.size).then_some(parts)
+    (at == until).then_some(starts)
 }
 
 /// The length of the BGZF member at `at`, from its `BC` subfield.

@@ -50,16 +50,17 @@ pub struct Part {
 }
 
 impl Part {
-    /// Parts from each of `starts` (rising) to the next, the last to `size`; the first one
-    /// taking the file from its start (what comes before it is the decoder's to pass over).
-    pub fn tiling(starts: &[u64], size: u64) -> Vec<Part> {
-        let ends = starts.iter().skip(1).copied().chain([size]);
+    /// Parts from each of `starts` (rising) to the next, the last to `end`; the first one from
+    /// `from` (what comes between `from` and the first start, skippable frames, is the
+    /// decoder's to pass over).
+    fn tiling(from: u64, starts: &[u64], end: u64) -> Vec<Part> {
+        let ends = starts.iter().skip(1).copied().chain([end]);
         starts
             .iter()
             .zip(ends)
             .enumerate()
             .map(|(k, (&start, end))| {
-                let start = if k == 0 { 0 } else { start };
+                let start = if k == 0 { from } else { start };
                 Part {
                     start,
                     len: end - start,
@@ -75,28 +76,32 @@ impl Part {
 pub struct Parts {
     pub compression: Compression,
     pub list: Vec<Part>,
-    /// The file's size.
+    /// The file's size, and where the parts listed start (0: the whole file's; else a range's,
+    /// `parts_in`).
     pub size: u64,
+    from: u64,
     /// xz: each stream's header (12 bytes), which `Part::xz` points into.
     xz_headers: Vec<[u8; 12]>,
 }
 
 impl Parts {
     /// The byte offsets at which a reader may start: each part's start, the first one's being
-    /// the file's (0, though an xz stream's header comes before its first block).
+    /// where the list starts (0 for the whole file, though an xz stream's header comes before
+    /// its first block).
     pub fn starts(&self) -> Vec<u64> {
         let mut starts: Vec<u64> = self.list.iter().map(|part| part.start).collect();
         if let Some(first) = starts.first_mut() {
-            *first = 0;
+            *first = self.from;
         }
         starts
     }
 
-    /// The run of parts from the one starting at byte `start` (0: the first) to the one
-    /// starting at `end` (None: to the last), or None when no part starts exactly there.
+    /// The run of parts from the one starting at byte `start` (where the list starts: the
+    /// first) to the one starting at `end` (None: to the last), or None when no part starts
+    /// exactly there.
     pub fn between(&self, start: u64, end: Option<u64>) -> Option<std::ops::Range<usize>> {
         let first = match start {
-            0 => 0,
+            _ if start == self.from => 0,
             _ => self.list.binary_search_by_key(&start, |p| p.start).ok()?,
         };
         let last = match end {
@@ -107,11 +112,11 @@ impl Parts {
     }
 
     /// The file's bytes that the parts `run` stand for in its progress: from the first one's
-    /// start (the file's, for the first part) to the next part's (the file's end, after the
-    /// last), so that xz's stream headers, indexes and padding are counted too.
+    /// start (where the list starts, for the first part) to the next part's (the file's end,
+    /// after the last), so that xz's stream headers, indexes and padding are counted too.
     pub fn span(&self, run: std::ops::Range<usize>) -> u64 {
         let from = match run.start {
-            0 => 0,
+            0 => self.from,
             k => self.list.get(k).map_or(self.size, |p| p.start),
         };
         let to = self.list.get(run.end).map_or(self.size, |p| p.start);
@@ -202,32 +207,60 @@ pub fn lanes_for(compression: Compression, threads: usize) -> usize {
 
 /// The parts of `path`, stored with `compression`: one covering the file when it cannot be cut.
 pub fn parts(path: &Path, compression: Compression) -> Result<Parts, Error> {
+    parts_in(path, compression, 0, None)
+}
+
+/// The parts of `path` from byte `from` (a part's start, or 0) to `until` (a part's start;
+/// None: the end), then one part for the rest of the file: a range's own parts, found without
+/// reading the headers of the whole file (a unit of a 50 GB file reads its share of them; what
+/// follows the range decodes as one stream, as a run of these parts does). An xz file's index
+/// lies at its end: its whole list is read. When the walk finds no part at `from` or `until`
+/// (the file changed), the file is one part, and `between` says so.
+pub fn parts_in(
+    path: &Path,
+    compression: Compression,
+    from: u64,
+    until: Option<u64>,
+) -> Result<Parts, Error> {
     let io = |source| Error::read(path, source);
     let file = File::open(path).map_err(io)?;
     let size = file.metadata().map_err(io)?.len();
     let at = Bytes { file: &file, size };
+    let end = until.unwrap_or(size).min(size);
+    let walked = |starts: Option<Vec<u64>>| {
+        let mut list = Part::tiling(from, &starts?, end);
+        if end < size {
+            list.push(Part {
+                start: end,
+                len: size - end,
+                xz: None,
+            });
+        }
+        Some(((list, vec![]), from))
+    };
     let found = match compression {
-        Compression::Zstd => zstd::frames(&at).map(|list| (list, vec![])),
-        Compression::Gzip => gzip::members(&at).map(|list| (list, vec![])),
-        Compression::Xz => xz::blocks(&at),
-        Compression::Bzip2 => bzip2::streams(&at).map(|list| (list, vec![])),
+        Compression::Zstd => walked(zstd::frames(&at, from, end)),
+        Compression::Gzip => walked(gzip::members(&at, from, end)),
+        Compression::Bzip2 => walked(bzip2::streams(&at, from, end)),
+        Compression::Xz => xz::blocks(&at).map(|found| (found, 0)),
         Compression::None => None,
     };
-    let (list, xz_headers) = match found {
-        Some((list, headers)) if !list.is_empty() => (list, headers),
-        _ => (
-            vec![Part {
+    let ((list, xz_headers), from) = match found {
+        Some(found) if !found.0 .0.is_empty() => found,
+        _ => {
+            let whole = Part {
                 start: 0,
                 len: size,
                 xz: None,
-            }],
-            vec![],
-        ),
+            };
+            ((vec![whole], vec![]), 0)
+        }
     };
     Ok(Parts {
         compression,
         list,
         size,
+        from,
         xz_headers,
     })
 }
@@ -249,6 +282,7 @@ mod tests {
                 })
                 .collect(),
             size: 50,
+            from: 0,
             xz_headers: vec![],
         };
         assert_eq!(parts.runs(0..5, 25), vec![0..3, 3..5]);
@@ -259,6 +293,7 @@ mod tests {
         assert_eq!(parts.between(10, Some(40)), Some(1..4));
         assert_eq!(parts.between(10, None), Some(1..5));
         assert_eq!(parts.between(11, None), None);
+        assert_eq!(parts.between(0, Some(30)), Some(0..3));
         let mut xz = parts.clone();
         for (k, part) in xz.list.iter_mut().enumerate() {
             part.xz = Some(xz::Block {

@@ -4,17 +4,17 @@
 //! first one), where the decoder passes over it.
 
 use super::file_bytes::Bytes;
-use super::Part;
 
 const MAGIC: u32 = 0xFD2F_B528;
 /// Skippable frames' magic numbers: this with any low four bits.
 const SKIPPABLE: u32 = 0x184D_2A50;
 
-/// The frames of the file, or None when it is not a clean run of frames.
-pub(super) fn frames(file: &Bytes<'_>) -> Option<Vec<Part>> {
+/// The starts of the frames between bytes `from` and `until` (each a frame's start, or the
+/// file's ends), or None when they are not a clean run of frames.
+pub(super) fn frames(file: &Bytes<'_>, from: u64, until: u64) -> Option<Vec<u64>> {
     let mut starts = Vec::new();
-    let mut at = 0;
-    while at < file.size {
+    let mut at = from;
+    while at < until {
         let magic = u32::from_le_bytes(file.array(at)?);
         if magic & 0xFFFF_FFF0 == SKIPPABLE {
             let len = u32::from_le_bytes(file.array(at + 4)?);
@@ -27,12 +27,8 @@ pub(super) fn frames(file: &Bytes<'_>) -> Option<Vec<Part>> {
         starts.push(at);
         at = frame_end(file, at)?;
     }
-    if at != file.size {
-        return None;
-    }
-    // A part runs to the next frame's start (taking any skippable frames after it); those
-    // before the first frame go with it.
-    Some(Part::tiling(&starts, file.size))
+    // A part runs to the next frame's start (taking any skippable frames after it).
+    (at == until).then_some(starts)
 }
 
 /// The end of the frame starting at `at`.
@@ -127,6 +123,33 @@ mod tests {
         let parts = parts(file.path(), Compression::Zstd).expect("parts");
         assert_eq!(parts.list.len(), 2);
         assert_eq!(read_runs(file.path(), &parts, 1), plain);
+    }
+
+    #[test]
+    fn a_range_walks_only_its_own_frames() {
+        use super::super::parts_in;
+        let plain = text(20_000);
+        let bytes = framed(&plain, 50_000, true);
+        let whole = parts(stored(&bytes).path(), Compression::Zstd).expect("parts");
+        let starts = whole.starts();
+        // Headers past the range damaged: the whole walk gives up, the range's does not.
+        let mut damaged = bytes.clone();
+        let last = starts[starts.len() - 1] as usize;
+        damaged[last + 4] = 0xff;
+        let file = stored(&damaged);
+        assert_eq!(
+            parts(file.path(), Compression::Zstd)
+                .expect("parts")
+                .starts(),
+            [0]
+        );
+        let range = parts_in(file.path(), Compression::Zstd, starts[1], Some(starts[3]));
+        let range = range.expect("parts");
+        assert_eq!(range.starts(), [starts[1], starts[2], starts[3]]);
+        assert_eq!(range.between(starts[1], Some(starts[3])), Some(0..2));
+        // Not a frame's start: the file is one part, and no range starts there.
+        let off = parts_in(file.path(), Compression::Zstd, starts[1] + 1, None).expect("parts");
+        assert_eq!(off.between(starts[1] + 1, None), None);
     }
 
     #[test]
