@@ -3,10 +3,13 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::OnceLock;
 
 use hashbrown::HashTable;
 use rustc_hash::FxBuildHasher;
 use std::hash::BuildHasher;
+
+use super::whole_chars::WholeChars;
 
 /// GPT-2's reversible map from bytes to printable characters (the ByteLevel alphabet): the
 /// printable Latin-1 bytes map to themselves, the other 68 to U+0100 onwards, in byte order.
@@ -73,6 +76,10 @@ pub struct Merges {
     /// 256 bytes are tokens: a new piece's first ranks are one pair per byte, and this table
     /// stays in cache where the map does not (`merge_bytes`).
     byte_pairs: Option<Box<[u32]>>,
+    /// Characters a new piece starts from as tokens (`whole_chars`), when the list allows it;
+    /// made when the first piece that is not ASCII is merged (10 ms for Qwen's list, a fifth of
+    /// its load, which text in ASCII never needs).
+    whole_chars: OnceLock<Option<WholeChars>>,
 }
 
 impl Merges {
@@ -119,6 +126,7 @@ impl Merges {
             merged,
             byte_ids: *byte_ids,
             byte_pairs: None,
+            whole_chars: OnceLock::new(),
         };
         if !byte_ids.contains(&u32::MAX) {
             let pairs = (0..1usize << 16)
@@ -136,6 +144,29 @@ impl Merges {
         self.table
             .find(hash(key), |&w| w >> RANK_BITS == key)
             .map_or(NO_RANK, |&w| (w & ((1 << RANK_BITS) - 1)) as u32)
+    }
+
+    /// The table of whole characters, made on first use; `None` without the byte-pair table or
+    /// when the list does not allow it.
+    pub fn whole_chars(&self) -> Option<&WholeChars> {
+        let byte_pairs = self.byte_pairs.as_deref()?;
+        self.whole_chars
+            .get_or_init(|| {
+                // The pairs by rank, from the table's words (a pair listed twice leaves its first
+                // rank without one, and `build` declines the list).
+                let mut pairs = vec![(u32::MAX, u32::MAX); self.merged.len()];
+                for &word in self.table.iter() {
+                    let key = word >> RANK_BITS;
+                    let rank = (word & ((1 << RANK_BITS) - 1)) as usize;
+                    if let Some(pair) = pairs.get_mut(rank) {
+                        *pair = ((key >> ID_BITS) as u32, (key & ((1 << ID_BITS) - 1)) as u32);
+                    }
+                }
+                WholeChars::build(&pairs, &self.merged, &self.byte_ids, byte_pairs, |l, r| {
+                    self.rank(l, r)
+                })
+            })
+            .as_ref()
     }
 
     /// The token a merge of `rank` makes.
@@ -192,6 +223,14 @@ pub fn merge_bytes(merges: &Merges, piece: &[u8], symbols: &mut Vec<u32>, scratc
         );
         return merge(merges, symbols, scratch);
     };
+    if let Some(chars) = (!piece.is_ascii()).then(|| merges.whole_chars()).flatten() {
+        chars.symbols(piece, byte_ids, symbols);
+        scratch.ranks.clear();
+        scratch
+            .ranks
+            .extend(symbols.windows(2).map(|w| merges.rank(w[0], w[1])));
+        return merge_ranked(merges, symbols, scratch);
+    }
     symbols.extend(piece.iter().map(|&b| byte_ids[b as usize]));
     scratch.ranks.clear();
     scratch.ranks.extend(
@@ -462,5 +501,175 @@ mod tests {
         assert_eq!(reverse.token_bytes("a b"), None);
         assert_eq!(reverse.token_bytes("é"), Some(vec![0xe9]));
         assert_eq!(reverse.token_bytes("中"), None);
+    }
+}
+
+/// The whole characters' start (`whole_chars`) against merging the bytes, on a list made to
+/// test its guards.
+#[cfg(test)]
+mod whole_chars_tests {
+    use super::*;
+
+    /// Byte `b`'s token is `b`; merges make tokens from 256 on, in rank order, each named by
+    /// its two parts' bytes.
+    struct List {
+        tokens: Vec<Vec<u8>>,
+        merges: Vec<(u32, u32, u32)>,
+    }
+
+    impl List {
+        fn new() -> List {
+            List {
+                tokens: (0..=255u8).map(|b| vec![b]).collect(),
+                merges: Vec::new(),
+            }
+        }
+
+        fn id(&self, bytes: &[u8]) -> u32 {
+            self.tokens
+                .iter()
+                .position(|t| t == bytes)
+                .unwrap_or_else(|| panic!("no token {bytes:?}")) as u32
+        }
+
+        /// Merge the tokens of `left` and `right` (bytes); returns self for chaining.
+        fn merge(mut self, left: &str, right: &str) -> List {
+            self = self.merge_bytes(left.as_bytes(), right.as_bytes());
+            self
+        }
+
+        fn merge_bytes(mut self, left: &[u8], right: &[u8]) -> List {
+            let (l, r) = (self.id(left), self.id(right));
+            let joined = [left, right].concat();
+            self.tokens.push(joined);
+            self.merges.push((l, r, self.tokens.len() as u32 - 1));
+            self
+        }
+
+        fn build(&self) -> Merges {
+            let byte_ids: [u32; 256] = std::array::from_fn(|b| b as u32);
+            Merges::new(self.merges.iter().copied(), &byte_ids).expect("fits")
+        }
+    }
+
+    /// Each character's own merges, then merges across characters and onto their partial
+    /// tokens from both sides, some below and some above the ranks that complete them.
+    fn tricky() -> List {
+        let (zh, wen, e_acute) = ("中".as_bytes(), "文".as_bytes(), "é".as_bytes());
+        let clef = "𝄞".as_bytes();
+        List::new()
+            // A space onto 中's lead byte before 中 is whole: 中 after a space stays bytes.
+            .merge_bytes(b" ", &zh[..1])
+            .merge_bytes(&zh[..1], &zh[1..2])
+            .merge_bytes(&zh[..2], &zh[2..])
+            // é's last byte onto 文's lead byte before é is whole (a guard after é).
+            .merge_bytes(&e_acute[1..], &wen[..1])
+            .merge_bytes(&e_acute[..1], &e_acute[1..])
+            // "x" onto 文's lead byte (a guard before 文), then 文 from its last two bytes.
+            .merge_bytes(b"x", &wen[..1])
+            .merge_bytes(&wen[1..2], &wen[2..])
+            .merge_bytes(&wen[..1], &wen[1..])
+            // 𝄞 in three merges, the middle one looked up in the table.
+            .merge_bytes(&clef[2..3], &clef[3..])
+            .merge_bytes(&clef[1..2], &clef[2..])
+            .merge_bytes(&clef[..1], &clef[1..])
+            // Merges of whole characters, and one from the space onto 中 once whole.
+            .merge("中", "文")
+            .merge(" ", "中")
+            .merge("中文", "é")
+            .merge("x", "x")
+            // Above 中's completion: never a guard.
+            .merge_bytes(b"a", &zh[..1])
+    }
+
+    fn merged_as_bytes(merges: &Merges, text: &str) -> Vec<u32> {
+        let mut symbols: Vec<u32> = text.bytes().map(u32::from).collect();
+        merge(merges, &mut symbols, &mut Scratch::default());
+        symbols
+    }
+
+    #[test]
+    fn starting_from_whole_characters_gives_the_ids_of_merging_bytes() {
+        let list = tricky();
+        let merges = list.build();
+        let atoms = ["中", "文", "é", "𝄞", " ", "x", "a", "b", "\u{9fff}", "ё"];
+        let mut state = 7u64;
+        let mut next = |n: usize| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            (state >> 33) as usize % n
+        };
+        let (mut symbols, mut scratch) = (Vec::new(), Scratch::default());
+        for round in 0..4000 {
+            // Up to 70 characters: past the scan's limit into the heap's.
+            let len = if round % 10 == 0 { 70 } else { next(24) };
+            let text: String = (0..len).map(|_| atoms[next(atoms.len())]).collect();
+            merge_bytes(&merges, text.as_bytes(), &mut symbols, &mut scratch);
+            assert_eq!(symbols, merged_as_bytes(&merges, &text), "{text:?}");
+        }
+        for text in [
+            "中", " 中", "x文", "é文", "中文é", " 中文", "a中", "𝄞𝄞", "xx文",
+        ] {
+            merge_bytes(&merges, text.as_bytes(), &mut symbols, &mut scratch);
+            assert_eq!(symbols, merged_as_bytes(&merges, text), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn guards_are_kept_where_a_neighbour_could_merge_first() {
+        let list = tricky();
+        let merges = list.build();
+        let chars = merges.whole_chars().expect("a well-formed list");
+        let byte_ids: [u32; 256] = std::array::from_fn(|b| b as u32);
+        let mut symbols = Vec::new();
+        let mut starts = |text: &str| {
+            chars.symbols(text.as_bytes(), &byte_ids, &mut symbols);
+            symbols.clone()
+        };
+        let (zh, wen, e) = (
+            list.id("中".as_bytes()),
+            list.id("文".as_bytes()),
+            list.id("é".as_bytes()),
+        );
+        assert_eq!(starts("中文é"), [zh, wen, e]);
+        // 中 after a space, 文 after "x": bytes.
+        assert_eq!(
+            starts(" 中")[1..],
+            *"中"
+                .as_bytes()
+                .iter()
+                .map(|&b| u32::from(b))
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(starts("x文").len(), 4);
+        // é before 文 (é's last byte merges onto 文's lead first), and 文 after é's last byte.
+        assert_eq!(starts("é文"), [0xc3, 0xa9, 0xe6, 0x96, 0x87]);
+        assert_eq!(starts("é中"), [e, zh]);
+        // 𝄞 is whole; "a" merges onto 中's lead only above its completion, so 中 after "a" is
+        // whole too.
+        assert_eq!(starts("𝄞"), [list.id("𝄞".as_bytes())]);
+        assert_eq!(starts("a中"), [u32::from(b'a'), zh]);
+    }
+
+    #[test]
+    fn lists_that_are_not_well_formed_get_no_table() {
+        let zh = "中".as_bytes();
+        let good = List::new()
+            .merge_bytes(&zh[..1], &zh[1..2])
+            .merge_bytes(&zh[..2], &zh[2..]);
+        assert!(good.build().whole_chars().is_some());
+        // An operand made by a later merge.
+        let mut later = List::new()
+            .merge_bytes(&zh[..1], &zh[1..2])
+            .merge_bytes(&zh[..2], &zh[2..]);
+        later.merges.swap(0, 1);
+        assert!(later.build().whole_chars().is_none());
+        // A pair listed twice (its first rank has no pair left in the table).
+        let mut twice = good;
+        twice.merges.push(twice.merges[0]);
+        assert!(twice.build().whole_chars().is_none());
+        // No character at all.
+        assert!(List::new().merge("a", "b").build().whole_chars().is_none());
     }
 }

@@ -10,6 +10,8 @@
 //! - `unicode.rs`, `unicode_classes.rs` (generated): Oniguruma's character classes.
 //! - `nfc.rs`: the NFC quick check ("is this text already in NFC?").
 //! - `bpe.rs`: byte-level BPE on one pre-token, in the merge order of `tokenizers`.
+//! - `whole_chars.rs`: the characters a new pre-token may start from as one token each (exact
+//!   for a well-formed merge list; a third of the symbols of CJK text).
 //! - `cache.rs`: a thread's piece cache and the short-piece map; `shared_cache.rs`: the piece
 //!   cache all threads share, without locks.
 //! - the big tables' zeroed memory, on 2 MiB pages where possible, is `crate::table_memory`.
@@ -26,6 +28,7 @@ mod shared_cache;
 pub mod spec;
 mod unicode;
 pub mod vocab;
+mod whole_chars;
 
 use std::borrow::Cow;
 use std::cell::RefCell;
