@@ -61,7 +61,7 @@ def document_ranges(
             return []  # text rarely shrinks eightfold: not worth a look
         starts = _core.compressed_parts(str(source.path), source.compression)
         if len(starts) > 1:
-            return _parts_ranges(starts, size, unit_bytes)
+            return parts_ranges(starts, size, unit_bytes)
         if source.size * _COMPRESSED_SHARE < run_bytes:
             return []
         return _text_ranges(source, unit_bytes)
@@ -91,7 +91,7 @@ def document_ranges(
     return [ByteRange(start, end, line) for start, end, line in zip(cuts, ends, lines, strict=True)]
 
 
-def _parts_ranges(starts: list[int], size: int, unit_bytes: int) -> list[PartsRange]:
+def parts_ranges(starts: list[int], size: int, unit_bytes: int) -> list[PartsRange]:
     """Ranges of a file of parts starting at ``starts``, cut at the first part start at or
     after each multiple of about ``unit_bytes`` of the file (on disk, as Parquet's row groups
     are counted), or ``[]`` when they make one."""

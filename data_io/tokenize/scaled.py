@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 from data_io import _core
 from data_io.errors import ConfigError, InputError
+from data_io.formats.ranges import parts_ranges
 from data_io.stage import THREADS_VARIABLE, Finalized, Plan, SavedPlan, Unit, numbered, unit_record
 from data_io.tokenize.api import tokenize
 from data_io.tokenize.result import TokenizeResult
@@ -151,6 +152,10 @@ def tokenize_kwargs(options: dict[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
+# Compressed JSONL that `tokenize` reads, by name ending, with `_core`'s name of its compression.
+_COMPRESSED_JSONL = {".jsonl.gz": "gz", ".jsonl.zst": "zst"}
+
+
 def _spans(source: Path, size: int, unit_bytes: int) -> list[tuple[dict[str, Any], int]]:
     """(span, bytes) of each unit of one file, in file order."""
     name = source.name.lower()
@@ -158,7 +163,23 @@ def _spans(source: Path, size: int, unit_bytes: int) -> list[tuple[dict[str, Any
         return _line_ranges(source, size, unit_bytes)
     if size > unit_bytes and name.endswith(".parquet"):
         return _row_group_ranges(source, unit_bytes)
+    compression = next((c for end, c in _COMPRESSED_JSONL.items() if name.endswith(end)), None)
+    if size > unit_bytes and compression:
+        return _part_ranges(source, size, unit_bytes, compression)
     return [({"kind": "whole"}, size)]
+
+
+def _part_ranges(
+    source: Path, size: int, unit_bytes: int, compression: str
+) -> list[tuple[dict[str, Any], int]]:
+    """Runs of a compressed file's parts (BGZF members, zstd frames) of about ``unit_bytes`` on
+    disk; each unit decodes its own parts and finds its lines' start and end in their text
+    (``rust/reader/frames/line_cut.rs``). A file of one part (plain gzip, one zstd frame) is
+    one unit: its text can only be read from its start."""
+    ranges = parts_ranges(_core.compressed_parts(str(source), compression), size, unit_bytes)
+    if not ranges:
+        return [({"kind": "whole"}, size)]
+    return [({"kind": "parts", "start": r.start, "end": r.end}, r.end - r.start) for r in ranges]
 
 
 def _line_ranges(source: Path, size: int, unit_bytes: int) -> list[tuple[dict[str, Any], int]]:

@@ -61,13 +61,13 @@ impl Read for Counting {
 
 /// A file of parts' text decompressed on several lanes, its progress the file's bytes the lanes
 /// have read.
-struct Progressed {
-    text: ParallelText,
+struct Progressed<T: Read> {
+    text: T,
     read: Arc<AtomicU64>,
     progress: ByteProgress,
 }
 
-impl Read for Progressed {
+impl<T: Read> Read for Progressed<T> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.text.read(buf)?;
         self.progress.advance_to(self.read.load(Ordering::Relaxed));
@@ -144,6 +144,37 @@ impl JsonlReader {
             batch_rows: batch_rows.max(1),
             line_no: 0,
             skip_bom: range.start == 0,
+            finished: false,
+            hash: None,
+        })
+    }
+
+    /// The lines of the compressed parts from byte `start` to byte `end` (None: the file's end),
+    /// cut at line starts as `frames::LinesOfParts` says; its lines are numbered from 1 at
+    /// the range's first, as `open_range`'s are.
+    pub fn open_parts(
+        path: &Path,
+        compression: Compression,
+        start: u64,
+        end: Option<u64>,
+        batch_rows: usize,
+        progress: ByteProgress,
+    ) -> Result<Self> {
+        let lanes = frames::lanes_for(compression, rayon::current_num_threads());
+        let read = Arc::new(AtomicU64::new(0));
+        let text = frames::LinesOfParts::open(path, compression, start, end, lanes, read.clone())?;
+        let text = Progressed {
+            text,
+            read,
+            progress,
+        };
+        Ok(JsonlReader {
+            path: Arc::new(path.to_path_buf()),
+            compression,
+            reader: Box::new(BufReader::with_capacity(READ_BUFFER, text)),
+            batch_rows: batch_rows.max(1),
+            line_no: 0,
+            skip_bom: start == 0,
             finished: false,
             hash: None,
         })

@@ -162,13 +162,16 @@ pub enum RowReader {
 }
 
 /// The part of a file a reader reads: all of it, the lines that start in a byte range of an
-/// uncompressed JSONL file (a range cut at line starts by the planner), or a range of Parquet
-/// row groups. Split files are how one big file's work is shared among workers (`scale`).
+/// uncompressed JSONL file (a range cut at line starts by the planner), the lines of a run of a
+/// compressed JSONL file's parts (`end`: the next part's start, or the file's size; cut at
+/// line starts as the text is read, `frames::LinesOfParts`), or a range of Parquet row groups.
+/// Split files are how one big file's work is shared among workers (`scale`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Span {
     Whole,
     Bytes { start: u64, end: u64 },
+    Parts { start: u64, end: u64 },
     RowGroups { start: usize, end: usize },
 }
 
@@ -204,10 +207,27 @@ impl RowReader {
                     progress,
                 )?))
             }
+            (Span::Parts { start, end }, Some(Format::Jsonl(compression)))
+                if compression != Compression::None =>
+            {
+                let size = std::fs::metadata(path)
+                    .map_err(|e| Error::read(path, e))?
+                    .len();
+                let end = (end < size).then_some(end);
+                Ok(RowReader::Jsonl(JsonlReader::open_parts(
+                    path,
+                    compression,
+                    start,
+                    end,
+                    batch_rows,
+                    progress,
+                )?))
+            }
             (Span::RowGroups { start, end }, Some(Format::Parquet)) => Ok(RowReader::Parquet(
                 ParquetReader::open_row_groups(path, start..end, batch_rows, progress)?,
             )),
             (Span::Bytes { .. }, _) => mismatch("byte-range"),
+            (Span::Parts { .. }, _) => mismatch("compressed-parts"),
             (Span::RowGroups { .. }, _) => mismatch("row-group"),
         }
     }

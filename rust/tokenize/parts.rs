@@ -235,20 +235,62 @@ fn note(error: &Error) -> Option<BadRowNote> {
 /// A bad row that failed a unit, located in the file rather than in its span: the lines before
 /// the span are counted (only on this error path).
 fn in_file(error: Error, source: &Path, span: Span) -> Error {
-    let (
-        Error::BadRow {
-            path,
-            location: Location::Line(n),
-            message,
-        },
-        Span::Bytes { start, .. },
-    ) = (&error, span)
+    let Error::BadRow {
+        path,
+        location: Location::Line(n),
+        message,
+    } = &error
     else {
         return error;
     };
-    match lines_before(source, start) {
-        Ok(before) => Error::bad_row(path, Location::Line(before + n), message.clone()),
-        Err(_) => error,
+    let before = match span {
+        Span::Bytes { start, .. } => lines_before(source, start).ok(),
+        // The range's first line starts past the first newline of its first part's text.
+        Span::Parts { start, .. } => lines_before_part(source, start).ok().map(|n| n + 1),
+        Span::Whole | Span::RowGroups { .. } => return error,
+    };
+    match before {
+        Some(before) => Error::bad_row(path, Location::Line(before + n), message.clone()),
+        None => error,
+    }
+}
+
+/// Newlines in the text of a compressed file before its part at byte `start`.
+fn lines_before_part(path: &Path, start: u64) -> Result<u64> {
+    use std::io::Read;
+    let Some(crate::reader::Format::Jsonl(compression)) = crate::reader::Format::of(path) else {
+        return Err(Error::Config(format!(
+            "{}: not compressed JSONL",
+            path.display()
+        )));
+    };
+    let parts = crate::reader::frames::parts_in(path, compression, 0, Some(start))?;
+    let range = parts
+        .between(0, Some(start))
+        .ok_or_else(|| Error::Config(format!("no compressed part at byte {start}")))?;
+    let lanes = crate::reader::frames::lanes_for(compression, rayon::current_num_threads());
+    let read = std::sync::Arc::default();
+    let parts = std::sync::Arc::new(parts);
+    let mut text: Box<dyn Read> = if lanes > 1 {
+        Box::new(crate::reader::frames::ParallelText::new(
+            path, parts, range, lanes, read,
+        ))
+    } else {
+        Box::new(crate::reader::frames::SequentialText::new(
+            path.to_path_buf(),
+            parts,
+            range,
+            read,
+        ))
+    };
+    let mut block = vec![0u8; 1 << 20];
+    let mut lines = 0;
+    loop {
+        let n = text.read(&mut block).map_err(|e| Error::read(path, e))?;
+        if n == 0 {
+            return Ok(lines);
+        }
+        lines += memchr::memchr_iter(b'\n', &block[..n]).count() as u64;
     }
 }
 
@@ -337,6 +379,13 @@ fn covers_file(parts: &[(PathBuf, PartRecord)], source: &Path, stat: SourceStat)
                 _ => false,
             });
             contiguous && matches!(spans.last(), Some(Span::Bytes { end, .. }) if *end == stat.size)
+        }
+        [Span::Parts { start: 0, .. }, ..] => {
+            let contiguous = spans.windows(2).all(|w| match (w[0], w[1]) {
+                (Span::Parts { end, .. }, Span::Parts { start, .. }) => end == start,
+                _ => false,
+            });
+            contiguous && matches!(spans.last(), Some(Span::Parts { end, .. }) if *end == stat.size)
         }
         [Span::RowGroups { start: 0, .. }, ..] => {
             let contiguous = spans.windows(2).all(|w| match (w[0], w[1]) {

@@ -22,6 +22,7 @@ from data_io.scale.plan import plan_tokenize
 from data_io.scale.status import describe, status
 from data_io.scale.units import run_unit
 from data_io.tokenize import tokenize, tokenize_options
+from tests.formats.parted import parted
 
 from .inputs import ROOT, TOKENIZER, rows, tree_bytes, write_inputs, write_jsonl
 
@@ -232,3 +233,48 @@ def test_cli_runs_plans_and_reports(tmp_path: Path) -> None:
                              capture_output=True, text=True, check=False)  # fmt: skip
     assert missing.returncode == 1 and "no plan here" in missing.stderr
     assert tree_bytes(tmp_path / "out") == _local(inputs, tmp_path / "local")
+
+
+def _parted_jsonl(folder: Path, suffix: str, bad: tuple[int, ...] = ()) -> Path:
+    """A large JSONL file compressed in parts (BGZF members, zstd frames) of 700 bytes of text:
+    rows span parts and parts hold no line start; blank lines every 97 rows; the rows at
+    ``bad`` broken; no newline after the last row."""
+    items: list = rows(3000, seed=5)
+    for at in bad:
+        items[at] = "not json"
+    lines = []
+    for i, row in enumerate(items):
+        lines.append(row if isinstance(row, str) else json.dumps(row, ensure_ascii=False))
+        if i % 97 == 96:
+            lines.append("")
+    body = "\n".join(lines).encode()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"parted.jsonl{suffix}"
+    path.write_bytes(parted(body, suffix, 700))
+    return folder
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".zst"])
+def test_a_compressed_file_of_parts_is_cut_into_runs_of_parts(tmp_path: Path, suffix: str) -> None:
+    inputs = _parted_jsonl(tmp_path / "in", suffix)
+    outcome = _scaled(inputs, tmp_path / "scaled")
+    units = outcome.manifest.units
+    assert outcome.unfinished == [] and len(units) >= 4
+    assert {u.span["kind"] for u in units} == {"parts"}
+    assert tree_bytes(tmp_path / "scaled") == _local(inputs, tmp_path / "local")
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".zst"])
+def test_bad_rows_in_runs_of_parts_are_numbered_as_in_one_run(tmp_path: Path, suffix: str) -> None:
+    inputs = _parted_jsonl(tmp_path / "in", suffix, bad=(5, 1500, 2999))
+    outcome = _scaled(inputs, tmp_path / "scaled", on_error="skip")
+    assert outcome.unfinished == []
+    local = _local(inputs, tmp_path / "local", on_error="skip")
+    assert tree_bytes(tmp_path / "scaled") == local
+    record = json.loads(local[f"parted.jsonl{suffix}/metadata.json"])
+    lines = [example.split(":line ")[1].split(":")[0] for example in record["bad_row_examples"]]
+    assert lines == ["6", "1516", "3030"]
+    # Failing instead: the unit that holds row 1500 names the file's line, as one run does.
+    failed = _scaled(inputs, tmp_path / "failing")
+    errors = [failed.manifest.read_record(u.id, "failed")["error"] for u in failed.unfinished]
+    assert any(f"parted.jsonl{suffix}:line 1516" in error for error in errors), errors

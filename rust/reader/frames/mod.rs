@@ -22,6 +22,7 @@
 mod bzip2;
 mod file_bytes;
 mod gzip;
+mod line_cut;
 mod parallel;
 mod sequential;
 #[cfg(test)]
@@ -37,6 +38,7 @@ use crate::error::Error;
 use crate::reader::{decompressed, Compression, READ_BUFFER};
 use file_bytes::{Bytes, Section};
 
+pub use line_cut::LinesOfParts;
 pub use parallel::ParallelText;
 pub use sequential::SequentialText;
 
