@@ -4,6 +4,10 @@ plan and the finalize step cost as a fraction of the run. Every scaled output is
 byte-identical to the plain run's.
 
     python -m benchmarks.scale [--copies 4] [--unit-mb 4] [--vocab shipped|qwen|gpt2]
+        [--stored plain|zst-parts|gz-parts]
+
+``--stored`` writes the file as zstd frames of 4 MiB of text (``big.jsonl.zst``) or BGZF members
+(``big.jsonl.gz``): the units are then runs of its parts, each decoding its own.
 
 Input: the Python-docs rows (benchmarks/corpus.py) repeated ``--copies`` times in one file.
 Figures are MB of input per second, wall clock (a fresh process each: the encoder's load and
@@ -97,6 +101,7 @@ def main() -> None:
         "--vocab", default="shipped", help="shipped, or a data_io.tokenizer.vocabularies name"
     )
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--stored", choices=["plain", "zst-parts", "gz-parts"], default="plain")
     args = parser.parse_args()
 
     from benchmarks.corpus import docs_rows, docs_sources, write_jsonl
@@ -110,6 +115,17 @@ def main() -> None:
     big = inputs / "big.jsonl"
     if not big.exists():
         write_jsonl(big, docs_rows(docs_sources()) * args.copies)
+    if args.stored != "plain":
+        sys.path.insert(0, str(ROOT))
+        from tests.formats.parted import parted  # the tests' writer of parts
+
+        suffix, chunk = {"zst-parts": (".zst", 4 << 20), "gz-parts": (".gz", 65280)}[args.stored]
+        stored = args.workdir / f"rows-{args.stored}"
+        stored.mkdir(parents=True, exist_ok=True)
+        target = stored / f"big.jsonl{suffix}"
+        if not target.exists():
+            target.write_bytes(parted(big.read_bytes(), suffix, chunk))
+        inputs, big = stored, target
     mb = big.stat().st_size / 1e6
     best: dict[str, float] = {}
     phases: dict[int, dict] = {}
@@ -128,7 +144,7 @@ def main() -> None:
         same = _tree(args.workdir / f"scaled{workers}") == reference
         assert same, f"the output of {workers} workers differs from the plain run's"
     print(
-        f"\n{mb:.1f} MB of JSONL in one file, vocabulary {args.vocab}, units of "
+        f"\n{mb:.1f} MB of JSONL ({args.stored}) in one file, vocabulary {args.vocab}, units of "
         f"{args.unit_mb:g} MB ({phases[1]['count']} units); best of {args.rounds}; "
         "every scaled output byte-identical to the plain run's\n"
     )
