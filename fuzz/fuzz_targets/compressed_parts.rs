@@ -6,7 +6,8 @@
 //! - built: the payload is text, cut into chunks of byte 1's size (1..=256), each chunk a zstd
 //!   frame, a BGZF member (and BGZF's empty end member), an xz or a bzip2 stream. The walk must find
 //!   exactly those parts, and the text of every part, read on 1-3 lanes or in order, must be
-//!   the payload;
+//!   the payload; so must the lines of runs of every few parts (`LinesOfParts`, what a
+//!   `tokenize` unit reads), joined;
 //! - raw: the payload is the file. The walk must return, never panic, and its parts must tile
 //!   the file in order; when the whole file decodes (the multi-stream decoders prepare used
 //!   before) and the parts decode too, both give the same text.
@@ -16,7 +17,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use data_io_core::reader::frames::{parts, ParallelText, Parts, SequentialText};
+use data_io_core::reader::frames::{parts, LinesOfParts, ParallelText, Parts, SequentialText};
 use data_io_core::reader::{decompressed, Compression};
 use libfuzzer_sys::fuzz_target;
 
@@ -104,6 +105,19 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(parts.list.len(), count, "{compression:?}");
         let read = read_parts(&path, &parts, lanes).expect("a built file decodes");
         assert!(read == text, "{compression:?} on {lanes} lanes");
+        // At most about six ranges (each opens the file and its lanes): the walks stay the
+        // target's main work.
+        let step = parts.list.len().div_ceil(6) + usize::from(chunk % 3);
+        let cuts: Vec<u64> = parts.starts().into_iter().step_by(step.max(1)).collect();
+        let mut joined = Vec::new();
+        for (k, &start) in cuts.iter().enumerate() {
+            let end = cuts.get(k + 1).copied();
+            LinesOfParts::open(&path, compression, start, end, lanes.max(1), Arc::default())
+                .expect("a range of a built file opens")
+                .read_to_end(&mut joined)
+                .expect("a range of a built file decodes");
+        }
+        assert!(joined == text, "{compression:?}: the ranges' lines are not the text");
         return;
     }
     let path = write(rest);
