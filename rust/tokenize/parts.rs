@@ -245,6 +245,7 @@ fn in_file(error: Error, source: &Path, span: Span) -> Error {
     };
     let before = match span {
         Span::Bytes { start, .. } => lines_before(source, start).ok(),
+        Span::Parts { start: 0, .. } => Some(0),
         // The range's first line starts past the first newline of its first part's text.
         Span::Parts { start, .. } => lines_before_part(source, start).ok().map(|n| n + 1),
         Span::Whole | Span::RowGroups { .. } => return error,
