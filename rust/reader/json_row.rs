@@ -131,32 +131,60 @@ fn unescaped(bytes: &[u8], start: usize, escape: usize) -> Option<(String, usize
 /// return that character's index (or the length). `out` has room for the rest of `bytes` and
 /// 16 bytes more (see `unescaped`).
 #[inline]
-fn copy_to_special(bytes: &[u8], mut i: usize, out: &mut Vec<u8>) -> usize {
+fn copy_to_special(bytes: &[u8], i: usize, out: &mut Vec<u8>) -> usize {
     #[cfg(target_arch = "x86_64")]
-    while let Some(chunk) = bytes.get(i..i + 16) {
-        debug_assert!(out.capacity() - out.len() >= 16);
-        // SAFETY: the load reads `chunk`; the store writes 16 bytes at `out`'s end, within its
-        // capacity (above); only the bytes before the special one are kept (`set_len`).
-        unsafe {
+    // SAFETY: SSE2 is part of x86-64; `step` loads the 16 bytes of its chunk and stores them at
+    // `to`, where the caller's room is (see `copy_steps`).
+    let i = match unsafe {
+        copy_steps::<16>(bytes, i, out, |chunk, to| {
             use std::arch::x86_64::*;
             let v = _mm_loadu_si128(chunk.as_ptr().cast());
-            _mm_storeu_si128(out.as_mut_ptr().add(out.len()).cast(), v);
-            let found = special_mask(v);
+            _mm_storeu_si128(to.cast(), v);
+            special_mask(v)
+        })
+    } {
+        Ok(stop) => return stop,
+        Err(rest) => rest,
+    };
+    let end = string_end(bytes, i);
+    out.extend_from_slice(&bytes[i..end]);
+    end
+}
+
+/// `copy_to_special`'s loop, `W` bytes a step: `step` copies a chunk of `W` bytes to the
+/// pointer it is given and returns the chunk's `special_mask`. `Ok` with the special byte's
+/// index, or `Err` with where fewer than `W` bytes are left.
+///
+/// # Safety
+/// `out` must have room for the rest of `bytes` and `W` bytes more; `step` must write at most
+/// `W` bytes.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn copy_steps<const W: usize>(
+    bytes: &[u8],
+    mut i: usize,
+    out: &mut Vec<u8>,
+    step: impl Fn(&[u8], *mut u8) -> u32,
+) -> Result<usize, usize> {
+    while let Some(chunk) = bytes.get(i..i + W) {
+        debug_assert!(out.capacity() - out.len() >= W);
+        // SAFETY: `step` writes `W` bytes at `out`'s end, within its capacity (the caller's
+        // promise); only the bytes before the special one are kept (`set_len`).
+        unsafe {
+            let found = step(chunk, out.as_mut_ptr().add(out.len()));
             let keep = if found == 0 {
-                16
+                W
             } else {
                 found.trailing_zeros() as usize
             };
             out.set_len(out.len() + keep);
             i += keep;
             if found != 0 {
-                return i;
+                return Ok(i);
             }
         }
     }
-    let end = string_end(bytes, i);
-    out.extend_from_slice(&bytes[i..end]);
-    end
+    Err(i)
 }
 
 /// The character of the escape whose letter is at `bytes[i]` (just past the backslash) and
@@ -258,29 +286,21 @@ fn has_avx2() -> bool {
 /// The CPU must have AVX2; `out` must have room for the rest of `bytes` and 32 bytes more.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn copy_to_special_avx2(bytes: &[u8], mut i: usize, out: &mut Vec<u8>) -> usize {
-    use std::arch::x86_64::*;
-    while let Some(chunk) = bytes.get(i..i + 32) {
-        debug_assert!(out.capacity() - out.len() >= 32);
-        // SAFETY: the load reads `chunk`; the store writes 32 bytes at `out`'s end, within its
-        // capacity (the caller's promise); only the bytes before the special one are kept.
-        unsafe {
+unsafe fn copy_to_special_avx2(bytes: &[u8], i: usize, out: &mut Vec<u8>) -> usize {
+    // SAFETY: the caller's room for 32 bytes more; `step` loads its chunk's 32 bytes and
+    // stores them at `to`.
+    let steps = unsafe {
+        copy_steps::<32>(bytes, i, out, |chunk, to| {
+            use std::arch::x86_64::*;
             let v = _mm256_loadu_si256(chunk.as_ptr().cast());
-            _mm256_storeu_si256(out.as_mut_ptr().add(out.len()).cast(), v);
-            let found = special_mask_avx2(v);
-            let keep = if found == 0 {
-                32
-            } else {
-                found.trailing_zeros() as usize
-            };
-            out.set_len(out.len() + keep);
-            i += keep;
-            if found != 0 {
-                return i;
-            }
-        }
+            _mm256_storeu_si256(to.cast(), v);
+            special_mask_avx2(v)
+        })
+    };
+    match steps {
+        Ok(stop) => stop,
+        Err(rest) => copy_to_special(bytes, rest, out),
     }
-    copy_to_special(bytes, i, out)
 }
 
 #[cfg(not(target_arch = "x86_64"))]
