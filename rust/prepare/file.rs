@@ -430,32 +430,10 @@ impl FileFeed {
 /// The newlines and bytes of the text before the part at byte `origin.start` of its file (what
 /// `Documents::rebase` adds to a range's lines and offsets), decompressed on `lanes` threads.
 pub fn text_before(origin: &PartsOrigin, lanes: usize) -> Result<(u64, u64), Error> {
-    let parts = frames::parts_in(&origin.path, origin.compression, 0, Some(origin.start))?;
-    let Some(range) = parts.between(0, Some(origin.start)) else {
-        return Err(Error::BadFile {
-            path: origin.path.clone(),
-            message: format!(
-                "no compressed part starts at byte {}: the file changed since the plan; plan \
-                 again",
-                origin.start
-            ),
-        });
-    };
-    let read = Arc::new(AtomicU64::new(0));
-    let parts = Arc::new(parts);
-    let mut text = ParallelText::new(&origin.path, parts, range, lanes, Arc::clone(&read));
-    let mut piece = vec![0u8; READ_BUFFER];
-    let (mut newlines, mut bytes) = (0u64, 0u64);
-    loop {
-        let n = text
-            .read(&mut piece)
-            .map_err(|e| FileFeed::decoding_error(&origin.path, origin.compression, &read, &e))?;
-        if n == 0 {
-            return Ok((newlines, bytes));
-        }
-        newlines += memchr::memchr_iter(b'\n', &piece[..n]).count() as u64;
-        bytes += n as u64;
-    }
+    let (path, compression) = (&origin.path, origin.compression);
+    frames::text_before(path, compression, origin.start, lanes, |error, read| {
+        FileFeed::decoding_error(path, compression, &AtomicU64::new(read), error)
+    })
 }
 
 /// An estimate of the length of a compressed file's text from its first `sample` bytes of text

@@ -258,41 +258,21 @@ fn in_file(error: Error, source: &Path, span: Span) -> Error {
 
 /// Newlines in the text of a compressed file before its part at byte `start`.
 fn lines_before_part(path: &Path, start: u64) -> Result<u64> {
-    use std::io::Read;
     let Some(crate::reader::Format::Jsonl(compression)) = crate::reader::Format::of(path) else {
         return Err(Error::Config(format!(
             "{}: not compressed JSONL",
             path.display()
         )));
     };
-    let parts = crate::reader::frames::parts_in(path, compression, 0, Some(start))?;
-    let range = parts
-        .between(0, Some(start))
-        .ok_or_else(|| Error::Config(format!("no compressed part at byte {start}")))?;
     let lanes = crate::reader::frames::lanes_for(compression, rayon::current_num_threads());
-    let read = std::sync::Arc::default();
-    let parts = std::sync::Arc::new(parts);
-    let mut text: Box<dyn Read> = if lanes > 1 {
-        Box::new(crate::reader::frames::ParallelText::new(
-            path, parts, range, lanes, read,
-        ))
-    } else {
-        Box::new(crate::reader::frames::SequentialText::new(
-            path.to_path_buf(),
-            parts,
-            range,
-            read,
-        ))
-    };
-    let mut block = vec![0u8; 1 << 20];
-    let mut lines = 0;
-    loop {
-        let n = text.read(&mut block).map_err(|e| Error::read(path, e))?;
-        if n == 0 {
-            return Ok(lines);
-        }
-        lines += memchr::memchr_iter(b'\n', &block[..n]).count() as u64;
-    }
+    let (newlines, _) =
+        crate::reader::frames::text_before(path, compression, start, lanes, |error, read| {
+            Error::bad_file(
+                path,
+                format!("corrupt or truncated data near byte {read} ({error})"),
+            )
+        })?;
+    Ok(newlines)
 }
 
 /// Newlines in the first `offset` bytes of a file.

@@ -19,6 +19,7 @@
 //! `SequentialText` on the calling thread, only as far as it is read; `lanes_for` says when
 //! lanes are worth their cores.
 
+mod before;
 mod bzip2;
 mod file_bytes;
 mod gzip;
@@ -38,6 +39,7 @@ use crate::error::Error;
 use crate::reader::{decompressed, Compression, READ_BUFFER};
 use file_bytes::{Bytes, Section};
 
+pub use before::text_before;
 pub use line_cut::LinesOfParts;
 pub use parallel::ParallelText;
 pub use sequential::SequentialText;
