@@ -256,7 +256,8 @@ fn header_matches(pieces: &SharedPieces, key: &blake3::Hash, sizes: Sizes) -> bo
 }
 
 /// Make the tables under a temporary name, fill them and link them as `path`; `None` if
-/// another process linked its tables there first.
+/// another process linked its tables there first, or swept the temporary file away before it
+/// was locked.
 fn create(
     dir: &Path,
     path: &Path,
@@ -281,6 +282,12 @@ fn create(
     // Held from the start, so that a sweep by another process leaves the file alone.
     file.lock_shared()
         .map_err(|e| remove(format!("cannot lock {}: {e}", temporary.display())))?;
+    // A sweep (`remove_unused`) that ran between the making and the lock found the file
+    // unlocked and removed it: its link would fail ("No such file or directory", seen with two
+    // DataLoader workers starting at once on a loaded machine). Start again.
+    if !same_file(&file, &temporary) {
+        return Ok(None);
+    }
     reserve(&file, total).map_err(|e| {
         remove(format!(
             "{} has no room for the {} MiB of tables ({e}); free space there, or point {DIR_VARIABLE} at a folder in memory with room",
