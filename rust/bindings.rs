@@ -484,8 +484,7 @@ impl Encoder {
             .0;
         // The parsing freed above stays in mimalloc's pages until this thread allocates again
         // (a DataLoader worker's RSS then counts it): give it back now.
-        // SAFETY: a plain call into the allocator, which is this extension's global one.
-        unsafe { libmimalloc_sys::mi_collect(true) };
+        crate::table_memory::release_freed();
         Ok(Self { inner })
     }
 
