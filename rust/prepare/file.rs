@@ -178,16 +178,7 @@ impl FileFeed {
         format: Format,
         lanes: usize,
     ) -> Result<Self, Error> {
-        let Some(range) = parts.between(start, end) else {
-            return Err(Error::BadFile {
-                path,
-                message: format!(
-                    "no compressed part starts at byte {start}{}: the file changed since the \
-                     plan; plan again",
-                    end.map(|end| format!(" or {end}")).unwrap_or_default()
-                ),
-            });
-        };
+        let range = parts.planned(&path, start, end)?;
         let file_read = Arc::new(AtomicU64::new(0));
         let rest = range.end..parts.list.len();
         let compression = parts.compression;

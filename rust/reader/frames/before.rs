@@ -23,15 +23,7 @@ pub fn text_before(
     decoding: impl Fn(&std::io::Error, u64) -> Error,
 ) -> Result<(u64, u64), Error> {
     let parts = parts_in(path, compression, 0, Some(start))?;
-    let Some(range) = parts.between(0, Some(start)) else {
-        return Err(Error::BadFile {
-            path: path.to_path_buf(),
-            message: format!(
-                "no compressed part starts at byte {start}: the file changed since the plan; \
-                 plan again"
-            ),
-        });
-    };
+    let range = parts.planned(path, 0, Some(start))?;
     let read = Arc::new(AtomicU64::new(0));
     let mut text = ParallelText::new(path, Arc::new(parts), range, lanes, Arc::clone(&read));
     let mut piece = vec![0u8; READ_BUFFER];

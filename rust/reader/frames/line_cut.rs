@@ -45,16 +45,7 @@ impl LinesOfParts {
         read: Arc<AtomicU64>,
     ) -> Result<LinesOfParts, Error> {
         let parts = parts_in(path, compression, start, end)?;
-        let Some(range) = parts.between(start, end) else {
-            return Err(Error::BadFile {
-                path: path.to_path_buf(),
-                message: format!(
-                    "no compressed part starts at byte {start}{}: the file changed since the \
-                     plan; plan again",
-                    end.map(|end| format!(" or {end}")).unwrap_or_default()
-                ),
-            });
-        };
+        let range = parts.planned(path, start, end)?;
         let rest = range.end..parts.list.len();
         let parts = Arc::new(parts);
         let now: Box<dyn Read + Send> = if lanes > 1 {

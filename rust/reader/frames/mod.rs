@@ -115,6 +115,33 @@ impl Parts {
         (first <= last).then_some(first..last)
     }
 
+    /// `between`, or the error that says the file changed since the plan (no part starts at
+    /// `start` or `end`): what a reader of a planned range of `path` gives.
+    pub fn planned(
+        &self,
+        path: &Path,
+        start: u64,
+        end: Option<u64>,
+    ) -> Result<std::ops::Range<usize>, Error> {
+        self.between(start, end).ok_or_else(|| {
+            // Named: the offsets where no part starts.
+            let missing: Vec<String> = [Some(start), end]
+                .into_iter()
+                .flatten()
+                .filter(|&at| self.between(at, None).is_none())
+                .map(|at| at.to_string())
+                .collect();
+            Error::BadFile {
+                path: path.to_path_buf(),
+                message: format!(
+                    "no compressed part starts at byte {}: the file changed since the plan; \
+                     plan again",
+                    missing.join(" or ")
+                ),
+            }
+        })
+    }
+
     /// The file's bytes that the parts `run` stand for in its progress: from the first one's
     /// start (where the list starts, for the first part) to the next part's (the file's end,
     /// after the last), so that xz's stream headers, indexes and padding are counted too.
