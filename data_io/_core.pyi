@@ -132,8 +132,9 @@ class RawDocuments:
 
 def compressed_parts(path: str, compression: str | None) -> list[int]:
     """The file offsets at which ``path`` can be entered: the starts of its parts that decode on
-    their own (zstd frames, BGZF members, xz blocks, bzip2 streams; ``rust/reader/frames``), the
-    first 0; ``[0]`` for a file of one part. Reads headers and indexes, decompresses nothing."""
+    their own (zstd frames, BGZF members, xz blocks, bzip2 blocks; ``rust/reader/frames``), the
+    first 0; ``[0]`` for a file of one part. Reads headers and indexes (and searches a bzip2
+    file for its blocks' magics), decompresses nothing."""
 
 def text_length_estimate(path: str, compression: str | None, sample: int) -> int:
     """An estimate of the length of the text of ``path`` (stored with ``compression``) from its

@@ -1012,8 +1012,8 @@ fn compression_named(name: Option<&str>) -> PyResult<crate::reader::Compression>
 
 /// The file offsets at which `path`, stored with `compression`, can be entered: the starts of
 /// its parts that decode on their own (`reader/frames`: zstd frames, BGZF members, xz blocks,
-/// bzip2 streams), the first one 0; `[0]` for a file that is one part. Reads headers and
-/// indexes (and searches a bzip2 file for its streams' starts), decompresses nothing.
+/// bzip2 blocks), the first one 0; `[0]` for a file that is one part. Reads headers and
+/// indexes (and searches a bzip2 file for its blocks' magics), decompresses nothing.
 #[pyfunction]
 fn compressed_parts(
     py: Python<'_>,

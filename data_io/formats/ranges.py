@@ -10,10 +10,10 @@ Python's ``str.isspace`` sees it; a line that is not UTF-8 is not blank): a rang
 after a blank line. ``datasets`` sources stay whole.
 
 A compressed file made of parts that decode on their own (zstd frames, BGZF members, xz blocks,
-bzip2 streams: ``_core.compressed_parts`` finds them from their headers) is cut as an
-uncompressed one is, at part starts about ``unit_bytes`` of the file apart (``PartsRange``):
-each range decompresses only its own parts, and a little of the next to find where its last
-document ends.
+any bzip2 file's blocks: ``_core.compressed_parts`` finds them from their headers and magics) is
+cut as an uncompressed one is, at part starts about ``unit_bytes`` of the file apart
+(``PartsRange``): each range decompresses only its own parts, and a little of the next to find
+where its last document ends.
 
 Any other compressed file cannot be entered in the middle: each of its ranges decompresses all
 the text before it, so cutting a file into ``k`` ranges decompresses it ``k / 2`` times over (and the
@@ -22,8 +22,8 @@ eighth of the run's bytes on disk (with more files than that, whole files alread
 units), its text's length is estimated from a sample, and it is cut into at most
 ``MOST_RANGES[compression]`` ranges: about as many as keep the extra decompressing under half
 of prepare's own work (``1 + D / P``, with ``P`` prepare's 40 MB/s a core and ``D`` the text's
-decompression on this VM: zstd 389, gzip 184, xz 86, bzip2 28 MB/s). A bzip2 file decompresses
-slower than it is prepared, so it stays whole.
+decompression on this VM: zstd 389, gzip 184, xz 86 MB/s). A bzip2 file of one block (up to
+900 kB of text) stays whole: it is too small to cut.
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 //! Where a compressed file can be entered (`reader::frames`, rust/reader/frames/): the walks of
-//! zstd frames, BGZF members, xz indexes and bzip2 stream starts over arbitrary bytes, and the text of their parts
+//! zstd frames, BGZF members, xz indexes and bzip2 blocks over arbitrary bytes, and the text of their parts
 //! decoded on several lanes (`ParallelText`) and on the calling thread (`SequentialText`).
 //!
 //! Two modes (bit 2 of byte 0; bits 0-1 pick zstd, gzip, xz or bzip2; bits 3-4 the lanes):
 //! - built: the payload is text, cut into chunks of byte 1's size (1..=256), each chunk a zstd
 //!   frame, a BGZF member (and BGZF's empty end member), an xz or a bzip2 stream. The walk must find
-//!   exactly those parts, and the text of every part, read on 1-3 lanes or in order, must be
+//!   exactly those parts (bzip2 with an odd byte 1: one stream of the text repeated past 210 kB,
+//!   blocks of 100 kB, parts whose bits start anywhere in a byte; their count is bzip2's), and the text of every part, read on 1-3 lanes or in order, must be
 //!   the payload; so must the lines of runs of every few parts (`LinesOfParts`, what a
 //!   `tokenize` unit reads), joined;
 //! - raw: the payload is the file. The walk must return, never panic, and its parts must tile
@@ -99,10 +100,21 @@ fuzz_target!(|data: &[u8]| {
         let Some((&chunk, text)) = rest.split_first() else {
             return;
         };
-        let (file, count) = built(text, usize::from(chunk) + 1, compression);
+        let one_stream = compression == Compression::Bzip2 && chunk & 1 == 1 && !text.is_empty();
+        let repeated: Vec<u8>;
+        let (file, count, text) = if one_stream {
+            repeated = text.repeat(210_000usize.div_ceil(text.len()));
+            let (file, _) = built(&repeated, repeated.len(), compression);
+            (file, None, &repeated[..])
+        } else {
+            let (file, count) = built(text, usize::from(chunk) + 1, compression);
+            (file, Some(count), text)
+        };
         let path = write(&file);
         let parts = Arc::new(parts(&path, compression).expect("parts"));
-        assert_eq!(parts.list.len(), count, "{compression:?}");
+        if let Some(count) = count {
+            assert_eq!(parts.list.len(), count, "{compression:?}");
+        }
         let read = read_parts(&path, &parts, lanes).expect("a built file decodes");
         assert!(read == text, "{compression:?} on {lanes} lanes");
         // At most about six ranges (each opens the file and its lanes): the walks stay the

@@ -5,7 +5,7 @@
 //! is read (`cuts.rs`).
 //!
 //! A compressed file made of parts that decode on their own (zstd frames, BGZF members, xz
-//! blocks, bzip2 streams: `reader/frames`) is decompressed by several threads when the run has them, and a
+//! blocks, bzip2 blocks: `reader/frames`) is decompressed by several threads when the run has them, and a
 //! range of it is given by the file offsets of two parts' starts: the range runs from the
 //! first document boundary in the first part's text to the first one in the text of the part
 //! at its end (the same rule, `cuts.rs`, with the target just past each part's first byte),

@@ -187,7 +187,7 @@ def test_a_damaged_part_is_named_and_a_file_that_changed_since_the_plan_is_refus
             kind, message = _rust([source], ReadOptions())
         assert kind == "error" and "corrupt zst file" in message, message
         assert "re-download or re-compress it" in message
-    # A file of bzip2 streams cut short: its last stream has no end.
+    # A file of bzip2 streams cut short: its last block has no end.
     cut = tmp_path / "b.txt.bz2"
     cut.write_bytes(parted(text, ".bz2", 10000)[:-30])
     assert len(_core.compressed_parts(str(cut), "bz2")) > 5
@@ -219,7 +219,7 @@ def test_compressed_files_are_cut_in_a_few_ranges_of_their_text_small_ones_not(
     assert len(document_ranges(big, 64, False, run_bytes=big.size * 8)) == MOST_RANGES["gz"]
     assert document_ranges(big, 64, False, run_bytes=big.size * 8 + 1) == []
     assert document_ranges(big, len(text), doc_per_line=False) == []
-    # A bzip2 file decompresses slower than it is prepared: it stays whole.
+    # A bzip2 file of one block (up to 900 kB of text) is one part: it stays whole.
     (tmp_path / "c.txt.bz2").write_bytes(bz2.compress(text))
     (slow,) = expand_inputs([tmp_path / "c.txt.bz2"], ReadOptions())[0]
     assert document_ranges(slow, 64, doc_per_line=False) == []

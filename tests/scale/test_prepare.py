@@ -3,6 +3,7 @@ split and the shards in the finalize run: the same shards, state and metadata as
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import json
 import random
@@ -14,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
+from data_io import _core
 from data_io.errors import ConfigError
 from data_io.formats.ranges import MOST_RANGES
 from data_io.prepare import prepare
@@ -198,6 +200,38 @@ def test_a_large_file_cut_into_ranges_writes_what_one_run_writes(
         local.cleaning,
     )
     assert local.duplicates > 0 and (kind == "jsonl" or local.invalid_utf8 > 0)
+    assert _tree(tmp_path / "scaled") == _tree(tmp_path / "local")
+
+
+@pytest.mark.parametrize("kind", ["blocks", "jsonl"])
+def test_a_bzip2_file_of_one_stream_is_cut_at_its_blocks(tmp_path: Path, kind: str) -> None:
+    """A file as ``bzip2`` writes it, one stream of many blocks (100 kB of text each at level 1),
+    is cut into ranges of blocks, each unit decoding only its own and the start of the next: the
+    same folder and counts as one run."""
+    name, _ = _big_file(kind, seed=0)
+    body = b"".join(_big_file(kind, seed=seed)[1] for seed in range(12))
+    stored = bz2.compress(body, 1)
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    (inputs / f"{name}.bz2").write_bytes(stored)
+    blocks = _core.compressed_parts(str(inputs / f"{name}.bz2"), "bz2")
+    assert len(blocks) >= len(body) // 100_000 >= 10
+    local = prepare([inputs], tmp_path / "local", progress=False, **OPTIONS)
+    settings = ExecutorSettings(kind="local", workers=2, threads_per_unit=1)
+    outcome = scale_prepare(
+        [str(inputs)], str(tmp_path / "scaled"), dict(OPTIONS), settings, progress=False,
+        unit_bytes=len(stored) // 20,
+    )  # fmt: skip
+    units = outcome.manifest.units
+    assert outcome.unfinished == []
+    assert len(units) == len(blocks) and {u.span["kind"] for u in units} == {"parts"}
+    result = outcome.result
+    assert (result.documents_read, result.duplicates, result.invalid_utf8) == (
+        local.documents_read,
+        local.duplicates,
+        local.invalid_utf8,
+    )
+    assert local.duplicates > 0
     assert _tree(tmp_path / "scaled") == _tree(tmp_path / "local")
 
 

@@ -1,5 +1,5 @@
 //! The lines of a range of a compressed file's parts: what one `tokenize` unit of a large
-//! `.jsonl.gz` (BGZF), `.jsonl.zst` (frames), `.jsonl.xz` (blocks) or `.jsonl.bz2` (streams)
+//! `.jsonl.gz` (BGZF), `.jsonl.zst` (frames), `.jsonl.xz` (blocks) or `.jsonl.bz2` (blocks)
 //! reads, decoding only its own parts and a little of the next.
 //!
 //! Where a range's lines start and end is found in the text, by one rule that neighbours share:

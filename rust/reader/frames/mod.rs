@@ -9,9 +9,9 @@
 //!   (`gzip.rs`); other gzip members do not, so such a file stays one part;
 //! - xz blocks (`xz -T`, the default since xz 5.6): the index at the end of each stream lists
 //!   its blocks' sizes (`xz.rs`);
-//! - bzip2 streams (`pbzip2`): no length is written, but a stream starts byte-aligned with a
-//!   pattern found by a fast search and checked against the end of the stream before it
-//!   (`bzip2.rs`).
+//! - bzip2 blocks (every bzip2 file: `bzip2`, `lbzip2`, `pbzip2`): no length is written, but
+//!   each block starts with a 48-bit magic, found at any bit by a fast search; a run of blocks
+//!   is remade into a stream of its own (`bzip2/`).
 //!
 //! `parts` finds the parts (one part covering the file when it cannot be cut, or when anything
 //! in the walk looks wrong: then the one decoder of the whole file reads it and reports what is
@@ -51,6 +51,8 @@ pub struct Part {
     pub len: u64,
     /// An xz block's stream and sizes (the rest of the stream is remade around a run of them).
     xz: Option<xz::Block>,
+    /// A bzip2 block's bits (a run of them is remade into a stream).
+    bzip2: Option<bzip2::Block>,
 }
 
 impl Part {
@@ -69,6 +71,7 @@ impl Part {
                     start,
                     len: end - start,
                     xz: None,
+                    bzip2: None,
                 }
             })
             .collect()
@@ -200,13 +203,14 @@ impl Parts {
             at: first.start,
             end: last.start + last.len,
         };
-        match &first.xz {
-            Some(block) => {
+        match (&first.xz, first.bzip2) {
+            (Some(block), _) => {
                 let header = self.xz_headers[block.stream as usize];
                 let blocks = self.list[run].iter().filter_map(|p| p.xz.as_ref());
                 xz::decoder(header, blocks, bytes)
             }
-            None => Ok(decompressed(
+            (None, Some(_)) => Ok(bzip2::decoder(bytes.file, self.size, &self.list[run])),
+            (None, None) => Ok(decompressed(
                 std::io::BufReader::with_capacity(READ_BUFFER, bytes),
                 self.compression,
             )?),
@@ -265,6 +269,7 @@ pub fn parts_in(
                 start: end,
                 len: size - end,
                 xz: None,
+                bzip2: None,
             });
         }
         Some(((list, vec![]), from))
@@ -272,7 +277,7 @@ pub fn parts_in(
     let found = match compression {
         Compression::Zstd => walked(zstd::frames(&at, from, end)),
         Compression::Gzip => walked(gzip::members(&at, from, end)),
-        Compression::Bzip2 => walked(bzip2::streams(&at, from, end)),
+        Compression::Bzip2 => bzip2::blocks(&at, from, end).map(|list| ((list, vec![]), from)),
         Compression::Xz => xz::blocks(&at).map(|found| (found, 0)),
         Compression::None => None,
     };
@@ -283,6 +288,7 @@ pub fn parts_in(
                 start: 0,
                 len: size,
                 xz: None,
+                bzip2: None,
             };
             ((vec![whole], vec![]), 0)
         }
@@ -310,6 +316,7 @@ mod tests {
                     start: k * 10,
                     len: 10,
                     xz: None,
+                    bzip2: None,
                 })
                 .collect(),
             size: 50,

@@ -75,6 +75,7 @@ pub(super) fn blocks(file: &Bytes<'_>) -> Option<(Vec<Part>, Vec<[u8; 12]>)> {
                     unpadded,
                     text,
                 }),
+                bzip2: None,
             });
             at += len;
         }
