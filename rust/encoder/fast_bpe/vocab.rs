@@ -9,6 +9,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
+use std::sync::OnceLock;
 
 use hashbrown::HashTable;
 use rustc_hash::FxBuildHasher;
@@ -30,6 +31,22 @@ impl std::fmt::Debug for Vocab<'_> {
     }
 }
 
+/// Each distinct token's last place among `len` tokens (`token(at)`), by `hash(token)`.
+fn last_entries<'t>(len: usize, token: impl Fn(usize) -> &'t str) -> HashTable<u32> {
+    let mut index = HashTable::with_capacity(len);
+    for at in 0..len {
+        let (new, place) = (token(at), at as u32);
+        let hashed = hash(new);
+        match index.find_mut(hashed, |old: &u32| token(*old as usize) == new) {
+            Some(kept) => *kept = place,
+            None => {
+                index.insert_unique(hashed, place, |old| hash(token(*old as usize)));
+            }
+        }
+    }
+    index
+}
+
 /// The hash the indexes are kept by (FxHash: the 450k lookups of reading Qwen's merges made
 /// SipHash a fifth of the load).
 fn hash(token: &str) -> u64 {
@@ -39,17 +56,7 @@ fn hash(token: &str) -> u64 {
 impl<'a> Vocab<'a> {
     /// The vocabulary of `(token, id)` pairs in the file's order.
     pub fn from_file_order(entries: Vec<(Cow<'a, str>, u32)>) -> Self {
-        let mut index = HashTable::with_capacity(entries.len());
-        let token = |at: &u32| -> &str { &entries[*at as usize].0 };
-        for (at, (new, _)) in entries.iter().enumerate() {
-            let (at, hashed) = (at as u32, hash(new));
-            match index.find_mut(hashed, |old| token(old) == new) {
-                Some(kept) => *kept = at,
-                None => {
-                    index.insert_unique(hashed, at, |old| hash(token(old)));
-                }
-            }
-        }
+        let index = last_entries(entries.len(), |at| &entries[at].0);
         Vocab { entries, index }
     }
 
@@ -117,7 +124,7 @@ impl<'a> Vocab<'a> {
             text,
             ends,
             ids: (!in_place).then(|| self.entries.iter().map(|(_, id)| *id).collect()),
-            index: self.index.clone(),
+            index: OnceLock::new(),
             added,
             size,
         }
@@ -152,8 +159,10 @@ pub struct TokenIds {
     /// Token `i`'s id; `None` where it is `i` for every token (0.6 MB less for Qwen in each
     /// process).
     ids: Option<Vec<u32>>,
-    /// The `Vocab`'s index: each distinct token's last entry, by `hash(token)`.
-    index: HashTable<u32>,
+    /// Each distinct token's last entry, by `hash(token)`: made at the first lookup (10 ms for
+    /// Qwen's), as most processes never look a token up (a DataLoader worker, given the EOS id)
+    /// and it is 1.3 MiB of each one's memory.
+    index: OnceLock<HashTable<u32>>,
     added: HashMap<String, u32>,
     size: usize,
 }
@@ -163,18 +172,22 @@ impl TokenIds {
         if let Some(&id) = self.added.get(token) {
             return Some(id);
         }
-        let token_at = |at: usize| {
-            let start = if at == 0 {
-                0
-            } else {
-                self.ends[at - 1] as usize
-            };
-            self.text.get(start..self.ends[at] as usize)
-        };
-        let at = self
+        let index = self
             .index
-            .find(hash(token), |at| token_at(*at as usize) == Some(token))?;
+            .get_or_init(|| last_entries(self.ends.len(), |at| self.token_at(at)));
+        let at = index.find(hash(token), |at| self.token_at(*at as usize) == token)?;
         Some(self.ids.as_ref().map_or(*at, |ids| ids[*at as usize]))
+    }
+
+    /// Token `at` of the file's order.
+    fn token_at(&self, at: usize) -> &str {
+        let start = match at {
+            0 => 0,
+            _ => self.ends[at - 1] as usize,
+        };
+        self.text
+            .get(start..self.ends[at] as usize)
+            .unwrap_or_default()
     }
 
     pub fn vocab_size(&self) -> usize {
