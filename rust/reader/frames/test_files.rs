@@ -24,15 +24,21 @@ pub fn stored(bytes: &[u8]) -> tempfile::NamedTempFile {
 
 /// The text of every run of the parts read through `decoder`, joined.
 pub fn read_runs(path: &Path, parts: &Parts, bytes: u64) -> Vec<u8> {
+    let runs = parts.runs(0..parts.list.len(), bytes);
+    runs.into_iter()
+        .flat_map(|run| read_run(path, parts, run))
+        .collect()
+}
+
+/// The text of the parts `run`, read through `decoder`.
+pub fn read_run(path: &Path, parts: &Parts, run: std::ops::Range<usize>) -> Vec<u8> {
     let mut out = Vec::new();
-    for run in parts.runs(0..parts.list.len(), bytes) {
-        let file = File::open(path).expect("opened");
-        parts
-            .decoder(file, run)
-            .expect("decoder")
-            .read_to_end(&mut out)
-            .expect("decoded");
-    }
+    let file = File::open(path).expect("opened");
+    parts
+        .decoder(file, run)
+        .expect("decoder")
+        .read_to_end(&mut out)
+        .expect("decoded");
     out
 }
 

@@ -100,7 +100,7 @@ pub(super) fn decoder(file: File, size: u64, run: &[Part]) -> Box<dyn Read + Sen
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_files::{read_runs, stored, text};
+    use super::super::test_files::{read_run, read_runs, stored, text};
     use super::super::{parts, parts_in};
     use super::*;
     use crate::reader::Compression;
@@ -124,21 +124,6 @@ mod tests {
             state ^= state << 17;
             b"aaaaaaaabbbbccd\n"[(state % 16) as usize]
         }));
-        out
-    }
-
-    fn decoded(
-        path: &std::path::Path,
-        parts: &super::super::Parts,
-        run: std::ops::Range<usize>,
-    ) -> Vec<u8> {
-        let mut out = Vec::new();
-        let file = File::open(path).expect("opened");
-        parts
-            .decoder(file, run)
-            .expect("decoder")
-            .read_to_end(&mut out)
-            .expect("decoded");
         out
     }
 
@@ -189,7 +174,7 @@ mod tests {
         let starts = whole.starts();
         // Each block's text, from the whole file's walk.
         let texts: Vec<Vec<u8>> = (0..whole.list.len())
-            .map(|k| decoded(file.path(), &whole, k..k + 1))
+            .map(|k| read_run(file.path(), &whole, k..k + 1))
             .collect();
         assert!(texts.concat() == plain);
         for a in 0..starts.len() {
@@ -199,11 +184,11 @@ mod tests {
                     parts_in(file.path(), Compression::Bzip2, starts[a], until).expect("parts");
                 let run = range.between(starts[a], until).expect("a planned range");
                 assert!(
-                    decoded(file.path(), &range, run.clone()) == texts[a..b].concat(),
+                    read_run(file.path(), &range, run.clone()) == texts[a..b].concat(),
                     "{a}..{b}"
                 );
                 // The part for the rest of the file, walked as it is read.
-                let rest = decoded(file.path(), &range, run.end..range.list.len());
+                let rest = read_run(file.path(), &range, run.end..range.list.len());
                 assert!(rest == texts[b..].concat(), "rest after {b}");
             }
         }
