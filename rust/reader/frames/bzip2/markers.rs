@@ -31,10 +31,9 @@ const MOST_ORIGIN: u64 = 900_010;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Marker {
     /// A block, with its CRC (the 32 bits after the magic).
-    Block {
-        crc: u32,
-    },
-    End,
+    Block { crc: u32 },
+    /// A stream's end, with the stream's CRC (the 32 bits after the magic).
+    End { crc: u32 },
 }
 
 /// The 64 bits of `bytes` from bit `bit` (bit 0: the high bit of byte 0), zeros past the end.
@@ -51,10 +50,10 @@ pub fn bits_at(bytes: &[u8], bit: u64) -> u64 {
 pub fn marker_at(bytes: &[u8], bit: u64) -> Option<Marker> {
     let held = (bytes.len() as u64 * 8).saturating_sub(bit);
     let head = bits_at(bytes, bit);
+    let crc = (bits_at(bytes, bit + 48) >> 32) as u32;
     match head >> 16 {
-        END if held >= END_BITS => Some(Marker::End),
+        END if held >= END_BITS => Some(Marker::End { crc }),
         BLOCK if held >= BLOCK_CHECKED_BITS => {
-            let crc = (bits_at(bytes, bit + 48) >> 32) as u32;
             let after = bits_at(bytes, bit + 80);
             let randomised = after >> 63;
             let origin = (after >> 39) & 0xFF_FFFF;
@@ -108,7 +107,8 @@ fn needles() -> &'static [Needle] {
             .into_iter()
             .flat_map(|marker| {
                 (0..8u8).map(move |shift| {
-                    // The marker at bit `shift` of a 7-byte window; bytes 1..6 are all its own.
+                    // The marker at bit `shift` of a 7-byte window (the low 7 bytes of the u64);
+                    // the window's bytes 1..6 are all the marker's own.
                     let window = (marker << (8 - shift)).to_be_bytes();
                     Needle {
                         finder: memmem::Finder::new(&window[2..7]).into_owned(),
@@ -171,13 +171,16 @@ mod tests {
                 scan(&bytes, 0, bytes.len() as u64 * 8),
                 vec![
                     (block, Marker::Block { crc: 0xDEAD_BEEF }),
-                    (end, Marker::End)
+                    (end, Marker::End { crc: 7 })
                 ],
                 "lead {lead}"
             );
             // Only the places asked for.
             assert_eq!(scan(&bytes, block + 1, end), vec![]);
-            assert_eq!(scan(&bytes, end, end + 1), vec![(end, Marker::End)]);
+            assert_eq!(
+                scan(&bytes, end, end + 1),
+                vec![(end, Marker::End { crc: 7 })]
+            );
         }
     }
 

@@ -235,6 +235,51 @@ mod tests {
     }
 
     #[test]
+    fn a_file_a_whole_decoder_refuses_is_one_part_and_refused() {
+        let first = bz2(&varied(150_000), 1);
+        let second = bz2(&varied(120_000), 1);
+        let mut bad_crc = [&first[..], &second[..]].concat();
+        // The first stream's CRC: the 32 bits after its end magic, which ends the stream with
+        // its padding; flipping a bit of its last byte may hit the padding, so flip the byte
+        // before.
+        bad_crc[first.len() - 2] ^= 0x10;
+        let damaged = [
+            // A stream's header and then the file's end.
+            [&first[..], b"BZh9"].concat(),
+            // A block right after a stream's end, with no header between.
+            [&first[..], &second[4..]].concat(),
+            bad_crc,
+            // Bytes after the last stream.
+            [&first[..], b"\0\0\0\0"].concat(),
+        ];
+        for (k, bytes) in damaged.iter().enumerate() {
+            let file = stored(bytes);
+            let parts = parts(file.path(), Compression::Bzip2).expect("parts");
+            assert_eq!(parts.list.len(), 1, "file {k}: one part");
+            assert_eq!(parts.list[0].bzip2, None, "file {k}");
+            let mut out = Vec::new();
+            let handle = File::open(file.path()).expect("opened");
+            let read = parts
+                .decoder(handle, 0..1)
+                .expect("decoder")
+                .read_to_end(&mut out);
+            assert!(
+                read.is_err(),
+                "file {k}: the whole file's decoder refuses it too"
+            );
+        }
+        // The same streams undamaged are parts a block.
+        let file = stored(&[&first[..], &second[..]].concat());
+        assert!(
+            parts(file.path(), Compression::Bzip2)
+                .expect("parts")
+                .list
+                .len()
+                >= 3
+        );
+    }
+
+    #[test]
     fn what_is_not_bzip2_is_one_part() {
         for bytes in [&b"BZh91AY"[..], b"plain text, not compressed", b""] {
             let file = stored(bytes);

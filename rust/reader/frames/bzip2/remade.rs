@@ -97,7 +97,12 @@ impl<F: Borrow<File>, I: Iterator<Item = io::Result<Block>>> Read for RemadeStre
 impl<F: Borrow<File>, I: Iterator<Item = io::Result<Block>>> BufRead for RemadeStream<F, I> {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
         while self.at == self.out.len() && !self.done {
-            self.fill()?;
+            if let Err(error) = self.fill() {
+                // Nothing more comes after an error, not even the stream's end.
+                (self.done, self.at) = (true, 0);
+                self.out.clear();
+                return Err(error);
+            }
         }
         Ok(&self.out[self.at..])
     }

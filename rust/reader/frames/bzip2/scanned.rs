@@ -1,7 +1,9 @@
-//! A bzip2 file's blocks, found by walking it from a block (or a stream's start) to its end:
+//! A bzip2 file's blocks, found by walking it from a block (or the file's start) to its end:
 //! each block runs from its magic to the next marker (the next block's magic, or its stream's
-//! end); after a stream's end, its CRC and padding, the next stream's header must follow, or
-//! the file end.
+//! end); a stream's header must be followed by a block or its end, and a stream's end, its CRC
+//! and padding by the next stream's header or the file's end. Anything else is an error, as it
+//! is to a decoder of the whole file; so is a stream walked from its header whose blocks' CRCs,
+//! folded, are not the CRC stored at its end (the remade streams carry CRCs of their own).
 
 use std::borrow::Borrow;
 use std::collections::VecDeque;
@@ -27,14 +29,20 @@ pub struct ScannedBlocks<F> {
     found: VecDeque<(u64, Marker)>,
     scanned: u64,
     done: bool,
+    /// At a place where a stream's header (or the file's end) must come: the walk's start at
+    /// byte 0, and after each stream's end.
+    expect_header: bool,
+    /// The CRC of the stream's blocks so far, for a stream walked from its header (None for
+    /// the one a walk starts inside).
+    stream: Option<u32>,
     /// A last block without an end (a file cut short) is given `OPEN`, not an error: the walk's
     /// last part, whose decoder then meets the error.
     open_end: bool,
 }
 
 impl<F: Borrow<File>> ScannedBlocks<F> {
-    /// The blocks of `file` (of `size` bytes) from bit `at`: a block's magic, or a stream's
-    /// header.
+    /// The blocks of `file` (of `size` bytes) from bit `at`: the file's start (a stream's
+    /// header), or a block's magic.
     pub fn new(file: F, size: u64, at: u64) -> Self {
         Self {
             file,
@@ -43,6 +51,8 @@ impl<F: Borrow<File>> ScannedBlocks<F> {
             found: VecDeque::new(),
             scanned: at,
             done: false,
+            expect_header: at == 0,
+            stream: None,
             open_end: false,
         }
     }
@@ -98,24 +108,57 @@ impl<F: Borrow<File>> ScannedBlocks<F> {
 
     fn next_block(&mut self) -> io::Result<Option<Block>> {
         loop {
-            if self.at >= self.size_bits {
-                return Ok(None);
-            }
-            if self.header_at(self.at)? {
+            if self.expect_header {
+                if self.at >= self.size_bits {
+                    return Ok(None);
+                }
+                if !self.header_at(self.at)? {
+                    return Err(not_here("a stream's start", self.at, None));
+                }
                 self.at += HEADER_BITS;
+                (self.expect_header, self.stream) = (false, Some(0));
                 continue;
             }
             let marker = match self.marker_from(self.at)? {
                 Some((place, marker)) if place == self.at => marker,
-                other => return Err(not_here(self.at, other.map(|(place, _)| place))),
+                _ if self.at >= self.size_bits => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        format!(
+                            "bzip2: the file ends inside a stream, at byte {}: it is cut short",
+                            self.at / 8
+                        ),
+                    ))
+                }
+                other => {
+                    let next = other.map(|(place, _)| place);
+                    return Err(not_here("a block or a stream's end", self.at, next));
+                }
             };
             match marker {
-                Marker::End => self.at = (self.at + END_BITS).next_multiple_of(8),
+                Marker::End { crc } => {
+                    // A stream walked from its header is checked whole, as a decoder of the
+                    // file checks it: its blocks' CRCs folded against the one stored.
+                    if self.stream.is_some_and(|blocks| blocks != crc) {
+                        return Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            format!(
+                                "bzip2: the stream ending at byte {} fails its CRC: the file is \
+                                 damaged",
+                                self.at / 8
+                            ),
+                        ));
+                    }
+                    self.at = (self.at + END_BITS).next_multiple_of(8);
+                    self.expect_header = true;
+                }
                 Marker::Block { crc } => {
                     let start = self.at;
+                    self.stream = self.stream.map(|blocks| blocks.rotate_left(1) ^ crc);
                     let Some((end, _)) = self.marker_from(start + 48)? else {
                         if self.open_end {
-                            self.at = self.size_bits;
+                            // The walk's last part; the decoder meets the error.
+                            self.done = true;
                             let end = OPEN;
                             return Ok(Some(Block { start, end, crc }));
                         }
@@ -135,18 +178,17 @@ impl<F: Borrow<File>> ScannedBlocks<F> {
     }
 }
 
-/// The error for a place where a block, a stream's end or a stream's header should start and
-/// none does (`next`: where the next marker is, if any).
-fn not_here(at: u64, next: Option<u64>) -> io::Error {
+/// The error for a place where `what` should start and does not (`next`: where the next
+/// marker is, if one was looked for and found).
+fn not_here(what: &str, at: u64, next: Option<u64>) -> io::Error {
     let next = match next {
-        Some(next) => format!("the next block or stream end is at byte {}", next / 8),
-        None => "no block or stream end follows".to_string(),
+        Some(next) => format!(" (the next block or stream end is at byte {})", next / 8),
+        None => String::new(),
     };
     io::Error::new(
         io::ErrorKind::InvalidData,
         format!(
-            "bzip2: no block, stream end or stream start at byte {} (bit {}); {next}: the file \
-             is damaged or not bzip2",
+            "bzip2: no {what} at byte {} (bit {}){next}: the file is damaged or not bzip2",
             at / 8,
             at % 8
         ),
@@ -161,7 +203,9 @@ impl<F: Borrow<File>> Iterator for ScannedBlocks<F> {
             return None;
         }
         let next = self.next_block().transpose();
-        self.done = !matches!(next, Some(Ok(_)));
+        if !matches!(next, Some(Ok(_))) {
+            self.done = true;
+        }
         next
     }
 }
