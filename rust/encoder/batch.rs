@@ -89,7 +89,7 @@ pub fn encode_batch_pipelined<'t, E: From<Error>>(
     }
     // A chunk's size from the start's weight per text, as `chunk_starts` sets it from all; it
     // grows as the views come when the texts seen so far say the rest would not fit the board
-    // (`grown_target`).
+    // (`Cutter`).
     let target = chunk_target(weight / views.len() * count, threads);
     // Room for four times the chunks expected; the last one takes whatever comes after.
     let most = (4 * threads * CHUNKS_PER_THREAD).min(count);

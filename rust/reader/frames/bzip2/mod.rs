@@ -75,7 +75,7 @@ pub(super) fn blocks(file: &Bytes<'_>, from: u64, until: u64) -> Option<Vec<Part
 fn first_at(file: &Bytes<'_>, from: u64) -> Option<u64> {
     if from == 0 {
         let head: [u8; 4] = file.array(0)?;
-        return (head.starts_with(b"BZh") && (b'1'..=b'9').contains(&head[3])).then_some(0);
+        return scanned::is_header(&head).then_some(0);
     }
     let len = (8 + LOOK_AHEAD).min(file.size.checked_sub(from)?);
     let bytes = file.vec(from, len)?;

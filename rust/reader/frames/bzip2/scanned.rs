@@ -102,8 +102,7 @@ impl<F: Borrow<File>> ScannedBlocks<F> {
         if !bit.is_multiple_of(8) || bit + HEADER_BITS > self.size_bits {
             return Ok(false);
         }
-        let head = self.read(bit / 8, bit / 8 + 4)?;
-        Ok(head.starts_with(b"BZh") && (b'1'..=b'9').contains(&head[3]))
+        Ok(is_header(&self.read(bit / 8, bit / 8 + 4)?))
     }
 
     fn next_block(&mut self) -> io::Result<Option<Block>> {
@@ -176,6 +175,11 @@ impl<F: Borrow<File>> ScannedBlocks<F> {
             }
         }
     }
+}
+
+/// Whether `head` is a stream's header: `BZh` and a block size of 1-9.
+pub fn is_header(head: &[u8]) -> bool {
+    head.len() >= 4 && head.starts_with(b"BZh") && (b'1'..=b'9').contains(&head[3])
 }
 
 /// The error for a place where `what` should start and does not (`next`: where the next
