@@ -1,7 +1,7 @@
 //! The tokenized folder (formats.md §3): how a row becomes tokens, and a task folder's arrays
 //! and record.
 //!
-//! - `mod.rs`: the row layout (below): `LayoutTokens`, `Specials`, `encode_row`, `EncodedRow`.
+//! - `mod.rs`: the row layout (below): `LayoutTokens`, `Specials`, `encode_row`, `RowLens`.
 //! - `task_writer.rs`: a task folder's arrays, streamed to disk (`TaskWriter`, `TokenDtype`).
 //! - `npy.rs`: the streaming `.npy` writer whose bytes equal the original tool's.
 //! - `cache.rs`: a task folder's record (`metadata.json`), the decision whether its source must
@@ -119,29 +119,51 @@ impl Specials {
     }
 }
 
-/// One row's tokens: the instruction part then the response part, back to back.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EncodedRow {
-    pub tokens: Vec<u32>,
+/// Where one row's tokens lie in a run of encoded rows: its instruction part, then its
+/// response part, back to back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowLens {
     pub inst_len: usize,
+    pub resp_len: usize,
 }
 
-impl EncodedRow {
-    pub fn resp_len(&self) -> usize {
-        self.tokens.len() - self.inst_len
-    }
-}
-
-/// Encode one row. The error is a message; the caller adds file and line.
+/// Encode one row onto the end of `tokens`, the buffer of a run of rows (no vector of its
+/// own, no copy); on error `tokens` is left as it was. The error is a message; the caller
+/// adds file and line.
 pub fn encode_row(
     encoder: &dyn TextEncoder,
     specials: &Specials,
     condition: &str,
     instruction: &str,
     response: &str,
-) -> Result<EncodedRow, String> {
-    // Straight into the row's buffer: no vector per text, no copy.
-    let mut tokens = Vec::with_capacity((instruction.len() + response.len()) / 3 + 8);
+    tokens: &mut Vec<u32>,
+) -> Result<RowLens, String> {
+    let start = tokens.len();
+    let lens = append_row(
+        encoder,
+        specials,
+        condition,
+        instruction,
+        response,
+        tokens,
+        start,
+    );
+    if lens.is_err() {
+        tokens.truncate(start);
+    }
+    lens
+}
+
+fn append_row(
+    encoder: &dyn TextEncoder,
+    specials: &Specials,
+    condition: &str,
+    instruction: &str,
+    response: &str,
+    tokens: &mut Vec<u32>,
+    start: usize,
+) -> Result<RowLens, String> {
+    tokens.reserve((instruction.len() + response.len()) / 3 + 8);
     tokens.push(specials.boq);
     // An empty condition means "no tags"; an empty tag inside a list ("cot,") is an error.
     if !condition.is_empty() {
@@ -156,12 +178,15 @@ pub fn encode_row(
             tokens.push(id);
         }
     }
-    encoder.encode_into(instruction, &mut tokens)?;
+    encoder.encode_into(instruction, tokens)?;
     tokens.push(specials.eoq);
-    let inst_len = tokens.len();
-    encoder.encode_into(response, &mut tokens)?;
+    let inst_end = tokens.len();
+    encoder.encode_into(response, tokens)?;
     tokens.push(specials.eoa);
-    Ok(EncodedRow { tokens, inst_len })
+    Ok(RowLens {
+        inst_len: inst_end - start,
+        resp_len: tokens.len() - inst_end,
+    })
 }
 
 #[cfg(test)]
@@ -199,23 +224,31 @@ pub(crate) mod tests {
     #[test]
     fn layout_matches_the_spec() {
         let specials = Specials::resolve(&ByteEncoder, &LayoutTokens::default()).unwrap();
-        let row = encode_row(&ByteEncoder, &specials, "cot,noisy", "ab", "c").unwrap();
-        assert_eq!(row.tokens, vec![0, 4, 5, 197, 198, 1, 199, 2]);
-        assert_eq!(row.inst_len, 6);
-        assert_eq!(row.resp_len(), 2);
-        let no_tags = encode_row(&ByteEncoder, &specials, "", "", "").unwrap();
-        assert_eq!(no_tags.tokens, vec![0, 1, 2]);
-        assert_eq!(no_tags.inst_len, 2);
+        // Rows go onto the end of what the buffer holds.
+        let mut tokens = vec![9];
+        let row = encode_row(&ByteEncoder, &specials, "cot,noisy", "ab", "c", &mut tokens);
+        assert_eq!(tokens, vec![9, 0, 4, 5, 197, 198, 1, 199, 2]);
+        let lens = RowLens {
+            inst_len: 6,
+            resp_len: 2,
+        };
+        assert_eq!(row, Ok(lens));
+        let no_tags = encode_row(&ByteEncoder, &specials, "", "", "", &mut tokens).unwrap();
+        assert_eq!(tokens[9..], [0, 1, 2]);
+        assert_eq!((no_tags.inst_len, no_tags.resp_len), (2, 1));
     }
 
     #[test]
-    fn unknown_and_empty_tags_are_errors() {
+    fn unknown_and_empty_tags_are_errors_that_leave_the_buffer_as_it_was() {
         let specials = Specials::resolve(&ByteEncoder, &LayoutTokens::default()).unwrap();
-        let err = encode_row(&ByteEncoder, &specials, "cot,math", "a", "b").unwrap_err();
+        let mut tokens = vec![7, 8];
+        let err =
+            encode_row(&ByteEncoder, &specials, "cot,math", "a", "b", &mut tokens).unwrap_err();
         assert!(err.contains("unknown condition tag \"math\""), "{err}");
         assert!(err.contains("known tags: direct, cot, noisy, synth"));
-        let err = encode_row(&ByteEncoder, &specials, "cot,", "a", "b").unwrap_err();
+        let err = encode_row(&ByteEncoder, &specials, "cot,", "a", "b", &mut tokens).unwrap_err();
         assert!(err.contains("unknown condition tag \"\""), "{err}");
+        assert_eq!(tokens, vec![7, 8]);
     }
 
     #[test]

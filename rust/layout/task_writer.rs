@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::npy::{header, NpyElement, NpyStream, HEADER_LEN};
 use crate::error::{Error, IoContext, Result};
-use crate::layout::EncodedRow;
+use crate::layout::RowLens;
 
 /// Element type of `tokens.npy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -87,18 +87,24 @@ impl TaskWriter {
         })
     }
 
-    pub fn push(&mut self, row: &EncodedRow) -> Result<()> {
-        // Paths for error messages are built only on error: this runs once per row.
+    /// Append a run of encoded rows: `tokens` holds each row of `rows` in turn, back to back
+    /// (what `layout::encode_row` leaves in its buffer), written in one piece.
+    pub fn push_rows(&mut self, tokens: &[u32], rows: &[RowLens]) -> Result<()> {
+        debug_assert_eq!(
+            rows.iter().map(|r| r.inst_len + r.resp_len).sum::<usize>(),
+            tokens.len()
+        );
+        // Paths for error messages are built only on error.
         let dir = &self.dir;
         let failed = |name: &str| {
             let path = dir.join(name);
             move |e| Error::io("cannot write", &path, e)
         };
         match &mut self.tokens {
-            TokenSink::U32(w) => w.extend(&row.tokens),
+            TokenSink::U32(w) => w.extend(tokens),
             TokenSink::U16(w, narrow) => {
                 narrow.clear();
-                for &token in &row.tokens {
+                for &token in tokens {
                     let Ok(small) = u16::try_from(token) else {
                         return Err(Error::Output(format!(
                             "token id {token} does not fit uint16; use --token-dtype uint32"
@@ -110,20 +116,22 @@ impl TaskWriter {
             }
         }
         .map_err(|e| failed(ARRAY_FILES[0])(e))?;
-        let inst_len = row.inst_len as u64;
-        let resp_len = row.resp_len() as u64;
-        let values = [self.offset, inst_len, self.offset + inst_len, resp_len];
-        let writers = [
-            &mut self.inst_start,
-            &mut self.inst_len,
-            &mut self.resp_start,
-            &mut self.resp_len,
-        ];
-        for ((writer, value), name) in writers.into_iter().zip(values).zip(&ARRAY_FILES[1..]) {
-            writer.push(value).map_err(|e| failed(name)(e))?;
+        for row in rows {
+            let inst_len = row.inst_len as u64;
+            let resp_len = row.resp_len as u64;
+            let values = [self.offset, inst_len, self.offset + inst_len, resp_len];
+            let writers = [
+                &mut self.inst_start,
+                &mut self.inst_len,
+                &mut self.resp_start,
+                &mut self.resp_len,
+            ];
+            for ((writer, value), name) in writers.into_iter().zip(values).zip(&ARRAY_FILES[1..]) {
+                writer.push(value).map_err(|e| failed(name)(e))?;
+            }
+            self.offset += inst_len + resp_len;
         }
-        self.offset += inst_len + resp_len;
-        self.rows += 1;
+        self.rows += rows.len() as u64;
         Ok(())
     }
 
@@ -271,18 +279,12 @@ mod tests {
         for dtype in [TokenDtype::Uint16, TokenDtype::Uint32] {
             let dir = tempfile::tempdir().unwrap();
             let mut writer = TaskWriter::create(dir.path(), dtype).unwrap();
+            let lens = |inst_len, resp_len| RowLens { inst_len, resp_len };
+            // One run of two rows, then an empty run.
             writer
-                .push(&EncodedRow {
-                    tokens: vec![1, 2, 3, 4, 5],
-                    inst_len: 3,
-                })
+                .push_rows(&[1, 2, 3, 4, 5, 6, 7], &[lens(3, 2), lens(1, 1)])
                 .unwrap();
-            writer
-                .push(&EncodedRow {
-                    tokens: vec![6, 7],
-                    inst_len: 1,
-                })
-                .unwrap();
+            writer.push_rows(&[], &[]).unwrap();
             writer.finish().unwrap();
             assert_eq!(read_u64(&dir.path().join("inst_start.npy")), vec![0, 5]);
             assert_eq!(read_u64(&dir.path().join("inst_len.npy")), vec![3, 1]);
@@ -317,12 +319,11 @@ mod tests {
     fn uint16_overflow_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let mut writer = TaskWriter::create(dir.path(), TokenDtype::Uint16).unwrap();
-        let err = writer
-            .push(&EncodedRow {
-                tokens: vec![70_000],
-                inst_len: 1,
-            })
-            .unwrap_err();
+        let lens = RowLens {
+            inst_len: 1,
+            resp_len: 0,
+        };
+        let err = writer.push_rows(&[70_000], &[lens]).unwrap_err();
         assert!(err.to_string().contains("does not fit uint16"));
     }
 }

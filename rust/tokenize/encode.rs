@@ -4,7 +4,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
@@ -13,7 +13,7 @@ use crate::encoder::{Encoder, TextEncoder};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::cache::{self, Fingerprint};
 use crate::layout::task_writer::{TaskWriter, TokenDtype};
-use crate::layout::{encode_row, EncodedRow, Specials};
+use crate::layout::{encode_row, RowLens, Specials};
 use crate::reader::{Batch, OnError, RowReader};
 
 /// Everything the per-file work shares.
@@ -91,12 +91,15 @@ pub(super) fn encode_span(
         on_error: ctx.options.on_error,
         bad_rows: 0,
         bad_row_examples: Vec::new(),
+        good: Vec::new(),
     };
     // A three-stage pipeline: while the rows of batch k are encoded in parallel, this thread
     // writes batch k-1 (in source order) and reads batch k+1. Reading and writing are serial
     // work; run between the batches they would leave cores idle (Amdahl's law).
     let mut next = reader.next();
-    let mut pending: Option<Vec<Result<EncodedRow>>> = None;
+    let mut pending: Option<Vec<EncodedRun>> = None;
+    // The runs' token buffers, handed back once written: a fresh buffer grew by copying.
+    let spares = Spares::default();
     loop {
         let batch = match next.take() {
             None => break,
@@ -104,7 +107,7 @@ pub(super) fn encode_span(
             Some(Err(error)) => {
                 // Bad rows of the batch before come first in the file: report them first.
                 if let Some(rows) = pending.take() {
-                    sink.write(rows)?;
+                    sink.write(rows, &spares)?;
                 }
                 return Err(error);
             }
@@ -114,8 +117,10 @@ pub(super) fn encode_span(
         // thread writes and reads meanwhile (the writer is not `Send`), then joins the
         // encoding until the scope ends.
         let (written, following) = rayon::in_place_scope(|scope| {
-            scope.spawn(|_| encoded = encode_batch(ctx, source, &batch));
-            let written = pending.take().map_or(Ok(()), |rows| sink.write(rows));
+            scope.spawn(|_| encoded = encode_batch(ctx, source, &batch, &spares));
+            let written = pending
+                .take()
+                .map_or(Ok(()), |rows| sink.write(rows, &spares));
             (written, reader.next())
         });
         written?;
@@ -123,7 +128,7 @@ pub(super) fn encode_span(
         next = following;
     }
     if let Some(rows) = pending.take() {
-        sink.write(rows)?;
+        sink.write(rows, &spares)?;
     }
     let RowSink {
         writer,
@@ -143,20 +148,55 @@ pub(super) fn encode_span(
     })
 }
 
-/// Encode the rows of one batch in parallel (results in source order).
-fn encode_batch(ctx: &Context<'_>, source: &Path, batch: &Batch) -> Vec<Result<EncodedRow>> {
-    (0..batch.len())
+/// A run of consecutive rows of a batch, encoded: their tokens back to back in one buffer,
+/// and each row's lengths or why it is bad (whose tokens are not in the buffer).
+struct EncodedRun {
+    tokens: Vec<u32>,
+    rows: Vec<Result<RowLens>>,
+}
+
+/// Runs a batch is encoded in, per thread: enough for the threads to balance uneven rows.
+const RUNS_PER_THREAD: usize = 4;
+/// Rows a run holds at least.
+const MIN_RUN_ROWS: usize = 64;
+
+/// Encode the rows of one batch in parallel, a run of rows per task into the run's one
+/// buffer (results in source order). A buffer per row cost an allocation and a copy of
+/// every token on the way to the file.
+fn encode_batch(
+    ctx: &Context<'_>,
+    source: &Path,
+    batch: &Batch,
+    spares: &Spares,
+) -> Vec<EncodedRun> {
+    let rows = batch.len();
+    let runs = rows
+        .div_ceil(MIN_RUN_ROWS)
+        .min(rayon::current_num_threads() * RUNS_PER_THREAD);
+    let per_run = rows.div_ceil(runs.max(1)).max(1);
+    (0..rows.div_ceil(per_run))
         .into_par_iter()
-        .map(|i| {
-            let row = batch.row(i)?;
-            encode_row(
-                &*ctx.encoder,
-                &ctx.specials,
-                &row.condition,
-                &row.instruction,
-                &row.response,
-            )
-            .map_err(|message| Error::bad_row(source, batch.location(i), message))
+        .map(|k| {
+            let range = k * per_run..rows.min((k + 1) * per_run);
+            let mut run = EncodedRun {
+                tokens: spares.take(),
+                rows: Vec::with_capacity(range.len()),
+            };
+            for i in range {
+                let lens = batch.row(i).and_then(|row| {
+                    encode_row(
+                        &*ctx.encoder,
+                        &ctx.specials,
+                        &row.condition,
+                        &row.instruction,
+                        &row.response,
+                        &mut run.tokens,
+                    )
+                    .map_err(|message| Error::bad_row(source, batch.location(i), message))
+                });
+                run.rows.push(lens);
+            }
+            run
         })
         .collect()
 }
@@ -167,22 +207,52 @@ struct RowSink {
     on_error: OnError,
     bad_rows: u64,
     bad_row_examples: Vec<Error>,
+    /// The lengths of a run's good rows, handed to the writer together.
+    good: Vec<RowLens>,
 }
 
 impl RowSink {
-    fn write(&mut self, rows: Vec<Result<EncodedRow>>) -> Result<()> {
-        for row in rows {
-            match row {
-                Ok(row) => self.writer.push(&row)?,
-                Err(e) if self.on_error == OnError::Skip && e.kind() == ErrorKind::Input => {
-                    self.bad_rows += 1;
-                    if self.bad_row_examples.len() < BAD_ROW_EXAMPLES {
-                        self.bad_row_examples.push(e);
+    fn write(&mut self, runs: Vec<EncodedRun>, spares: &Spares) -> Result<()> {
+        for run in runs {
+            self.good.clear();
+            for row in run.rows {
+                match row {
+                    Ok(lens) => self.good.push(lens),
+                    Err(e) if self.on_error == OnError::Skip && e.kind() == ErrorKind::Input => {
+                        self.bad_rows += 1;
+                        if self.bad_row_examples.len() < BAD_ROW_EXAMPLES {
+                            self.bad_row_examples.push(e);
+                        }
                     }
+                    // The task fails: what its folder holds is thrown away.
+                    Err(e) => return Err(e),
                 }
-                Err(e) => return Err(e),
             }
+            self.writer.push_rows(&run.tokens, &self.good)?;
+            spares.give(run.tokens);
         }
         Ok(())
+    }
+}
+
+/// Token buffers of runs already written, for the runs to come.
+#[derive(Default)]
+struct Spares(Mutex<Vec<Vec<u32>>>);
+
+impl Spares {
+    /// An empty buffer: a spare one (with the room a run took before), or a new one.
+    fn take(&self) -> Vec<u32> {
+        let spare = self.0.lock().ok().and_then(|mut spares| spares.pop());
+        spare.unwrap_or_default()
+    }
+
+    fn give(&self, mut tokens: Vec<u32>) {
+        tokens.clear();
+        if let Ok(mut spares) = self.0.lock() {
+            // Two batches' runs are in flight at once (one encoded, one written).
+            if spares.len() < 2 * RUNS_PER_THREAD * rayon::current_num_threads() {
+                spares.push(tokens);
+            }
+        }
     }
 }

@@ -40,6 +40,24 @@ pub struct Classes {
     high: u64,
 }
 
+impl Classes {
+    /// The masks of the bytes from `k` on (`k < 64`), moved down to bit 0: the classes of a
+    /// block that starts `k` bytes into this one, whose bytes past this one's end are in no
+    /// class (as the zero bytes of a padded block are).
+    #[inline(always)]
+    pub fn past(self, k: usize) -> Classes {
+        Classes {
+            letter: self.letter >> k,
+            digit: self.digit >> k,
+            space: self.space >> k,
+            tab: self.tab >> k,
+            newline: self.newline >> k,
+            apostrophe: self.apostrophe >> k,
+            high: self.high >> k,
+        }
+    }
+}
+
 /// Classify the 64 bytes of `block`.
 #[inline(always)]
 pub fn classify(block: &[u8; BLOCK]) -> Classes {
@@ -157,6 +175,19 @@ mod tests {
                     "byte {b:#x} at {lane}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn a_block_read_from_further_back_is_the_padded_block() {
+        let text: Vec<u8> = (0..BLOCK as u8)
+            .map(|k| b"a1 \t\n'\xc3.Z"[k as usize % 9])
+            .collect();
+        for k in 0..BLOCK {
+            let mut padded = [0u8; BLOCK];
+            padded[..BLOCK - k].copy_from_slice(&text[k..]);
+            let window: &[u8; BLOCK] = text.as_slice().try_into().unwrap();
+            assert_eq!(classify(window).past(k), classify(&padded), "{k}");
         }
     }
 

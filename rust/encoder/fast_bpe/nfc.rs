@@ -3,11 +3,11 @@
 //! The answer is the NFC quick check of `tokenizers`' normalisation crate (UAX #15): text whose
 //! quick check says "yes" is left as it is, anything else is normalised. The crate looks up the
 //! combining class and the quick-check property of every non-ASCII character (2.4% of a warm
-//! tokenize run on documentation text, far more on CJK). Here ASCII and text below U+0300 is
-//! skipped eight bytes at a time, and other characters of the BMP are one bit in a table built
-//! from the crate's own answers: set for starters (combining class 0) whose quick check is
-//! "yes". At the first character that is not one, the crate checks the rest: starting after a
-//! starter is the same as starting at the beginning.
+//! tokenize run on documentation text, far more on CJK). Here only characters from U+0300 on
+//! are looked at, found by their lead bytes 64 bytes at a time, and those of the BMP are one
+//! bit in a table built from the crate's own answers: set for starters (combining class 0)
+//! whose quick check is "yes". At the first character that is not one, the crate checks the
+//! rest: starting after a starter is the same as starting at the beginning.
 
 use std::sync::OnceLock;
 
@@ -31,116 +31,134 @@ fn plain_starters() -> &'static [u64; 1024] {
     })
 }
 
-/// Bytes from 0xCC up: lead bytes of U+0300 and above. Everything below (ASCII, continuation
-/// bytes, leads of U+0080..U+02FF) belongs to characters that are plain starters.
+/// Text is read 64 bytes at a time.
+const BLOCK: usize = 64;
+
+/// One bit per byte of `block` from 0xCC up (bit k = byte k): the lead bytes of characters
+/// from U+0300 on. Every other byte (ASCII, continuation bytes, leads of U+0080..U+02FF)
+/// belongs to a character that is a plain starter.
 #[inline(always)]
-fn has_lead_from_u0300(word: u64) -> bool {
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    // Per byte: high bit set, and the low seven bits plus 0x34 carry into bit 7 (>= 0x4C).
-    word & ((word & !HIGH) + 0x3434_3434_3434_3434) & HIGH != 0
+fn leads_from_u0300(block: &[u8; BLOCK]) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        let mut mask = 0u64;
+        for part in 0..BLOCK / 16 {
+            // SAFETY: SSE2 is part of x86-64; the load reads 16 bytes of `block`.
+            let bits = unsafe {
+                let v = _mm_loadu_si128(block.as_ptr().add(16 * part).cast());
+                // Bytes at most 0xCB are unchanged by an unsigned maximum with 0xCB.
+                let limit = _mm_set1_epi8(0xCBu8 as i8);
+                !_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(v, limit), limit)) & 0xffff
+            };
+            mask |= (bits as u64) << (16 * part);
+        }
+        mask
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        block
+            .iter()
+            .enumerate()
+            .fold(0, |mask, (k, &b)| mask | (u64::from(b >= 0xCC) << k))
+    }
 }
 
-/// Past the 64-byte blocks from `i` on that hold no byte from 0xCC up (see
-/// `has_lead_from_u0300`): one unsigned maximum over the block and one compare.
+/// Whether the character whose lead byte (0xCC or more) is `bytes[i]` is a plain starter.
+/// `bytes` holds the whole character (it comes from a `str`).
 #[inline(always)]
-fn skip_blocks_below_u0300(bytes: &[u8], mut i: usize) -> usize {
-    #[cfg(target_arch = "x86_64")]
-    while let Some(block) = bytes.get(i..i + 64) {
-        use std::arch::x86_64::*;
-        // SAFETY: SSE2 is part of x86-64; the four loads read the 64 bytes of `block`.
-        let clean = unsafe {
-            let load = |k: usize| _mm_loadu_si128(block.as_ptr().add(16 * k).cast());
-            let top = _mm_max_epu8(
-                _mm_max_epu8(load(0), load(1)),
-                _mm_max_epu8(load(2), load(3)),
-            );
-            let limit = _mm_set1_epi8(0xCBu8 as i8);
-            _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(top, limit), limit)) == 0xffff
-        };
-        if !clean {
-            break;
+fn plain_at(bytes: &[u8], i: usize, table: &[u64; 1024]) -> bool {
+    let lead = bytes[i];
+    let cont = |k: usize| u32::from(bytes[i + k] & 0x3f);
+    let code = match lead {
+        0xCC..=0xDF => (u32::from(lead & 0x1f) << 6) | cont(1),
+        0xE0..=0xEF => (u32::from(lead & 0x0f) << 12) | (cont(1) << 6) | cont(2),
+        _ => {
+            let code = (u32::from(lead & 0x07) << 18) | (cont(1) << 12) | (cont(2) << 6) | cont(3);
+            // Outside the BMP (emoji, rare ideographs): asked of the crate, one character.
+            return char::from_u32(code).is_some_and(|c| {
+                canonical_combining_class(c) == 0
+                    && is_nfc_quick(std::iter::once(c)) == IsNormalized::Yes
+            });
         }
-        i += 64;
+    };
+    table[code as usize / 64] >> (code % 64) & 1 == 1
+}
+
+/// Where in `block` (a copy of `bytes[base..]`, or `bytes` itself with `base` 0 for a padded
+/// last block) the first character that is not a plain starter begins, if any.
+#[inline(always)]
+fn first_not_plain(
+    block: &[u8; BLOCK],
+    bytes: &[u8],
+    base: usize,
+    table: &[u64; 1024],
+) -> Option<usize> {
+    let mut leads = leads_from_u0300(block);
+    while leads != 0 {
+        let at = leads.trailing_zeros() as usize;
+        if !plain_at(bytes, base + at, table) {
+            return Some(at);
+        }
+        leads &= leads - 1;
     }
-    i
+    None
+}
+
+/// `first_not_plain` of the last bytes of `bytes`, from `at` (fewer than 64 bytes before the
+/// end). A text of 64 bytes or more is read from its last 64 bytes, the mask shifted past what
+/// was read already; a shorter one from a zero-padded copy, which holds every character it
+/// starts (the text is whole), so a character is decoded from the copy.
+#[inline(always)]
+fn last_not_plain(bytes: &[u8], at: usize, table: &[u64; 1024]) -> Option<usize> {
+    if let Some(from) = bytes.len().checked_sub(BLOCK) {
+        let block: &[u8; BLOCK] = bytes[from..].try_into().unwrap_or(&[0; BLOCK]);
+        let mut leads = leads_from_u0300(block) >> (at - from) << (at - from);
+        while leads != 0 {
+            let k = from + leads.trailing_zeros() as usize;
+            if !plain_at(bytes, k, table) {
+                return Some(k);
+            }
+            leads &= leads - 1;
+        }
+        return None;
+    }
+    let mut last = [0u8; BLOCK];
+    last[..bytes.len() - at].copy_from_slice(&bytes[at..]);
+    first_not_plain(&last, &last, 0, table).map(|k| at + k)
 }
 
 /// Whether the NFC quick check of `text` says "yes" (the text is in NFC); `false` means it may
 /// not be, and must be normalised.
+///
+/// Each 64-byte block is searched for lead bytes of characters from U+0300 on, at once, and
+/// only those characters are looked up: the bytes in between cost nothing, where a loop over
+/// characters mispredicted at each switch between ASCII and other text (word by word in
+/// Cyrillic or Greek with spaces). At the first character that is not a plain starter the
+/// crate checks the rest: starting after a starter is the same as starting at the beginning.
 pub fn is_nfc(text: &str) -> bool {
     let bytes = text.as_bytes();
-    let mut starters = None;
-    let mut i = 0;
-    while let Some(&lead) = bytes.get(i) {
-        if lead < 0x80 {
-            let past = skip_blocks_below_u0300(bytes, i);
-            if past > i {
-                // The byte there may be any; look at it afresh.
-                i = past;
-                continue;
-            }
-            // ASCII: skip eight bytes at a time while they hold nothing from U+0300 on.
-            match bytes.get(i..i + 8) {
-                Some(chunk)
-                    if !has_lead_from_u0300(u64::from_le_bytes(
-                        chunk.try_into().unwrap_or([0; 8]),
-                    )) =>
-                {
-                    i += 8
-                }
-                _ => i += 1,
-            }
-            continue;
-        }
-        if lead < 0xCC {
-            // A continuation byte, or the lead of a character below U+0300.
-            i += 1;
-            continue;
-        }
-        if lead & 0xF0 == 0xE0 {
-            // Three-byte characters one after another (CJK text is nearly all of them): the
-            // lead's low bits and the second byte pick the table word of 64 code points, the
-            // third byte the bit, with no full decode and no other branch.
-            let table = starters.get_or_insert_with(plain_starters);
-            while let Some(&[lead, second, third]) = bytes.get(i..i + 3) {
-                let word = usize::from(lead & 0x0f) << 6 | usize::from(second & 0x3f);
-                if lead & 0xF0 != 0xE0 || table[word] >> (third & 0x3f) & 1 == 0 {
-                    break;
-                }
-                i += 3;
-            }
-            if bytes.get(i).is_none_or(|&b| b & 0xF0 != 0xE0) {
-                continue;
-            }
-            // A three-byte character that is not a plain starter: the crate checks from here.
-            return is_nfc_quick(text[i..].chars()) == IsNormalized::Yes;
-        }
-        // `text` is valid UTF-8, so the sequence is complete; decoded by hand.
-        let cont = |k: usize| u32::from(bytes[i + k] & 0x3f);
-        let (code, len) = match lead {
-            0xCC..=0xDF => ((u32::from(lead & 0x1f) << 6) | cont(1), 2),
-            0xE0..=0xEF => ((u32::from(lead & 0x0f) << 12) | (cont(1) << 6) | cont(2), 3),
-            _ => (
-                (u32::from(lead & 0x07) << 18) | (cont(1) << 12) | (cont(2) << 6) | cont(3),
-                4,
-            ),
-        };
-        let plain = if code < 0x1_0000 {
-            let table = starters.get_or_insert_with(plain_starters);
-            table[code as usize / 64] >> (code % 64) & 1 == 1
-        } else {
-            // Outside the BMP (emoji, rare ideographs): asked of the crate, one character.
-            char::from_u32(code).is_some_and(|c| {
-                canonical_combining_class(c) == 0
-                    && is_nfc_quick(std::iter::once(c)) == IsNormalized::Yes
-            })
-        };
-        if !plain {
-            return is_nfc_quick(text[i..].chars()) == IsNormalized::Yes;
-        }
-        i += len;
+    if bytes.is_empty() {
+        return true;
     }
-    true
+    let table = plain_starters();
+    let mut at = 0;
+    let mut found = None;
+    while let Some(block) = bytes.get(at..at + BLOCK) {
+        let block: &[u8; BLOCK] = block.try_into().unwrap_or(&[0; BLOCK]);
+        if let Some(k) = first_not_plain(block, bytes, at, table) {
+            found = Some(at + k);
+            break;
+        }
+        at += BLOCK;
+    }
+    if found.is_none() && at < bytes.len() {
+        found = last_not_plain(bytes, at, table);
+    }
+    match found {
+        None => true,
+        Some(i) => is_nfc_quick(text[i..].chars()) == IsNormalized::Yes,
+    }
 }
 
 #[cfg(test)]
@@ -148,16 +166,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_word_test_finds_every_byte_from_0xcc() {
+    fn the_block_mask_finds_every_byte_from_0xcc_in_every_lane() {
         for b in 0..=255u8 {
-            for lane in 0..8 {
-                let mut word = [b'a'; 8];
-                word[lane] = b;
-                assert_eq!(
-                    has_lead_from_u0300(u64::from_le_bytes(word)),
-                    b >= 0xCC,
-                    "{b:#x}"
-                );
+            for lane in 0..BLOCK {
+                let mut block = [b'a'; BLOCK];
+                block[lane] = b;
+                let expected = if b >= 0xCC { 1u64 << lane } else { 0 };
+                assert_eq!(leads_from_u0300(&block), expected, "{b:#x} in lane {lane}");
             }
         }
         // Common blocks are in the table: Latin, CJK, kana, Hangul, general punctuation.

@@ -96,16 +96,21 @@ fn split_blocks(text: &str, mut emit: impl FnMut(&str), end_at: impl Fn(&[u8], u
             .first_chunk::<8>()
             .is_some_and(|word| u64::from_le_bytes(*word) & HIGH_BITS == 0);
         if ascii_ahead {
-            let block: &[u8; BLOCK] = match rest.first_chunk() {
-                Some(block) => block,
-                None => {
+            let classes = match (rest.first_chunk(), bytes.len().checked_sub(BLOCK)) {
+                (Some(block), _) => ascii_blocks::classify(block),
+                // The end of a text of a block or more: its last 64 bytes, from here on (a
+                // padded copy cost calls to `memset` and `memcpy` for every text).
+                (None, Some(last)) => {
+                    let block: &[u8; BLOCK] = bytes[last..].try_into().unwrap_or(&[0; BLOCK]);
+                    ascii_blocks::classify(block).past(i - last)
+                }
+                (None, None) => {
                     padded[..rest.len()].copy_from_slice(rest);
                     padded[rest.len()..].fill(0);
-                    &padded
+                    ascii_blocks::classify(&padded)
                 }
             };
-            let (mut starts, known) =
-                ascii_blocks::starts(&ascii_blocks::classify(block), rest.len());
+            let (mut starts, known) = ascii_blocks::starts(&classes, rest.len());
             // Every piece that starts and ends inside the block; the last one may go on.
             starts &= !1;
             while starts != 0 {
