@@ -92,12 +92,41 @@ fn string_value(line: &str, start: usize) -> Option<(Cow<'_, str>, usize)> {
 /// at a time while it is scanned (documentation rows have an escaped newline every line:
 /// a copy call and a new scan per line cost more than the text itself).
 fn unescaped(bytes: &[u8], start: usize, escape: usize) -> Option<(String, usize)> {
+    if has_avx2() {
+        // SAFETY: the CPU has AVX2.
+        unsafe { unescaped_avx2(bytes, start, escape) }
+    } else {
+        unescape_loop(bytes, start, escape, copy_to_special)
+    }
+}
+
+/// `unescaped` with the 32-byte copy inlined into its loop: called once per escape, the copy
+/// and its feature check were a call per line of documentation text.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx2"))]
+unsafe fn unescaped_avx2(bytes: &[u8], start: usize, escape: usize) -> Option<(String, usize)> {
+    unescape_loop(bytes, start, escape, |bytes, i, out| {
+        // SAFETY: the CPU has AVX2 (this function's promise); `unescape_loop` gives `out` the
+        // room `copy_to_special_avx2` needs.
+        unsafe { copy_to_special_avx2(bytes, i, out) }
+    })
+}
+
+/// The loop of `unescaped`, with `copy` (a `copy_to_special`) between the escapes.
+#[inline(always)]
+fn unescape_loop(
+    bytes: &[u8],
+    start: usize,
+    escape: usize,
+    copy: impl Fn(&[u8], usize, &mut Vec<u8>) -> usize,
+) -> Option<(String, usize)> {
     // Unescaping never lengthens the text, so the rest of the line plus one chunk of slack
     // bounds what is written, 16- or 32-byte stores past the end included.
     let mut out: Vec<u8> = Vec::with_capacity(bytes.len() - start + 32);
     out.extend_from_slice(&bytes[start..escape]);
     let mut i = escape;
-    let wide = has_avx2();
     loop {
         match bytes.get(i) {
             Some(b'"') => break,
@@ -115,12 +144,7 @@ fn unescaped(bytes: &[u8], start: usize, escape: usize) -> Option<(String, usize
             }
             _ => return None,
         }
-        i = if wide {
-            // SAFETY: the CPU has AVX2 (`has_avx2`); `out` has the room `copy_to_special` needs.
-            unsafe { copy_to_special_avx2(bytes, i, &mut out) }
-        } else {
-            copy_to_special(bytes, i, &mut out)
-        };
+        i = copy(bytes, i, &mut out);
     }
     // SAFETY: `bytes` is UTF-8 (a `str`), runs between ASCII specials are whole characters,
     // and escapes were written as `char`s.
@@ -286,6 +310,7 @@ fn has_avx2() -> bool {
 /// The CPU must have AVX2; `out` must have room for the rest of `bytes` and 32 bytes more.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
+#[inline]
 unsafe fn copy_to_special_avx2(bytes: &[u8], i: usize, out: &mut Vec<u8>) -> usize {
     // SAFETY: the caller's room for 32 bytes more; `step` loads its chunk's 32 bytes and
     // stores them at `to`.
