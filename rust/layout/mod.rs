@@ -139,54 +139,37 @@ pub fn encode_row(
     tokens: &mut Vec<u32>,
 ) -> Result<RowLens, String> {
     let start = tokens.len();
-    let lens = append_row(
-        encoder,
-        specials,
-        condition,
-        instruction,
-        response,
-        tokens,
-        start,
-    );
+    let mut append = || -> Result<RowLens, String> {
+        tokens.reserve((instruction.len() + response.len()) / 3 + 8);
+        tokens.push(specials.boq);
+        // An empty condition means "no tags"; an empty tag inside a list ("cot,") is an error.
+        if !condition.is_empty() {
+            for tag in condition.split(',') {
+                let id = specials.condition_id(tag).ok_or_else(|| {
+                    format!(
+                        "unknown condition tag {tag:?} in condition {condition:?}; known tags: \
+                         {}. Fix the row or map the tag with --conditions {tag}=<token>",
+                        specials.known_tags()
+                    )
+                })?;
+                tokens.push(id);
+            }
+        }
+        encoder.encode_into(instruction, tokens)?;
+        tokens.push(specials.eoq);
+        let inst_end = tokens.len();
+        encoder.encode_into(response, tokens)?;
+        tokens.push(specials.eoa);
+        Ok(RowLens {
+            inst_len: inst_end - start,
+            resp_len: tokens.len() - inst_end,
+        })
+    };
+    let lens = append();
     if lens.is_err() {
         tokens.truncate(start);
     }
     lens
-}
-
-fn append_row(
-    encoder: &dyn TextEncoder,
-    specials: &Specials,
-    condition: &str,
-    instruction: &str,
-    response: &str,
-    tokens: &mut Vec<u32>,
-    start: usize,
-) -> Result<RowLens, String> {
-    tokens.reserve((instruction.len() + response.len()) / 3 + 8);
-    tokens.push(specials.boq);
-    // An empty condition means "no tags"; an empty tag inside a list ("cot,") is an error.
-    if !condition.is_empty() {
-        for tag in condition.split(',') {
-            let id = specials.condition_id(tag).ok_or_else(|| {
-                format!(
-                    "unknown condition tag {tag:?} in condition {condition:?}; known tags: {}. \
-                     Fix the row or map the tag with --conditions {tag}=<token>",
-                    specials.known_tags()
-                )
-            })?;
-            tokens.push(id);
-        }
-    }
-    encoder.encode_into(instruction, tokens)?;
-    tokens.push(specials.eoq);
-    let inst_end = tokens.len();
-    encoder.encode_into(response, tokens)?;
-    tokens.push(specials.eoa);
-    Ok(RowLens {
-        inst_len: inst_end - start,
-        resp_len: tokens.len() - inst_end,
-    })
 }
 
 #[cfg(test)]
