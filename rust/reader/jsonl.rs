@@ -22,8 +22,9 @@ use crate::progress::ByteProgress;
 /// and drains sooner (`tokenize` warm, interleaved runs: +2% at one thread, +8% on the
 /// race's main slice and +10% on its CJK slice at two).
 const BATCH_BYTES: usize = 2 << 20;
-/// A batch buffer's room: a batch, and the line that takes it past `BATCH_BYTES`.
-const BATCH_CAPACITY: usize = BATCH_BYTES + (64 << 10);
+/// A batch buffer's room: a batch, and the chunk of the read buffer that takes it past
+/// `BATCH_BYTES` (whole chunks are copied in; a buffer that grew past this is not reused).
+const BATCH_CAPACITY: usize = BATCH_BYTES + READ_BUFFER;
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 pub struct JsonlReader {
@@ -279,8 +280,15 @@ impl JsonlReader {
         // Where the line being read starts in the batch's buffer (it may span chunks).
         let mut line_start = 0;
         loop {
+            if batch.lines.is_empty() && line_start > 0 {
+                // Blank lines before the batch's first row are let go: a long run of them
+                // neither grows the buffer nor fills the batch.
+                batch.buf.drain(..line_start);
+                line_start = 0;
+            }
             let chunk = match self.reader.fill_buf() {
                 Ok(chunk) => chunk,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(self.read_error(e)),
             };
             if chunk.is_empty() {
@@ -300,7 +308,9 @@ impl JsonlReader {
                 let end = old + newline + 1;
                 self.line(&batch.buf, &mut batch.lines, line_start..end);
                 line_start = end;
-                if batch.lines.len() >= self.batch_rows || end >= BATCH_BYTES {
+                // A batch ends with a row: one that ended empty would read as the end.
+                let filled = end >= BATCH_BYTES && !batch.lines.is_empty();
+                if batch.lines.len() >= self.batch_rows || filled {
                     full = true;
                     break;
                 }
@@ -663,6 +673,55 @@ mod tests {
                 .collect();
             assert_eq!(got, expected, "batch_rows {batch_rows}");
         }
+    }
+
+    /// Blank lines do not fill a batch: a batch that held none of the file's rows would read
+    /// as its end (found by a review: 2 MiB of blank lines dropped every row after them).
+    #[test]
+    fn long_runs_of_blank_lines_end_no_batch_and_lose_no_row() {
+        let row = |n: u32| format!(r#"{{"condition":"{n}","instruction":"i","response":"r"}}"#);
+        let blank_lines = "\n".repeat((2 << 20) + 1);
+        let blank_line = format!("{}\n", " ".repeat((2 << 20) + 1));
+        for blanks in [&blank_lines, &blank_line] {
+            let data = format!("{blanks}{}\n{blanks}{}\n{blanks}", row(1), row(2));
+            for batch_rows in [1, 4096] {
+                let (_dir, mut reader) = reader_over(data.as_bytes(), batch_rows);
+                let mut conditions = Vec::new();
+                for batch in reader.by_ref() {
+                    let batch = batch.unwrap();
+                    for i in 0..batch.len() {
+                        conditions.push(batch.row(i).unwrap().condition.into_owned());
+                    }
+                }
+                assert_eq!(conditions, ["1", "2"], "batch_rows {batch_rows}");
+                let lines = data.matches('\n').count() as u64;
+                assert_eq!(reader.lines_read(), lines);
+                assert!(reader.source_blake3().is_some());
+            }
+        }
+    }
+
+    /// A batch's buffer keeps the room it was given (so that it is used again), however its
+    /// last chunk falls.
+    #[test]
+    fn batch_buffers_stay_within_their_room() {
+        let row = format!(
+            r#"{{"condition":"c","instruction":"{}","response":"r"}}"#,
+            "x".repeat(1000)
+        );
+        let data = format!("{row}\n").repeat(9 << 10);
+        let (_dir, reader) = reader_over(data.as_bytes(), 4096);
+        let mut batches = 0;
+        for batch in reader {
+            let batch = batch.unwrap();
+            assert!(
+                batch.buf.capacity() <= BATCH_CAPACITY,
+                "{}",
+                batch.buf.capacity()
+            );
+            batches += 1;
+        }
+        assert!(batches >= 4, "{batches}");
     }
 
     #[test]

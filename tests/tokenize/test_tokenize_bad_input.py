@@ -90,6 +90,43 @@ def test_skip_mode_skips_counts_and_records(
     )
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_skipped_rows_at_the_edges_of_runs_leave_no_tokens(
+    small_tokenizer: Path, tmp_path: Path, threads: int
+):
+    """A batch is encoded in runs of rows (64 and more), each into one buffer: bad rows at a
+    run's first and last place, and runs of bad rows, leave the other rows' tokens and
+    offsets exactly as the oracle derives them."""
+    # 1000 rows are 4 runs of 250 at one thread and 8 of 125 at two.
+    bad_at = {0, 1, 124, 125, 249, 250, 300, 301, 302, 374, 375, 499, 500, 749, 750, 999}
+    bad_kinds = [line for line, _ in BAD_LINES]
+    rows, lines = [], []
+    for k in range(1000):
+        if k in bad_at:
+            lines.append(bad_kinds[k % len(bad_kinds)])
+            continue
+        row = {"condition": ["cot", "", "direct,noisy"][k % 3], "instruction": f"question {k}",
+               "response": "answer " * (k % 7)}  # fmt: skip
+        rows.append(row)
+        lines.append(json.dumps(row).encode())
+    (tmp_path / "rows").mkdir()
+    (tmp_path / "rows" / "many.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    result = tokenize(
+        [tmp_path / "rows"],
+        tmp_path / "out",
+        tokenizer_path=small_tokenizer,
+        on_error="skip",
+        threads=threads,
+        progress=False,
+    )
+    (report,) = result.files
+    assert (report.rows, report.bad_rows) == (1000 - len(bad_at), len(bad_at))
+    got = load_task(tmp_path / "out" / "many.jsonl")
+    expected = expected_layout(small_tokenizer, rows)
+    for name, values in expected.items():
+        np.testing.assert_array_equal(got[name], values, err_msg=name)
+
+
 def test_skipped_rows_are_rechecked_when_the_policy_becomes_fail(
     small_tokenizer: Path, tmp_path: Path
 ):
