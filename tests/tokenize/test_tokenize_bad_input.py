@@ -53,6 +53,18 @@ def write_jsonl_with(folder: Path, bad_line: bytes, name: str = "bad.jsonl") -> 
     return path
 
 
+def tokenize_skipping(tmp_path: Path, tokenizer: Path, **options):
+    """``tokenize`` of ``tmp_path/rows`` into ``tmp_path/out`` with bad rows skipped."""
+    return tokenize(
+        [tmp_path / "rows"],
+        tmp_path / "out",
+        tokenizer_path=tokenizer,
+        on_error="skip",
+        progress=False,
+        **options,
+    )
+
+
 @pytest.mark.parametrize(("bad_line", "message"), BAD_LINES)
 def test_fail_mode_names_file_and_line(
     small_tokenizer: Path, tmp_path: Path, bad_line: bytes, message: str
@@ -72,13 +84,7 @@ def test_skip_mode_skips_counts_and_records(
     small_tokenizer: Path, tmp_path: Path, bad_line: bytes, message: str
 ):
     write_jsonl_with(tmp_path / "rows", bad_line)
-    result = tokenize(
-        [tmp_path / "rows"],
-        tmp_path / "out",
-        tokenizer_path=small_tokenizer,
-        on_error="skip",
-        progress=False,
-    )
+    result = tokenize_skipping(tmp_path, small_tokenizer)
     (report,) = result.files
     assert report.status == "tokenized" and report.rows == 3 and report.bad_rows == 1
     assert message in report.bad_row_examples[0]
@@ -111,14 +117,7 @@ def test_skipped_rows_at_the_edges_of_runs_leave_no_tokens(
         lines.append(json.dumps(row).encode())
     (tmp_path / "rows").mkdir()
     (tmp_path / "rows" / "many.jsonl").write_bytes(b"\n".join(lines) + b"\n")
-    result = tokenize(
-        [tmp_path / "rows"],
-        tmp_path / "out",
-        tokenizer_path=small_tokenizer,
-        on_error="skip",
-        threads=threads,
-        progress=False,
-    )
+    result = tokenize_skipping(tmp_path, small_tokenizer, threads=threads)
     (report,) = result.files
     assert (report.rows, report.bad_rows) == (1000 - len(bad_at), len(bad_at))
     got = load_task(tmp_path / "out" / "many.jsonl")
@@ -131,13 +130,7 @@ def test_skipped_rows_are_rechecked_when_the_policy_becomes_fail(
     small_tokenizer: Path, tmp_path: Path
 ):
     write_jsonl_with(tmp_path / "rows", b"{oops")
-    tokenize(
-        [tmp_path / "rows"],
-        tmp_path / "out",
-        tokenizer_path=small_tokenizer,
-        on_error="skip",
-        progress=False,
-    )
+    tokenize_skipping(tmp_path, small_tokenizer)
     with pytest.raises(InputError, match="malformed JSON"):
         tokenize(
             [tmp_path / "rows"], tmp_path / "out", tokenizer_path=small_tokenizer, progress=False
