@@ -85,19 +85,18 @@ fn plain_at(bytes: &[u8], i: usize, table: &[u64; 1024]) -> bool {
     table[code as usize / 64] >> (code % 64) & 1 == 1
 }
 
-/// Where in `block` (a copy of `bytes[base..]`, or `bytes` itself with `base` 0 for a padded
-/// last block) the first character that is not a plain starter begins, if any.
+/// Where the first character that is not a plain starter begins among the lead bytes `leads`
+/// (a mask from `leads_from_u0300`, bit k = byte `base + k` of `bytes`), if any.
 #[inline(always)]
 fn first_not_plain(
-    block: &[u8; BLOCK],
+    mut leads: u64,
     bytes: &[u8],
     base: usize,
     table: &[u64; 1024],
 ) -> Option<usize> {
-    let mut leads = leads_from_u0300(block);
     while leads != 0 {
-        let at = leads.trailing_zeros() as usize;
-        if !plain_at(bytes, base + at, table) {
+        let at = base + leads.trailing_zeros() as usize;
+        if !plain_at(bytes, at, table) {
             return Some(at);
         }
         leads &= leads - 1;
@@ -113,19 +112,12 @@ fn first_not_plain(
 fn last_not_plain(bytes: &[u8], at: usize, table: &[u64; 1024]) -> Option<usize> {
     if let Some(from) = bytes.len().checked_sub(BLOCK) {
         let block: &[u8; BLOCK] = bytes[from..].try_into().unwrap_or(&[0; BLOCK]);
-        let mut leads = leads_from_u0300(block) >> (at - from) << (at - from);
-        while leads != 0 {
-            let k = from + leads.trailing_zeros() as usize;
-            if !plain_at(bytes, k, table) {
-                return Some(k);
-            }
-            leads &= leads - 1;
-        }
-        return None;
+        let leads = leads_from_u0300(block) >> (at - from) << (at - from);
+        return first_not_plain(leads, bytes, from, table);
     }
     let mut last = [0u8; BLOCK];
     last[..bytes.len() - at].copy_from_slice(&bytes[at..]);
-    first_not_plain(&last, &last, 0, table).map(|k| at + k)
+    first_not_plain(leads_from_u0300(&last), &last, 0, table).map(|k| at + k)
 }
 
 /// Whether the NFC quick check of `text` says "yes" (the text is in NFC); `false` means it may
@@ -146,8 +138,8 @@ pub fn is_nfc(text: &str) -> bool {
     let mut found = None;
     while let Some(block) = bytes.get(at..at + BLOCK) {
         let block: &[u8; BLOCK] = block.try_into().unwrap_or(&[0; BLOCK]);
-        if let Some(k) = first_not_plain(block, bytes, at, table) {
-            found = Some(at + k);
+        found = first_not_plain(leads_from_u0300(block), bytes, at, table);
+        if found.is_some() {
             break;
         }
         at += BLOCK;
