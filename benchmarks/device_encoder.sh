@@ -5,7 +5,7 @@
 #   benchmarks/device_encoder.sh CARRY_DIR [THREADS]
 #   benchmarks/device_encoder.sh --pack CARRY_DIR [CORPUS]     (here, before the call)
 #
-# STEPS (default race,memory) picks and orders the runs, each writing to $OUT (default
+# STEPS (default race,memory) picks and orders the runs, each packed into $OUT/results.tar (default
 # ./device_out) as it ends, so that a call cut off at its limit still brings back the steps done:
 #   prepare  benchmarks/prepare.py on the main slice's `response` field, Qwen, no datatrove
 #            (not installed there); PREPARE_MODES (default none,doc,line,near) its dedup rows
@@ -17,7 +17,10 @@
 #            PHASES_DEDUP, PHASES_ARGS (e.g. --batch-mb 32) change it
 #   scaling  benchmarks/encoder_scaling.py at the largest thread count, on the main slice's
 #            responses: one process of N threads beside N processes of one thread (the machine's
-#            own ceiling: shared caches, memory bandwidth, hyper-threads), warm; Arrow too
+#            own ceiling: shared caches, memory bandwidth, hyper-threads), warm; Arrow too;
+#            SCALING_BATCHES (default 4096) the texts a call, SCALING_FORMS list or arrow alone
+#   gpu      benchmarks/loader_gpu_step.py at batch_max_length 4096 and 16384: one training
+#            step of a tiny model from SampledDataset batches on the GPU, host→device speed
 #   big      benchmarks/prepare.py (none, doc) on BIG_COPIES (default 14) copies of the main
 #            slice's rows, each copy's responses marked with its number (no copy is an exact
 #            duplicate of another): the >= 2 GB corpus, at the largest thread count
@@ -52,9 +55,17 @@ fi
 CARRY=$(cd "${1:?carry folder}" && pwd)
 THREADS=${2:-1,2,4,8,16}
 STEPS=${STEPS:-race,memory}
+SCALING_BATCHES=${SCALING_BATCHES:-4096}
 OUT=${OUT:-$PWD/device_out}
 mkdir -p "$OUT"
 WORK=${WORK:-$(mktemp -d "${TMPDIR:-/tmp}/device_encoder.XXXXXX")}
+# Each step's files go to RES; $OUT gets two files only (the device tool brings back at most
+# eight): results.tar with every step's files, remade after each step, and summary.md.
+RES="$WORK/results"
+mkdir -p "$RES"
+pack() {
+    tar -C "$RES" -cf "$OUT/results.tar.part" . && mv "$OUT/results.tar.part" "$OUT/results.tar"
+}
 export PYTHONUNBUFFERED=1 OPENBLAS_NUM_THREADS=1
 
 # NO_WHEELS=1: the Python on the PATH has gigatoken already (a trial run of this script here).
@@ -85,32 +96,32 @@ CJK_MB=$(megabytes "$WORK/race/corpus/cjk/corpus.json")
     cat /sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/mm/transparent_hugepage/shmem_enabled
     lscpu
     echo "corpus: main $MB MB, cjk $CJK_MB MB; steps $STEPS; threads $THREADS"
-} >"$OUT/machine.txt" 2>&1
+} >"$RES/machine.txt" 2>&1
 
 LARGEST=${THREADS##*,}
 [ "${THREADS%%,*}" -gt "$LARGEST" ] && LARGEST=${THREADS%%,*}
 
 for step in ${STEPS//,/ }; do
-    echo "== $step $(date +%T)"
+    echo "== $step $(date +%T)" | tee -a "$OUT/summary.md"
     case $step in
     prepare)
         python3 -m benchmarks.prepare --corpus "$WORK/race/corpus/main/rows" \
             --text-field response --tokenizers qwen --threads "$THREADS" --no-datatrove \
             --dedup-modes "${PREPARE_MODES:-none,doc,line,near}" --workdir "$WORK/prepare" \
-            >"$OUT/prepare.md" 2>"$OUT/prepare.log"
-        tail -n 20 "$OUT/prepare.md" "$OUT/prepare.log" ;;
+            >"$RES/prepare.md" 2>"$RES/prepare.log"
+        tail -n 20 "$RES/prepare.md" "$RES/prepare.log" ;;
     race)
         # The oracle (tokenizers) runs once per slice, at the first thread count, for the ids.
         python3 -m benchmarks.tokenize --race --mb "$MB" --cjk-mb "$CJK_MB" --threads "$THREADS" \
             --vocab "$HOME/.cache/data_io/vocab/qwen/tokenizer.json" \
             --engines "${ENGINES:-data_io-batch,data_io-arrow,gigatoken-batch,data_io}" \
-            --workdir "$WORK/race" >"$OUT/race.md" 2>"$OUT/race.log"
-        cp "$WORK/race/race.json" "$OUT/" 2>/dev/null
-        tail -n 40 "$OUT/race.md" "$OUT/race.log" ;;
+            --workdir "$WORK/race" >"$RES/race.md" 2>"$RES/race.log"
+        cp "$WORK/race/race.json" "$RES/" 2>/dev/null
+        tail -n 40 "$RES/race.md" "$RES/race.log" ;;
     memory)
         python3 -m benchmarks.encoder_memory --docs "$WORK/race/corpus/main/rows" --mb 20 \
-            --workers 1 8 >"$OUT/memory.md" 2>"$OUT/memory.log"
-        tail -n 20 "$OUT/memory.md" ;;
+            --workers 1 8 >"$RES/memory.md" 2>"$RES/memory.log"
+        tail -n 20 "$RES/memory.md" ;;
     phases)
         baseline=()
         if [ -f "$CARRY/baseline.tar" ]; then
@@ -124,15 +135,20 @@ for step in ${STEPS//,/ }; do
             --threads "$THREADS" --floor --rounds "${ROUNDS:-2}" \
             --tokenizer "$HOME/.cache/data_io/vocab/qwen/tokenizer.json" "${baseline[@]}" \
             --dedup "${PHASES_DEDUP:-none,doc,near}" ${PHASES_ARGS:-} \
-            >"$OUT/phases.md" 2>"$OUT/phases.log"
-        cat "$OUT/phases.md" ;;
+            >"$RES/phases.md" 2>"$RES/phases.log"
+        cat "$RES/phases.md" ;;
     scaling)
-        for form in "" --arrow; do
-            python3 -m benchmarks.encoder_scaling --docs "$WORK/race/corpus/main/rows" \
-                --field response --threads "$LARGEST" --rounds "${ROUNDS:-2}" --seconds 3 $form \
-                --tokenizer "$HOME/.cache/data_io/vocab/qwen/tokenizer.json"
-        done >"$OUT/scaling.md" 2>"$OUT/scaling.log"
-        cat "$OUT/scaling.md" ;;
+        for texts in ${SCALING_BATCHES//,/ }; do
+            for form in "" --arrow; do
+                [ -z "$form" ] && [ "${SCALING_FORMS:-both}" = arrow ] && continue
+                [ -n "$form" ] && [ "${SCALING_FORMS:-both}" = list ] && continue
+                echo "texts a call: $texts ${form:-list[str]}"
+                python3 -m benchmarks.encoder_scaling --docs "$WORK/race/corpus/main/rows" \
+                    --field response --threads "$LARGEST" --rounds "${ROUNDS:-2}" --seconds 3 \
+                    --batch "$texts" $form --tokenizer "$HOME/.cache/data_io/vocab/qwen/tokenizer.json"
+            done
+        done >"$RES/scaling.md" 2>"$RES/scaling.log"
+        cat "$RES/scaling.md" ;;
     big)
         python3 - "$WORK/race/corpus/main/rows" "$WORK/big" "${BIG_COPIES:-14}" <<'PY' || exit 1
 import sys
@@ -148,9 +164,15 @@ print(sum(p.stat().st_size for p in big.iterdir()) / 1e9, "GB")
 PY
         python3 -m benchmarks.prepare --corpus "$WORK/big" --text-field response \
             --tokenizers qwen --threads "$LARGEST" --no-datatrove --dedup-modes none,doc \
-            --workdir "$WORK/prepare_big" >"$OUT/big.md" 2>"$OUT/big.log"
-        tail -n 12 "$OUT/big.md" "$OUT/big.log" ;;
+            --workdir "$WORK/prepare_big" >"$RES/big.md" 2>"$RES/big.log"
+        tail -n 12 "$RES/big.md" "$RES/big.log" ;;
+    gpu)
+        for bml in 4096 16384; do
+            python3 -m benchmarks.loader_gpu_step --batch-max-length "$bml" --batches 200
+        done >"$RES/gpu.md" 2>"$RES/gpu.log"
+        cat "$RES/gpu.md" ;;
     *) echo "unknown step $step" ;;
-    esac
+    esac 2>&1 | tee -a "$OUT/summary.md"
+    pack
 done
 echo "== done $(date +%T)"
