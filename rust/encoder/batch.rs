@@ -354,8 +354,12 @@ fn assemble(
 /// What a text weighs beyond its bytes when chunks are cut (its call, its end, its EOS).
 const TEXT_WEIGHT: usize = 64;
 /// Chunks hold about this many bytes of text: enough for a chunk to amortise its buffer,
-/// little enough for several per thread, so that uneven texts balance across threads.
-const CHUNK_BYTES: std::ops::RangeInclusive<usize> = (16 << 10)..=(256 << 10);
+/// little enough for several per thread, so that uneven texts balance across threads. The
+/// floor matters on many threads: a call waits for its last chunk, and at 16 threads a 16 KiB
+/// chunk was 0.25 ms of one thread's work in a 1.3 ms call of 4096 texts (one process of 16
+/// threads ran 0.53 of 16 processes on such calls, 0.8 on calls of 65,536 texts: the lent
+/// 16-core host, docs/performance.md); at 4 KiB the wait is a quarter of that.
+const CHUNK_BYTES: std::ops::RangeInclusive<usize> = (4 << 10)..=(256 << 10);
 /// Chunks a batch is cut into per thread: on a first pass a chunk of text never seen costs many
 /// times one of known words, and with 8 a thread the last chunks left one thread waiting (1.66-1.76
 /// cores used at two threads on the race's 4096-text calls; 32: 1.82-1.89, the warm pass alike).
