@@ -7,8 +7,13 @@ process: the encoder is loaded first (not timed, as in the race), then one first
 ``--passes`` - 1 warm passes (the fastest kept), each into a fresh output folder on /dev/shm.
 MB/s are of the rows files. Prints each round and the median ratio B/A.
 
+``--calls N``: instead of ``tokenize``, ``TextEncoder.encode_batch`` over the rows' texts in
+memory (the first ``--mb`` of them, each row's ``--field``), ``N`` texts a call (``list[str]``,
+or pyarrow ``large_string`` arrays with ``--arrow``, made untimed); MB/s are of the texts.
+
     python -m benchmarks.tokenize_ab /tmp/a /tmp/b [--corpus work/race/corpus/cjk]
         [--threads 2] [--rounds 4] [--passes 3] [--tokenizer PATH]
+        [--calls 4096 [--arrow] [--mb 30] [--field response]]
 """
 
 from __future__ import annotations
@@ -27,6 +32,9 @@ DEFAULT_CORPUS = ROOT / "work" / "race" / "corpus" / "main"
 
 def child(build: str, rows: str, tokenizer: str, threads: int, passes: int) -> dict:
     """One process's passes with the package of ``build`` (run with ``--child``)."""
+    calls = json.loads(os.environ.get("TOKENIZE_AB_CALLS", "null"))
+    if calls is not None:
+        return child_calls(build, rows, tokenizer, passes, calls)
     import shutil
     import tempfile
     import time
@@ -59,6 +67,44 @@ def child(build: str, rows: str, tokenizer: str, threads: int, passes: int) -> d
     return {"first": megabytes / seconds[0], "warm": megabytes / min(seconds[1:] or seconds)}
 
 
+def child_calls(build: str, rows: str, tokenizer: str, passes: int, calls: dict) -> dict:
+    """``child`` for ``--calls``: ``encode_batch`` over texts in memory."""
+    import time
+
+    sys.path.insert(0, build)
+    import data_io
+
+    if not data_io.__file__.startswith(build):
+        raise SystemExit(f"{build} has no data_io package (imported {data_io.__file__})")
+    from data_io.tokenizer.encoder import TextEncoder
+
+    texts: list[str] = []
+    size = 0
+    for path in sorted(Path(rows).glob("*.jsonl")):
+        with path.open(encoding="utf-8") as lines:
+            for line in lines:
+                texts.append(json.loads(line)[calls["field"]])
+                size += len(texts[-1].encode())
+                if size >= calls["mb"] * 1e6:
+                    break
+        if size >= calls["mb"] * 1e6:
+            break
+    step = calls["texts"]
+    batches: list = [texts[s : s + step] for s in range(0, len(texts), step)]
+    if calls["arrow"]:
+        import pyarrow as pa
+
+        batches = [pa.array(b, pa.large_string()) for b in batches]
+    encoder = TextEncoder(tokenizer, tables="process")
+    seconds = []
+    for _ in range(passes):
+        began = time.perf_counter()
+        for batch in batches:
+            encoder.encode_batch(batch)
+        seconds.append(time.perf_counter() - began)
+    return {"first": size / 1e6 / seconds[0], "warm": size / 1e6 / min(seconds[1:] or seconds)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("a", nargs="?", help="folder with build A's data_io package")
@@ -68,6 +114,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--tokenizer", help="default: the Qwen vocabulary of the race")
+    parser.add_argument("--calls", type=int, help="encode_batch in memory, N texts a call")
+    parser.add_argument("--arrow", action="store_true", help="with --calls: pyarrow arrays")
+    parser.add_argument("--mb", type=float, default=30, help="with --calls: MB of texts")
+    parser.add_argument("--field", default="response", help="with --calls: the rows' field")
     parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -87,6 +137,10 @@ def main() -> None:
             f"no {rows}: build the race's corpus first (python -m benchmarks.tokenize_corpus)"
         )
     env = {**os.environ, "RAYON_NUM_THREADS": str(args.threads)}
+    if args.calls:
+        env["TOKENIZE_AB_CALLS"] = json.dumps(
+            {"texts": args.calls, "arrow": args.arrow, "mb": args.mb, "field": args.field}
+        )
     results: dict[str, list[dict]] = {"A": [], "B": []}
     for round_no in range(args.rounds):
         line = []
@@ -104,7 +158,8 @@ def main() -> None:
     for key in ("first", "warm"):
         a = statistics.median(r[key] for r in results["A"])
         b = statistics.median(r[key] for r in results["B"])
-        print(f"{key}: A {a:.1f}, B {b:.1f} MB/s of rows (medians), B/A {b / a:.2f}x")
+        what = "texts" if args.calls else "rows"
+        print(f"{key}: A {a:.1f}, B {b:.1f} MB/s of {what} (medians), B/A {b / a:.2f}x")
 
 
 if __name__ == "__main__":
