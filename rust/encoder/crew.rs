@@ -10,7 +10,7 @@
 
 use std::any::Any;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
@@ -52,6 +52,8 @@ struct Shared {
     left: Condvar,
     /// The post's batch number, read by spinning helpers without the lock.
     batch: AtomicU64,
+    /// `Post::inside`, read by the spinning caller without the lock (written with it).
+    inside: AtomicUsize,
     stop: AtomicBool,
 }
 
@@ -82,6 +84,7 @@ impl Crew {
             posted: Condvar::new(),
             left: Condvar::new(),
             batch: AtomicU64::new(0),
+            inside: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
         });
         let mut crew = Crew {
@@ -135,8 +138,12 @@ impl Crew {
         }
         let mine = catch_unwind(AssertUnwindSafe(caller));
         let theirs = release.run(|| {
+            self.shared.lock().work = None;
+            // The helpers still inside end within a chunk: the caller watches for that rather
+            // than sleeping, since a sleeping caller, woken by the last helper, started again
+            // only after its vCPU was (a halted vCPU takes tens of microseconds).
+            spin_while(|| self.shared.inside.load(Ordering::Acquire) > 0);
             let mut post = self.shared.lock();
-            post.work = None;
             while post.inside > 0 {
                 post = self
                     .shared
@@ -191,11 +198,13 @@ impl Shared {
             seen = post.batch;
             let Some(work) = post.work else { continue }; // over before this helper came
             post.inside += 1;
+            self.inside.store(post.inside, Ordering::Release);
             drop(post);
             // SAFETY: counted inside while posted; the caller waits for the count (see `Work`).
             let outcome = catch_unwind(AssertUnwindSafe(|| unsafe { (*work.0)() }));
             let mut post = self.lock();
             post.inside -= 1;
+            self.inside.store(post.inside, Ordering::Release);
             if let Err(panic) = outcome {
                 post.panic.get_or_insert(panic);
             }
