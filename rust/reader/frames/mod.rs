@@ -44,6 +44,20 @@ pub use line_cut::LinesOfParts;
 pub use parallel::ParallelText;
 pub use sequential::SequentialText;
 
+/// The most parts a file of `size` bytes is cut into: one per `MIN_PART_BYTES` of it on average
+/// (at least `FEWEST_MOST_PARTS`). A file of more (10-byte zstd frames, a `cat` of a million
+/// small bzip2 files, or a file made to hold block magics) is one part, read by one decoder:
+/// its list of parts would take more memory than its text is worth cutting for (a part and its
+/// start cost about a hundred bytes here and in the plan), and parts that small gain nothing.
+pub(crate) fn most_parts(size: u64) -> usize {
+    usize::try_from(size / MIN_PART_BYTES)
+        .unwrap_or(usize::MAX)
+        .max(FEWEST_MOST_PARTS)
+}
+
+const MIN_PART_BYTES: u64 = 1 << 10;
+const FEWEST_MOST_PARTS: usize = 1 << 12;
+
 /// A part of a compressed file that decodes on its own: bytes `start..start + len` of the file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Part {
@@ -304,8 +318,47 @@ pub fn parts_in(
 
 #[cfg(test)]
 mod tests {
-    use super::test_files::{stored, text};
+    use super::test_files::{read_runs, stored, text};
     use super::*;
+
+    #[test]
+    fn a_file_of_more_parts_than_one_a_kibibyte_is_one_part_read_whole() {
+        use std::io::Write;
+        // More parts than the fewest a file may have (4096), each far under a KiB.
+        let plain = text(6_000);
+        let lines: Vec<&[u8]> = plain.split_inclusive(|&b| b == b'\n').collect();
+        let bz2 = |piece: &[u8]| {
+            let level = ::bzip2::Compression::new(1);
+            let mut encoder = ::bzip2::write::BzEncoder::new(Vec::new(), level);
+            encoder.write_all(piece).expect("compressed");
+            encoder.finish().expect("compressed")
+        };
+        let zst = |piece: &[u8]| ::zstd::encode_all(piece, 1).expect("compressed");
+        let makers: [(Compression, &dyn Fn(&[u8]) -> Vec<u8>); 3] = [
+            (Compression::Zstd, &zst),
+            (Compression::Gzip, &test_files::bgzf_member),
+            (Compression::Bzip2, &bz2),
+        ];
+        for (compression, make) in makers {
+            // A part a line: tens of bytes each, far more than one a KiB.
+            let tiny: Vec<u8> = lines.iter().flat_map(|line| make(line)).collect();
+            let file = stored(&tiny);
+            let found = parts(file.path(), compression).expect("parts");
+            assert_eq!(found.starts(), vec![0], "{compression:?}, {} bytes", tiny.len());
+            assert!(
+                read_runs(file.path(), &found, 1) == plain,
+                "{compression:?}: read whole"
+            );
+            // The same text in parts of 20 kB of text: parts still.
+            let large: Vec<u8> = plain.chunks(20_000).flat_map(make).collect();
+            let file = stored(&large);
+            let found = parts(file.path(), compression).expect("parts");
+            assert!(found.list.len() > 1, "{compression:?}: {} parts", found.list.len());
+            assert!(read_runs(file.path(), &found, 1) == plain);
+        }
+        assert_eq!(most_parts(0), 1 << 12);
+        assert_eq!(most_parts(10 << 20), 10 << 10);
+    }
 
     #[test]
     fn parts_tile_the_file_and_runs_never_join_xz_streams() {

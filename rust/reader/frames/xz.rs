@@ -31,6 +31,7 @@ pub(super) fn blocks(file: &Bytes<'_>) -> Option<(Vec<Part>, Vec<[u8; 12]>)> {
     // Streams from the last to the first: (header, its first block's offset, blocks' sizes).
     let mut streams = Vec::new();
     let mut end = file.size;
+    let mut left = super::most_parts(file.size);
     loop {
         while end >= 4 && file.array::<4>(end - 4)? == [0; 4] {
             end -= 4; // stream padding
@@ -47,7 +48,8 @@ pub(super) fn blocks(file: &Bytes<'_>) -> Option<(Vec<Part>, Vec<[u8; 12]>)> {
             return None;
         }
         let index_start = (end - 12).checked_sub(backward)?;
-        let sizes = index(&file.vec(index_start, backward)?)?;
+        let sizes = index(&file.vec(index_start, backward)?, left)?;
+        left -= sizes.len();
         let blocks: u64 = sizes
             .iter()
             .map(|(unpadded, _)| unpadded.next_multiple_of(4))
@@ -83,13 +85,16 @@ pub(super) fn blocks(file: &Bytes<'_>) -> Option<(Vec<Part>, Vec<[u8; 12]>)> {
     Some((parts, headers))
 }
 
-/// The (unpadded, uncompressed) sizes an index lists.
-fn index(bytes: &[u8]) -> Option<Vec<(u64, u64)>> {
+/// The (unpadded, uncompressed) sizes an index lists, or None past `most` blocks.
+fn index(bytes: &[u8], most: usize) -> Option<Vec<(u64, u64)>> {
     let (&indicator, mut rest) = bytes.split_first()?;
     if indicator != 0 {
         return None;
     }
     let count = varint(&mut rest)?;
+    if count > u64::try_from(most).unwrap_or(u64::MAX) {
+        return None;
+    }
     let mut sizes = Vec::with_capacity(usize::try_from(count.min(1 << 20)).ok()?);
     for _ in 0..count {
         let unpadded = varint(&mut rest)?;
@@ -185,6 +190,18 @@ mod tests {
         let mut encoder = liblzma::write::XzEncoder::new(Vec::new(), 1);
         encoder.write_all(text).expect("written");
         encoder.finish().expect("finished")
+    }
+
+    #[test]
+    fn a_file_of_more_blocks_than_one_a_kibibyte_is_one_part() {
+        let plain = text(6_000);
+        // Blocks of 32 bytes of text, under a hundred bytes each: more than the 4096 parts
+        // any file may have.
+        let file = stored(&multi_block(&plain, 32));
+        let parts = parts(file.path(), Compression::Xz).expect("parts");
+        assert_eq!(parts.starts(), vec![0]);
+        assert_eq!(parts.list[0].xz, None);
+        assert_eq!(read_runs(file.path(), &parts, 1), plain);
     }
 
     #[test]

@@ -13,8 +13,12 @@ const SKIPPABLE: u32 = 0x184D_2A50;
 /// file's ends), or None when they are not a clean run of frames.
 pub(super) fn frames(file: &Bytes<'_>, from: u64, until: u64) -> Option<Vec<u64>> {
     let mut starts = Vec::new();
+    let most = super::most_parts(file.size);
     let mut at = from;
     while at < until {
+        if starts.len() >= most {
+            return None;
+        }
         let magic = u32::from_le_bytes(file.array(at)?);
         if magic & 0xFFFF_FFF0 == SKIPPABLE {
             let len = u32::from_le_bytes(file.array(at + 4)?);

@@ -47,9 +47,13 @@ pub const OPEN: u64 = u64::MAX;
 pub(super) fn blocks(file: &Bytes<'_>, from: u64, until: u64) -> Option<Vec<Part>> {
     let first = first_at(file, from)?;
     let mut found = Vec::new();
+    let most = super::most_parts(file.size);
     let mut at_until = None;
     for block in ScannedBlocks::new(file.file, file.size, first).with_open_end() {
         let block = block.ok()?;
+        if found.len() >= most {
+            return None;
+        }
         if block.start >= until * 8 {
             at_until = Some(block);
             break;
