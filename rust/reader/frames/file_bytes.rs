@@ -51,3 +51,17 @@ impl Read for Section {
         Ok(n)
     }
 }
+
+/// The most parts a file of `size` bytes is cut into: one per `MIN_PART_BYTES` of it on average
+/// (at least `FEWEST_MOST_PARTS`). A file of more (10-byte zstd frames, a `cat` of a million
+/// small bzip2 files, or a file made to hold block magics) is one part, read by one decoder:
+/// its list of parts would take more memory than its text is worth cutting for (a part and its
+/// start cost about a hundred bytes here and in the plan), and parts that small gain nothing.
+pub fn most_parts(size: u64) -> usize {
+    usize::try_from(size / MIN_PART_BYTES)
+        .unwrap_or(usize::MAX)
+        .max(FEWEST_MOST_PARTS)
+}
+
+const MIN_PART_BYTES: u64 = 1 << 10;
+const FEWEST_MOST_PARTS: usize = 1 << 12;

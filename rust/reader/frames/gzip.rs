@@ -8,7 +8,7 @@ use super::file_bytes::Bytes;
 /// the file's ends), or None when they are not a clean run of members.
 pub(super) fn members(file: &Bytes<'_>, from: u64, until: u64) -> Option<Vec<u64>> {
     let mut starts = Vec::new();
-    let most = super::most_parts(file.size);
+    let most = super::file_bytes::most_parts(file.size);
     let mut at = from;
     while at < until {
         if starts.len() >= most {

@@ -44,20 +44,6 @@ pub use line_cut::LinesOfParts;
 pub use parallel::ParallelText;
 pub use sequential::SequentialText;
 
-/// The most parts a file of `size` bytes is cut into: one per `MIN_PART_BYTES` of it on average
-/// (at least `FEWEST_MOST_PARTS`). A file of more (10-byte zstd frames, a `cat` of a million
-/// small bzip2 files, or a file made to hold block magics) is one part, read by one decoder:
-/// its list of parts would take more memory than its text is worth cutting for (a part and its
-/// start cost about a hundred bytes here and in the plan), and parts that small gain nothing.
-pub(crate) fn most_parts(size: u64) -> usize {
-    usize::try_from(size / MIN_PART_BYTES)
-        .unwrap_or(usize::MAX)
-        .max(FEWEST_MOST_PARTS)
-}
-
-const MIN_PART_BYTES: u64 = 1 << 10;
-const FEWEST_MOST_PARTS: usize = 1 << 12;
-
 /// A part of a compressed file that decodes on its own: bytes `start..start + len` of the file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Part {
@@ -334,7 +320,8 @@ mod tests {
             encoder.finish().expect("compressed")
         };
         let zst = |piece: &[u8]| ::zstd::encode_all(piece, 1).expect("compressed");
-        let makers: [(Compression, &dyn Fn(&[u8]) -> Vec<u8>); 3] = [
+        type Make<'f> = &'f dyn Fn(&[u8]) -> Vec<u8>;
+        let makers: [(Compression, Make<'_>); 3] = [
             (Compression::Zstd, &zst),
             (Compression::Gzip, &test_files::bgzf_member),
             (Compression::Bzip2, &bz2),
@@ -344,7 +331,12 @@ mod tests {
             let tiny: Vec<u8> = lines.iter().flat_map(|line| make(line)).collect();
             let file = stored(&tiny);
             let found = parts(file.path(), compression).expect("parts");
-            assert_eq!(found.starts(), vec![0], "{compression:?}, {} bytes", tiny.len());
+            assert_eq!(
+                found.starts(),
+                vec![0],
+                "{compression:?}, {} bytes",
+                tiny.len()
+            );
             assert!(
                 read_runs(file.path(), &found, 1) == plain,
                 "{compression:?}: read whole"
@@ -353,11 +345,15 @@ mod tests {
             let large: Vec<u8> = plain.chunks(20_000).flat_map(make).collect();
             let file = stored(&large);
             let found = parts(file.path(), compression).expect("parts");
-            assert!(found.list.len() > 1, "{compression:?}: {} parts", found.list.len());
+            assert!(
+                found.list.len() > 1,
+                "{compression:?}: {} parts",
+                found.list.len()
+            );
             assert!(read_runs(file.path(), &found, 1) == plain);
         }
-        assert_eq!(most_parts(0), 1 << 12);
-        assert_eq!(most_parts(10 << 20), 10 << 10);
+        assert_eq!(file_bytes::most_parts(0), 1 << 12);
+        assert_eq!(file_bytes::most_parts(10 << 20), 10 << 10);
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub(super) fn blocks(file: &Bytes<'_>) -> Option<(Vec<Part>, Vec<[u8; 12]>)> {
     // Streams from the last to the first: (header, its first block's offset, blocks' sizes).
     let mut streams = Vec::new();
     let mut end = file.size;
-    let mut left = super::most_parts(file.size);
+    let mut left = super::file_bytes::most_parts(file.size);
     loop {
         while end >= 4 && file.array::<4>(end - 4)? == [0; 4] {
             end -= 4; // stream padding

@@ -13,7 +13,7 @@ const SKIPPABLE: u32 = 0x184D_2A50;
 /// file's ends), or None when they are not a clean run of frames.
 pub(super) fn frames(file: &Bytes<'_>, from: u64, until: u64) -> Option<Vec<u64>> {
     let mut starts = Vec::new();
-    let most = super::most_parts(file.size);
+    let most = super::file_bytes::most_parts(file.size);
     let mut at = from;
     while at < until {
         if starts.len() >= most {

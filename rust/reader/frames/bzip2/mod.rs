@@ -47,7 +47,7 @@ pub const OPEN: u64 = u64::MAX;
 pub(super) fn blocks(file: &Bytes<'_>, from: u64, until: u64) -> Option<Vec<Part>> {
     let first = first_at(file, from)?;
     let mut found = Vec::new();
-    let most = super::most_parts(file.size);
+    let most = super::file_bytes::most_parts(file.size);
     let mut at_until = None;
     for block in ScannedBlocks::new(file.file, file.size, first).with_open_end() {
         let block = block.ok()?;
