@@ -12,6 +12,12 @@ whose busy time nears the run's is the one to shorten.
 another checkout's ``data_io`` (with its built extension) run alike, alternating with this one
 round by round, so the two builds are compared side by side. ``--batch-mb`` and ``--switch-ms``
 try the reader's batch size and Python's thread switch interval. MB/s counts input bytes.
+
+Each run also samples every thread's CPU seconds (``/proc/self/task``, every 10 ms, so that
+threads which end before the run does are counted too), and the table's last column names the
+three busiest threads with their CPU seconds as a share of the run's: where one thread's share
+nears 100% while the cores are not all used, that thread is the serial step holding the run
+back, with no profiler needed (the lent many-core machine has none).
 """
 
 from __future__ import annotations
@@ -32,6 +38,64 @@ ROOT = _HERE.parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 QWEN = Path.home() / ".cache" / "data_io" / "vocab" / "qwen" / "tokenizer.json"
 CORPUS = ROOT / "work" / "race" / "corpus" / "main" / "rows"
+
+
+class ThreadClock:
+    """Every thread's CPU seconds, sampled from ``/proc/self/task`` while a run lasts; Python
+    threads named by their ``threading`` name, the others by the kernel's (Rust's threads name
+    themselves, e.g. ``data_io-crew-3``). Linux only: elsewhere it records nothing."""
+
+    def __init__(self, every: float = 0.01) -> None:
+        import os
+        import threading
+
+        self._os, self._threading = os, threading
+        self.every = every
+        self.seconds: dict[int, float] = {}
+        self.names: dict[int, str] = {}
+        self._tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="thread-clock", daemon=True)
+
+    def __enter__(self) -> ThreadClock:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            self._sample()
+
+    def _sample(self) -> None:
+        python = {t.native_id: t.name for t in self._threading.enumerate()}
+        try:
+            tasks = self._os.listdir("/proc/self/task")
+        except OSError:
+            return
+        for task in tasks:
+            try:
+                with open(f"/proc/self/task/{task}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue  # ended meanwhile
+            comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+            fields = stat[stat.rindex(")") + 2 :].split()
+            tid = int(task)
+            # utime and stime: fields 14 and 15 of the line, 12 and 13 after the name.
+            self.seconds[tid] = (int(fields[11]) + int(fields[12])) / self._tick
+            name = python.get(tid)
+            if name is not None or tid not in self.names:
+                self.names[tid] = name or comm
+
+    def busiest(self, count: int = 3) -> list[tuple[str, float]]:
+        """The ``count`` threads of most CPU seconds, (name, seconds), the clock's own left out."""
+        ranked = sorted(self.seconds.items(), key=lambda item: -item[1])
+        named = [(self.names.get(tid, str(tid)), sec) for tid, sec in ranked]
+        return [(name, sec) for name, sec in named if name != "thread-clock"][:count]
 
 
 def child(spec: dict) -> dict:
@@ -86,15 +150,17 @@ def child(spec: dict) -> dict:
         sys.setswitchinterval(spec["switch_ms"] / 1000)
     out = Path(spec["out"])
     shutil.rmtree(out, ignore_errors=True)
+    clock = ThreadClock()
     began, cpu = time.perf_counter(), time.process_time()
-    result = api.prepare(
-        [spec["corpus"]],
-        out,
-        tokenizer=spec["tokenizer"],
-        dedup=spec["dedup"],
-        text_field=spec["text_field"],
-        progress=False,
-    )
+    with clock:
+        result = api.prepare(
+            [spec["corpus"]],
+            out,
+            tokenizer=spec["tokenizer"],
+            dedup=spec["dedup"],
+            text_field=spec["text_field"],
+            progress=False,
+        )
     seconds = time.perf_counter() - began
     shutil.rmtree(out, ignore_errors=True)
     return {
@@ -102,6 +168,7 @@ def child(spec: dict) -> dict:
         "cores": (time.process_time() - cpu) / seconds,
         "bytes": result.bytes_read,
         "tokens": sum(result.tokens.values()),
+        "busiest_threads": clock.busiest(),
         **busy,
     }
 
@@ -162,8 +229,8 @@ def main() -> None:
     shutil.rmtree(work, ignore_errors=True)
     print(f"corpus {args.corpus}; fastest of {args.rounds} rounds (all rounds' MB/s in brackets)\n")
     print("| threads | dedup | build | MB/s | cores used | run s | pass 1 s | read s | "
-          "prepare_batch s | write s | outside pass 1 s |")  # fmt: skip
-    print("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "prepare_batch s | write s | outside pass 1 s | busiest threads (CPU % of the run) |")  # fmt: skip
+    print("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for threads, dedup, name, best, spread in rows:
         mbs = best["bytes"] / best["seconds"] / 1e6
         others = ", ".join(f"{m:.0f}" for m in sorted(spread))
@@ -171,7 +238,12 @@ def main() -> None:
             f"| {threads} | {dedup} | {name} | {mbs:.1f} [{others}] | {best['cores']:.2f} | "
             f"{best['seconds']:.3f} | {best['pass_1']:.3f} | {best['read']:.3f} | "
             f"{best['prepare_batch']:.3f} | {best['write']:.3f} | "
-            f"{best['seconds'] - best['pass_1']:.3f} |"
+            f"{best['seconds'] - best['pass_1']:.3f} | "
+            + ", ".join(
+                f"{name} {sec / best['seconds'] * 100:.0f}%"
+                for name, sec in best.get("busiest_threads", [])
+            )
+            + " |"
         )
     print("\nmedian MB/s by build: " + ", ".join(
         f"{name} {statistics.median(r[3]['bytes'] / r[3]['seconds'] / 1e6 for r in rows if r[2] == name):.1f}"
