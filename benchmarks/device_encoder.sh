@@ -173,6 +173,9 @@ PY
         cat "$RES/gpu.md" ;;
     *) echo "unknown step $step" ;;
     esac 2>&1 | tee -a "$OUT/summary.md"
+    # The step ran in the pipeline's subshell: its `exit 1` ends only that.
+    [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "step $step failed"; failed=1; }
     pack
 done
 echo "== done $(date +%T)"
+exit "${failed:-0}"

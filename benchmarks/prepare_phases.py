@@ -52,12 +52,17 @@ class ThreadClock:
         self._os, self._threading = os, threading
         self.every = every
         self.seconds: dict[int, float] = {}
+        self._before: dict[int, float] = {}
         self.names: dict[int, str] = {}
         self._tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="thread-clock", daemon=True)
 
     def __enter__(self) -> ThreadClock:
+        # A thread's counts run from its start: what each spent before the run (the imports,
+        # the interpreter's start) is taken off, so that a share is of the run alone.
+        self._sample()
+        self._before = dict(self.seconds)
         self._thread.start()
         return self
 
@@ -80,20 +85,21 @@ class ThreadClock:
             try:
                 with open(f"/proc/self/task/{task}/stat") as f:
                     stat = f.read()
-            except OSError:
+                comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+                fields = stat[stat.rindex(")") + 2 :].split()
+                # utime and stime: fields 14 and 15 of the line, 12 and 13 after the name.
+                seconds = (int(fields[11]) + int(fields[12])) / self._tick
+            except (OSError, ValueError, IndexError):
                 continue  # ended meanwhile
-            comm = stat[stat.index("(") + 1 : stat.rindex(")")]
-            fields = stat[stat.rindex(")") + 2 :].split()
             tid = int(task)
-            # utime and stime: fields 14 and 15 of the line, 12 and 13 after the name.
-            self.seconds[tid] = (int(fields[11]) + int(fields[12])) / self._tick
-            name = python.get(tid)
-            if name is not None or tid not in self.names:
-                self.names[tid] = name or comm
+            self.seconds[tid] = seconds
+            # Named at each sample: a Python thread's name once it is known to `threading`.
+            self.names[tid] = python.get(tid) or comm
 
     def busiest(self, count: int = 3) -> list[tuple[str, float]]:
         """The ``count`` threads of most CPU seconds, (name, seconds), the clock's own left out."""
-        ranked = sorted(self.seconds.items(), key=lambda item: -item[1])
+        run = {tid: sec - self._before.get(tid, 0.0) for tid, sec in self.seconds.items()}
+        ranked = sorted(run.items(), key=lambda item: -item[1])
         named = [(self.names.get(tid, str(tid)), sec) for tid, sec in ranked]
         return [(name, sec) for name, sec in named if name != "thread-clock"][:count]
 

@@ -358,7 +358,8 @@ const TEXT_WEIGHT: usize = 64;
 /// floor matters on many threads: a call waits for its last chunk, and at 16 threads a 16 KiB
 /// chunk was 0.25 ms of one thread's work in a 1.3 ms call of 4096 texts (one process of 16
 /// threads ran 0.53 of 16 processes on such calls, 0.8 on calls of 65,536 texts: the lent
-/// 16-core host, docs/performance.md); at 4 KiB the wait is a quarter of that.
+/// 16-core host, docs/performance.md); at 4 KiB the wait should be a quarter of that (not
+/// measured there yet).
 const CHUNK_BYTES: std::ops::RangeInclusive<usize> = (4 << 10)..=(256 << 10);
 /// Chunks a batch is cut into per thread: on a first pass a chunk of text never seen costs many
 /// times one of known words, and with 8 a thread the last chunks left one thread waiting (1.66-1.76

@@ -16,9 +16,6 @@ pub(super) fn frames(file: &Bytes<'_>, from: u64, until: u64) -> Option<Vec<u64>
     let most = super::file_bytes::most_parts(file.size);
     let mut at = from;
     while at < until {
-        if starts.len() >= most {
-            return None;
-        }
         let magic = u32::from_le_bytes(file.array(at)?);
         if magic & 0xFFFF_FFF0 == SKIPPABLE {
             let len = u32::from_le_bytes(file.array(at + 4)?);
@@ -26,6 +23,9 @@ pub(super) fn frames(file: &Bytes<'_>, from: u64, until: u64) -> Option<Vec<u64>
             continue;
         }
         if magic != MAGIC {
+            return None;
+        }
+        if starts.len() >= most {
             return None;
         }
         starts.push(at);
@@ -89,6 +89,31 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn as_many_frames_as_a_file_may_have_are_parts_with_a_seek_table_after_them() {
+        // 4096 frames (the fewest any file may be cut into) and a skippable frame at the end,
+        // as the seekable format ends: every frame a part; one frame more, and one part.
+        for (frames, parts_expected) in [(4096usize, 4096usize), (4097, 1)] {
+            let lines: Vec<u8> = (0..frames)
+                .flat_map(|k| format!("{k}\n").into_bytes())
+                .collect();
+            let mut bytes = Vec::new();
+            let mut at = 0;
+            for k in 0..frames {
+                let end = at + format!("{k}\n").len();
+                bytes.extend(zstd::encode_all(&lines[at..end], 1).expect("compressed"));
+                at = end;
+            }
+            bytes.extend(0x184D_2A5Eu32.to_le_bytes());
+            bytes.extend(5u32.to_le_bytes());
+            bytes.extend(b"seek!");
+            let file = stored(&bytes);
+            let found = parts(file.path(), Compression::Zstd).expect("parts");
+            assert_eq!(found.list.len(), parts_expected, "{frames} frames");
+            assert_eq!(read_runs(file.path(), &found, 1 << 40), lines);
+        }
     }
 
     #[test]
