@@ -30,6 +30,15 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS = ROOT / "work" / "race" / "corpus" / "main"
 
 
+def _import_build(build: str) -> None:
+    """``build``'s data_io first on the import path, or exit saying it has none."""
+    sys.path.insert(0, build)
+    import data_io
+
+    if not data_io.__file__.startswith(build):
+        raise SystemExit(f"{build} has no data_io package (imported {data_io.__file__})")
+
+
 def child(build: str, rows: str, tokenizer: str, threads: int, passes: int) -> dict:
     """One process's passes with the package of ``build`` (run with ``--child``)."""
     calls = json.loads(os.environ.get("TOKENIZE_AB_CALLS", "null"))
@@ -39,13 +48,10 @@ def child(build: str, rows: str, tokenizer: str, threads: int, passes: int) -> d
     import tempfile
     import time
 
-    sys.path.insert(0, build)
-    import data_io
+    _import_build(build)
     from data_io import _core
     from data_io.tokenize import tokenize
 
-    if not data_io.__file__.startswith(build):
-        raise SystemExit(f"{build} has no data_io package (imported {data_io.__file__})")
     _core.Encoder(tokenizer)  # loaded once per process, as the race does
     layout = {"boq": "<|endoftext|>", "eoq": "<|endoftext|>", "eoa": "<|endoftext|>"}
     tags = set()
@@ -71,11 +77,7 @@ def child_calls(build: str, rows: str, tokenizer: str, passes: int, calls: dict)
     """``child`` for ``--calls``: ``encode_batch`` over texts in memory."""
     import time
 
-    sys.path.insert(0, build)
-    import data_io
-
-    if not data_io.__file__.startswith(build):
-        raise SystemExit(f"{build} has no data_io package (imported {data_io.__file__})")
+    _import_build(build)
     from data_io.tokenizer.encoder import TextEncoder
 
     texts: list[str] = []
