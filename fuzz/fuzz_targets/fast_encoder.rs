@@ -137,4 +137,21 @@ fuzz_target!(|data: &[u8]| {
     let expected = pair.hf.encode(&text).expect("hf encodes");
     let got = pair.fast.encode(&text).expect("fast encodes");
     assert_eq!(got, expected, "{}: ids differ on {text:?}", VARIANTS[index]);
+    // The batch path: texts encoded one after another, a text's last pieces looked up while
+    // the next one is split (`FastBpe::encode_texts`). The input is cut into texts at U+0001;
+    // each text's ids, then an EOS, and the ends must be those of each text on its own.
+    const EOS: u32 = 7;
+    let texts: Vec<&str> = text.split('\u{1}').collect();
+    let (mut ids, mut ends) = (Vec::new(), Vec::new());
+    let mut each = texts.iter().copied();
+    pair.fast
+        .encode_texts_into(&mut each, Some(EOS), &mut ids, &mut ends)
+        .expect("fast encodes");
+    let (mut want, mut want_ends) = (Vec::new(), Vec::new());
+    for one in &texts {
+        want.extend(pair.hf.encode(one).expect("hf encodes"));
+        want.push(EOS);
+        want_ends.push(want.len());
+    }
+    assert_eq!((ids, ends), (want, want_ends), "{}: batch differs on {texts:?}", VARIANTS[index]);
 });

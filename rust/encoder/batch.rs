@@ -459,16 +459,15 @@ fn encode_chunk<S: AsRef<str>>(
     let bytes: usize = chunk.iter().map(|text| text.as_ref().len()).sum();
     let mut ids = Vec::with_capacity(bytes / 3 + chunk.len());
     let mut ends = Vec::with_capacity(chunk.len());
-    for (k, text) in chunk.iter().enumerate() {
+    let mut texts = chunk.iter().enumerate().map(|(k, text)| {
         if let Some(next) = chunk.get(k + 1) {
             prefetch_start(next.as_ref().as_bytes());
         }
-        encoder
-            .encode_into(text.as_ref(), &mut ids)
-            .map_err(|message| (first + k, message))?;
-        ids.extend(eos_id);
-        ends.push(ids.len());
-    }
+        text.as_ref()
+    });
+    encoder
+        .encode_texts_into(&mut texts, eos_id, &mut ids, &mut ends)
+        .map_err(|(k, message)| (first + k, message))?;
     Ok(EncodedChunk { ids, ends })
 }
 

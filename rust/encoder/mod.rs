@@ -46,10 +46,40 @@ pub trait TextEncoder: Sync {
         out.extend_from_slice(&self.encode(text)?);
         Ok(())
     }
+    /// Each of `texts` encoded onto `out` in turn, then `eos_id` when given, and `out`'s
+    /// length after each text pushed to `ends`; the error is the number of the first text that
+    /// fails (counted from 0) and why.
+    fn encode_texts_into(
+        &self,
+        texts: &mut dyn Iterator<Item = &str>,
+        eos_id: Option<u32>,
+        out: &mut Vec<u32>,
+        ends: &mut Vec<usize>,
+    ) -> Result<(), (usize, String)> {
+        encode_one_by_one(self, texts, eos_id, out, ends)
+    }
     /// The id of a (special) token given by its string, if the vocabulary has it.
     fn token_id(&self, token: &str) -> Option<u32>;
     /// Vocabulary size including added tokens; every id is below it.
     fn vocab_size(&self) -> usize;
+}
+
+/// `TextEncoder::encode_texts_into` as `encode_into` of each text in turn.
+fn encode_one_by_one<E: TextEncoder + ?Sized>(
+    encoder: &E,
+    texts: &mut dyn Iterator<Item = &str>,
+    eos_id: Option<u32>,
+    out: &mut Vec<u32>,
+    ends: &mut Vec<usize>,
+) -> Result<(), (usize, String)> {
+    for (k, text) in texts.enumerate() {
+        encoder
+            .encode_into(text, out)
+            .map_err(|message| (k, message))?;
+        out.extend(eos_id);
+        ends.push(out.len());
+    }
+    Ok(())
 }
 
 /// The environment variable that chooses the engine: unset or `auto` (fast when served),
@@ -329,6 +359,24 @@ impl TextEncoder for Encoder {
                 Ok(())
             }
         }
+    }
+
+    fn encode_texts_into(
+        &self,
+        texts: &mut dyn Iterator<Item = &str>,
+        eos_id: Option<u32>,
+        out: &mut Vec<u32>,
+        ends: &mut Vec<usize>,
+    ) -> Result<(), (usize, String)> {
+        let Engine::Fast(fast, _) = &self.engine else {
+            return encode_one_by_one(self, texts, eos_id, out, ends);
+        };
+        // One text's lookups overlap the next one's split (`FastBpe::encode_texts`).
+        fast.encode_texts(texts, out, |out| {
+            out.extend(eos_id);
+            ends.push(out.len());
+        });
+        Ok(())
     }
 
     fn token_id(&self, token: &str) -> Option<u32> {

@@ -18,6 +18,7 @@ strings weighted towards the same classes.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Sequence
@@ -252,6 +253,27 @@ def test_added_token_ids_follow_tokenizers_assignment(tmp_path: Path) -> None:
 def test_adversarial_corpus_is_identical(request: pytest.FixtureRequest, pair: Pair) -> None:
     corpus = adversarial_corpus(seed=0, special_tokens=pair.special_tokens, mixed_count=500 * SCALE)
     _assert_identical(request, pair, "adversarial corpus", corpus)
+
+
+def test_a_batch_is_its_texts_encoded_one_by_one(pair: Pair) -> None:
+    """A batch's texts are encoded one after another, each text's last pieces looked up while
+    the next one is split (``FastBpe::encode_texts``): the ids, the EOS after each text and
+    the offsets must be those of each text on its own, whatever the neighbours, with empty
+    texts, texts that NFC changes, added tokens and texts of exactly one and two groups of
+    sixteen pieces among them."""
+    corpus = [text for _, text in adversarial_corpus(seed=1, special_tokens=pair.special_tokens)]
+    # Sixteen and thirty-two pieces exactly, and one piece, next to each other.
+    edges = [" a" * 16, " b" * 32, "x", "", "e\u0301 " * 5, "", *pair.special_tokens[:3]]
+    between = itertools.islice(itertools.cycle(edges), len(corpus))
+    texts = [text for two in zip(corpus, between, strict=True) for text in two]
+    eos = pair.ours.vocab_size - 1
+    batch = pair.ours.encode_batch(texts, eos)
+    want, offsets = [], [0]
+    for text in texts:
+        want += [*pair.oracle.encode(text, add_special_tokens=False).ids, eos]
+        offsets.append(len(want))
+    assert batch.offsets.tolist() == offsets
+    assert batch.ids.tolist() == want
 
 
 def _real_texts() -> list[tuple[str, str]]:
