@@ -56,7 +56,21 @@ pub trait TextEncoder: Sync {
         out: &mut Vec<u32>,
         ends: &mut Vec<usize>,
     ) -> Result<(), (usize, String)> {
-        encode_one_by_one(self, texts, eos_id, out, ends)
+        self.encode_texts_with(texts, out, &mut |out| {
+            out.extend(eos_id);
+            ends.push(out.len());
+        })
+    }
+    /// Each of `texts` encoded onto `out` in turn, `close(out)` called after each text's ids
+    /// (its EOS, the layout's tokens after it, where it ends); the error is the number of the
+    /// first text that fails (counted from 0) and why, the texts before it closed.
+    fn encode_texts_with(
+        &self,
+        texts: &mut dyn Iterator<Item = &str>,
+        out: &mut Vec<u32>,
+        close: &mut dyn FnMut(&mut Vec<u32>),
+    ) -> Result<(), (usize, String)> {
+        encode_one_by_one(self, texts, out, close)
     }
     /// The id of a (special) token given by its string, if the vocabulary has it.
     fn token_id(&self, token: &str) -> Option<u32>;
@@ -64,20 +78,18 @@ pub trait TextEncoder: Sync {
     fn vocab_size(&self) -> usize;
 }
 
-/// `TextEncoder::encode_texts_into` as `encode_into` of each text in turn.
+/// `TextEncoder::encode_texts_with` as `encode_into` of each text in turn.
 fn encode_one_by_one<E: TextEncoder + ?Sized>(
     encoder: &E,
     texts: &mut dyn Iterator<Item = &str>,
-    eos_id: Option<u32>,
     out: &mut Vec<u32>,
-    ends: &mut Vec<usize>,
+    close: &mut dyn FnMut(&mut Vec<u32>),
 ) -> Result<(), (usize, String)> {
     for (k, text) in texts.enumerate() {
         encoder
             .encode_into(text, out)
             .map_err(|message| (k, message))?;
-        out.extend(eos_id);
-        ends.push(out.len());
+        close(out);
     }
     Ok(())
 }
@@ -361,21 +373,17 @@ impl TextEncoder for Encoder {
         }
     }
 
-    fn encode_texts_into(
+    fn encode_texts_with(
         &self,
         texts: &mut dyn Iterator<Item = &str>,
-        eos_id: Option<u32>,
         out: &mut Vec<u32>,
-        ends: &mut Vec<usize>,
+        close: &mut dyn FnMut(&mut Vec<u32>),
     ) -> Result<(), (usize, String)> {
         let Engine::Fast(fast, _) = &self.engine else {
-            return encode_one_by_one(self, texts, eos_id, out, ends);
+            return encode_one_by_one(self, texts, out, close);
         };
         // One text's lookups overlap the next one's split (`FastBpe::encode_texts`).
-        fast.encode_texts(texts, out, |out| {
-            out.extend(eos_id);
-            ends.push(out.len());
-        });
+        fast.encode_texts(texts, out, |out| close(out));
         Ok(())
     }
 

@@ -127,6 +127,14 @@ pub struct RowLens {
     pub resp_len: usize,
 }
 
+/// One row's three fields, as the layout reads them.
+#[derive(Clone, Copy)]
+pub struct RowFields<'r> {
+    pub condition: &'r str,
+    pub instruction: &'r str,
+    pub response: &'r str,
+}
+
 /// Encode one row onto the end of `tokens`, the buffer of a run of rows (no vector of its
 /// own, no copy); on error `tokens` is left as it was. The error is a message; the caller
 /// adds file and line.
@@ -138,38 +146,110 @@ pub fn encode_row(
     response: &str,
     tokens: &mut Vec<u32>,
 ) -> Result<RowLens, String> {
-    let start = tokens.len();
-    let mut append = || -> Result<RowLens, String> {
-        tokens.reserve((instruction.len() + response.len()) / 3 + 8);
-        tokens.push(specials.boq);
-        // An empty condition means "no tags"; an empty tag inside a list ("cot,") is an error.
-        if !condition.is_empty() {
-            for tag in condition.split(',') {
-                let id = specials.condition_id(tag).ok_or_else(|| {
-                    format!(
-                        "unknown condition tag {tag:?} in condition {condition:?}; known tags: \
-                         {}. Fix the row or map the tag with --conditions {tag}=<token>",
-                        specials.known_tags()
-                    )
-                })?;
-                tokens.push(id);
+    let row = RowFields {
+        condition,
+        instruction,
+        response,
+    };
+    let mut lens = encode_rows(encoder, specials, &[row], tokens);
+    lens.pop().unwrap_or_else(|| Err("no row".into()))
+}
+
+/// `encode_row` of each of `rows` in turn, onto the end of `tokens`: each row's lengths, or why
+/// it is bad (its tokens left out). The good rows' texts go to the encoder as one stream
+/// (`TextEncoder::encode_texts_with`), so that a text's last pieces are looked up while the next
+/// one is split, and the layout's tokens are put in between as each text closes.
+pub fn encode_rows(
+    encoder: &dyn TextEncoder,
+    specials: &Specials,
+    rows: &[RowFields<'_>],
+    tokens: &mut Vec<u32>,
+) -> Vec<Result<RowLens, String>> {
+    // The condition tags first: a row with an unknown one is bad, and its texts are not read.
+    let mut tags: Vec<u32> = Vec::new();
+    let mut tag_ends = Vec::with_capacity(rows.len());
+    let mut lens: Vec<Result<RowLens, String>> = Vec::with_capacity(rows.len());
+    for row in rows {
+        let before = tags.len();
+        let known = condition_ids(specials, row.condition, &mut tags);
+        if known.is_err() {
+            tags.truncate(before);
+        }
+        tag_ends.push(tags.len());
+        lens.push(known.map(|()| RowLens {
+            inst_len: 0,
+            resp_len: 0,
+        }));
+    }
+    let head = |row: usize, out: &mut Vec<u32>| {
+        let from = if row == 0 { 0 } else { tag_ends[row - 1] };
+        out.push(specials.boq);
+        out.extend_from_slice(&tags[from..tag_ends[row]]);
+    };
+    let good: Vec<usize> = (0..rows.len()).filter(|&r| lens[r].is_ok()).collect();
+    let mut next = 0; // the first good row not encoded yet
+    while next < good.len() {
+        // Where the row being encoded starts, where its instruction part ends, and whether its
+        // response is the text being encoded.
+        let (mut at, mut row_start, mut inst_end, mut in_response) = (next, tokens.len(), 0, false);
+        tokens.reserve(
+            good[next..]
+                .iter()
+                .map(|&r| (rows[r].instruction.len() + rows[r].response.len()) / 3 + 8)
+                .sum(),
+        );
+        head(good[next], tokens);
+        let mut texts = good[next..]
+            .iter()
+            .flat_map(|&r| [rows[r].instruction, rows[r].response]);
+        let outcome = encoder.encode_texts_with(&mut texts, tokens, &mut |out| {
+            if !in_response {
+                out.push(specials.eoq);
+                inst_end = out.len();
+                in_response = true;
+                return;
+            }
+            out.push(specials.eoa);
+            lens[good[at]] = Ok(RowLens {
+                inst_len: inst_end - row_start,
+                resp_len: out.len() - inst_end,
+            });
+            (at, in_response) = (at + 1, false);
+            if at < good.len() {
+                row_start = out.len();
+                head(good[at], out);
+            }
+        });
+        match outcome {
+            Ok(()) => next = good.len(),
+            Err((_, message)) => {
+                // The row being encoded is bad: its tokens go, the rows after it go on.
+                tokens.truncate(row_start);
+                lens[good[at]] = Err(message);
+                next = at + 1;
             }
         }
-        encoder.encode_into(instruction, tokens)?;
-        tokens.push(specials.eoq);
-        let inst_end = tokens.len();
-        encoder.encode_into(response, tokens)?;
-        tokens.push(specials.eoa);
-        Ok(RowLens {
-            inst_len: inst_end - start,
-            resp_len: tokens.len() - inst_end,
-        })
-    };
-    let lens = append();
-    if lens.is_err() {
-        tokens.truncate(start);
     }
     lens
+}
+
+/// The ids of the tags of `condition` pushed to `ids`; an empty condition means "no tags", an
+/// empty tag inside a list ("cot,") is an error.
+fn condition_ids(specials: &Specials, condition: &str, ids: &mut Vec<u32>) -> Result<(), String> {
+    if condition.is_empty() {
+        return Ok(());
+    }
+    for tag in condition.split(',') {
+        let id = specials.condition_id(tag).ok_or_else(|| {
+            format!(
+                "unknown condition tag {tag:?} in condition {condition:?}; known tags: {}. Fix \
+                 the row or map the tag with --conditions {tag}=<token>",
+                specials.known_tags()
+            )
+        })?;
+        ids.push(id);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -232,6 +312,68 @@ pub(crate) mod tests {
         let err = encode_row(&ByteEncoder, &specials, "cot,", "a", "b", &mut tokens).unwrap_err();
         assert!(err.contains("unknown condition tag \"\""), "{err}");
         assert_eq!(tokens, vec![7, 8]);
+    }
+
+    /// `ByteEncoder` that fails on any text holding "boom", as the HF encoder may.
+    struct FailingEncoder;
+
+    impl TextEncoder for FailingEncoder {
+        fn encode(&self, text: &str) -> Result<Vec<u32>, String> {
+            match text.contains("boom") {
+                true => Err(format!("cannot encode {text:?}")),
+                false => ByteEncoder.encode(text),
+            }
+        }
+        fn token_id(&self, token: &str) -> Option<u32> {
+            ByteEncoder.token_id(token)
+        }
+        fn vocab_size(&self) -> usize {
+            ByteEncoder.vocab_size()
+        }
+    }
+
+    #[test]
+    fn rows_encoded_together_are_the_rows_encoded_one_by_one() {
+        // Good rows among rows with a bad tag, a failing instruction and a failing response,
+        // empty texts, a bad first and a bad last row: the same tokens and the same results
+        // as `encode_row` of each in turn (the single-row path, which the fast encoder's
+        // stream does not take), for both toy encoders.
+        let specials = Specials::resolve(&ByteEncoder, &LayoutTokens::default()).unwrap();
+        let fields = |(condition, instruction, response)| RowFields {
+            condition,
+            instruction,
+            response,
+        };
+        let rows: Vec<RowFields> = [
+            ("cot,math", "bad tag", "x"),
+            ("cot", "ab", "c"),
+            ("", "", ""),
+            ("noisy", "boom", "after"),
+            ("direct", "before", "boom!"),
+            ("cot,noisy", "de", "f"),
+            ("", "gh", ""),
+            ("synth", "last", "boom"),
+        ]
+        .into_iter()
+        .map(fields)
+        .collect();
+        let encoders: [(&dyn TextEncoder, usize); 2] = [(&ByteEncoder, 7), (&FailingEncoder, 4)];
+        for (encoder, good) in encoders {
+            let mut together = vec![9];
+            let lens = encode_rows(encoder, &specials, &rows, &mut together);
+            let mut alone = vec![9];
+            let want: Vec<_> = rows
+                .iter()
+                .map(|r| {
+                    let (c, i, s) = (r.condition, r.instruction, r.response);
+                    encode_row(encoder, &specials, c, i, s, &mut alone)
+                })
+                .collect();
+            assert_eq!((&together, &lens), (&alone, &want));
+            assert!(lens[0].as_ref().is_err_and(|e| e.contains("\"math\"")));
+            assert_eq!(lens.iter().filter(|l| l.is_ok()).count(), good);
+        }
+        assert!(encode_rows(&ByteEncoder, &specials, &[], &mut vec![]).is_empty());
     }
 
     #[test]

@@ -13,8 +13,8 @@ use crate::encoder::{Encoder, TextEncoder};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::cache::{self, Fingerprint};
 use crate::layout::task_writer::{TaskWriter, TokenDtype};
-use crate::layout::{encode_row, RowLens, Specials};
-use crate::reader::{Batch, OnError, RowReader};
+use crate::layout::{encode_rows, RowFields, RowLens, Specials};
+use crate::reader::{Batch, OnError, RowReader, RowText};
 
 /// Everything the per-file work shares.
 pub(super) struct Context<'a> {
@@ -182,17 +182,23 @@ fn encode_batch(
                 tokens: spares.take(),
                 rows: Vec::with_capacity(range.len()),
             };
-            for i in range {
-                let lens = batch.row(i).and_then(|row| {
-                    encode_row(
-                        &*ctx.encoder,
-                        &ctx.specials,
-                        &row.condition,
-                        &row.instruction,
-                        &row.response,
-                        &mut run.tokens,
-                    )
-                    .map_err(|message| Error::bad_row(source, batch.location(i), message))
+            // The run's rows read first, then encoded as one stream of texts (`encode_rows`).
+            let read: Vec<Result<RowText<'_>>> = range.clone().map(|i| batch.row(i)).collect();
+            let fields: Vec<RowFields<'_>> = read
+                .iter()
+                .flatten()
+                .map(|row| RowFields {
+                    condition: &row.condition,
+                    instruction: &row.instruction,
+                    response: &row.response,
+                })
+                .collect();
+            let mut encoded =
+                encode_rows(&*ctx.encoder, &ctx.specials, &fields, &mut run.tokens).into_iter();
+            for (i, row) in range.zip(read) {
+                let lens = row.and_then(|_| {
+                    let lens = encoded.next().unwrap_or_else(|| Err("not encoded".into()));
+                    lens.map_err(|message| Error::bad_row(source, batch.location(i), message))
                 });
                 run.rows.push(lens);
             }
