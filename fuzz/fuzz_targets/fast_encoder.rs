@@ -140,7 +140,7 @@ fuzz_target!(|data: &[u8]| {
     // The batch path: texts encoded one after another, a text's last pieces looked up while
     // the next one is split (`FastBpe::encode_texts`). The input is cut into texts at U+0001;
     // each text's ids, then an EOS, and the ends must be those of each text on its own.
-    const EOS: u32 = 7;
+    const EOS: u32 = u32::MAX - 1; // no token's id
     let texts: Vec<&str> = text.split('\u{1}').collect();
     let (mut ids, mut ends) = (Vec::new(), Vec::new());
     let mut each = texts.iter().copied();

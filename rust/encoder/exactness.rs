@@ -573,6 +573,62 @@ fn batches_give_identical_ids_and_offsets() {
     assert_eq!(fast.offsets.len(), corpus.len() + 1);
 }
 
+/// A batch's texts encoded as one stream (`FastBpe::encode_texts`: a text's last group of
+/// pieces waits while the next one is split, its close with it) give each text's own ids, then
+/// the EOS, whatever its neighbours: every pair of edge texts side by side, then an empty text
+/// or one of exactly sixteen pieces, with and without an EOS; and the empty batch.
+#[test]
+fn texts_encoded_as_one_stream_are_each_text_alone() {
+    let edges: Vec<String> = vec![
+        String::new(),
+        " a".repeat(16),
+        " b".repeat(32),
+        "x".into(),
+        "e\u{301} ".repeat(40), // NFC makes a copy of it, of more than two groups
+        "zqxjkv".into(),        // a non-special added token alone
+        format!("{}zqxjkv{}", " c".repeat(20), " d".repeat(3)),
+        "<tool_call>".into(),
+        "<tool_call>>".into(), // special: text
+        format!("{}<think>", " e".repeat(16)),
+    ];
+    for variant in [Variant::AddedTokens, Variant::Shipped] {
+        let pair = encoders_for(&variant_json(variant));
+        let alone = |texts: &[&str], eos: Option<u32>| {
+            let (mut ids, mut ends) = (Vec::new(), Vec::new());
+            for text in texts {
+                ids.extend(pair.hf.encode(text).expect("hf encodes"));
+                ids.extend(eos);
+                ends.push(ids.len());
+            }
+            (ids, ends)
+        };
+        let stream = |texts: &[&str], eos: Option<u32>| {
+            let (mut ids, mut ends) = (Vec::new(), Vec::new());
+            let mut each = texts.iter().copied();
+            pair.fast
+                .encode_texts_into(&mut each, eos, &mut ids, &mut ends)
+                .expect("fast encodes");
+            (ids, ends)
+        };
+        let sixteen = " z".repeat(16);
+        for eos in [None, Some(u32::MAX - 1)] {
+            assert_eq!(stream(&[], eos), (Vec::new(), Vec::new()));
+            for a in &edges {
+                for b in &edges {
+                    for c in ["", sixteen.as_str()] {
+                        let texts = [a.as_str(), b.as_str(), c, c];
+                        assert_eq!(
+                            stream(&texts, eos),
+                            alone(&texts, eos),
+                            "{variant:?} {texts:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Threads that share one encoder, and so its cache of merged pieces (`shared_cache`), each
 /// encode the corpus in their own order, three times: every text gives the oracle's ids, whether
 /// its pieces were merged by this thread, found from another thread, or raced.

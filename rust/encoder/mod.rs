@@ -63,7 +63,9 @@ pub trait TextEncoder: Sync {
     }
     /// Each of `texts` encoded onto `out` in turn, `close(out)` called after each text's ids
     /// (its EOS, the layout's tokens after it, where it ends); the error is the number of the
-    /// first text that fails (counted from 0) and why, the texts before it closed.
+    /// first text that fails (counted from 0) and why, the texts before it closed. `texts` and
+    /// `close` must not encode on this thread themselves (the fast encoder runs them inside its
+    /// thread state).
     fn encode_texts_with(
         &self,
         texts: &mut dyn Iterator<Item = &str>,

@@ -70,7 +70,7 @@ const NO_ID: u32 = u32::MAX;
 const SHARED_SHORT_BITS: u32 = 21;
 const SHARED_LONG_BITS: u32 = 20;
 const SHARED_ARENA_WORDS: usize = 1 << 23;
-/// Pieces whose table slots are prefetched together (see `encode_segment`).
+/// Pieces whose table slots are prefetched together (see `split_into`).
 const PREFETCH_GROUP: usize = 16;
 
 pub struct FastBpe {
@@ -285,9 +285,13 @@ impl FastBpe {
     ///
     /// Why not `encode_into` for each: a text's last group of pieces was looked up right after
     /// its slots were prefetched, before the lines could arrive, once per text; here that group
-    /// waits while the next text's first group is split (joining the race's texts sixteen at a
-    /// time ran a warm pass 1.26x as fast, most of it the lookups' waits at the texts' ends).
-    /// The ids come out in the same order: a text's close waits with its last group.
+    /// waits while the next text's first group is split. (Joining the race's texts sixteen at a
+    /// time ran a warm pass 1.26x as fast: what a text costs once, these waits the largest
+    /// part; this gained 2-3%.) The ids come out in the same order: a text's close waits with
+    /// its last group.
+    ///
+    /// `texts` and `close` run inside this thread's encoder state: they must not encode on this
+    /// thread themselves (that would panic, "already borrowed").
     pub fn encode_texts<'t>(
         &self,
         texts: impl Iterator<Item = &'t str>,
@@ -324,8 +328,8 @@ impl FastBpe {
     }
 
     /// One segment of `encode_texts`: split and prefetched; when it ends its text (`last`) and
-    /// is the caller's own text (not a copy normalised here), its last group and its close are
-    /// left waiting for the next text; otherwise everything is looked up, and then closed.
+    /// is the caller's own text (not a copy normalised here), `defer` leaves its last group and
+    /// its close waiting for the next text; otherwise everything is looked up, and then closed.
     fn segment_of_texts(
         &self,
         segment: &str,
@@ -379,7 +383,7 @@ impl FastBpe {
     ) {
         let bytes = text.as_bytes();
         let base = bytes.as_ptr() as usize;
-        groups.texts[groups.filling] = (base, bytes.len());
+        groups.texts[groups.filling] = (bytes.as_ptr(), bytes.len());
         pretokenize::split(self.pattern, text, |piece| {
             if groups.push(piece.as_ptr() as usize - base, piece.len()) {
                 self.advance(groups, bytes, work, out, close);
@@ -490,10 +494,12 @@ impl FastBpe {
             return; // (an empty group's text may be gone)
         }
         let (base, len) = groups.texts[which];
-        // SAFETY: `split_into` set the group's text when it put the group's first piece in; it
-        // is the caller's or this call's own, alive until the group is looked up
-        // (`segment_of_texts` looks up at once what it normalised itself).
-        let bytes = unsafe { std::slice::from_raw_parts(base as *const u8, len) };
+        // SAFETY: a group with pieces had its text set by `split_into` (before its split
+        // began) or by `advance` (the same text, going on), in this call: both entry points
+        // clear the groups first, so nothing from an earlier call or an unwound panic is read.
+        // The text is the caller's, alive for the whole call (`encode_texts`' `'t`), or a copy
+        // normalised here, which `segment_of_texts` and `encode_segment` look up before it goes.
+        let bytes = unsafe { std::slice::from_raw_parts(base, len) };
         let pieces = &groups.pieces[which][..groups.len[which]];
         let probes = &groups.probes[which];
         let long_hashes = &groups.long_hashes[which];
@@ -584,8 +590,8 @@ struct Groups {
     probes: [[Probe; PREFETCH_GROUP]; 2],
     long_hashes: [[u64; PREFETCH_GROUP]; 2],
     len: [usize; 2],
-    /// Each group's text, as (address, length): a group waiting may be the text before's.
-    texts: [(usize, usize); 2],
+    /// Each group's text, as (start, length): a group waiting may be the text before's.
+    texts: [(*const u8, usize); 2],
     filling: usize,
     waiting: Option<usize>,
     /// Texts that end with the group waiting, closed once it is looked up.
@@ -599,7 +605,7 @@ impl Default for Groups {
             probes: [[Probe::default(); PREFETCH_GROUP]; 2],
             long_hashes: [[0; PREFETCH_GROUP]; 2],
             len: [0; 2],
-            texts: [(0, 0); 2],
+            texts: [(std::ptr::null(), 0); 2],
             filling: 0,
             waiting: None,
             closes: 0,
