@@ -1,7 +1,9 @@
 """How much the encoder's warm pass waits on memory: one thread, warm, over texts whose distinct
 text is limited to N kB (the same texts encoded again and again, so the pieces looked up stay
 few and their table lines stay in the caches), against the whole slice. The difference is what
-the piece table's cache misses cost on this machine, prefetching included; beside it, how the
+the piece table's cache misses cost on this machine, prefetching included (the second column
+repeats fresh copies of the texts instead, so that only the pieces repeat, not the text's
+memory); beside it, how the
 lookups spread over the pieces (the share of the k most frequent pieces, from `tokenizers`'
 pre-tokenizer on a sample), which says how many lines a cache must hold to serve most lookups.
 
@@ -44,10 +46,16 @@ def first_kb(texts: list[str], kb: int) -> list[str]:
     return chosen
 
 
-def warm_speed(encoder, distinct: list[str]) -> float:
-    """MB/s of the best of three warm passes of about 30 MB made of ``distinct`` repeated."""
+def warm_speed(encoder, distinct: list[str], fresh: bool = False) -> float:
+    """MB/s of the best of three warm passes of about 30 MB made of ``distinct`` repeated;
+    ``fresh``: each repetition new string objects of the same texts, so that the pieces repeat
+    but the text's memory does not."""
     size = sum(len(text.encode()) for text in distinct)
-    repeated = distinct * max(1, round(PASS_BYTES / max(size, 1)))
+    copies = max(1, round(PASS_BYTES / max(size, 1)))
+    if fresh:
+        repeated = [(text + " ")[:-1] for _ in range(copies) for text in distinct]
+    else:
+        repeated = distinct * copies
     calls = [repeated[at : at + CALL_TEXTS] for at in range(0, len(repeated), CALL_TEXTS)]
     total = size * (len(repeated) // len(distinct))
     for call in calls:
@@ -93,9 +101,11 @@ def main() -> None:
 
     texts = texts_of(args.rows, args.field)
     encoder = TextEncoder(args.tokenizer, tables="process")
-    print("| distinct text | warm MB/s, one thread |\n|---:|---:|")
+    print("| distinct text | warm MB/s, one thread | the same, fresh copies |\n|---:|---:|---:|")
     for kb in (int(k) for k in args.kb.split(",")):
-        print(f"| {kb:,} kB | {warm_speed(encoder, first_kb(texts, kb)):.1f} |", flush=True)
+        chosen = first_kb(texts, kb)
+        same, fresh = warm_speed(encoder, chosen), warm_speed(encoder, chosen, fresh=True)
+        print(f"| {kb:,} kB | {same:.1f} | {fresh:.1f} |", flush=True)
     total, distinct, shares = coverage(args.tokenizer, texts, args.sample_mb)
     print(f"\n{args.sample_mb:g} MB sample: {total:,} pieces, {distinct:,} distinct; share of "
           "lookups of the k most frequent: "
