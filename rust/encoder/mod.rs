@@ -63,7 +63,8 @@ pub trait TextEncoder: Sync {
     }
     /// Each of `texts` encoded onto `out` in turn, `close(out)` called after each text's ids
     /// (its EOS, the layout's tokens after it, where it ends); the error is the number of the
-    /// first text that fails (counted from 0) and why, the texts before it closed. `texts` and
+    /// first text that fails (counted from 0) and why, the texts before it closed (the failed
+    /// text is not closed, and may have left some ids in `out`). `texts` and
     /// `close` must not encode on this thread themselves (the fast encoder runs them inside its
     /// thread state).
     fn encode_texts_with(
@@ -385,7 +386,7 @@ impl TextEncoder for Encoder {
             return encode_one_by_one(self, texts, out, close);
         };
         // One text's lookups overlap the next one's split (`FastBpe::encode_texts`).
-        fast.encode_texts(texts, out, |out| close(out));
+        fast.encode_texts(texts, out, close);
         Ok(())
     }
 

@@ -1,7 +1,8 @@
 //! The tokenized folder (formats.md §3): how a row becomes tokens, and a task folder's arrays
 //! and record.
 //!
-//! - `mod.rs`: the row layout (below): `LayoutTokens`, `Specials`, `encode_row`, `RowLens`.
+//! - `mod.rs`: the row layout (below): `LayoutTokens`, `Specials`, `encode_rows` (a run of
+//!   `RowFields`, one stream of texts for the encoder) and `encode_row`, `RowLens`.
 //! - `task_writer.rs`: a task folder's arrays, streamed to disk (`TaskWriter`, `TokenDtype`).
 //! - `npy.rs`: the streaming `.npy` writer whose bytes equal the original tool's.
 //! - `cache.rs`: a task folder's record (`metadata.json`), the decision whether its source must
@@ -152,7 +153,7 @@ pub fn encode_row(
         response,
     };
     let mut lens = encode_rows(encoder, specials, &[row], tokens);
-    lens.pop().unwrap_or_else(|| Err("no row".into()))
+    lens.pop().expect("one result per row")
 }
 
 /// `encode_row` of each of `rows` in turn, onto the end of `tokens`: each row's lengths, or why
@@ -187,17 +188,16 @@ pub fn encode_rows(
         out.extend_from_slice(&tags[from..tag_ends[row]]);
     };
     let good: Vec<usize> = (0..rows.len()).filter(|&r| lens[r].is_ok()).collect();
+    tokens.reserve(
+        good.iter()
+            .map(|&r| (rows[r].instruction.len() + rows[r].response.len()) / 3 + 8)
+            .sum(),
+    );
     let mut next = 0; // the first good row not encoded yet
     while next < good.len() {
         // Where the row being encoded starts, where its instruction part ends, and whether its
         // response is the text being encoded.
         let (mut at, mut row_start, mut inst_end, mut in_response) = (next, tokens.len(), 0, false);
-        tokens.reserve(
-            good[next..]
-                .iter()
-                .map(|&r| (rows[r].instruction.len() + rows[r].response.len()) / 3 + 8)
-                .sum(),
-        );
         head(good[next], tokens);
         let mut texts = good[next..]
             .iter()
@@ -222,8 +222,10 @@ pub fn encode_rows(
         });
         match outcome {
             Ok(()) => next = good.len(),
-            Err((_, message)) => {
-                // The row being encoded is bad: its tokens go, the rows after it go on.
+            Err((failed, message)) => {
+                // The row being encoded is bad: its tokens go (with any ids the failed text
+                // left), the rows after it go on. Every text before it closed.
+                debug_assert_eq!(failed, 2 * (at - next) + usize::from(in_response));
                 tokens.truncate(row_start);
                 lens[good[at]] = Err(message);
                 next = at + 1;
@@ -336,8 +338,8 @@ pub(crate) mod tests {
     fn rows_encoded_together_are_the_rows_encoded_one_by_one() {
         // Good rows among rows with a bad tag, a failing instruction and a failing response,
         // empty texts, a bad first and a bad last row: the same tokens and the same results
-        // as `encode_row` of each in turn (the single-row path, which the fast encoder's
-        // stream does not take), for both toy encoders.
+        // as `encode_row` of each in turn (one row a stream: how rows follow each other is
+        // what is compared), for both toy encoders.
         let specials = Specials::resolve(&ByteEncoder, &LayoutTokens::default()).unwrap();
         let fields = |(condition, instruction, response)| RowFields {
             condition,
@@ -374,6 +376,62 @@ pub(crate) mod tests {
             assert_eq!(lens.iter().filter(|l| l.is_ok()).count(), good);
         }
         assert!(encode_rows(&ByteEncoder, &specials, &[], &mut vec![]).is_empty());
+    }
+
+    #[test]
+    fn rows_on_the_fast_encoder_are_the_layout_of_each_text_encoded_alone() {
+        // The fast encoder holds a text's last pieces, and its close (the layout's tokens
+        // after it), while the next text is split: every good row must still be BOQ, its tags,
+        // its instruction's ids, EOQ, its response's ids, EOA, the ids from the HF encoder of
+        // each text alone.
+        use crate::encoder::Encoder;
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("trained_tokenizers/bpe/tokenizer.json");
+        let fast = Encoder::from_file_with(&path, "fast").expect("the fast encoder");
+        let hf = Encoder::from_file_with(&path, "hf").expect("the HF encoder");
+        let specials = Specials::resolve(&fast, &LayoutTokens::default()).expect("specials");
+        let long = " word".repeat(40);
+        let nfc = "e\u{301} ".repeat(20);
+        let texts = [
+            "",
+            "a",
+            " sixteen".repeat(16).leak(),
+            &long,
+            &nfc,
+            "<|im_end|> x",
+        ];
+        let mut rows = Vec::new();
+        for (k, instruction) in texts.iter().enumerate() {
+            for response in &texts {
+                let condition = ["cot", "", "math", "noisy,synth"][(k + rows.len()) % 4];
+                rows.push(RowFields {
+                    condition,
+                    instruction,
+                    response,
+                });
+            }
+        }
+        let mut tokens = vec![];
+        let lens = encode_rows(&fast, &specials, &rows, &mut tokens);
+        let mut want = vec![];
+        for (row, got) in rows.iter().zip(&lens) {
+            let mut tags = vec![];
+            if condition_ids(&specials, row.condition, &mut tags).is_err() {
+                assert!(got.is_err(), "{}", row.condition);
+                continue;
+            }
+            let start = want.len();
+            want.push(specials.boq);
+            want.extend(tags);
+            want.extend(hf.encode(row.instruction).expect("hf encodes"));
+            want.push(specials.eoq);
+            let inst_len = want.len() - start;
+            want.extend(hf.encode(row.response).expect("hf encodes"));
+            want.push(specials.eoa);
+            let resp_len = want.len() - start - inst_len;
+            assert_eq!(got, &Ok(RowLens { inst_len, resp_len }));
+        }
+        assert_eq!(tokens, want);
     }
 
     #[test]

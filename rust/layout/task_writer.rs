@@ -88,7 +88,7 @@ impl TaskWriter {
     }
 
     /// Append a run of encoded rows: `tokens` holds each row of `rows` in turn, back to back
-    /// (what `layout::encode_row` leaves in its buffer), written in one piece.
+    /// (what `layout::encode_rows` leaves in its buffer), written in one piece.
     pub fn push_rows(&mut self, tokens: &[u32], rows: &[RowLens]) -> Result<()> {
         debug_assert_eq!(
             rows.iter().map(|r| r.inst_len + r.resp_len).sum::<usize>(),

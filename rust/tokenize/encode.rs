@@ -197,7 +197,7 @@ fn encode_batch(
                 encode_rows(&*ctx.encoder, &ctx.specials, &fields, &mut run.tokens).into_iter();
             for (i, row) in range.zip(read) {
                 let lens = row.and_then(|_| {
-                    let lens = encoded.next().unwrap_or_else(|| Err("not encoded".into()));
+                    let lens = encoded.next().expect("one result per row read");
                     lens.map_err(|message| Error::bad_row(source, batch.location(i), message))
                 });
                 run.rows.push(lens);
