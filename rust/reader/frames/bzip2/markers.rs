@@ -9,8 +9,12 @@
 //! every 35 TB of blocks) or by design. A block magic is checked further against what follows
 //! it in every block that libbzip2 accepts: the randomised bit clear (no bzip2 since 0.9.5 sets
 //! it), an origin pointer within the largest block, and a used-bytes map that is not empty. A
-//! false marker that passes still only cuts a block in two, and the halves then fail to decode
-//! (a wrong Huffman code or the block's CRC): an error, never a wrong text.
+//! false marker that passes (a block's used-bytes map is spelled by which byte values its text
+//! holds, so text can spell one: the tests' `spelling_a_false_marker`) adds a false CRC to its
+//! stream's, so a walk from the stream's header (`scanned`) finds the folded CRCs wrong and the
+//! file is read whole by the stock decoder, right. Only a marker made to pass that too (its 32
+//! CRC bits chosen against the stream's) cuts a block in two; the halves then fail to decode (a
+//! wrong Huffman code, or the block's or the remade stream's CRC): an error, never a wrong text.
 
 use std::sync::OnceLock;
 

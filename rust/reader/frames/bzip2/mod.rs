@@ -283,6 +283,88 @@ mod tests {
         );
     }
 
+    /// Text whose every block holds a false block marker that passes `markers`' checks: a
+    /// block's used-bytes map (which byte values occur, sixteen bits a group of sixteen) is
+    /// chosen by the text, so text made of the right byte values spells the block magic and
+    /// plausible fields after it there. Returns the text and the marker's CRC field.
+    fn spelling_a_false_marker(len: usize) -> (Vec<u8>, u32) {
+        let crc = 0x1234_5678u32;
+        let mut bits: Vec<bool> = Vec::new();
+        let mut push = |value: u64, width: u32| {
+            bits.extend((0..width).rev().map(|i| value >> i & 1 == 1));
+        };
+        push(markers::BLOCK, 48);
+        push(u64::from(crc), 32);
+        push(0, 1); // not randomised
+        push(0x01_2345, 24); // an origin pointer within a block
+        push(0xFFFF, 16); // a used-bytes map that is not empty
+        push(0x7F, 7); // up to eight whole groups of sixteen: bytes 0..128, ASCII
+        assert_eq!(bits.len(), 8 * 16);
+        // Group k of the used map is bytes 16k..16k+16, the high bit first; each group is
+        // written only when its own bits are not all zero.
+        for group in bits.chunks(16) {
+            assert!(group.iter().any(|&bit| bit), "every group has a byte");
+        }
+        let used: Vec<u8> = (0..bits.len())
+            .filter(|&i| bits[i])
+            .map(|i| i as u8)
+            .collect();
+        // The used bytes in a varied order, never one twice in a row: a run of four would add
+        // its length (another byte value) to the block.
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut text: Vec<u8> = Vec::with_capacity(len);
+        while text.len() < len {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let byte = used[(state % used.len() as u64) as usize];
+            if text.last() != Some(&byte) {
+                text.push(byte);
+            }
+        }
+        (text, crc)
+    }
+
+    #[test]
+    fn a_false_marker_by_chance_is_caught_by_the_streams_crc_and_the_file_reads_whole() {
+        let (plain, false_crc) = spelling_a_false_marker(350_000);
+        let bytes = bz2(&plain, 1);
+        // The first block's magic starts after the stream's header (32 bits); its used-bytes
+        // map after the magic, the CRC, the randomised bit, the origin and the map's first
+        // level (48 + 32 + 1 + 24 + 16 bits).
+        let false_at = 32 + 121;
+        assert_eq!(
+            markers::marker_at(&bytes, false_at),
+            Some(Marker::Block { crc: false_crc }),
+            "the text spells a marker that passes the checks"
+        );
+        let found = markers::scan(&bytes, 0, bytes.len() as u64 * 8);
+        let blocks = found
+            .iter()
+            .filter(|(_, marker)| matches!(marker, Marker::Block { .. }))
+            .count();
+        assert!(blocks >= 8, "{blocks} block magics: true and false alike");
+        // Walked from its header, the stream's blocks' CRCs folded (the false ones among them)
+        // are not the CRC stored at its end: the walk refuses to cut it, the file is one part,
+        // and the whole file's decoder reads it right.
+        let file = stored(&bytes);
+        let whole = parts(file.path(), Compression::Bzip2).expect("parts");
+        assert_eq!(whole.list.len(), 1);
+        assert_eq!(whole.list[0].bzip2, None);
+        assert!(read_runs(file.path(), &whole, 1 << 40) == plain);
+        // Without the false markers (the map's first level after the false magic cleared by
+        // leaving out byte values 105..=120), the same kind of text is cut into blocks.
+        let honest: Vec<u8> = plain
+            .iter()
+            .copied()
+            .filter(|byte| !(105..=120).contains(byte))
+            .collect();
+        let file = stored(&bz2(&honest, 1));
+        let cut = parts(file.path(), Compression::Bzip2).expect("parts");
+        assert!(cut.list.len() >= 3, "{} parts", cut.list.len());
+        assert!(read_runs(file.path(), &cut, 1) == honest);
+    }
+
     #[test]
     fn what_is_not_bzip2_is_one_part() {
         for bytes in [&b"BZh91AY"[..], b"plain text, not compressed", b""] {
