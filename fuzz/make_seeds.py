@@ -10,6 +10,7 @@ the fuzzer mutates it, so a small valid example reaches as much code as a big on
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import io
 import json
@@ -313,6 +314,19 @@ def fast_encoder() -> None:
     for i, text in enumerate(texts):
         # Byte 0 picks the variant (fuzz_targets/fast_encoder.rs): one text per variant, round.
         write("fast_encoder", f"text{i:02d}", bytes([i % 7]) + text.encode())
+    # Batches: the target cuts its text at U+0001 into texts encoded as one stream, a text's
+    # last pieces waiting while the next is split. The edges where that stream turns: empty
+    # texts, texts NFC rewrites (owned copies), added tokens at a text's ends, a text of many
+    # pieces before one of a single piece.
+    batches = [
+        "Hello, World!\x01\x01 world\x01",
+        "e\u0301t\u00e9\x01\u212b \ufb01\x01plain text after\x01\u1100\u1161",
+        "<|endoftext|>\x01a<|im_start|>\x01b c d<|im_end|>\x01<think>",
+        " ".join(f"w{k}" for k in range(40)) + "\x01x\x01" + "中文文本，测试。" * 4,
+        "\x01".join(texts),
+    ]
+    for i, batch in enumerate(batches):
+        write("fast_encoder", f"batch{i:02d}", bytes([(i * 3) % 7]) + batch.encode())
 
 
 TARGETS = (
@@ -339,6 +353,15 @@ def compressed_parts() -> None:
     write("compressed_parts", "built_xz_3_lanes", b"\x1a\x3f" + text)
     write("compressed_parts", "built_empty", b"\x01\x00")
     write("compressed_parts", "built_bzip2", b"\x03\x3f" + text)
+    # Byte 1 at 1 modulo 8: one bzip2 stream of the text repeated past 210 kB, blocks of 100 kB.
+    fox = b"The quick brown fox jumps over the lazy dog 0123456789\n"
+    write("compressed_parts", "built_bzip2_one_stream", b"\x13\x01" + fox)
+    # A raw one-stream file of three blocks (bzip2 -1 of 304 kB), read on two lanes.
+    write(
+        "compressed_parts",
+        "raw_blocks.bz2",
+        b"\x17" + bz2.compress(b"abcdefghij klmnopq\n" * 16000, 1),
+    )
     for bits, suffix in ((4, ".zst"), (5, ".gz"), (6, ".xz"), (7, ".bz2")):
         lanes = bits + 8 * (bits - 3)
         write("compressed_parts", f"raw{suffix}", bytes([lanes]) + parted(text, suffix, 100))
