@@ -155,17 +155,25 @@ def _inspect_prepared(folder: Path, documents: int, verify: bool) -> InspectRepo
         )
     rows = []
     exclusive = _eos_only_between_documents(folder, meta)
+    whole = {}
     for split in SPLITS:
         recorded = meta["splits"][split]
-        found_docs = _check_split(folder / split, recorded, dtype, fmt, eos, vocab, verify, report)
-        if found_docs < recorded["documents"] or (exclusive and found_docs > recorded["documents"]):
+        found_docs, whole[split] = _check_split(
+            folder / split, recorded, dtype, fmt, eos, vocab, verify, report
+        )
+        # With a shard missing or of the wrong size (a problem already reported) its EOS
+        # tokens were not counted: a count against the metadata would only repeat it.
+        recorded_docs = recorded["documents"]
+        if whole[split] and (
+            found_docs < recorded_docs or (exclusive and found_docs > recorded_docs)
+        ):
             report.problems.append(
                 f"{folder / split}: {found_docs} EOS tokens in the shards, the metadata records "
                 f"{recorded['documents']} documents (each ends with one); the shards were "
                 "changed: re-prepare into a new folder"
             )
-        elif found_docs > recorded["documents"]:
-            report.facts[f"{split}_eos_inside_text"] = found_docs - recorded["documents"]
+        elif whole[split] and found_docs > recorded_docs:
+            report.facts[f"{split}_eos_inside_text"] = found_docs - recorded_docs
         rows.append(
             {
                 "split": split,
@@ -175,7 +183,9 @@ def _inspect_prepared(folder: Path, documents: int, verify: bool) -> InspectRepo
             }
         )
     report.tables["splits"] = rows
-    if documents and meta["splits"]["train"]["shards"]:
+    # Documents are decoded from the train shards only when they are all readable: a shard cut
+    # short fails the memory map, which is not the tokenizer's fault.
+    if documents and meta["splits"]["train"]["shards"] and whole["train"]:
         try:
             report.samples = _prepared_samples(folder, meta, documents)
         except Exception as err:  # tokenizers raises a bare Exception for a missing file
@@ -195,8 +205,9 @@ def _check_split(
     vocab: int,
     verify: bool,
     report: InspectReport,
-) -> int:
-    """Check one split's shards against the metadata; returns the EOS count found."""
+) -> tuple[int, bool]:
+    """Check one split's shards against the metadata; returns the EOS count found, and whether
+    every shard the metadata lists was there with its recorded size (else the count is partial)."""
 
     names = {s["name"] for s in recorded["shards"]}
     if folder.is_dir():
@@ -214,18 +225,21 @@ def _check_split(
                     )
                 report.problems.append(f"{path}: {advice}")
     eos_count = 0
+    whole = True
     for shard in recorded["shards"]:
         path = folder / shard["name"]
         header = len(npy_header(dtype, 0)) if fmt == "npy" else 0
         expected = header + shard["tokens"] * dtype.itemsize
         if not path.is_file():
             report.problems.append(f"{path}: missing; the metadata lists it")
+            whole = False
             continue
         if path.stat().st_size != expected:
             report.problems.append(
                 f"{path}: {path.stat().st_size} bytes, expected {expected} ({shard['tokens']} "
                 f"{dtype.name} tokens); the shard is truncated or was replaced"
             )
+            whole = False
             continue
         tokens = np.memmap(path, dtype=dtype, mode="r", offset=header, shape=(shard["tokens"],))
         digest = hashlib.sha256()
@@ -242,7 +256,7 @@ def _check_split(
             report.problems.append(
                 f"{path}: content differs from the recorded sha256; the shard was changed"
             )
-    return eos_count
+    return eos_count, whole
 
 
 def _eos_only_between_documents(folder: Path, meta: dict[str, Any]) -> bool:

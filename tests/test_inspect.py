@@ -65,7 +65,32 @@ def test_truncated_missing_and_stray_files_are_found(prepared: Path):
     assert "shard_00002.bin: missing" in problems
     assert ".shard_00009.bin.tmp: a temporary file of an unfinished run" in problems
     assert "a run was interrupted" in problems
-    assert "EOS tokens in the shards, the metadata records" in problems
+    # The shards' own problems are the report: no EOS count of a split read in part, and no
+    # blame on the tokenizer for a memory map of a shard cut short.
+    assert "EOS tokens in the shards" not in problems
+    assert "cannot decode documents" not in problems
+
+
+def test_a_truncated_shard_is_the_one_problem_not_a_cascade(prepared: Path):
+    shard = prepared / "train" / "shard_00000.bin"
+    shard.write_bytes(shard.read_bytes()[:-3])
+    problems = inspect_path(prepared, documents=2).problems
+    assert len(problems) == 1 and "shard_00000.bin: " in problems[0], problems
+    assert "the shard is truncated or was replaced" in problems[0]
+
+
+def test_a_whole_shard_with_an_eos_overwritten_is_counted(prepared: Path):
+    """Sizes agree, so the EOS count is checked: one end of document gone is found."""
+    meta = json.loads((prepared / "dataset_metadata.json").read_text())
+    eos, dtype = meta["eos_id"], np.dtype(meta["dtype"])
+    shard = prepared / "train" / "shard_00000.bin"
+    tokens = np.fromfile(shard, dtype=dtype)
+    first_eos = int(np.flatnonzero(tokens == eos)[0])
+    tokens[first_eos] = 0 if eos else 1
+    tokens.tofile(shard)
+    problems = "\n".join(inspect_path(prepared, verify=False).problems)
+    documents = meta["splits"]["train"]["documents"]
+    assert f"EOS tokens in the shards, the metadata records {documents} documents" in problems
 
 
 def test_unlisted_file_is_reported_with_what_to_do(prepared: Path):
