@@ -274,8 +274,15 @@ def test_missing_folder_and_no_files(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"file: shard folder is not a directory"):
         MemoryMappedDataset(tmp_path / "file", 4)
     write_npy(tmp_path / "d", {"a.npy": [1, 2, 3]}, "uint16")
-    with pytest.raises(InputError, match=r"/d: no files match '\*\.bin'"):
+    with pytest.raises(InputError, match=r"/d: no files match '\*\.bin'; it holds \.npy shards"):
         MemoryMappedDataset(tmp_path / "d", 2, file_pattern="*.bin")
+    # A prepare output's root: its shards are in the split folders, which the message names.
+    (tmp_path / "out" / "train").mkdir(parents=True)
+    (tmp_path / "out" / "val").mkdir()
+    with pytest.raises(InputError, match=r"split folders: pass data_dir=.*out/train or .*out/val"):
+        MemoryMappedDataset(tmp_path / "out", 2, file_pattern="*.bin")
+    with pytest.raises(InputError, match=r"or point data_dir at the folder that holds them"):
+        MemoryMappedDataset(tmp_path / "out" / "val", 2)
     (tmp_path / "d" / "notes.txt").write_text("x")
     with pytest.raises(InputError, match=r"not \.npy or \.bin shards \(notes\.txt\)"):
         MemoryMappedDataset(tmp_path / "d", 2, file_pattern="*")
