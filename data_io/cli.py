@@ -58,6 +58,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     )
     for name in _modules_for(argv):
         importlib.import_module(name).register(subparsers)
+    # Each command's parser, for `_intermixed` (argparse keeps them only in private fields).
+    parser.data_io_commands = dict(subparsers.choices)  # type: ignore[attr-defined]
     scalable = [command for command in subparsers.choices if command in STAGES]
     if scalable:
         from data_io.scale.cli import add_executor_arguments  # noqa: PLC0415  CLI start-up: only the scalable stages' commands need it
@@ -93,12 +95,19 @@ def main(argv: list[str] | None = None) -> int:
     return exit_quietly_on_closed_stdout(lambda: _run(argv))
 
 
-def _run(argv: list[str] | None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+def parse_command_line(argv: list[str]) -> argparse.Namespace:
+    """``argv`` as the command it names reads it (argparse's usage error and exit otherwise)."""
     parser = build_parser(argv)
     args, unknown = parser.parse_known_args(argv)
+    if any(not arg.startswith("-") for arg in unknown):
+        args, unknown = _intermixed(parser, args, argv, unknown)
     if unknown:
         _take_dotted_overrides(parser, args, argv, unknown)
+    return args
+
+
+def _run(argv: list[str] | None) -> int:
+    args = parse_command_line(sys.argv[1:] if argv is None else argv)
     try:
         return int(_stage_run(args) or 0)
     except DataIoError as exc:
@@ -123,6 +132,24 @@ def _stage_run(args: argparse.Namespace) -> int:
     from data_io.scale.cli import run_scaled  # noqa: PLC0415  CLI start-up: only runs with --executor need it
 
     return run_scaled(args.command, args.scale_request(args), args)
+
+
+def _intermixed(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str], unknown: list[str]
+) -> tuple[argparse.Namespace, list[str]]:
+    """Positional arguments typed after an option (``data_io prepare a.txt -o out b.txt``,
+    ``data_io sample epochs=2 -q seed=1``): argparse fills a list positional once, from the
+    arguments before the first option, and leaves the later ones unknown. The command's own
+    parser reads its arguments again with options and positionals intermixed."""
+    command = getattr(parser, "data_io_commands", {}).get(args.command)
+    if command is None or args.command not in argv:
+        return args, unknown
+    rest = argv[argv.index(args.command) + 1 :]
+    try:
+        again, left = command.parse_known_intermixed_args(rest)
+    except TypeError:  # a parser that intermixed parsing cannot read (none of ours today)
+        return args, unknown
+    return argparse.Namespace(**{**vars(args), **vars(again)}), left
 
 
 def _take_dotted_overrides(

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from data_io.cli import build_parser, main
+from data_io.cli import build_parser, main, parse_command_line
 from data_io.errors import OutputError
+from data_io.sampling.cli import main as sample_main
 from data_io.util.closed_stdout import EXIT_CLOSED_STDOUT, exit_quietly_on_closed_stdout
 from tests.conftest import EXAMPLE_ROWS
 
@@ -21,6 +22,28 @@ REPO = Path(__file__).resolve().parent.parent
 def test_every_stage_has_a_subcommand():
     choices = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
     assert {"clean", "train-tokenizer", "tokenize", "sample", "example"} <= set(choices)
+
+
+def test_positional_arguments_may_follow_options():
+    """argparse fills a list positional from the arguments before the first option only; the
+    command line reads the later ones too, in the order typed."""
+    args = parse_command_line(["prepare", "a.txt", "-o", "out", "b.txt", "--threads", "1", "c"])
+    assert args.inputs == ["a.txt", "b.txt", "c"] and args.threads == 1
+    args = parse_command_line(["sample", "epochs=2", "-q", "seed=3"])
+    assert args.overrides == ["epochs=2", "seed=3"] and args.quiet
+    args = parse_command_line(["loader-check", "c.toml", "data.seed=1", "--rank", "2", "data.x=3"])
+    assert args.overrides == ["data.seed=1", "data.x=3"] and args.rank == 2
+    # KempnerForge's dotted options still mix with them.
+    args = parse_command_line(["loader-check", "c.toml", "--data.a=1", "data.b=2"])
+    assert args.overrides == ["--data.a=1", "data.b=2"]
+    with pytest.raises(SystemExit):  # one positional too many is still argparse's error
+        parse_command_line(["inspect", "a", "--documents", "2", "b"])
+
+
+def test_sample_tokenized_reads_key_values_around_its_options(tmp_path: Path, capsys):
+    assert sample_main([f"tokenized_path={tmp_path / 'nowhere'}", "-q", "epochs=2"]) == 1
+    # Before: argparse's "unrecognized arguments: epochs=2" (exit 2); now the config's own check.
+    assert "nowhere' is not a directory" in capsys.readouterr().err
 
 
 def test_tokenize_prints_a_summary_and_is_incremental(

@@ -89,7 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--version", action="version", version=f"%(prog)s {__version__}",
         help="print the version and exit",
     )  # fmt: skip
-    args = parser.parse_args(argv)
+    # key=value arguments on either side of -q/--progress, as `data_io sample` reads them.
+    args = parser.parse_intermixed_args(argv)
     try:
         return _run(args)
     except DataIoError as exc:
