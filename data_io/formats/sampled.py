@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 
 from data_io.errors import InputError
+from data_io.formats.provenance import TOKENIZER_INFO
+from data_io.formats.shards import METADATA_FILES as SHARD_METADATA_FILES
 from data_io.formats.task_arrays import INDEX_NAMES
 
 __all__ = [
@@ -82,6 +84,22 @@ class EpochIndex:
         return int(self.inst_len.shape[0])
 
 
+def _what_folder_instead(folder: Path) -> str:
+    """What to do with a folder that has no sampled ``metadata.json``: another stage's output
+    is named, with the way to go on from it."""
+    if (folder / TOKENIZER_INFO).is_file():
+        return (
+            "this is a tokenized folder (`data_io tokenize`'s output), not a sampled one: sample "
+            f"it first (`data_io sample tokenized_path={folder}`) and load the sampled folder"
+        )
+    if any((folder / name).is_file() for name in SHARD_METADATA_FILES):
+        return (
+            "this is a flat-shard folder (`data_io prepare`'s or MyPT's), not a sampled one: "
+            "load its train/ or val/ shards with data_io.load.MemoryMappedDataset"
+        )
+    return f"the folder is not a complete sampled output ({_RESAMPLE})"
+
+
 def read_metadata(folder: Path) -> SampledMetadata:
     """Parse and check ``<folder>/metadata.json``."""
     path = folder / "metadata.json"
@@ -90,9 +108,7 @@ def read_metadata(folder: Path) -> SampledMetadata:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise InputError(
-            f"{path}: missing; the folder is not a complete sampled output ({_RESAMPLE})"
-        ) from None
+        raise InputError(f"{path}: missing; {_what_folder_instead(folder)}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not valid JSON ({exc}); {_RESAMPLE}") from None
     if not isinstance(raw, dict):

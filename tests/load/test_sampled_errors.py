@@ -45,8 +45,21 @@ def test_missing_things(tmp_path: Path, folder: Path) -> None:
     with pytest.raises(InputError, match=r"tokens\.npy: missing token pool"):
         SampledDataset(folder)
     (folder / "metadata.json").unlink()
-    with pytest.raises(InputError, match=r"metadata\.json: missing"):
+    with pytest.raises(InputError, match=r"metadata\.json: missing; the folder is not a complete"):
         SampledDataset(folder)
+
+
+def test_another_stages_folder_is_named_with_the_way_on(tmp_path: Path) -> None:
+    tokenized = tmp_path / "tokenized"
+    tokenized.mkdir()
+    (tokenized / "tokenizer_info.json").write_text("{}")
+    with pytest.raises(InputError, match=r"a tokenized folder .*`data_io sample tokenized_path="):
+        SampledDataset(tokenized)
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    (shards / "dataset_metadata.json").write_text("{}")
+    with pytest.raises(InputError, match=r"a flat-shard folder .*\.MemoryMappedDataset"):
+        SampledDataset(shards)
 
 
 @pytest.mark.parametrize(
