@@ -319,6 +319,7 @@ def exclusive(out: Path) -> Iterator[None]:
     """
     if out.exists() and not out.is_dir():
         raise OutputError(f"{out} is a file; pass a folder for the dataset")
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     fd = os.open(out, os.O_RDONLY)
     try:
@@ -329,6 +330,14 @@ def exclusive(out: Path) -> Iterator[None]:
                 f"{out}: another data_io prepare is writing into this folder; wait for it to "
                 "finish (or stop it) and run again"
             ) from None
-        yield
+        try:
+            yield
+        except BaseException:
+            # A run that failed before writing anything (a typo in an option, a missing
+            # input) leaves no empty folder of its own behind; one with a journal stays.
+            if created:
+                with contextlib.suppress(OSError):
+                    out.rmdir()  # only when empty
+            raise
     finally:
         os.close(fd)  # closing the descriptor releases the lock

@@ -41,6 +41,21 @@ def test_exclusive_releases_and_refuses_a_file(tmp_path: Path):
         pass
 
 
+def test_a_failed_run_leaves_no_empty_folder_of_its_own(small_tokenizer: Path, tmp_path: Path):
+    with pytest.raises(InputError, match="does not exist"):
+        run([tmp_path / "missing.txt"], tmp_path / "new", small_tokenizer)
+    assert not (tmp_path / "new").exists()
+    # A folder that was there before stays, and so does one the run wrote into.
+    (tmp_path / "mine").mkdir()
+    with pytest.raises(InputError, match="does not exist"):
+        run([tmp_path / "missing.txt"], tmp_path / "mine", small_tokenizer)
+    assert (tmp_path / "mine").is_dir()
+    with pytest.raises(RuntimeError), exclusive(tmp_path / "written"):
+        (tmp_path / "written" / ".prepare").mkdir()
+        raise RuntimeError("a run that failed after writing its journal")
+    assert (tmp_path / "written" / ".prepare").is_dir()
+
+
 def test_empty_files_in_a_folder_are_skipped(small_tokenizer: Path, tmp_path: Path):
     folder = tmp_path / "in"
     write_txt(folder / "a.txt", documents(40, seed=2))
