@@ -99,7 +99,7 @@ def parse_command_line(argv: list[str]) -> argparse.Namespace:
     """``argv`` as the command it names reads it (argparse's usage error and exit otherwise)."""
     parser = build_parser(argv)
     args, unknown = parser.parse_known_args(argv)
-    if any(not arg.startswith("-") for arg in unknown):
+    if "--" in unknown or any(not arg.startswith("-") for arg in unknown):
         args, unknown = _intermixed(parser, args, argv, unknown)
     if unknown:
         _take_dotted_overrides(parser, args, argv, unknown)

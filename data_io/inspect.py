@@ -155,24 +155,26 @@ def _inspect_prepared(folder: Path, documents: int, verify: bool) -> InspectRepo
         )
     rows = []
     exclusive = _eos_only_between_documents(folder, meta)
-    whole = {}
+    broken: set[Path] = set()
     for split in SPLITS:
         recorded = meta["splits"][split]
-        found_docs, whole[split] = _check_split(
+        found_docs, missed = _check_split(
             folder / split, recorded, dtype, fmt, eos, vocab, verify, report
         )
-        # With a shard missing or of the wrong size (a problem already reported) its EOS
-        # tokens were not counted: a count against the metadata would only repeat it.
+        broken |= missed
+        # With a shard missing or of the wrong size (a problem already reported) its EOS tokens
+        # were not counted: fewer than the documents only repeats that problem, but more than
+        # them (where text cannot hold the EOS) is one of its own.
         recorded_docs = recorded["documents"]
-        if whole[split] and (
-            found_docs < recorded_docs or (exclusive and found_docs > recorded_docs)
+        if (found_docs < recorded_docs and not missed) or (
+            exclusive and found_docs > recorded_docs
         ):
             report.problems.append(
                 f"{folder / split}: {found_docs} EOS tokens in the shards, the metadata records "
-                f"{recorded['documents']} documents (each ends with one); the shards were "
+                f"{recorded_docs} documents (each ends with one); the shards were "
                 "changed: re-prepare into a new folder"
             )
-        elif whole[split] and found_docs > recorded_docs:
+        elif found_docs > recorded_docs and not missed:
             report.facts[f"{split}_eos_inside_text"] = found_docs - recorded_docs
         rows.append(
             {
@@ -183,9 +185,10 @@ def _inspect_prepared(folder: Path, documents: int, verify: bool) -> InspectRepo
             }
         )
     report.tables["splits"] = rows
-    # Documents are decoded from the train shards only when they are all readable: a shard cut
-    # short fails the memory map, which is not the tokenizer's fault.
-    if documents and meta["splits"]["train"]["shards"] and whole["train"]:
+    train = meta["splits"]["train"]["shards"]
+    # Documents are decoded from the first train shard; one missing or cut short (reported
+    # above) fails the memory map, which is not the tokenizer's fault.
+    if documents and train and folder / "train" / train[0]["name"] not in broken:
         try:
             report.samples = _prepared_samples(folder, meta, documents)
         except Exception as err:  # tokenizers raises a bare Exception for a missing file
@@ -205,9 +208,10 @@ def _check_split(
     vocab: int,
     verify: bool,
     report: InspectReport,
-) -> tuple[int, bool]:
-    """Check one split's shards against the metadata; returns the EOS count found, and whether
-    every shard the metadata lists was there with its recorded size (else the count is partial)."""
+) -> tuple[int, set[Path]]:
+    """Check one split's shards against the metadata; returns the EOS count found, and the
+    shards the metadata lists that were missing or not of their recorded size (whose EOS
+    tokens the count leaves out)."""
 
     names = {s["name"] for s in recorded["shards"]}
     if folder.is_dir():
@@ -225,21 +229,21 @@ def _check_split(
                     )
                 report.problems.append(f"{path}: {advice}")
     eos_count = 0
-    whole = True
+    missed: set[Path] = set()
     for shard in recorded["shards"]:
         path = folder / shard["name"]
         header = len(npy_header(dtype, 0)) if fmt == "npy" else 0
         expected = header + shard["tokens"] * dtype.itemsize
         if not path.is_file():
             report.problems.append(f"{path}: missing; the metadata lists it")
-            whole = False
+            missed.add(path)
             continue
         if path.stat().st_size != expected:
             report.problems.append(
                 f"{path}: {path.stat().st_size} bytes, expected {expected} ({shard['tokens']} "
                 f"{dtype.name} tokens); the shard is truncated or was replaced"
             )
-            whole = False
+            missed.add(path)
             continue
         tokens = np.memmap(path, dtype=dtype, mode="r", offset=header, shape=(shard["tokens"],))
         digest = hashlib.sha256()
@@ -256,7 +260,7 @@ def _check_split(
             report.problems.append(
                 f"{path}: content differs from the recorded sha256; the shard was changed"
             )
-    return eos_count, whole
+    return eos_count, missed
 
 
 def _eos_only_between_documents(folder: Path, meta: dict[str, Any]) -> bool:

@@ -356,7 +356,7 @@ def compressed_parts() -> None:
     # Byte 1 at 1 modulo 8: one bzip2 stream of the text repeated past 210 kB, blocks of 100 kB.
     fox = b"The quick brown fox jumps over the lazy dog 0123456789\n"
     write("compressed_parts", "built_bzip2_one_stream", b"\x13\x01" + fox)
-    # A raw one-stream file of three blocks (bzip2 -1 of 304 kB), read on two lanes.
+    # A raw one-stream file of four blocks (bzip2 -1 of 304 kB), read on two lanes.
     write(
         "compressed_parts",
         "raw_blocks.bz2",

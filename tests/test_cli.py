@@ -36,6 +36,9 @@ def test_positional_arguments_may_follow_options():
     # KempnerForge's dotted options still mix with them.
     args = parse_command_line(["loader-check", "c.toml", "--data.a=1", "data.b=2"])
     assert args.overrides == ["--data.a=1", "data.b=2"]
+    # After `--`, a file name that starts with a dash is an input too.
+    args = parse_command_line(["prepare", "a.txt", "-o", "out", "--", "-b.txt", "c"])
+    assert args.inputs == ["a.txt", "-b.txt", "c"]
     with pytest.raises(SystemExit):  # one positional too many is still argparse's error
         parse_command_line(["inspect", "a", "--documents", "2", "b"])
 

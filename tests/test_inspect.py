@@ -79,6 +79,17 @@ def test_a_truncated_shard_is_the_one_problem_not_a_cascade(prepared: Path):
     assert "the shard is truncated or was replaced" in problems[0]
 
 
+def test_a_later_shard_missing_does_not_hide_a_missing_tokenizer(prepared: Path):
+    """Documents are decoded from the first train shard: only that one must be whole."""
+    shards = sorted((prepared / "train").glob("shard_*.bin"))
+    assert len(shards) >= 2
+    (prepared / "tokenizer.json").unlink()
+    shards[-1].unlink()
+    problems = inspect_path(prepared, documents=2).problems
+    assert any("cannot decode documents with the saved tokenizer" in p for p in problems)
+    assert any(f"{shards[-1].name}: missing" in p for p in problems)
+
+
 def test_a_whole_shard_with_an_eos_overwritten_is_counted(prepared: Path):
     """Sizes agree, so the EOS count is checked: one end of document gone is found."""
     meta = json.loads((prepared / "dataset_metadata.json").read_text())

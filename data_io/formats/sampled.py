@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,6 @@ import numpy as np
 
 from data_io.errors import InputError
 from data_io.formats.provenance import TOKENIZER_INFO
-from data_io.formats.shards import METADATA_FILES as SHARD_METADATA_FILES
 from data_io.formats.task_arrays import INDEX_NAMES
 
 __all__ = [
@@ -88,14 +88,21 @@ def _what_folder_instead(folder: Path) -> str:
     """What to do with a folder that has no sampled ``metadata.json``: another stage's output
     is named, with the way to go on from it."""
     if (folder / TOKENIZER_INFO).is_file():
+        command = shlex.quote(f"tokenized_path={folder}")
         return (
             "this is a tokenized folder (`data_io tokenize`'s output), not a sampled one: sample "
-            f"it first (`data_io sample tokenized_path={folder}`) and load the sampled folder"
+            f"it first (`data_io sample {command}`) and load the sampled folder"
         )
-    if any((folder / name).is_file() for name in SHARD_METADATA_FILES):
+    if (folder / "dataset_metadata.json").is_file():
         return (
             "this is a flat-shard folder (`data_io prepare`'s or MyPT's), not a sampled one: "
-            "load its train/ or val/ shards with data_io.load.MemoryMappedDataset"
+            "load its train/ or val/ shards with data_io.load.MemoryMappedDataset (with "
+            "file_pattern='*.bin' for prepare's .bin shards)"
+        )
+    if (folder / "metadata.yaml").is_file():
+        return (
+            "this is a flat-shard folder (tatm's layout), not a sampled one: load it with "
+            "data_io.load.MemoryMappedDataset"
         )
     return f"the folder is not a complete sampled output ({_RESAMPLE})"
 

@@ -48,13 +48,13 @@ class PrepareStage:
         out = Path(request["output"]).expanduser().resolve()
         # Local paths absolute (units run anywhere); anything else is a Hub id.
         inputs = [str(Path(p).resolve()) if Path(p).exists() else str(p) for p in request["inputs"]]
-        with exclusive(out):
+        with exclusive(out):  # (a refusal inside leaves no folder it made behind)
             plan = plan_run(inputs, out, **kwargs)
-        if plan.tok.kind == "char":
-            raise ConfigError(
-                "--tokenizer char builds its vocabulary from the inputs in their order, so its "
-                "units cannot run apart: prepare without --executor"
-            )
+            if plan.tok.kind == "char":
+                raise ConfigError(
+                    "--tokenizer char builds its vocabulary from the inputs in their order, so "
+                    "its units cannot run apart: prepare without --executor"
+                )
         units = []
         run_bytes = sum(source.size for source, _ in plan.new)
         for source, _ in plan.new:

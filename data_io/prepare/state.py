@@ -316,12 +316,21 @@ def exclusive(out: Path) -> Iterator[None]:
     """Hold ``out`` for one prepare run: a second run into the same folder (which would take
     the first one's journal for a crash and roll it back) is refused while the first lives.
     The lock is an advisory ``flock`` on the folder itself, released when the run ends or dies.
+    A run that fails before writing anything (a typo in an option, a missing input) removes
+    the folders it made, so that it leaves none behind; one that wrote its journal keeps them.
     """
     if out.exists() and not out.is_dir():
         raise OutputError(f"{out} is a file; pass a folder for the dataset")
-    created = not out.exists()
+    made = [folder for folder in (out, *out.parents) if not folder.exists()]  # deepest first
     out.mkdir(parents=True, exist_ok=True)
-    fd = os.open(out, os.O_RDONLY)
+    gone = OutputError(
+        f"{out}: another data_io prepare that failed as this one started removed the folder; "
+        "run again"
+    )
+    try:
+        fd = os.open(out, os.O_RDONLY)
+    except FileNotFoundError:
+        raise gone from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -330,14 +339,26 @@ def exclusive(out: Path) -> Iterator[None]:
                 f"{out}: another data_io prepare is writing into this folder; wait for it to "
                 "finish (or stop it) and run again"
             ) from None
+        # The lock is on the folder this run opened: that must still be the one at `out`.
+        if not _is_open_folder(out, fd):
+            raise gone
         try:
             yield
         except BaseException:
-            # A run that failed before writing anything (a typo in an option, a missing
-            # input) leaves no empty folder of its own behind; one with a journal stays.
-            if created:
-                with contextlib.suppress(OSError):
-                    out.rmdir()  # only when empty
+            for folder in made:
+                try:
+                    folder.rmdir()  # only when empty
+                except OSError:
+                    break
             raise
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def _is_open_folder(path: Path, fd: int) -> bool:
+    """Whether ``path`` is the folder open as ``fd`` (not removed, nor made again since)."""
+    try:
+        here, held = os.stat(path), os.fstat(fd)
+    except FileNotFoundError:
+        return False
+    return (here.st_dev, here.st_ino) == (held.st_dev, held.st_ino)

@@ -58,8 +58,13 @@ def test_another_stages_folder_is_named_with_the_way_on(tmp_path: Path) -> None:
     shards = tmp_path / "shards"
     shards.mkdir()
     (shards / "dataset_metadata.json").write_text("{}")
-    with pytest.raises(InputError, match=r"a flat-shard folder .*\.MemoryMappedDataset"):
+    with pytest.raises(InputError, match=r"flat-shard folder \(`data_io prepare`'s or MyPT's\)"):
         SampledDataset(shards)
+    tatm = tmp_path / "tatm"
+    tatm.mkdir()
+    (tatm / "metadata.yaml").write_text("dtype: uint16\n")
+    with pytest.raises(InputError, match=r"flat-shard folder \(tatm's layout\)"):
+        SampledDataset(tatm)
 
 
 @pytest.mark.parametrize(

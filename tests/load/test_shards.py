@@ -276,6 +276,9 @@ def test_missing_folder_and_no_files(tmp_path: Path) -> None:
     write_npy(tmp_path / "d", {"a.npy": [1, 2, 3]}, "uint16")
     with pytest.raises(InputError, match=r"/d: no files match '\*\.bin'; it holds \.npy shards"):
         MemoryMappedDataset(tmp_path / "d", 2, file_pattern="*.bin")
+    # The pattern's own stem with the other suffix: not another set of shards.
+    with pytest.raises(InputError, match=r"or point data_dir at the folder that holds them"):
+        MemoryMappedDataset(tmp_path / "d", 2, file_pattern="train_*.bin")
     # A prepare output's root: its shards are in the split folders, which the message names.
     (tmp_path / "out" / "train").mkdir(parents=True)
     (tmp_path / "out" / "val").mkdir()

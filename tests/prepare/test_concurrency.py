@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from data_io.errors import InputError, OutputError
-from data_io.prepare.state import exclusive
+from data_io.prepare.state import _is_open_folder, exclusive
 from tests.prepare.helpers import documents, read_split, write_txt
 from tests.prepare.test_api import run
 
@@ -50,10 +50,30 @@ def test_a_failed_run_leaves_no_empty_folder_of_its_own(small_tokenizer: Path, t
     with pytest.raises(InputError, match="does not exist"):
         run([tmp_path / "missing.txt"], tmp_path / "mine", small_tokenizer)
     assert (tmp_path / "mine").is_dir()
+    # Every folder it made, not only the last.
+    with pytest.raises(InputError, match="does not exist"):
+        run([tmp_path / "missing.txt"], tmp_path / "a" / "b" / "c", small_tokenizer)
+    assert not (tmp_path / "a").exists()
     with pytest.raises(RuntimeError), exclusive(tmp_path / "written"):
         (tmp_path / "written" / ".prepare").mkdir()
         raise RuntimeError("a run that failed after writing its journal")
     assert (tmp_path / "written" / ".prepare").is_dir()
+
+
+def test_a_folder_removed_or_made_again_under_the_lock_is_not_held(tmp_path: Path):
+    """Two runs into one new folder: if one fails and removes it between the other's mkdir and
+    its lock, the other refuses (its lock would be on a folder no longer at the path)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    fd = os.open(out, os.O_RDONLY)
+    try:
+        assert _is_open_folder(out, fd)
+        out.rmdir()
+        assert not _is_open_folder(out, fd)
+        out.mkdir()
+        assert not _is_open_folder(out, fd)
+    finally:
+        os.close(fd)
 
 
 def test_empty_files_in_a_folder_are_skipped(small_tokenizer: Path, tmp_path: Path):

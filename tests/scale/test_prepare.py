@@ -113,6 +113,7 @@ def test_the_char_tokenizer_is_refused_with_the_reason(tmp_path: Path) -> None:
             ExecutorSettings(),
             progress=False,
         )
+    assert not (tmp_path / "out").exists()  # the refused plan leaves no folder behind
 
 
 @pytest.mark.parametrize("mode", ["near", "line"])

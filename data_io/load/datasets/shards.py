@@ -106,16 +106,21 @@ def honour_declared(name: str, given: int | None, declared: Declared | None) -> 
     )
 
 
-def _where_shards_are(data_dir: Path) -> str:
-    """What to pass instead, from what ``data_dir`` holds: its own shards of the other suffix,
-    or the split folders of a prepare output (``train/``, ``val/``)."""
-    for suffix in _SUFFIXES:
-        if next(data_dir.glob(f"*{suffix}"), None) is not None:
-            return f"it holds {suffix} shards: pass file_pattern='*{suffix}'"
+def _where_shards_are(data_dir: Path, file_pattern: str) -> str:
+    """What to pass instead, from what ``data_dir`` holds: shards that the pattern with the
+    other suffix matches, or the split folders of a prepare output (``train/``, ``val/``)."""
+    for suffix, other in ((".npy", ".bin"), (".bin", ".npy")):
+        if file_pattern.endswith(suffix):
+            swapped = file_pattern[: -len(suffix)] + other
+            if next(data_dir.glob(swapped), None) is not None:
+                return f"it holds {other} shards: pass file_pattern={swapped!r}"
     splits = [name for name in ("train", "val") if (data_dir / name).is_dir()]
     if splits:
         where = " or ".join(str(data_dir / name) for name in splits)
-        return f"the shards are in its split folders: pass data_dir={where}"
+        return (
+            f"the shards are in its split folders: pass data_dir={where} (with "
+            "file_pattern='*.bin' for prepare's .bin shards)"
+        )
     return (
         "pass file_pattern='*.bin' for raw shards or point data_dir at the folder that holds them"
     )
@@ -131,7 +136,7 @@ def _list_shards(data_dir: Path, file_pattern: str) -> list[Path]:
     files = sorted(data_dir.glob(file_pattern), key=str)
     if not files:
         raise InputError(
-            f"{data_dir}: no files match {file_pattern!r}; {_where_shards_are(data_dir)}"
+            f"{data_dir}: no files match {file_pattern!r}; {_where_shards_are(data_dir, file_pattern)}"
         )
     odd = [p.name for p in files if p.suffix not in _SUFFIXES]
     if odd:

@@ -12,9 +12,12 @@
 //! false marker that passes (a block's used-bytes map is spelled by which byte values its text
 //! holds, so text can spell one: the tests' `spelling_a_false_marker`) adds a false CRC to its
 //! stream's, so a walk from the stream's header (`scanned`) finds the folded CRCs wrong and the
-//! file is read whole by the stock decoder, right. Only a marker made to pass that too (its 32
-//! CRC bits chosen against the stream's) cuts a block in two; the halves then fail to decode (a
-//! wrong Huffman code, or the block's or the remade stream's CRC): an error, never a wrong text.
+//! file is read whole by the stock decoder, right. Only a marker that passes that too (its 32
+//! CRC bits chosen against the stream's, or by chance one time in 2^32) cuts a block in two;
+//! the halves then fail to decode (a wrong Huffman code, or the block's or the remade stream's
+//! CRC, which folds in the false one): an error, never a wrong text. A walk that starts inside a
+//! stream (a unit's range, the part for the rest of a file) folds no CRC: it relies on the walk
+//! from the file's start that planned the ranges.
 
 use std::sync::OnceLock;
 

@@ -326,7 +326,7 @@ mod tests {
     }
 
     #[test]
-    fn a_false_marker_by_chance_is_caught_by_the_streams_crc_and_the_file_reads_whole() {
+    fn a_false_block_magic_in_a_block_is_caught_by_the_streams_crc_and_the_file_reads_whole() {
         let (plain, false_crc) = spelling_a_false_marker(350_000);
         let bytes = bz2(&plain, 1);
         // The first block's magic starts after the stream's header (32 bits); its used-bytes
