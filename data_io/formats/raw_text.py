@@ -219,11 +219,7 @@ def _folder_sources(folder: Path, skipped: list[str], options: ReadOptions) -> l
     if any((folder / marker).exists() for marker in _DATASETS_MARKERS):
         return [_datasets_source(str(folder), options)]
     found: list[Source] = []
-    depth = len(folder.parts)
-    for path in sorted(folder.rglob("*")):
-        relative = path.parts[depth:]
-        if any(part.startswith(".") for part in relative) or path.is_dir():
-            continue
+    for path in _walk(folder, skipped):
         if not path.is_file():  # listed, so that nothing is left out without a word
             why = "a broken link" if path.is_symlink() else "not a regular file"
             skipped.append(f"{path} ({why})")
@@ -238,6 +234,41 @@ def _folder_sources(folder: Path, skipped: list[str], options: ReadOptions) -> l
             f"{folder}: the folder holds no input files ({_SUPPORTED}); pass a folder with text"
         )
     return found
+
+
+def _walk(folder: Path, skipped: list[str]) -> list[Path]:
+    """Every entry under ``folder`` that is not a folder, sorted by path. A linked folder is
+    walked where it really is (so that a file reached twice is known by its real path), each
+    folder once; a hidden file or folder (its name starts with ".") is left out. What is left
+    out is listed in ``skipped`` with its reason."""
+    entries: list[Path] = []
+    walked: set[tuple[int, int]] = set()
+
+    def visit(directory: Path) -> None:
+        status = directory.stat()
+        walked.add((status.st_dev, status.st_ino))
+        try:
+            listed = sorted(os.scandir(directory), key=lambda entry: entry.name)
+        except OSError as err:
+            skipped.append(f"{directory} (cannot be listed: {err.strerror or err})")
+            return
+        for entry in listed:
+            path = Path(entry.path)
+            is_dir = entry.is_dir()  # through a link too
+            if entry.name.startswith("."):
+                skipped.append(f"{path} (hidden {'folder' if is_dir else 'file'}, not read)")
+            elif not is_dir:
+                entries.append(path)
+            else:
+                real = path.resolve() if entry.is_symlink() else path
+                status = real.stat()
+                if (status.st_dev, status.st_ino) in walked:
+                    skipped.append(f"{path} (a folder reached again through a link, read once)")
+                else:
+                    visit(real)
+
+    visit(folder)
+    return sorted(entries)
 
 
 def _datasets_source(name: str, options: ReadOptions) -> Source:

@@ -240,7 +240,31 @@ def test_folders_are_walked_recursively_in_sorted_order(tmp_path: Path):
         "a/z/2.txt",
         "b/1.txt",
     ]
-    assert skipped == [f"{tmp_path / 'a' / 'README.md'} (not a type prepare reads)"]
+    assert skipped == [
+        f"{tmp_path / '.hidden'} (hidden folder, not read)",
+        f"{tmp_path / 'a' / 'README.md'} (not a type prepare reads)",
+    ]
+
+
+def test_linked_folders_are_walked_once_and_hidden_files_listed(tmp_path: Path):
+    """A folder reached through a link is read (as `tokenize` reads it), once, and nothing a
+    walk leaves out goes unlisted: hidden files, a second way to a folder, a link back up."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "a.txt").write_text("linked document")
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    (inputs / "b.txt").write_text("plain document")
+    (inputs / ".notes.txt").write_text("hidden")
+    (inputs / "linked").symlink_to(tmp_path / "real")
+    (inputs / "linked_again").symlink_to(tmp_path / "real")
+    (inputs / "up").symlink_to(inputs)
+    sources, skipped = expand_inputs([inputs], ReadOptions())
+    assert [s.name for s in sources] == [str(inputs / "b.txt"), str(tmp_path / "real" / "a.txt")]
+    assert skipped == [
+        f"{inputs / '.notes.txt'} (hidden file, not read)",
+        f"{inputs / 'linked_again'} (a folder reached again through a link, read once)",
+        f"{inputs / 'up'} (a folder reached again through a link, read once)",
+    ]
 
 
 def test_broken_links_and_fifos_in_a_folder_are_listed_as_skipped(tmp_path: Path):
