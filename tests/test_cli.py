@@ -43,6 +43,16 @@ def test_positional_arguments_may_follow_options():
         parse_command_line(["inspect", "a", "--documents", "2", "b"])
 
 
+@pytest.mark.parametrize(
+    ("option", "value"), [("--workers", "0"), ("--threads-per-unit", "0"), ("--unit-mb", "-5")]
+)
+def test_scale_out_counts_below_one_are_refused(option: str, value: str, capsys):
+    """0 was taken for "the default" (workers, threads) or "do not cut" (unit size)."""
+    with pytest.raises(SystemExit):
+        parse_command_line(["prepare", "a.txt", "-o", "out", "--executor", "local", option, value])
+    assert f"argument {option}: must be" in capsys.readouterr().err
+
+
 def test_sample_tokenized_reads_key_values_around_its_options(tmp_path: Path, capsys):
     assert sample_main([f"tokenized_path={tmp_path / 'nowhere'}", "-q", "epochs=2"]) == 1
     # Before: argparse's "unrecognized arguments: epochs=2" (exit 2); now the config's own check.

@@ -38,6 +38,7 @@ from data_io.prepare.normalize import CleanOptions, CleanStats
 from data_io.prepare.progress import ProgressBar
 from data_io.prepare.split import is_val
 from data_io.prepare.tokenizers import PrepTokenizer
+from data_io.util.threads import checked_threads
 
 __all__ = [
     "ShardSink",
@@ -463,12 +464,8 @@ def check_dtype(
 
 
 def check_threads(threads: object) -> int | None:
-    """``threads`` if it is None or an integer >= 1; a ConfigError otherwise."""
-    if threads is not None and (
-        isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
-    ):
-        raise ConfigError(f"threads must be an integer >= 1, got {threads!r}")
-    return threads
+    """``threads`` if it is None or an integer from 1 to a few a core; a ConfigError otherwise."""
+    return checked_threads(threads)
 
 
 @contextlib.contextmanager

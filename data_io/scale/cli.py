@@ -16,6 +16,7 @@ from data_io.scale.run import EXECUTORS, ExecutorSettings, Outcome, resume, run_
 from data_io.scale.status import describe, status
 from data_io.scale.units import run_unit
 from data_io.stage import DEFAULT_UNIT_MB, load_stage
+from data_io.util.args import positive_int, positive_number
 
 
 def add_executor_arguments(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
@@ -31,20 +32,20 @@ def add_executor_arguments(parser: argparse.ArgumentParser, *, required: bool = 
     )
     group.add_argument(
         "--workers",
-        type=int,
+        type=positive_int,
         default=None,
         help="local: worker processes (default: one per 4 cores, at least 1)",
     )
     group.add_argument(
         "--threads-per-unit",
-        type=int,
+        type=positive_int,
         default=None,
         help="encoder threads of each unit (default: cores / workers locally, 1 "
         "on Ray; Slurm: --cpus-per-task)",
     )
     group.add_argument(
         "--unit-mb",
-        type=float,
+        type=positive_number,
         default=DEFAULT_UNIT_MB,
         help="input per unit; bigger files are cut (default: %(default)s)",
     )

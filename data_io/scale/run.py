@@ -39,6 +39,9 @@ class ExecutorSettings:
             raise ConfigError(f"executor {self.kind!r} is not one of {', '.join(EXECUTORS)}")
         if self.workers < 1:
             raise ConfigError(f"workers must be at least 1, not {self.workers}")
+        # At least 1 here; the most a unit can use is checked where it runs (its own cores).
+        if self.threads_per_unit is not None and self.threads_per_unit < 1:
+            raise ConfigError(f"threads_per_unit must be at least 1, not {self.threads_per_unit}")
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> ExecutorSettings:

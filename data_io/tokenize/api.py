@@ -14,6 +14,7 @@ from pathlib import Path
 from data_io.errors import ConfigError
 from data_io.tokenize.result import TokenizeResult
 from data_io.tokenizer.files import resolve_tokenizer
+from data_io.util.threads import checked_threads
 
 DEFAULT_TOKENIZER = "trained_tokenizers/bpe/tokenizer.json"
 DEFAULT_BOQ = "<|im_start|>"
@@ -120,8 +121,7 @@ def tokenize_options(
         raise ConfigError(f"on_error must be 'fail' or 'skip', not {on_error!r}")
     if token_dtype not in ("uint32", "auto"):
         raise ConfigError(f"token_dtype must be 'uint32' or 'auto', not {token_dtype!r}")
-    if threads is not None and threads < 1:
-        raise ConfigError(f"threads must be at least 1, not {threads}")
+    checked_threads(threads)
     if batch_rows < 1:
         raise ConfigError(f"batch_rows must be at least 1, not {batch_rows}")
     mapping = DEFAULT_CONDITIONS if conditions is None else dict(conditions)

@@ -21,6 +21,7 @@ from data_io.errors import ConfigError
 from data_io.formats.prefix_config import load_prefix_config
 from data_io.formats.raw_text import ReadOptions
 from data_io.util.fs import write_json_atomic
+from data_io.util.threads import checked_threads
 
 DEFAULT_VOCAB_SIZE = 65536
 DEFAULT_TRUNCATE_LEN = 10_000
@@ -248,9 +249,10 @@ def core_options(
             "--counts, --count-memory and scale-out counting belong to the rust trainer; "
             "drop them or use --trainer rust"
         )
-    for name in ("truncate_len", "limit_mul_factor"):
+    for name in ("truncate_len", "limit_mul_factor", "vocab_size"):
         if given[name] < 1:
             raise ConfigError(f"{name} must be at least 1, not {given[name]}")
+    checked_threads(given["threads"])
     if given["seed"] < 0:
         raise ConfigError(f"seed must be non-negative, not {given['seed']}")
     if given["count_memory"] is not None and given["count_memory"] < 1:

@@ -34,3 +34,25 @@ def memory_size(text: str) -> int:
     if size < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: a memory size must be at least one byte")
     return size
+
+
+def positive_int(text: str) -> int:
+    """An integer of at least 1, for argparse's ``type=`` (0 is not taken for "the default")."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def positive_number(text: str) -> float:
+    """A number above 0, for argparse's ``type=``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
+    return value

@@ -136,6 +136,15 @@ def test_bad_options_and_bad_rows(tmp_path: Path):
         train_tokenizer(
             [EXAMPLE_ROWS], tmp_path / "t" / "tok.txt", prefix_config=None, progress=False
         )
+    # Refused in Python's words, not as the Rust options' "expected usize at line 1 column N".
+    for bad, message in (
+        ({"threads": -3}, r"threads must be an integer >= 1, got -3"),
+        ({"threads": 0}, r"threads must be an integer >= 1, got 0"),
+        ({"threads": 10**6}, r"threads=1000000 is more than this machine can use"),
+        ({"vocab_size": -5}, r"vocab_size must be at least 1, not -5"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            train_tokenizer([EXAMPLE_ROWS], out, prefix_config=None, progress=False, **bad)
     with pytest.raises(ConfigError, match="twice"):
         train_tokenizer(
             [EXAMPLE_ROWS], out, special_tokens=["<a>", "<a>"], prefix_config=None, progress=False
