@@ -178,6 +178,10 @@ class Declarations:
     vocab_size: Declared | None = None
     # shard file name -> sha256 of its token bytes, for the shards of this folder
     sha256: dict[str, str] = field(default_factory=dict)
+    # ``data_io prepare``'s list of this split folder's shards (file name -> tokens), and the
+    # file that lists them: the shards a loader must find, each of its recorded length.
+    shard_tokens: dict[str, int] = field(default_factory=dict)
+    listed_by: Path | None = None
 
 
 _EOS_KEYS = ("eos_id", "eos_token_id")
@@ -216,12 +220,30 @@ def _shard_hashes(folder: Path, path: Path, content: dict[str, Any]) -> dict[str
     }
 
 
+def _shard_tokens(folder: Path, path: Path, content: dict[str, Any]) -> dict[str, int]:
+    """``data_io prepare``'s token count of each shard of the split folder ``folder``."""
+    splits = content.get("splits")
+    split = splits.get(folder.name) if isinstance(splits, dict) and path.parent != folder else None
+    if not isinstance(split, dict) or not isinstance(split.get("shards"), list):
+        return {}
+    return {
+        shard["name"]: shard["tokens"]
+        for shard in split["shards"]
+        if isinstance(shard, dict)
+        and isinstance(shard.get("name"), str)
+        and isinstance(shard.get("tokens"), int)
+        and not isinstance(shard.get("tokens"), bool)
+    }
+
+
 def read_declarations(folder: Path) -> Declarations:
     """The EOS id, vocabulary size and shard hashes the metadata files of ``folder`` (or, when
     it has none, of its parent) declare. Two files that declare different values are an error."""
     eos: Declared | None = None
     vocab: Declared | None = None
     hashes: dict[str, str] = {}
+    tokens: dict[str, int] = {}
+    listed_by: Path | None = None
     for path in _candidates(folder):
         content = _parse(path)
         if not isinstance(content, dict):
@@ -247,4 +269,7 @@ def read_declarations(folder: Path) -> Declarations:
                 vocab = value
         if path.suffix == ".json":
             hashes.update(_shard_hashes(folder, path, content))
-    return Declarations(eos, vocab, hashes)
+            listed = _shard_tokens(folder, path, content)
+            if listed:
+                tokens, listed_by = listed, path
+    return Declarations(eos, vocab, hashes, tokens, listed_by)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,8 @@ from torch.utils.data import DataLoader
 from data_io.errors import ConfigError, InputError
 from data_io.load import MemoryMappedDataset
 from data_io.load.datasets.shards import pack_window
+from tests.prepare.helpers import documents, write_txt
+from tests.prepare.test_api import run
 
 EOS = 7
 
@@ -473,3 +476,39 @@ def test_home_is_expanded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("HOME", str(tmp_path))
     write_npy(tmp_path / "shards", {"a.npy": list(range(10))}, "uint16")
     assert len(MemoryMappedDataset("~/shards", 5)) == 2
+
+
+def test_a_prepared_split_is_read_only_as_its_metadata_lists_it(
+    small_tokenizer: Path, tmp_path: Path
+) -> None:
+    """A stray file, a shard cut short by whole tokens (which no size check sees) and a missing
+    shard are refused against prepare's list; a shard the pattern leaves out is the caller's."""
+    write_txt(tmp_path / "in" / "a.txt", documents(80, seed=3))
+    run([tmp_path / "in"], tmp_path / "out", small_tokenizer, val_fraction=0.0)
+    train = tmp_path / "out" / "train"
+    shards = sorted(train.glob("*.bin"))
+    assert len(shards) >= 2
+    whole = MemoryMappedDataset(train, 8, file_pattern="*.bin")
+
+    def variant(name: str) -> Path:
+        copy = tmp_path / name
+        shutil.copytree(tmp_path / "out", copy)
+        return copy / "train"
+
+    stray = variant("stray")
+    shutil.copy(stray / shards[0].name, stray / "shard_99999.bin")
+    with pytest.raises(InputError, match=r"shard_99999\.bin: a file .*dataset_metadata\.json"):
+        MemoryMappedDataset(stray, 8, file_pattern="*.bin")
+    cut = variant("cut")
+    data = (cut / shards[0].name).read_bytes()
+    meta = json.loads((tmp_path / "out" / "dataset_metadata.json").read_text())
+    (cut / shards[0].name).write_bytes(data[: len(data) - 8 * np.dtype(meta["dtype"]).itemsize])
+    with pytest.raises(InputError, match=r"tokens, .* records .*cut short or replaced"):
+        MemoryMappedDataset(cut, 8, file_pattern="*.bin")
+    gone = variant("gone")
+    (gone / shards[-1].name).unlink()
+    with pytest.raises(InputError, match=rf"{shards[-1].name}: missing \(1 of the"):
+        MemoryMappedDataset(gone, 8, file_pattern="*.bin")
+    # The first shard alone, by the caller's choice: read as it is.
+    first = MemoryMappedDataset(train, 8, file_pattern=shards[0].name)
+    assert 0 < len(first) < len(whole)

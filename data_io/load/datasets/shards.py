@@ -126,6 +126,35 @@ def _where_shards_are(data_dir: Path, file_pattern: str) -> str:
     )
 
 
+def _check_listed(data_dir: Path, shards: list[_Shard], declared: Declarations) -> None:
+    """The shards found against the list ``data_io prepare`` wrote beside them, when there is
+    one: a file it does not list (a stray copy, another run's shard) would be read as data, a
+    listed one missing or of another length silently drops tokens. A listed shard that the
+    caller's pattern leaves out, but which is there, is the caller's choice."""
+    listed, by = declared.shard_tokens, declared.listed_by
+    if not listed:
+        return
+    fix = "restore the folder as prepare wrote it, or prepare it again into a new folder"
+    for shard in shards:
+        recorded = listed.get(shard.path.name)
+        if recorded is None:
+            raise InputError(
+                f"{shard.path}: a file {by} does not list (prepare did not write it, and it "
+                "would be read as data); move it out of the shard folder"
+            )
+        if shard.tokens != recorded:
+            raise InputError(
+                f"{shard.path}: {shard.tokens} tokens, {by} records {recorded}; the shard was "
+                f"cut short or replaced: {fix}"
+            )
+    missing = [name for name in listed if not (data_dir / name).exists()]
+    if missing:
+        raise InputError(
+            f"{data_dir / missing[0]}: missing ({len(missing)} of the {len(listed)} shards {by} "
+            f"lists are); {fix}"
+        )
+
+
 def _list_shards(data_dir: Path, file_pattern: str) -> list[Path]:
     """The shard files of ``data_dir`` matching ``file_pattern``, sorted by name."""
     if not data_dir.is_dir():
@@ -298,6 +327,7 @@ class MemoryMappedDataset(MapDatasetState, Dataset):
         self._shards = _inspect(
             self.data_dir, _list_shards(self.data_dir, file_pattern), dtype, dtype_key
         )
+        _check_listed(self.data_dir, self._shards, self.declared)
         counts = np.array([s.tokens // self.seq_len for s in self._shards], dtype=np.int64)
         self._starts = np.concatenate(([0], np.cumsum(counts)))  # first window of each shard
         if self._starts[-1] == 0:
