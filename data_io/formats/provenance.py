@@ -19,10 +19,10 @@ The rule (:func:`check_provenance`):
 - a task the tokenizer had moved aside (``.data_io-old-<task>-<pid>``) but not replaced is
   missing: the run was interrupted. Its ``.data_io-tmp-*`` folders are only noted.
 
-A damaged task (arrays edited or cut short after tokenizing) is not fixed by re-running the
-tokenizer: its cache keys on the source and the options, not on the arrays, and keeps the
-folder. Every message about one therefore says to delete the folder first
-(:func:`damaged_task_advice`).
+A damaged task is redone by re-running the tokenizer when its arrays' headers show it (a file
+missing, cut short, or of another length than the task's record): the tokenizer checks them.
+Arrays edited in place keep their headers, and its cache (keyed on the source and the options)
+keeps the folder: every message about a damaged task says both (:func:`damaged_task_advice`).
 
 Only small files are read (the JSON files and the ``.npy`` headers), so consumers call it
 before anything else.
@@ -123,9 +123,10 @@ def _count(value: object) -> int | None:
 def damaged_task_advice(folder: Path, repair: str) -> str:
     """How to repair a damaged task: the tokenizer alone would keep it (see the module doc)."""
     return (
-        f"The tokenizer's cache does not notice arrays that were changed after tokenizing, so "
-        f"re-running it alone keeps this folder: delete {folder} and re-run `{repair}` (it "
-        f"re-tokenizes only the missing task), then sample again."
+        f"Re-running the tokenizer redoes a task whose arrays are missing, cut short or of "
+        f"another length than its record says (it reads their headers); arrays edited in place "
+        f"keep their headers, and it keeps them too: delete {folder} and re-run `{repair}` (it "
+        "re-tokenizes only that task), then sample again."
     )
 
 
