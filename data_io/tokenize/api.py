@@ -11,7 +11,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from data_io.errors import ConfigError
+from data_io.errors import ConfigError, OutputError
 from data_io.tokenize.result import TokenizeResult
 from data_io.tokenizer.files import resolve_tokenizer
 from data_io.util.threads import checked_threads
@@ -99,6 +99,26 @@ def tokenize(
     return result
 
 
+# A top-level file another stage writes into its output folder, and that stage's name: tokenize
+# leaves foreign entries of its output alone (a user's notes), but tasks written beside another
+# stage's output would mix two datasets in one folder.
+_OTHER_STAGES_FILES = {"dataset_metadata.json": "`data_io prepare`'s shards"}
+
+
+def _not_another_stages_output(output: Path) -> None:
+    for name, what in _OTHER_STAGES_FILES.items():
+        if (output / name).is_file():
+            raise OutputError(
+                f"{output} holds {what} ({name}); tokenize into another folder (a new one, or "
+                "one an earlier `data_io tokenize` wrote)"
+            )
+    if (output / "metadata.json").is_file() and (output / "epoch_0").is_dir():
+        raise OutputError(
+            f"{output} is a sampled folder (`data_io sample`'s output); tokenize into another "
+            "folder (a new one, or one an earlier `data_io tokenize` wrote)"
+        )
+
+
 def tokenize_options(
     inputs: Sequence[str | Path],
     output: str | Path,
@@ -122,6 +142,7 @@ def tokenize_options(
     if token_dtype not in ("uint32", "auto"):
         raise ConfigError(f"token_dtype must be 'uint32' or 'auto', not {token_dtype!r}")
     checked_threads(threads)
+    _not_another_stages_output(Path(output))
     if batch_rows < 1:
         raise ConfigError(f"batch_rows must be at least 1, not {batch_rows}")
     mapping = DEFAULT_CONDITIONS if conditions is None else dict(conditions)

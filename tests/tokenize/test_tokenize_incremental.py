@@ -240,3 +240,24 @@ def test_outputs_are_loadable_by_numpy_memmap(
     run(rows_dir, tmp_path / "out", small_tokenizer)
     tokens = np.load(tmp_path / "out" / "data__arithmetic.jsonl" / "tokens.npy", mmap_mode="r")
     assert tokens.shape[0] == task_metadata(tmp_path / "out" / "data__arithmetic.jsonl")["tokens"]
+
+
+@pytest.mark.parametrize(
+    ("marker", "message"),
+    [
+        ("dataset_metadata.json", r"holds `data_io prepare`'s shards \(dataset_metadata\.json\)"),
+        ("metadata.json", r"is a sampled folder"),
+    ],
+)
+def test_another_stages_output_folder_is_refused_and_left_as_it_was(
+    rows_dir: Path, small_tokenizer: Path, tmp_path: Path, marker: str, message: str
+):
+    """Notes beside the tasks are left alone; another stage's whole output is not a place for
+    tasks (its loader would then find two datasets in one folder)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / marker).write_text("{}")
+    (out / "epoch_0").mkdir()
+    with pytest.raises(OutputError, match=message):
+        run(rows_dir, out, small_tokenizer)
+    assert sorted(p.name for p in out.iterdir()) == sorted([marker, "epoch_0"])
