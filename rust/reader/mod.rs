@@ -320,14 +320,40 @@ fn discover(root: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
         .into_iter()
         .filter_entry(|e| !is_hidden(e))
     {
-        let entry = entry.map_err(|e| {
-            Error::Config(format!("cannot list input folder {}: {e}", root.display()))
-        })?;
+        let entry = entry.map_err(|e| walk_error(root, &e))?;
         if entry.file_type().is_file() {
             sort(entry.into_path());
         }
     }
     Ok((files, skipped))
+}
+
+/// A failed step of the walk of `root`, said with what to do: a link that goes nowhere or back
+/// up into the folder it is in is named as such (the walk follows links), anything else as the
+/// system's error.
+fn walk_error(root: &Path, error: &walkdir::Error) -> Error {
+    let path = error.path().unwrap_or(root);
+    let why = if let Some(ancestor) = error.loop_ancestor() {
+        format!(
+            "{} links back to {}, a folder it is in (the walk follows links); remove the link",
+            path.display(),
+            ancestor.display()
+        )
+    } else if path.is_symlink() && !path.exists() {
+        let target =
+            std::fs::read_link(path).map_or_else(|_| "?".into(), |t| t.display().to_string());
+        format!(
+            "{} is a broken link (to {target}, which does not exist); remove it or point it at a \
+             file",
+            path.display()
+        )
+    } else {
+        error.to_string()
+    };
+    Error::Config(format!(
+        "cannot list input folder {}: {why}",
+        root.display()
+    ))
 }
 
 /// `root` made absolute with links resolved; a missing root is a configuration error.
@@ -501,6 +527,33 @@ mod tests {
         ] {
             assert_eq!(of(other), None, "{other}");
         }
+    }
+
+    #[test]
+    fn a_broken_link_or_a_link_loop_in_an_input_folder_is_named_with_the_fix() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        std::fs::write(root.join("a.jsonl"), "{}\n").expect("written");
+        std::os::unix::fs::symlink(root.join("gone.jsonl"), root.join("broken.jsonl"))
+            .expect("link");
+        let error = task_files(&[root.to_path_buf()]).expect_err("a broken link");
+        let message = error.to_string();
+        assert!(
+            message.contains("broken.jsonl is a broken link"),
+            "{message}"
+        );
+        assert!(
+            message.contains("remove it or point it at a file"),
+            "{message}"
+        );
+        std::fs::remove_file(root.join("broken.jsonl")).expect("removed");
+        std::fs::create_dir(root.join("sub")).expect("folder");
+        std::os::unix::fs::symlink(root, root.join("sub").join("up")).expect("link");
+        let message = task_files(&[root.to_path_buf()])
+            .expect_err("a loop")
+            .to_string();
+        assert!(message.contains("up links back to"), "{message}");
+        assert!(message.contains("remove the link"), "{message}");
     }
 
     #[test]
