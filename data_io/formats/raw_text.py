@@ -415,7 +415,9 @@ def parquet_batches(
                 reported = done
             yield row, batch.column(0)
             row += batch.num_rows
-    except pa.ArrowException as err:
+    # A damaged page can come as pyarrow's OSError ("Invalid BYTE_ARRAY value"), not only as
+    # an ArrowException: both name the file and the rows.
+    except (pa.ArrowException, OSError) as err:
         raise _unreadable_rows(source, row, err) from err
     if progress is not None and size > reported:
         progress(size - reported)

@@ -165,6 +165,18 @@ def test_parquet_without_the_column_or_with_another_type(tmp_path: Path):
         read_all(path)
 
 
+def test_a_damaged_parquet_page_names_the_file_and_the_rows(tmp_path: Path):
+    """pyarrow raises some damage as OSError ("Invalid BYTE_ARRAY value"), not ArrowException."""
+    path = tmp_path / "a.parquet"
+    texts = [f"parquet document number {i} with some words" for i in range(3000)]
+    pq.write_table(pa.table({"text": texts}), path, row_group_size=500, compression="none")
+    data = bytearray(path.read_bytes())
+    data[len(data) // 3 : len(data) // 3 + 64] = b"\xff" * 64
+    path.write_bytes(bytes(data))
+    with pytest.raises(InputError, match=r"a\.parquet: cannot read rows after row \d+ \("):
+        read_all(path)
+
+
 def test_parquet_rows_are_numbered_across_batches_and_row_groups(tmp_path: Path):
     path = tmp_path / "a.parquet"
     texts: list[str | None] = [f"row {i} é" for i in range(2 * 2048 + 10)]
