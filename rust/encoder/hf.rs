@@ -29,7 +29,10 @@ impl HfEncoder {
         let loaded = std::panic::catch_unwind(|| Tokenizer::from_str(json)).unwrap_or_else(|_| {
             Err("the tokenizers library failed on it (invalid JSON in its decoder?)".into())
         });
-        let mut tokenizer = loaded.map_err(|e| cannot_load(path, e))?;
+        let mut tokenizer = loaded.map_err(|e| match model_problem(json) {
+            Some(problem) => cannot_load(path, problem),
+            None => cannot_load(path, e),
+        })?;
         // Data must never inject a control token: "<|im_end|>" inside a row is plain text.
         tokenizer.set_encode_special_tokens(true);
         let vocab_size = tokenizer.get_vocab_size(true);
@@ -58,6 +61,26 @@ pub(super) fn tokenizer_text(bytes: Vec<u8>, path: &Path) -> Result<String> {
         return Ok(unsafe { String::from_utf8_unchecked(bytes) });
     }
     String::from_utf8(bytes).map_err(|e| cannot_load(path, e))
+}
+
+/// The model types `tokenizers` reads.
+const MODEL_TYPES: [&str; 4] = ["BPE", "Unigram", "WordPiece", "WordLevel"];
+
+/// What is wrong with a file's `model`, said plainly, when that is why it did not load: the
+/// library's own message for it is serde's ("data did not match any variant of untagged enum
+/// ModelUntagged at line 1 column N"). Read only once loading has failed.
+fn model_problem(json: &str) -> Option<String> {
+    let file: serde_json::Value = serde_json::from_str(json).ok()?;
+    let Some(model) = file.get("model").and_then(serde_json::Value::as_object) else {
+        return Some("it has no \"model\" object".into());
+    };
+    match model.get("type").and_then(serde_json::Value::as_str) {
+        Some(kind) if !MODEL_TYPES.contains(&kind) => Some(format!(
+            "its model.type {kind:?} is not one of {}",
+            MODEL_TYPES.join(", ")
+        )),
+        _ => None,
+    }
 }
 
 fn cannot_load(path: &Path, e: impl std::fmt::Display) -> Error {

@@ -651,6 +651,30 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_model_type_is_named_not_left_to_serde() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("tokenizer.json");
+        let shipped = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("trained_tokenizers/bpe/tokenizer.json"),
+        )
+        .expect("shipped tokenizer");
+        let mut file: serde_json::Value = serde_json::from_str(&shipped).expect("json");
+        file["model"]["type"] = serde_json::json!("Foo");
+        std::fs::write(&path, file.to_string()).expect("written");
+        for choice in ["auto", "hf"] {
+            let err = Encoder::from_file_with(&path, choice)
+                .err()
+                .expect("refused");
+            let message = err.to_string();
+            assert!(
+                message.contains(r#"its model.type "Foo" is not one of BPE, Unigram"#),
+                "{message}"
+            );
+            assert!(!message.contains("untagged enum"), "{message}");
+        }
+    }
+
+    #[test]
     fn eos_outside_the_vocabulary_is_a_config_error() {
         let err = encode_batch(&Bytes, &["a"], Some(300)).expect_err("300 >= vocab");
         assert_eq!(err.kind(), crate::ErrorKind::Config);
