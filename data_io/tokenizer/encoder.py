@@ -208,7 +208,10 @@ class TextEncoder:
         if texts and isinstance(texts[0], bytes):
             ids, offsets = self._encoder.encode_bytes(texts, eos_id)
         else:
-            ids, offsets = self._encoder.encode_batch(texts, eos_id)
+            try:
+                ids, offsets = self._encoder.encode_batch(texts, eos_id)
+            except UnicodeEncodeError as err:  # a str holding a lone surrogate has no UTF-8
+                raise _lone_surrogate(texts, err) from None
         return EncodedBatch(ids, offsets)
 
     def encode_buffer(
@@ -301,3 +304,20 @@ def _declared_eos_token(config_path: Path) -> str | None:
     if isinstance(token, dict):  # the AddedToken form: {"content": "</s>", ...}
         token = token.get("content")
     return token if isinstance(token, str) else None
+
+
+def _lone_surrogate(texts: list[Any], err: UnicodeEncodeError) -> InputError:
+    """The text of the batch that holds a lone surrogate (which no UTF-8 encodes), by index
+    and character, as the other bad items of a batch are named."""
+    for index, text in enumerate(texts):
+        if isinstance(text, str):
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as bad:
+                return InputError(
+                    f"text {index} of the batch holds a lone surrogate {text[bad.start]!r} at "
+                    f"character {bad.start} (no UTF-8 encodes it; a JSON '\\ud800' escape "
+                    "read as it is gives one): drop it or replace it, e.g. "
+                    "text.encode('utf-8', 'replace').decode()"
+                )
+    return InputError(f"a text of the batch cannot be encoded as UTF-8: {err}")

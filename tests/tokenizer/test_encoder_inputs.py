@@ -25,6 +25,13 @@ def test_bytes_encode_as_their_strings(encoder: TextEncoder) -> None:
     _same(encoder.encode_batch(as_bytes, eos_id=0), encoder.encode_batch(texts, eos_id=0))
 
 
+def test_a_str_with_a_lone_surrogate_names_the_text_and_character(encoder: TextEncoder) -> None:
+    with pytest.raises(
+        InputError, match=r"text 1 of the batch holds a lone surrogate '\\ud800' at character 1"
+    ):
+        encoder.encode_batch(["fine", "a\ud800b"])
+
+
 def test_bytes_that_are_not_utf8_name_the_text_and_byte(encoder: TextEncoder) -> None:
     texts = [b"fine", "caf\u00e9".encode(), b"ab\xffcd"]
     with pytest.raises(InputError, match=r"text 2 of the batch is not UTF-8 \(byte 2 of its 5\)"):
@@ -167,7 +174,7 @@ def test_a_str_without_utf8_stops_a_large_batch_with_its_own_error(
     monkeypatch.setenv("RAYON_NUM_THREADS", "2")
     texts = [f"text number {i} " * 8 for i in range(4000)]
     texts[3500] = "a lone \ud800 surrogate"
-    with pytest.raises(UnicodeEncodeError, match="surrogates not allowed"):
+    with pytest.raises(InputError, match="text 3500 of the batch holds a lone surrogate"):
         encoder.encode_batch(texts)
     # The encoder goes on working after it.
     assert len(encoder.encode_batch(texts[:10]).ids) > 0
