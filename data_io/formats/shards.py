@@ -204,35 +204,31 @@ def _declared_int(
     return None
 
 
-def _shard_hashes(folder: Path, path: Path, content: dict[str, Any]) -> dict[str, str]:
-    """``data_io prepare``'s per-shard sha256 for the split folder ``folder`` (else empty)."""
+def _split_shards(folder: Path, path: Path, content: dict[str, Any]) -> list[dict[str, Any]]:
+    """``data_io prepare``'s records of the split folder ``folder``'s shards (else none)."""
     splits = content.get("splits")
     # Recorded beside train/ and val/: only the split folder's own list names its files.
     split = splits.get(folder.name) if isinstance(splits, dict) and path.parent != folder else None
     if not isinstance(split, dict) or not isinstance(split.get("shards"), list):
-        return {}
-    return {
-        shard["name"]: shard["sha256"]
+        return []
+    return [
+        shard
         for shard in split["shards"]
-        if isinstance(shard, dict)
-        and isinstance(shard.get("name"), str)
-        and isinstance(shard.get("sha256"), str)
-    }
+        if isinstance(shard, dict) and isinstance(shard.get("name"), str)
+    ]
 
 
-def _shard_tokens(folder: Path, path: Path, content: dict[str, Any]) -> dict[str, int]:
-    """``data_io prepare``'s token count of each shard of the split folder ``folder``."""
-    splits = content.get("splits")
-    split = splits.get(folder.name) if isinstance(splits, dict) and path.parent != folder else None
-    if not isinstance(split, dict) or not isinstance(split.get("shards"), list):
-        return {}
+def _shard_hashes(shards: list[dict[str, Any]]) -> dict[str, str]:
+    """Each shard's sha256 of its token bytes."""
+    return {s["name"]: s["sha256"] for s in shards if isinstance(s.get("sha256"), str)}
+
+
+def _shard_tokens(shards: list[dict[str, Any]]) -> dict[str, int]:
+    """Each shard's token count."""
     return {
-        shard["name"]: shard["tokens"]
-        for shard in split["shards"]
-        if isinstance(shard, dict)
-        and isinstance(shard.get("name"), str)
-        and isinstance(shard.get("tokens"), int)
-        and not isinstance(shard.get("tokens"), bool)
+        s["name"]: s["tokens"]
+        for s in shards
+        if isinstance(s.get("tokens"), int) and not isinstance(s.get("tokens"), bool)
     }
 
 
@@ -268,8 +264,9 @@ def read_declarations(folder: Path) -> Declarations:
             else:
                 vocab = value
         if path.suffix == ".json":
-            hashes.update(_shard_hashes(folder, path, content))
-            listed = _shard_tokens(folder, path, content)
+            shards = _split_shards(folder, path, content)
+            hashes.update(_shard_hashes(shards))
+            listed = _shard_tokens(shards)
             if listed:
                 tokens, listed_by = listed, path
     return Declarations(eos, vocab, hashes, tokens, listed_by)

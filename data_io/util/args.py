@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from typing import Any
 
 # What both stages read, matched case-insensitively; every other visible file is listed as skipped.
 ROW_FILES = ".jsonl, .jsonl.gz, .jsonl.zst or .parquet file (any case)"
@@ -38,21 +39,19 @@ def memory_size(text: str) -> int:
 
 def positive_int(text: str) -> int:
     """An integer of at least 1, for argparse's ``type=`` (0 is not taken for "the default")."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+    return _checked_number(text, int, "an integer", lambda value: value >= 1, "at least 1")
 
 
 def positive_number(text: str) -> float:
     """A number above 0, for argparse's ``type=``."""
+    return _checked_number(text, float, "a number", lambda value: value > 0, "above 0")
+
+
+def _checked_number(text: str, convert: Any, kind: str, ok: Any, rule: str) -> Any:
     try:
-        value = float(text)
+        value = convert(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
+        raise argparse.ArgumentTypeError(f"{text!r} is not {kind}") from None
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"must be {rule}, got {text}")
     return value
