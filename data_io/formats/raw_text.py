@@ -244,9 +244,8 @@ def _walk(folder: Path, skipped: list[str]) -> list[Path]:
     entries: list[Path] = []
     walked: set[tuple[int, int]] = set()
 
-    def visit(directory: Path) -> None:
-        status = directory.stat()
-        walked.add((status.st_dev, status.st_ino))
+    def visit(directory: Path, key: tuple[int, int]) -> None:
+        walked.add(key)
         try:
             listed = sorted(os.scandir(directory), key=lambda entry: entry.name)
         except OSError as err:
@@ -262,12 +261,14 @@ def _walk(folder: Path, skipped: list[str]) -> list[Path]:
             else:
                 real = path.resolve() if entry.is_symlink() else path
                 status = real.stat()
-                if (status.st_dev, status.st_ino) in walked:
+                key = (status.st_dev, status.st_ino)
+                if key in walked:
                     skipped.append(f"{path} (a folder reached again through a link, read once)")
                 else:
-                    visit(real)
+                    visit(real, key)
 
-    visit(folder)
+    root = folder.stat()
+    visit(folder, (root.st_dev, root.st_ino))
     return sorted(entries)
 
 

@@ -99,24 +99,19 @@ def tokenize(
     return result
 
 
-# A top-level file another stage writes into its output folder, and that stage's name: tokenize
-# leaves foreign entries of its output alone (a user's notes), but tasks written beside another
-# stage's output would mix two datasets in one folder.
-_OTHER_STAGES_FILES = {"dataset_metadata.json": "`data_io prepare`'s shards"}
-
-
 def _not_another_stages_output(output: Path) -> None:
-    for name, what in _OTHER_STAGES_FILES.items():
-        if (output / name).is_file():
-            raise OutputError(
-                f"{output} holds {what} ({name}); tokenize into another folder (a new one, or "
-                "one an earlier `data_io tokenize` wrote)"
-            )
-    if (output / "metadata.json").is_file() and (output / "epoch_0").is_dir():
-        raise OutputError(
-            f"{output} is a sampled folder (`data_io sample`'s output); tokenize into another "
-            "folder (a new one, or one an earlier `data_io tokenize` wrote)"
-        )
+    """Tokenize leaves foreign entries of its output alone (a user's notes), but its tasks
+    written beside another stage's whole output would mix two datasets in one folder."""
+    if (output / "dataset_metadata.json").is_file():
+        other = "holds `data_io prepare`'s shards (dataset_metadata.json)"
+    elif (output / "metadata.json").is_file() and (output / "epoch_0").is_dir():
+        other = "is a sampled folder (`data_io sample`'s output)"
+    else:
+        return
+    raise OutputError(
+        f"{output} {other}; tokenize into another folder (a new one, or one an earlier "
+        "`data_io tokenize` wrote)"
+    )
 
 
 def tokenize_options(

@@ -27,16 +27,16 @@ def most_threads() -> int:
     return max(MOST_THREADS_FLOOR, THREADS_PER_CORE * cores())
 
 
-def checked_threads(threads: object, name: str = "threads") -> int | None:
+def checked_threads(threads: object) -> int | None:
     """``threads`` when it is None (every core) or an integer from 1 to ``most_threads()``."""
     if threads is None:
         return None
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ConfigError(f"{name} must be an integer >= 1, got {threads!r}")
+        raise ConfigError(f"threads must be an integer >= 1, got {threads!r}")
     most = most_threads()
     if threads > most:
         raise ConfigError(
-            f"{name}={threads} is more than this machine can use ({THREADS_PER_CORE} a core of "
+            f"threads={threads} is more than this machine can use ({THREADS_PER_CORE} a core of "
             f"its {cores()}, at least {MOST_THREADS_FLOOR}): pass at most {most}, or leave it "
             "unset for one a core"
         )
