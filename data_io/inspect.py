@@ -14,7 +14,10 @@ Understood folders (told apart by their marker file):
 * a packing cache (``data_io pack`` / ``TokenizedRowsDataset``'s ``dataset_prepared_path``, or
   one plan folder of it): what each bin plan covers; it holds no tokens;
 * cleaned rows (formats.md §1): a ``.jsonl`` / ``.jsonl.gz`` / ``.parquet`` file, or a folder
-  of them: rows and columns per file, every row checked, a few rows shown.
+  of them: rows and columns per file, every row checked, a few rows shown; files whose rows hold
+  a ``text`` field and none of the cleaned fields are prepare's raw text rows, checked as such;
+* a run that has not finished (prepare's journal, or a scaled-out plan not yet finalized) and an
+  empty folder: said as such, with how to go on.
 
 Decoded rows show their special tokens (BOQ, the condition tags, EOQ, EOA): the layout is part
 of what is inspected. Problems are collected, printed, and make the command exit 1; notes are
@@ -24,10 +27,13 @@ printed but are no problem.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import functools
 import gzip
 import hashlib
 import json
+import os
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,9 +44,10 @@ from data_io.errors import InputError
 from data_io.formats.sampled import _sampled_epochs, open_epoch, open_tokens, read_metadata
 from data_io.formats.shards import read_bin_dtype
 from data_io.prepare.shards import npy_header
-from data_io.prepare.state import METADATA_FILE, PRODUCER, SPLITS, STATE_DIR
+from data_io.prepare.state import JOURNAL, METADATA_FILE, PRODUCER, SPLITS, STATE_DIR
 from data_io.prepare.tokenizers import CHAR_EOS, CHAR_STATE_FILE, state_characters
 from data_io.sampling.tasks import select_task_folders
+from data_io.scale.manifest import MANIFEST, SCALE_DIR
 from data_io.tokenizer.files import resolve_tokenizer
 from data_io.util.console import summary_console
 
@@ -49,6 +56,7 @@ __all__ = ["InspectReport", "inspect_path", "register"]
 _PREVIEW_CHARS = 200
 _PREVIEW_TAIL = 70  # characters kept from a long text's end (where EOQ / EOA are)
 _ROW_FIELDS = ("condition", "instruction", "response")
+_TEXT_FIELD = "text"  # prepare's default --text-field: rows with it alone are raw text
 _ROW_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet")
 _PROBLEMS_PER_FILE = 5  # bad rows named per file (the rest are counted)
 _SHARD_ROWS = 20  # shards listed in a flat folder's table
@@ -66,10 +74,16 @@ class InspectReport:
     samples: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Problems found but not listed (a rows file names its first few; a note counts the rest).
+    unlisted_problems: int = 0
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    @property
+    def problem_count(self) -> int:
+        return len(self.problems) + self.unlisted_problems
 
 
 def inspect_path(
@@ -103,10 +117,81 @@ def inspect_path(
     if _plan_folders(folder):
         return _inspect_plan_cache(folder)
     if not _shard_files(folder):
+        unfinished = _inspect_unfinished(folder)
+        if unfinished is not None:
+            return unfinished
         rows = _rows_files(folder)
         if rows:
             return _inspect_rows(folder, rows, documents, tokenizer)
     return _inspect_flat(folder, documents, tokenizer)
+
+
+# -- runs that have not finished ----------------------------------------------------------------
+def _inspect_unfinished(folder: Path) -> InspectReport | None:
+    """A folder a run is still writing, or one a run left when it was stopped: what it is and
+    how to go on, rather than "no shard here" (its shards are still under temporary names)."""
+    journal = folder / STATE_DIR / JOURNAL
+    if journal.is_file():
+        report = InspectReport(str(folder), "unfinished data_io prepare run")
+        try:
+            run = json.loads(journal.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            run = {}
+        if isinstance(run, dict):
+            report.facts = {k: run[k] for k in ("run", "pid") if k in run}
+            if isinstance(run.get("started"), int | float):
+                report.facts["started"] = time.strftime(
+                    "%Y-%m-%d %H:%M:%S", time.localtime(run["started"])
+                )
+        partial = sorted(p.name for split in SPLITS for p in (folder / split).glob(".*.tmp"))
+        report.facts["temporary shards"] = len(partial)
+        if _is_locked(folder):
+            report.problems.append(
+                f"{folder}: a data_io prepare is writing into this folder now (its first run "
+                f"has not finished, so no {METADATA_FILE} yet); inspect it when the run ends"
+            )
+        else:
+            report.problems.append(
+                f"{folder}: a data_io prepare run was stopped before it finished ({journal} "
+                f"is there and no {METADATA_FILE}): run the same data_io prepare command "
+                "again (it removes what the stopped run left and starts over), or delete the "
+                "folder"
+            )
+        return report
+    manifest = folder / SCALE_DIR / MANIFEST
+    if manifest.is_file():
+        try:
+            stage = json.loads(manifest.read_text(encoding="utf-8")).get("stage", "?")
+        except (OSError, ValueError, AttributeError):
+            stage = "?"
+        report = InspectReport(str(folder), f"unfinished scaled-out {stage} run")
+        report.problems.append(
+            f"{folder}: a scaled-out data_io {stage} run has not been finalized (its plan "
+            f"{manifest} is there, its outputs are not): `data_io status {folder}` shows its "
+            f"units, `data_io resume {folder}` runs the rest and finalizes"
+        )
+        return report
+    if not any(folder.iterdir()):
+        report = InspectReport(str(folder), "empty folder")
+        report.problems.append(
+            f"{folder}: the folder is empty; pass a prepare, flat shard, tokenized, sampled or "
+            f"packing-cache folder, or cleaned rows ({', '.join(_ROW_SUFFIXES)} files or a "
+            "folder of them)"
+        )
+        return report
+    return None
+
+
+def _is_locked(folder: Path) -> bool:
+    """Whether a live ``data_io prepare`` holds the folder's lock (``state.exclusive``)."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing releases the shared lock taken to probe
+    return False
 
 
 def _is_prepared(folder: Path) -> bool:
@@ -332,6 +417,7 @@ def _inspect_flat(folder: Path, documents: int, tokenizer: str | None) -> Inspec
     report = InspectReport(str(folder), "flat shard folder")
     files = _shard_files(folder)
     if not files:
+        report.kind = "unknown folder"
         report.problems.append(
             f"{folder}: no .npy or .bin shard here, and nothing else `data_io inspect` knows: "
             "pass a prepare, flat shard, tokenized, sampled or packing-cache folder, or cleaned "
@@ -649,6 +735,7 @@ class _RowsScan:
 
     def __init__(self, path: Path, wanted: int) -> None:
         self.path = path
+        self.kind = "rows"  # or "text": prepare's raw text rows (a text field, no row fields)
         self.rows = 0
         self.columns: dict[str, str] = {}
         self.problems: list[str] = []
@@ -661,11 +748,17 @@ class _RowsScan:
         if len(self.problems) < _PROBLEMS_PER_FILE:
             self.problems.append(text)
 
-    def summary_problem(self) -> str | None:
-        more = self.bad - len(self.problems)
-        if more <= 0:
+    @property
+    def unlisted(self) -> int:
+        return self.bad - len(self.problems)
+
+    def unlisted_note(self) -> str | None:
+        if self.unlisted <= 0:
             return None
-        return f"{self.path}: {more} more problem(s) (the first {len(self.problems)} are above)"
+        return (
+            f"{self.path}: {self.unlisted} more problem(s) of the same kinds, not listed (the "
+            f"first {len(self.problems)} are)"
+        )
 
 
 def _scan_jsonl(path: Path, wanted: int) -> _RowsScan:
@@ -690,8 +783,18 @@ def _scan_jsonl(path: Path, wanted: int) -> _RowsScan:
                     continue
                 for key, value in row.items():
                     scan.columns.setdefault(key, type(value).__name__)
+                if scan.rows == 1 and _is_text_row(row.keys(), row.get(_TEXT_FIELD)):
+                    scan.kind = "text"
                 wrong = [k for k in _ROW_FIELDS if not isinstance(row.get(k), str)]
-                if wrong and not {"input_ids", "labels"} <= row.keys():
+                if scan.kind == "text":
+                    if not isinstance(row.get(_TEXT_FIELD), str):
+                        scan.problem(
+                            f"{path}: line {number}: no string {_TEXT_FIELD!r} field (the file's "
+                            f"first row has one); prepare fails on it: fix or drop the row"
+                        )
+                    elif len(scan.examples) < wanted:
+                        scan.examples.append(row)
+                elif wrong and not {"input_ids", "labels"} <= row.keys():
                     scan.problem(
                         f"{path}: line {number}: {', '.join(wrong)} missing or not a string; "
                         "every cleaned row has string condition, instruction and response "
@@ -720,9 +823,12 @@ def _scan_parquet(path: Path, wanted: int) -> _RowsScan:
     text_types = (pa.string(), pa.large_string())
     tokenized = {"input_ids", "labels"} <= scan.columns.keys()
     present = [name for name in _ROW_FIELDS if name in scan.columns]
+    if _is_text_row(scan.columns.keys(), ""):
+        scan.kind = "text"
+        present = [_TEXT_FIELD]
     if not tokenized:
         missing = [name for name in _ROW_FIELDS if name not in scan.columns]
-        if missing:
+        if missing and scan.kind == "rows":
             scan.problem(
                 f"{path}: no column {', '.join(missing)}; cleaned rows have the string columns "
                 "condition, instruction and response (formats.md §1)"
@@ -739,7 +845,10 @@ def _scan_parquet(path: Path, wanted: int) -> _RowsScan:
             if not tokenized:
                 for name in present:
                     nulls = batch.column(name).null_count
-                    if nulls:
+                    if nulls and scan.kind == "text":
+                        scan.problem(f"{path}: {nulls} null {name} value(s); prepare fails on "
+                                     "a null text: drop those rows")  # fmt: skip
+                    elif nulls:
                         scan.problem(f"{path}: {nulls} null {name} value(s); every row needs "
                                      "all three fields (formats.md §1)")  # fmt: skip
             if len(scan.examples) < wanted:
@@ -749,7 +858,22 @@ def _scan_parquet(path: Path, wanted: int) -> _RowsScan:
     return scan
 
 
+def _is_text_row(fields: Any, text: Any) -> bool:
+    """Whether a row (or a Parquet schema) is prepare's raw text: a text field and none of the
+    cleaned rows' fields nor tokenized rows' ids."""
+    fields = set(fields)
+    return (
+        _TEXT_FIELD in fields
+        and isinstance(text, str)
+        and not fields & set(_ROW_FIELDS)
+        and not {"input_ids", "labels"} <= fields
+    )
+
+
 def _show_row(row: dict[str, Any], tokenizer: str | None) -> str:
+    if _TEXT_FIELD in row and not any(k in row for k in _ROW_FIELDS):
+        text = row[_TEXT_FIELD]
+        return _preview(text) if isinstance(text, str) else f"(no text: {text!r})"
     if "input_ids" in row and not isinstance(row.get("instruction"), str):
         if not tokenizer:
             return _preview(f"{len(row['input_ids'])} token ids (pass --tokenizer to decode)")
@@ -776,7 +900,11 @@ def _inspect_rows(
         for name, kind in scan.columns.items():
             columns.setdefault(name, kind)
     tokenized = {"input_ids", "labels"} <= columns.keys()
-    report = InspectReport(str(where), "tokenized rows" if tokenized else "cleaned rows")
+    text = [scan for scan in scans if scan.kind == "text"]
+    kind = "tokenized rows" if tokenized else "cleaned rows"
+    if text and len(text) == len(scans):
+        kind = f"raw text rows (prepare's input, field {_TEXT_FIELD!r})"
+    report = InspectReport(str(where), kind)
     report.facts = {
         "files": len(scans),
         "rows": sum(scan.rows for scan in scans),
@@ -788,8 +916,18 @@ def _inspect_rows(
         for scan in scans
     ]
     for scan in scans:
-        report.problems += [*scan.problems, *filter(None, [scan.summary_problem()])]
+        report.problems += scan.problems
+        report.unlisted_problems += max(scan.unlisted, 0)
+        report.notes += filter(None, [scan.unlisted_note()])
+    if text and len(text) < len(scans):
+        report.problems.append(
+            f"{where} mixes raw text rows ({', '.join(str(s.path.relative_to(base)) for s in text[:3])}"
+            f"{', ...' if len(text) > 3 else ''}) with cleaned rows; prepare reads the first, "
+            "tokenize the second: keep them in separate folders"
+        )
     extra = sorted(set(columns) - set(_ROW_FIELDS) - {"input_ids", "labels"})
+    if text:
+        extra = []
     if extra and not tokenized:
         report.notes.append(
             f"column(s) beyond condition, instruction and response: {', '.join(extra)}; the "
@@ -832,7 +970,8 @@ def _run(args: argparse.Namespace) -> int:
         args.path, documents=args.documents, verify=not args.no_verify, tokenizer=args.tokenizer
     )
     if args.json:
-        print(json.dumps({**asdict(report), "ok": report.ok}, indent=1, ensure_ascii=False))
+        shown = {**asdict(report), "ok": report.ok, "problem_count": report.problem_count}
+        print(json.dumps(shown, indent=1, ensure_ascii=False))
     else:
         _print(report)
     return 0 if report.ok else 1
@@ -863,4 +1002,4 @@ def _print(report: InspectReport) -> None:
         console.print(f"note: {escape(note)}")
     for problem in report.problems:
         console.print(f"[red]problem:[/red] {escape(problem)}")
-    console.print("ok" if report.ok else f"{len(report.problems)} problem(s)")
+    console.print("ok" if report.ok else f"{report.problem_count} problem(s)")

@@ -94,9 +94,97 @@ def test_bad_rows_are_named_by_file_and_line(tmp_path: Path) -> None:
 
 def test_many_bad_rows_are_counted_not_all_listed(tmp_path: Path) -> None:
     path = _jsonl(tmp_path / "bad.jsonl", ["{"] * 12)
-    problems = inspect_path(path).problems
-    assert len(problems) == 6
-    assert problems[-1] == f"{path}: 7 more problem(s) (the first 5 are above)"
+    report = inspect_path(path)
+    assert len(report.problems) == 5 and report.problem_count == 12
+    assert report.notes == [
+        f"{path}: 7 more problem(s) of the same kinds, not listed (the first 5 are)"
+    ]
+    shown = subprocess.run([sys.executable, "-m", "data_io", "inspect", str(path), "--json"],
+                           cwd=REPO, capture_output=True, text=True, check=False)  # fmt: skip
+    assert shown.returncode == 1
+    assert json.loads(shown.stdout)["problem_count"] == 12
+
+
+# -- prepare's raw text rows ---------------------------------------------------------------------
+def test_raw_text_rows_are_prepares_input_not_bad_cleaned_rows(tmp_path: Path) -> None:
+    texts = [{"text": f"document {i}", "url": f"u{i}"} for i in range(12)]
+    path = _jsonl(tmp_path / "raw" / "docs.jsonl", [json.dumps(t) for t in texts])
+    pq.write_table(pa.Table.from_pylist(texts[:4]), tmp_path / "raw" / "more.parquet")
+    report = inspect_path(tmp_path / "raw", documents=2)
+    assert report.ok, report.problems
+    assert report.kind == "raw text rows (prepare's input, field 'text')"
+    assert report.facts["rows"] == 16
+    assert report.samples == ["document 0", "document 1"]
+    assert report.notes == []  # the url column is no "column beyond the cleaned fields"
+    _jsonl(path, [json.dumps(texts[0]), json.dumps({"text": None}), json.dumps({"title": "x"})])
+    pq.write_table(pa.table({"text": ["a", None]}), tmp_path / "raw" / "more.parquet")
+    report = inspect_path(tmp_path / "raw")
+    assert report.problems == [
+        f"{tmp_path}/raw/docs.jsonl: line 2: no string 'text' field (the file's first row has "
+        "one); prepare fails on it: fix or drop the row",
+        f"{tmp_path}/raw/docs.jsonl: line 3: no string 'text' field (the file's first row has "
+        "one); prepare fails on it: fix or drop the row",
+        f"{tmp_path}/raw/more.parquet: 1 null text value(s); prepare fails on a null text: "
+        "drop those rows",
+    ]
+
+
+def test_raw_text_beside_cleaned_rows_is_one_problem_naming_the_text_files(
+    tmp_path: Path,
+) -> None:
+    _jsonl(tmp_path / "a.jsonl", [json.dumps(_row(0))])
+    _jsonl(tmp_path / "b.jsonl", [json.dumps({"text": "raw"})])
+    report = inspect_path(tmp_path)
+    assert report.kind == "cleaned rows"
+    assert len(report.problems) == 1
+    assert report.problems[0].startswith(f"{tmp_path} mixes raw text rows (b.jsonl) with cleaned")
+
+
+# -- unfinished runs and empty folders -----------------------------------------------------------
+def test_a_prepare_run_stopped_before_its_metadata_is_named_with_how_to_go_on(
+    tmp_path: Path,
+) -> None:
+    import fcntl
+    import os
+
+    out = tmp_path / "out"
+    (out / ".prepare" / "work_00000").mkdir(parents=True)
+    (out / ".prepare" / "journal.json").write_text(
+        json.dumps({"run": 0, "started": 1.0e9, "pid": 4321})
+    )
+    (out / "train").mkdir()
+    (out / "train" / ".shard_00000.bin.tmp").write_bytes(b"\0" * 8)
+    report = inspect_path(out)
+    assert report.kind == "unfinished data_io prepare run"
+    assert report.facts["run"] == 0 and report.facts["pid"] == 4321
+    assert report.facts["temporary shards"] == 1
+    assert len(report.problems) == 1
+    assert "was stopped before it finished" in report.problems[0]
+    assert "run the same data_io prepare command again" in report.problems[0]
+    fd = os.open(out, os.O_RDONLY)  # a live run holds the folder's lock (state.exclusive)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        problems = inspect_path(out).problems
+    finally:
+        os.close(fd)
+    assert len(problems) == 1 and "is writing into this folder now" in problems[0]
+
+
+def test_a_scaled_run_not_finalized_points_at_status_and_resume(tmp_path: Path) -> None:
+    plan = tmp_path / "tok" / ".data_io_scale"
+    plan.mkdir(parents=True)
+    (plan / "manifest.json").write_text(json.dumps({"stage": "tokenize"}))
+    report = inspect_path(tmp_path / "tok")
+    assert report.kind == "unfinished scaled-out tokenize run"
+    assert len(report.problems) == 1
+    assert f"data_io status {tmp_path / 'tok'}" in report.problems[0]
+    assert f"data_io resume {tmp_path / 'tok'}" in report.problems[0]
+
+
+def test_an_empty_folder_is_called_empty(tmp_path: Path) -> None:
+    report = inspect_path(tmp_path)
+    assert report.kind == "empty folder"
+    assert len(report.problems) == 1 and "the folder is empty" in report.problems[0]
 
 
 def test_bad_parquet_columns_and_files(tmp_path: Path) -> None:
@@ -246,14 +334,12 @@ def test_one_bad_shard_hides_no_other(tmp_path: Path) -> None:
 
 
 def test_unknown_folders_get_an_error_naming_only_inspects_own_options(tmp_path: Path) -> None:
-    (tmp_path / "empty").mkdir()
     (tmp_path / "text").mkdir()
     (tmp_path / "text" / "notes.txt").write_text("x")
-    for folder in (tmp_path / "empty", tmp_path / "text"):
-        report = inspect_path(folder)
-        assert len(report.problems) == 1
-        assert "no .npy or .bin shard here" in report.problems[0]
-        assert "file_pattern" not in report.problems[0]
+    report = inspect_path(tmp_path / "text")
+    assert report.kind == "unknown folder" and len(report.problems) == 1
+    assert "no .npy or .bin shard here" in report.problems[0]
+    assert "file_pattern" not in report.problems[0]
     for path in (tmp_path / "nope", tmp_path / "text" / "notes.txt"):
         with pytest.raises(InputError, match="not a folder or a rows file") as info:
             inspect_path(path)
