@@ -263,7 +263,9 @@ impl FileFeed {
             Compression::None => "input",
         };
         let done = file_read.load(Ordering::Relaxed);
-        let message = if error.kind() == std::io::ErrorKind::UnexpectedEof {
+        let message = if let Some(not) = crate::reader::not_compressed(error) {
+            not.to_string()
+        } else if error.kind() == std::io::ErrorKind::UnexpectedEof {
             format!(
                 "truncated {name} file (the compressed stream ends without its end marker \
                  after {done} bytes); re-download or re-compress it"

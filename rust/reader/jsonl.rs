@@ -234,8 +234,11 @@ impl JsonlReader {
             hash: Some(hash.clone()),
         };
         let raw = BufReader::with_capacity(READ_BUFFER, counting);
-        let reader = super::decompressed(raw, compression)
-            .map_err(|e| Error::bad_file(path, format!("cannot start zstd decompression: {e}")))?;
+        let reader =
+            super::decompressed(raw, compression).map_err(|e| match super::not_compressed(&e) {
+                Some(not) => Error::bad_file(path, not.to_string()),
+                None => Error::bad_file(path, format!("cannot start decompressing: {e}")),
+            })?;
         Ok(JsonlReader {
             path: Arc::new(path.to_path_buf()),
             compression,
@@ -1011,7 +1014,10 @@ mod tests {
         );
         std::fs::write(&gz, b"plain text, not gzip\n").unwrap();
         let err = read_file(&gz, Compression::Gzip).unwrap_err().to_string();
-        assert!(err.contains("gzip data after line 0"), "{err}");
+        assert!(
+            err.contains("rows.jsonl.gz: not a gzip file: it begins with 70 6c 61 69"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -58,11 +58,20 @@ pub const READ_BUFFER: usize = 1 << 20;
 
 /// The bytes of `raw`, stored with `compression`, decompressed as they are read. A file of
 /// several streams (`cat a.gz b.gz`, zstd frames, bzip2 or xz streams, as `pbzip2` and `xz -T`
-/// write them) is read whole; a stream cut short fails its read.
+/// write them) is read whole; a stream cut short fails its read. Bytes that do not begin with
+/// the format's magic fail at once with a [`NotCompressed`] (see [`not_compressed`]).
 pub fn decompressed(
-    raw: impl BufRead + Send + 'static,
+    mut raw: impl BufRead + Send + 'static,
     compression: Compression,
 ) -> std::io::Result<Box<dyn BufRead + Send>> {
+    let head = raw.fill_buf()?;
+    if !head.is_empty() && !starts_with_magic(compression, head) {
+        let head = head[..head.len().min(8)].to_vec();
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            NotCompressed { compression, head },
+        ));
+    }
     Ok(match compression {
         Compression::None => Box::new(raw),
         Compression::Gzip => Box::new(BufReader::with_capacity(
@@ -82,6 +91,67 @@ pub fn decompressed(
             liblzma::bufread::XzDecoder::new_multi_decoder(raw),
         )),
     })
+}
+
+/// Whether `head`, a file's first bytes, can begin a file of `compression` (a shorter head:
+/// whether it begins the magic; the decoder then says the file is cut short).
+fn starts_with_magic(compression: Compression, head: &[u8]) -> bool {
+    let magic: &[u8] = match compression {
+        Compression::None => return true,
+        Compression::Gzip => &[0x1f, 0x8b],
+        // A zstd file may also begin with a skippable frame (pzstd writes one first):
+        // 0x184D2A50..=0x184D2A5F, little-endian.
+        Compression::Zstd if head.len() >= 4 && head[1..4] == [0x2a, 0x4d, 0x18] => {
+            return head[0] & 0xf0 == 0x50;
+        }
+        Compression::Zstd => &[0x28, 0xb5, 0x2f, 0xfd],
+        Compression::Bzip2 => b"BZh",
+        Compression::Xz => &[0xfd, b'7', b'z', b'X', b'Z', 0x00],
+    };
+    let n = head.len().min(magic.len());
+    head[..n] == magic[..n]
+}
+
+/// A file named as compressed (`.gz`, `.zst`, `.bz2`, `.xz`) whose first bytes are not that
+/// format's: most often a plain file given a compressed name, so the message shows how the file
+/// begins and says to rename it, rather than calling it a corrupt archive.
+#[derive(Debug)]
+pub struct NotCompressed {
+    pub compression: Compression,
+    /// The file's first bytes (at most 8).
+    pub head: Vec<u8>,
+}
+
+impl std::fmt::Display for NotCompressed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (name, ending, magic) = match self.compression {
+            Compression::None => ("plain", "", ""),
+            Compression::Gzip => ("gzip", ".gz", "1f 8b"),
+            Compression::Zstd => ("zstd", ".zst", "28 b5 2f fd"),
+            Compression::Bzip2 => ("bzip2", ".bz2", "42 5a 68 (\"BZh\")"),
+            Compression::Xz => ("xz", ".xz", "fd 37 7a 58 5a 00"),
+        };
+        let hex: Vec<String> = self.head.iter().map(|b| format!("{b:02x}")).collect();
+        let text = std::str::from_utf8(&self.head)
+            .ok()
+            .filter(|t| t.chars().all(|c| !c.is_control() || c.is_whitespace()))
+            .map(|t| format!(", text {t:?}"))
+            .unwrap_or_default();
+        write!(
+            f,
+            "not a {name} file: it begins with {}{text}, not {name}'s magic bytes {magic}; if \
+             it is not compressed, rename it without the {ending} ending, else it is damaged: \
+             re-download or re-compress it",
+            hex.join(" ")
+        )
+    }
+}
+
+impl std::error::Error for NotCompressed {}
+
+/// The [`NotCompressed`] that `error` carries, if `decompressed` refused the file's first bytes.
+pub fn not_compressed(error: &std::io::Error) -> Option<&NotCompressed> {
+    error.get_ref()?.downcast_ref::<NotCompressed>()
 }
 
 /// Input formats, chosen by the end of the file name, case-insensitively.
@@ -507,6 +577,69 @@ mod tests {
                     .into_owned()
             })
             .collect()
+    }
+
+    #[test]
+    fn a_plain_file_with_a_compressed_name_is_named_as_such_and_real_archives_open() {
+        use std::io::{Cursor, Read, Write};
+        let text = b"plain text\n".to_vec();
+        for (compression, name, ending) in [
+            (Compression::Gzip, "gzip", ".gz"),
+            (Compression::Zstd, "zstd", ".zst"),
+            (Compression::Bzip2, "bzip2", ".bz2"),
+            (Compression::Xz, "xz", ".xz"),
+        ] {
+            let Err(error) = decompressed(Cursor::new(text.clone()), compression) else {
+                panic!("{name}: plain text opened as {name}");
+            };
+            let not = not_compressed(&error).expect("a NotCompressed");
+            let message = not.to_string();
+            assert!(message.starts_with(&format!("not a {name} file: it begins with 70 6c 61 69 6e 20 74 65, text \"plain te\", not {name}'s magic bytes")), "{message}");
+            assert!(
+                message.contains(&format!("rename it without the {ending} ending")),
+                "{message}"
+            );
+        }
+        let binary = not_compressed(
+            &decompressed(Cursor::new(vec![0u8, 1, 2]), Compression::Gzip)
+                .err()
+                .unwrap(),
+        )
+        .unwrap()
+        .to_string();
+        assert!(
+            binary.starts_with("not a gzip file: it begins with 00 01 02, not gzip's"),
+            "{binary}"
+        );
+        // Real archives of each format open and read back, and so does a zstd file that starts
+        // with a skippable frame (as pzstd writes them).
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&text).unwrap();
+        let zst = zstd::encode_all(&text[..], 1).unwrap();
+        let mut skippable = vec![0x5e, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 1, 2, 3, 4];
+        skippable.extend_from_slice(&zst);
+        let mut bz = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
+        bz.write_all(&text).unwrap();
+        let mut xz = liblzma::write::XzEncoder::new(Vec::new(), 1);
+        xz.write_all(&text).unwrap();
+        for (compression, bytes) in [
+            (Compression::Gzip, gz.finish().unwrap()),
+            (Compression::Zstd, zst),
+            (Compression::Zstd, skippable),
+            (Compression::Bzip2, bz.finish().unwrap()),
+            (Compression::Xz, xz.finish().unwrap()),
+        ] {
+            let mut back = Vec::new();
+            decompressed(Cursor::new(bytes), compression)
+                .unwrap()
+                .read_to_end(&mut back)
+                .unwrap();
+            assert_eq!(back, text, "{compression:?}");
+        }
+        // The first byte of the magic alone is a cut file, which the decoder reports as such.
+        let cut = decompressed(Cursor::new(vec![0x1f]), Compression::Gzip);
+        let mut back = Vec::new();
+        assert!(cut.unwrap().read_to_end(&mut back).is_err());
     }
 
     #[test]

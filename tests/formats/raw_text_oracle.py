@@ -197,6 +197,48 @@ def _decompressor(compression: str | None) -> Any:
     raise AssertionError(compression)
 
 
+# Each format's name, ending, and the magic bytes its files begin with (zstd's skippable frames,
+# 0x184D2A5?, little-endian, are also a zstd file's start).
+_MAGIC = {
+    "gz": ("gzip", "1f 8b", [b"\x1f\x8b"]),
+    "zst": (
+        "zstd",
+        "28 b5 2f fd",
+        [b"\x28\xb5\x2f\xfd"] + [bytes([0x50 + k]) + b"\x2a\x4d\x18" for k in range(16)],
+    ),
+    "bz2": ("bzip2", '42 5a 68 ("BZh")', [b"BZh"]),
+    "xz": ("xz", "fd 37 7a 58 5a 00", [b"\xfd7zXZ\x00"]),
+}
+
+
+def _not_compressed(source: Source, head: bytes) -> InputError | None:
+    """A file named as compressed whose first bytes begin no file of its format."""
+    name, magic, starts = _MAGIC[source.compression]
+    n = len(head)
+    if any(head[: len(start)] == start[:n] for start in starts):
+        return None
+    shown = head[:8]
+    try:
+        text = shown.decode("utf-8")
+        printable = all(c.isprintable() or c.isspace() for c in text)
+    except UnicodeDecodeError:
+        printable = False
+    as_text = f", text {_rust_debug(text)}" if printable else ""
+    return InputError(
+        f"{source.name}: not a {name} file: it begins with {shown.hex(' ')}{as_text}, not "
+        f"{name}'s magic bytes {magic}; if it is not compressed, rename it without the "
+        f".{source.compression} ending, else it is damaged: re-download or re-compress it"
+    )
+
+
+def _rust_debug(text: str) -> str:
+    """``text`` quoted as Rust's ``{:?}`` quotes it (the whitespace this check lets through)."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    for char, escape in (("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t")):
+        escaped = escaped.replace(char, escape)
+    return f'"{escaped}"'
+
+
 def _chunks(source: Source, progress: _Progress | None) -> Iterator[bytes]:
     """The (decompressed) bytes of a file in chunks; a truncated stream is an error.
 
@@ -211,6 +253,10 @@ def _chunks(source: Source, progress: _Progress | None) -> Iterator[bytes]:
         with open(source.path, "rb") as raw:
             decoder = _decompressor(source.compression) if source.compression else None
             while chunk := raw.read(_CHUNK_BYTES):
+                if decoder is not None and not done:
+                    refused = _not_compressed(source, chunk)
+                    if refused is not None:
+                        raise refused
                 done += len(chunk)
                 if progress is not None:
                     progress(len(chunk))

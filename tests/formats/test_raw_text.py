@@ -124,6 +124,38 @@ def test_corrupt_compressed_file_is_an_error_naming_the_file_and_byte(
         read_all(path)
 
 
+@pytest.mark.parametrize("suffix", [".gz", ".zst", ".bz2", ".xz"])
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"plain text\nmore\n",
+        b'{"text": "x"}\n',
+        b"\x00\x01binary",
+        b"tab\there\r\n",
+        "é€x".encode(),
+    ],
+)
+def test_a_file_named_compressed_that_is_not_is_named_so_with_its_first_bytes(
+    tmp_path: Path, suffix: str, head: bytes
+):
+    path = tmp_path / f"a.txt{suffix}"
+    path.write_bytes(head)
+    with pytest.raises(InputError) as info:
+        read_all(path)  # the oracle, checking the magic itself, gives the same message
+    name = {".gz": "gzip", ".zst": "zstd", ".bz2": "bzip2", ".xz": "xz"}[suffix]
+    assert f"a.txt{suffix}: not a {name} file: it begins with {head[:8].hex(' ')}" in str(
+        info.value
+    )
+    assert f"rename it without the {suffix} ending" in str(info.value)
+
+
+def test_a_zstd_file_starting_with_a_skippable_frame_is_read(tmp_path: Path):
+    path = tmp_path / "a.txt.zst"
+    skippable = b"\x50\x2a\x4d\x18" + (4).to_bytes(4, "little") + b"meta"
+    path.write_bytes(skippable + zstandard.ZstdCompressor().compress(b"one\n\ntwo\n"))
+    assert read_all(path)[0] == ["one", "two"]
+
+
 def test_corrupt_gzip_is_an_error_naming_the_file(tmp_path: Path):
     path = tmp_path / "a.jsonl.gz"
     path.write_bytes(b"\x1f\x8b\x08\x00garbage-garbage-garbage")

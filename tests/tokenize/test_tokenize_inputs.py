@@ -134,7 +134,7 @@ def test_a_file_that_is_not_gzip_at_all_is_an_error(small_tokenizer: Path, tmp_p
     rows = tmp_path / "rows"
     rows.mkdir()
     (rows / "fake.jsonl.gz").write_bytes(JSONL)
-    with pytest.raises(InputError, match=r"fake\.jsonl\.gz: corrupt or truncated gzip data"):
+    with pytest.raises(InputError, match=r"fake\.jsonl\.gz: not a gzip file: it begins with"):
         run(rows, tmp_path / "out", small_tokenizer)
 
 

@@ -220,7 +220,7 @@ def test_compressed_inputs_and_skipped_files_are_shared_with_tokenize(tmp_path: 
     (rows / "a.JSONL.GZ").write_bytes(b"\xef\xbb\xbf" + gzip.compress(good.encode() * 4))
     (rows / "b.jsonl").write_bytes(b"\xef\xbb\xbf" + good.encode() * 4)
     (rows / "notes.txt").write_text("x")
-    with pytest.raises(InputError, match=r"a\.JSONL\.GZ: corrupt or truncated gzip data"):
+    with pytest.raises(InputError, match=r"a\.JSONL\.GZ: not a gzip file: it begins with ef bb bf"):
         train_tokenizer(
             [rows], tmp_path / "t" / "tokenizer.json", vocab_size=300, prefix_config=None
         )
