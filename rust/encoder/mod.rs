@@ -483,8 +483,16 @@ pub fn utf8_views<'a>(data: &'a [u8], offsets: &[i64]) -> Result<Vec<&'a str>> {
     }
     let used = &data[first as usize..last as usize];
     let text = simdutf8::basic::from_utf8(used).map_err(|_| {
-        let at = std::str::from_utf8(used).map_or_else(|e| e.valid_up_to(), |_| 0);
-        bad(format!("invalid UTF-8 at byte {}", first as usize + at))
+        let at = first + std::str::from_utf8(used).map_or_else(|e| e.valid_up_to(), |_| 0) as i64;
+        // The text holding the bad byte: the last one starting at or before it.
+        let i = offsets
+            .partition_point(|&start| start <= at)
+            .saturating_sub(1);
+        bad(format!(
+            "invalid UTF-8 at byte {at} (text {i}, its byte {}); decode it with the right \
+             encoding first, or replace the bad bytes",
+            at - offsets[i]
+        ))
     })?;
     let mut views = Vec::with_capacity(offsets.len() - 1);
     for (i, pair) in offsets.windows(2).enumerate() {

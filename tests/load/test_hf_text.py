@@ -357,14 +357,18 @@ def test_eager_bad_rows_name_row_and_field(
     rows = [{"text": "fine"}, {"text": "also fine"}, {"text": 42}]
     bad = tmp_path / "bad.jsonl"
     bad.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    with pytest.raises(InputError, match=r"row 2 has a int in field 'text'"):
+    with pytest.raises(
+        InputError, match=r"row 2 \(from 0: dataset\[2\]\) has a int in field 'text'"
+    ):
         eager(str(bad), SEQ_LEN, small_tokenizer, cache_dir=cache)
     saved = tmp_path / "saved_nulls"
     import datasets
 
     texts: list[str | None] = ["a", "b", None, "d"]
     datasets.Dataset.from_dict({"text": texts}).save_to_disk(str(saved))
-    with pytest.raises(InputError, match=r"row 2 has no text in field 'text'"):
+    with pytest.raises(
+        InputError, match=r"row 2 \(from 0: dataset\[2\]\) has no text in field 'text'"
+    ):
         eager(str(saved), SEQ_LEN, small_tokenizer, cache_dir=cache)
     assert not cache.exists() or not list(cache.iterdir())  # nothing half-written is kept
 
@@ -584,6 +588,21 @@ def test_fingerprint_ignores_topology_but_not_options(small_tokenizer: Path, tmp
     json.dumps(full.summary())
 
 
+def test_invalid_utf8_in_a_local_jsonl_names_the_row_eager_and_in_each_stream(
+    small_tokenizer: Path, tmp_path: Path, cache: Path
+) -> None:
+    lines = [json.dumps({"text": f"row {i}"}).encode() for i in range(9)]
+    lines[5] = b'{"text": "bad \xff byte"}'  # the JSON reader passes the byte on as it is
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b"".join(line + b"\n" for line in lines))
+    said = r"row 5 \(from 0: dataset\[5\]\): its text holds invalid UTF-8 at byte 4; decode"
+    with pytest.raises(InputError, match=said):
+        eager(str(bad), SEQ_LEN, small_tokenizer, cache_dir=cache)
+    with pytest.raises(InputError, match=said):  # row 5 is stream 1 of 2's third row
+        list(streaming(bad, small_tokenizer, rank=1, world_size=2))
+    assert len(list(streaming(bad, small_tokenizer, rank=0, world_size=2))) > 0
+
+
 def test_streaming_bad_rows_and_options(small_tokenizer: Path, tmp_path: Path) -> None:
     rows = [{"text": f"row {i}"} for i in range(9)]
     rows[7] = {"body": "no text field"}
@@ -591,7 +610,9 @@ def test_streaming_bad_rows_and_options(small_tokenizer: Path, tmp_path: Path) -
     bad.write_text("".join(json.dumps(r) + "\n" for r in rows))
     # Row 7 belongs to stream 1 of 2; its number in the source is reported.
     dataset = streaming(bad, small_tokenizer, rank=1, world_size=2)
-    with pytest.raises(InputError, match=r"row 7 has no text in field 'text'"):
+    with pytest.raises(
+        InputError, match=r"row 7 \(from 0: dataset\[7\]\) has no text in field 'text'"
+    ):
         list(dataset)
     clean = [r["text"] for r in rows[0::2]]  # stream 0 of 2 never sees row 7
     got = [

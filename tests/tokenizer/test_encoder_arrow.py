@@ -63,7 +63,10 @@ def test_a_damaged_layout_is_an_error_not_a_crash(encoder: TextEncoder):
         core.encode_utf8(data, np.array([0, 7], dtype=np.int64))
     with pytest.raises(InputError, match="go backwards"):
         core.encode_utf8(data, np.array([0, 4, 3, 6], dtype=np.int64))
-    with pytest.raises(InputError, match="invalid UTF-8 at byte 1"):
+    with pytest.raises(InputError, match=r"invalid UTF-8 at byte 1 \(text 0, its byte 1\)"):
         core.encode_utf8(np.frombuffer(b"a\xffb", dtype=np.uint8), np.array([0, 3]))
+    # Text 2 is empty (4..4): the bad byte 4 is text 3's first.
+    with pytest.raises(InputError, match=r"invalid UTF-8 at byte 4 \(text 3, its byte 0\)"):
+        core.encode_utf8(np.frombuffer(b"abcd\xffb", dtype=np.uint8), np.array([0, 2, 4, 4, 6]))
     with pytest.raises(InputError, match="no offsets"):
         core.encode_utf8(data, np.array([], dtype=np.int64))

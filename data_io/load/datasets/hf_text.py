@@ -118,21 +118,57 @@ def _first_not_text(column: pa.ChunkedArray) -> tuple[int, Any]:
     return 0, None  # not reached: a column of only strings is typed as text
 
 
+def _row_name(row: int) -> str:
+    """A row as the messages name it: counted from 0, as ``dataset[row]`` finds it (a local
+    JSONL file's line numbers differ by one, and by any blank lines)."""
+    return f"row {row} (from 0: dataset[{row}])"
+
+
 def _bad_row(source: TextSource, row: int, what: str, field: str, batch: pa.Table) -> InputError:
     return InputError(
-        f"{source.label}: row {row} has {what} in field {field!r}, not a string (the rows have "
+        f"{source.label}: {_row_name(row)} has {what} in field {field!r}, not a string (the rows have "
         f"the fields {', '.join(map(str, batch.column_names)) or 'none'}); pass text_field= the "
         "field holding the text, or fix the row"
     )
 
 
 def _encode(
-    encoder: TextEncoder, texts: pa.ChunkedArray, eos_id: int, source: TextSource, rows: str
+    encoder: TextEncoder,
+    texts: pa.ChunkedArray,
+    eos_id: int,
+    source: TextSource,
+    rows: tuple[int, int],
 ) -> tuple[np.ndarray, np.ndarray]:
+    """The ids of ``texts``: rows ``first, first + stride, ...`` of ``source`` (``rows``)."""
     try:
         return encoder.encode_batch(texts, eos_id)
     except InputError as err:
-        raise InputError(f"{source.label}: {rows}: {err}") from err
+        first, stride = rows
+        bad = _invalid_utf8(texts)
+        if bad is not None:  # the Arrow data holds bytes that are no UTF-8 (a reader let them by)
+            k, at = bad
+            raise InputError(
+                f"{source.label}: {_row_name(first + k * stride)}: its text holds invalid UTF-8 "
+                f"at byte {at}; decode the data with its right encoding first, or replace the "
+                "bad bytes"
+            ) from err
+        last = first + (len(texts) - 1) * stride
+        every = f" every {stride}" if stride > 1 else ""
+        raise InputError(f"{source.label}: rows {first}..{last}{every}: {err}") from err
+
+
+def _invalid_utf8(texts: pa.ChunkedArray) -> tuple[int, int] | None:
+    """The first text that is not valid UTF-8, and the byte where it goes wrong (only after the
+    encoder refused the batch: this reads every text in Python)."""
+    k = 0
+    for chunk in texts.chunks:
+        for raw in chunk.cast(pa.large_binary()).to_pylist():
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                return k, err.start
+            k += 1
+    return None
 
 
 def _check_columns(dataset: Any, field: str, source: TextSource) -> None:
@@ -345,8 +381,7 @@ class HuggingFaceDataset(MapDatasetState, Dataset):
                 # Columns unknown up front (a JSON stream): checked here.
                 _check_columns(_Columns(batch.column_names), self.text_field, self.source)
                 texts = _texts(batch, self.text_field, rows, self.source)
-                where = f"rows {rows}..{rows + len(texts) - 1}"
-                ids, _ = _encode(encoder, texts, self.eos_token_id, self.source, where)
+                ids, _ = _encode(encoder, texts, self.eos_token_id, self.source, (rows, 1))
                 writer.add(ids)
                 rows += len(texts)
                 bar.update(len(texts))
@@ -629,8 +664,9 @@ class StreamingHuggingFaceDataset(IterableDataset):
         first, skip = self._start(stream, total)
         cutter = _StreamCutter(self.seq_len, total, first, skip)
         for number, texts in self._rows(stream, first, total):
-            where = f"stream {stream} of {total}, rows from {number} every {total}"
-            ids, offsets = _encode(self.encoder, texts, self.eos_token_id, self.source, where)
+            ids, offsets = _encode(
+                self.encoder, texts, self.eos_token_id, self.source, (number, total)
+            )
             for window, row, offset in cutter.add(number, ids, offsets, self.source):
                 yield self._sample(window, stream, row, offset)
 
