@@ -302,14 +302,23 @@ def jsonl_row_text(
         text = row.get(field) if type(row) is dict else None
     except orjson.JSONDecodeError:
         text = None
-    if type(text) is not str:
+    # A key given twice: both parsers keep the last, but which one is the text is the writer's
+    # mistake, not ours to pick (tokenize's rows reader refuses it too). json, which counts them,
+    # reads a line naming the field twice or holding an escape that could spell it.
+    if type(text) is not str or line.count(f'"{field}"') > 1 or "\\" in line:
         text = _json_text(line, field, where)
     return text if text.isascii() else _valid_unicode(text, where, options, stats)
 
 
 def _json_text(line: str, field: str, where: str) -> str:
+    outermost: list[list[tuple[str, Any]]] = []
+
+    def keep(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        outermost[:] = [pairs]  # objects are built innermost first: the last is the row
+        return dict(pairs)
+
     try:
-        row = json.loads(line)
+        row = json.loads(line, object_pairs_hook=keep)
     except json.JSONDecodeError as err:
         raise InputError(
             f"{where}: not valid JSON ({err}); each line must hold one JSON object"
@@ -323,6 +332,12 @@ def _json_text(line: str, field: str, where: str) -> str:
         raise InputError(
             f"{where}: a number too long to read ({err}); fix the row or remove the number"
         ) from err
+    times = sum(key == field for key, _ in outermost[0]) if type(row) is dict else 1
+    if times > 1:
+        raise InputError(
+            f"{where}: the field {field!r} is given {times} times in the row; which is the "
+            "text is not clear: keep one"
+        )
     return _field_text(row, field, where)
 
 

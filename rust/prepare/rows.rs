@@ -210,7 +210,7 @@ impl<'de> Visitor<'de> for FieldOf<'_> {
                 map.next_value::<IgnoredAny>()?;
             }
         }
-        // A field given twice: Python takes the last one, and says so when it is no string.
+        // A field given twice goes to Python, which refuses the row naming the field.
         Ok(if times == 1 { found } else { None })
     }
 }

@@ -386,6 +386,9 @@ def test_lone_surrogate_in_json_follows_the_policy(tmp_path: Path):
         ('{"text": ["a"]}', r"line 2: field 'text' is a list"),
         ('["text"]', r"line 2: expected a JSON object"),
         ('{"text": "a"', r"line 2: not valid JSON"),
+        ('{"text": "a", "text": "b"}', r"line 2: the field 'text' is given 2 times in the row"),
+        ('{"te\\u0078t": "a", "text": "b"}', r"line 2: the field 'text' is given 2 times"),
+        ('{"text": 1, "x": 2, "text": "b"}', r"line 2: the field 'text' is given 2 times"),
     ],
 )
 def test_bad_jsonl_rows_name_file_and_line(tmp_path: Path, line: str, message: str):
@@ -393,6 +396,15 @@ def test_bad_jsonl_rows_name_file_and_line(tmp_path: Path, line: str, message: s
     path.write_text('{"text": "fine"}\n' + line + "\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"a\.jsonl: " + message):
         read_all(path)
+
+
+def test_a_field_named_again_inside_a_nested_object_is_no_duplicate(tmp_path: Path):
+    path = tmp_path / "a.jsonl"
+    path.write_text(
+        '{"text": "a\\nb", "meta": {"text": 1, "text": 2}}\n{"x": "\\"text\\"", "text": "c"}\n',
+        encoding="utf-8",
+    )
+    assert read_all(path)[0] == ["a\nb", "c"]
 
 
 @pytest.mark.parametrize("content", [b"", b"\n\n  \n", b"\xef\xbb\xbf"])
