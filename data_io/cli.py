@@ -14,13 +14,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 
 # No command calls BLAS, and OpenBLAS's threads spin for ~0.1 CPU-second after numpy is
 # imported: one thread (unless the user chose), before any stage imports numpy.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from data_io.errors import DataIoError, os_error_message
+from data_io.errors import ConfigError, DataIoError, os_error_message
 from data_io.stage import STAGES
 from data_io.util.closed_stdout import exit_quietly_on_closed_stdout, from_closed_stdout
 
@@ -103,7 +104,32 @@ def parse_command_line(argv: list[str]) -> argparse.Namespace:
         args, unknown = _intermixed(parser, args, argv, unknown)
     if unknown:
         _take_dotted_overrides(parser, args, argv, unknown)
+    command = getattr(parser, "data_io_commands", {}).get(getattr(args, "command", None))
+    args.option_names = _option_names(command) if command is not None else {}
     return args
+
+
+def _option_names(command: argparse.ArgumentParser) -> dict[str, str]:
+    """Each option's Python name (``val_fraction``) and how the command line spells it
+    (``--val-fraction``), for messages of the API, which name its parameters."""
+    names = {}
+    for action in command._actions:  # argparse keeps them only in this field
+        long = [o for o in action.option_strings if o.startswith("--")]
+        if long and action.dest not in (argparse.SUPPRESS, "help"):
+            names[action.dest] = max(long, key=len)
+    return names
+
+
+def _in_option_words(message: str, names: dict[str, str]) -> str:
+    """An API message in the command line's words: ``val_fraction must be ...`` is
+    ``--val-fraction must be ...``. A parameter name with an underscore is replaced where it
+    stands; a one-word name only where it opens the message (``seed must be ...``)."""
+    for dest, option in names.items():
+        if "_" in dest:
+            message = re.sub(rf"(?<![\w/.-]){re.escape(dest)}\b(?!=)", option, message)
+        elif message.startswith(f"{dest} "):
+            message = option + message[len(dest) :]
+    return message
 
 
 def _run(argv: list[str] | None) -> int:
@@ -113,7 +139,10 @@ def _run(argv: list[str] | None) -> int:
     except DataIoError as exc:
         if from_closed_stdout(exc):
             raise  # not an error of the stage: the reader went away
-        print(f"data_io {args.command}: error: {exc}", file=sys.stderr)
+        said = str(exc)
+        if isinstance(exc, ConfigError):
+            said = _in_option_words(said, getattr(args, "option_names", {}))
+        print(f"data_io {args.command}: error: {said}", file=sys.stderr)
         return 1
     except OSError as exc:  # disk full, read-only, permissions: one line, not a traceback
         if from_closed_stdout(exc):

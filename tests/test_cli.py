@@ -53,6 +53,36 @@ def test_scale_out_counts_below_one_are_refused(option: str, value: str, capsys)
     assert f"argument {option}: must be" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("option", "value", "said"),
+    [
+        ("--val-fraction", "2", "--val-fraction must be a number in [0, 1), got 2.0"),
+        ("--tokens-per-shard", "0", "--tokens-per-shard must be an integer >= 1, got 0"),
+        ("--min-doc-chars", "-1", "--min-doc-chars must be an integer >= 0, got -1"),
+        ("--seed", "-1", "--seed must be an integer >= 0, got -1"),
+        ("--eos-token", "nope", "--eos-token 'nope' does not apply to the char tokenizer"),
+    ],
+)
+def test_an_options_bad_value_is_named_as_the_option_not_the_api_parameter(
+    tmp_path: Path, capsys, option: str, value: str, said: str
+):
+    (tmp_path / "a.txt").write_text("a document long enough to be kept\n")
+    argv = ["prepare", str(tmp_path / "a.txt"), "-o", str(tmp_path / "out"), "--tokenizer", "char"]
+    assert main([*argv, option, value]) == 1
+    assert f"data_io prepare: error: {said}" in capsys.readouterr().err
+
+
+def test_option_words_leave_paths_and_api_hints_alone():
+    from data_io.cli import _in_option_words
+
+    names = {"val_fraction": "--val-fraction", "seed": "--seed", "text_field": "--text-field"}
+    assert (
+        _in_option_words("/data/val_fraction/x: seed val_fraction; pass text_field= it", names)
+        == "/data/val_fraction/x: seed --val-fraction; pass text_field= it"
+    )
+    assert _in_option_words("seed must be >= 0", names) == "--seed must be >= 0"
+
+
 def test_sample_tokenized_reads_key_values_around_its_options(tmp_path: Path, capsys):
     assert sample_main([f"tokenized_path={tmp_path / 'nowhere'}", "-q", "epochs=2"]) == 1
     # Before: argparse's "unrecognized arguments: epochs=2" (exit 2); now the config's own check.
