@@ -1220,6 +1220,7 @@ fn prepare_batch<'py>(
         ("invalid_utf8_lines", r.invalid_utf8_lines),
         ("unicode_normalized", c.unicode_normalized),
         ("whitespace_cleaned", c.whitespace_cleaned),
+        ("controls_removed", c.controls_removed),
         ("short_lines_dropped", c.short_lines_dropped),
         ("too_short", c.dropped_too_short),
         ("empty", c.dropped_empty),

@@ -53,6 +53,7 @@ class CleanOptions:
 class CleanStats:
     unicode_normalized: int = 0  # documents NFC changed
     whitespace_cleaned: int = 0  # documents the whitespace clean-up changed
+    controls_removed: int = 0  # of those, documents it removed control characters (NUL, ...) from
     short_lines_dropped: int = 0
     dropped: dict[str, int] = field(default_factory=lambda: {"too_short": 0, "empty": 0})
 
@@ -60,6 +61,7 @@ class CleanStats:
         """Add the counts of ``other`` (a batch cleaned in another process)."""
         self.unicode_normalized += other.unicode_normalized
         self.whitespace_cleaned += other.whitespace_cleaned
+        self.controls_removed += other.controls_removed
         self.short_lines_dropped += other.short_lines_dropped
         for reason, count in other.dropped.items():
             self.dropped[reason] += count
@@ -68,6 +70,7 @@ class CleanStats:
         return {
             "unicode_normalized": self.unicode_normalized,
             "whitespace_cleaned": self.whitespace_cleaned,
+            "controls_removed": self.controls_removed,
             "short_lines_dropped": self.short_lines_dropped,
             "dropped": dict(self.dropped),
         }

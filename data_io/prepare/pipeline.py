@@ -402,6 +402,7 @@ def _clean_counts(counts: dict[str, int]) -> CleanStats:
     return CleanStats(
         unicode_normalized=counts["unicode_normalized"],
         whitespace_cleaned=counts["whitespace_cleaned"],
+        controls_removed=counts["controls_removed"],
         short_lines_dropped=counts["short_lines_dropped"],
         dropped={"too_short": counts["too_short"], "empty": counts["empty"]},
     )

@@ -64,6 +64,9 @@ def print_summary(result: PrepareResult) -> None:
         ("documents dropped: empty", dropped.get("empty", 0)),
         ("documents dropped: duplicate", result.duplicates),
     ]
+    if cleaning.get("controls_removed"):  # NUL and other controls: shown only when there were some
+        at = rows.index(("whitespace-cleaned documents", cleaning.get("whitespace_cleaned", 0)))
+        rows.insert(at + 1, ("  of them, control characters removed", cleaning["controls_removed"]))
     if result.duplicate_lines:
         rows[-1] = ("documents dropped: every line a duplicate", result.duplicates)
         rows.append(("lines dropped: duplicate", result.duplicate_lines))

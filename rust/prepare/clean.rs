@@ -38,6 +38,9 @@ pub struct CleanOptions {
 pub struct CleanStats {
     pub unicode_normalized: u64,
     pub whitespace_cleaned: u64,
+    /// Documents the clean-up removed control characters from (NUL and the like): counted
+    /// among `whitespace_cleaned` too, and on their own so that a user sees them.
+    pub controls_removed: u64,
     pub short_lines_dropped: u64,
     pub dropped_too_short: u64,
     pub dropped_empty: u64,
@@ -48,6 +51,7 @@ impl CleanStats {
     pub fn plus(mut self, other: CleanStats) -> CleanStats {
         self.unicode_normalized += other.unicode_normalized;
         self.whitespace_cleaned += other.whitespace_cleaned;
+        self.controls_removed += other.controls_removed;
         self.short_lines_dropped += other.short_lines_dropped;
         self.dropped_too_short += other.dropped_too_short;
         self.dropped_empty += other.dropped_empty;
@@ -127,8 +131,9 @@ fn normalize<'t>(
         return (text, Some(short));
     }
     match whitespace_cleaned(&text) {
-        cleaned if cleaned != *text => {
+        (cleaned, controls) if cleaned != *text => {
             stats.whitespace_cleaned += 1;
+            stats.controls_removed += u64::from(controls);
             (Cow::Owned(cleaned), None)
         }
         _ => (text, None),
@@ -138,14 +143,16 @@ fn normalize<'t>(
 /// The whitespace clean-up of `text` (`line_scan` finds, without building a string, the
 /// common text it leaves as it is). A line at a time, each copied whole: only a line
 /// holding a control is copied a byte at a time (every character removed, a carriage return,
-/// a control or a trailing space, is whole, so the result stays UTF-8).
-fn whitespace_cleaned(text: &str) -> String {
+/// a control or a trailing space, is whole, so the result stays UTF-8). With it, whether a
+/// control was removed.
+fn whitespace_cleaned(text: &str) -> (String, bool) {
     let bytes = text.as_bytes();
     let mut out: Vec<u8> = Vec::with_capacity(bytes.len());
     // Line ends since the last line that kept a character: at most two are written before the
     // next such line (runs of three or more become two).
     let mut pending = 0usize;
     let mut without_controls = Vec::new();
+    let mut removed_controls = false;
     // Most texts hold no control (a carriage return is one): their lines are not searched.
     let controls = has_control(bytes);
     let mut start = 0;
@@ -164,6 +171,7 @@ fn whitespace_cleaned(text: &str) -> String {
             without_controls.clear();
             without_controls.extend_from_slice(line);
             remove_controls(&mut without_controls);
+            removed_controls |= without_controls.len() < line.len();
             line = &without_controls;
         }
         let kept = trimmed_of_trailing_spaces(line);
@@ -182,11 +190,12 @@ fn whitespace_cleaned(text: &str) -> String {
     let cleaned = String::from_utf8(out)
         .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned());
     let stripped = python_strip(&cleaned);
-    if stripped.len() == cleaned.len() {
+    let cleaned = if stripped.len() == cleaned.len() {
         cleaned
     } else {
         stripped.to_string()
-    }
+    };
+    (cleaned, removed_controls)
 }
 
 /// Remove from `line` (no line end in it) the controls the clean-up removes: C0 but tab,
@@ -363,7 +372,23 @@ mod tests {
         );
         assert_eq!(stats.unicode_normalized, 1);
         assert_eq!(stats.whitespace_cleaned, 1);
+        assert_eq!(stats.controls_removed, 1);
         assert_eq!(stats.short_lines_dropped, 1);
+    }
+
+    #[test]
+    fn control_characters_removed_are_counted_apart_from_spaces() {
+        let nul = "a document\u{0} with a NUL and a C1 \u{85} control";
+        let (kept, stats) = cleaned(nul, &DEFAULTS);
+        assert_eq!(
+            kept.as_deref(),
+            Some("a document with a NUL and a C1  control")
+        );
+        assert_eq!((stats.whitespace_cleaned, stats.controls_removed), (1, 1));
+        // Carriage returns and trailing spaces are clean-up, not controls removed.
+        let spaces = "a document with line ends\r\nand trailing spaces   \n\n\n\nend";
+        let (_, stats) = cleaned(spaces, &DEFAULTS);
+        assert_eq!((stats.whitespace_cleaned, stats.controls_removed), (1, 0));
     }
 
     #[test]

@@ -27,7 +27,9 @@ def _normalize(text: str, stats: CleanStats) -> str:
     # Each step runs only where it can change something; the cheap checks (a substring search
     # or a byte translation, at C speed) keep the regexes off the common, clean document.
     if _has_control(cleaned):
-        cleaned = _CONTROL.sub("", cleaned)
+        without = _CONTROL.sub("", cleaned)
+        stats.controls_removed += without != cleaned
+        cleaned = without
     if _has_trailing_space(cleaned):
         cleaned = _TRAILING_SPACE.sub("", cleaned)
     if "\n\n\n" in cleaned:

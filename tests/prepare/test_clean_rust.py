@@ -84,6 +84,7 @@ def rust_clean(texts: list[str], options: CleanOptions) -> tuple[list[str], dict
     stats = {
         "unicode_normalized": counts["unicode_normalized"],
         "whitespace_cleaned": counts["whitespace_cleaned"],
+        "controls_removed": counts["controls_removed"],
         "short_lines_dropped": counts["short_lines_dropped"],
         "dropped": {"too_short": counts["too_short"], "empty": counts["empty"]},
     }

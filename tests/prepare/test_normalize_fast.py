@@ -26,7 +26,9 @@ def _plain_normalize(text: str, stats: CleanStats) -> str:
     cleaned = text
     if "\r" in cleaned:
         cleaned = cleaned.replace("\r\n", "\n").replace("\r", "\n")
-    cleaned = clean_oracle._CONTROL.sub("", cleaned)
+    without = clean_oracle._CONTROL.sub("", cleaned)
+    stats.controls_removed += without != cleaned
+    cleaned = without
     cleaned = clean_oracle._TRAILING_SPACE.sub("", cleaned)
     cleaned = clean_oracle._BLANK_RUNS.sub("\n\n", cleaned).strip()
     if cleaned != text:

@@ -52,6 +52,22 @@ def test_thread_count_changes_no_byte_and_no_counter(
         assert getattr(one, name) == getattr(many, name), name
     assert one.invalid_utf8 == 1
     assert all(one.cleaning[key] for key in ("unicode_normalized", "whitespace_cleaned"))
+    # The tricky documents' controls (NUL, BEL, NEL) in a.txt, b.jsonl and d.txt's copies.
+    assert 0 < one.cleaning["controls_removed"] < one.cleaning["whitespace_cleaned"]
+
+
+def test_the_summary_says_when_control_characters_were_removed(tmp_path: Path, capsys):
+    from data_io.cli import main
+
+    text = tmp_path / "a.txt"
+    text.write_bytes(b"a document with a NUL\x00 byte inside it\n\nand one clean enough doc\n")
+    assert main(["prepare", str(text), "-o", str(tmp_path / "out"), "--tokenizer", "char"]) == 0
+    shown = capsys.readouterr().out
+    assert "whitespace-cleaned documents           1" in shown
+    assert "  of them, control characters removed  1" in shown
+    text.write_bytes(b"one clean document of text\n\nand another clean one\n")
+    assert main(["prepare", str(text), "-o", str(tmp_path / "out2"), "--tokenizer", "char"]) == 0
+    assert "control characters" not in capsys.readouterr().out
 
 
 def _encode_threads() -> int:
