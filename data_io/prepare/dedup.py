@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 
 from data_io import _core
 from data_io.errors import ConfigError
+from data_io.util.fs import naming
 
 __all__ = [
     "DEDUP_MODES",
@@ -228,7 +229,8 @@ class OnlineDedup:
     def write_kept(self, path: Path) -> None:
         """Every hash seen, sorted: the kept-hashes file ``HashDedup.keep_mask`` also writes."""
         temporary = path.with_name(path.name + ".tmp")
-        self._seen.write_sorted(temporary)
+        with naming(temporary):
+            self._seen.write_sorted(temporary)
         os.replace(temporary, path)
 
 
@@ -288,7 +290,8 @@ class HashDedup:
     def _spill(self) -> None:
         run = self.work / f"dedup_run_{self._next_run:05d}.npy"
         self._next_run += 1
-        np.save(run, self._sorted_buffer())
+        with naming(run):
+            np.save(run, self._sorted_buffer())
         self.runs.append(run)
         self.spilled += 1
         self._filled = 0
@@ -320,7 +323,7 @@ class HashDedup:
             sources.append(_prior_chunks(prior))
         chunk = max(1, self.budget // (_MERGE_FACTOR * max(1, len(sources))))
         temporary = kept_hashes.with_name(kept_hashes.name + ".tmp")
-        with open(temporary, "wb") as out:
+        with naming(temporary), open(temporary, "wb") as out:
             last: tuple[int, int] | None = None
             for merged in _merge([s(chunk) for s in sources], self._note):
                 first = _first_of_hash(merged, last)

@@ -27,6 +27,7 @@ from data_io import _core
 from data_io.prepare.dedup import HashDedup, OnlineDedup
 from data_io.prepare.split import is_val
 from data_io.prepare.tokenizers import PrepTokenizer
+from data_io.util.fs import close_named, write_to
 
 __all__ = ["LineArrays", "LineDedup", "LineSpool", "replay_line_part", "write_line_shards"]
 
@@ -117,20 +118,19 @@ class LineSpool:
         self, batch: LineArrays, val: NDArray[Any], hashes: NDArray[np.uint64] | None = None
     ) -> None:
         text, offsets, line_hashes, line_counts = batch
-        self.files["text"].write(np.ascontiguousarray(text).data)
-        self.files["bytes"].write(np.diff(offsets).astype(np.int64).tobytes())
-        self.files["counts"].write(np.ascontiguousarray(line_counts, dtype=np.int64).tobytes())
-        self.files["val"].write(val.astype(np.bool_).tobytes())
+        write_to(self.files["text"], np.ascontiguousarray(text).data)
+        write_to(self.files["bytes"], np.diff(offsets).astype(np.int64).tobytes())
+        write_to(self.files["counts"], np.ascontiguousarray(line_counts, dtype=np.int64).tobytes())
+        write_to(self.files["val"], val.astype(np.bool_).tobytes())
         if self.with_hashes:
             assert hashes is not None
-            self.files["hashes"].write(np.ascontiguousarray(hashes, dtype=np.uint64).tobytes())
-            self.files["line_hashes"].write(np.ascontiguousarray(line_hashes).tobytes())
+            write_to(self.files["hashes"], np.ascontiguousarray(hashes, dtype=np.uint64).tobytes())
+            write_to(self.files["line_hashes"], np.ascontiguousarray(line_hashes).tobytes())
         self.documents += len(line_counts)
         self.lines += int(line_counts.sum())
 
     def close(self) -> None:
-        for f in self.files.values():
-            f.close()
+        close_named(self.files.values())
 
     def arrays(self) -> dict[str, Any]:
         return _line_arrays(self.folder, self.with_hashes)

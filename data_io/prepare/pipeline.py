@@ -38,6 +38,7 @@ from data_io.prepare.normalize import CleanOptions, CleanStats
 from data_io.prepare.progress import ProgressBar
 from data_io.prepare.split import is_val
 from data_io.prepare.tokenizers import PrepTokenizer
+from data_io.util.fs import close_named, write_to
 from data_io.util.threads import checked_threads
 
 __all__ = [
@@ -84,21 +85,20 @@ class Spool:
         bands: NDArray[np.uint64] | None = None,
     ) -> None:
         # Written from the array's own buffer: a copy of every token (tobytes) costs as much.
-        self.files["tokens"].write(np.ascontiguousarray(ids, dtype=np.uint32).data)
-        self.files["lengths"].write(np.diff(offsets).astype(np.int64).tobytes())
-        self.files["val"].write(val.astype(np.bool_).tobytes())
+        write_to(self.files["tokens"], np.ascontiguousarray(ids, dtype=np.uint32).data)
+        write_to(self.files["lengths"], np.diff(offsets).astype(np.int64).tobytes())
+        write_to(self.files["val"], val.astype(np.bool_).tobytes())
         if self.with_hashes:
             assert hashes is not None
-            self.files["hashes"].write(np.ascontiguousarray(hashes, dtype=np.uint64).tobytes())
+            write_to(self.files["hashes"], np.ascontiguousarray(hashes, dtype=np.uint64).tobytes())
         if self.bands:
             assert bands is not None and bands.shape[1:] == (self.bands, 2)
-            self.files["bands"].write(np.ascontiguousarray(bands, dtype=np.uint64).tobytes())
+            write_to(self.files["bands"], np.ascontiguousarray(bands, dtype=np.uint64).tobytes())
         self.documents += len(offsets) - 1
         self.tokens += len(ids)
 
     def close(self) -> None:
-        for f in self.files.values():
-            f.close()
+        close_named(self.files.values())
 
     def arrays(self) -> tuple[NDArray[np.uint32], NDArray[np.int64], NDArray[np.bool_]]:
         def load(name: str, dtype: Any) -> Any:

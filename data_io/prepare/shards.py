@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from data_io.errors import OutputError
+from data_io.util.fs import naming
 
 __all__ = [
     "FORMATS",
@@ -92,10 +93,11 @@ class _OpenShard:
         self.tokens = 0
         self.digest = hashlib.sha256()
         self.file: BinaryIO = open(self.temporary, "wb")  # noqa: SIM115 (closed by finish)
-        if fmt == "npy":
-            self.file.write(npy_header(dtype, 0))
-        if prefix is not None:
-            self._copy_prefix(prefix)
+        with naming(self.temporary):
+            if fmt == "npy":
+                self.file.write(npy_header(dtype, 0))
+            if prefix is not None:
+                self._copy_prefix(prefix)
 
     def _copy_prefix(self, prefix: ShardRecord) -> None:
         """The tokens of the existing shorter shard, checked against their recorded hash."""
@@ -123,17 +125,19 @@ class _OpenShard:
     def write(self, ids: NDArray[Any]) -> None:
         # The array's own buffer (cast only when the dtype differs): no copy of every token.
         data = memoryview(np.ascontiguousarray(ids.astype(self.dtype, copy=False))).cast("B")
-        self.file.write(data)
+        with naming(self.temporary):
+            self.file.write(data)
         self.digest.update(data)
         self.tokens += len(ids)
 
     def finish(self) -> ShardRecord:
-        if self.fmt == "npy":
-            self.file.seek(0)
-            self.file.write(npy_header(self.dtype, self.tokens))
-        self.file.flush()
-        os.fsync(self.file.fileno())
-        self.file.close()
+        with naming(self.temporary):
+            if self.fmt == "npy":
+                self.file.seek(0)
+                self.file.write(npy_header(self.dtype, self.tokens))
+            self.file.flush()
+            os.fsync(self.file.fileno())
+            self.file.close()
         return ShardRecord(self.final.name, self.tokens, self.digest.hexdigest())
 
 

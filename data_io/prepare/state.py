@@ -300,7 +300,7 @@ def check_same_options(out: Path, metadata: dict[str, Any], current: dict[str, A
     """An incremental run must shape its shards as the earlier runs did."""
     recorded = metadata.get("options", {})
     differ = [
-        f"{key}: {recorded.get(key)!r} then, {value!r} now"
+        f"{key}: {_shown(key, recorded.get(key))} then, {_shown(key, value)} now"
         for key, value in current.items()
         if recorded.get(key) != value
     ]
@@ -309,6 +309,14 @@ def check_same_options(out: Path, metadata: dict[str, Any], current: dict[str, A
             f"{out} was prepared with other options ({'; '.join(differ)}); re-run with the "
             "same options to add inputs, or prepare into a new folder"
         )
+
+
+def _shown(key: str, value: Any) -> str:
+    """An option's recorded value as the user gave it: ``dedup`` is recorded True / False for
+    doc / none (as folders written before the other modes record it)."""
+    if key == "dedup" and isinstance(value, bool):
+        return "'doc'" if value else "'none'"
+    return repr(value)
 
 
 @contextlib.contextmanager

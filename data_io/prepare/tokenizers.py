@@ -34,7 +34,7 @@ from data_io import _core
 from data_io.errors import ConfigError, InputError, TokenizerError
 from data_io.tokenizer import vocabularies
 from data_io.tokenizer.encoder import TextEncoder
-from data_io.util.fs import sha256
+from data_io.util.fs import naming, removed_on_failure, sha256
 
 __all__ = [
     "CHAR_EOS",
@@ -177,8 +177,9 @@ class HfTokenizer:
 
 def _copy_atomic(source: Path, target: Path) -> None:
     temporary = target.with_name(f".{target.name}.tmp")
-    shutil.copyfile(source, temporary)
-    os.replace(temporary, target)
+    with removed_on_failure(temporary):
+        shutil.copyfile(source, temporary)
+        os.replace(temporary, target)
 
 
 @dataclass
@@ -261,8 +262,9 @@ def write_state(folder: Path, state: dict[str, Any]) -> None:
     """``tokenizer_state.json`` in ``folder``, written whole or not at all."""
     target = folder / CHAR_STATE_FILE
     temporary = target.with_name(f".{target.name}.tmp")
-    temporary.write_text(json.dumps(state, ensure_ascii=False, indent=1), encoding="utf-8")
-    os.replace(temporary, target)
+    with removed_on_failure(temporary), naming(temporary):
+        temporary.write_text(json.dumps(state, ensure_ascii=False, indent=1), encoding="utf-8")
+        os.replace(temporary, target)
 
 
 def state_characters(chars: Any) -> list[str]:

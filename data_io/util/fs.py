@@ -3,9 +3,11 @@ the permissions the user's umask gives ordinary files and folders."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +32,51 @@ def write_json_atomic(path: Path, content: Any) -> None:
     so that two writers never share one), flushed to disk before the rename: readers see the
     old file or the whole new one."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(temporary, "w", encoding="utf-8") as f:
-        json.dump(content, f, indent=1, ensure_ascii=False)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(temporary, path)
+    with removed_on_failure(temporary), naming(temporary):
+        with open(temporary, "w", encoding="utf-8") as f:
+            json.dump(content, f, indent=1, ensure_ascii=False)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+
+
+def write_to(file: Any, data: Any) -> None:
+    """``file.write(data)``, a failure (a full disk) naming the file (``naming``)."""
+    with naming(file.name):
+        file.write(data)
+
+
+def close_named(files: Any) -> None:
+    """Close every file of ``files``; the flush of a full disk names its file (``naming``)."""
+    for file in files:
+        with naming(file.name):
+            file.close()
+
+
+@contextlib.contextmanager
+def removed_on_failure(temporary: Path) -> Iterator[None]:
+    """Remove ``temporary`` (a file written under a temporary name) when the block fails: a
+    full disk must leave no half-written file behind for the next run to trip over."""
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def naming(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Give an ``OSError`` raised inside without a file name (Python names the file when it
+    opens it, not when a write, flush or fsync on it fails: a full disk's ENOSPC) ``path``, so
+    that the message says which file could not be written."""
+    try:
+        yield
+    except OSError as err:
+        if err.filename is not None or err.errno is None:
+            raise
+        raise OSError(err.errno, err.strerror, os.fspath(path)) from err
 
 
 def sha256(path: Path) -> str:

@@ -68,8 +68,31 @@ def test_disk_full_is_one_line_and_keeps_the_dataset(tmp_path: Path) -> None:
         before = tree_bytes(out)
         failed = prepare_cli([text, big], out)
         assert failed.returncode == 1
-        assert_one_line(failed.stderr, "No space left on device", "[ENOSPC]", "free space")
+        # The file that could not be written is named (a write's error carries no name).
+        assert_one_line(failed.stderr, f"{out}/", "No space left on device", "[ENOSPC]")
         assert tree_bytes(out) == before
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+@pytest.mark.parametrize("free_kb", [8, 40, 200, 12000])
+def test_a_first_run_on_a_full_disk_leaves_nothing_in_the_way_of_the_next(
+    tmp_path: Path, free_kb: int
+) -> None:
+    big = write_txt(tmp_path / "in" / "b.txt", documents(20_000, seed=2))
+    with small_tmpfs(tmp_path / "disk", "32m") as disk:
+        filler = disk / "filler"
+        filler.write_bytes(b"\0" * (32768 - free_kb) * 1024)  # the disk full but free_kb
+        out = disk / "out"
+        failed = prepare_cli([big], out)
+        assert failed.returncode == 1
+        assert_one_line(failed.stderr, f"{out}/", "[ENOSPC]")
+        # A file under a temporary name is left only beside a journal saying whose it is.
+        left = sorted(p.name for p in out.rglob("*")) if out.exists() else []
+        assert not left or ".prepare" in left, left
+        filler.unlink()  # space freed: the same command now runs to its end
+        again = prepare_cli([big], out)
+        assert again.returncode == 0, again.stderr
+        assert (out / "dataset_metadata.json").is_file()
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")

@@ -1,7 +1,10 @@
-"""publish_mode: temporary outputs end with the umask's permissions, not tempfile's 0700/0600."""
+"""publish_mode: temporary outputs end with the umask's permissions, not tempfile's 0700/0600;
+a full disk's error names the file being written, and leaves no temporary file behind."""
 
 from __future__ import annotations
 
+import errno
+import json
 import os
 import stat
 import tempfile
@@ -9,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from data_io.util.fs import publish_mode
+from data_io.errors import os_error_message
+from data_io.util.fs import naming, publish_mode, write_json_atomic, write_to
+
+FULL = Path("/dev/full")  # every write fails with ENOSPC, as on a full disk
 
 
 @pytest.mark.parametrize("mask", [0o022, 0o077, 0o002])
@@ -44,3 +50,34 @@ def test_bin_plan_cache_is_readable_by_others(tmp_path: Path) -> None:
         os.umask(old)
     (plan,) = (tmp_path / "prepared").iterdir()
     assert stat.S_IMODE(plan.stat().st_mode) == 0o755
+
+
+@pytest.mark.skipif(not FULL.exists(), reason="needs Linux's /dev/full")
+def test_a_full_disk_names_the_file_written(tmp_path: Path) -> None:
+    with open(FULL, "wb", buffering=0) as full:
+        with pytest.raises(OSError) as bare:
+            full.write(b"x")  # what Python raises: no file name
+        assert bare.value.filename is None
+        with pytest.raises(OSError) as info, naming(tmp_path / "shard.tmp"):
+            full.write(b"x")
+        assert info.value.errno == errno.ENOSPC
+        assert os_error_message(info.value).startswith(f"{tmp_path / 'shard.tmp'}: No space left")
+        with pytest.raises(OSError) as info:
+            write_to(full, b"x")  # names the open file itself
+        assert info.value.filename == str(FULL)
+    with pytest.raises(FileNotFoundError) as info, naming(tmp_path / "other"):
+        (tmp_path / "missing").read_bytes()  # an error that names its file keeps its name
+    assert info.value.filename == str(tmp_path / "missing")
+
+
+def test_write_json_atomic_leaves_no_temporary_when_it_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full_disk(*_: object, **__: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(json, "dump", full_disk)
+    with pytest.raises(OSError) as info:
+        write_json_atomic(tmp_path / "meta.json", {"a": 1})
+    assert info.value.filename == str(tmp_path / f".meta.json.{os.getpid()}.tmp")
+    assert list(tmp_path.iterdir()) == []
