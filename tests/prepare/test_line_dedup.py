@@ -185,7 +185,7 @@ def test_the_cli_takes_dedup_line_and_counts_the_lines(tmp_path: Path, capsys) -
     printed = capsys.readouterr().out
     assert "lines dropped: duplicate" in printed
     assert "every line a duplicate" in printed
-    with pytest.raises(ConfigError, match="dedup: 'line' then, True now"):
+    with pytest.raises(ConfigError, match="dedup: 'line' then, 'doc' now"):
         prepare([inputs], out, tokenizer=str(TOKENIZER), dedup="doc", progress=False)
 
 

@@ -95,9 +95,11 @@ def test_threads_apply_to_every_call_and_leave_the_environment_as_it_was(
 
     monkeypatch.delenv("RAYON_NUM_THREADS", raising=False)
     _corpus(tmp_path / "in")
-    for count in (1, 2, 1):
-        out = tmp_path / f"out{count}_{_encode_threads()}"
-        run([tmp_path / "in"], out, small_tokenizer, threads=count)
+    for step, count in enumerate((1, 2, 1)):
+        # A new folder each time: a folder prepared before has nothing new to encode. (Named by
+        # the pool's threads before, two steps met the same folder after a test that had left
+        # a pool of two threads, and the last step ran nothing.)
+        run([tmp_path / "in"], tmp_path / f"out{step}", small_tokenizer, threads=count)
         assert _eventually(lambda count=count: _encode_threads() == count), _encode_threads()
         assert "RAYON_NUM_THREADS" not in os.environ
 
