@@ -565,12 +565,47 @@ impl JsonlBatch {
                 e.column()
             ))
         })?;
+        if [&row.condition, &row.instruction, &row.response]
+            .iter()
+            .all(|field| matches!(field, Field::Missing))
+        {
+            return Err(bad(no_row_fields(text)));
+        }
         Ok(RowText {
             condition: row.condition.text(FIELDS[0]).map_err(&bad)?,
             instruction: row.instruction.text(FIELDS[1]).map_err(&bad)?,
             response: row.response.text(FIELDS[2]).map_err(&bad)?,
         })
     }
+}
+
+/// The error for an object with none of the three fields: which fields it has, and, for raw
+/// text (a `text` field, as `data_io prepare` reads it), which command takes it.
+fn no_row_fields(text: &str) -> String {
+    let keys: Vec<String> =
+        serde_json::from_str::<std::collections::BTreeMap<String, serde::de::IgnoredAny>>(text)
+            .map(|map| map.into_keys().collect())
+            .unwrap_or_default();
+    let shown: Vec<String> = keys.iter().take(6).map(|k| format!("{k:?}")).collect();
+    let more = if keys.len() > shown.len() {
+        ", ..."
+    } else {
+        ""
+    };
+    let hint = if keys.iter().any(|k| k == "text") {
+        "; rows of raw text are `data_io prepare`'s input (flat token shards), not tokenize's"
+    } else {
+        ""
+    };
+    format!(
+        "no condition, instruction or response field (the row has {}{more}): each line must \
+         be one JSON object with string fields condition, instruction, response{hint}",
+        if shown.is_empty() {
+            "none".to_string()
+        } else {
+            shown.join(", ")
+        }
+    )
 }
 
 /// What kind of value a valid JSON text is, from its first byte.
@@ -774,6 +809,8 @@ mod tests {
         );
         data.extend_from_slice(b"[1,2]\n");
         data.extend_from_slice(b"not json\n");
+        data.extend_from_slice(b"{\"text\":\"raw text\",\"url\":\"u\"}\n");
+        data.extend_from_slice(b"{\"body\":\"x\"}\n");
         let rows = all_rows(&data);
         assert!(rows[0].is_ok());
         let messages: Vec<String> = rows[1..]
@@ -795,6 +832,20 @@ mod tests {
             messages[6].contains(":line 8: malformed JSON at column 2"),
             "{}",
             messages[6]
+        );
+        // None of the three fields: what the row has, and raw text sent to prepare.
+        assert!(
+            messages[7].contains(
+                ":line 9: no condition, instruction or response field (the row has \"text\", \
+                 \"url\")"
+            ) && messages[7].contains("raw text are `data_io prepare`'s input"),
+            "{}",
+            messages[7]
+        );
+        assert!(
+            messages[8].contains("(the row has \"body\")") && !messages[8].contains("prepare"),
+            "{}",
+            messages[8]
         );
     }
 
