@@ -122,8 +122,9 @@ def _report(outcome: Outcome, *, quiet: bool = False) -> int:
         # --wait) where the run stands now.
         if outcome.waited:
             report = status(manifest)
-            print(describe(manifest, report), file=sys.stdout if report.finalized else sys.stderr)
-            return 0 if report.finalized else 1
+            done = report.output_complete
+            print(describe(manifest, report), file=sys.stdout if done else sys.stderr)
+            return 0 if done else 1
         if not quiet:
             print(f"submitted: {outcome.submitted.describe()}")
             print(f"follow it with `data_io status {manifest.path}`")
@@ -195,7 +196,7 @@ def _status(args: argparse.Namespace) -> int:
     manifest = Manifest.load(args.manifest)
     report = status(manifest)
     print(describe(manifest, report))
-    return 0 if report.complete else 3
+    return 0 if report.complete and not report.failed_files else 3
 
 
 def _resume(args: argparse.Namespace) -> int:

@@ -23,7 +23,7 @@ import os
 import socket
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from data_io.errors import ConfigError
@@ -131,6 +131,7 @@ class Manifest:
         content["units"] = [Unit(**unit) for unit in content["units"]]
         manifest = cls(**content)
         manifest.path = path
+        _check_where(manifest, path)
         return manifest
 
     # -- unit records -------------------------------------------------------------------------
@@ -166,6 +167,24 @@ class Manifest:
 
     def not_done(self) -> list[Unit]:
         return [unit for unit in self.units if self.state(unit.id) != "done"]
+
+
+def _check_where(manifest: Manifest, path: Path) -> None:
+    """A plan found in another folder than the output it records (the folder was moved or
+    copied since it was planned) is refused: its records and parts would be read, and its
+    output written, at the recorded place, not where the user pointed."""
+    if manifest.scale_root or path.name != MANIFEST:
+        return  # a clean plan has no output folder of its own
+    recorded = Path(manifest.output) / SCALE_DIR
+    if os.path.realpath(path.parent) == os.path.realpath(recorded):
+        return
+    where = "moved" if not recorded.exists() else "copied"
+    raise ConfigError(
+        f"{path}: this plan belongs to {manifest.output}, not to {path.parent.parent} (the "
+        f"folder was {where} after it was planned); resume it where it was planned, or plan "
+        "the run again into this folder (remove its .data_io_scale and re-run the command "
+        "with --executor)"
+    )
 
 
 # The type of each field of a plan and of a unit, as written by ``save``.
@@ -211,6 +230,12 @@ def _plan_problem(content: dict[str, Any]) -> str | None:
         for key, value in unit.items():
             if isinstance(value, bool) or not isinstance(value, _UNIT_TYPES[key]):
                 return f"unit {number}: {key} is {type(value).__name__}"
+        # Its id names its record files and its task its parts' folder: both inside the plan.
+        if not unit["id"] or "/" in unit["id"] or unit["id"].startswith("."):
+            return f"unit {number}: id {unit['id']!r} is not a plain name"
+        task = PurePosixPath(unit["task"])
+        if not unit["task"] or task.is_absolute() or ".." in task.parts:
+            return f"unit {number}: task {unit['task']!r} leads outside the plan's folder"
     return None
 
 

@@ -4,6 +4,7 @@ each failed unit with its file and row."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -24,10 +25,17 @@ class Status:
     eta_seconds: float | None
     failed: list[dict[str, Any]] = field(default_factory=list)
     finalized: bool = False
+    # Files the stage's finalize could not take (tokenize: a file whose rows failed there, its
+    # outputs left out), from ``finalized.json``: the output is not complete while any is.
+    failed_files: list[str] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
         return self.counts.get("done", 0) == sum(self.counts.values())
+
+    @property
+    def output_complete(self) -> bool:
+        return self.finalized and not self.failed_files
 
 
 def status(manifest: Manifest) -> Status:
@@ -71,7 +79,17 @@ def status(manifest: Manifest) -> Status:
         eta_seconds=eta,
         failed=failed,
         finalized=(manifest.root / "finalized.json").exists(),
+        failed_files=_failed_files(manifest),
     )
+
+
+def _failed_files(manifest: Manifest) -> list[str]:
+    try:
+        record = json.loads((manifest.root / "finalized.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    files = record.get("failed_files", []) if isinstance(record, dict) else []
+    return [str(f) for f in files] if isinstance(files, list) else []
 
 
 def describe(manifest: Manifest, report: Status) -> str:
@@ -85,7 +103,15 @@ def describe(manifest: Manifest, report: Status) -> str:
     if report.throughput:
         eta = "" if report.complete else f", about {_duration(report.eta_seconds or 0)} left"
         lines.append(f"throughput: {report.throughput / 1e6:,.1f} MB/s{eta}")
-    if report.finalized:
+    if report.failed_files:
+        shown = ", ".join(report.failed_files[:5])
+        more = f" and {len(report.failed_files) - 5} more" if len(report.failed_files) > 5 else ""
+        lines.append(
+            f"finalized without {len(report.failed_files)} file(s) that failed there: {shown}"
+            f"{more}; their outputs are missing: fix them and run the {manifest.stage} command "
+            "again (it redoes only what is missing)"
+        )
+    elif report.finalized:
         lines.append("finalized: the output is complete")
     elif report.complete:
         lines.append(f"all units done; finalize with `data_io scale finalize {manifest.path}`")

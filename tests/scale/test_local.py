@@ -4,6 +4,7 @@ units are idempotent and survive being killed, failures are recorded with file a
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -213,6 +214,44 @@ def test_a_file_changed_after_the_plan_is_encoded_again(tmp_path: Path) -> None:
         write_jsonl(inputs / "big.jsonl", rows(10, seed=5))  # now shorter than the range
         manifest.record_path(stale.id, "done").unlink(missing_ok=True)
         run_unit(manifest, stale.id, threads=1)
+
+
+def test_status_of_a_finalize_that_left_a_file_out_says_so_and_exits_non_zero(
+    tmp_path: Path, capsys
+) -> None:
+    from data_io.scale.cli import _status
+
+    inputs, manifest = _every_unit_run(tmp_path)
+    # A finished unit's file changes after its unit ran, now with a bad row: finalize encodes
+    # it again (it changed), that fails, and the file is left out of the output.
+    items: list = rows(50, seed=3)
+    items[20] = "not json"
+    write_jsonl(inputs / "big.jsonl", items)
+    result = finalize(Manifest.load(manifest.path), progress=False)
+    assert [f.task for f in result.failed] == ["big.jsonl"]
+    report = status(Manifest.load(manifest.path))
+    assert report.finalized and report.complete  # every unit done, and finalize ran
+    assert report.failed_files == ["big.jsonl"] and not report.output_complete
+    text = describe(manifest, report)
+    assert "finalized: the output is complete" not in text
+    assert "finalized without 1 file(s) that failed there: big.jsonl" in text
+    assert _status(argparse.Namespace(manifest=str(manifest.path))) == 3
+
+
+def test_a_plan_in_a_copied_or_moved_folder_is_refused_naming_where_it_belongs(
+    tmp_path: Path,
+) -> None:
+    _, manifest = _every_unit_run(tmp_path)
+    shutil.copytree(tmp_path / "out", tmp_path / "copy")
+    with pytest.raises(
+        ConfigError, match=r"belongs to .*/out, not to .*/copy \(the folder was copied"
+    ):
+        Manifest.load(tmp_path / "copy")
+    (tmp_path / "out").rename(tmp_path / "moved")
+    with pytest.raises(ConfigError, match=r"\(the folder was moved after it was planned\)"):
+        Manifest.load(tmp_path / "moved" / ".data_io_scale" / "manifest.json")
+    (tmp_path / "moved").rename(tmp_path / "out")  # back where it was planned: it loads
+    assert Manifest.load(tmp_path / "out").units == manifest.units
 
 
 def test_cli_runs_plans_and_reports(tmp_path: Path) -> None:

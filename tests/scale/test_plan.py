@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -82,6 +83,29 @@ def test_manifest_round_trips_and_says_what_is_missing(inputs: Path, tmp_path: P
         Manifest.load(tmp_path / "elsewhere")
     with pytest.raises(ConfigError, match="no unit 'u999'"):
         loaded.unit("u999")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("task", "../../../escaped", "task '../../../escaped' leads outside the plan's folder"),
+        ("task", "/abs/task", "task '/abs/task' leads outside the plan's folder"),
+        ("task", "", "task '' leads outside"),
+        ("id", "../u1", "id '../u1' is not a plain name"),
+        ("id", ".hidden", "id '.hidden' is not a plain name"),
+    ],
+)
+def test_a_unit_edited_to_lead_outside_the_plan_is_refused(
+    inputs: Path, tmp_path: Path, field: str, value: str, said: str
+) -> None:
+    import json
+
+    path = plan_tokenize(_options(inputs, tmp_path / "out"), UNIT).save()
+    content = json.loads(path.read_text())
+    content["units"][1][field] = value
+    path.write_text(json.dumps(content))
+    with pytest.raises(ConfigError, match=rf"unit 1: {re.escape(said)}.*plan the run again"):
+        Manifest.load(path)
 
 
 def test_bad_unit_size_is_refused(inputs: Path, tmp_path: Path) -> None:
