@@ -542,7 +542,7 @@ def _inspect_tokenized(folder: Path, documents: int, tokenizer: str | None) -> I
                 n: np.load(task / f"{n}.npy", mmap_mode="r")
                 for n in ("tokens", "inst_start", "inst_len", "resp_start", "resp_len")
             }
-        except (OSError, ValueError) as err:
+        except (OSError, ValueError, EOFError) as err:  # EOFError: an empty file
             report.problems.append(f"{task}: unreadable arrays ({err}); re-run data_io tokenize")
             continue
         rows = {len(arrays[n]) for n in ("inst_start", "inst_len", "resp_start", "resp_len")}
@@ -647,7 +647,7 @@ def _read_plan(folder: Path) -> tuple[dict[str, Any], list[str]]:
     try:
         rows = np.load(folder / "bin_rows.npy", mmap_mode="r", allow_pickle=False)
         offsets = np.load(folder / "bin_offsets.npy", allow_pickle=False)
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, EOFError) as err:
         return facts, [f"{folder}: unreadable bin arrays ({err}); delete {folder}, the next "
                        "`data_io pack` or loader start writes it again"]  # fmt: skip
     consistent = (

@@ -181,7 +181,7 @@ def _load_1d(path: Path, what: str) -> np.ndarray:
         array = np.load(path, mmap_mode="r", allow_pickle=False)
     except FileNotFoundError:
         raise InputError(f"{path}: missing {what}; {_RESAMPLE}") from None
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, EOFError) as exc:  # EOFError: an empty file
         raise InputError(f"{path}: not a readable .npy array ({exc}); {_RESAMPLE}") from None
     if array.ndim != 1:
         raise InputError(f"{path}: {what} must be 1-D, got shape {array.shape}")
@@ -365,7 +365,7 @@ def _content_digest(folder: Path) -> str:
 def _array_sample(path: Path) -> bytes:
     try:
         array = np.load(path, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError):
+    except (OSError, ValueError, EOFError):
         # Unreadable here; the checks name it if the loader ever needs this file.
         return b"unreadable"
     flat = array.reshape(-1)

@@ -87,7 +87,7 @@ def _load_index(path: Path, task: str) -> np.ndarray:
         array = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise InputError(f"task {task}: {path} is missing") from None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, EOFError) as exc:  # EOFError: an empty file
         raise InputError(f"task {task}: {path} is not a valid .npy file: {exc}") from exc
     if array.ndim != 1 or array.dtype.kind not in "ui":
         raise InputError(

@@ -405,6 +405,19 @@ def test_damaged_token_header_in_the_dtype_check_says_delete(tmp_path: Path, cor
     _assert_delete_advice(message, corpus, "data__arithmetic.jsonl")
 
 
+@pytest.mark.parametrize("name", ["inst_start.npy", "resp_len.npy"])
+def test_an_empty_index_array_says_delete_not_numpys_eof_error(
+    tmp_path: Path, corpora, name: str
+) -> None:
+    corpus = _copy(corpora[0], tmp_path / "tok")
+    (corpus / "data__arithmetic.jsonl" / name).write_bytes(b"")
+    with pytest.raises(InputError) as info:
+        _sample(tmp_path, corpus)
+    message = str(info.value)
+    assert f"{name} is not a valid .npy file" in message
+    _assert_delete_advice(message, corpus, "data__arithmetic.jsonl")
+
+
 # -- one source tokenized twice ------------------------------------------------------------
 
 

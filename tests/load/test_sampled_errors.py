@@ -118,6 +118,13 @@ def test_array_shapes_and_dtypes(folder: Path) -> None:
         SampledDataset(folder)
 
 
+@pytest.mark.parametrize("name", ["resp_start.npy", "inst_len.npy"])
+def test_an_empty_array_file_is_named_not_numpys_eof_error(folder: Path, name: str) -> None:
+    (folder / "epoch_0" / name).write_bytes(b"")  # numpy raises EOFError, not ValueError
+    with pytest.raises(InputError, match=rf"epoch_0/{name}: not a readable \.npy array .*sample"):
+        SampledDataset(folder)
+
+
 @pytest.mark.parametrize(
     ("name", "row", "value", "message"),
     [

@@ -341,7 +341,7 @@ class TokenizedRowsDataset(MapDatasetState, Dataset):
                     np.load(self.cache_folder / "bin_rows.npy", mmap_mode="r"),
                     np.load(self.cache_folder / "bin_offsets.npy", mmap_mode="r"),
                 )
-            except (OSError, ValueError) as err:
+            except (OSError, ValueError, EOFError) as err:
                 raise InputError(
                     f"{self.cache_folder}: the bin plan vanished or broke since the dataset was "
                     f"built ({err}); build the dataset again"

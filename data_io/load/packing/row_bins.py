@@ -184,7 +184,7 @@ def _read_cached(folder: Path, n_rows: int) -> tuple[BinPlan, dict[str, Any]]:
         rows = np.load(folder / "bin_rows.npy", allow_pickle=False)
         offsets = np.load(folder / "bin_offsets.npy", allow_pickle=False)
         meta = json.loads((folder / "plan.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, EOFError) as err:  # EOFError: an empty array file
         raise broken(str(err)) from err
     if not isinstance(meta, dict) or meta.get("version") != _PLAN_VERSION:
         raise broken(f"plan.json has no version {_PLAN_VERSION}")
