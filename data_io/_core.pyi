@@ -17,6 +17,10 @@ def tokenize(options: str) -> str:
     inputs of ``options`` (JSON of ``data_io.tokenize.tokenize_options``); returns the run
     report as JSON."""
 
+def tokenize_task_files(inputs: list[str]) -> list[tuple[str, str]]:
+    """The tasks ``data_io tokenize`` makes of ``inputs``, as its walk finds them:
+    ``(task, source path)``; raises when an input is missing or holds no row file."""
+
 def tokenize_stale(options: str) -> str:
     """The files a run with ``options`` would (re-)tokenize, largest first, as a JSON list of
     ``{task, source, size, reason}``; writes nothing."""

@@ -132,6 +132,19 @@ fn tokenize_stale(py: Python<'_>, options: &str) -> PyResult<String> {
     run_tokenize(py, options, crate::tokenize::stale_tasks)
 }
 
+/// The tasks `data_io tokenize` makes of `inputs`, as its walk finds them: (task, source).
+#[pyfunction]
+fn tokenize_task_files(py: Python<'_>, inputs: Vec<PathBuf>) -> PyResult<Vec<(String, String)>> {
+    let found = py
+        .detach(|| crate::reader::task_files(&inputs))
+        .map_err(|e| to_py_err(py, e))?;
+    Ok(found
+        .tasks
+        .into_iter()
+        .map(|(task, source)| (task, source.to_string_lossy().into_owned()))
+        .collect())
+}
+
 /// Encode one unit (`unit`: JSON with task, source, span, index, count, part_dir) into its part
 /// folder; returns the part's report as JSON.
 #[pyfunction]
@@ -1449,6 +1462,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RawDocuments>()?;
     m.add_class::<SeenHashes>()?;
     m.add_function(wrap_pyfunction!(tokenize_stale, m)?)?;
+    m.add_function(wrap_pyfunction!(tokenize_task_files, m)?)?;
     m.add_function(wrap_pyfunction!(tokenize_unit, m)?)?;
     m.add_function(wrap_pyfunction!(train_tokenizer, m)?)?;
     m.add_function(wrap_pyfunction!(train_tasks, m)?)?;

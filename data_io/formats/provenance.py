@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from data_io.errors import InputError
+from data_io import _core
+from data_io.errors import DataIoError, InputError
 from data_io.formats.dtypes import dtype_or_none
 from data_io.formats.task_arrays import read_token_header
 
@@ -241,6 +242,34 @@ def check_interrupted_tokenize(
         f"{tokenized_path} holds {len(temporary)} half-written folder(s) of an interrupted "
         f"tokenize run ({_listing(temporary)}); they are not sampled, and the next "
         f"`data_io tokenize` run into that folder removes them"
+    ]
+
+
+def untokenized_sources(
+    tokenized_path: Path, info: Mapping[str, Any], tasks: Sequence[TaskOrigin]
+) -> list[str]:
+    """A note when row files under the tokenizer's recorded inputs have no task in
+    ``tokenized_path`` (their tokenize failed, or has not run since they were added): the
+    sample leaves them out, and says so. Nothing when the inputs are not all here to look at
+    (another machine, moved): there is nothing to compare with."""
+    inputs = info.get("inputs")
+    if not isinstance(inputs, list) or not inputs:
+        return []
+    if not all(isinstance(item, str) and Path(item).exists() for item in inputs):
+        return []
+    try:
+        expected = _core.tokenize_task_files(inputs)
+    except (DataIoError, OSError):  # the inputs changed shape since: no comparison to make
+        return []
+    present = {task.name for task in tasks}
+    missing = [task for task, _ in expected if task not in present]
+    if not missing:
+        return []
+    return [
+        f"{len(missing)} row file(s) under the tokenizer's inputs have no task in "
+        f"{tokenized_path} ({_listing(missing)}): their tokenize failed or has not run since "
+        f"they were added, and this sample leaves them out; to include them, run "
+        f"`{repair_command(tokenized_path, info, tasks)}`, then sample again"
     ]
 
 

@@ -31,6 +31,7 @@ from data_io.formats.provenance import (
     check_provenance,
     damaged_task_advice,
     repair_command,
+    untokenized_sources,
 )
 from data_io.sampling import output
 from data_io.sampling.algorithm import (
@@ -231,6 +232,7 @@ def sample(
         raise InputError(str(exc) if advice is None else f"{exc}\n{advice}") from None
     repair = repair_command(tokenized, tokenizer_info, origins)
     leftovers = check_interrupted_tokenize(tokenized, tokenizer_info, origins)
+    leftovers += untokenized_sources(tokenized, tokenizer_info, origins)
     tasks = read_tasks(
         tokenized, prefix_config, progress=progress,
         origins={origin.name: origin for origin in origins}, repair=repair, folders=folders,

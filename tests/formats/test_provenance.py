@@ -418,6 +418,26 @@ def test_an_empty_index_array_says_delete_not_numpys_eof_error(
     _assert_delete_advice(message, corpus, "data__arithmetic.jsonl")
 
 
+def test_a_source_without_its_task_is_noted_not_lost_in_silence(
+    tmp_path: Path, corpora, capsys
+) -> None:
+    corpus = _copy(corpora[0], tmp_path / "tok")
+    _sample(tmp_path, corpus, tmp_path / "whole")
+    assert "have no task in" not in capsys.readouterr().err  # every source has its task
+    shutil.rmtree(corpus / "data__arithmetic.jsonl")  # as when that file's tokenize failed
+    _sample(tmp_path, corpus, tmp_path / "partial")
+    said = capsys.readouterr().err
+    assert "1 row file(s) under the tokenizer's inputs have no task in" in said
+    assert "(data__arithmetic.jsonl)" in said and f"-o {corpus}" in said
+    # The inputs gone (sampled on another machine): nothing to compare with, no note.
+    info = json.loads((corpus / "tokenizer_info.json").read_text())
+    (corpus / "tokenizer_info.json").write_text(
+        json.dumps({**info, "inputs": [str(tmp_path / "elsewhere")]})
+    )
+    _sample(tmp_path, corpus, tmp_path / "elsewhere_out")
+    assert "have no task in" not in capsys.readouterr().err
+
+
 # -- one source tokenized twice ------------------------------------------------------------
 
 
