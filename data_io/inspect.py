@@ -159,7 +159,8 @@ def _inspect_unfinished(folder: Path) -> InspectReport | None:
             )
         return report
     manifest = folder / SCALE_DIR / MANIFEST
-    if manifest.is_file():
+    # A finalized run keeps its plan beside `finalized.json`: its output is what is inspected.
+    if manifest.is_file() and not (folder / SCALE_DIR / "finalized.json").exists():
         try:
             stage = json.loads(manifest.read_text(encoding="utf-8")).get("stage", "?")
         except (OSError, ValueError, AttributeError):
@@ -736,6 +737,7 @@ class _RowsScan:
     def __init__(self, path: Path, wanted: int) -> None:
         self.path = path
         self.kind = "rows"  # or "text": prepare's raw text rows (a text field, no row fields)
+        self.decided = False  # whether an object row has set the kind yet
         self.rows = 0
         self.columns: dict[str, str] = {}
         self.problems: list[str] = []
@@ -783,8 +785,10 @@ def _scan_jsonl(path: Path, wanted: int) -> _RowsScan:
                     continue
                 for key, value in row.items():
                     scan.columns.setdefault(key, type(value).__name__)
-                if scan.rows == 1 and _is_text_row(row.keys(), row.get(_TEXT_FIELD)):
-                    scan.kind = "text"
+                if not scan.decided:  # the file's first object says which kind it holds
+                    scan.decided = True
+                    if _is_text_row(row.keys()):
+                        scan.kind = "text"
                 wrong = [k for k in _ROW_FIELDS if not isinstance(row.get(k), str)]
                 if scan.kind == "text":
                     if not isinstance(row.get(_TEXT_FIELD), str):
@@ -823,7 +827,7 @@ def _scan_parquet(path: Path, wanted: int) -> _RowsScan:
     text_types = (pa.string(), pa.large_string())
     tokenized = {"input_ids", "labels"} <= scan.columns.keys()
     present = [name for name in _ROW_FIELDS if name in scan.columns]
-    if _is_text_row(scan.columns.keys(), ""):
+    if _is_text_row(scan.columns.keys()):
         scan.kind = "text"
         present = [_TEXT_FIELD]
     if not tokenized:
@@ -858,13 +862,12 @@ def _scan_parquet(path: Path, wanted: int) -> _RowsScan:
     return scan
 
 
-def _is_text_row(fields: Any, text: Any) -> bool:
-    """Whether a row (or a Parquet schema) is prepare's raw text: a text field and none of the
-    cleaned rows' fields nor tokenized rows' ids."""
+def _is_text_row(fields: Any) -> bool:
+    """Whether a row (or a Parquet schema) is prepare's raw text: a text field (whatever its
+    first value) and none of the cleaned rows' fields nor tokenized rows' ids."""
     fields = set(fields)
     return (
         _TEXT_FIELD in fields
-        and isinstance(text, str)
         and not fields & set(_ROW_FIELDS)
         and not {"input_ids", "labels"} <= fields
     )

@@ -77,8 +77,10 @@ def test_option_words_leave_paths_and_api_hints_alone():
 
     names = {"val_fraction": "--val-fraction", "seed": "--seed", "text_field": "--text-field"}
     assert (
-        _in_option_words("/data/val_fraction/x: seed val_fraction; pass text_field= it", names)
-        == "/data/val_fraction/x: seed --val-fraction; pass text_field= it"
+        _in_option_words(
+            "/data/val_fraction/x: seed val_fraction; pass text_field= it; 'text_field/a'", names
+        )
+        == "/data/val_fraction/x: seed --val-fraction; pass text_field= it; 'text_field/a'"
     )
     assert _in_option_words("seed must be >= 0", names) == "--seed must be >= 0"
 

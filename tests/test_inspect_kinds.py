@@ -129,6 +129,26 @@ def test_raw_text_rows_are_prepares_input_not_bad_cleaned_rows(tmp_path: Path) -
     ]
 
 
+@pytest.mark.parametrize("first", ["{broken", '{"text": null}', "[1, 2]"])
+def test_raw_text_is_known_by_its_first_object_row_whatever_the_first_line(
+    tmp_path: Path, first: str
+) -> None:
+    rows = [json.dumps({"text": f"document {i}"}) for i in range(20)]
+    report = inspect_path(_jsonl(tmp_path / "docs.jsonl", [first, *rows]))
+    assert report.kind == "raw text rows (prepare's input, field 'text')"
+    assert report.problem_count == 1, report.problems  # the first line alone
+
+
+def test_a_finalized_scaled_run_is_not_called_unfinished(tmp_path: Path) -> None:
+    plan = tmp_path / "out" / ".data_io_scale"
+    plan.mkdir(parents=True)
+    (plan / "manifest.json").write_text(json.dumps({"stage": "train-tokenizer"}))
+    (plan / "finalized.json").write_text("{}")
+    (tmp_path / "out" / "notes.txt").write_text("x")
+    report = inspect_path(tmp_path / "out")
+    assert "unfinished" not in report.kind and "data_io resume" not in " ".join(report.problems)
+
+
 def test_raw_text_beside_cleaned_rows_is_one_problem_naming_the_text_files(
     tmp_path: Path,
 ) -> None:

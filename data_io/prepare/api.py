@@ -608,7 +608,10 @@ def _run(
             (out / STATE_DIR / old_hashes).unlink(missing_ok=True)
     except BaseException as error:
         for writer in writers.values():
-            writer.abandon()
+            try:
+                writer.abandon()
+            except OSError as failed:  # the others, and the rollback, still run
+                error.add_note(f"while removing this run's shards: {failed}")
         try:
             rollback(out, metadata)
         except DamagedShards as damaged:  # left untouched; the run's own error comes first

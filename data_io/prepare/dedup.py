@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 
 from data_io import _core
 from data_io.errors import ConfigError
-from data_io.util.fs import naming
+from data_io.util.fs import naming, write_to
 
 __all__ = [
     "DEDUP_MODES",
@@ -323,13 +323,13 @@ class HashDedup:
             sources.append(_prior_chunks(prior))
         chunk = max(1, self.budget // (_MERGE_FACTOR * max(1, len(sources))))
         temporary = kept_hashes.with_name(kept_hashes.name + ".tmp")
-        with naming(temporary), open(temporary, "wb") as out:
+        with open(temporary, "wb") as out:
             last: tuple[int, int] | None = None
             for merged in _merge([s(chunk) for s in sources], self._note):
                 first = _first_of_hash(merged, last)
                 dropped = merged[~first, 2]
                 keep[(dropped[dropped > 0] - 1).astype(np.int64)] = False
-                out.write(np.ascontiguousarray(merged[first, :2]).tobytes())
+                write_to(out, np.ascontiguousarray(merged[first, :2]).tobytes())
                 last = (int(merged[-1, 0]), int(merged[-1, 1]))
         os.replace(temporary, kept_hashes)
         keep.flush()

@@ -12,6 +12,7 @@ prefix of the new version, so the old bytes are unchanged and a rollback only ha
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import io
@@ -26,7 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from data_io.errors import OutputError
-from data_io.util.fs import naming
+from data_io.util.fs import naming, write_to
 
 __all__ = [
     "FORMATS",
@@ -93,11 +94,10 @@ class _OpenShard:
         self.tokens = 0
         self.digest = hashlib.sha256()
         self.file: BinaryIO = open(self.temporary, "wb")  # noqa: SIM115 (closed by finish)
-        with naming(self.temporary):
-            if fmt == "npy":
-                self.file.write(npy_header(dtype, 0))
-            if prefix is not None:
-                self._copy_prefix(prefix)
+        if fmt == "npy":
+            write_to(self.file, npy_header(dtype, 0))
+        if prefix is not None:
+            self._copy_prefix(prefix)
 
     def _copy_prefix(self, prefix: ShardRecord) -> None:
         """The tokens of the existing shorter shard, checked against their recorded hash."""
@@ -109,7 +109,7 @@ class _OpenShard:
                 block = old.read(min(remaining, 1 << 22))
                 if not block:
                     break
-                self.file.write(block)
+                write_to(self.file, block)  # a failure names the temporary, not the read
                 self.digest.update(block)
                 remaining -= len(block)
         if remaining or self.digest.hexdigest() != prefix.sha256:
@@ -212,9 +212,11 @@ class ShardWriter:
             os.replace(shard.temporary, shard.final)
 
     def abandon(self) -> None:
-        """Remove the temporary files of a failed run."""
+        """Remove the temporary files of a failed run. Closing flushes what the open file
+        still buffers: on a full disk that fails again, and the file goes all the same."""
         if self._open is not None:
-            self._open.file.close()
+            with contextlib.suppress(OSError):
+                self._open.file.close()
             self.written.append(self._open)
             self._open = None
         for shard in self.written:

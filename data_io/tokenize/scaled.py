@@ -18,7 +18,7 @@ import json
 import os
 import shutil
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
 from data_io import _core
@@ -91,6 +91,13 @@ class TokenizeStage:
 
     def part_dir(self, plan: SavedPlan, unit: Unit) -> Path:
         """``parts/<task>/<index>``: the encoded arrays of one span of one file."""
+        task = PurePosixPath(unit.task)
+        if not unit.task or task.is_absolute() or ".." in task.parts:  # an edited plan
+            raise ConfigError(
+                f"{plan.path}: unit {unit.id}: task {unit.task!r} leads outside the plan's "
+                "parts folder; the plan was damaged or edited: plan the run again (remove "
+                "the plan folder and re-run the command with --executor)"
+            )
         return plan.parts_dir / unit.task / f"{unit.index:06d}"
 
     def run_unit(self, plan: SavedPlan, unit: Unit, threads: int | None) -> dict[str, Any]:

@@ -48,10 +48,17 @@ def write_to(file: Any, data: Any) -> None:
 
 
 def close_named(files: Any) -> None:
-    """Close every file of ``files``; the flush of a full disk names its file (``naming``)."""
+    """Close every file of ``files``, all of them even when one fails; the first failure (a
+    full disk's flush) is raised then, naming its file (``naming``)."""
+    first: OSError | None = None
     for file in files:
-        with naming(file.name):
-            file.close()
+        try:
+            with naming(file.name):
+                file.close()
+        except OSError as err:
+            first = first or err
+    if first is not None:
+        raise first
 
 
 @contextlib.contextmanager

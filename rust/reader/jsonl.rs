@@ -237,7 +237,7 @@ impl JsonlReader {
         let reader =
             super::decompressed(raw, compression).map_err(|e| match super::not_compressed(&e) {
                 Some(not) => Error::bad_file(path, not.to_string()),
-                None => Error::bad_file(path, format!("cannot start decompressing: {e}")),
+                None => Error::read(path, e),
             })?;
         Ok(JsonlReader {
             path: Arc::new(path.to_path_buf()),

@@ -64,13 +64,15 @@ pub fn decompressed(
     mut raw: impl BufRead + Send + 'static,
     compression: Compression,
 ) -> std::io::Result<Box<dyn BufRead + Send>> {
-    let head = raw.fill_buf()?;
-    if !head.is_empty() && !starts_with_magic(compression, head) {
-        let head = head[..head.len().min(8)].to_vec();
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            NotCompressed { compression, head },
-        ));
+    if compression != Compression::None {
+        let head = raw.fill_buf()?;
+        if !head.is_empty() && !starts_with_magic(compression, head) {
+            let head = head[..head.len().min(8)].to_vec();
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                NotCompressed { compression, head },
+            ));
+        }
     }
     Ok(match compression {
         Compression::None => Box::new(raw),
@@ -100,9 +102,10 @@ fn starts_with_magic(compression: Compression, head: &[u8]) -> bool {
         Compression::None => return true,
         Compression::Gzip => &[0x1f, 0x8b],
         // A zstd file may also begin with a skippable frame (pzstd writes one first):
-        // 0x184D2A50..=0x184D2A5F, little-endian.
-        Compression::Zstd if head.len() >= 4 && head[1..4] == [0x2a, 0x4d, 0x18] => {
-            return head[0] & 0xf0 == 0x50;
+        // 0x184D2A50..=0x184D2A5F, little-endian (a shorter head: a prefix of one).
+        Compression::Zstd if head[0] & 0xf0 == 0x50 => {
+            let n = head.len().min(4);
+            return head[1..n] == [0x2a, 0x4d, 0x18][..n - 1];
         }
         Compression::Zstd => &[0x28, 0xb5, 0x2f, 0xfd],
         Compression::Bzip2 => b"BZh",
@@ -636,10 +639,20 @@ mod tests {
                 .unwrap();
             assert_eq!(back, text, "{compression:?}");
         }
-        // The first byte of the magic alone is a cut file, which the decoder reports as such.
-        let cut = decompressed(Cursor::new(vec![0x1f]), Compression::Gzip);
-        let mut back = Vec::new();
-        assert!(cut.unwrap().read_to_end(&mut back).is_err());
+        // The first bytes of a magic alone are a cut file, which the decoder reports as such.
+        for (bytes, compression) in [
+            (vec![0x1f], Compression::Gzip),
+            (vec![0x5e], Compression::Zstd),
+            (vec![0x5e, 0x2a], Compression::Zstd),
+        ] {
+            let cut = decompressed(Cursor::new(bytes), compression);
+            let mut back = Vec::new();
+            assert!(
+                cut.unwrap().read_to_end(&mut back).is_err(),
+                "{compression:?}"
+            );
+        }
+        assert!(decompressed(Cursor::new(vec![0x5e, 0x2b]), Compression::Zstd).is_err());
     }
 
     #[test]

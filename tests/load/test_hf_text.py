@@ -358,7 +358,7 @@ def test_eager_bad_rows_name_row_and_field(
     bad = tmp_path / "bad.jsonl"
     bad.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with pytest.raises(
-        InputError, match=r"row 2 \(from 0: dataset\[2\]\) has a int in field 'text'"
+        InputError, match=r"row 2 \(counted from 0\) has a int in field 'text'"
     ):
         eager(str(bad), SEQ_LEN, small_tokenizer, cache_dir=cache)
     saved = tmp_path / "saved_nulls"
@@ -367,7 +367,7 @@ def test_eager_bad_rows_name_row_and_field(
     texts: list[str | None] = ["a", "b", None, "d"]
     datasets.Dataset.from_dict({"text": texts}).save_to_disk(str(saved))
     with pytest.raises(
-        InputError, match=r"row 2 \(from 0: dataset\[2\]\) has no text in field 'text'"
+        InputError, match=r"row 2 \(counted from 0\) has no text in field 'text'"
     ):
         eager(str(saved), SEQ_LEN, small_tokenizer, cache_dir=cache)
     assert not cache.exists() or not list(cache.iterdir())  # nothing half-written is kept
@@ -595,7 +595,7 @@ def test_invalid_utf8_in_a_local_jsonl_names_the_row_eager_and_in_each_stream(
     lines[5] = b'{"text": "bad \xff byte"}'  # the JSON reader passes the byte on as it is
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(b"".join(line + b"\n" for line in lines))
-    said = r"row 5 \(from 0: dataset\[5\]\): its text holds invalid UTF-8 at byte 4; decode"
+    said = r"row 5 \(counted from 0\): its text holds invalid UTF-8 at byte 4; decode"
     with pytest.raises(InputError, match=said):
         eager(str(bad), SEQ_LEN, small_tokenizer, cache_dir=cache)
     with pytest.raises(InputError, match=said):  # row 5 is stream 1 of 2's third row
@@ -611,7 +611,7 @@ def test_streaming_bad_rows_and_options(small_tokenizer: Path, tmp_path: Path) -
     # Row 7 belongs to stream 1 of 2; its number in the source is reported.
     dataset = streaming(bad, small_tokenizer, rank=1, world_size=2)
     with pytest.raises(
-        InputError, match=r"row 7 \(from 0: dataset\[7\]\) has no text in field 'text'"
+        InputError, match=r"row 7 \(counted from 0\) has no text in field 'text'"
     ):
         list(dataset)
     clean = [r["text"] for r in rows[0::2]]  # stream 0 of 2 never sees row 7

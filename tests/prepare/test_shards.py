@@ -87,3 +87,21 @@ def test_truncate_never_pads_a_shorter_shard(tmp_path: Path, fmt: str):
     with pytest.raises(OutputError, match=r"never padded"):
         truncate_shard(path, 9, np.dtype(np.uint16), fmt)
     assert path.read_bytes() == before
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs Linux's /dev/full")
+def test_a_writer_stopped_by_a_full_disk_names_the_shard_and_abandons_cleanly(
+    tmp_path: Path,
+) -> None:
+    writer = ShardWriter(tmp_path, 1 << 20, np.dtype(np.uint16), "bin", [])
+    writer.add(np.arange(5, dtype=np.uint32))
+    assert writer._open is not None
+    temporary = writer._open.temporary
+    writer._open.file.close()
+    writer._open.file = open("/dev/full", "wb")  # noqa: SIM115  every write: ENOSPC
+    with pytest.raises(OSError) as info:
+        for _ in range(10_000):  # small writes: buffered, then a flush that fails
+            writer.add(np.arange(5, dtype=np.uint32))
+    assert info.value.filename == str(temporary)
+    writer.abandon()  # its close flushes again and fails again: the file still goes
+    assert not temporary.exists()

@@ -119,9 +119,9 @@ def _first_not_text(column: pa.ChunkedArray) -> tuple[int, Any]:
 
 
 def _row_name(row: int) -> str:
-    """A row as the messages name it: counted from 0, as ``dataset[row]`` finds it (a local
-    JSONL file's line numbers differ by one, and by any blank lines)."""
-    return f"row {row} (from 0: dataset[{row}])"
+    """A row as the messages name it: its place in the split, counted from 0 (a local JSONL
+    file's line numbers differ by one, and by any blank lines)."""
+    return f"row {row} (counted from 0)"
 
 
 def _bad_row(source: TextSource, row: int, what: str, field: str, batch: pa.Table) -> InputError:
@@ -162,7 +162,11 @@ def _invalid_utf8(texts: pa.ChunkedArray) -> tuple[int, int] | None:
     encoder refused the batch: this reads every text in Python)."""
     k = 0
     for chunk in texts.chunks:
-        for raw in chunk.cast(pa.large_binary()).to_pylist():
+        try:
+            values = chunk.cast(pa.large_binary()).to_pylist()
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # a type that will not cast
+            return None
+        for raw in values:
             try:
                 raw.decode("utf-8")
             except UnicodeDecodeError as err:
