@@ -357,18 +357,14 @@ def test_eager_bad_rows_name_row_and_field(
     rows = [{"text": "fine"}, {"text": "also fine"}, {"text": 42}]
     bad = tmp_path / "bad.jsonl"
     bad.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    with pytest.raises(
-        InputError, match=r"row 2 \(counted from 0\) has a int in field 'text'"
-    ):
+    with pytest.raises(InputError, match=r"row 2 \(counted from 0\) has a int in field 'text'"):
         eager(str(bad), SEQ_LEN, small_tokenizer, cache_dir=cache)
     saved = tmp_path / "saved_nulls"
     import datasets
 
     texts: list[str | None] = ["a", "b", None, "d"]
     datasets.Dataset.from_dict({"text": texts}).save_to_disk(str(saved))
-    with pytest.raises(
-        InputError, match=r"row 2 \(counted from 0\) has no text in field 'text'"
-    ):
+    with pytest.raises(InputError, match=r"row 2 \(counted from 0\) has no text in field 'text'"):
         eager(str(saved), SEQ_LEN, small_tokenizer, cache_dir=cache)
     assert not cache.exists() or not list(cache.iterdir())  # nothing half-written is kept
 
@@ -610,9 +606,7 @@ def test_streaming_bad_rows_and_options(small_tokenizer: Path, tmp_path: Path) -
     bad.write_text("".join(json.dumps(r) + "\n" for r in rows))
     # Row 7 belongs to stream 1 of 2; its number in the source is reported.
     dataset = streaming(bad, small_tokenizer, rank=1, world_size=2)
-    with pytest.raises(
-        InputError, match=r"row 7 \(counted from 0\) has no text in field 'text'"
-    ):
+    with pytest.raises(InputError, match=r"row 7 \(counted from 0\) has no text in field 'text'"):
         list(dataset)
     clean = [r["text"] for r in rows[0::2]]  # stream 0 of 2 never sees row 7
     got = [

@@ -17,18 +17,15 @@ use std::sync::OnceLock;
 use unicode_normalization_alignments::char::canonical_combining_class;
 use unicode_normalization_alignments::{is_nfc_quick, IsNormalized};
 
-/// One bit per BMP code point: set when it is a starter (combining class 0) whose quick check
-/// is "yes". Built once from the crate's own tables (a few milliseconds), 8 KiB.
-fn plain_starters() -> &'static [u64; 1024] {
-    &tables().0
-}
+/// One bit per BMP code point, set when it is a starter (combining class 0) whose quick check
+/// is "yes" (built once from the crate's own tables, a few milliseconds, 8 KiB); and the
+/// widest run of three-byte lead bytes all of whose characters are plain starters (`lo..=hi`;
+/// CJK ideographs, U+4000..U+9FFF, among them): those lead bytes are left out of the block
+/// mask, so that a run of CJK text is read 64 bytes at a time, not a character at a time.
+type Tables = (Box<[u64; 1024]>, (u8, u8));
 
-/// The plain starters (above), and the widest run of three-byte lead bytes all of whose
-/// characters are plain starters (`lo..=hi`; CJK ideographs, U+4000..U+9FFF, among them):
-/// those lead bytes are left out of the block mask, so that a run of CJK text is read 64
-/// bytes at a time instead of a character at a time.
-fn tables() -> &'static (Box<[u64; 1024]>, (u8, u8)) {
-    static TABLES: OnceLock<(Box<[u64; 1024]>, (u8, u8))> = OnceLock::new();
+fn tables() -> &'static Tables {
+    static TABLES: OnceLock<Tables> = OnceLock::new();
     TABLES.get_or_init(|| {
         let mut bits = Box::new([0u64; 1024]);
         for c in (0..0x1_0000u32).filter_map(char::from_u32) {
@@ -222,7 +219,7 @@ mod tests {
         // Common blocks are in the table: Latin, CJK, kana, Hangul, general punctuation.
         for c in ['é', '中', 'の', '한', '—', '’'] {
             assert!(
-                plain_starters()[c as usize / 64] >> (c as usize % 64) & 1 == 1,
+                tables().0[c as usize / 64] >> (c as usize % 64) & 1 == 1,
                 "{c}"
             );
         }
