@@ -165,7 +165,11 @@ def _planned_identity(plan: SavedPlan, source: Source) -> dict[str, Any]:
         return dict(entry)
     stat = Path(source.name).stat()
     if (stat.st_size, stat.st_mtime_ns) != (entry["size"], entry["mtime_ns"]):
-        raise ConfigError(f"{source.name}: changed since the plan was made; plan again")
+        raise ConfigError(
+            f"{source.name}: changed since the plan was made; run the command that made the "
+            "plan again (the same `data_io prepare ... --executor ...`): it plans the changed "
+            "file anew and keeps the units already done (`data_io resume` runs the old plan)"
+        )
     return dict(entry)
 
 

@@ -114,7 +114,8 @@ impl JsonlReader {
         let size = file.metadata().map_err(|e| Error::read(path, e))?.len();
         let stale = |why: String| {
             Error::Config(format!(
-                "{}: bytes {}..{} {why}; the file changed since the plan was made, plan again",
+                "{}: bytes {}..{} {why}; the file changed since the plan was made: run the \
+                 command that made the plan again (it plans the changed file anew)",
                 path.display(),
                 range.start,
                 range.end

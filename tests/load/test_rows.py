@@ -152,6 +152,16 @@ def check(source: RowSource, cache: str):
         ),
         ([{"input_ids": [1], "labels": [1]}, {"input_ids": [], "labels": []}], r"row 1: .*empty"),
         ([{"input_ids": [1.5, 2.0], "labels": [1, 2]}], r"holds double values, not integers"),
+        (  # one float makes the whole column double: the row is the one holding it
+            [{"input_ids": [1, 2], "labels": [1, 2]}] * 4
+            + [{"input_ids": [1, 3.5], "labels": [1, 2]}],
+            r"row 4: column 'input_ids' holds double values, not integers",
+        ),
+        (  # one string makes it JSON text
+            [{"input_ids": [1, 2], "labels": [1, 2]}] * 3
+            + [{"input_ids": [1, "x"], "labels": [1, 2]}],
+            r"row 3: column 'input_ids' holds .*json.* values, not integers",
+        ),
         (
             [{"input_ids": 5, "labels": [1]}],
             r"row 0: column 'input_ids' has type int64, not a list",

@@ -620,6 +620,23 @@ def _row_of(offsets: np.ndarray, element: int) -> int:
     return int(np.searchsorted(offsets, element, side="right")) - 1
 
 
+def _first_non_integer_row(chunk: pa.Array) -> int:
+    """The first row of a list column whose values are not all integers (the column's type is
+    that of its worst row: one float or string makes every row double or JSON); 0 when no row
+    can be told apart (every value a whole float). Only on the error path: Python objects."""
+    for row, values in enumerate(chunk.to_pylist()):
+        for value in values or []:
+            if isinstance(value, str):  # a JSON-typed column keeps each value as JSON text
+                try:
+                    value = json.loads(value)
+                except ValueError:
+                    return row
+            whole = isinstance(value, float) and value.is_integer()
+            if isinstance(value, bool) or not (isinstance(value, int) or whole):
+                return row
+    return 0
+
+
 def _flatten(
     chunk: pa.Array, column: str, source: RowSource, base: int, *, numeric: str
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -644,8 +661,9 @@ def _flatten(
     )
     if not ok:
         want = "integers" if numeric == "integer" else "numbers"
+        row = base + _first_non_integer_row(chunk)
         raise InputError(
-            f"source {source.label!r} row {base}: column {column!r} holds {value_type} values, "
+            f"source {source.label!r} row {row}: column {column!r} holds {value_type} values, "
             f"not {want}; write the ids as integers"
         )
     if flat.null_count:
