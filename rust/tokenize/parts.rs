@@ -333,6 +333,9 @@ pub(super) fn complete_parts(
         .filter(|entry| !entry.file_name().to_string_lossy().starts_with('.'))
         .filter_map(|entry| Some((entry.path(), read_part(&entry.path())?)))
         .filter(|(_, part)| part.task == task && current(ctx, part, source, stat))
+        // A part whose arrays were cut short or lost since (a full disk, a copy cut off) is
+        // no part: the file is then encoded by the run itself, not failed at every run.
+        .filter(|(dir, part)| arrays_whole(dir, part))
         .collect();
     parts.sort_by_key(|(_, part)| part.index);
     let Some(count) = parts.first().map(|(_, p)| p.count) else {
@@ -347,6 +350,13 @@ pub(super) fn complete_parts(
         return Ok(None);
     }
     Ok(Some(parts))
+}
+
+/// Whether every array file of `part` in `dir` is there, as long as its header says.
+fn arrays_whole(dir: &Path, part: &PartRecord) -> bool {
+    part.arrays.keys().all(|name| {
+        crate::layout::cache::npy_shape(&dir.join(name)).is_ok_and(|shape| shape.complete)
+    })
 }
 
 /// Whether the spans, in order, are the whole file with no gap or overlap.

@@ -254,6 +254,20 @@ def test_a_plan_in_a_copied_or_moved_folder_is_refused_naming_where_it_belongs(
     assert Manifest.load(tmp_path / "out").units == manifest.units
 
 
+def test_a_part_cut_short_after_its_unit_ran_is_encoded_again_not_failed(
+    tmp_path: Path,
+) -> None:
+    inputs, manifest = _every_unit_run(tmp_path)
+    part = next((manifest.root / "parts").glob("*/000000/tokens.npy"))
+    with open(part, "r+b") as f:  # a full disk or a copy cut off: shorter than its header
+        f.truncate(part.stat().st_size - 40)
+    result = finalize(Manifest.load(manifest.path), progress=False)
+    assert result.failed == []
+    task = part.parent.parent.name
+    assert "assembled" not in {f.task: f.reason for f in result.files}[task]
+    assert tree_bytes(tmp_path / "out") == _local(inputs, tmp_path / "local")
+
+
 def test_cli_runs_plans_and_reports(tmp_path: Path) -> None:
     inputs = write_inputs(tmp_path / "in")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
