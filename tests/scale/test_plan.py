@@ -85,16 +85,22 @@ def test_manifest_round_trips_and_says_what_is_missing(inputs: Path, tmp_path: P
         loaded.unit("u999")
 
 
-@pytest.mark.parametrize("value", ["../u1", ".hidden", "a/b", ""])
-def test_a_unit_id_edited_to_lead_outside_the_plan_is_refused(
-    inputs: Path, tmp_path: Path, value: str
-) -> None:
+def _plan_with_unit_1(inputs: Path, tmp_path: Path, field: str, value: str) -> Path:
+    """A saved plan whose second unit's ``field`` was edited to ``value``."""
     import json
 
     path = plan_tokenize(_options(inputs, tmp_path / "out"), UNIT).save()
     content = json.loads(path.read_text())
-    content["units"][1]["id"] = value
+    content["units"][1][field] = value
     path.write_text(json.dumps(content))
+    return path
+
+
+@pytest.mark.parametrize("value", ["../u1", ".hidden", "a/b", ""])
+def test_a_unit_id_edited_to_lead_outside_the_plan_is_refused(
+    inputs: Path, tmp_path: Path, value: str
+) -> None:
+    path = _plan_with_unit_1(inputs, tmp_path, "id", value)
     said = f"unit 1: id {value!r} is not a plain name"
     with pytest.raises(ConfigError, match=rf"{re.escape(said)}.*plan the run again"):
         Manifest.load(path)
@@ -104,18 +110,11 @@ def test_a_unit_id_edited_to_lead_outside_the_plan_is_refused(
 def test_a_tokenize_unit_task_edited_to_lead_outside_its_parts_is_refused(
     inputs: Path, tmp_path: Path, value: str
 ) -> None:
-    import json
-
     from data_io.scale.units import run_unit
 
-    path = plan_tokenize(_options(inputs, tmp_path / "out"), UNIT).save()
-    content = json.loads(path.read_text())
-    content["units"][1]["task"] = value
-    path.write_text(json.dumps(content))
-    manifest = Manifest.load(path)
-    unit = manifest.units[1].id
+    manifest = Manifest.load(_plan_with_unit_1(inputs, tmp_path, "task", value))
     with pytest.raises(ConfigError, match=rf"task {re.escape(repr(value))} leads outside"):
-        run_unit(manifest, unit, threads=1)
+        run_unit(manifest, manifest.units[1].id, threads=1)
     assert not (tmp_path / "escaped").exists()
 
 
