@@ -53,6 +53,12 @@ def test_scale_out_counts_below_one_are_refused(option: str, value: str, capsys)
     assert f"argument {option}: must be" in capsys.readouterr().err
 
 
+def test_a_units_thread_count_below_one_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        parse_command_line(["scale", "unit", "plan.json", "u000000", "--threads", "0"])
+    assert "argument --threads: must be at least 1, got 0" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("option", "value", "said"),
     [

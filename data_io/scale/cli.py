@@ -179,7 +179,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="line of --list (default: SLURM_ARRAY_TASK_ID + DATA_IO_UNIT_OFFSET)",
     )
-    unit.add_argument("--threads", type=int, default=None, help="encoder threads")
+    unit.add_argument("--threads", type=positive_int, default=None, help="encoder threads")
     unit.set_defaults(run=_unit)
     final = commands.add_parser("finalize", help="assemble the output from the done units")
     final.add_argument("manifest")
