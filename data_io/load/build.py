@@ -328,12 +328,13 @@ def build_data(config: LoaderConfig, rank: int = 0, world_size: int = 1) -> Buil
 
 
 def build_dataloader(
-    config: LoaderConfig | str | Path,
+    config: LoaderConfig | str | Path | Mapping[str, Any],
     rank: int | None = None,
     world_size: int | None = None,
     overrides: Sequence[str] = (),
 ) -> StatefulLoader:
-    """The training loader of ``config`` (a ``LoaderConfig`` or a TOML/YAML path) for a rank.
+    """The training loader of ``config`` (a ``LoaderConfig``, a TOML/YAML path, or a dict of
+    the job file's sections) for a rank.
 
     ``rank``/``world_size`` default to torch.distributed's, else 0 of 1. ``overrides`` are
     ``section.key=value`` strings (or ``--section.key=value``), applied over the config. The
@@ -341,6 +342,13 @@ def build_dataloader(
     mixture's phases.
     """
 
+    if isinstance(config, Mapping):
+        config = config_from_dict(config, "the config dict")
+    elif not isinstance(config, (LoaderConfig, str, Path)):
+        raise ConfigError(
+            f"config must be a LoaderConfig, the path of a TOML or YAML job file, or a dict of "
+            f"its sections, got {type(config).__name__}"
+        )
     if not isinstance(config, LoaderConfig):
         config = load_config(config, overrides)
     elif overrides:

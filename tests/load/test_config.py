@@ -79,6 +79,24 @@ def test_kempnerforge_job_file(root: Path) -> None:
     assert evaluation is not None and len(list(evaluation)) == 3
 
 
+def test_a_dict_of_sections_builds_the_loader_the_file_builds_and_other_types_are_named(
+    root: Path,
+) -> None:
+    import tomllib
+
+    from data_io.errors import ConfigError
+
+    text = KEMPNERFORGE_JOB.format(root=root)
+    from_file = build_dataloader(write(root / "job.toml", text), rank=0, world_size=1)
+    from_dict = build_dataloader(tomllib.loads(text), rank=0, world_size=1)
+    assert from_dict.names == from_file.names
+    first, second = next(iter(from_file)), next(iter(from_dict))
+    assert all((first[k] == second[k]).all() for k in ("input_ids", "dataset_idx"))
+    for wrong in (5, ["job.toml"]):
+        with pytest.raises(ConfigError, match="config must be a LoaderConfig, the path of a"):
+            build_dataloader(wrong, rank=0, world_size=1)  # type: ignore[arg-type]
+
+
 def test_yaml_and_overrides(root: Path) -> None:
     text = f"""
 train: {{batch_size: 2, seq_len: 8}}
