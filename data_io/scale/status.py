@@ -101,7 +101,9 @@ def describe(manifest: Manifest, report: Status) -> str:
         f"input done: {report.bytes_done / 1e6:,.1f} of {report.bytes_total / 1e6:,.1f} MB",
     ]
     if report.throughput:
-        eta = "" if report.complete else f", about {_duration(report.eta_seconds or 0)} left"
+        # Time left only while units run or wait to: failed units wait for the user.
+        waiting = counts["running"] or counts["pending"]
+        eta = f", about {_duration(report.eta_seconds or 0)} left" if waiting else ""
         lines.append(f"throughput: {report.throughput / 1e6:,.1f} MB/s{eta}")
     if report.failed_files:
         shown = ", ".join(report.failed_files[:5])
@@ -122,7 +124,12 @@ def describe(manifest: Manifest, report: Status) -> str:
         )
     if counts["failed"] > len(report.failed):
         lines.append(f"... and {counts['failed'] - len(report.failed)} more failed units")
-    if counts["failed"] or counts["pending"]:
+    if counts["failed"]:
+        lines.append(
+            f"fix what the failed units name, then run what is left with `data_io resume "
+            f"{manifest.path}` (a changed input file: run the planning command again instead)"
+        )
+    elif counts["pending"]:
         lines.append(f"run what is left with `data_io resume {manifest.path}`")
     return "\n".join(lines)
 

@@ -103,6 +103,9 @@ def test_a_bad_row_fails_its_unit_with_the_file_and_line(tmp_path: Path) -> None
     assert first_error in errors
     text = describe(manifest, status(manifest))
     assert "failed" in text and "big.jsonl:line" in text and "data_io resume" in text
+    # Nothing runs or waits: no time left is promised, and the fix comes before the resume.
+    assert " left" not in text.split("throughput:")[-1].splitlines()[0]
+    assert "fix what the failed units name, then run what is left" in text
     with pytest.raises(ConfigError, match="not done"):
         finalize(manifest)
 
