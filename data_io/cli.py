@@ -197,7 +197,15 @@ def _take_dotted_overrides(
             if any(a.startswith("--") and "." in a for a in unknown)
             else ""
         )
-        parser.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+        # The command's own usage, not the top level's list of commands.
+        command = getattr(parser, "data_io_commands", {}).get(getattr(args, "command", None))
+        takes_pairs = command is not None and any(
+            action.metavar == "key=value" for action in command._actions
+        )
+        if takes_pairs and not hint:  # `sample --epochs=2`: the original's key=value spelling
+            pairs = " ".join(a.lstrip("-") for a in unknown if a.startswith("--") and "=" in a)
+            hint = f"; this command takes key=value settings: {pairs}" if pairs else ""
+        (command or parser).error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
     given = set(getattr(args, target)) | set(dotted)
     # In the order they were typed: a later override of the same key wins.
     setattr(args, target, [a for a in argv if a in given])

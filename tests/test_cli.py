@@ -53,6 +53,18 @@ def test_scale_out_counts_below_one_are_refused(option: str, value: str, capsys)
     assert f"argument {option}: must be" in capsys.readouterr().err
 
 
+def test_an_unknown_option_gets_the_commands_usage_and_key_value_hint(capsys):
+    with pytest.raises(SystemExit):
+        parse_command_line(["status", "plan", "--workers", "2"])
+    err = capsys.readouterr().err
+    assert err.startswith("usage: data_io status") and "unrecognized arguments: --workers 2" in err
+    with pytest.raises(SystemExit):
+        parse_command_line(["sample", "--epochs=2"])
+    err = capsys.readouterr().err
+    assert err.startswith("usage: data_io sample")
+    assert "this command takes key=value settings: epochs=2" in err
+
+
 def test_a_units_thread_count_below_one_is_refused(capsys):
     with pytest.raises(SystemExit):
         parse_command_line(["scale", "unit", "plan.json", "u000000", "--threads", "0"])
