@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from data_io.errors import ConfigError
-from data_io.stage import Plan, Unit, cache_plan_dir
+from data_io.stage import STAGES, Plan, Unit, cache_plan_dir
 from data_io.util.fs import write_json_atomic
 
 FORMAT = "data_io-scale/1"
@@ -211,6 +211,8 @@ _UNIT_TYPES: dict[str, tuple[type, ...]] = {
     "bytes": (int,),
 }
 _REQUIRED = ("stage", "output", "options", "units", "inputs", "fingerprint", "unit_bytes")
+# The spans the stages cut their files into (``Stage.plan``).
+_SPAN_KINDS = ("whole", "bytes", "text", "parts", "row_groups")
 
 
 def _plan_problem(content: dict[str, Any]) -> str | None:
@@ -224,6 +226,8 @@ def _plan_problem(content: dict[str, Any]) -> str | None:
     for key, value in content.items():
         if isinstance(value, bool) or not isinstance(value, _PLAN_TYPES[key]):
             return f"{key} is {type(value).__name__}, not {_PLAN_TYPES[key][0].__name__}"
+    if content["stage"] not in STAGES:
+        return f"stage {content['stage']!r} is not one of {', '.join(STAGES)}"
     for number, unit in enumerate(content["units"]):
         if not isinstance(unit, dict) or set(unit) != set(_UNIT_TYPES):
             return f"unit {number} is not an object with {', '.join(_UNIT_TYPES)}"
@@ -234,6 +238,10 @@ def _plan_problem(content: dict[str, Any]) -> str | None:
         # a file, whose parts' folder the stage checks: prepare's tasks are absolute paths.)
         if not unit["id"] or "/" in unit["id"] or unit["id"].startswith("."):
             return f"unit {number}: id {unit['id']!r} is not a plain name"
+        if unit["span"].get("kind") not in _SPAN_KINDS:
+            return f"unit {number}: span kind {unit['span'].get('kind')!r} is not one of " + (
+                ", ".join(_SPAN_KINDS)
+            )
     return None
 
 

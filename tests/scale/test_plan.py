@@ -85,7 +85,7 @@ def test_manifest_round_trips_and_says_what_is_missing(inputs: Path, tmp_path: P
         loaded.unit("u999")
 
 
-def _plan_with_unit_1(inputs: Path, tmp_path: Path, field: str, value: str) -> Path:
+def _plan_with_unit_1(inputs: Path, tmp_path: Path, field: str, value: object) -> Path:
     """A saved plan whose second unit's ``field`` was edited to ``value``."""
     import json
 
@@ -103,6 +103,31 @@ def test_a_unit_id_edited_to_lead_outside_the_plan_is_refused(
     path = _plan_with_unit_1(inputs, tmp_path, "id", value)
     said = f"unit 1: id {value!r} is not a plain name"
     with pytest.raises(ConfigError, match=rf"{re.escape(said)}.*plan the run again"):
+        Manifest.load(path)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("span", {"kind": "weird"}, "unit 1: span kind 'weird' is not one of whole, bytes"),
+        ("span", {}, "unit 1: span kind None is not one of"),
+    ],
+)
+def test_a_unit_span_of_no_known_kind_is_refused_at_load(
+    inputs: Path, tmp_path: Path, field: str, value: object, said: str
+) -> None:
+    path = _plan_with_unit_1(inputs, tmp_path, field, value)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=rf"{re.escape(said)}.*plan the run again"):
+        Manifest.load(path)
+
+
+def test_a_plan_of_no_known_stage_is_refused_at_load(inputs: Path, tmp_path: Path) -> None:
+    import json
+
+    path = plan_tokenize(_options(inputs, tmp_path / "out"), UNIT).save()
+    content = json.loads(path.read_text())
+    path.write_text(json.dumps({**content, "stage": "frobnicate"}))
+    with pytest.raises(ConfigError, match=r"stage 'frobnicate' is not one of train-tokenizer"):
         Manifest.load(path)
 
 
