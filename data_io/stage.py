@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import importlib
 import inspect
-import os
 import socket
 import time
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from data_io.errors import ConfigError
+from data_io.util.cache import cache_root
 
 # Input per unit unless --unit-mb says otherwise; a bigger file is cut into byte ranges.
 DEFAULT_UNIT_MB = 256
@@ -180,8 +180,7 @@ def cache_plan_dir(stage: str, workdir: str | Path) -> Path:
     <stage>-<hash of workdir>`` (``~/.cache/...``), never the working folder itself."""
     resolved = str(Path(workdir).resolve())
     digest = hashlib.sha256(resolved.encode()).hexdigest()[:16]
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "data_io" / "scale" / f"{stage}-{digest}"
+    return cache_root() / "scale" / f"{stage}-{digest}"
 
 
 def load_stage(name: str) -> Stage:

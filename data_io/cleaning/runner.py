@@ -10,6 +10,8 @@ summary. ``Cleaner.main`` is what ``python -m pipe.clean_x`` runs.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -33,8 +35,10 @@ from data_io.cleaning.rows import (
 from data_io.cleaning.sources import HubDataset, Record, Source
 from data_io.cleaning.writers import OutputSpec, OutputWriter
 from data_io.errors import DataIoError, InputError
+from data_io.util.cache import cache_root
 from data_io.util.closed_stdout import exit_quietly_on_closed_stdout
 from data_io.util.console import on_terminal, quiet_hub_libraries
+from data_io.util.fs import write_json_atomic
 
 #: What a cleaner's function may yield for one record.
 Emitted = Row | Drop | pa.Table | pa.RecordBatch
@@ -122,6 +126,8 @@ class CleanReport:
     records: int = 0
     drops: DropCounts = field(default_factory=DropCounts)
     files: list[tuple[Path, int]] = field(default_factory=list)
+    # Outputs the last run wrote that this run had no rows for: removed, not left stale.
+    removed: list[Path] = field(default_factory=list)
 
     @property
     def rows_written(self) -> int:
@@ -134,6 +140,10 @@ class CleanReport:
             f"to {len(self.files):,} file(s), {dropped:,} records dropped"
         ]
         lines += [f"  wrote {path} ({rows:,} rows)" for path, rows in self.files]
+        lines += [
+            f"  removed {path}: the last run wrote it, this run had no rows for it"
+            for path in self.removed
+        ]
         lines += [f"  dropped {count:,}: {reason}" for reason, count in sorted(self.drops.items())]
         return "\n".join(lines)
 
@@ -290,7 +300,36 @@ def _clean_records(
         if batch.rows:
             writer.write(batch.take(name))
         report.files = writer.commit()
+    if keyed:
+        report.removed = _forget_outputs_not_written(writer.path, name, report.files)
     return report
+
+
+def _forget_outputs_not_written(
+    folder: Path, name: str, files: list[tuple[Path, int]]
+) -> list[Path]:
+    """A keyed cleaner writes one file per key its rows hold: a key with no rows this run (a
+    source file now empty) writes nothing, and its file of the last run would stay and be
+    tokenized. Each run records the files it wrote, in the user's cache (the output folder
+    holds what the original wrote and nothing else); the files of the last run's record not
+    written now are removed. Files the record does not name (another cleaner's, in a shared
+    folder) are never touched."""
+    digest = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:16]
+    record = cache_root() / "clean-outputs" / digest / f"{name}.json"
+    written = sorted(path.name for path, _ in files)
+    try:
+        before = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        before = []
+    removed = []
+    for file in before if isinstance(before, list) else []:
+        path = folder / str(file)
+        if str(file) not in written and path.parent == folder and path.is_file():
+            path.unlink()
+            removed.append(path)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(record, written)
+    return removed
 
 
 def run_and_report(

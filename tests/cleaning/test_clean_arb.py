@@ -58,6 +58,27 @@ def test_rows_per_file(tmp_path: Path) -> None:
     assert report.records == 5 and report.rows_written == 5 and not report.drops
 
 
+def test_a_file_left_without_rows_removes_the_last_runs_output_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # where runs record outputs
+    source = _raw(tmp_path / "ARB", ITEMS)
+    out = tmp_path / "Platypus"
+    out.mkdir()
+    (out / "openbookqa.jsonl").write_text("another cleaner's file\n")
+    CLEANER.run(source, out, progress=False)
+    write_json(source / "law.json", [])  # law.json now yields no rows
+    report = CLEANER.run(source, out, progress=False)
+    assert report.removed == [out / "arb_law.jsonl"]
+    assert not (out / "arb_law.jsonl").exists()
+    assert "removed " in report.format() and "this run had no rows for it" in report.format()
+    # Only the files of the cleaner's own last run: the other cleaner's file stays.
+    assert (out / "openbookqa.jsonl").read_text() == "another cleaner's file\n"
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [*(set(EXPECTED) - {"arb_law.jsonl"}), "openbookqa.jsonl"]
+    )
+
+
 def test_missing_file_is_named(tmp_path: Path) -> None:
     items = dict(ITEMS)
     del items["law.json"]

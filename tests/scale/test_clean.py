@@ -97,7 +97,7 @@ def test_clean_plan_dir_is_where_asked(tmp_path: Path) -> None:
     assert manifest.root == plans.resolve() and status(manifest).finalized
     assert Path(manifest.output) == scaled.resolve()
     assert not (scaled / SCALE_DIR).exists()
-    assert not (tmp_path / "cache" / "data_io").exists(), "nothing in the default plan folder"
+    assert not (tmp_path / "cache" / "data_io" / "scale").exists(), "no default plan folder"
 
 
 def test_plan_dir_without_an_executor_is_refused(tmp_path: Path) -> None:

@@ -59,6 +59,7 @@ from data_io.load.datasets.shards import MemoryMappedDataset, _require_int, pack
 from data_io.load.stream_state import STREAM_KEYS, parse_stream_state
 from data_io.tokenizer.encoder import TextEncoder
 from data_io.util.arrow_strings import is_text_type
+from data_io.util.cache import cache_root
 from data_io.util.console import on_terminal
 from data_io.util.fs import publish_mode
 from data_io.util.stale import remove_dead_siblings, temporary_prefix
@@ -220,8 +221,7 @@ def _file_digest(path: Path) -> str:
 
 # -- eager: tokenize once into a shard cache --------------------------------------------------
 def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "data_io" / "hf_text"
+    return cache_root() / "hf_text"
 
 
 class _ShardWriter:

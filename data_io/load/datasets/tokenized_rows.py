@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -52,6 +51,7 @@ from data_io.load.datasets.row_sources import (
 )
 from data_io.load.packing.layouts import IGNORE_INDEX, PAD_ID
 from data_io.load.packing.row_bins import METHODS, BinPlan, plan_bins, prepare_plan
+from data_io.util.cache import cache_root
 
 __all__ = [
     "TokenizedRowsDataset",
@@ -70,8 +70,7 @@ def default_prepared_path() -> Path:
     """Where bin plans are cached when no ``dataset_prepared_path`` is given: under the user's
     cache folder, ``$XDG_CACHE_HOME/data_io/prepared_rows`` (``~/.cache/data_io/...``), never
     the current folder (xorl's ``last_prepared_dataset`` there is one explicit path away)."""
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "data_io" / PREPARED_SUBDIR
+    return cache_root() / PREPARED_SUBDIR
 
 
 # Keys of xorl's ``data:`` section that this dataset reads.
