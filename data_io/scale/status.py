@@ -119,7 +119,7 @@ def describe(manifest: Manifest, report: Status) -> str:
         lines.append(f"all units done; finalize with `data_io scale finalize {manifest.path}`")
     for failure in report.failed:
         lines.append(
-            f"failed {failure.get('unit')} ({failure.get('task')}, span {failure.get('span')}, "
+            f"failed {failure.get('unit')} ({failure.get('task')}, {_span_words(failure.get('span'))}, "
             f"attempt {failure.get('attempt')}): {failure.get('error')}"
         )
     if counts["failed"] > len(report.failed):
@@ -132,6 +132,17 @@ def describe(manifest: Manifest, report: Status) -> str:
     elif counts["pending"]:
         lines.append(f"run what is left with `data_io resume {manifest.path}`")
     return "\n".join(lines)
+
+
+def _span_words(span: Any) -> str:
+    """A unit's span as a user reads it: ``whole file``, ``bytes 0..1048576``."""
+    if not isinstance(span, dict):
+        return f"span {span}"
+    kind = span.get("kind")
+    if kind == "whole":
+        return "whole file"
+    what = {"bytes": "bytes", "text": "text bytes", "parts": "parts", "row_groups": "row groups"}
+    return f"{what.get(kind, f'span {kind}')} {span.get('start')}..{span.get('end')}"
 
 
 def stopped_message(manifest: Manifest, stop: BaseException) -> str:

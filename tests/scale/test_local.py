@@ -106,6 +106,7 @@ def test_a_bad_row_fails_its_unit_with_the_file_and_line(tmp_path: Path) -> None
     # Nothing runs or waits: no time left is promised, and the fix comes before the resume.
     assert " left" not in text.split("throughput:")[-1].splitlines()[0]
     assert "fix what the failed units name, then run what is left" in text
+    assert "(big.jsonl, bytes " in text and "{'kind'" not in text  # the span in words
     with pytest.raises(ConfigError, match="not done"):
         finalize(manifest)
 

@@ -154,3 +154,19 @@ def test_a_broken_parquet_file_is_named_when_the_plan_cuts_it(tmp_path: Path) ->
     (inputs / "broken.parquet").write_bytes(b"PAR1" + b"\0" * 200_000)
     with pytest.raises(InputError, match=r"broken\.parquet: not a readable Parquet file"):
         plan_tokenize(_options(inputs, tmp_path / "out"), UNIT)
+
+
+@pytest.mark.parametrize(
+    ("span", "words"),
+    [
+        ({"kind": "whole"}, "whole file"),
+        ({"kind": "bytes", "start": 0, "end": 10}, "bytes 0..10"),
+        ({"kind": "text", "start": 5, "end": 9}, "text bytes 5..9"),
+        ({"kind": "parts", "start": 2, "end": 4}, "parts 2..4"),
+        ({"kind": "row_groups", "start": 0, "end": 3}, "row groups 0..3"),
+    ],
+)
+def test_a_failed_units_span_is_said_in_words(span: dict, words: str) -> None:
+    from data_io.scale.status import _span_words
+
+    assert _span_words(span) == words
