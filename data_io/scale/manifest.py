@@ -211,8 +211,14 @@ _UNIT_TYPES: dict[str, tuple[type, ...]] = {
     "bytes": (int,),
 }
 _REQUIRED = ("stage", "output", "options", "units", "inputs", "fingerprint", "unit_bytes")
-# The spans the stages cut their files into (``Stage.plan``).
-_SPAN_KINDS = ("whole", "bytes", "text", "parts", "row_groups")
+# The spans the stages cut their files into (``Stage.plan``), and how messages say them.
+SPAN_WORDS = {
+    "whole": "whole file",
+    "bytes": "bytes",
+    "text": "text bytes",
+    "parts": "parts",
+    "row_groups": "row groups",
+}
 
 
 def _plan_problem(content: dict[str, Any]) -> str | None:
@@ -238,9 +244,9 @@ def _plan_problem(content: dict[str, Any]) -> str | None:
         # a file, whose parts' folder the stage checks: prepare's tasks are absolute paths.)
         if not unit["id"] or "/" in unit["id"] or unit["id"].startswith("."):
             return f"unit {number}: id {unit['id']!r} is not a plain name"
-        if unit["span"].get("kind") not in _SPAN_KINDS:
+        if unit["span"].get("kind") not in SPAN_WORDS:
             return f"unit {number}: span kind {unit['span'].get('kind')!r} is not one of " + (
-                ", ".join(_SPAN_KINDS)
+                ", ".join(SPAN_WORDS)
             )
     return None
 

@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from data_io.scale.manifest import STATES, Manifest
+from data_io.scale.manifest import SPAN_WORDS, STATES, Manifest
 
 MAX_ERRORS = 20
 
@@ -139,10 +139,8 @@ def _span_words(span: Any) -> str:
     if not isinstance(span, dict):
         return f"span {span}"
     kind = span.get("kind")
-    if kind == "whole":
-        return "whole file"
-    what = {"bytes": "bytes", "text": "text bytes", "parts": "parts", "row_groups": "row groups"}
-    return f"{what.get(kind, f'span {kind}')} {span.get('start')}..{span.get('end')}"
+    words = SPAN_WORDS.get(kind, f"span {kind}")
+    return words if kind == "whole" else f"{words} {span.get('start')}..{span.get('end')}"
 
 
 def stopped_message(manifest: Manifest, stop: BaseException) -> str:
