@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import subprocess
@@ -85,3 +86,26 @@ def sampler_config(tmp_path: Path, corpus: Path, *extra: str):
             *extra,
         ]
     )
+
+
+class _Kept(logging.Handler):
+    def __init__(self, kept: list[str]) -> None:
+        super().__init__()
+        self.kept = kept
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.kept.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def logged_by_datasets() -> Iterator[list[str]]:
+    """The messages ``datasets``' JSON reader logs inside the block (its own handler writes to
+    the stderr it found at import, which the capture fixtures do not see)."""
+    kept: list[str] = []
+    handler = _Kept(kept)
+    logger = logging.getLogger("datasets.packaged_modules.json.json")
+    logger.addHandler(handler)
+    try:
+        yield kept
+    finally:
+        logger.removeHandler(handler)

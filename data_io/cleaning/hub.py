@@ -99,6 +99,20 @@ def local_path(file: str) -> Path | None:
     return Path(name)
 
 
+def placeholder_of(head: bytes) -> tuple[str, str] | None:
+    """Whether a data file whose first bytes are ``head`` only stands where the data should
+    be, empty or a Git LFS pointer (a clone made without Git LFS holds these): what it is,
+    and how to get the data."""
+    if not head:
+        return "it is empty (an interrupted download?)", "re-download it"
+    if head.startswith(b"version https://git-lfs"):
+        return (
+            "it is a Git LFS pointer, not the data (a `git clone` made without git-lfs?)",
+            "run `git lfs pull` in that clone, or download the file itself",
+        )
+    return None
+
+
 def damage_of(path: Path) -> str:
     """What seems wrong with ``path``, a local data file that failed to read."""
     try:
@@ -109,10 +123,9 @@ def damage_of(path: Path) -> str:
             tail = handle.read(4)
     except OSError as exc:
         return f"it cannot be opened ({exc.strerror or exc})"
-    if size == 0:
-        return "it is empty (an interrupted download?)"
-    if head.startswith(b"version https://git-lfs"):
-        return "it is a Git LFS pointer, not the data (a `git clone` made without git-lfs?)"
+    placeholder = placeholder_of(head)
+    if placeholder is not None:
+        return placeholder[0]
     if path.suffix == ".parquet":
         if not head.startswith(b"PAR1"):
             return "it is not a Parquet file (it does not start with PAR1)"

@@ -39,6 +39,7 @@ from data_io.cleaning.hub import (
     hub_unreachable,
     local_path,
     offline_by_environment,
+    placeholder_of,
     wait_for_abandoned_reads,
 )
 from data_io.errors import DataIoError, InputError
@@ -336,7 +337,25 @@ class LocalFiles:
 
     def records(self, override: Path | None = None) -> Iterator[Record]:
         files = self.files(override)  # checked before the first record is asked for
-        return (record for path, rel in files for record in self.reader(path, rel))
+        return (record for path, rel in files for record in _read_checked(self.reader, path, rel))
+
+
+def _read_checked(reader: Reader, path: Path, rel: str) -> Iterator[Record]:
+    """``reader``'s records of ``path``, which must not be a Git LFS pointer (read as text it
+    would give rows of the pointer's lines). An empty file is read as what it is: no rows where
+    its format allows that (JSONL, text), else said to be empty, not a parse error."""
+    with path.open("rb") as file:
+        placeholder = placeholder_of(file.read(64))
+    if placeholder is None:
+        yield from reader(path, rel)
+        return
+    what, fix = placeholder
+    if path.stat().st_size:
+        raise InputError(f"{path}: {what}; {fix}")
+    try:
+        yield from reader(path, rel)
+    except InputError as err:
+        raise InputError(f"{path}: {what}; {fix}") from err
 
 
 def _import_datasets() -> Any:

@@ -321,7 +321,8 @@ def _json_text(line: str, field: str, where: str) -> str:
         row = json.loads(line, object_pairs_hook=keep)
     except json.JSONDecodeError as err:
         raise InputError(
-            f"{where}: not valid JSON ({err}); each line must hold one JSON object"
+            f"{where}: not valid JSON at column {err.colno} ({err.msg}); each line must hold "
+            "one JSON object"
         ) from err
     except RecursionError as err:  # json recurses per level of nesting
         raise InputError(
@@ -357,6 +358,22 @@ def _valid_unicode(text: str, where: str, options: ReadOptions, stats: ReadStats
         return _SURROGATE.sub("\ufffd", text)
 
 
+# A value's kind in JSON's words, as the rows reader of tokenize names them.
+_JSON_KINDS: dict[type, str] = {
+    type(None): "null",
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    list: "an array",
+    dict: "an object",
+}
+
+
+def json_kind(value: object) -> str:
+    """``value``'s kind as a message names it: "a number", "an array", "null", ..."""
+    return _JSON_KINDS.get(type(value), f"a {type(value).__name__}")
+
+
 def _field_text(row: Any, field: str, where: str) -> str:
     """The text of ``row[field]``; an error naming the row when it is missing or not a string."""
     if not isinstance(row, dict):
@@ -371,7 +388,7 @@ def _field_text(row: Any, field: str, where: str) -> str:
         )
     value = row[field]
     if not isinstance(value, str):
-        what = "null" if value is None else f"a {type(value).__name__}"
+        what = json_kind(value)
         raise InputError(
             f"{where}: field {field!r} is {what}, not a string; pass --text-field NAME for the "
             "field holding the text, or fix the row"

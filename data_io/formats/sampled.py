@@ -225,6 +225,20 @@ def _sampled_epochs(folder: Path) -> list[int]:
     return sorted(int(m.group(1)) for m in found if m)
 
 
+def check_epochs_present(folder: Path, meta: SampledMetadata) -> None:
+    """Every epoch folder ``metadata.json`` promises is there: a loader opened for epoch 0 of a
+    folder that lost ``epoch_3/`` says so now, not hours into training when it reaches it."""
+    if meta.epochs is None:
+        return
+    lost = [k for k in range(meta.epochs) if not (folder / f"epoch_{k}").is_dir()]
+    if lost:
+        names = ", ".join(f"epoch_{k}" for k in lost[:8]) + (", ..." if len(lost) > 8 else "")
+        raise InputError(
+            f"{folder}: {names} missing, though metadata.json says epochs 0..{meta.epochs - 1} "
+            f"were sampled; the folder is incomplete: {_RESAMPLE}"
+        )
+
+
 def open_epoch(
     folder: Path, epoch: int, n_tokens: int, meta: SampledMetadata, *, check: bool = True
 ) -> EpochIndex:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from data_io.errors import ConfigError, InputError
-from data_io.util.console import quiet_off_terminal
+from data_io.util.console import quiet_off_terminal, reader_errors_unlogged
 from data_io.util.hub import hub_unreachable, offline_by_environment
 
 __all__ = ["TEXT_FORMATS", "TextSource", "load_failed", "resolve_text_source"]
@@ -88,24 +88,25 @@ class TextSource:
         import datasets  # noqa: PLC0415  heavy: datasets (~1 s), only for HF sources
 
         self.check_reachable()
-        try:
-            if self.kind == "saved":
-                return _load_saved(self, streaming)
-            if self.kind == "files":
-                builder = _builder_of(self.files[0])
+        with reader_errors_unlogged():
+            try:
+                if self.kind == "saved":
+                    return _load_saved(self, streaming)
+                if self.kind == "files":
+                    builder = _builder_of(self.files[0])
+                    return datasets.load_dataset(
+                        builder,
+                        data_files={self.split: [str(p) for p in self.files]},
+                        split=self.split,
+                        streaming=streaming,
+                    )
                 return datasets.load_dataset(
-                    builder,
-                    data_files={self.split: [str(p) for p in self.files]},
-                    split=self.split,
-                    streaming=streaming,
+                    self.name, self.config, split=self.split, streaming=streaming
                 )
-            return datasets.load_dataset(
-                self.name, self.config, split=self.split, streaming=streaming
-            )
-        except InputError:
-            raise
-        except Exception as err:  # datasets raises many unrelated types: classify once here
-            raise load_failed(self, err) from err
+            except InputError:
+                raise
+            except Exception as err:  # datasets raises many unrelated types: classify once here
+                raise load_failed(self, err) from err
 
 
 def resolve_text_source(name: str | os.PathLike[str], split: str, config: str | None) -> TextSource:

@@ -95,6 +95,7 @@ def parse_overrides(overrides: Sequence[str]) -> SampleConfig:
             raise ConfigError(
                 f"argument {item!r} is not key=value; valid keys: {', '.join(CONFIG_KEYS)}"
             )
+    _check_switches(overrides)
     try:
         merged = OmegaConf.merge(OmegaConf.structured(SampleConfig), OmegaConf.from_cli(overrides))
         config = OmegaConf.to_object(merged)
@@ -107,6 +108,19 @@ def parse_overrides(overrides: Sequence[str]) -> SampleConfig:
     assert isinstance(config, SampleConfig)
     validate(config)
     return config
+
+
+# The keys that switch something on or off, and the words OmegaConf reads as a switch. It
+# also reads any other integer as true (plot=2), which is more likely a slip than a wish.
+_SWITCHES = tuple(f.name for f in fields(SampleConfig) if f.type in (bool, "bool"))
+_SWITCH_WORDS = ("true", "false", "yes", "no", "on", "off", "y", "n", "1", "0")
+
+
+def _check_switches(overrides: Sequence[str]) -> None:
+    for item in overrides:
+        key, _, value = item.partition("=")
+        if key in _SWITCHES and value.strip().lower() not in _SWITCH_WORDS:
+            raise ConfigError(f"config key {key!r} is true or false, got {value!r}")
 
 
 def validate(config: SampleConfig) -> None:

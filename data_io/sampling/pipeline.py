@@ -85,11 +85,27 @@ def _log(message: str) -> None:
 
 
 def _plot_target(config: SampleConfig, target: Path) -> Path | None:
+    """Where the PNG goes; a ``plot_path`` outside the output that cannot be written is
+    refused now, before the epochs are drawn, not found when the sample is done."""
     if not config.plot:
         return None
     if config.plot_path is None:
         return target / PLOT_NAME
-    return Path(config.plot_path).absolute()
+    plot = Path(config.plot_path).absolute()
+    if plot.parent == target:
+        return plot
+    fix = "choose another plot_path, or pass plot=false"
+    if plot.is_dir():
+        raise ConfigError(f"config key 'plot_path': {plot} is a folder; name the PNG file ({fix})")
+    if not plot.parent.is_dir():
+        raise ConfigError(
+            f"config key 'plot_path': the folder {plot.parent} does not exist; create it or {fix}"
+        )
+    if not os.access(plot.parent, os.W_OK | os.X_OK):
+        raise ConfigError(
+            f"config key 'plot_path': the folder {plot.parent} is not writable by this user; {fix}"
+        )
+    return plot
 
 
 def _marker_config(config: SampleConfig, tasks: list[Task]) -> dict[str, object]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -115,3 +116,20 @@ def quiet_off_terminal(function: Callable[P, R]) -> Callable[P, R]:
             return function(*args, **kwargs)
 
     return wrapper
+
+
+# datasets' JSON reader logs its failure as an error line and then raises it; the callers turn
+# the raised error into their own message, so the logged copy is only a second, rawer one.
+_JSON_READER_LOGGER = "datasets.packaged_modules.json.json"
+
+
+@contextlib.contextmanager
+def reader_errors_unlogged() -> Iterator[None]:
+    """Inside, ``datasets``' file readers raise their errors without also logging them."""
+    logger = logging.getLogger(_JSON_READER_LOGGER)
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)

@@ -548,9 +548,10 @@ impl JsonlBatch {
                 Ok(_) => json_type_name(text.trim_start()),
                 Err(e) => {
                     return Err(bad(format!(
-                        "malformed JSON at column {}: {e}; each line must be one JSON object \
+                        "malformed JSON at column {}: {}; each line must be one JSON object \
                          with string fields condition, instruction, response",
-                        e.column()
+                        e.column(),
+                        without_position(&e)
                     )))
                 }
             };
@@ -561,9 +562,10 @@ impl JsonlBatch {
         }
         let row: Row<'_> = serde_json::from_str(text).map_err(|e| {
             bad(format!(
-                "malformed JSON at column {}: {e}; each line must be one JSON object with \
+                "malformed JSON at column {}: {}; each line must be one JSON object with \
                  string fields condition, instruction, response",
-                e.column()
+                e.column(),
+                without_position(&e)
             ))
         })?;
         if [&row.condition, &row.instruction, &row.response]
@@ -607,6 +609,14 @@ fn no_row_fields(text: &str) -> String {
             shown.join(", ")
         }
     )
+}
+
+/// serde's reason without the " at line L column C" it appends: the message names the
+/// file's line and the column already, and serde counts lines within the one line it was given.
+fn without_position(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    let suffix = format!(" at line {} column {}", error.line(), error.column());
+    text.strip_suffix(&suffix).unwrap_or(&text).to_string()
 }
 
 /// What kind of value a valid JSON text is, from its first byte.
@@ -834,6 +844,8 @@ mod tests {
             "{}",
             messages[6]
         );
+        // serde's own "at line 1 column 2" is not repeated after the file's line.
+        assert!(!messages[6].contains(" at line "), "{}", messages[6]);
         // None of the three fields: what the row has, and raw text sent to prepare.
         assert!(
             messages[7].contains(

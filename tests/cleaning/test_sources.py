@@ -85,6 +85,34 @@ def test_bad_text_and_parquet_are_named(tmp_path: Path) -> None:
         _all(LocalFiles("unused", reader=parquet_rows, include=("p.parquet",)), tmp_path)
 
 
+LFS_POINTER = (
+    b"version https://git-lfs.github.com/spec/v1\n"
+    b"oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "reader"),
+    [("t.txt", read_text_lines), ("o.json", read_json_object), ("p.parquet", parquet_rows)],
+)
+def test_a_git_lfs_pointer_is_named_as_one_in_every_format(tmp_path: Path, name, reader) -> None:
+    # Read as text it would have given two rows of the pointer's lines.
+    (tmp_path / name).write_bytes(LFS_POINTER)
+    with pytest.raises(InputError, match=rf"{name}: it is a Git LFS pointer.*`git lfs pull`"):
+        _all(LocalFiles("unused", reader=reader, include=(name,)), tmp_path)
+
+
+def test_an_empty_file_is_no_rows_where_its_format_allows_and_named_where_not(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "t.txt").write_bytes(b"")
+    assert _all(LocalFiles("unused", reader=read_text_lines, include=("t.txt",)), tmp_path) == []
+    for name, reader in (("o.json", read_json_object), ("p.parquet", parquet_rows)):
+        (tmp_path / name).write_bytes(b"")
+        with pytest.raises(InputError, match=rf"{name}: it is empty .*; re-download it$"):
+            _all(LocalFiles("unused", reader=reader, include=(name,)), tmp_path)
+
+
 @pytest.mark.parametrize("compress", [None, gzip.compress, bz2.compress, lzma.compress])
 def test_tar_members_any_compression(tmp_path: Path, compress) -> None:
     buffer = io.BytesIO()

@@ -381,11 +381,11 @@ def test_lone_surrogate_in_json_follows_the_policy(tmp_path: Path):
     ("line", "message"),
     [
         ('{"body": "x", "id": 3}', r"line 2: no field 'text' \(the row has body, id\)"),
-        ('{"text": 5}', r"line 2: field 'text' is a int, not a string"),
+        ('{"text": 5}', r"line 2: field 'text' is a number, not a string"),
         ('{"text": null}', r"line 2: field 'text' is null, not a string"),
-        ('{"text": ["a"]}', r"line 2: field 'text' is a list"),
+        ('{"text": ["a"]}', r"line 2: field 'text' is an array, not a string"),
         ('["text"]', r"line 2: expected a JSON object"),
-        ('{"text": "a"', r"line 2: not valid JSON"),
+        ('{"text": "a"', r"line 2: not valid JSON at column 13 \(Expecting ',' delimiter\);"),
         ('{"text": "a", "text": "b"}', r"line 2: the field 'text' is given 2 times in the row"),
         ('{"te\\u0078t": "a", "text": "b"}', r"line 2: the field 'text' is given 2 times"),
         ('{"text": 1, "x": 2, "text": "b"}', r"line 2: the field 'text' is given 2 times"),
@@ -485,7 +485,7 @@ def test_a_null_or_a_non_string_in_a_datasets_column_names_its_row(
         read_all(tmp_path / "nulls")
     datasets.Dataset.from_dict({"text": list(range(10))}).save_to_disk(tmp_path / "ints")
     taken = _column_feeds(monkeypatch)
-    with pytest.raises(InputError, match=r"row 0: field 'text' is a int, not a string"):
+    with pytest.raises(InputError, match=r"row 0: field 'text' is a number, not a string"):
         read_all(tmp_path / "ints")  # not a string feature: the rows as dicts, checked one by one
     assert taken == []
 
@@ -522,7 +522,7 @@ def test_json_rows_whose_text_is_not_a_string_name_the_row(
 ):
     rows = [{"text": i, "n": i} for i in range(10)]
     taken = _column_feeds(monkeypatch)
-    with pytest.raises(InputError, match=r"row 0: field 'text' is a int, not a string"):
+    with pytest.raises(InputError, match=r"row 0: field 'text' is a number, not a string"):
         read_all(_hub_jsonl_folder(tmp_path / "ints", rows), split="train")
     assert taken == []
     rows = [{"text": f"document {i}", "n": i} for i in range(3000)]
@@ -541,7 +541,7 @@ def test_json_rows_of_mixed_types_are_decoded_before_they_are_checked(
     rows: list[dict] = [{"text": f"document number {i}, long enough", "n": i} for i in range(10)]
     rows[5]["text"] = 12345
     taken = _column_feeds(monkeypatch)
-    with pytest.raises(InputError, match=r"row 5: field 'text' is a int, not a string"):
+    with pytest.raises(InputError, match=r"row 5: field 'text' is a number, not a string"):
         read_all(_hub_jsonl_folder(tmp_path / "mixed", rows), split="train")
     assert taken == []
     rows[5]["text"] = None  # strings and a null: a string column, its null named

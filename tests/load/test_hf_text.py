@@ -32,6 +32,7 @@ from data_io.load.datasets.hf_text import (
     resolve_text_source,
 )
 from data_io.load.datasets.shards import pack_window
+from tests.conftest import logged_by_datasets
 
 SEQ_LEN = 17
 EOS_TOKEN = "<|endoftext|>"
@@ -357,7 +358,7 @@ def test_eager_bad_rows_name_row_and_field(
     rows = [{"text": "fine"}, {"text": "also fine"}, {"text": 42}]
     bad = tmp_path / "bad.jsonl"
     bad.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    with pytest.raises(InputError, match=r"row 2 \(counted from 0\) has a int in field 'text'"):
+    with pytest.raises(InputError, match=r"row 2 \(counted from 0\) has a number in field 'text'"):
         eager(str(bad), SEQ_LEN, small_tokenizer, cache_dir=cache)
     saved = tmp_path / "saved_nulls"
     import datasets
@@ -387,8 +388,12 @@ def test_eager_bad_input_and_options(small_tokenizer: Path, tmp_path: Path, cach
         list(streaming(no_rows, small_tokenizer))
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"text": "ok"}\n{"text": oops\n')
-    with pytest.raises(InputError, match=r"cannot read .*broken\.jsonl .*JSON parse error"):
+    with (
+        logged_by_datasets() as logged,
+        pytest.raises(InputError, match=r"cannot read .*broken\.jsonl .*JSON parse error"),
+    ):
         eager(str(broken), SEQ_LEN, small_tokenizer, cache_dir=cache)
+    assert logged == []  # said once, in the error
     data = write_jsonl(tmp_path / "docs.jsonl", TEXTS[:3])
     with pytest.raises(ConfigError, match="seq_len"):
         eager(str(data), 1, small_tokenizer, cache_dir=cache)

@@ -25,6 +25,7 @@ from data_io.load.build import rows_dataset_from_config
 from data_io.load.datasets.row_sources import RowSource, check_rows, open_source
 from data_io.load.datasets.tokenized_rows import TokenizedRowsDataset
 from data_io.load.export_rows import export_sampled_rows
+from tests.conftest import logged_by_datasets
 from tests.load.rows_fixture import random_rows, write_rows
 from tests.sampled_fixture import write_sampled
 
@@ -213,8 +214,13 @@ def test_missing_column_unknown_extension_empty_and_missing(tmp_path: Path, hf_c
         open_source(RowSource(str(tmp_path / "absent.jsonl")))
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"input_ids": [1], "labels": [1]}\n{"input_ids": [\n')
-    with pytest.raises(InputError, match=r"cannot read .*broken\.jsonl"):
+    with (
+        logged_by_datasets() as logged,
+        pytest.raises(InputError, match=r"cannot read .*broken\.jsonl"),
+    ):
         open_source(RowSource(str(broken)), cache_dir=hf_cache)
+    # Said once, in the error: not also as datasets' own "Failed to load JSON" log line.
+    assert logged == []
     with pytest.raises(InputError, match="unsupported URL scheme"):
         open_source(RowSource("ftp://host/rows.jsonl"))
 

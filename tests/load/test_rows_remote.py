@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import re
 import socket
 import threading
 from collections.abc import Iterator
@@ -45,7 +46,8 @@ def s3() -> Iterator[dict]:
 @pytest.fixture()
 def bucket(s3: dict, request: pytest.FixtureRequest) -> str:
     fs = s3fs.S3FileSystem(**s3)
-    name = "rows-" + request.node.name.lower().replace("_", "-")[:40].strip("-")
+    plain = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())  # test[param] too
+    name = "rows-" + plain[:40].strip("-")
     fs.mkdir(name)
     return name
 
@@ -87,6 +89,30 @@ def test_s3_missing_object_and_empty_prefix(tmp_path: Path, s3: dict, bucket: st
         open_source(RowSource(f"s3://{bucket}/absent.jsonl", storage_options=s3), cache_dir=cache)
     with pytest.raises(InputError, match=r"holds no \.jsonl"):
         open_source(RowSource(f"s3://{bucket}/nothing/", storage_options=s3), cache_dir=cache)
+
+
+@pytest.mark.parametrize("where", ["train/a.parquet", "train/"], ids=["file", "folder"])
+def test_s3_no_credentials(
+    tmp_path: Path, s3: dict, bucket: str, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Says which variables to set. botocore's NoCredentialsError is none of the OSError family:
+    # it was a traceback.
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    upload(s3, write_rows(tmp_path / "a.parquet", random_rows(1, 3)), f"{bucket}/train/a.parquet")
+    no_keys = {"endpoint_url": s3["endpoint_url"]}
+    with pytest.raises(
+        InputError,
+        match=rf"cannot read s3://{bucket}/{where} \(NoCredentialsError: .*\); set "
+        r"AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY .*\{anon: true\}",
+    ):
+        open_source(
+            RowSource(f"s3://{bucket}/{where}", storage_options=no_keys),
+            cache_dir=str(tmp_path / "hf"),
+        )
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

@@ -11,6 +11,7 @@ import pytest
 from sampled_fixture import write_sampled
 
 from data_io.errors import ConfigError, InputError
+from data_io.formats.sampled import open_epoch, open_tokens, read_metadata
 from data_io.load import SampledDataset
 
 
@@ -259,16 +260,23 @@ def test_marked_folder_disagrees_with_its_files(folder: Path, changes: dict, mes
 
 def test_epoch_lost_after_sampling_is_not_a_missing_epoch(folder: Path) -> None:
     add_marker(folder)
-    shutil.rmtree(folder / "epoch_1")
-    with pytest.raises(
-        InputError,
-        match=r"epoch_1: missing, though metadata\.json says epochs 0\.\.1 were sampled "
-        r"\(present: 0\); the folder is incomplete",
-    ):
-        SampledDataset(folder, epoch=1)
-    # Asking beyond what was sampled is still the other message.
+    # Asking beyond what was sampled: the sampler's epochs= is what to change.
     with pytest.raises(InputError, match=r"epoch 2 was not sampled .* epochs=3"):
         SampledDataset(folder, epoch=2)
+    shutil.rmtree(folder / "epoch_1")
+    # Lost after sampling: found when the loader is made, whichever epoch it is made for (a
+    # training run would otherwise stop at epoch 1, hours in).
+    for epoch in (0, 1, 2):
+        with pytest.raises(
+            InputError,
+            match=rf"{folder.name}: epoch_1 missing, though metadata\.json says epochs 0\.\.1 "
+            r"were sampled; the folder is incomplete",
+        ):
+            SampledDataset(folder, epoch=epoch)
+    # open_epoch's own message, for the readers that open one epoch without a loader.
+    meta = read_metadata(folder)
+    with pytest.raises(InputError, match=r"epoch_1: missing, .*\(present: 0\)"):
+        open_epoch(folder, 1, int(open_tokens(folder).shape[0]), meta)
 
 
 def test_rows_per_epoch_checked_in_every_epoch(folder: Path) -> None:

@@ -255,4 +255,4 @@ def test_rows_python_reads_name_their_file_and_line(tmp_path: Path, text_field: 
     sources = expand_inputs([path], options)[0]
     result = _rust(sources, options)
     assert result == _oracle(sources, options)
-    assert result[1].startswith(f"{path}: line 3: field {text_field!r} is a int, not a string")
+    assert result[1].startswith(f"{path}: line 3: field {text_field!r} is a number, not a string")

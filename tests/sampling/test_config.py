@@ -39,6 +39,9 @@ def test_overrides_are_typed(inputs: list[str]) -> None:
     )
     assert (config.epochs, config.seed, config.context_size) == (3, 42, 1025)
     assert config.short_truncated == "keep" and config.reuse is False
+    # Every word OmegaConf reads as a switch still is one.
+    for word, expected in [("Yes", True), ("n", False), ("ON", True), ("0", False), ("1", True)]:
+        assert parse_overrides([*inputs, f"plot={word}"]).plot is expected
 
 
 @pytest.mark.parametrize(
@@ -49,6 +52,8 @@ def test_overrides_are_typed(inputs: list[str]) -> None:
         ("epochs=1.5", ["'epochs'"]),
         ("seed=abc", ["'seed'"]),
         ("reuse=maybe", ["'reuse'"]),
+        ("plot=2", ["'plot'", "true or false", "'2'"]),
+        ("allow_empty=-1", ["'allow_empty'", "true or false"]),
         ("epochs=0", ["'epochs'", ">= 1"]),
         ("epochs=-2", ["'epochs'"]),
         ("context_size=1", ["'context_size'", ">= 2"]),

@@ -79,6 +79,25 @@ def _assert_honest_advice(message: str, corpus: Path) -> None:
 # -- empty samples ------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("missing/analytics.png", r"the folder .*missing does not exist; create it"),
+        ("", r".* is a folder; name the PNG file"),
+    ],
+)
+def test_a_plot_path_that_cannot_be_written_is_refused_before_sampling(
+    tmp_path: Path, where: str, message: str
+) -> None:
+    corpus = _corpus(tmp_path / "tok")
+    config = sampler_config(tmp_path, corpus, f"plot_path={tmp_path / where}")
+    with pytest.raises(ConfigError, match=rf"config key 'plot_path': {message}"):
+        _run(config)
+    assert not (tmp_path / "out").exists()
+    # No staging folder left behind.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rules.yaml", "tok"]
+
+
 def test_folder_without_tasks_is_refused_unless_allowed(tmp_path: Path) -> None:
     corpus = write_corpus(tmp_path / "tok", {}, vocab_size=VOCAB)
     with pytest.raises(InputError, match=r"holds no task folders.*allow_empty=true"):

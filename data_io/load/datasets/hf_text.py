@@ -53,6 +53,7 @@ import torch
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
 from data_io.errors import ConfigError, InputError
+from data_io.formats.raw_text import json_kind
 from data_io.formats.text_sources import TextSource, load_failed, resolve_text_source
 from data_io.load.dataset_state import MapDatasetState
 from data_io.load.datasets.shards import MemoryMappedDataset, _require_int, pack_window
@@ -60,7 +61,7 @@ from data_io.load.stream_state import STREAM_KEYS, parse_stream_state
 from data_io.tokenizer.encoder import TextEncoder
 from data_io.util.arrow_strings import is_text_type
 from data_io.util.cache import cache_root
-from data_io.util.console import on_terminal
+from data_io.util.console import on_terminal, reader_errors_unlogged
 from data_io.util.fs import publish_mode
 from data_io.util.stale import remove_dead_siblings, temporary_prefix
 
@@ -99,7 +100,7 @@ def _texts(
         column = column.take(np.arange(start, len(column), stride))
     if not is_text_type(column.type):
         k, value = _first_not_text(column)
-        what = "no text" if value is None else f"a {type(value).__name__}"
+        what = "no text" if value is None else json_kind(value)
         raise _bad_row(source, first_row + start + k * stride, what, field, batch)
     if column.null_count:
         k = pc.index(column.is_null(), True).as_py()
@@ -440,7 +441,8 @@ def _read(items: Iterator[Any], size: int, source: TextSource) -> list[Any]:
     """Up to ``size`` items; read errors (a malformed line found mid-stream) name the source
     instead of surfacing as a datasets or pyarrow internal."""
     try:
-        return list(itertools.islice(items, size))
+        with reader_errors_unlogged():  # raised and named below, not logged as well
+            return list(itertools.islice(items, size))
     except InputError:
         raise
     except Exception as err:  # parse errors of any builder

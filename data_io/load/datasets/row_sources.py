@@ -38,10 +38,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from data_io.errors import ConfigError, InputError
+from data_io.errors import ConfigError, DataIoError, InputError
 from data_io.load.packing.layouts import IGNORE_INDEX
 from data_io.util.arrow_strings import is_text_type
-from data_io.util.console import quiet_off_terminal
+from data_io.util.console import quiet_off_terminal, reader_errors_unlogged
 from data_io.util.hub import hub_unreachable, offline_by_environment
 
 __all__ = [
@@ -290,14 +290,15 @@ def _load_files(source: RowSource, files: list[str], cache_dir: str | None):
     builder = _one_builder(files, source)
     _empty_file_error(source, files)
     try:
-        return datasets.load_dataset(
-            builder,
-            data_files=files,
-            split="train",
-            cache_dir=cache_dir,
-            storage_options=_storage(source),
-            streaming=source.streaming,
-        )
+        with reader_errors_unlogged():
+            return datasets.load_dataset(
+                builder,
+                data_files=files,
+                split="train",
+                cache_dir=cache_dir,
+                storage_options=_storage(source),
+                streaming=source.streaming,
+            )
     except StopIteration as err:  # datasets' way of saying "no rows at all"
         raise InputError(
             f"source {source.label!r}: {', '.join(files[:3])} holds no rows; fill it or remove it"
@@ -432,24 +433,49 @@ def _require_backend(source: RowSource) -> None:
         ) from err
 
 
+# How each cloud finds its credentials (as xorl's guide sets them), for a refused request.
+_CREDENTIALS = {
+    "s3": "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for "
+    "temporary credentials) or AWS_PROFILE; a public bucket reads with storage_options: "
+    "{anon: true}",
+    "gs": "configure GCS credentials (GOOGLE_APPLICATION_CREDENTIALS, or `gcloud auth "
+    "application-default login`); a public bucket reads with storage_options: {token: anon}",
+    "abfs": "set AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ACCOUNT_KEY (or a SAS token in "
+    "storage_options)",
+}
+_CREDENTIALS.update(gcs=_CREDENTIALS["gs"], abfss=_CREDENTIALS["abfs"], az=_CREDENTIALS["abfs"])
+# The cloud SDKs whose own exception types (not OSError) say a request was refused or failed.
+_CLOUD_SDKS = ("botocore", "aiobotocore", "google", "azure")
+
+
 def _load_remote(source: RowSource, cache_dir: str | None):
     import fsspec  # noqa: PLC0415  heavy: fsspec, only for remote paths
 
     _require_backend(source)
     path = source.path
+    scheme = _scheme(path)
     # A trailing slash, or data_files, marks a folder; otherwise a name with an extension is a file.
     is_file = not path.endswith("/") and Path(path.split("?", 1)[0]).suffix
-    if is_file and source.data_files is None:
-        return _load_files(source, [path], cache_dir)
     try:
+        if is_file and source.data_files is None:
+            return _load_files(source, [path], cache_dir)
         fs, root = fsspec.core.url_to_fs(path, **(_storage(source) or {}))
-        return _load_folder(source, f"{_scheme(path)}://{root}", fs, cache_dir)
+        return _load_folder(source, f"{scheme}://{root}", fs, cache_dir)
+    except DataIoError:
+        raise
     except (OSError, ValueError, ImportError) as err:
         if isinstance(err, ImportError):
-            hint = f"install the fsspec backend for {_scheme(path)}:// (s3fs, gcsfs, adlfs)"
+            hint = f"install the fsspec backend for {scheme}:// (s3fs, gcsfs, adlfs)"
         else:
             hint = "check the URL and the credentials in storage_options"
         raise InputError(f"source {source.label!r}: cannot list {path} ({err}); {hint}") from err
+    except Exception as err:
+        if type(err).__module__.split(".")[0] not in _CLOUD_SDKS:
+            raise
+        how = _CREDENTIALS.get(scheme, "check the credentials in storage_options")
+        raise InputError(
+            f"source {source.label!r}: cannot read {path} ({type(err).__name__}: {err}); {how}"
+        ) from err
 
 
 @quiet_off_terminal

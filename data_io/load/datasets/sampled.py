@@ -38,6 +38,7 @@ from data_io.formats.sampled import (
     EpochIndex,
     FolderIdentity,
     SampledMetadata,
+    check_epochs_present,
     folder_identity,
     open_epoch,
     open_tokens,
@@ -130,6 +131,7 @@ class SampledDataset(IterableDataset):
         self.check_token_ids = bool(check_token_ids)
 
         self.metadata: SampledMetadata = read_metadata(self.path)
+        check_epochs_present(self.path, self.metadata)
         # Recorded in every state: a state from another sample must not resume this one.
         self.identity: FolderIdentity = folder_identity(self.path, self.metadata)
         packed = layout == "prefixlm_packed"
