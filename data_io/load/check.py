@@ -52,7 +52,7 @@ def check_loader(
 
     report: dict[str, Any] = {
         "kind": loader.identity["kind"],
-        "overridden_by_datasets": overridden_sources(config.data),
+        "overridden": overridden_sources(config.data),
         "sources": summary_of(loader.dataset),
         "build_seconds": round(built_s, 3),
         "rank": rank,
@@ -138,11 +138,13 @@ def print_report(report: dict[str, Any], as_json: bool) -> None:
         f"{report['world_size']}, batch {report['batch_size']} x seq_len {report['seq_len']}, "
         f"built in {report['build_seconds']} s"
     )
-    if report["overridden_by_datasets"]:
+    if report.get("trainer_overrides"):
         console.print(
-            f"note: data.datasets overrides {', '.join(report['overridden_by_datasets'])} "
-            "(KempnerForge's rule)"
+            f"note: not the loader's, left to the trainer: {', '.join(report['trainer_overrides'])}",
+            markup=False,
         )
+    for field, by in report["overridden"].items():
+        console.print(f"note: {by} overrides {field}, which is not read (KempnerForge's rule)")
     console.print(_sources_table(report["kind"], report["sources"]))
     if "steps_per_epoch" in report:
         console.print(

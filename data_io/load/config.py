@@ -323,6 +323,8 @@ def apply_overrides(
                     f"override {item!r} is not KEY=VALUE with a dotted key (e.g. data.num_workers=2, "
                     "--data.num_workers=2 or data.datasets.0.weight=2)"
                 )
+            if _trainers_key(key):
+                continue  # as in a job file: the trainer's, not the loader's
             _new_eval_set(base, key)
             try:
                 parsed = yaml.safe_load(value)
@@ -339,6 +341,28 @@ def apply_overrides(
         raise _omegaconf_error(f"{where} with overrides", err) from err
     assert isinstance(merged, LoaderConfig)
     return merged.validate()
+
+
+# The sections the loader reads; a job file's others ([model], [optimizer], ...) are the
+# trainer's, and so are the [train] keys other than TrainSection's.
+_LOADER_SECTIONS = ("data", "eval", "train")
+
+
+def _trainers_key(key: str) -> bool:
+    section, _, rest = key.partition(".")
+    if section == "train":
+        return rest.split(".")[0] not in TrainSection.__dataclass_fields__
+    return section not in _LOADER_SECTIONS
+
+
+def trainer_overrides(overrides: Sequence[str]) -> list[str]:
+    """The keys of ``overrides`` that are the trainer's (KempnerForge's full override list,
+    ``--train.max_steps=1000 --optimizer.lr=1e-4``, passed on as it is): skipped, as the same
+    keys are in a job file; ``loader-check`` names them."""
+    if isinstance(overrides, str):
+        overrides = [overrides]
+    keys = (str(item).partition("=")[0].strip().removeprefix("--") for item in overrides)
+    return [key for key in keys if _OVERRIDE_KEY.fullmatch(key) and _trainers_key(key)]
 
 
 def _unknown_override(item: str, key: str) -> ConfigError:
@@ -398,12 +422,9 @@ def _validate(config: LoaderConfig) -> None:
     _positive("data.sample_packing_sequence_len", data.sample_packing_sequence_len)
     _positive("eval.interval", ev.interval)
     _positive("eval.steps", ev.steps)
-    # As in KempnerForge, a non-empty data.datasets overrides the single-source fields
-    # (overridden_sources() says so in loader-check); those two exclude each other.
-    if data.dataset_path and data.hf_dataset_name:
-        raise ConfigError(
-            "data.dataset_path and data.hf_dataset_name are exclusive: give one data source"
-        )
+    # As in KempnerForge, a non-empty data.datasets overrides the single-source fields, and
+    # data.dataset_path overrides data.hf_dataset_name (its train.py tries the shards first):
+    # overridden_sources() says so in loader-check.
     if data.sample_packing_method not in (None, *PACKING_METHODS):
         raise ConfigError(
             f"data.sample_packing_method must be one of {', '.join(PACKING_METHODS)} or unset, "
@@ -421,8 +442,6 @@ def _validate(config: LoaderConfig) -> None:
             "eval.enabled needs eval.dataset_path or eval.hf_dataset_name (or named sets in "
             "eval.sets)"
         )
-    if ev.dataset_path and ev.hf_dataset_name:
-        raise ConfigError("eval.dataset_path and eval.hf_dataset_name are exclusive")
     _check_dtype("eval.dtype", ev.dtype)
     for name, one in ev.sets.items():
         where = f"eval.sets.{name}"
@@ -585,16 +604,14 @@ def data_seed(config: LoaderConfig) -> int:
     return config.train.seed if config.data.seed is None else config.data.seed
 
 
-def overridden_sources(data: DataConfig) -> list[str]:
-    """The single-source fields that a non-empty ``data.datasets`` overrides (KempnerForge's
-    rule), for loader-check to show."""
-    if not data.datasets:
-        return []
-    return [
-        k
-        for k, v in (
-            ("data.dataset_path", data.dataset_path),
-            ("data.hf_dataset_name", data.hf_dataset_name),
-        )
-        if v
+def overridden_sources(data: DataConfig) -> dict[str, str]:
+    """The source fields set but not read, each with the field that wins over it
+    (KempnerForge's order: ``data.datasets``, then ``data.dataset_path``, then
+    ``data.hf_dataset_name``), for loader-check to show."""
+    given = [
+        ("data.datasets", bool(data.datasets)),
+        ("data.dataset_path", bool(data.dataset_path)),
+        ("data.hf_dataset_name", bool(data.hf_dataset_name)),
     ]
+    set_fields = [name for name, present in given if present]
+    return {name: set_fields[0] for name in set_fields[1:]}

@@ -110,6 +110,7 @@ class PrepareResult:
     dedup_peak_bytes: int = 0
     dedup_runs: int = 0
     seconds: float = 0.0
+    val_fraction: float = 0.0  # the run's --val-fraction (the summary notes an empty val)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -210,6 +211,7 @@ def prepare(
         str(out), not new, [s.name for s, _ in new], plan.known, plan.skipped, plan.same_as
     )
     result.rolled_back = plan.rolled_back
+    result.val_fraction = float(plan.options["val_fraction"])
     if parts is None and (out / SCALE_PARTS).is_dir():
         parts = out / SCALE_PARTS
     lookup = None

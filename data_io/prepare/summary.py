@@ -88,6 +88,16 @@ def print_summary(result: PrepareResult) -> None:
             f"{result.dataset_tokens[split]:,}",
         )
     console.print(splits)
+    if result.val_fraction > 0 and result.dataset_tokens["val"] == 0:
+        # MyPT's script always puts its last shard in val/; a split by each document's hash
+        # can leave a small corpus none.
+        total = sum(result.documents.values())
+        console.print(
+            f"note: val is empty: no document's hash fell in --val-fraction {result.val_fraction:g} "
+            f"(about {result.val_fraction * total:.1f} of these {total:,} documents expected); "
+            "add documents, raise --val-fraction, or evaluate on another folder",
+            markup=False,
+        )
     console.print(
         f"dtype {result.dtype}, vocabulary {result.vocab_size:,}, EOS id {result.eos_id}; "
         f"{result.seconds:.1f} s"

@@ -518,6 +518,13 @@ def test_dotted_overrides_on_the_command_line(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["batch_size"] == 5 and report["seq_len"] == 6  # the last one typed wins
+    # KempnerForge's trainer overrides, passed on as they are: the trainer's, skipped as the
+    # same keys in the job file are, and named.
+    done = check("--train.max_steps=10", "--optimizer.lr=1e-3", "--train.batch_size=4")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["batch_size"] == 4
+    assert report["trainer_overrides"] == ["train.max_steps", "optimizer.lr"]
     done = check("--data.num_wrokers=2")
     assert done.returncode == 1
     assert "unknown key data.num_wrokers; [data] keys are" in done.stderr

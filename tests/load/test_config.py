@@ -13,6 +13,7 @@ import pytest
 
 from data_io.errors import ConfigError
 from data_io.load import LoaderConfig, build_dataloader, build_eval_loader, load_config
+from data_io.load.config import trainer_overrides
 from tests.load.id_shards import write_id_source
 
 KEMPNERFORGE_JOB = """
@@ -160,7 +161,6 @@ def test_defaults_are_the_seeds() -> None:
             "[data]\ndatasets = [{path = 'a'}, {path = 'b', wieght = 1}]\n",
             r"data\.datasets\[1\]: unknown key\(s\) 'wieght'",
         ),
-        ("[data]\ndataset_path = 'a'\nhf_dataset_name = 'b'\n", "exclusive"),
         ("[data]\ndatasets = [{path = 'a', hf_name = 'b'}]\n", r"datasets\[0\]: set exactly one"),
         ("[data]\ndatasets = [{path = 'a', weight = 0}]\n", r"datasets\[0\].weight must be > 0"),
         ("[data]\ndatasets = [{path = 'x/a'}, {path = 'y/a'}]\n", "named \\['a'\\]"),
@@ -362,10 +362,33 @@ def test_datasets_override_the_single_source_fields(root: Path) -> None:
         "[data]\n", f"[data]\ndataset_path = '{root}/val'\n", 1
     )
     config = load_config(write(root / "both.toml", text))
-    assert overridden_sources(config.data) == ["data.dataset_path"]
+    assert overridden_sources(config.data) == {"data.dataset_path": "data.datasets"}
     report = check_loader(config, batches=1)
     assert report["kind"] == "mixture"
-    assert report["overridden_by_datasets"] == ["data.dataset_path"]
+    assert report["overridden"] == {"data.dataset_path": "data.datasets"}
+
+
+def test_dataset_path_overrides_hf_dataset_name_as_in_kempnerforge(root: Path, capsys) -> None:
+    """KempnerForge's train.py reads the shards when data.dataset_path is set; a job file that
+    also names an HF dataset loads as it does there, and loader-check says which is read."""
+    from data_io.load.check import check_loader, print_report
+    from data_io.load.config import overridden_sources
+
+    text = (
+        f"[train]\nbatch_size = 2\nseq_len = 8\n[data]\ndataset_path = '{root}/web'\n"
+        "num_workers = 0\nhf_dataset_name = 'nowhere/never-read'\n"
+        f"[eval]\nenabled = true\ndataset_path = '{root}/val'\nhf_dataset_name = 'never/read'\n"
+    )
+    config = load_config(write(root / "kf_both.toml", text))
+    assert overridden_sources(config.data) == {"data.hf_dataset_name": "data.dataset_path"}
+    report = check_loader(config, batches=1)
+    alone = text.replace("hf_dataset_name = 'nowhere/never-read'\n", "")
+    shards_alone = check_loader(load_config(write(root / "kf_one.toml", alone)), batches=1)
+    assert (report["kind"], report["sources"]) == (shards_alone["kind"], shards_alone["sources"])
+    print_report(report, as_json=False)
+    assert "note: data.dataset_path overrides data.hf_dataset_name, which is not read" in (
+        capsys.readouterr().out
+    )
 
 
 def test_kempnerforge_overrides_and_build_dataloader_overrides(root: Path) -> None:
@@ -384,6 +407,11 @@ def test_kempnerforge_overrides_and_build_dataloader_overrides(root: Path) -> No
         build_dataloader(path, overrides=["--data.nope=1"])
     with pytest.raises(ConfigError, match=r"not KEY=VALUE"):
         load_config(path, ["--data.num_workers"])
+    # The trainer's keys in KempnerForge's override list change nothing here.
+    trainers = ["--train.max_steps=1000", "--optimizer.lr=1e-4", "--model.dim=512"]
+    assert load_config(path, [*trainers, "--train.seed=5"]) == load_config(path, ["train.seed=5"])
+    assert trainer_overrides(trainers) == ["train.max_steps", "optimizer.lr", "model.dim"]
+    assert trainer_overrides(["data.num_workers=1", "train.seq_len=4"]) == []
     with pytest.raises(ConfigError, match=r"train\.batch_size must be >= 1"):
         build_dataloader(config, overrides=["train.batch_size=0"])
 

@@ -70,6 +70,28 @@ def test_the_summary_says_when_control_characters_were_removed(tmp_path: Path, c
     assert "control characters" not in capsys.readouterr().out
 
 
+def test_the_summary_notes_an_empty_val_split(tmp_path: Path, capsys):
+    from data_io.cli import main
+
+    # Two documents at --val-fraction 0.1: by their hashes neither goes to val (the split is
+    # by content, so this is fixed for these texts), and the summary says so.
+    text = tmp_path / "a.txt"
+    text.write_text(
+        "first document here with words enough.\n\nsecond document with more words tooo.\n"
+    )
+    out = tmp_path / "out"
+    assert main(["prepare", str(text), "-o", str(out), "--tokenizer", "char"]) == 0
+    shown = capsys.readouterr().out
+    assert not list((out / "val").iterdir())
+    assert (
+        "note: val is empty: no document's hash fell in --val-fraction 0.1 (about 0.2 of " in shown
+    )
+    # Asked for no val: nothing to note.
+    args = ["prepare", str(text), "-o", str(tmp_path / "none"), "--tokenizer", "char"]
+    assert main([*args, "--val-fraction", "0"]) == 0
+    assert "val is empty" not in capsys.readouterr().out
+
+
 def _encode_threads() -> int:
     """Live threads of the Rust encoder's pool in this process (Linux names them)."""
     names = [(task / "comm").read_text() for task in Path("/proc/self/task").iterdir()]

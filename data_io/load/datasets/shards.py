@@ -121,9 +121,20 @@ def _where_shards_are(data_dir: Path, file_pattern: str) -> str:
             f"the shards are in its split folders: pass data_dir={where} (with "
             "file_pattern='*.bin' for prepare's .bin shards)"
         )
+    if next(data_dir.iterdir(), None) is None:
+        return "the folder is empty; point data_dir at the folder that holds the shards"
     return (
         "pass file_pattern='*.bin' for raw shards or point data_dir at the folder that holds them"
     )
+
+
+# MyPT's guide adds data by moving a second run's shards in: their names repeat the first
+# run's (shard_00000.bin, ...), so the move replaces shards, and the metadata no longer fits.
+_ADDING_DATA = (
+    "To add data to a prepared folder, run prepare again with the same output folder (data_io "
+    "prepare NEW_FILES -o FOLDER, or prepare_dataset.py --out_dir FOLDER): it appends new shards "
+    "and updates the metadata"
+)
 
 
 def _check_listed(data_dir: Path, shards: list[_Shard], declared: Declarations) -> None:
@@ -140,12 +151,13 @@ def _check_listed(data_dir: Path, shards: list[_Shard], declared: Declarations) 
         if recorded is None:
             raise InputError(
                 f"{shard.path}: a file {by} does not list (prepare did not write it, and it "
-                "would be read as data); move it out of the shard folder"
+                f"would be read as data); move it out of the shard folder. {_ADDING_DATA}"
             )
         if shard.tokens != recorded:
             raise InputError(
                 f"{shard.path}: {shard.tokens} tokens, {by} records {recorded}; the shard was "
-                f"cut short or replaced: {fix}"
+                f"cut short or replaced (another run's shard of the same name moved over it?): "
+                f"{fix}. {_ADDING_DATA}"
             )
     missing = [name for name in listed if not (data_dir / name).exists()]
     if missing:
