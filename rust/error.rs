@@ -20,7 +20,7 @@ impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Location::Line(n) => write!(f, "line {n}"),
-            Location::Row(n) => write!(f, "row {n}"),
+            Location::Row(n) => write!(f, "row {n} (counted from 0)"),
         }
     }
 }

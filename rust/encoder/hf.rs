@@ -35,7 +35,11 @@ impl HfEncoder {
         })?;
         // Data must never inject a control token: "<|im_end|>" inside a row is plain text.
         tokenizer.set_encode_special_tokens(true);
-        let vocab_size = tokenizer.get_vocab_size(true);
+        // As the fast encoder's: every id below it, where the ids leave gaps too.
+        let id_bound = (tokenizer.get_vocab(true).into_values())
+            .map(|id| id as usize + 1)
+            .max();
+        let vocab_size = tokenizer.get_vocab_size(true).max(id_bound.unwrap_or(0));
         Ok(HfEncoder {
             tokenizer,
             vocab_size,

@@ -683,6 +683,45 @@ mod tests {
     }
 
     #[test]
+    fn vocab_size_bounds_every_id_where_the_ids_leave_gaps() {
+        // The shipped tokenizer with every id from 100 on moved up by 1000: 1000 fewer
+        // strings than the id space, which the dtype choice and the id checks must cover.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("tokenizer.json");
+        let shipped = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("trained_tokenizers/bpe/tokenizer.json"),
+        )
+        .expect("shipped tokenizer");
+        let mut file: serde_json::Value = serde_json::from_str(&shipped).expect("json");
+        let moved = |id: u64| if id < 100 { id } else { id + 1000 };
+        let vocab = file["model"]["vocab"].as_object_mut().expect("vocab");
+        let count = vocab.len();
+        for id in vocab.values_mut() {
+            *id = serde_json::json!(moved(id.as_u64().expect("id")));
+        }
+        let mut largest = (vocab.values())
+            .filter_map(|id| id.as_u64())
+            .max()
+            .expect("ids");
+        for added in file["added_tokens"].as_array_mut().expect("added") {
+            let id = moved(added["id"].as_u64().expect("id"));
+            added["id"] = serde_json::json!(id);
+            largest = largest.max(id);
+        }
+        std::fs::write(&path, file.to_string()).expect("written");
+        for choice in ["auto", "hf"] {
+            let encoder = Encoder::from_file_with(&path, choice).expect("loads");
+            assert!(encoder.vocab_size() > count, "{choice}");
+            assert_eq!(encoder.vocab_size() as u64, largest + 1, "{choice}");
+        }
+        // Without gaps it stays the count of strings (tokenizers' get_vocab_size).
+        std::fs::write(&path, &shipped).expect("written");
+        let fast = Encoder::from_file_with(&path, "auto").expect("loads");
+        let hf = Encoder::from_file_with(&path, "hf").expect("loads");
+        assert_eq!(fast.vocab_size(), hf.vocab_size());
+    }
+
+    #[test]
     fn eos_outside_the_vocabulary_is_a_config_error() {
         let err = encode_batch(&Bytes, &["a"], Some(300)).expect_err("300 >= vocab");
         assert_eq!(err.kind(), crate::ErrorKind::Config);

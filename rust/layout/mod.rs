@@ -53,6 +53,28 @@ impl Default for LayoutTokens {
     }
 }
 
+/// A layout token must be one no text encodes to (a special, added token: data never injects
+/// a control token). A plain vocabulary token such as `a` is what the text "a" becomes, so a
+/// row's own text could stand for the condition or the boundary.
+fn check_text_cannot_spell(
+    encoder: &dyn TextEncoder,
+    roles: &[(String, &String, u32)],
+) -> Result<()> {
+    let mut ids = Vec::new();
+    for (option, token, id) in roles {
+        ids.clear();
+        if encoder.encode_into(token, &mut ids).is_ok() && ids == [*id] {
+            return Err(Error::Config(format!(
+                "{option}: the token {token:?} (id {id}) is a plain token of the vocabulary: \
+                 the text {token:?} in a row encodes to it too, so data could stand for the \
+                 control token; pass a special (added) token of the tokenizer, such as the \
+                 defaults <|im_start|>, <|im_end|>"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The layout's tokens resolved to ids of one tokenizer.
 #[derive(Debug, Clone)]
 pub struct Specials {
@@ -76,7 +98,7 @@ impl Specials {
         let boq = id(&tokens.boq, "--boq".into());
         let eoq = id(&tokens.eoq, "--eoq".into());
         let eoa = id(&tokens.eoa, "--eoa".into());
-        let conditions = tokens
+        let conditions: Vec<(String, u32)> = tokens
             .conditions
             .iter()
             .map(|(tag, token)| (tag.clone(), id(token, format!("--conditions {tag}=..."))))
@@ -88,6 +110,15 @@ impl Specials {
                 missing.join(", ")
             )));
         }
+        let mut roles = vec![
+            ("--boq".to_string(), &tokens.boq, boq),
+            ("--eoq".to_string(), &tokens.eoq, eoq),
+            ("--eoa".to_string(), &tokens.eoa, eoa),
+        ];
+        for ((tag, token), (_, id)) in tokens.conditions.iter().zip(&conditions) {
+            roles.push((format!("--conditions {tag}=..."), token, *id));
+        }
+        check_text_cannot_spell(encoder, &roles)?;
         for (i, (tag, _)) in tokens.conditions.iter().enumerate() {
             if tag.is_empty() || tag.contains(',') {
                 return Err(Error::Config(format!(
@@ -449,5 +480,36 @@ pub(crate) mod tests {
             err.contains("\"<|also_nope|>\" (--conditions math=...)"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_layout_token_that_text_encodes_to_is_refused() {
+        // The shipped tokenizer: "a" is a plain vocabulary token, "<|im_end|>" an added one
+        // (which text encodes to other ids: data never injects it).
+        use crate::encoder::Encoder;
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("trained_tokenizers/bpe/tokenizer.json");
+        for choice in ["fast", "hf"] {
+            let encoder = Encoder::from_file_with(&path, choice).expect("encoder");
+            Specials::resolve(&encoder, &LayoutTokens::default()).expect("the defaults");
+            let plain_condition = LayoutTokens {
+                conditions: vec![("direct".into(), "a".into())],
+                ..LayoutTokens::default()
+            };
+            let err = Specials::resolve(&encoder, &plain_condition)
+                .expect_err("a plain token")
+                .to_string();
+            assert!(
+                err.contains("--conditions direct=...: the token \"a\" (id ")
+                    && err.contains("is a plain token of the vocabulary"),
+                "{choice}: {err}"
+            );
+            let plain_eoa = LayoutTokens {
+                eoa: "a".into(),
+                ..LayoutTokens::default()
+            };
+            let err = Specials::resolve(&encoder, &plain_eoa).expect_err("a plain EOA");
+            assert!(err.to_string().starts_with("--eoa: "), "{choice}: {err}");
+        }
     }
 }

@@ -551,7 +551,7 @@ impl JsonlBatch {
                         "malformed JSON at column {}: {}; each line must be one JSON object \
                          with string fields condition, instruction, response",
                         e.column(),
-                        without_position(&e)
+                        without_position(&e, text)
                     )))
                 }
             };
@@ -565,7 +565,7 @@ impl JsonlBatch {
                 "malformed JSON at column {}: {}; each line must be one JSON object with \
                  string fields condition, instruction, response",
                 e.column(),
-                without_position(&e)
+                without_position(&e, text)
             ))
         })?;
         if [&row.condition, &row.instruction, &row.response]
@@ -613,10 +613,29 @@ fn no_row_fields(text: &str) -> String {
 
 /// serde's reason without the " at line L column C" it appends: the message names the
 /// file's line and the column already, and serde counts lines within the one line it was given.
-fn without_position(error: &serde_json::Error) -> String {
+/// A surrogate escape without its pair, which serde tells as a broken hex escape, is named.
+fn without_position(error: &serde_json::Error, line: &str) -> String {
     let text = error.to_string();
     let suffix = format!(" at line {} column {}", error.line(), error.column());
-    text.strip_suffix(&suffix).unwrap_or(&text).to_string()
+    let reason = text.strip_suffix(&suffix).unwrap_or(&text);
+    if reason.contains("hex escape") && has_surrogate_escape(line) {
+        format!(
+            "{reason}: a \\uD800..\\uDFFF escape must be one half of a pair, high then low \
+             (a lone surrogate is no character); re-export the file as UTF-8"
+        )
+    } else {
+        reason.to_string()
+    }
+}
+
+/// Whether `line` holds an escape `\uD800`..`\uDFFF` (either case).
+fn has_surrogate_escape(line: &str) -> bool {
+    line.as_bytes().windows(4).any(|w| {
+        w[0] == b'\\'
+            && w[1] == b'u'
+            && matches!(w[2], b'd' | b'D')
+            && matches!(w[3], b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
+    })
 }
 
 /// What kind of value a valid JSON text is, from its first byte.
@@ -822,6 +841,13 @@ mod tests {
         data.extend_from_slice(b"not json\n");
         data.extend_from_slice(b"{\"text\":\"raw text\",\"url\":\"u\"}\n");
         data.extend_from_slice(b"{\"body\":\"x\"}\n");
+        // A lone high surrogate, and a short escape that is no surrogate at all.
+        data.extend_from_slice(
+            b"{\"condition\":\"cot\",\"instruction\":\"x\\ud800y\",\"response\":\"a\"}\n",
+        );
+        data.extend_from_slice(
+            b"{\"condition\":\"cot\",\"instruction\":\"x\\u12\",\"response\":\"a\"}\n",
+        );
         let rows = all_rows(&data);
         assert!(rows[0].is_ok());
         let messages: Vec<String> = rows[1..]
@@ -859,6 +885,18 @@ mod tests {
             messages[8].contains("(the row has \"body\")") && !messages[8].contains("prepare"),
             "{}",
             messages[8]
+        );
+        assert!(
+            messages[9].contains(":line 11: malformed JSON at column")
+                && messages[9].contains("must be one half of a pair")
+                && messages[9].contains("lone surrogate"),
+            "{}",
+            messages[9]
+        );
+        assert!(
+            messages[10].contains(":line 12: malformed JSON") && !messages[10].contains("pair"),
+            "{}",
+            messages[10]
         );
     }
 

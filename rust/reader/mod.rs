@@ -460,12 +460,24 @@ pub fn task_files(inputs: &[PathBuf]) -> Result<Inputs> {
     check_roots_disjoint(inputs, &roots)?;
     let mut found = Inputs::default();
     let mut seen: std::collections::HashMap<String, PathBuf> = Default::default();
+    // Where each file really is: a symbolic link (to a file, or to a folder) would make one
+    // source two tasks, as overlapping roots would.
+    let mut files_at: std::collections::HashMap<PathBuf, PathBuf> = Default::default();
     for root in roots {
         let (files, skipped) = discover(&root)?;
         if files.is_empty() {
             return Err(no_row_files(&root, &skipped));
         }
         for source in files {
+            let real = std::fs::canonicalize(&source).unwrap_or_else(|_| source.clone());
+            if let Some(previous) = files_at.insert(real.clone(), source.clone()) {
+                return Err(Error::Config(format!(
+                    "{} and {} are the same file ({}), reached through a symbolic link: it                      would be tokenized twice, as two tasks. Remove the link, or move the                      file it points to out of the inputs",
+                    previous.display(),
+                    source.display(),
+                    real.display()
+                )));
+            }
             let name = task_name(&root, &source);
             if let Some(previous) = seen.insert(name.clone(), source.clone()) {
                 return Err(Error::Config(format!(
@@ -700,6 +712,37 @@ mod tests {
             .to_string();
         assert!(message.contains("up links back to"), "{message}");
         assert!(message.contains("remove the link"), "{message}");
+    }
+
+    #[test]
+    fn one_file_reached_through_a_link_is_refused_not_tokenized_twice() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (inputs, other) = (dir.path().join("in"), dir.path().join("other"));
+        std::fs::create_dir_all(&inputs).expect("folder");
+        std::fs::create_dir_all(&other).expect("folder");
+        std::fs::write(other.join("x.jsonl"), "{}\n").expect("written");
+        std::fs::write(inputs.join("own.jsonl"), "{}\n").expect("written");
+        // A link to a folder, and one to a file inside it: the same file twice.
+        std::os::unix::fs::symlink(&other, inputs.join("dirlink")).expect("link");
+        std::os::unix::fs::symlink(other.join("x.jsonl"), inputs.join("link.jsonl")).expect("link");
+        let message = task_files(std::slice::from_ref(&inputs))
+            .expect_err("the same file twice")
+            .to_string();
+        assert!(message.contains("are the same file"), "{message}");
+        assert!(
+            message.contains("x.jsonl), reached through a symbolic link"),
+            "{message}"
+        );
+        // One link alone is a file like any other; so is a file given as a second input that
+        // another input links to (two roots, one file) refused the same way.
+        std::fs::remove_file(inputs.join("link.jsonl")).expect("removed");
+        let found = task_files(std::slice::from_ref(&inputs)).expect("one link is fine");
+        let names: Vec<&str> = found.tasks.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["dirlink__x.jsonl", "own.jsonl"]);
+        let message = task_files(&[inputs.clone(), other.join("x.jsonl")])
+            .expect_err("two roots, one file")
+            .to_string();
+        assert!(message.contains("are the same file"), "{message}");
     }
 
     #[test]

@@ -800,7 +800,9 @@ mod tests {
         assert!(rows[0].is_ok() && rows[2].is_ok());
         let message = rows[1].as_ref().unwrap_err().to_string();
         assert!(
-            message.ends_with(":row 1: field \"response\" is null; expected a string"),
+            message.ends_with(
+                ":row 1 (counted from 0): field \"response\" is null; expected a string"
+            ),
             "{message}"
         );
     }
@@ -1123,7 +1125,7 @@ mod tests {
                     let message = row.as_ref().unwrap_err().to_string();
                     assert!(
                         message.ends_with(
-                            ":row 6: field \"instruction\" is not valid UTF-8 (at byte 3 of \
+                            ":row 6 (counted from 0): field \"instruction\" is not valid UTF-8 (at byte 3 of \
                              the value); files must be UTF-8 encoded"
                         ),
                         "{message}"
@@ -1132,7 +1134,7 @@ mod tests {
                 8 => {
                     let message = row.as_ref().unwrap_err().to_string();
                     assert!(
-                        message.contains(":row 8: field \"response\" is null"),
+                        message.contains(":row 8 (counted from 0): field \"response\" is null"),
                         "{message}"
                     );
                 }

@@ -38,9 +38,9 @@ use self::encode::{canonical_tokenizer, encode_span, Context};
 pub use self::options::{DtypeChoice, TokenizeOptions};
 pub use self::output::TOKENIZER_INFO;
 use self::output::{
-    display_all, info_inputs, lock_output, mismatched_tasks, output_totals, record_root,
-    remove_orphans, remove_stale_temporaries, repair_command, replace_dir, task_dirs,
-    tokenizer_info, write_tokenizer_info, TMP_PREFIX,
+    display_all, hidden_name, info_inputs, lock_output, mismatched_tasks, output_totals,
+    record_root, remove_orphans, remove_stale_temporaries, repair_command, replace_dir, task_dirs,
+    tokenizer_info, write_tokenizer_info, NAME_MAX, TMP_PREFIX,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -157,6 +157,7 @@ pub fn stale_tasks(given: &TokenizeOptions) -> Result<Vec<StaleTask>> {
 /// absolute paths, valid from any working folder); the output must lie outside the inputs.
 fn resolve(given: &TokenizeOptions) -> Result<(Inputs, TokenizeOptions)> {
     let inputs = task_files(&given.inputs)?;
+    check_task_names_fit(&inputs)?;
     let output = absolute_path(&given.output)?;
     check_output_outside_inputs(&output, &inputs.roots)?;
     let options = TokenizeOptions {
@@ -412,6 +413,21 @@ fn source_names(task: &Task) -> (String, String) {
     )
 }
 
+/// A task folder is named by its file's path under the input, folders joined with `__`: a
+/// deep path of legal names can make a name no file system takes. Said before any work.
+fn check_task_names_fit(inputs: &Inputs) -> Result<()> {
+    match (inputs.tasks.iter()).find(|(name, _)| name.len() > NAME_MAX) {
+        Some((name, source)) => Err(Error::Config(format!(
+            "{}: its task folder would be named {name:?}, {} bytes, and a file name may have \
+             at most {NAME_MAX} (the task name is the path under the input, its folders joined \
+             with __); give the file a shorter name or move it to a shallower folder",
+            source.display(),
+            name.len()
+        ))),
+        None => Ok(()),
+    }
+}
+
 fn tokenize_task(
     ctx: &Context<'_>,
     task: &Task,
@@ -419,10 +435,7 @@ fn tokenize_task(
     progress: &ByteProgress,
 ) -> FileReport {
     let started = Instant::now();
-    let tmp = ctx
-        .options
-        .output
-        .join(format!("{TMP_PREFIX}{}-{}", task.name, std::process::id()));
+    let tmp = ctx.options.output.join(hidden_name(TMP_PREFIX, &task.name));
     let result = write_task(ctx, task, &tmp, progress);
     // The file's whole share, however far reading got (a failed file is done too).
     progress.advance_to(task.stat.size);

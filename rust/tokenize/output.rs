@@ -18,6 +18,27 @@ const OLD_PREFIX: &str = ".data_io-old-";
 const LOCK_FILE: &str = ".data_io.lock";
 pub const TOKENIZER_INFO: &str = "tokenizer_info.json";
 
+/// The longest file name the usual file systems take (ext4, XFS, tmpfs: 255 bytes).
+pub(super) const NAME_MAX: usize = 255;
+
+/// The hidden working name `{prefix}{name}-{pid}` of task `name`'s folder, within `NAME_MAX`:
+/// a task name near the limit is cut at a character boundary and a hash of the whole name
+/// keeps it apart from other tasks cut the same way (only `prefix` is ever matched on).
+pub(super) fn hidden_name(prefix: &str, name: &str) -> String {
+    let pid = std::process::id();
+    let plain = format!("{prefix}{name}-{pid}");
+    if plain.len() <= NAME_MAX {
+        return plain;
+    }
+    let hash = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(name.as_bytes()));
+    let room = NAME_MAX - prefix.len() - hash.len() - format!("--{pid}").len();
+    let cut = (0..=room.min(name.len()))
+        .rev()
+        .find(|&at| name.is_char_boundary(at))
+        .unwrap_or(0);
+    format!("{prefix}{}-{hash}-{pid}", &name[..cut])
+}
+
 pub(super) fn display_all(paths: &[PathBuf]) -> Vec<String> {
     paths.iter().map(|p| p.display().to_string()).collect()
 }
@@ -46,7 +67,7 @@ pub(super) fn record_root(record: &TaskRecord, name: &str) -> Option<PathBuf> {
 pub(super) fn replace_dir(tmp: &Path, output: &Path, name: &str) -> Result<()> {
     let target = output.join(name);
     if target.exists() {
-        let old = output.join(format!("{OLD_PREFIX}{name}-{}", std::process::id()));
+        let old = output.join(hidden_name(OLD_PREFIX, name));
         fs::rename(&target, &old).ctx("cannot move aside", &target)?;
         fs::rename(tmp, &target).ctx("cannot rename into place", &target)?;
         fs::remove_dir_all(&old).ctx("cannot remove", &old)
@@ -389,6 +410,26 @@ mod tests {
             bad_rows: 0,
             bad_row_examples: vec![],
             warnings: vec![],
+        }
+    }
+
+    #[test]
+    fn hidden_names_fit_a_file_name_and_keep_long_tasks_apart() {
+        assert_eq!(
+            hidden_name(TMP_PREFIX, "a.jsonl"),
+            format!("{TMP_PREFIX}a.jsonl-{}", std::process::id())
+        );
+        // Names up to the limit, of one- to four-byte characters: cut on a boundary, within
+        // 255 bytes, and two names that differ only past the cut stay apart.
+        for unit in ["d", "é", "語", "𝄞"] {
+            let long = format!("{}__x.jsonl", unit.repeat(250 / unit.len()));
+            let other = format!("{}__y.jsonl", unit.repeat(250 / unit.len()));
+            for prefix in [TMP_PREFIX, OLD_PREFIX] {
+                let (a, b) = (hidden_name(prefix, &long), hidden_name(prefix, &other));
+                assert!(a.len() <= NAME_MAX && b.len() <= NAME_MAX, "{a}");
+                assert!(a.starts_with(prefix) && a.ends_with(&format!("-{}", std::process::id())));
+                assert_ne!(a, b);
+            }
         }
     }
 

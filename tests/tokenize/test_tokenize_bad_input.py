@@ -205,10 +205,43 @@ def test_parquet_problems_name_file_and_row(small_tokenizer: Path, tmp_path: Pat
     with pytest.raises(InputError) as info:
         tokenize([rows], tmp_path / "out", tokenizer_path=small_tokenizer, progress=False)
     message = str(info.value)
-    assert f'{rows / "nulls.parquet"}:row 1: field "response" is null' in message
+    assert f'{rows / "nulls.parquet"}:row 1 (counted from 0): field "response" is null' in message
     assert f'{rows / "missing.parquet"}: missing column "response"' in message
     assert f'{rows / "typed.parquet"}: column "response" has type Int64' in message
     assert f"{rows / 'truncated.parquet'}: not a readable Parquet file" in message
     assert f"{rows / 'empty.parquet'}: not a readable Parquet file" in message
     assert "5 of 6 file(s) failed" in message
     assert (tmp_path / "out" / "good.parquet" / "tokens.npy").exists()
+
+
+def test_a_tokenizer_whose_ids_leave_gaps_records_a_vocab_size_above_every_id(
+    small_tokenizer: Path, tmp_path: Path
+) -> None:
+    """vocab_size bounds the ids (the dtype, the sampler's id checks): with gaps in the ids it
+    is one past the largest, not the count of tokens (which the sampler then refused)."""
+    from tokenizers import Tokenizer
+
+    from data_io.tokenizer import TextEncoder
+
+    spec = json.loads(small_tokenizer.read_text(encoding="utf-8"))
+    count = len(spec["model"]["vocab"])
+    spec["model"]["vocab"] = {
+        token: (i if i < 100 else i + 1000) for token, i in spec["model"]["vocab"].items()
+    }
+    for added in spec["added_tokens"]:
+        added["id"] = added["id"] if added["id"] < 100 else added["id"] + 1000
+    largest = max([*spec["model"]["vocab"].values(), *(a["id"] for a in spec["added_tokens"])])
+    gapped = tmp_path / "gapped" / "tokenizer.json"
+    gapped.parent.mkdir()
+    gapped.write_text(json.dumps(spec), encoding="utf-8")
+    text = "What is 2+2? Say ünïcode 日本"
+    assert TextEncoder(gapped).vocab_size == largest + 1 > count
+    oracle = Tokenizer.from_file(str(gapped)).encode(text, add_special_tokens=False).ids
+    assert TextEncoder(gapped).encode_batch([text]).ids.tolist() == oracle
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    (rows / "a.jsonl").write_text(json.dumps(GOOD) + "\n", encoding="utf-8")
+    tokenize([rows], tmp_path / "out", tokenizer_path=gapped, progress=False)
+    info = json.loads((tmp_path / "out" / "tokenizer_info.json").read_text(encoding="utf-8"))
+    tokens = np.load(tmp_path / "out" / "a.jsonl" / "tokens.npy")
+    assert info["vocab_size"] == largest + 1 > int(tokens.max())

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from data_io.errors import InputError
+from data_io.errors import ConfigError, InputError
 from data_io.tokenize import tokenize
 from tests.formats.parted import parted
 from tests.tokenize_oracle import expected_layout, load_task
@@ -138,6 +138,44 @@ def test_a_file_that_is_not_gzip_at_all_is_an_error(small_tokenizer: Path, tmp_p
         run(rows, tmp_path / "out", small_tokenizer)
 
 
+def test_a_task_name_longer_than_a_file_name_is_refused_before_any_work(
+    small_tokenizer: Path, tmp_path: Path
+):
+    # Each name is legal (130 bytes); joined with "__" the task name is 268 bytes.
+    rows = tmp_path / "rows"
+    deep = rows / ("d" * 130)
+    deep.mkdir(parents=True)
+    (rows / "short.jsonl").write_bytes(JSONL)
+    (deep / ("f" * 130 + ".jsonl")).write_bytes(JSONL)
+    out = tmp_path / "out"
+    with pytest.raises(
+        ConfigError,
+        match=r"ffff\.jsonl: its task folder would be named .*, 268 "
+        r"bytes, and a file name may have at most 255 .*shallower folder",
+    ):
+        run(rows, out, small_tokenizer)
+    assert not out.exists() or not any(out.iterdir())  # short.jsonl was not written either
+    # A name that fits, however near the limit with the working folder's prefix and pid.
+    (deep / ("f" * 130 + ".jsonl")).rename(deep / ("f" * 117 + ".jsonl"))
+    run(rows, out, small_tokenizer)
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == sorted(
+        ["d" * 130 + "__" + "f" * 117 + ".jsonl", "short.jsonl", "tokenizer_info.json"]
+    )
+
+
+def test_one_file_reached_through_a_symbolic_link_is_refused_not_tokenized_twice(
+    small_tokenizer: Path, tmp_path: Path
+):
+    rows, other = tmp_path / "rows", tmp_path / "other"
+    rows.mkdir()
+    other.mkdir()
+    (other / "x.jsonl").write_bytes(JSONL)
+    (rows / "dirlink").symlink_to(other)
+    (rows / "link.jsonl").symlink_to(other / "x.jsonl")
+    with pytest.raises(ConfigError, match=r"are the same file .*reached through a symbolic link"):
+        run(rows, tmp_path / "out", small_tokenizer)
+
+
 def test_zero_rows_in_total_fails_unless_the_folder_has_other_tasks(
     small_tokenizer: Path, tmp_path: Path
 ):
@@ -187,7 +225,9 @@ def test_invalid_utf8_in_parquet_names_the_row_and_skip_keeps_the_rest(
     pq.write_table(table, path, row_group_size=2, use_dictionary=dictionary)
     with pytest.raises(InputError) as info:
         run(rows, tmp_path / "out", small_tokenizer)
-    assert f'{path}:row 4: field "instruction" is not valid UTF-8' in str(info.value)
+    assert f'{path}:row 4 (counted from 0): field "instruction" is not valid UTF-8' in str(
+        info.value
+    )
     result = run(rows, tmp_path / "out", small_tokenizer, on_error="skip")
     (report,) = result.files
     assert (report.rows, report.bad_rows) == (5, 1)

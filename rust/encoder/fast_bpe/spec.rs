@@ -77,15 +77,19 @@ impl Spec<'_> {
         (self.added_ids.get(token).copied()).or_else(|| self.vocab.get(token))
     }
 
-    /// `tokenizers`' `get_vocab_size(true)`: the distinct strings of the model's vocabulary and
-    /// the added tokens.
+    /// The size of the id space: `tokenizers`' `get_vocab_size(true)` (the distinct strings of
+    /// the model's vocabulary and the added tokens), or one past the largest id where the ids
+    /// leave gaps, so that every id is below it (the dtype and the id checks rely on that).
     pub fn vocab_size(&self) -> usize {
         let extra = self
             .added_ids
             .keys()
             .filter(|token| self.vocab.get(token).is_none())
             .count();
-        self.vocab.len() + extra
+        let added_bound = (self.added_ids.values()).map(|&id| id as usize + 1).max();
+        (self.vocab.len() + extra)
+            .max(self.vocab.id_bound() as usize)
+            .max(added_bound.unwrap_or(0))
     }
 
     /// The lookups an encoder keeps once its tables are built (`TokenIds`): the merges and
