@@ -120,6 +120,30 @@ def _candidates(folder: Path) -> list[Path]:
     return []
 
 
+def _declared_dtypes(folder: Path) -> dict[Path, np.dtype]:
+    """The dtype each metadata file of ``folder`` declares (those that declare one); two that
+    disagree are an error."""
+    declared: dict[Path, np.dtype] = {}
+    for path in _candidates(folder):
+        dtype = _declared_dtype(path, _parse(path))
+        if dtype is not None:
+            declared[path] = dtype
+    if len(set(declared.values())) > 1:
+        listed = "; ".join(f"{path} says {dtype}" for path, dtype in declared.items())
+        raise InputError(f"conflicting shard dtypes: {listed}; make them agree or remove one")
+    return declared
+
+
+def declared_dtype(folder: Path) -> tuple[np.dtype, Path] | None:
+    """The dtype the metadata of ``folder`` declares and the file declaring it, if any (a
+    ``.npy`` shard's header must agree with it)."""
+    declared = _declared_dtypes(folder)
+    if not declared:
+        return None
+    path, dtype = next(iter(declared.items()))
+    return dtype, path
+
+
 def read_bin_dtype(
     folder: Path, example: Path, given: str | None = None, key: str = "dtype"
 ) -> tuple[np.dtype, Path | None]:
@@ -129,11 +153,7 @@ def read_bin_dtype(
     A dtype given by the caller and one declared by the folder's metadata must agree.
     ``example`` is a shard named in the error when no dtype is declared anywhere.
     """
-    declared: dict[Path, np.dtype] = {}
-    for path in _candidates(folder):
-        dtype = _declared_dtype(path, _parse(path))
-        if dtype is not None:
-            declared[path] = dtype
+    declared = _declared_dtypes(folder)
     mine = None if given is None else _check_dtype(Path(key), key, given)
     if not declared and mine is None:
         looked = ", ".join(str(folder / name) for name in METADATA_FILES)
@@ -142,9 +162,6 @@ def read_bin_dtype(
             f"the same in {folder.parent}, and {key} is not set); the dtype is never guessed "
             f"from the file size; {_HOW_TO_DECLARE}, {_HOW_TO_CONFIGURE}"
         )
-    if len(set(declared.values())) > 1:
-        listed = "; ".join(f"{path} says {dtype}" for path, dtype in declared.items())
-        raise InputError(f"conflicting shard dtypes: {listed}; make them agree or remove one")
     if not declared:
         assert mine is not None
         return mine, None
@@ -243,7 +260,10 @@ def read_declarations(folder: Path) -> Declarations:
     for path in _candidates(folder):
         content = _parse(path)
         if not isinstance(content, dict):
-            continue  # read_bin_dtype names this when the dtype is needed
+            raise InputError(
+                f"{path}: expected a mapping of keys to values, got {type(content).__name__}; "
+                "fix the file or remove it"
+            )
         places = [content]
         if isinstance(content.get(_NESTED_KEY), dict):
             places.append(content[_NESTED_KEY])
@@ -269,4 +289,9 @@ def read_declarations(folder: Path) -> Declarations:
             listed = _shard_tokens(shards)
             if listed:
                 tokens, listed_by = listed, path
+    if eos is not None and vocab is not None and eos.value >= vocab.value:
+        raise InputError(
+            f"shard metadata that contradicts itself: {eos.where()}, but {vocab.where()} (every "
+            "id is below the vocabulary size); fix the file"
+        )
     return Declarations(eos, vocab, hashes, tokens, listed_by)

@@ -30,10 +30,9 @@ from data_io.load.config import (
     DataConfig,
     DatasetSource,
     LoaderConfig,
-    apply_overrides,
+    as_loader_config,
     config_from_dict,
     data_seed,
-    load_config,
     phase_dicts,
     ring_multiple,
     source_name,
@@ -342,17 +341,7 @@ def build_dataloader(
     mixture's phases.
     """
 
-    if isinstance(config, Mapping):
-        config = config_from_dict(config, "the config dict")
-    elif not isinstance(config, (LoaderConfig, str, Path)):
-        raise ConfigError(
-            f"config must be a LoaderConfig, the path of a TOML or YAML job file, or a dict of "
-            f"its sections, got {type(config).__name__}"
-        )
-    if not isinstance(config, LoaderConfig):
-        config = load_config(config, overrides)
-    elif overrides:
-        config = apply_overrides(config, overrides)
+    config = as_loader_config(config, overrides)
     rank, world_size = resolve_rank(rank, world_size)
     built = build_data(config, rank, world_size)
     data = config.data

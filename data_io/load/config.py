@@ -298,6 +298,23 @@ def _xorl_sources(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "datasets": normalised}
 
 
+def as_loader_config(
+    config: LoaderConfig | str | Path | Mapping[str, Any], overrides: Sequence[str] = ()
+) -> LoaderConfig:
+    """``config`` as the builders take it (a ``LoaderConfig``, the path of a TOML or YAML job
+    file, or a dict of its sections) made a ``LoaderConfig``, with ``overrides`` applied."""
+    if isinstance(config, Mapping):
+        config = config_from_dict(config, "the config dict")
+    elif not isinstance(config, (LoaderConfig, str, Path)):
+        raise ConfigError(
+            f"config must be a LoaderConfig, the path of a TOML or YAML job file, or a dict of "
+            f"its sections, got {type(config).__name__}"
+        )
+    if not isinstance(config, LoaderConfig):
+        return load_config(config, overrides)
+    return apply_overrides(config, overrides) if overrides else config
+
+
 def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> LoaderConfig:
     """Read ``path`` (TOML/YAML; None: defaults) and apply ``key=value`` overrides (also
     KempnerForge's ``--section.key=value`` spelling)."""

@@ -13,7 +13,7 @@ loaders with the same steps and interval: ``build_eval_loaders`` returns them al
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,13 @@ from torch.utils.data import DataLoader
 
 from data_io.errors import ConfigError
 from data_io.load.build import TokenizerFacts, hf_text_dataset, shard_dataset
-from data_io.load.config import EVAL_MAIN_SET, EvalConfig, EvalSet, LoaderConfig, load_config
+from data_io.load.config import (
+    EVAL_MAIN_SET,
+    EvalConfig,
+    EvalSet,
+    LoaderConfig,
+    as_loader_config,
+)
 from data_io.load.dataloader.collate import BatchedView, first
 from data_io.load.order.samplers import resolve_rank
 
@@ -80,7 +86,7 @@ class EvalLoader:
 
 
 def build_eval_loader(
-    config: LoaderConfig | str | Path,
+    config: LoaderConfig | str | Path | Mapping[str, Any],
     rank: int | None = None,
     world_size: int | None = None,
 ) -> EvalLoader | None:
@@ -90,14 +96,14 @@ def build_eval_loader(
 
 
 def build_eval_loaders(
-    config: LoaderConfig | str | Path,
+    config: LoaderConfig | str | Path | Mapping[str, Any],
     rank: int | None = None,
     world_size: int | None = None,
 ) -> dict[str, EvalLoader]:
-    """Every eval loader of ``config`` by name: ``val`` for ``[eval]``'s own source, then each
-    of ``eval.sets`` (empty when ``eval.enabled`` is false)."""
-    if not isinstance(config, LoaderConfig):
-        config = load_config(config)
+    """Every eval loader of ``config`` (as ``build_dataloader`` takes it) by name: ``val`` for
+    ``[eval]``'s own source, then each of ``eval.sets`` (empty when ``eval.enabled`` is
+    false)."""
+    config = as_loader_config(config)
     ev = config.eval
     if not ev.enabled:
         return {}

@@ -18,7 +18,7 @@ import json
 import multiprocessing.util
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence, Set
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -186,7 +186,8 @@ class TextEncoder:
         - a list (or any sequence) of ``str``: each its own UTF-8, no copy;
         - a list of ``bytes`` (UTF-8): each checked, no copy;
         - a pyarrow string array (``string``, ``large_string``, ``string_view``, or a chunked
-          array of them): its buffers; a null is an error;
+          array of them): its buffers; a null is an error; a binary one is checked as UTF-8
+          (one copy);
         - a NumPy array of strings (``U``, ``S``, ``T`` or object dtype): converted to Arrow
           first (one copy: NumPy keeps fixed-width UTF-32 or padded bytes, not UTF-8).
         One buffer of separated documents goes to ``encode_buffer``."""
@@ -194,6 +195,12 @@ class TextEncoder:
             raise TypeError(
                 f"encode_batch takes a sequence of texts, not one {type(texts).__name__}; "
                 "encode_buffer takes one buffer of newline- or NUL-separated documents"
+            )
+        if texts is None or isinstance(texts, (Mapping, Set)):
+            # A dict would give its keys, a set an order of its own: neither is a batch.
+            raise TypeError(
+                f"encode_batch takes a sequence of texts (a list, a tuple, an array), not "
+                f"{'None' if texts is None else 'a ' + type(texts).__name__}"
             )
         if eos_id is not None:
             eos_id = self.eos_id_for(eos_id)
@@ -232,10 +239,16 @@ class TextEncoder:
         if eos_id is not None:
             eos_id = self.eos_id_for(eos_id)
         try:
-            view = memoryview(data).cast("B")
+            view = memoryview(data)
+            if view.itemsize != 1:  # an int64 array's bytes are no text
+                raise TypeError(
+                    f"its items are {view.itemsize} bytes each (format {view.format!r})"
+                )
+            view = view.cast("B")
         except TypeError as err:
             raise TypeError(
-                f"encode_buffer takes a bytes-like buffer, not {type(data).__name__} ({err})"
+                f"encode_buffer takes a bytes-like buffer of UTF-8 (bytes, a uint8 array), not "
+                f"{type(data).__name__} ({err})"
             ) from None
         buffer = np.frombuffer(view, dtype=np.uint8)
         cuts = np.flatnonzero(buffer == ord(separator))
@@ -280,6 +293,16 @@ def _arrow_layout(texts: Any) -> tuple[np.ndarray, np.ndarray]:
 
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks() if texts.num_chunks != 1 else texts.chunk(0)
+    if isinstance(texts, pa.Array) and texts.type in (
+        pa.binary(),
+        pa.large_binary(),
+        pa.binary_view(),
+    ):
+        # Bytes, as a list of bytes is taken: checked as UTF-8 in the cast (one copy).
+        try:
+            texts = texts.cast(pa.large_string())
+        except pa.ArrowInvalid as err:
+            raise InputError(f"a text of the batch is not UTF-8: {err}") from None
     if not isinstance(texts, pa.Array) or not is_text_type(texts.type):
         raise TypeError(
             f"encode_batch takes a list of str or a pyarrow string array, not {type(texts).__name__}"

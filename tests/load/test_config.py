@@ -12,7 +12,13 @@ import numpy as np
 import pytest
 
 from data_io.errors import ConfigError
-from data_io.load import LoaderConfig, build_dataloader, build_eval_loader, load_config
+from data_io.load import (
+    LoaderConfig,
+    build_dataloader,
+    build_eval_loader,
+    build_eval_loaders,
+    load_config,
+)
 from data_io.load.config import trainer_overrides
 from tests.load.id_shards import write_id_source
 
@@ -96,6 +102,14 @@ def test_a_dict_of_sections_builds_the_loader_the_file_builds_and_other_types_ar
     for wrong in (5, ["job.toml"]):
         with pytest.raises(ConfigError, match="config must be a LoaderConfig, the path of a"):
             build_dataloader(wrong, rank=0, world_size=1)  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="config must be a LoaderConfig, the path of a"):
+            build_eval_loaders(wrong, rank=0, world_size=1)  # type: ignore[arg-type]
+    # The eval loaders take the same dict (it was a pathlib TypeError).
+    eval_from_file = build_eval_loader(write(root / "job.toml", text), rank=0, world_size=1)
+    eval_from_dict = build_eval_loader(tomllib.loads(text), rank=0, world_size=1)
+    assert eval_from_file is not None and eval_from_dict is not None
+    first, second = next(iter(eval_from_file)), next(iter(eval_from_dict))
+    assert (first["input_ids"] == second["input_ids"]).all()
 
 
 def test_yaml_and_overrides(root: Path) -> None:

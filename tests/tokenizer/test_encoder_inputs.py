@@ -118,6 +118,29 @@ def test_bad_buffers_say_where(encoder: TextEncoder) -> None:
         encoder.encode_buffer(["not", "a", "buffer"])  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="encode_buffer takes one buffer"):
         encoder.encode_batch(b"one buffer")
+    # An int64 array's 16 bytes are no UTF-8 text (they were encoded as 16 ids).
+    with pytest.raises(TypeError, match=r"bytes-like buffer of UTF-8 .*items are 8 bytes each"):
+        encoder.encode_buffer(np.array([1, 2], dtype=np.int64))
+
+
+@pytest.mark.parametrize(
+    ("texts", "named"), [({"a": 1}, "a dict"), ({"a", "b"}, "a set"), (None, "None")]
+)
+def test_a_mapping_a_set_or_none_is_no_batch(encoder: TextEncoder, texts, named: str) -> None:
+    # A dict gave its keys' ids, a set an order of its own.
+    with pytest.raises(TypeError, match=rf"takes a sequence of texts .*, not {named}$"):
+        encoder.encode_batch(texts)
+
+
+@pytest.mark.parametrize("kind", [pa.binary(), pa.large_binary(), pa.binary_view()])
+def test_arrow_binary_arrays_encode_as_their_utf8_texts(encoder: TextEncoder, kind) -> None:
+    texts = _texts(50, seed=9)
+    _same(
+        encoder.encode_batch(pa.array([t.encode() for t in texts], kind)),
+        encoder.encode_batch(texts),
+    )
+    with pytest.raises(InputError, match="not UTF-8"):
+        encoder.encode_batch(pa.array([b"ok", b"\xff"], kind))
 
 
 @pytest.mark.parametrize("threads", ["1", "2"])

@@ -25,7 +25,6 @@ document boundaries, 0 … context). A trailing EOS at the window's last token o
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
@@ -48,6 +47,7 @@ from data_io.formats.shards import (
     TOKEN_DTYPES,
     Declarations,
     Declared,
+    declared_dtype,
     read_bin_dtype,
     read_declarations,
 )
@@ -167,6 +167,22 @@ def _check_listed(data_dir: Path, shards: list[_Shard], declared: Declarations) 
         )
 
 
+def _check_eos_fits(eos: int, shards: list[_Shard], declared: Declarations) -> None:
+    """Packing splits documents at the EOS id: one the shards' dtype cannot hold would never
+    be found, and every window would be packed as one document."""
+    for shard in shards:
+        largest = np.iinfo(shard.dtype).max
+        if eos > largest:
+            if declared.eos_id is not None:
+                source, fix = f" ({declared.eos_id.where()})", "fix the metadata file"
+            else:
+                source, fix = "", "pass the EOS id of the tokenizer the shards were written with"
+            raise InputError(
+                f"eos_token_id={eos}{source} cannot occur in {shard.path}, whose {shard.dtype.name} "
+                f"ids go up to {largest}: packing would find no document boundary; {fix}"
+            )
+
+
 def _list_shards(data_dir: Path, file_pattern: str) -> list[Path]:
     """The shard files of ``data_dir`` matching ``file_pattern``, sorted by name."""
     if not data_dir.is_dir():
@@ -268,9 +284,19 @@ def _inspect(
 ) -> list[_Shard]:
     bin_dtype: np.dtype | None = None
     shards = []
+    npy_declared = None  # (dtype, file) the metadata declares, read at the first .npy shard
     for path in files:
         if path.suffix == ".npy":
-            shards.append(_inspect_npy(path))
+            shard = _inspect_npy(path)
+            if npy_declared is None:
+                npy_declared = declared_dtype(data_dir) or ()
+            if npy_declared and shard.dtype.name != npy_declared[0].name:
+                raise InputError(
+                    f"{path}: its header says {shard.dtype.name}, and {npy_declared[1]} declares "
+                    f"dtype {npy_declared[0].name}; one of them was replaced: fix the metadata "
+                    "file or write the shard again"
+                )
+            shards.append(shard)
             continue
         if bin_dtype is None:  # one metadata file per folder: read once
             bin_dtype, _ = read_bin_dtype(data_dir, path, dtype, dtype_key)
@@ -340,6 +366,8 @@ class MemoryMappedDataset(MapDatasetState, Dataset):
             self.data_dir, _list_shards(self.data_dir, file_pattern), dtype, dtype_key
         )
         _check_listed(self.data_dir, self._shards, self.declared)
+        if self.pack_sequences and self.eos_token_id is not None:
+            _check_eos_fits(self.eos_token_id, self._shards, self.declared)
         counts = np.array([s.tokens // self.seq_len for s in self._shards], dtype=np.int64)
         self._starts = np.concatenate(([0], np.cumsum(counts)))  # first window of each shard
         if self._starts[-1] == 0:
@@ -373,11 +401,13 @@ class MemoryMappedDataset(MapDatasetState, Dataset):
         return state
 
     def __del__(self, _close: Callable[[int], None] = os.close) -> None:
-        # os.close is bound here, not looked up: at interpreter exit the module's globals may
-        # already be None while datasets are still collected.
+        # os.close is bound here and nothing else is looked up (no contextlib): at interpreter
+        # exit the module's globals may already be None while datasets are still collected.
         for fd in getattr(self, "_files", {}).values():
-            with contextlib.suppress(OSError):
+            try:  # noqa: SIM105  contextlib may already be gone at exit (see above)
                 _close(fd)
+            except OSError:
+                pass
 
     def _open(self, index: int) -> int:
         """A file descriptor of shard ``index`` (opened on first use, LRU-bounded)."""
