@@ -212,6 +212,9 @@ def test_resume_refuses_other_data_or_config(folders, tmp_path: Path) -> None:
         ("mixture", {"phase_samples": -3}, "phase_samples must be an integer >= 0"),
         ("mixture", {"phase_counts": [0]}, "phase_counts must be 3 integers"),
         ("mixture", {"phase_counts": [0, -1, 2]}, "phase_counts must be 3 integers"),
+        # Phase 1 starts at step 7: the state's phase must be the one its step is in.
+        ("mixture", {"phase": 1}, r"phase 1 at step 2, where the phases give 0"),
+        ("mixture", {"step": 9}, r"phase 0 at step 9, where the phases give 1"),
     ],
 )
 def test_hand_edited_states_are_checked(folders, kind: str, edit: dict, message: str) -> None:

@@ -280,6 +280,16 @@ def check_state(order: ShuffledOrder | MixtureOrder, state: Any) -> dict[str, An
                 f"loader state: phase_counts must be {len(order.sizes)} integers >= 0, got "
                 f"{counts!r}"
             )
+        # The phase is the one of the last step taken (the first before any): the steps
+        # decide it, so a state whose phase the schedule does not give at its step was edited
+        # or saved with other phases.
+        step, phase = state["step"], state["phase"]
+        expected = order.phase_at(step - 1) if step else 0
+        if phase != max(expected, 0):
+            raise ConfigError(
+                f"loader state: phase {phase} at step {step}, where the phases give "
+                f"{max(expected, 0)}; resume with a state this run's phases saved"
+            )
     return dict(state)
 
 
