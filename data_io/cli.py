@@ -123,11 +123,12 @@ def _option_names(command: argparse.ArgumentParser) -> dict[str, str]:
 def _in_option_words(message: str, names: dict[str, str]) -> str:
     """An API message in the command line's words, the option as its ``--help`` spells it:
     ``val_fraction must be ...`` is ``--val-fraction must be ...``. A parameter name with an
-    underscore is replaced where it stands as a word (not inside a path or before ``=``); a
-    one-word name only where it opens the message (``seed must be ...``)."""
+    underscore is replaced where it stands as a word (not inside a path, before ``=`` or before
+    a file name's suffix: ``prefix_config.yaml``); a one-word name only where it opens the
+    message (``seed must be ...``)."""
     for dest, option in names.items():
         if "_" in dest:
-            message = re.sub(rf"(?<![\w/.-]){re.escape(dest)}(?![\w/=])", option, message)
+            message = re.sub(rf"(?<![\w/.-]){re.escape(dest)}(?![\w/=]|\.\w)", option, message)
         elif message.startswith(f"{dest} "):
             message = option + message[len(dest) :]
     return message

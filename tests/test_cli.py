@@ -101,6 +101,12 @@ def test_option_words_leave_paths_and_api_hints_alone():
         == "/data/val_fraction/x: seed --val-fraction; pass text_field= it; 'text_field/a'"
     )
     assert _in_option_words("seed must be >= 0", names) == "--seed must be >= 0"
+    # A file named after an option stays a file name; the option at a sentence's end is one.
+    names["prefix_config"] = "--prefix-config"
+    assert (
+        _in_option_words("ships prefix_config.yaml; set prefix_config.", names)
+        == "ships prefix_config.yaml; set --prefix-config."
+    )
 
 
 def test_sample_tokenized_reads_key_values_around_its_options(tmp_path: Path, capsys):

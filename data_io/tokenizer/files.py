@@ -29,7 +29,8 @@ def resolve_tokenizer(spec: str | Path) -> Path:
         raise TokenizerError(
             f"tokenizer {spec} does not exist{relative}; pass an existing tokenizer.json, a "
             "folder holding one, or a Hub id: --tokenizer-path for `data_io tokenize`, "
-            "--tokenizer for `data_io prepare`, data.tokenizer_path in a loader config "
+            "--tokenizer for `data_io prepare`, --compare for `data_io train-tokenizer`, "
+            "data.tokenizer_path in a loader config "
             "(tokenizer_path= in the Python API)"
         )
     return _from_hub(str(spec))

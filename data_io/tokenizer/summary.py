@@ -4,10 +4,11 @@ and of an evaluation on held-out text (a table)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from rich.table import Table
 
-from data_io.tokenizer.evaluate import Compression, as_table
+from data_io.tokenizer.evaluate import ALL, HELD_OUT_SUFFIXES, Compression, as_table
 from data_io.tokenizer.train import MIN_FREQUENCY, TrainResult
 from data_io.util.console import summary_console
 from data_io.util.stale import format_bytes
@@ -18,10 +19,15 @@ def caveats(result: TrainResult) -> list[str]:
     lines = []
     asked = result.requested_vocab_size
     if asked is not None and result.vocab_size < asked:
+        why = (
+            "the unigram trainer found no more pieces worth keeping in the texts"
+            if result.tokenizer_type == "unigram"
+            else f"the texts hold no more pairs seen at least {MIN_FREQUENCY} times"
+        )
         lines.append(
             f"note: the vocabulary has {result.vocab_size:,} tokens, not the {asked:,} asked: "
-            f"the texts hold no more pairs seen at least {MIN_FREQUENCY} times; train on more "
-            "texts (--prefix-config none uses every text) or ask for fewer with --vocab-size"
+            f"{why}; train on more texts (--prefix-config none uses every text) or ask for "
+            "fewer with --vocab-size"
         )
     if result.missing_roles:
         flags = ", ".join("--" + role.replace("_", "-") for role in result.missing_roles)
@@ -91,8 +97,9 @@ def print_summary(result: TrainResult) -> None:
         )
 
 
-def print_evaluation(results: Sequence[Compression]) -> None:
-    """Bytes per token (higher: shorter sequences) and tokens per word, per held-out input."""
+def print_evaluation(results: Sequence[Compression], left_out: Sequence[Path] = ()) -> None:
+    """Bytes per token (higher: shorter sequences) and tokens per word, per held-out input;
+    then what the reading skipped, replaced or left out."""
     header, rows = as_table(results)
     table = Table(title="held-out text: bytes per token (higher is better), tokens per word")
     for k, name in enumerate(header):
@@ -100,3 +107,25 @@ def print_evaluation(results: Sequence[Compression]) -> None:
     for row in rows:
         table.add_row(*row)
     summary_console().print(table)
+    for line in evaluation_notes(results, left_out):
+        print(line)
+
+
+def evaluation_notes(results: Sequence[Compression], left_out: Sequence[Path] = ()) -> list[str]:
+    """The held-out rows skipped, lines repaired and files not read, each on a line."""
+    per_file = {r.source: r for r in results if r.source != ALL}.values()
+    bad = sum(r.bad_rows for r in per_file)
+    replaced = sum(r.invalid_utf8_lines for r in per_file)
+    lines = []
+    if bad:
+        lines.append(f"note: held-out: {bad:,} bad row(s) skipped (--on-error skip)")
+    if replaced:
+        lines.append(
+            f"note: held-out: invalid UTF-8 replaced with U+FFFD on {replaced:,} line(s) of .txt"
+        )
+    if left_out:
+        lines.append(
+            f"note: held-out: {len(left_out):,} file(s) left out, not held-out text by name "
+            f"({', '.join(HELD_OUT_SUFFIXES)}), e.g. {', '.join(map(str, left_out[:3]))}"
+        )
+    return lines

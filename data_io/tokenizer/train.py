@@ -94,6 +94,8 @@ class TrainResult:
     counting: CountingResult | None = None
     # The process's peak resident memory (bytes; None when read back from an older report).
     peak_rss: int | None = None
+    # "bpe" or "unigram" (None when read back from an older report).
+    tokenizer_type: str | None = None
 
     @property
     def limited(self) -> list[TrainFileResult]:
@@ -163,6 +165,11 @@ def train_tokenizer(
     """
     # Every keyword argument, by name: the checks and the Rust core's options read them here.
     settings = {k: v for k, v in locals().items() if k not in ("inputs", "output")}
+    if text_field is None and doc_per_line:
+        raise ConfigError(
+            "--doc-per-line cuts the .txt files of raw text into documents; it needs "
+            "--text-field FIELD (rows are read by their instruction and response)"
+        )
     if text_field is not None:
         return _train_on_text(inputs, Path(output), settings)
     options, chosen = core_options(inputs, output, settings)
@@ -176,6 +183,7 @@ def train_tokenizer(
         requested_vocab_size=vocab_size,
         missing_roles=missing,
         peak_rss=peak_rss(),
+        tokenizer_type=tokenizer_type,
     )
 
 
@@ -188,8 +196,15 @@ def _train_on_text(inputs: Sequence[str | Path], output: Path, settings: dict) -
         raise ConfigError("--counts and scale-out counting read rows; drop --text-field")
     if settings["trainer"] not in (None, "rust"):
         raise ConfigError("raw text (--text-field) is counted by the rust trainer; drop --trainer")
+    if settings["on_error"] != "fail":
+        raise ConfigError(
+            "--on-error skip skips bad rows of cleaned rows; raw text (--text-field) is read as "
+            "`data_io prepare` reads it, where a bad document (a row whose field is not a "
+            "string) fails the run naming its file and line: fix or remove it, or drop "
+            "--on-error skip"
+        )
     # The merge pass reads the counts alone: no rows, no per-file limits.
-    merge = {**settings, "text_field": None, "prefix_config": None}
+    merge = {**settings, "text_field": None, "doc_per_line": False, "prefix_config": None}
     core_options([], output, {**merge, "count_parts": ["-"]})  # checked before reading
     folder = scratch_folder(output)
     try:
@@ -257,11 +272,18 @@ def core_options(
         raise ConfigError(f"seed must be non-negative, not {given['seed']}")
     if given["count_memory"] is not None and given["count_memory"] < 1:
         raise ConfigError(f"count_memory must be at least one byte, not {given['count_memory']}")
+    for name, (most, why) in _MOST.items():
+        if given[name] is not None and given[name] > most:
+            raise ConfigError(f"{name} must be at most {most:,} ({why}), not {given[name]:,}")
     output = Path(output)
     if output.suffix != ".json":
         raise ConfigError(f"output {output} must be a .json file (e.g. OUT/tokenizer.json)")
+    _no_file_in_the_way(output.parent, f"the output {output}")
+    if given["counts_dir"] is not None:
+        _no_file_in_the_way(Path(given["counts_dir"]), f"--counts {given['counts_dir']}")
     specials = given["special_tokens"]
     specials = list(default_special_tokens() if specials is None else specials)
+    _check_special_tokens(specials)
     chosen = {role: given[role] for role in _ROLES if given[role] is not None}
     for role, token in chosen.items():
         if token not in specials:
@@ -299,6 +321,50 @@ def peak_rss() -> int:
 
 
 _ROLES = ("pad_token", "bos_token", "eos_token")
+# The largest value of the options the Rust core holds in fixed-size integers, and why.
+_MOST = {
+    "vocab_size": (2**32 - 1, "token ids are 32-bit"),
+    "truncate_len": (2**64 - 1, "a 64-bit count of characters"),
+    "limit_mul_factor": (2**64 - 1, "a 64-bit factor"),
+    "seed": (2**64 - 1, "a 64-bit seed"),
+    "count_memory": (2**64 - 1, "a 64-bit count of bytes"),
+}
+
+
+def _check_special_tokens(specials: list[str]) -> None:
+    """Refuse a special token the model cannot keep apart from its base tokens: an empty one,
+    or one of the 256 ByteLevel symbols every byte-level vocabulary starts with (it would take
+    that byte's place, and encoders would disagree on the byte's id)."""
+    from data_io.tokenizer.vocabularies import byte_level_alphabet  # noqa: PLC0415  CLI start-up: only when training
+
+    alphabet = set(byte_level_alphabet())
+    for token in specials:
+        if token == "":
+            raise ConfigError(
+                "--special-tokens holds an empty token; a special token is a non-empty string: "
+                "drop it (quote it only when it has spaces)"
+            )
+        if token in alphabet:
+            raise ConfigError(
+                f"--special-tokens {token!r} is one of the 256 byte-level symbols every "
+                "vocabulary starts with (a byte's own token): as a special token it would take "
+                f"that byte's place; choose a longer token (e.g. <|{token}|>)"
+            )
+
+
+def _no_file_in_the_way(folder: Path, what: str) -> None:
+    """Refuse a ``folder`` to write into that is, or lies under, a regular file."""
+    for path in (folder, *folder.parents):
+        if path.exists():
+            if not path.is_dir():
+                where = "is" if path == folder else f"lies under {path}, which is"
+                raise ConfigError(
+                    f"{what}: {folder} {where} a file, not a folder; choose a path under a "
+                    "folder (or move the file away)"
+                )
+            return
+
+
 # train_tokenizer's keyword arguments and their defaults (what core_options fills in).
 _DEFAULTS = {
     name: parameter.default

@@ -450,6 +450,15 @@ fn canonical_root(root: &Path) -> Result<PathBuf> {
 /// folder must not look like an input whose files were all deleted), and task names must be
 /// unique.
 pub fn task_files(inputs: &[PathBuf]) -> Result<Inputs> {
+    task_files_for(
+        inputs,
+        "an emptied input would otherwise look like one whose files were all deleted, and its \
+         tasks would be removed",
+    )
+}
+
+/// `task_files`, saying `why` an input without row files is refused (the stage's reason).
+pub fn task_files_for(inputs: &[PathBuf], why: &str) -> Result<Inputs> {
     if inputs.is_empty() {
         return Err(Error::Config("no input folders given".into()));
     }
@@ -466,7 +475,7 @@ pub fn task_files(inputs: &[PathBuf]) -> Result<Inputs> {
     for root in roots {
         let (files, skipped) = discover(&root)?;
         if files.is_empty() {
-            return Err(no_row_files(&root, &skipped));
+            return Err(no_row_files(&root, &skipped, why));
         }
         for source in files {
             let real = std::fs::canonicalize(&source).unwrap_or_else(|_| source.clone());
@@ -554,15 +563,14 @@ fn task_name(root: &Path, source: &Path) -> String {
         .join("__")
 }
 
-fn no_row_files(root: &Path, skipped: &[PathBuf]) -> Error {
+fn no_row_files(root: &Path, skipped: &[PathBuf], why: &str) -> Error {
     let others = match skipped.len() {
         0 => "it holds no files at all".to_string(),
         n => format!("it holds {n} other file(s), e.g. {}", examples(skipped, 3)),
     };
     Error::Config(format!(
         "no {SUPPORTED} files under the input {} ({others}); nothing was read, written or \
-         deleted. Pass only folders (or files) that hold cleaned rows: an emptied input would \
-         otherwise look like one whose files were all deleted, and its tasks would be removed",
+         deleted. Pass only folders (or files) that hold cleaned rows: {why}",
         root.display()
     ))
 }

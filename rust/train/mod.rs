@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::progress::{bytes_bar, ByteProgress};
-use crate::reader::{task_files, OnError};
+use crate::reader::{task_files_for, OnError};
 
 pub mod counts;
 pub mod hf;
@@ -149,7 +149,7 @@ fn run(options: &TrainOptions, trainer_choice: Trainer) -> Result<TrainReport> {
     let inputs = if from_counts {
         crate::reader::Inputs::default()
     } else {
-        task_files(&options.inputs)?
+        task_files_for(&options.inputs, NO_ROWS_REFUSED)?
     };
     let plans: Vec<FilePlan> = inputs
         .tasks
@@ -172,9 +172,9 @@ fn run(options: &TrainOptions, trainer_choice: Trainer) -> Result<TrainReport> {
         }
     };
     let texts_used = files.iter().map(|f| f.texts_used).sum();
-    if texts_used == 0 {
-        // A tokenizer of the special tokens and the byte alphabet alone would load fine and
-        // silently tokenize everything byte by byte.
+    if files.iter().all(|f| f.text_bytes == 0) {
+        // A tokenizer of the special tokens and the byte alphabet alone (no texts, or only
+        // empty ones) would load fine and silently tokenize everything byte by byte.
         return Err(nothing_to_train_on(&files));
     }
     save(&tokenizer, &options.output, &options.special_tokens)?;
@@ -230,7 +230,7 @@ pub struct InputFile {
 
 /// The input files of a run with `options`, in the order they are read.
 pub fn input_files(options: &TrainOptions) -> Result<Vec<InputFile>> {
-    let inputs = task_files(&options.inputs)?;
+    let inputs = task_files_for(&options.inputs, NO_ROWS_REFUSED)?;
     inputs
         .tasks
         .into_iter()
@@ -263,10 +263,17 @@ pub fn count_unit(
     pool.install(|| ours::count_unit(options, &plan, part))
 }
 
+/// Why an input without row files is refused, rather than trained without.
+const NO_ROWS_REFUSED: &str = "an input without rows is most likely a wrong path, and a \
+    tokenizer trained without the texts meant to be there would not show it";
+
 fn nothing_to_train_on(files: &[TrainFileReport]) -> Error {
     let rows: u64 = files.iter().map(|f| f.rows).sum();
     let bad: u64 = files.iter().map(|f| f.bad_rows).sum();
-    let why = if bad > 0 {
+    let texts: u64 = files.iter().map(|f| f.texts_used).sum();
+    let why = if texts > 0 {
+        format!("their {texts} text(s) are all empty (instruction and response \"\")")
+    } else if bad > 0 {
         format!("all {bad} row(s) were bad and skipped (--on-error skip); run with --on-error fail to see the first error")
     } else {
         format!("they hold {rows} row(s)")
@@ -292,10 +299,34 @@ fn validate(options: &TrainOptions) -> Result<()> {
             "--truncate-len and --limit-mul-factor must be at least 1".into(),
         ));
     }
+    if options.vocab_size > u32::MAX as usize {
+        return Err(Error::Config(format!(
+            "--vocab-size {} is too large: token ids are 32-bit (at most {})",
+            options.vocab_size,
+            u32::MAX
+        )));
+    }
     let mut seen = HashSet::new();
     if let Some(dup) = options.special_tokens.iter().find(|t| !seen.insert(*t)) {
         return Err(Error::Config(format!(
             "special token {dup:?} is given twice"
+        )));
+    }
+    // A special token that is a byte's own symbol would take that byte's place in the
+    // vocabulary (one token short, and encoders apart); an empty one matches nothing.
+    let alphabet = tokenizers::pre_tokenizers::byte_level::ByteLevel::alphabet();
+    let base = |t: &String| {
+        let mut chars = t.chars();
+        match (chars.next(), chars.next()) {
+            (None, _) => true,
+            (Some(c), None) => alphabet.contains(&c),
+            _ => false,
+        }
+    };
+    if let Some(token) = options.special_tokens.iter().find(|t| base(t)) {
+        return Err(Error::Config(format!(
+            "special token {token:?} is empty or one of the 256 byte-level symbols every \
+             vocabulary starts with (it would take that byte's place); choose a longer token"
         )));
     }
     Ok(())
@@ -321,6 +352,25 @@ mod tests {
         assert_ne!(a, choose_texts(0, "y.jsonl", 100, 10));
         assert_eq!(a.len(), 10);
         assert!(a.windows(2).all(|w| w[0] < w[1]) && a.iter().all(|&i| i < 100));
+    }
+
+    #[test]
+    fn empty_or_byte_symbol_special_tokens_and_huge_vocabularies_are_refused() {
+        let with = |specials: &[&str], vocab_size: usize| TrainOptions {
+            special_tokens: specials.iter().map(|t| t.to_string()).collect(),
+            vocab_size,
+            ..super::differential::options(1000, 2, &[])
+        };
+        for specials in [&["a", "<b>"][..], &["<b>", "\u{120}"], &[""]] {
+            let error = validate(&with(specials, 1000)).expect_err("refused");
+            assert!(error.to_string().contains("byte-level symbols"), "{error}");
+        }
+        let error = validate(&with(&[], 5_000_000_000)).expect_err("refused");
+        assert!(
+            error.to_string().contains("token ids are 32-bit"),
+            "{error}"
+        );
+        assert!(validate(&with(&["<b>", "ab", "\u{120}a"], 1000)).is_ok());
     }
 
     #[test]

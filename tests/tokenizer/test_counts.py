@@ -97,6 +97,18 @@ def test_a_damaged_count_file_is_an_error_naming_it(tmp_path: Path):
     with pytest.raises(InputError, match=r"b\.jsonl\.words.*delete it"):
         _train(inputs, tmp_path / "second", counts_dir=counts)
     assert not (tmp_path / "second/tokenizer.json").exists()
+    # A damaged header (its JSON) says so, and to delete the file, too.
+    damaged = bytearray((counts / "a.jsonl.words").read_bytes())
+    damaged[damaged.index(b":")] = ord("#")
+    (counts / "a.jsonl.words").write_bytes(bytes(damaged))
+    with pytest.raises(InputError, match=r"a\.jsonl\.words: its header is not a word-count "
+                       r"header: .*; delete it to count its input again"):  # fmt: skip
+        _train(inputs, tmp_path / "second", counts_dir=counts)
+    for name in ("a", "b"):
+        (counts / f"{name}.jsonl.words").unlink()
+    assert _train(inputs, tmp_path / "second", counts_dir=counts).counting.reused_files == [
+        "c.jsonl"
+    ]
 
 
 def test_counts_of_another_normaliser_or_regex_are_refused(tmp_path: Path):

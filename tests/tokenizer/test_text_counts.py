@@ -95,3 +95,31 @@ def test_bad_raw_input_names_the_source_and_writes_nothing(tmp_path: Path, capsy
     assert not out.exists() and list(out.parent.iterdir()) == []
     with pytest.raises(ConfigError, match="--text-field"):
         train_tokenizer([raw], out, text_field="text", counts_dir=tmp_path / "c")
+
+
+def test_raw_text_options_are_refused_where_they_would_do_nothing(tmp_path: Path, capsys):
+    """--on-error skip does not apply to raw text (a bad document fails, naming its line), and
+    --doc-per-line does nothing without --text-field: both refused before anything is read."""
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    write_jsonl(raw / "a.jsonl", [{"text": 5}, {"text": "hello there"}])
+    out = tmp_path / "out" / "tokenizer.json"
+    with pytest.raises(ConfigError, match=r"--on-error skip .* drop --on-error skip"):
+        train_tokenizer([raw], out, text_field="text", on_error="skip", progress=False)
+    with pytest.raises(InputError, match=r"a\.jsonl: line 1: field 'text' is a number"):
+        train_tokenizer([raw], out, text_field="text", progress=False)
+    rows_folder = _rows_of(tmp_path / "rows", _texts()[:50])
+    assert main(["train-tokenizer", str(rows_folder), "-o", str(out), "--doc-per-line"]) == 1
+    said = capsys.readouterr().err
+    assert "--doc-per-line cuts the .txt files" in said and "needs --text-field FIELD" in said
+    argv = ["train-tokenizer", str(rows_folder), "-o", str(out), "--doc-per-line"]
+    assert main([*argv, "--executor", "local"]) == 1
+    assert "--doc-per-line reads raw text, which needs --text-field" in capsys.readouterr().err
+    assert not out.exists()
+    # The same options where they apply still train.
+    (raw / "a.jsonl").unlink()
+    (raw / "b.txt").write_text("one line here\nanother line there\n" * 20)
+    result = train_tokenizer(
+        [raw], out, text_field="text", doc_per_line=True, vocab_size=300, progress=False
+    )
+    assert result.texts_used == 40 and out.is_file()

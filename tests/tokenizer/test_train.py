@@ -11,6 +11,7 @@ from tokenizers import Tokenizer
 
 from data_io import _core
 from data_io.errors import ConfigError, InputError
+from data_io.tokenizer.encoder import TextEncoder
 from data_io.tokenizer.summary import summary_line
 from data_io.tokenizer.train import core_options, train_tokenizer
 from tests.conftest import EXAMPLE_ROWS
@@ -363,3 +364,117 @@ def test_trainer_choices_are_checked(tmp_path: Path) -> None:
         options.pop("trainer")
         _core.train_tokenizer(json.dumps(options), trainer="nope")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("tokenizer_type", ["bpe", "unigram"])
+def test_special_tokens_that_are_empty_or_a_byte_symbol_are_refused(
+    tmp_path: Path, tokenizer_type: str
+):
+    """A special token equal to a ByteLevel symbol would take that byte's place (the vocabulary
+    one entry short, data_io's ids and tokenizers' apart); an empty one matches nothing."""
+    out = tmp_path / "t" / "tokenizer.json"
+    common = {"tokenizer_type": tokenizer_type, "vocab_size": 400, "prefix_config": None,
+              "progress": False}  # fmt: skip
+    for specials, message in (
+        (["a", "<b>"], r"--special-tokens 'a' is one of the 256 byte-level symbols"),
+        (["<b>", "\u0120"], r"--special-tokens 'Ġ' is one of the 256 byte-level symbols"),
+        ([""], r"--special-tokens holds an empty token"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            train_tokenizer([EXAMPLE_ROWS], out, special_tokens=specials, **common)
+    assert not out.parent.exists()
+    # Longer tokens are special tokens, and every byte keeps its token: both encoders agree.
+    result = train_tokenizer([EXAMPLE_ROWS], out, special_tokens=["<b>", "<|a|>"], **common)
+    spec = json.loads(out.read_text())
+    assert [t["content"] for t in spec["added_tokens"]] == ["<b>", "<|a|>"]
+    reference = Tokenizer.from_file(str(out))
+    reference.encode_special_tokens = True
+    assert result.vocab_size == reference.get_vocab_size()
+    text = "a <|a|> ab <b>"
+    assert list(TextEncoder(out).encode_batch([text]).ids) == reference.encode(text).ids
+
+
+@pytest.mark.parametrize("tokenizer_type", ["bpe", "unigram"])
+def test_rows_of_empty_texts_are_no_text_to_train_on(tmp_path: Path, tokenizer_type: str):
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    (rows / "e.jsonl").write_text('{"condition":"direct","instruction":"","response":""}\n' * 3)
+    out = tmp_path / "t" / "tokenizer.json"
+    common = {"tokenizer_type": tokenizer_type, "vocab_size": 400, "prefix_config": None,
+              "progress": False}  # fmt: skip
+    with pytest.raises(InputError, match=r"no text to train on: 1 input file\(s\), their 6 text"):
+        train_tokenizer([rows], out, **common)
+    assert not out.parent.exists()
+    # One non-empty text among them is enough.
+    (rows / "f.jsonl").write_text('{"condition":"direct","instruction":"","response":"hi hi"}\n')
+    assert train_tokenizer([rows], out, **common).texts_used == 8 and out.is_file()
+
+
+def test_numeric_options_past_what_the_core_holds_are_refused(tmp_path: Path, capsys):
+    from data_io.cli import main
+
+    out = tmp_path / "t" / "tokenizer.json"
+    base = ["train-tokenizer", str(EXAMPLE_ROWS), "-o", str(out), "-q"]
+    for extra, said in (
+        (["--vocab-size", "99999999999999999999999"], "--vocab-size must be at most 4,294,967,295"),
+        (["--vocab-size", "5000000000"], "--vocab-size must be at most 4,294,967,295"),
+        (["--count-memory", "99999999T"], "--count-memory must be at most 18,446,744,073,"),
+        (["--seed", str(2**64)], "--seed must be at most 18,446,744,073,709,551,615"),
+        (["--truncate-len", str(2**64)], "--truncate-len must be at most"),
+        (["--limit-mul-factor", str(2**64)], "--limit-mul-factor must be at most"),
+    ):
+        assert main([*base, *extra]) == 1
+        err = capsys.readouterr().err
+        assert said in err and "serde" not in err and "line 1 column" not in err
+    assert not out.parent.exists()
+    assert main([*base, "--vocab-size", "300", "--seed", str(2**64 - 1)]) == 0
+
+
+def test_an_output_or_counts_folder_under_a_file_is_said(tmp_path: Path, capsys):
+    from data_io.cli import main
+
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    base = ["train-tokenizer", str(EXAMPLE_ROWS), "-q", "--vocab-size", "300"]
+    assert main([*base, "-o", str(blocker / "tokenizer.json")]) == 1
+    assert f"{blocker} is a file, not a folder" in capsys.readouterr().err
+    assert main([*base, "-o", str(blocker / "x" / "tokenizer.json")]) == 1
+    assert f"lies under {blocker}, which is a file" in capsys.readouterr().err
+    out = tmp_path / "t" / "tokenizer.json"
+    assert main([*base, "-o", str(out), "--counts", str(blocker)]) == 1
+    err = capsys.readouterr().err
+    assert f"--counts {blocker}: {blocker} is a file, not a folder" in err
+    assert "os error" not in err and not out.exists()
+    assert main([*base, "-o", str(out), "--counts", str(tmp_path / "counts")]) == 0
+
+
+def test_an_empty_input_folder_gives_train_tokenizers_reason(tmp_path: Path, capsys):
+    from data_io.cli import main
+
+    (tmp_path / "empty").mkdir()
+    out = tmp_path / "t" / "tokenizer.json"
+    assert main(["train-tokenizer", str(tmp_path / "empty"), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "it holds no files at all" in err and "most likely a wrong path" in err
+    assert "tasks" not in err and not out.exists()
+
+
+def test_a_missing_prefix_config_names_the_shipped_file(tmp_path: Path, capsys):
+    from data_io.cli import main
+
+    out = tmp_path / "t" / "tokenizer.json"
+    assert main(["train-tokenizer", str(EXAMPLE_ROWS), "-o", str(out),
+                 "--prefix-config", str(tmp_path / "nonexist.yaml")]) == 1  # fmt: skip
+    err = capsys.readouterr().err
+    assert "ships prefix_config.yaml at its root" in err and "--prefix-config FILE" in err
+
+
+def test_a_small_unigram_vocabulary_is_not_said_in_pair_merges(tmp_path: Path, capsys):
+    from data_io.cli import main
+
+    out = tmp_path / "tokenizer.json"
+    assert main(["train-tokenizer", str(EXAMPLE_ROWS), "-o", str(out), "--vocab-size", "60000",
+                 "--prefix-config", "none", "--tokenizer-type", "unigram"]) == 0  # fmt: skip
+    printed = capsys.readouterr().out
+    assert "not the 60,000 asked: the unigram trainer found no more pieces" in printed
+    assert "pairs" not in printed

@@ -212,7 +212,7 @@ impl RunReader {
         let mut input = Input::new(file);
         let bad = |message: String| Error::BadFile {
             path: path.to_path_buf(),
-            message,
+            message: format!("{message}; delete it to count its input again"),
         };
         let mut magic = [0u8; 8];
         if !input.read_exact(&mut magic) {
