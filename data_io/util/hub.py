@@ -10,7 +10,13 @@ from __future__ import annotations
 import functools
 import os
 
-__all__ = ["HUB_PROBE_SECONDS", "hub_unreachable", "offline_by_environment", "offline_hint"]
+__all__ = [
+    "HUB_PROBE_SECONDS",
+    "host_unreachable",
+    "hub_unreachable",
+    "offline_by_environment",
+    "offline_hint",
+]
 
 #: Seconds the reachability probe waits: long enough for a slow link, far below the retries.
 HUB_PROBE_SECONDS = 5.0
@@ -34,6 +40,15 @@ def hub_unreachable() -> str | None:
     from huggingface_hub import constants  # noqa: PLC0415  heavy: huggingface_hub, only when the Hub is asked
 
     return _probe(constants.ENDPOINT)
+
+
+def host_unreachable(url: str) -> str | None:
+    """Why the host of an ``http(s)://`` URL does not answer, or None when it does (the same
+    probe as the Hub's: a file missing there and a machine offline then read differently)."""
+    from urllib.parse import urlsplit  # noqa: PLC0415  only remote paths need it
+
+    parts = urlsplit(url)
+    return _probe(f"{parts.scheme}://{parts.netloc}")
 
 
 @functools.cache

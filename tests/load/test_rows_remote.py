@@ -149,5 +149,19 @@ def test_http_jsonl(tmp_path: Path, http_root: tuple[Path, str]) -> None:
         n = len(row["input_ids"])
         assert ds[i]["input_ids"][:n].tolist() == row["input_ids"]
         assert ds[i]["labels"][:n].tolist() == row["labels"]
-    with pytest.raises(InputError, match=r"cannot read http://127\.0\.0\.1:\d+/missing\.jsonl"):
+    with pytest.raises(
+        InputError, match=r"cannot read http://127\.0\.0\.1:\d+/missing\.jsonl: FileNotFoundError"
+    ):
         open_source(RowSource(f"{url}/missing.jsonl"), cache_dir=str(tmp_path / "hf"))
+
+
+def test_a_host_that_does_not_answer_is_named_as_such(tmp_path: Path) -> None:
+    # datasets says "Unable to find" for a file missing on a live host and for a dead host
+    # alike; the message tells the two apart (a port nothing listens on stands for offline).
+    url = f"http://127.0.0.1:{free_port()}/train.jsonl"
+    with pytest.raises(
+        InputError,
+        match=r"cannot read http://.*: the host does not answer .*"
+        r"check the network and the URL",
+    ):
+        open_source(RowSource(url), cache_dir=str(tmp_path / "hf"))

@@ -42,7 +42,7 @@ from data_io.errors import ConfigError, DataIoError, InputError
 from data_io.load.packing.layouts import IGNORE_INDEX
 from data_io.util.arrow_strings import is_text_type
 from data_io.util.console import quiet_off_terminal, reader_errors_unlogged
-from data_io.util.hub import hub_unreachable, offline_by_environment
+from data_io.util.hub import host_unreachable, hub_unreachable, offline_by_environment
 
 __all__ = [
     "FORMATS",
@@ -244,6 +244,17 @@ def _storage(source: RowSource) -> dict[str, Any] | None:
 def _read_failed(source: RowSource, where: str, err: BaseException) -> InputError:
     # datasets wraps the reader's error in a generic DatasetGenerationError: show the cause.
     cause = err.__cause__ or err.__context__ or err
+    if _scheme(where) in ("http", "https") and isinstance(
+        cause, (FileNotFoundError, ConnectionError)
+    ):
+        # datasets says "Unable to find" for a host that does not answer too.
+        reason = host_unreachable(where)
+        if reason is not None:
+            return InputError(
+                f"source {source.label!r}: cannot read {where}: the host does not answer "
+                f"({reason}); check the network and the URL, or download the file and give "
+                "its local path"
+            )
     return InputError(
         f"source {source.label!r}: cannot read {where}: {type(cause).__name__}: {cause}; check "
         f"that it holds tokenized rows in one of {_ACCEPTED}"
