@@ -658,15 +658,21 @@ mod tests {
         }
     }
 
-    #[test]
-    fn an_unknown_model_type_is_named_not_left_to_serde() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("tokenizer.json");
+    /// The shipped tokenizer's text and its parse.
+    fn shipped_tokenizer() -> (String, serde_json::Value) {
         let shipped = std::fs::read_to_string(
             Path::new(env!("CARGO_MANIFEST_DIR")).join("trained_tokenizers/bpe/tokenizer.json"),
         )
         .expect("shipped tokenizer");
-        let mut file: serde_json::Value = serde_json::from_str(&shipped).expect("json");
+        let file = serde_json::from_str(&shipped).expect("json");
+        (shipped, file)
+    }
+
+    #[test]
+    fn an_unknown_model_type_is_named_not_left_to_serde() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("tokenizer.json");
+        let (_, mut file) = shipped_tokenizer();
         file["model"]["type"] = serde_json::json!("Foo");
         std::fs::write(&path, file.to_string()).expect("written");
         for choice in ["auto", "hf"] {
@@ -688,11 +694,7 @@ mod tests {
         // strings than the id space, which the dtype choice and the id checks must cover.
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("tokenizer.json");
-        let shipped = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("trained_tokenizers/bpe/tokenizer.json"),
-        )
-        .expect("shipped tokenizer");
-        let mut file: serde_json::Value = serde_json::from_str(&shipped).expect("json");
+        let (shipped, mut file) = shipped_tokenizer();
         let moved = |id: u64| if id < 100 { id } else { id + 1000 };
         let vocab = file["model"]["vocab"].as_object_mut().expect("vocab");
         let count = vocab.len();
