@@ -52,7 +52,7 @@ def check_loader(
 
     report: dict[str, Any] = {
         "kind": loader.identity["kind"],
-        "overridden": overridden_sources(config.data),
+        "overridden": overridden_sources(config.data, config.eval),
         "sources": summary_of(loader.dataset),
         "build_seconds": round(built_s, 3),
         "rank": rank,

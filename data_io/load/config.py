@@ -12,6 +12,7 @@ and the trainer's other ``[train]`` keys belong to the trainer and are ignored.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import tomllib
@@ -209,6 +210,10 @@ def config_from_dict(raw: Mapping[str, Any], where: str = "config") -> LoaderCon
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}: the top level must be a table of sections")
     train = _section(raw, "train", where)
+    for key in train:
+        mine = key in TrainSection.__dataclass_fields__
+        if isinstance(key, str) and not mine and not _trainers_key(f"train.{key}"):
+            raise _near_miss(where, key)
     picked = {
         "data": _xorl_sources(_section(raw, "data", where)),
         "eval": _section(raw, "eval", where),
@@ -360,16 +365,28 @@ def apply_overrides(
     return merged.validate()
 
 
-# The sections the loader reads; a job file's others ([model], [optimizer], ...) are the
-# trainer's, and so are the [train] keys other than TrainSection's.
-_LOADER_SECTIONS = ("data", "eval", "train")
+# KempnerForge's job-file sections that are the trainer's alone (its JobConfig's other
+# sub-configs); the [train] keys other than TrainSection's are the trainer's too.
+_TRAINER_SECTIONS = (
+    "model",
+    "optimizer",
+    "scheduler",
+    "distributed",
+    "checkpoint",
+    "metrics",
+    "profiling",
+)
 
 
 def _trainers_key(key: str) -> bool:
+    """Whether ``key`` is the trainer's (skipped). A [train] key that is a near miss of one of
+    the loader's (``train.batchsize``) is taken for a typo and refused, not skipped."""
     section, _, rest = key.partition(".")
     if section == "train":
-        return rest.split(".")[0] not in TrainSection.__dataclass_fields__
-    return section not in _LOADER_SECTIONS
+        name = rest.split(".")[0]
+        ours = list(TrainSection.__dataclass_fields__)
+        return name not in ours and not difflib.get_close_matches(name, ours, n=1, cutoff=0.8)
+    return section in _TRAINER_SECTIONS
 
 
 def trainer_overrides(overrides: Sequence[str]) -> list[str]:
@@ -382,12 +399,25 @@ def trainer_overrides(overrides: Sequence[str]) -> list[str]:
     return [key for key in keys if _OVERRIDE_KEY.fullmatch(key) and _trainers_key(key)]
 
 
+def _near_miss(where: str, key: str) -> ConfigError:
+    """A [train] key of the job file that is one letter or so from one the loader reads."""
+    ours = list(TrainSection.__dataclass_fields__)
+    (close,) = difflib.get_close_matches(key, ours, n=1, cutoff=0.8)
+    return ConfigError(
+        f"{where}: [train] key {key!r} is not one the loader reads, and is close to {close!r} "
+        f"(a typo?); the loader's [train] keys are {', '.join(ours)}"
+    )
+
+
 def _unknown_override(item: str, key: str) -> ConfigError:
     """An override naming a key the config does not have: say which, and what there is."""
     section, _, rest = key.partition(".")
     kinds = {"data": DataConfig, "eval": EvalConfig, "train": TrainSection}
     if section not in kinds:
-        known = f"sections are {', '.join(kinds)} (the trainer's others are not the loader's)"
+        known = (
+            f"sections are {', '.join(kinds)}, and KempnerForge's trainer's "
+            f"{', '.join(_TRAINER_SECTIONS)} are skipped"
+        )
     elif "." in rest:
         known = "see the keys of that table"
     else:
@@ -621,14 +651,27 @@ def data_seed(config: LoaderConfig) -> int:
     return config.train.seed if config.data.seed is None else config.data.seed
 
 
-def overridden_sources(data: DataConfig) -> dict[str, str]:
+def overridden_sources(data: DataConfig, ev: EvalConfig | None = None) -> dict[str, str]:
     """The source fields set but not read, each with the field that wins over it
     (KempnerForge's order: ``data.datasets``, then ``data.dataset_path``, then
-    ``data.hf_dataset_name``), for loader-check to show."""
-    given = [
-        ("data.datasets", bool(data.datasets)),
-        ("data.dataset_path", bool(data.dataset_path)),
-        ("data.hf_dataset_name", bool(data.hf_dataset_name)),
+    ``data.hf_dataset_name``; ``eval.dataset_path`` before ``eval.hf_dataset_name``), for
+    loader-check to show."""
+    orders = [
+        [
+            ("data.datasets", bool(data.datasets)),
+            ("data.dataset_path", bool(data.dataset_path)),
+            ("data.hf_dataset_name", bool(data.hf_dataset_name)),
+        ]
     ]
-    set_fields = [name for name, present in given if present]
-    return {name: set_fields[0] for name in set_fields[1:]}
+    if ev is not None:
+        orders.append(
+            [
+                ("eval.dataset_path", bool(ev.dataset_path)),
+                ("eval.hf_dataset_name", bool(ev.hf_dataset_name)),
+            ]
+        )
+    unread: dict[str, str] = {}
+    for given in orders:
+        set_fields = [name for name, present in given if present]
+        unread.update({name: set_fields[0] for name in set_fields[1:]})
+    return unread

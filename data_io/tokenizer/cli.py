@@ -19,6 +19,7 @@ from data_io.tokenizer.train import (
     DEFAULT_TRUNCATE_LEN,
     DEFAULT_VOCAB_SIZE,
     TRAINERS,
+    check_text_options,
     train_tokenizer,
 )
 from data_io.util.args import ROW_FILES, add_rows_and_output, memory_size
@@ -207,6 +208,15 @@ def _run(args: argparse.Namespace) -> int:
     prefix_config = _prefix_config(args.prefix_config)
     if args.compare and not args.eval:
         raise ConfigError("--compare needs --eval HELD_OUT: the text to compare them on")
+    check_text_options(
+        {
+            "text_field": args.text_field,
+            "doc_per_line": args.doc_per_line,
+            "counts_dir": args.counts,
+            "trainer": args.trainer,
+            "on_error": args.on_error,
+        }
+    )
     # Checked before training: a wrong held-out path, a bad held-out row or a damaged
     # reference must not cost a training run.
     left_out = check_held_out(args.eval, on_error=args.on_error) if args.eval else []

@@ -293,11 +293,10 @@ def _arrow_layout(texts: Any) -> tuple[np.ndarray, np.ndarray]:
 
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks() if texts.num_chunks != 1 else texts.chunk(0)
-    if isinstance(texts, pa.Array) and texts.type in (
-        pa.binary(),
-        pa.large_binary(),
-        pa.binary_view(),
-    ):
+    # binary_view exists from pyarrow 16 on (the project allows 15).
+    view = getattr(pa, "binary_view", None)
+    binary = (pa.binary(), pa.large_binary(), *([view()] if view is not None else []))
+    if isinstance(texts, pa.Array) and texts.type in binary:
         # Bytes, as a list of bytes is taken: checked as UTF-8 in the cast (one copy).
         try:
             texts = texts.cast(pa.large_string())

@@ -225,6 +225,11 @@ def _texts(path: Path, flaws: _Flaws) -> Iterator[str]:
             raise InputError(f"{path}: cannot evaluate on this file; held-out text is {suffixes}")
     except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read it ({exc}); fix or remove the file") from None
+    except Exception as exc:
+        # zstandard's ZstdError (a damaged .zst) is none of the above.
+        if type(exc).__module__.split(".")[0] != "zstandard":
+            raise
+        raise InputError(f"{path}: cannot read it ({exc}); fix or remove the file") from None
 
 
 def _open_jsonl(path: Path) -> IO[str]:
@@ -283,7 +288,9 @@ def _parquet_texts(path: Path, flaws: _Flaws) -> Iterator[str]:
         for number, values in enumerate(rows, first):
             kinds = [json_kind(v) for v in values if not isinstance(v, str)]
             if kinds:
-                flaws.bad_row(f"{path}: row {number}: a text is {kinds[0]}, not a string")
+                flaws.bad_row(
+                    f"{path}: row {number} (counted from 0): a text is {kinds[0]}, not a string"
+                )
                 continue
             yield from (value for value in values if value)
         first += batch.num_rows

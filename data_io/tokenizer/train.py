@@ -16,6 +16,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from data_io.errors import ConfigError
 from data_io.formats.prefix_config import load_prefix_config
@@ -165,11 +166,7 @@ def train_tokenizer(
     """
     # Every keyword argument, by name: the checks and the Rust core's options read them here.
     settings = {k: v for k, v in locals().items() if k not in ("inputs", "output")}
-    if text_field is None and doc_per_line:
-        raise ConfigError(
-            "--doc-per-line cuts the .txt files of raw text into documents; it needs "
-            "--text-field FIELD (rows are read by their instruction and response)"
-        )
+    check_text_options(settings)
     if text_field is not None:
         return _train_on_text(inputs, Path(output), settings)
     options, chosen = core_options(inputs, output, settings)
@@ -187,22 +184,34 @@ def train_tokenizer(
     )
 
 
-def _train_on_text(inputs: Sequence[str | Path], output: Path, settings: dict) -> TrainResult:
-    """``train_tokenizer(text_field=...)``: the raw text counted by ``text_counts``, then the
-    merge pass over those counts."""
-    from data_io.tokenizer.text_counts import count_text_sources, scratch_folder  # noqa: PLC0415  only raw-text runs read raw text
-
-    if settings["counts_dir"] is not None or settings["count_parts"]:
+def check_text_options(settings: dict[str, Any]) -> None:
+    """The raw-text options (``text_field``, ``doc_per_line``) against the others, before any
+    reading: the CLI asks this before it reads the held-out texts."""
+    if settings.get("text_field") is None:
+        if settings.get("doc_per_line"):
+            raise ConfigError(
+                "--doc-per-line cuts the .txt files of raw text into documents; it needs "
+                "--text-field FIELD (rows are read by their instruction and response)"
+            )
+        return
+    if settings.get("counts_dir") is not None or settings.get("count_parts"):
         raise ConfigError("--counts and scale-out counting read rows; drop --text-field")
-    if settings["trainer"] not in (None, "rust"):
+    if settings.get("trainer") not in (None, "rust"):
         raise ConfigError("raw text (--text-field) is counted by the rust trainer; drop --trainer")
-    if settings["on_error"] != "fail":
+    if settings.get("on_error", "fail") != "fail":
         raise ConfigError(
             "--on-error skip skips bad rows of cleaned rows; raw text (--text-field) is read as "
             "`data_io prepare` reads it, where a bad document (a row whose field is not a "
             "string) fails the run naming its file and line: fix or remove it, or drop "
             "--on-error skip"
         )
+
+
+def _train_on_text(inputs: Sequence[str | Path], output: Path, settings: dict) -> TrainResult:
+    """``train_tokenizer(text_field=...)``: the raw text counted by ``text_counts``, then the
+    merge pass over those counts."""
+    from data_io.tokenizer.text_counts import count_text_sources, scratch_folder  # noqa: PLC0415  only raw-text runs read raw text
+
     # The merge pass reads the counts alone: no rows, no per-file limits.
     merge = {**settings, "text_field": None, "doc_per_line": False, "prefix_config": None}
     core_options([], output, {**merge, "count_parts": ["-"]})  # checked before reading

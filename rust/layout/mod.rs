@@ -53,22 +53,43 @@ impl Default for LayoutTokens {
     }
 }
 
-/// A layout token must be one no text encodes to (a special, added token: data never injects
-/// a control token). A plain vocabulary token such as `a` is what the text "a" becomes, so a
-/// row's own text could stand for the condition or the boundary.
-fn check_text_cannot_spell(
-    encoder: &dyn TextEncoder,
-    roles: &[(String, &String, u32)],
-) -> Result<()> {
+/// One layout token as the command line gave it: its option, string, id and default.
+struct Role<'a> {
+    option: String,
+    token: &'a str,
+    id: u32,
+    default: Option<&'a str>,
+}
+
+impl<'a> Role<'a> {
+    fn new(option: String, token: &'a str, id: u32, default: Option<&'a String>) -> Self {
+        let default = default.map(String::as_str);
+        Role {
+            option,
+            token,
+            id,
+            default,
+        }
+    }
+}
+
+/// A layout token must be one no text encodes to (data never injects a control token): a
+/// plain vocabulary token such as `a`, or an added token not marked special, is what the text
+/// "a" becomes, so a row's own text could stand for the condition or the boundary.
+fn check_text_cannot_spell(encoder: &dyn TextEncoder, roles: &[Role<'_>]) -> Result<()> {
     let mut ids = Vec::new();
-    for (option, token, id) in roles {
+    for role in roles {
         ids.clear();
-        if encoder.encode_into(token, &mut ids).is_ok() && ids == [*id] {
+        if encoder.encode_into(role.token, &mut ids).is_ok() && ids == [role.id] {
+            let instead = match role.default {
+                Some(default) => format!(", such as this option's default {default}"),
+                None => String::new(),
+            };
             return Err(Error::Config(format!(
-                "{option}: the token {token:?} (id {id}) is a plain token of the vocabulary: \
-                 the text {token:?} in a row encodes to it too, so data could stand for the \
-                 control token; pass a special (added) token of the tokenizer, such as the \
-                 defaults <|im_start|>, <|im_end|>"
+                "{}: the token {:?} (id {}) is one that text encodes to: the text {:?} in a \
+                 row gives that id too, so data could stand for the control token; pass a \
+                 token the tokenizer marks special (an added token with \"special\": true){instead}",
+                role.option, role.token, role.id, role.token
             )));
         }
     }
@@ -110,13 +131,16 @@ impl Specials {
                 missing.join(", ")
             )));
         }
+        let defaults = LayoutTokens::default();
         let mut roles = vec![
-            ("--boq".to_string(), &tokens.boq, boq),
-            ("--eoq".to_string(), &tokens.eoq, eoq),
-            ("--eoa".to_string(), &tokens.eoa, eoa),
+            Role::new("--boq".into(), &tokens.boq, boq, Some(&defaults.boq)),
+            Role::new("--eoq".into(), &tokens.eoq, eoq, Some(&defaults.eoq)),
+            Role::new("--eoa".into(), &tokens.eoa, eoa, Some(&defaults.eoa)),
         ];
         for ((tag, token), (_, id)) in tokens.conditions.iter().zip(&conditions) {
-            roles.push((format!("--conditions {tag}=..."), token, *id));
+            let default = defaults.conditions.iter().find(|(t, _)| t == tag);
+            let option = format!("--conditions {tag}=...");
+            roles.push(Role::new(option, token, *id, default.map(|(_, k)| k)));
         }
         check_text_cannot_spell(encoder, &roles)?;
         for (i, (tag, _)) in tokens.conditions.iter().enumerate() {
@@ -501,7 +525,8 @@ pub(crate) mod tests {
                 .to_string();
             assert!(
                 err.contains("--conditions direct=...: the token \"a\" (id ")
-                    && err.contains("is a plain token of the vocabulary"),
+                    && err.contains("is one that text encodes to")
+                    && err.contains("this option's default <|object_ref_start|>"),
                 "{choice}: {err}"
             );
             let plain_eoa = LayoutTokens {
@@ -510,6 +535,10 @@ pub(crate) mod tests {
             };
             let err = Specials::resolve(&encoder, &plain_eoa).expect_err("a plain EOA");
             assert!(err.to_string().starts_with("--eoa: "), "{choice}: {err}");
+            assert!(
+                err.to_string().ends_with("default <|box_end|>"),
+                "{choice}: {err}"
+            );
         }
     }
 }

@@ -481,7 +481,10 @@ pub fn task_files_for(inputs: &[PathBuf], why: &str) -> Result<Inputs> {
             let real = std::fs::canonicalize(&source).unwrap_or_else(|_| source.clone());
             if let Some(previous) = files_at.insert(real.clone(), source.clone()) {
                 return Err(Error::Config(format!(
-                    "{} and {} are the same file ({}), reached through a symbolic link: it                      would be tokenized twice, as two tasks. Remove the link, or move the                      file it points to out of the inputs",
+                    "{} and {} are the same file ({}), reached through a symbolic link: its rows \
+                     would be read twice, as two tasks. Give the file once: remove one of the \
+                     two paths from the inputs (or copy the file, if its rows are meant to be \
+                     there twice)",
                     previous.display(),
                     source.display(),
                     real.display()
@@ -737,6 +740,10 @@ mod tests {
             .expect_err("the same file twice")
             .to_string();
         assert!(message.contains("are the same file"), "{message}");
+        assert!(
+            !message.contains("  "),
+            "one line, no runs of spaces: {message}"
+        );
         assert!(
             message.contains("x.jsonl), reached through a symbolic link"),
             "{message}"

@@ -400,9 +400,13 @@ def test_dataset_path_overrides_hf_dataset_name_as_in_kempnerforge(root: Path, c
     shards_alone = check_loader(load_config(write(root / "kf_one.toml", alone)), batches=1)
     assert (report["kind"], report["sources"]) == (shards_alone["kind"], shards_alone["sources"])
     print_report(report, as_json=False)
-    assert "note: data.dataset_path overrides data.hf_dataset_name, which is not read" in (
-        capsys.readouterr().out
-    )
+    shown = capsys.readouterr().out
+    assert "note: data.dataset_path overrides data.hf_dataset_name, which is not read" in shown
+    assert "note: eval.dataset_path overrides eval.hf_dataset_name, which is not read" in shown
+    assert report["overridden"] == {
+        "data.hf_dataset_name": "data.dataset_path",
+        "eval.hf_dataset_name": "eval.dataset_path",
+    }
 
 
 def test_kempnerforge_overrides_and_build_dataloader_overrides(root: Path) -> None:
@@ -426,6 +430,13 @@ def test_kempnerforge_overrides_and_build_dataloader_overrides(root: Path) -> No
     assert load_config(path, [*trainers, "--train.seed=5"]) == load_config(path, ["train.seed=5"])
     assert trainer_overrides(trainers) == ["train.max_steps", "optimizer.lr", "model.dim"]
     assert trainer_overrides(["data.num_workers=1", "train.seq_len=4"]) == []
+    # A typo is still refused: a section no job file has, a near miss of the loader's keys.
+    with pytest.raises(ConfigError, match=r"unknown key dat\.num_workers; sections are data"):
+        load_config(path, ["--dat.num_workers=7"])
+    with pytest.raises(ConfigError, match=r"unknown key train\.batchsize; \[train\] keys are"):
+        load_config(path, ["train.batchsize=3"])
+    with pytest.raises(ConfigError, match=r"\[train\] key 'batchsize' .* close to 'batch_size'"):
+        build_dataloader({"train": {"batchsize": 3}, "data": {"dataset_path": f"{root}/web"}})
     with pytest.raises(ConfigError, match=r"train\.batch_size must be >= 1"):
         build_dataloader(config, overrides=["train.batch_size=0"])
 

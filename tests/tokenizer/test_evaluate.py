@@ -109,6 +109,10 @@ def test_wrong_held_out_or_reference_fails_before_training(
     (tmp_path / "r.jsonl").write_text('{"instruction": 5, "response": "ok"}\n')
     assert main([*base, "--eval", str(tmp_path / "r.jsonl")]) == 1
     assert "r.jsonl:1: field 'instruction' is a number" in capsys.readouterr().err
+    # An option combination train_tokenizer refuses is refused before the held-out reading.
+    (tmp_path / "late.jsonl").write_text("not json\n")
+    assert main([*base, "--doc-per-line", "--eval", str(tmp_path / "late.jsonl")]) == 1
+    assert "--doc-per-line cuts the .txt files" in capsys.readouterr().err
     assert not out.exists()
 
 
@@ -132,6 +136,10 @@ def test_bad_held_out_files_are_named(tmp_path: Path) -> None:
     blank.write_text("\n\n")
     with pytest.raises(InputError, match="no text"):
         evaluate([blank], {"shipped": SHIPPED})
+    # A damaged .zst (zstandard's own error type, none of OSError's) is named, no traceback.
+    (tmp_path / "bad.jsonl.zst").write_bytes(b"garbage\n")
+    with pytest.raises(InputError, match=r"bad\.jsonl\.zst: cannot read it \(zstd .*fix or remove"):
+        evaluate([tmp_path / "bad.jsonl.zst"], {"shipped": SHIPPED})
     (tmp_path / "cut.parquet").write_bytes(b"PAR1 not really")
     with pytest.raises(InputError, match=r"cut\.parquet: not a readable Parquet file"):
         evaluate([tmp_path / "cut.parquet"], {"shipped": SHIPPED})
@@ -167,7 +175,9 @@ def test_bad_held_out_rows_fail_or_are_skipped_and_counted(tmp_path: Path) -> No
     assert evaluate([rows], {"shipped": SHIPPED}, on_error="skip")[0].bad_rows == 1
     pq.write_table(pa.table({"instruction": ["a b", None], "response": ["c", "d"]}),
                    tmp_path / "n.parquet")  # fmt: skip
-    with pytest.raises(InputError, match=r"n\.parquet: row 1: a text is null, not a string"):
+    with pytest.raises(
+        InputError, match=r"n\.parquet: row 1 \(counted from 0\): a text is null, not a string"
+    ):
         evaluate([tmp_path / "n.parquet"], {"shipped": SHIPPED})
     (result,) = evaluate([tmp_path / "n.parquet"], {"shipped": SHIPPED}, on_error="skip")
     assert (result.texts, result.bad_rows) == (2, 1)
