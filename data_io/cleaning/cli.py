@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from data_io.cleaning.registry import Entry, entries, find
-from data_io.cleaning.runner import add_run_arguments, run_and_report
+from data_io.cleaning.runner import INTERRUPTED, add_run_arguments, run_and_report
 from data_io.cleaning.sources import HubDataset
 from data_io.errors import ConfigError
 
@@ -106,11 +106,20 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(
             "--plan-dir applies to --executor runs: add --executor local (or drop it)"
         )
-    failed = []
+    failed, done = [], []
     for entry in chosen:
         assert entry.cleaner is not None
-        if run_and_report(entry.cleaner, args.source, args.out, quiet=args.quiet) != 0:
-            failed.append(entry.name)
+        code = run_and_report(entry.cleaner, args.source, args.out, quiet=args.quiet)
+        if code == INTERRUPTED:
+            # Ctrl-C stops the run, not only the cleaner it reached.
+            finished = ", ".join(done) or "none"
+            print(
+                f"clean: stopped by Ctrl-C at {entry.name}; {len(done)} of {len(chosen)} "
+                f"cleaner(s) finished before it ({finished}), the rest not run",
+                file=sys.stderr,
+            )
+            return INTERRUPTED
+        (failed if code != 0 else done).append(entry.name)
     if failed:
         print(
             f"clean: {len(failed)} of {len(chosen)} cleaner(s) failed: {', '.join(failed)} "

@@ -332,6 +332,10 @@ def _forget_outputs_not_written(
     return removed
 
 
+# The exit code of a run stopped by Ctrl-C (128 + SIGINT), as the shell gives it.
+INTERRUPTED = 130
+
+
 def run_and_report(
     cleaner: Cleaner, source: Path | None, out: Path | None, *, quiet: bool = False
 ) -> int:
@@ -346,7 +350,7 @@ def run_and_report(
         return 1
     except KeyboardInterrupt:
         print(f"clean {cleaner.name}: interrupted; nothing was written", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     if not quiet:
         print(report.format())
     return 0

@@ -300,11 +300,22 @@ def _sbatch(sbatch: str, *args: str) -> str:
         raise SlurmError(
             f"sbatch did not answer in {CLIENT_TIMEOUT} s: {shlex.join(command)}"
         ) from None
-    job_id = done.stdout.strip().split(";")[0]
-    if done.returncode != 0 or not job_id.isdigit():
+    if done.returncode != 0:
         raise SlurmError(
             f"sbatch failed (exit {done.returncode}): {shlex.join(command)}\n"
             f"{(done.stderr or done.stdout).strip()}"
+        )
+    # --parsable prints "ID" or "ID;cluster"; a wrapper may print sbatch's own sentence.
+    job_id = done.stdout.strip().split(";")[0]
+    if not job_id.isdigit():
+        said = re.search(r"Submitted batch job (\d+)", done.stdout)
+        job_id = said.group(1) if said else ""
+    if not job_id:
+        raise SlurmError(
+            f"sbatch exited 0 but printed no job id: {shlex.join(command)}\n"
+            f"{(done.stdout or done.stderr).strip() or '(no output)'}\n"
+            "The job may be queued all the same: check `squeue --me` (and `scancel` it if it "
+            "is there) before running the command again or `data_io resume`"
         )
     return job_id
 

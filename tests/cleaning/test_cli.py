@@ -104,6 +104,30 @@ def test_one_failure_fails_the_run_but_not_the_others(
     assert (tmp_path / "data" / "Platypus" / "arb_math.jsonl").exists()
 
 
+def test_ctrl_c_stops_the_whole_run_with_130(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C in one cleaner was counted as that cleaner's failure, and the next one ran."""
+    from data_io.cleaning import runner
+
+    _raw_data(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    real = runner.run_cleaner
+
+    def interrupted_at_flan(cleaner, *args, **kwargs):
+        if cleaner.name.startswith("flan"):
+            raise KeyboardInterrupt
+        return real(cleaner, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "run_cleaner", interrupted_at_flan)
+    flan = next(e.name for e in entries() if e.name.startswith("flan"))
+    assert main(["clean", "arb", flan, "gsm8k_train", "--quiet"]) == 130
+    err = capsys.readouterr().err
+    assert f"clean {flan}: interrupted; nothing was written" in err
+    assert f"clean: stopped by Ctrl-C at {flan}; 1 of 3 cleaner(s) finished before it (arb)" in err
+    assert "failed" not in err and "gsm8k_train" not in err  # not run, not called failed
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

@@ -251,6 +251,31 @@ def test_a_refused_submission_reports_sbatch_s_error(tmp_path, monkeypatch):
         submit_slurm(manifest, manifest.units, options)
 
 
+@pytest.mark.parametrize(
+    ("says", "job"),
+    [("Submitted batch job 4242", "4242"), ("Welcome to the cluster! Job accepted.", None)],
+)
+def test_sbatch_that_exits_0_without_a_parsable_id(tmp_path, monkeypatch, says, job):
+    # A wrapper that prints sbatch's sentence (ignoring --parsable) is read; one that prints no
+    # id is not called "failed": the job may be queued, and the message says to look first.
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "sbatch").write_text(f"#!/bin/sh\necho '{says}'\n")
+    (fake / "sbatch").chmod(0o755)
+    monkeypatch.setenv("PATH", str(fake))
+    manifest = _plan_of(2, tmp_path / "out")
+    options = SlurmOptions({}, max_array_size=10)
+    if job is not None:
+        submission = submit_slurm(manifest, manifest.units, options)
+        assert submission.describe().startswith(f"2 units as Slurm array job {job}")
+        return
+    with pytest.raises(SlurmError) as info:
+        submit_slurm(manifest, manifest.units, options)
+    message = str(info.value)
+    assert message.startswith("sbatch exited 0 but printed no job id") and "failed" not in message
+    assert "Welcome to the cluster" in message and "check `squeue --me`" in message
+
+
 def test_slurm_options_become_sbatch_lines(tmp_path, monkeypatch):
     fake = tmp_path / "bin"
     fake.mkdir()
