@@ -115,8 +115,61 @@ fn run_tokenize<T: Serialize + Send>(
     work: impl FnOnce(&TokenizeOptions) -> Result<T, Error> + Send,
 ) -> PyResult<String> {
     let options = tokenize_options(options).map_err(|e| to_py_err(py, e))?;
-    let report = py.detach(|| work(&options)).map_err(|e| to_py_err(py, e))?;
+    let report = interruptible(py, || work(&options))?;
     to_json(&report)
+}
+
+/// `work` without the GIL, on a thread of its own, while this thread asks Python for
+/// signals every tenth of a second: on Ctrl-C (or any signal handler that raises) the work is
+/// asked to stop (`interrupt`), awaited, and the handler's exception (`KeyboardInterrupt`)
+/// raised in place of its result. A short call costs one thread start; none waits the tenth.
+fn interruptible<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce() -> Result<T, Error> + Send,
+) -> PyResult<T> {
+    use std::sync::{Condvar, Mutex};
+    use std::time::Duration;
+    let finished = (Mutex::new(false), Condvar::new());
+    std::thread::scope(|scope| {
+        let worker = scope.spawn(|| {
+            // Said done however the work ends (a panic too), so the waiting below stops.
+            struct Done<'a>(&'a (Mutex<bool>, Condvar));
+            impl Drop for Done<'_> {
+                fn drop(&mut self) {
+                    *self.0 .0.lock().unwrap_or_else(|e| e.into_inner()) = true;
+                    self.0 .1.notify_all();
+                }
+            }
+            let _done = Done(&finished);
+            work()
+        });
+        let wait = || {
+            let (lock, signal) = &finished;
+            let done = lock.lock().unwrap_or_else(|e| e.into_inner());
+            let (done, _) = signal
+                .wait_timeout_while(done, Duration::from_millis(100), |done| !*done)
+                .unwrap_or_else(|e| e.into_inner());
+            *done
+        };
+        let outcome = loop {
+            if py.detach(wait) {
+                break Ok(());
+            }
+            if let Err(signal) = py.check_signals() {
+                break Err(signal);
+            }
+        };
+        if outcome.is_err() {
+            crate::interrupt::set(true);
+        }
+        let result = py.detach(|| worker.join());
+        crate::interrupt::set(false);
+        outcome?;
+        match result {
+            Ok(result) => result.map_err(|e| to_py_err(py, e)),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    })
 }
 
 /// Tokenize every row file (.jsonl, .jsonl.gz, .jsonl.zst, .parquet) under the options' inputs
@@ -238,7 +291,7 @@ fn run_train<T: Serialize + Send>(
     work: impl FnOnce(&TrainOptions) -> Result<T, Error> + Send,
 ) -> PyResult<String> {
     let options = train_options(options).map_err(|e| to_py_err(py, e))?;
-    let report = py.detach(|| work(&options)).map_err(|e| to_py_err(py, e))?;
+    let report = interruptible(py, || work(&options))?;
     to_json(&report)
 }
 

@@ -7,6 +7,7 @@ pub mod byte_masks;
 pub mod encoder;
 pub mod error;
 pub mod fs;
+pub mod interrupt;
 pub mod layout;
 pub mod prepare;
 pub mod progress;

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -119,7 +120,12 @@ def _workers(pool: ProcessPoolExecutor) -> list:
 
 def _start_worker(threads: int, parent: int) -> None:
     """Each worker's first act: die with the parent (SIGKILL when it ends, however it ends),
-    then take its thread budget."""
+    leave Ctrl-C to the parent, then take its thread budget.
+
+    A terminal's Ctrl-C reaches the whole process group: a worker interrupted inside the
+    pool's queue code died holding its lock, and the parent, done and exiting, then waited
+    for the pool's manager thread forever. The parent stops the workers itself."""
     die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ[THREADS_VARIABLE] = str(threads)
     os.environ["RAYON_NUM_THREADS"] = str(threads)

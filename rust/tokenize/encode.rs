@@ -101,6 +101,7 @@ pub(super) fn encode_span(
     // The runs' token buffers, handed back once written: a fresh buffer grew by copying.
     let spares = Spares::default();
     loop {
+        crate::interrupt::check()?; // between batches: Ctrl-C stops a file of any size
         let batch = match next.take() {
             None => break,
             Some(Ok(batch)) => batch,

@@ -237,6 +237,9 @@ fn run(given: &TokenizeOptions, threads: usize) -> Result<TokenizeReport> {
         })
         .collect();
     bar.finish_and_clear();
+    // Stopped by Ctrl-C: the tasks done are in place, the others as they were; nothing more
+    // is written (the next run finds what is left).
+    crate::interrupt::check()?;
     reports.extend(done);
     reports.sort_by(|a, b| a.task.cmp(&b.task));
 
@@ -435,6 +438,9 @@ fn tokenize_task(
     progress: &ByteProgress,
 ) -> FileReport {
     let started = Instant::now();
+    if let Err(stopped) = crate::interrupt::check() {
+        return failed_report(task, &stopped, 0.0); // not started: left as it was
+    }
     let tmp = ctx.options.output.join(hidden_name(TMP_PREFIX, &task.name));
     let result = write_task(ctx, task, &tmp, progress);
     // The file's whole share, however far reading got (a failed file is done too).

@@ -126,6 +126,7 @@ pub fn train_bpe_with(
     let mut arena = symbols(&words, &vocab);
     // The words are in the arena now, as symbols.
     drop(words);
+    crate::interrupt::check()?;
 
     // A pair counted fewer than `min_frequency` times is never merged: a pair's count is
     // biggest when its occurrences are formed and only falls after, and every formation pushes
@@ -150,6 +151,7 @@ pub fn train_bpe_with(
         }
     }
 
+    crate::interrupt::check()?;
     let mut merges = Vec::new();
     let mut in_words = Vec::new();
     let mut changes = Changes::default();
@@ -176,6 +178,9 @@ pub fn train_bpe_with(
         arena.merge(&in_words, left, right, new, &mut changes);
         apply(&mut changes, &mut pair_counts, &mut queue, least)?;
         on_token(vocab.tokens.len());
+        if merges.len() % 256 == 0 {
+            crate::interrupt::check()?; // a large vocabulary merges for minutes
+        }
     }
     Ok(Bpe {
         vocab: vocab.tokens,

@@ -134,13 +134,16 @@ pub fn train(
                 report.counted_bytes += file.text_bytes;
                 files.insert(file.task.clone(), file);
             }
+            crate::interrupt::check()?;
             let (tables, spilled) = counting.finish_parts()?;
             memory.extend(tables);
             runs.extend(spilled);
         }
     }
     bar.finish_and_clear();
+    crate::interrupt::check()?; // each phase boundary: the phases take seconds each
     let words = merge_runs_to_table(memory, runs, &header, &spill_parent)?;
+    crate::interrupt::check()?;
     report.spill = counting.stats().clone();
     drop(counting);
     report.words = words.len() as u64;

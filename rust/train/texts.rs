@@ -266,6 +266,7 @@ pub fn for_each_batch(
         });
         // The reader ends when the receiver goes (here, on an error) or its files do.
         while let Ok(batch) = received.recv() {
+            crate::interrupt::check()?; // dropping the receiver stops the reader too
             each(&batch)?;
         }
         Ok::<(), Error>(())

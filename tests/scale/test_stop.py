@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -86,7 +87,11 @@ def _descendants(pid: int) -> set[int]:
 
 
 def _start_run(
-    tmp_path: Path, workers: int = 2, executor: tuple[str, ...] = ("local",)
+    tmp_path: Path,
+    workers: int = 2,
+    executor: tuple[str, ...] = ("local",),
+    *,
+    new_session: bool = False,
 ) -> tuple[subprocess.Popen, Path]:
     """``data_io tokenize --executor local`` on many small files, each unit slowed to 30 s;
     returns once every worker has started a unit. Its output goes to files: a pipe would be
@@ -115,7 +120,7 @@ def _start_run(
             [sys.executable, "-m", "data_io", "tokenize", str(inputs), "-o", str(out),
              "--tokenizer-path", str(TOKENIZER), "--executor", *executor, "--workers",
              str(workers), "--threads-per-unit", "1"],
-            env=env, stdout=stdout, stderr=stderr,
+            env=env, stdout=stdout, stderr=stderr, start_new_session=new_session,
         )  # fmt: skip
     units = out / ".data_io_scale" / "units"
     deadline = time.monotonic() + 120
@@ -173,6 +178,49 @@ def test_sigterm_stops_the_workers_says_how_to_resume_and_exits_143(tmp_path: Pa
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert (out / "f0.jsonl" / "tokens.npy").is_file()
+
+
+@pytest.mark.parametrize("slow", [True, False], ids=["workers-in-units", "workers-between-units"])
+def test_ctrl_c_to_the_whole_group_stops_the_run_and_exits_130(tmp_path: Path, slow: bool) -> None:
+    """A terminal's Ctrl-C reaches the workers too. One interrupted between units, inside the
+    pool's queue, died holding its lock, and the run, having said "interrupted", then waited
+    forever at exit (many quick units keep the workers there often)."""
+    if slow:
+        run, out = _start_run(tmp_path, new_session=True)
+    else:
+        inputs = tmp_path / "in"
+        inputs.mkdir()
+        for k in range(3000):
+            row = {"condition": "direct", "instruction": f"q{k}", "response": "a"}
+            (inputs / f"f{k:04d}.jsonl").write_text(json.dumps(row) + "\n")
+        out = tmp_path / "out"
+        with open(tmp_path / "stderr", "w") as stderr:
+            run = subprocess.Popen(
+                [sys.executable, "-m", "data_io", "tokenize", str(inputs), "-o", str(out),
+                 "--tokenizer-path", str(TOKENIZER), "--executor", "local", "--workers", "2",
+                 "--threads-per-unit", "1", "--unit-mb", "1"],
+                env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
+                stderr=stderr, start_new_session=True,
+            )  # fmt: skip
+        units = out / ".data_io_scale" / "units"
+        deadline = time.monotonic() + 120
+        while len(list(units.glob("*.done")) if units.is_dir() else []) < 20:
+            assert run.poll() is None, (tmp_path / "stderr").read_text()
+            assert time.monotonic() < deadline, "no unit finished"
+            time.sleep(0.02)
+    try:
+        workers = _workers_of(run, out)
+        os.killpg(run.pid, signal.SIGINT)  # as a terminal sends it: to the process group
+        run.wait(timeout=60)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+    stderr = (tmp_path / "stderr").read_text()
+    assert run.returncode == 130, stderr
+    assert _wait_gone(workers) == set(), "worker processes outlived the run"
+    assert re.search(r"stopped by Ctrl-C: \d+ units done, \d+ left", stderr), stderr
+    assert "Traceback" not in stderr
 
 
 def test_sigkill_takes_the_workers_with_it(tmp_path: Path) -> None:
