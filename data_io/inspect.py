@@ -41,6 +41,11 @@ from typing import Any
 import numpy as np
 
 from data_io.errors import InputError
+from data_io.formats.provenance import (
+    check_interrupted_tokenize,
+    read_task_origin,
+    untokenized_sources,
+)
 from data_io.formats.sampled import _sampled_epochs, open_epoch, open_tokens, read_metadata
 from data_io.formats.shards import read_bin_dtype
 from data_io.prepare.shards import npy_header
@@ -566,6 +571,13 @@ def _inspect_tokenized(folder: Path, documents: int, tokenizer: str | None) -> I
             )
     report.tables["tasks"] = rows_table
     report.facts["tasks"] = len(rows_table)
+    # What sample says of an interrupted or unfinished tokenize run, said here too.
+    origins = [read_task_origin(task) for task in selection.folders if task not in suspects]
+    try:
+        report.notes += check_interrupted_tokenize(folder, info, origins)
+    except InputError as err:  # tasks lost mid-replacement: sample refuses the folder
+        report.problems.append(str(err))
+    report.notes += untokenized_sources(folder, info, origins, sampling=False)
     path = tokenizer or info.get("tokenizer_path")
     if documents and first_task is not None and path and Path(path).exists():
         tokens, starts, middles, ends = first_task

@@ -176,6 +176,31 @@ def test_tokenized_folder(rows_dir: Path, small_tokenizer: Path, tmp_path: Path)
     assert any("differ in length" in p for p in inspect_path(tmp_path / "tok").problems)
 
 
+def test_a_tokenized_folder_of_an_interrupted_run_is_noted_as_sample_notes_it(
+    rows_dir: Path, small_tokenizer: Path, tmp_path: Path
+):
+    """A run stopped midway left a temporary and files without their tasks: inspect said
+    "ok" where sample warned."""
+    import shutil
+
+    from data_io.tokenize import tokenize
+
+    out = tmp_path / "tok"
+    tokenize([rows_dir], out, tokenizer_path=small_tokenizer, progress=False)
+    assert inspect_path(out).notes == []
+    lost = next(p for p in sorted(out.iterdir()) if p.is_dir())
+    shutil.rmtree(lost)  # as if its tokenize had not run yet
+    (out / ".data_io-tmp-x.jsonl-123").mkdir()
+    report = inspect_path(out)
+    assert report.ok
+    assert any("1 half-written folder(s) of an interrupted tokenize run" in n for n in report.notes)
+    assert any(
+        f"1 row file(s) under the tokenizer's inputs have no task in {out} ({lost.name})" in n
+        and "a sample of this folder would leave them out" in n
+        for n in report.notes
+    ), report.notes
+
+
 def test_not_a_folder(tmp_path: Path):
     with pytest.raises(InputError, match="not a folder"):
         inspect_path(tmp_path / "nope")

@@ -246,7 +246,11 @@ def check_interrupted_tokenize(
 
 
 def untokenized_sources(
-    tokenized_path: Path, info: Mapping[str, Any], tasks: Sequence[TaskOrigin]
+    tokenized_path: Path,
+    info: Mapping[str, Any],
+    tasks: Sequence[TaskOrigin],
+    *,
+    sampling: bool = True,
 ) -> list[str]:
     """A note when row files under the tokenizer's recorded inputs have no task in
     ``tokenized_path`` (their tokenize failed, or has not run since they were added): the
@@ -265,11 +269,13 @@ def untokenized_sources(
     missing = [task for task, _ in expected if task not in present]
     if not missing:
         return []
+    left_out = "this sample leaves" if sampling else "a sample of this folder would leave"
+    then = ", then sample again" if sampling else ""
     return [
         f"{len(missing)} row file(s) under the tokenizer's inputs have no task in "
         f"{tokenized_path} ({_listing(missing)}): their tokenize failed or has not run since "
-        f"they were added, and this sample leaves them out; to include them, run "
-        f"`{repair_command(tokenized_path, info, tasks)}`, then sample again"
+        f"they were added, and {left_out} them out; to include them, run "
+        f"`{repair_command(tokenized_path, info, tasks)}`{then}"
     ]
 
 
