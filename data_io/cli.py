@@ -105,18 +105,27 @@ def parse_command_line(argv: list[str]) -> argparse.Namespace:
     if unknown:
         _take_dotted_overrides(parser, args, argv, unknown)
     command = getattr(parser, "data_io_commands", {}).get(getattr(args, "command", None))
-    args.option_names = _option_names(command) if command is not None else {}
+    args.option_names = _option_names(command, argv) if command is not None else {}
     return args
 
 
-def _option_names(command: argparse.ArgumentParser) -> dict[str, str]:
+def _option_names(command: argparse.ArgumentParser, argv: list[str]) -> dict[str, str]:
     """Each option's Python name (``val_fraction``) and how the command line spells it
-    (``--val-fraction``), for messages of the API, which name its parameters."""
+    (``--val-fraction``), for messages of the API, which name its parameters: the spelling
+    the user typed where an option has several (MyPT's ``--val_fraction``)."""
+    typed = {arg.split("=", 1)[0] for arg in argv if arg.startswith("--")}
     names = {}
     for action in command._actions:  # argparse keeps them only in this field
         long = [o for o in action.option_strings if o.startswith("--")]
         if long and action.dest not in (argparse.SUPPRESS, "help"):
-            names[action.dest] = max(long, key=len)
+            used = [o for o in long if o in typed]
+            names[action.dest] = used[0] if used else max(long, key=len)
+    # A spelling of another option's that the user typed instead (MyPT's --val_fraction for
+    # --val-fraction, declared as an option of its own).
+    for dest, option in names.items():
+        alias = next((o for o in typed if o != option and o.replace("_", "-") == option), None)
+        if alias is not None:
+            names[dest] = alias
     return names
 
 

@@ -338,8 +338,9 @@ def plan_run(
         dtype, format = _mypt_shards(dtype, format)
         if tokenizer not in ("gpt2", "char"):
             raise ConfigError(
-                f"layout mypt is for MyPT's tokenizers, gpt2 and char (its trainer knows no "
-                f"other), not {tokenizer!r}; use --layout data_io for other tokenizers"
+                f"MyPT's layout (chosen by MyPT's flags, such as --tokenization, or by --layout "
+                f"mypt) is for MyPT's tokenizers gpt2 and char (its trainer knows no other), "
+                f"not {tokenizer!r}: pass one of them, or --layout data_io for another tokenizer"
             )
     if not isinstance(text_field, str) or not text_field:
         raise ConfigError(f"text_field must be a non-empty string, got {text_field!r}")

@@ -129,9 +129,25 @@ def describe(manifest: Manifest, report: Status) -> str:
             f"fix what the failed units name, then run what is left with `data_io resume "
             f"{manifest.path}` (a changed input file: run the planning command again instead)"
         )
+    elif counts["pending"] and (submitted := _last_slurm_submission(manifest)) is not None:
+        # Pending may mean queued: say which jobs, not only how to run them here.
+        jobs = ", ".join([*submitted.get("array_jobs", []), str(submitted.get("finalize_job"))])
+        lines.append(
+            f"submitted to Slurm as job(s) {jobs} (scripts and logs in {submitted.get('folder')}): "
+            f"`squeue -j {jobs.replace(', ', ',')}` shows what still waits or runs; "
+            f"`data_io resume {manifest.path}` runs what is left once they are gone"
+        )
     elif counts["pending"]:
         lines.append(f"run what is left with `data_io resume {manifest.path}`")
     return "\n".join(lines)
+
+
+def _last_slurm_submission(manifest: Manifest) -> dict[str, Any] | None:
+    """The plan's last Slurm submission as its record lists it, if any."""
+    submissions = (manifest.executor or {}).get("slurm_submissions")
+    if isinstance(submissions, list) and submissions and isinstance(submissions[-1], dict):
+        return submissions[-1]
+    return None
 
 
 def _span_words(span: Any) -> str:

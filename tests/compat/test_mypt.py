@@ -335,7 +335,9 @@ def test_help_lists_mypts_spellings_as_aliases():
         ("--dtype uint16", "layout mypt writes uint32 shards"),
         ("--format npy", "layout mypt writes raw .bin shards"),
         ("--tokenization gpt2 --tokenizer-path x", "unrecognized arguments"),
-        ("--tokenizer Qwen/Qwen3", "layout mypt is for MyPT's tokenizers"),
+        ("--tokenizer Qwen/Qwen3", "MyPT's layout (chosen by MyPT's flags"),
+        # In the words the user typed: MyPT's spelling of the option, not ours.
+        ("--val_fraction 1.5", "--val_fraction must be a number in [0, 1), got 1.5"),
     ],
 )
 def test_contradicting_mypt_flags_are_refused_before_any_work(tmp_path, extra, message):

@@ -268,6 +268,12 @@ def test_sbatch_that_exits_0_without_a_parsable_id(tmp_path, monkeypatch, says, 
     if job is not None:
         submission = submit_slurm(manifest, manifest.units, options)
         assert submission.describe().startswith(f"2 units as Slurm array job {job}")
+        # status names the queued jobs, where it said only "run what is left with resume".
+        from data_io.scale.status import describe, status
+
+        shown = describe(manifest, status(manifest))
+        assert f"submitted to Slurm as job(s) {job}, {job} (scripts and logs in" in shown
+        assert f"`squeue -j {job},{job}` shows what still waits or runs" in shown
         return
     with pytest.raises(SlurmError) as info:
         submit_slurm(manifest, manifest.units, options)
