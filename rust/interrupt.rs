@@ -12,12 +12,8 @@ use crate::error::{Error, Result};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
-/// Whether the call in progress was asked to stop.
-pub fn requested() -> bool {
-    STOP.load(Ordering::Relaxed)
-}
-
 /// Ask the call in progress to stop (the bindings, on Ctrl-C), or clear the request after it.
+/// One flag for the process: a Ctrl-C stops every call in progress, as it stops the process.
 pub fn set(stop: bool) {
     STOP.store(stop, Ordering::Relaxed);
 }
