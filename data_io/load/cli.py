@@ -68,7 +68,9 @@ def _register_pack(subparsers: Any) -> None:
     export.add_argument(
         "-o", "--output", required=True, metavar="OUT.parquet", help="Parquet file to write"
     )
-    export.add_argument("--epoch", type=int, default=0, metavar="N", help="epoch to export (0)")
+    export.add_argument(
+        "--epoch", type=int, default=0, metavar="N", help="epoch to export (default: 0)"
+    )
     export.set_defaults(run=_run_export)
 
 
