@@ -8,7 +8,8 @@ retried: it would fail again; its record says why (so does any other exception o
 
 Workers die with this process however it ends (``prctl(PR_SET_PDEATHSIG)``, SIGKILL included),
 and SIGTERM (or Ctrl-C) stops them first: the run says how many units are done and how to
-resume, then exits with 128 + the signal's number.
+resume, then exits with 128 + the signal's number. Both signals only set a flag that the wait
+for the units reads (``processes.StopFlag``: an exception inside that wait leaves locks held).
 """
 
 from __future__ import annotations
@@ -23,7 +24,13 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from data_io.scale.manifest import Manifest, Unit
-from data_io.scale.processes import Stopped, die_with_parent, sigterm_raises, stop_processes
+from data_io.scale.processes import (
+    StopFlag,
+    Stopped,
+    die_with_parent,
+    sigterm_sets_flag,
+    stop_processes,
+)
 from data_io.scale.progress import UnitProgress
 from data_io.scale.status import stopped_message
 from data_io.scale.units import run_unit
@@ -50,11 +57,11 @@ def run_local(
     bar = UnitProgress(left, progress)
     failed: list[Unit] = []
     try:
-        with sigterm_raises():
+        with sigterm_sets_flag(ctrl_c=True) as stop:
             for _ in range(retries + 1):
                 if not left:
                     break
-                left = _one_pool(manifest.path, left, workers, threads, bar, failed)
+                left = _one_pool(manifest.path, left, workers, threads, bar, failed, stop)
     except (Stopped, KeyboardInterrupt) as stop:
         bar.close()
         print(stopped_message(manifest, stop), file=sys.stderr, flush=True)
@@ -72,8 +79,10 @@ def _one_pool(
     threads: int,
     bar: UnitProgress,
     failed: list[Unit],
+    stop: StopFlag,
 ) -> list[Unit]:
-    """One pool over ``units``; the units lost to a dead worker. Failed units go to ``failed``."""
+    """One pool over ``units``; the units lost to a dead worker. Failed units go to ``failed``.
+    A signal is acted on between waits (``stop``), never inside one (see ``StopFlag``)."""
     context = multiprocessing.get_context("spawn")
     lost: list[Unit] = []
     pool = ProcessPoolExecutor(
@@ -85,8 +94,10 @@ def _one_pool(
     try:
         futures: dict[Future, Unit] = {pool.submit(run_unit, str(path), u.id): u for u in units}
         pending = set(futures)
+        stop.check()
         while pending:
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            finished, pending = wait(pending, timeout=_POLL_SECONDS, return_when=FIRST_COMPLETED)
+            stop.check()
             for future in finished:
                 unit = futures[future]
                 try:
@@ -107,6 +118,10 @@ def _one_pool(
         raise
     pool.shutdown(wait=True)
     return lost
+
+
+# How often a pool's wait looks at the stop flag: a signal is answered within this.
+_POLL_SECONDS = 0.1
 
 
 def _workers(pool: ProcessPoolExecutor) -> list:

@@ -82,35 +82,43 @@ def sigterm_raises() -> Iterator[None]:
 
 
 class StopFlag:
-    """Set by SIGTERM within :func:`sigterm_sets_flag`; :meth:`check` raises :class:`Stopped`
-    once it is. For loops that wait inside an extension (Ray's ``wait``) that cannot take an
-    exception raised by a signal handler."""
+    """Set by SIGTERM (and Ctrl-C, when asked) within :func:`sigterm_sets_flag`; :meth:`check`
+    raises :class:`Stopped` (KeyboardInterrupt for Ctrl-C) once it is. For loops that wait
+    where an exception raised by a signal handler does harm: inside an extension (Ray's
+    ``wait``), or inside ``concurrent.futures.wait``, which holds every future's lock while it
+    sets up, so that an exception there leaves some held and the pool's own thread, then the
+    interpreter's exit, waits for them forever."""
 
     def __init__(self) -> None:
         self.signum: int | None = None
 
     def check(self) -> None:
+        if self.signum == signal.SIGINT:
+            raise KeyboardInterrupt
         if self.signum is not None:
             raise Stopped(self.signum)
 
 
 @contextlib.contextmanager
-def sigterm_sets_flag() -> Iterator[StopFlag]:
-    """Within the block, SIGTERM only sets the flag yielded (main thread only; elsewhere
-    the flag is never set)."""
+def sigterm_sets_flag(*, ctrl_c: bool = False) -> Iterator[StopFlag]:
+    """Within the block, SIGTERM (and SIGINT with ``ctrl_c``) only sets the flag yielded
+    (main thread only; elsewhere the flag is never set)."""
     flag = StopFlag()
     if threading.current_thread() is not threading.main_thread():
         yield flag
         return
 
     def handler(signum: int, _frame: object) -> None:
-        flag.signum = signum
+        if flag.signum is None:  # the first signal says how the run stopped
+            flag.signum = signum
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    signums = (signal.SIGTERM, signal.SIGINT) if ctrl_c else (signal.SIGTERM,)
+    previous = {signum: signal.signal(signum, handler) for signum in signums}
     try:
         yield flag
     finally:
-        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+        for signum, before in previous.items():
+            signal.signal(signum, before if before is not None else signal.SIG_DFL)
 
 
 def stop_processes(processes: Sequence[object], grace: float = 5.0) -> None:
