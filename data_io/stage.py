@@ -14,20 +14,29 @@ from __future__ import annotations
 import hashlib
 import importlib
 import inspect
+import os
 import socket
 import time
-from collections.abc import Callable
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from data_io.errors import ConfigError
+from data_io.formats.raw_text import json_kind
 from data_io.util.cache import cache_root
 
 # Input per unit unless --unit-mb says otherwise; a bigger file is cut into byte ranges.
 DEFAULT_UNIT_MB = 256
 # Set by executors that run several units per process with their own thread budget.
 THREADS_VARIABLE = "DATA_IO_UNIT_THREADS"
+# What a message about a damaged or edited plan says to do.
+PLAN_AGAIN = (
+    "the plan was damaged or edited: plan the run again (remove the plan folder and re-run "
+    "the command with --executor)"
+)
 
 # Scalable stages by the name a plan records -> the module whose ``STAGE`` implements them.
 STAGES: dict[str, str] = {
@@ -108,6 +117,115 @@ def planned_options(
     return {**defaults, **given}
 
 
+def check_planned_options(
+    function: Callable[..., Any],
+    options: object,
+    *,
+    stage: str,
+    leave_out: tuple = (),
+    fields: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``options`` as a saved plan holds them: keyword-only options of ``function`` but
+    ``leave_out`` (``planned_options``'s dict; one left out takes its default, as in a plan
+    written before the option existed), of the types its signature says, and the plan's own
+    ``fields`` (name -> type, required; also an option the plan records in another form than
+    the signature's). See ``check_fields``."""
+    hints = typing.get_type_hints(function)
+    optional = {
+        name: hints.get(name, Any)
+        for name, parameter in inspect.signature(function).parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY and name not in leave_out
+    }
+    fields = fields or {}
+    optional = {name: hint for name, hint in optional.items() if name not in fields}
+    return check_fields(options, fields, stage=stage, optional=optional)
+
+
+def check_fields(
+    options: object,
+    fields: Mapping[str, Any],
+    *,
+    stage: str,
+    optional: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``options`` (read from a plan's JSON) as an object of ``fields`` and, where present,
+    ``optional`` fields (name -> type; a path is a string in JSON), none other. Returns it; a
+    ConfigError names the first field that is missing, unknown or of another type."""
+    if not isinstance(options, dict):
+        raise ConfigError(f"{stage}'s options are {json_kind(options)}, not an object")
+    missing = [name for name in fields if name not in options]
+    if missing:
+        raise ConfigError(f"{stage}'s options lack {', '.join(missing)}")
+    known = {**(optional or {}), **fields}
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise ConfigError(f"{stage} has no option {', '.join(unknown)}")
+    for name, value in options.items():
+        check_option_type(stage, name, value, known[name])
+    return options
+
+
+def check_option_type(stage: str, name: str, value: object, hint: Any) -> None:
+    """A ConfigError when ``value`` (read from JSON) is not of the type ``hint`` says."""
+    if not _accepts(hint, value):
+        raise ConfigError(
+            f"{stage}'s option {name} is {json_kind(value)} ({value!r}), not {_described(hint)}"
+        )
+
+
+def _accepts(hint: Any, value: object) -> bool:
+    """Whether ``value``, as JSON gives it, is of type ``hint``; a hint this check does not
+    know accepts anything (the stage's own checks judge it)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_accepts(arg, value) for arg in args)
+    if hint is type(None) or hint is None:
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is str or _is_path(hint):
+        return isinstance(value, str)
+    if origin in (list, tuple, Sequence) or hint in (list, tuple):
+        item = args[0] if args else Any
+        return isinstance(value, list) and all(_accepts(item, v) for v in value)
+    if origin in (dict, Mapping) or hint is dict:
+        key, item = args if len(args) == 2 else (Any, Any)
+        return isinstance(value, dict) and all(
+            _accepts(key, k) and _accepts(item, v) for k, v in value.items()
+        )
+    return True
+
+
+def _is_path(hint: Any) -> bool:
+    origin = typing.get_origin(hint) or hint
+    return isinstance(origin, type) and issubclass(origin, (Path, os.PathLike))
+
+
+# How a message names a type: as JSON holds it.
+_TYPE_WORDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+
+
+def _described(hint: Any) -> str:
+    """``hint`` in words ("an integer or null")."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        words = dict.fromkeys(_described(arg) for arg in typing.get_args(hint))
+        return " or ".join(words)
+    if hint is type(None) or hint is None:
+        return "null"
+    if _is_path(hint):
+        return "a string"
+    if origin in (list, tuple, Sequence) or hint in (list, tuple):
+        return "a list"
+    if origin in (dict, Mapping) or hint is dict:
+        return "an object"
+    return _TYPE_WORDS.get(hint, getattr(hint, "__name__", str(hint)))
+
+
 def numbered(units: list[Unit]) -> list[Unit]:
     """``units`` with their ids, ``u000000`` onwards, in the order given (the plan's order)."""
     return [Unit(**{**u.__dict__, "id": f"u{k:06d}"}) for k, u in enumerate(units)]
@@ -150,6 +268,12 @@ class Stage(Protocol):
     def plan(self, request: dict[str, Any], *, unit_bytes: int) -> Plan:
         """Cut the work ``request`` describes (the stage's own options, JSON-ready) into units of
         about ``unit_bytes`` each, deterministically: equal requests give equal plans."""
+        ...
+
+    def check_options(self, options: dict[str, Any]) -> None:
+        """Raise a ConfigError naming the option when ``options`` (a saved plan's) are not
+        what ``plan`` writes (an option missing, unknown, of another type or out of range): a
+        damaged or edited plan is refused before any unit runs, not by every unit."""
         ...
 
     def part_dir(self, plan: SavedPlan, unit: Unit) -> Path | None:

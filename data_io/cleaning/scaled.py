@@ -17,7 +17,16 @@ from typing import Any, ClassVar
 from data_io.cleaning.registry import find
 from data_io.cleaning.runner import run_cleaner
 from data_io.errors import ConfigError
-from data_io.stage import Finalized, Plan, SavedPlan, Unit, cache_plan_dir, numbered, unit_record
+from data_io.stage import (
+    Finalized,
+    Plan,
+    SavedPlan,
+    Unit,
+    cache_plan_dir,
+    check_fields,
+    numbered,
+    unit_record,
+)
 from data_io.util.fs import sha256
 
 
@@ -65,6 +74,13 @@ class CleanStage:
                 else cache_plan_dir(self.name, workdir)
             ),
         )
+
+    def check_options(self, options: dict[str, Any]) -> None:
+        """``names``: cleaners this version has."""
+        check_fields(options, {"names": list[str]}, stage=self.name)
+        for name in options["names"]:
+            if find(name).cleaner is None:
+                raise ConfigError(f"cleaner {name} is not written yet")
 
     def part_dir(self, plan: SavedPlan, unit: Unit) -> None:
         """None: a cleaner writes its outputs in place, and runs again when asked."""

@@ -364,6 +364,7 @@ _JSON_KINDS: dict[type, str] = {
     bool: "a boolean",
     int: "a number",
     float: "a number",
+    str: "a string",
     list: "an array",
     dict: "an object",
 }

@@ -327,38 +327,37 @@ def plan_run(
     caller holds the output folder (``state.exclusive``)."""
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
-    tokens_per_shard = _check_int("tokens_per_shard", tokens_per_shard, 1)
-    seed = _check_int("seed", seed, 0)
-    val_fraction = check_val_fraction(val_fraction)
-    _check_choice("format", format, FORMATS)
-    _check_choice("dtype", dtype, DTYPES)
-    _check_choice("invalid_utf8", invalid_utf8, INVALID_UTF8_POLICIES)
-    _check_choice("layout", layout, LAYOUTS)
-    if layout == "mypt":
-        dtype, format = _mypt_shards(dtype, format)
-        if tokenizer not in ("gpt2", "char"):
-            raise ConfigError(
-                f"MyPT's layout (chosen by MyPT's flags, such as --tokenization, or by --layout "
-                f"mypt) is for MyPT's tokenizers gpt2 and char (its trainer knows no other), "
-                f"not {tokenizer!r}: pass one of them, or --layout data_io for another tokenizer"
-            )
-    if not isinstance(text_field, str) or not text_field:
-        raise ConfigError(f"text_field must be a non-empty string, got {text_field!r}")
-    budget = parse_memory(dedup_memory)
-    mode = dedup_mode(dedup)
-    near = NearDedup(near_ngram, near_bands, near_rows) if mode == "near" else None
-    check_threads(threads)
-    read, clean = read_and_clean_options(
-        text_field=text_field,
-        doc_per_line=doc_per_line,
-        invalid_utf8=invalid_utf8,
-        split=split,
-        hf_config=hf_config,
+    checked = check_options(
+        tokenizer=tokenizer,
+        tokens_per_shard=tokens_per_shard,
+        val_fraction=val_fraction,
         normalize=normalize,
         filter=filter,
         min_line_chars=min_line_chars,
         min_doc_chars=min_doc_chars,
+        dedup=dedup,
+        dedup_memory=dedup_memory,
+        near_ngram=near_ngram,
+        near_bands=near_bands,
+        near_rows=near_rows,
+        text_field=text_field,
+        doc_per_line=doc_per_line,
+        invalid_utf8=invalid_utf8,
+        format=format,
+        dtype=dtype,
+        seed=seed,
+        threads=threads,
+        split=split,
+        hf_config=hf_config,
+        layout=layout,
     )
+    read, clean, mode, near = checked.read, checked.clean, checked.mode, checked.near
+    tokens_per_shard, seed, val_fraction = (
+        checked.tokens_per_shard,
+        checked.seed,
+        checked.val_fraction,
+    )
+    format, dtype, budget = checked.format, checked.dtype, checked.budget
 
     out = Path(output).expanduser()
     metadata, rolled_back = open_output(out)
@@ -416,6 +415,88 @@ def plan_run(
         skipped,
         same_as,
         digests,
+    )
+
+
+@dataclass(frozen=True)
+class CheckedOptions:
+    """``prepare``'s options checked (``check_options``), as the run uses them."""
+
+    read: ReadOptions
+    clean: CleanOptions
+    mode: str
+    near: NearDedup | None
+    tokens_per_shard: int
+    seed: int
+    val_fraction: float
+    format: str
+    dtype: str
+    budget: int
+
+
+def check_options(
+    *,
+    tokenizer: str = "gpt2",
+    tokens_per_shard: int = 10_000_000,
+    val_fraction: float = 0.1,
+    normalize: bool = True,
+    filter: bool = True,
+    min_line_chars: int = 2,
+    min_doc_chars: int = 20,
+    dedup: bool | str = True,
+    dedup_memory: str | int = "1GB",
+    near_ngram: int = 5,
+    near_bands: int = 14,
+    near_rows: int = 8,
+    text_field: str = "text",
+    doc_per_line: bool = False,
+    invalid_utf8: str = "replace",
+    format: str = "bin",
+    dtype: str = "auto",
+    seed: int = 0,
+    threads: int | None = None,
+    split: str = "train",
+    hf_config: str | None = None,
+    layout: str = "data_io",
+    **_: Any,
+) -> CheckedOptions:
+    """``prepare``'s options checked, without reading or opening anything (``plan_run``'s
+    first step, and what ``data_io.scale`` asks of a saved plan's options); the others of
+    ``prepare``'s keyword arguments are ignored."""
+    tokens_per_shard = _check_int("tokens_per_shard", tokens_per_shard, 1)
+    seed = _check_int("seed", seed, 0)
+    val_fraction = check_val_fraction(val_fraction)
+    _check_choice("format", format, FORMATS)
+    _check_choice("dtype", dtype, DTYPES)
+    _check_choice("invalid_utf8", invalid_utf8, INVALID_UTF8_POLICIES)
+    _check_choice("layout", layout, LAYOUTS)
+    if layout == "mypt":
+        dtype, format = _mypt_shards(dtype, format)
+        if tokenizer not in ("gpt2", "char"):
+            raise ConfigError(
+                f"MyPT's layout (chosen by MyPT's flags, such as --tokenization, or by --layout "
+                f"mypt) is for MyPT's tokenizers gpt2 and char (its trainer knows no other), "
+                f"not {tokenizer!r}: pass one of them, or --layout data_io for another tokenizer"
+            )
+    if not isinstance(text_field, str) or not text_field:
+        raise ConfigError(f"text_field must be a non-empty string, got {text_field!r}")
+    budget = parse_memory(dedup_memory)
+    mode = dedup_mode(dedup)
+    near = NearDedup(near_ngram, near_bands, near_rows) if mode == "near" else None
+    check_threads(threads)
+    read, clean = read_and_clean_options(
+        text_field=text_field,
+        doc_per_line=doc_per_line,
+        invalid_utf8=invalid_utf8,
+        split=split,
+        hf_config=hf_config,
+        normalize=normalize,
+        filter=filter,
+        min_line_chars=min_line_chars,
+        min_doc_chars=min_doc_chars,
+    )
+    return CheckedOptions(
+        read, clean, mode, near, tokens_per_shard, seed, val_fraction, format, dtype, budget
     )
 
 

@@ -23,14 +23,30 @@ from data_io.formats.raw_text import (
     TextRange,
     expand_inputs,
 )
-from data_io.prepare.api import PrepareResult, plan_run, prepare, read_and_clean_options
+from data_io.prepare.api import (
+    PrepareResult,
+    check_options,
+    plan_run,
+    prepare,
+    read_and_clean_options,
+)
 from data_io.prepare.identity import source_identity
 from data_io.prepare.parts import write_part
 from data_io.prepare.pipeline import encoder_threads
 from data_io.prepare.state import exclusive
 from data_io.prepare.summary import print_summary
 from data_io.prepare.tokenizers import load_tokenizer
-from data_io.stage import Finalized, Plan, SavedPlan, Unit, numbered, planned_options, unit_record
+from data_io.stage import (
+    Finalized,
+    Plan,
+    SavedPlan,
+    Unit,
+    check_fields,
+    check_planned_options,
+    numbered,
+    planned_options,
+    unit_record,
+)
 from data_io.util.fs import sha256
 
 
@@ -43,7 +59,7 @@ class PrepareStage:
         of a larger text or JSONL file (a compressed one: of its text, in a few ranges) or
         Parquet file (0: whole files); largest first."""
         kwargs = planned_options(
-            prepare, request.get("prepare", {}), stage="prepare", leave_out=("progress", "parts")
+            prepare, request.get("prepare", {}), stage="prepare", leave_out=_NOT_PLANNED
         )
         out = Path(request["output"]).expanduser().resolve()
         # Local paths absolute (units run anywhere); anything else is a Hub id.
@@ -83,6 +99,13 @@ class PrepareStage:
             fingerprint={"tokenizer": plan.options["tokenizer"]},
             unit_bytes=unit_bytes,
         )
+
+    def check_options(self, options: dict[str, Any]) -> None:
+        """``inputs``, ``prepare`` (``prepare``'s keyword arguments, of their types, checked
+        as a run checks them) and ``run`` (what the output folder's metadata records)."""
+        check_fields(options, _PLAN_FIELDS, stage=self.name)
+        check_planned_options(prepare, options["prepare"], stage=self.name, leave_out=_NOT_PLANNED)
+        check_options(**options["prepare"])
 
     def part_dir(self, plan: SavedPlan, unit: Unit) -> Path:
         """``parts/<unit id>``: pass 1 of one source (``prepare.parts``)."""
@@ -190,3 +213,9 @@ def _span(
     span = {"kind": "row_groups", "start": part.start, "end": part.end}
     share = size * (part.end - part.start) // max(part.total, 1)
     return {**span, "first_row": part.first_row, "total": part.total}, share
+
+
+# prepare's options a plan does not record: its units' and finalize's own business.
+_NOT_PLANNED = ("progress", "parts")
+# A plan's options, as ``PrepareStage.plan`` writes them.
+_PLAN_FIELDS: dict[str, Any] = {"inputs": list[str], "prepare": dict, "run": dict}

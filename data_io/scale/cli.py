@@ -89,7 +89,7 @@ def settings_from(args: argparse.Namespace, kind: str) -> ExecutorSettings:
 def resume_settings(manifest, args: argparse.Namespace) -> ExecutorSettings:
     """The settings the plan recorded, with what this command line gives on top (its
     ``--slurm-opt`` options are added to the recorded ones)."""
-    recorded = ExecutorSettings.from_record(manifest.executor or {})
+    recorded = ExecutorSettings.from_record(manifest)
     given = settings_from(args, args.executor or recorded.kind)
     return ExecutorSettings(
         kind=args.executor or recorded.kind,

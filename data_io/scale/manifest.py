@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from data_io.errors import ConfigError
-from data_io.stage import STAGES, Plan, Unit, cache_plan_dir
+from data_io.stage import PLAN_AGAIN, STAGES, Plan, Unit, cache_plan_dir, load_stage
 from data_io.util.fs import write_json_atomic
 
 FORMAT = "data_io-scale/1"
@@ -124,10 +124,7 @@ class Manifest:
             raise ConfigError(f"{path}: format {found!r}, expected {FORMAT!r}")
         problem = _plan_problem(content)
         if problem is not None:
-            raise ConfigError(
-                f"{path}: {problem}; the plan was damaged or edited: plan the run again "
-                "(remove the plan folder and re-run the command with --executor)"
-            )
+            raise ConfigError(f"{path}: {problem}; {PLAN_AGAIN}")
         content["units"] = [Unit(**unit) for unit in content["units"]]
         manifest = cls(**content)
         manifest.path = path
@@ -167,6 +164,15 @@ class Manifest:
 
     def not_done(self) -> list[Unit]:
         return [unit for unit in self.units if self.state(unit.id) != "done"]
+
+    def check_options(self) -> None:
+        """The stage's own check of the options (``Stage.check_options``): run before any unit
+        is started, so that an edited plan is refused once, not by every unit. (Not part of
+        ``load``: ``status`` shows any plan it can read.)"""
+        try:
+            load_stage(self.stage).check_options(self.options)
+        except ConfigError as error:
+            raise ConfigError(f"{self.path}: {error}; {PLAN_AGAIN}") from None
 
 
 def _check_where(manifest: Manifest, path: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+import typing
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -19,7 +20,7 @@ from data_io.scale.leftovers import remove_dead_temporaries
 from data_io.scale.manifest import Manifest, Unit
 from data_io.scale.plan import plan, plan_clean, plan_prepare, plan_tokenize
 from data_io.scale.processes import Stopped, describe_removed, sigterm_raises
-from data_io.stage import DEFAULT_UNIT_MB
+from data_io.stage import DEFAULT_UNIT_MB, PLAN_AGAIN, check_option_type
 
 EXECUTORS = ("local", "slurm", "ray")
 
@@ -35,6 +36,13 @@ class ExecutorSettings:
     retries: int = 2
 
     def __post_init__(self) -> None:
+        hints = typing.get_type_hints(ExecutorSettings)
+        for setting in fields(self):  # a plan's record may have been edited
+            check_option_type(
+                "the executor", setting.name, getattr(self, setting.name), hints[setting.name]
+            )
+        if self.retries < 0:
+            raise ConfigError(f"retries must be at least 0, not {self.retries}")
         if self.kind not in EXECUTORS:
             raise ConfigError(f"executor {self.kind!r} is not one of {', '.join(EXECUTORS)}")
         if self.workers < 1:
@@ -44,11 +52,15 @@ class ExecutorSettings:
             raise ConfigError(f"threads_per_unit must be at least 1, not {self.threads_per_unit}")
 
     @classmethod
-    def from_record(cls, record: dict[str, Any]) -> ExecutorSettings:
+    def from_record(cls, manifest: Manifest) -> ExecutorSettings:
         """The settings a plan recorded (its executor dict also holds what executors added,
         such as Slurm's submissions: only the settings' own fields are taken)."""
         names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in record.items() if k in names})
+        record = manifest.executor or {}
+        try:
+            return cls(**{k: v for k, v in record.items() if k in names})
+        except ConfigError as error:
+            raise ConfigError(f"{manifest.path}: {error}; {PLAN_AGAIN}") from None
 
     def recorded(self) -> dict[str, Any]:
         return {
@@ -131,7 +143,7 @@ def resume(
 ) -> Outcome:
     """Run the plan's units that have no completion record, then finalize."""
     if settings is None:
-        settings = ExecutorSettings.from_record(manifest.executor or {})
+        settings = ExecutorSettings.from_record(manifest)
     return execute(manifest, manifest.not_done(), settings, progress=progress)
 
 
@@ -142,6 +154,7 @@ def execute(
     *,
     progress: bool | None = None,
 ) -> Outcome:
+    manifest.check_options()
     removed = remove_dead_temporaries(manifest)
     if removed:
         print(describe_removed(removed), file=sys.stderr, flush=True)

@@ -24,8 +24,18 @@ from typing import Any, ClassVar
 from data_io import _core
 from data_io.errors import ConfigError, InputError
 from data_io.formats.ranges import parts_ranges
-from data_io.stage import THREADS_VARIABLE, Finalized, Plan, SavedPlan, Unit, numbered, unit_record
-from data_io.tokenize.api import tokenize
+from data_io.stage import (
+    PLAN_AGAIN,
+    THREADS_VARIABLE,
+    Finalized,
+    Plan,
+    SavedPlan,
+    Unit,
+    check_planned_options,
+    numbered,
+    unit_record,
+)
+from data_io.tokenize.api import tokenize, tokenize_options
 from data_io.tokenize.result import TokenizeResult
 from data_io.tokenize.summary import print_summary
 from data_io.util.fs import sha256
@@ -89,14 +99,22 @@ class TokenizeStage:
             unit_bytes=unit_bytes,
         )
 
+    def check_options(self, options: dict[str, Any]) -> None:
+        """``tokenize_options``' dict: its options of its types, then its own checks."""
+        check_planned_options(tokenize_options, options, stage=self.name, fields=_PLAN_FIELDS)
+        if any(len(pair) != 2 for pair in options["conditions"]):
+            raise ConfigError(
+                f"{self.name}'s option conditions holds a pair that is not two strings"
+            )
+        tokenize_options(options["inputs"], options["output"], **tokenize_kwargs(options))
+
     def part_dir(self, plan: SavedPlan, unit: Unit) -> Path:
         """``parts/<task>/<index>``: the encoded arrays of one span of one file."""
         task = PurePosixPath(unit.task)
         if not unit.task or task.is_absolute() or ".." in task.parts:  # an edited plan
             raise ConfigError(
                 f"{plan.path}: unit {unit.id}: task {unit.task!r} leads outside the plan's "
-                "parts folder; the plan was damaged or edited: plan the run again (remove "
-                "the plan folder and re-run the command with --executor)"
+                f"parts folder; {PLAN_AGAIN}"
             )
         return plan.parts_dir / unit.task / f"{unit.index:06d}"
 
@@ -150,6 +168,10 @@ class TokenizeStage:
 
 
 STAGE = TokenizeStage()
+
+# What a plan records besides ``tokenize_options``' keyword options, or in another form
+# (``conditions``: a list of [name, token] pairs, as JSON keeps their order).
+_PLAN_FIELDS: dict[str, Any] = {"inputs": list[str], "output": str, "conditions": list[list[str]]}
 
 
 def tokenize_kwargs(options: dict[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,17 @@ from typing import Any, ClassVar
 
 from data_io import _core
 from data_io.errors import ConfigError
-from data_io.stage import Finalized, Plan, SavedPlan, Unit, numbered, planned_options, unit_record
+from data_io.stage import (
+    Finalized,
+    Plan,
+    SavedPlan,
+    Unit,
+    check_fields,
+    check_planned_options,
+    numbered,
+    planned_options,
+    unit_record,
+)
 from data_io.tokenizer.summary import print_summary
 from data_io.tokenizer.train import TrainResult, core_options, train_tokenizer
 from data_io.util.fs import sha256
@@ -24,6 +34,8 @@ from data_io.util.fs import sha256
 # train_tokenizer's options a plan does not record: its own business (counts), or what units
 # cannot do (raw text is counted in one process).
 _NOT_PLANNED = ("progress", "counts_dir", "count_parts", "text_field", "doc_per_line")
+# A plan's options, as ``TrainTokenizerStage.plan`` writes them.
+_PLAN_FIELDS: dict[str, Any] = {"inputs": list[str], "output": str, "train": dict}
 
 
 class TrainTokenizerStage:
@@ -68,6 +80,17 @@ class TrainTokenizerStage:
             fingerprint={"train": kwargs},
             unit_bytes=0,
         )
+
+    def check_options(self, options: dict[str, Any]) -> None:
+        """``inputs``, ``output`` and ``train`` (``train_tokenizer``'s keyword arguments, of
+        their types, checked as a run checks them, for the rust trainer)."""
+        check_fields(options, _PLAN_FIELDS, stage=self.name)
+        kwargs = check_planned_options(
+            train_tokenizer, options["train"], stage=self.name, leave_out=_NOT_PLANNED
+        )
+        core = _core_json(options["inputs"], Path(options["output"]), kwargs)
+        if core["trainer"] != "rust":
+            raise ConfigError(f"{self.name}'s plan is for the rust trainer, not {core['trainer']}")
 
     def part_dir(self, plan: SavedPlan, unit: Unit) -> Path:
         """``parts/<unit id>``: the word counts of one file (``<task>.words`` and its record)."""
