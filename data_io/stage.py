@@ -219,11 +219,25 @@ def _described(hint: Any) -> str:
         return "null"
     if _is_path(hint):
         return "a string"
+    args = typing.get_args(hint)
     if origin in (list, tuple, Sequence) or hint in (list, tuple):
-        return "a list"
+        return f"a list of {_plural(args[0])}" if args else "a list"
     if origin in (dict, Mapping) or hint is dict:
-        return "an object"
+        return f"an object of {_plural(args[1])}" if len(args) == 2 else "an object"
     return _TYPE_WORDS.get(hint, getattr(hint, "__name__", str(hint)))
+
+
+def _plural(hint: Any) -> str:
+    """What a list (or an object's values) of ``hint`` holds, in words ("strings")."""
+    words = _described(hint)
+    for one, many in (("a list", "lists"), ("an object", "objects")):
+        if words.startswith(one):
+            return many + words[len(one) :]
+    return _PLURALS.get(words, f"items each {words}")
+
+
+_PLURALS = {"a string": "strings", "an integer": "integers", "a number": "numbers",
+            "true or false": "booleans"}  # fmt: skip
 
 
 def numbered(units: list[Unit]) -> list[Unit]:
