@@ -53,6 +53,7 @@ from data_io.prepare.state import JOURNAL, METADATA_FILE, PRODUCER, SPLITS, STAT
 from data_io.prepare.tokenizers import CHAR_EOS, CHAR_STATE_FILE, state_characters
 from data_io.sampling.tasks import select_task_folders
 from data_io.scale.manifest import MANIFEST, SCALE_DIR
+from data_io.stage import FINALIZED
 from data_io.tokenizer.files import resolve_tokenizer
 from data_io.util.console import summary_console
 
@@ -165,7 +166,7 @@ def _inspect_unfinished(folder: Path) -> InspectReport | None:
         return report
     manifest = folder / SCALE_DIR / MANIFEST
     # A finalized run keeps its plan beside `finalized.json`: its output is what is inspected.
-    if manifest.is_file() and not (folder / SCALE_DIR / "finalized.json").exists():
+    if manifest.is_file() and not (folder / SCALE_DIR / FINALIZED).exists():
         try:
             stage = json.loads(manifest.read_text(encoding="utf-8")).get("stage", "?")
         except (OSError, ValueError, AttributeError):

@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from data_io.errors import ConfigError
 from data_io.formats.raw_text import json_kind
 from data_io.util.cache import cache_root
+from data_io.util.fs import write_json_atomic
 
 # Input per unit unless --unit-mb says otherwise; a bigger file is cut into byte ranges.
 DEFAULT_UNIT_MB = 256
@@ -79,6 +80,16 @@ class Plan:
     fingerprint: dict[str, Any]
     unit_bytes: int
     scale_root: str | None = None
+
+
+# Beside a plan's manifest once its output is complete: when, and how (``write_finalized``).
+FINALIZED = "finalized.json"
+
+
+def write_finalized(root: Path, record: dict[str, Any]) -> None:
+    """Mark the plan in folder ``root`` finalized: its output is complete (``record``: when,
+    how long, which units' work was done by the finalize step itself, by whom)."""
+    write_json_atomic(root / FINALIZED, {"time": time.time(), **record})
 
 
 def unit_record(

@@ -172,6 +172,32 @@ def expand_inputs(
     return _each_once(sources, skipped), skipped
 
 
+def check_datasets_options_used(
+    sources: list[Source], options: ReadOptions, recorded: dict[str, Any] | None = None
+) -> None:
+    """A split or configuration other than the default chooses rows of a ``datasets`` source
+    only: refused when no input is one, where it would be ignored (a folder of a dataset's
+    files without the ``datasets`` markers is read as plain files, every split's together).
+    ``recorded``: the options an output folder records; repeating its split for an incremental
+    run that adds plain files is no mistake (the folder's options must be repeated)."""
+    given = [
+        f"--{flag} {value}"
+        for flag, name, value, default in (
+            ("split", "split", options.split, "train"),
+            ("hf-config", "hf_config", options.hf_config, None),
+        )
+        if value != default and (recorded is None or recorded.get(name) != value)
+    ]
+    if not given or any(source.kind == "datasets" for source in sources):
+        return
+    raise ConfigError(
+        f"{' and '.join(given)} choose{'s' if len(given) == 1 else ''} from a datasets source (a "
+        "folder saved by datasets or downloaded from the Hub, with its .cache/huggingface or "
+        "state.json, or a Hub id), and no input is one: every input is read as plain files, "
+        "whatever the split. Leave the option out, or pass the files of the split you want"
+    )
+
+
 def _each_once(sources: list[Source], skipped: list[str]) -> list[Source]:
     """Each file once. Named twice on the command line is a mistake; reached again through a
     folder (a link, or a file also named alone) it is read at its first place and listed."""

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
+import json
 import os
+import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -15,7 +17,13 @@ from typing import Any
 import numpy as np
 
 from data_io.errors import ConfigError, InputError
-from data_io.formats.raw_text import INVALID_UTF8_POLICIES, ReadOptions, Source, expand_inputs
+from data_io.formats.raw_text import (
+    INVALID_UTF8_POLICIES,
+    ReadOptions,
+    Source,
+    check_datasets_options_used,
+    expand_inputs,
+)
 from data_io.prepare.dedup import (
     ONLINE_ASSUMED_DOCUMENT_BYTES,
     ONLINE_ASSUMED_LINE_BYTES,
@@ -46,6 +54,7 @@ from data_io.prepare.shards import FORMATS, ShardWriter, number_across
 from data_io.prepare.split import check_val_fraction
 from data_io.prepare.state import (
     FORMAT_VERSION,
+    METADATA_FILE,
     PRODUCER,
     SPLITS,
     STATE_DIR,
@@ -65,6 +74,7 @@ from data_io.prepare.tokenizers import (
     load_tokenizer,
     write_state,
 )
+from data_io.stage import write_finalized
 
 __all__ = ["DTYPES", "LAYOUTS", "PrepareResult", "RunPlan", "plan_run", "prepare"]
 
@@ -93,6 +103,9 @@ class PrepareResult:
     rolled_back: list[str] = field(default_factory=list)
     # New inputs whose pass 1 a data_io.scale unit had done (taken from its part, not read).
     from_parts: list[str] = field(default_factory=list)
+    # This run completed the plan of an unfinished scaled run whose parts it took (its parts
+    # deleted, the plan marked finalized).
+    settled_plan: bool = False
     documents_read: int = 0
     bytes_read: int = 0
     text_chars: int = 0
@@ -212,7 +225,9 @@ def prepare(
     )
     result.rolled_back = plan.rolled_back
     result.val_fraction = float(plan.options["val_fraction"])
-    if parts is None and (out / SCALE_PARTS).is_dir():
+    # The parts an unfinished scaled run left here, taken unless other parts are given.
+    left_by_plan = parts is None and (out / SCALE_PARTS).is_dir()
+    if left_by_plan:
         parts = out / SCALE_PARTS
     lookup = None
     if parts is not None:
@@ -264,8 +279,30 @@ def prepare(
         result.dtype, result.vocab_size = metadata["dtype"], metadata["vocab_size"]
         result.eos_id = metadata["eos_id"]
         result.dataset_tokens = {s: metadata["splits"][s]["tokens"] for s in SPLITS}
+    if left_by_plan:
+        result.settled_plan = _settle_scaled_run(out)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _settle_scaled_run(out: Path) -> bool:
+    """After a plain run that took its sources from the parts an unfinished scaled run left in
+    ``out``: when the output now holds every input of that run's plan, the plan's work is done
+    as its finalize would have done it: its parts are deleted and it is marked finalized (so
+    ``data_io status`` says the output is complete, not that units wait). Whether it was."""
+    root = out / SCALE_PARTS.parent
+    try:
+        plan = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+        recorded = json.loads((out / METADATA_FILE).read_text(encoding="utf-8"))["inputs"]
+        planned = {(entry["name"], entry["sha256"]) for entry in plan["inputs"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return False  # no plan of this stage to settle (or not one this run can read)
+    held = {(entry.get("name"), entry.get("sha256")) for entry in recorded}
+    if plan.get("stage") != "prepare" or not planned <= held:
+        return False
+    shutil.rmtree(out / SCALE_PARTS, ignore_errors=True)
+    write_finalized(root, {"units": len(plan.get("units", [])), "by": "a run without --executor"})
+    return True
 
 
 # Where a scaled-out prepare's units leave their parts (data_io.scale).
@@ -362,6 +399,7 @@ def plan_run(
     out = Path(output).expanduser()
     metadata, rolled_back = open_output(out)
     sources, skipped = expand_inputs(list(inputs), read)
+    check_datasets_options_used(sources, read, metadata.get("options") if metadata else None)
     _check_output_outside(out, list(inputs), sources)
     # The inputs' content hashes and the tokenizer's load both run without the GIL: side by
     # side. The errors still come in their order: the tokenizer's, the options', the inputs'.

@@ -77,7 +77,7 @@ def parse_memory(value: str | int) -> int:
     size = int(number * _UNITS.get(unit, 1))
     if number < 0 or size < _MIN_BUDGET:
         raise ConfigError(
-            f"dedup memory {value!r} is not a size of at least {_MIN_BUDGET} bytes; pass e.g. "
+            f"--dedup-memory {value!r} is not a size of at least {_MIN_BUDGET} bytes; pass e.g. "
             "--dedup-memory 1GB (units B, KB, MB, GB, TB)"
         )
     return size

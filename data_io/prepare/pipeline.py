@@ -458,10 +458,17 @@ def check_dtype(
             + (
                 "prepare into a new folder"
                 if recorded is not None
-                else "pass --dtype uint32 or --dtype auto"
+                else f"pass --dtype {_fitting(vocab_size)} or --dtype auto"
             )
         )
     return chosen
+
+
+def _fitting(vocab_size: int) -> str:
+    """The smallest shard dtype that holds ids up to ``vocab_size - 1``."""
+    return next(
+        name for name in ("uint8", "uint16", "uint32") if vocab_size - 1 <= np.iinfo(name).max
+    )
 
 
 def check_threads(threads: object) -> int | None:

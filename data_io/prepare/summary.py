@@ -21,6 +21,20 @@ def _print_same_content(console: Any, same_as: dict[str, str]) -> None:
         console.print(f"    … and {len(same_as) - 5} more (the API's result.same_content_as)")
 
 
+def _print_from_parts(console: Any, result: PrepareResult) -> None:
+    """Sources taken from the parts an unfinished scaled run (``--executor``) left here."""
+    if result.from_parts:
+        console.print(
+            f"  {len(result.from_parts)} inputs taken from the parts an unfinished --executor "
+            "run left here (not read again)"
+        )
+    if result.settled_plan:
+        console.print(
+            "  that run's plan is complete now: its parts were removed and `data_io status` "
+            "says finalized"
+        )
+
+
 def print_summary(result: PrepareResult) -> None:
     console = summary_console()
     if result.rolled_back:
@@ -35,6 +49,7 @@ def print_summary(result: PrepareResult) -> None:
             f"({result.dataset_tokens['train']:,} train / {result.dataset_tokens['val']:,} val tokens)"
         )
         _print_same_content(console, result.same_content_as)
+        _print_from_parts(console, result)
         return
     mb = result.bytes_read / 2**20
     rate = mb / max(result.seconds, 1e-9)
@@ -44,6 +59,7 @@ def print_summary(result: PrepareResult) -> None:
         + (f"; {len(result.known_inputs)} already prepared" if result.known_inputs else "")
     )
     _print_same_content(console, result.same_content_as)
+    _print_from_parts(console, result)
     if result.skipped_files:
         shown = result.skipped_files[:5]
         more = len(result.skipped_files) - len(shown)

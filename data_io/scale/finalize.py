@@ -9,8 +9,7 @@ from typing import Any
 
 from data_io.errors import ConfigError
 from data_io.scale.manifest import Manifest
-from data_io.stage import load_stage
-from data_io.util.fs import write_json_atomic
+from data_io.stage import load_stage, write_finalized
 
 
 def finalize(
@@ -31,10 +30,9 @@ def finalize(
         )
     started = time.time()
     done = stage.finalize(manifest, missing=missing, progress=progress)
-    write_json_atomic(
-        manifest.root / "finalized.json",
+    write_finalized(
+        manifest.root,
         {
-            "time": time.time(),
             "seconds": time.time() - started,
             "units": len(manifest.units),
             "encoded_here": [u.id for u in missing],

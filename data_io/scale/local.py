@@ -17,6 +17,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import socket
 import sys
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -33,7 +34,7 @@ from data_io.scale.processes import (
 )
 from data_io.scale.progress import UnitProgress
 from data_io.scale.status import stopped_message
-from data_io.scale.units import run_unit
+from data_io.scale.units import record_failure, run_unit
 from data_io.stage import THREADS_VARIABLE
 
 
@@ -64,12 +65,31 @@ def run_local(
                 left = _one_pool(manifest.path, left, workers, threads, bar, failed, stop)
     except (Stopped, KeyboardInterrupt) as stop:
         bar.close()
+        _record_stopped(manifest, left, stop)
         print(stopped_message(manifest, stop), file=sys.stderr, flush=True)
         if isinstance(stop, Stopped):
             raise SystemExit(stop.exit_code) from None
         raise
     bar.close()
     return failed + left
+
+
+def _record_stopped(manifest: Manifest, units: Sequence[Unit], stop: BaseException) -> None:
+    """The units the stop cut short get a failed record that says so (``status`` would call
+    them killed, as if a worker had died)."""
+    how = "Ctrl-C" if isinstance(stop, KeyboardInterrupt) else str(stop).removeprefix("stopped by ")
+    for unit in units:
+        if manifest.state(unit.id) != "failed" or manifest.read_record(unit.id, "failed"):
+            continue
+        started = manifest.read_record(unit.id, "started") or {}
+        record_failure(
+            manifest,
+            unit,
+            f"stopped by {how} while it ran; `data_io resume` runs it again",
+            "Stopped",
+            str(started.get("host", socket.gethostname())),
+            int(started.get("attempt", 1)),
+        )
 
 
 def _one_pool(

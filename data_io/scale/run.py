@@ -20,7 +20,7 @@ from data_io.scale.leftovers import remove_dead_temporaries
 from data_io.scale.manifest import Manifest, Unit
 from data_io.scale.plan import plan, plan_clean, plan_prepare, plan_tokenize
 from data_io.scale.processes import Stopped, describe_removed, sigterm_raises
-from data_io.stage import DEFAULT_UNIT_MB, PLAN_AGAIN, check_option_type
+from data_io.stage import DEFAULT_UNIT_MB, FINALIZED, PLAN_AGAIN, check_option_type
 
 EXECUTORS = ("local", "slurm", "ray")
 
@@ -243,4 +243,4 @@ def _keep_or_clear_records(manifest: Manifest) -> None:
     )
     if not same and manifest.units_dir.exists():
         shutil.rmtree(manifest.units_dir)
-    (manifest.root / "finalized.json").unlink(missing_ok=True)
+    (manifest.root / FINALIZED).unlink(missing_ok=True)

@@ -30,7 +30,7 @@ from pathlib import Path
 import data_io
 from data_io.errors import DataIoError
 from data_io.scale.manifest import Manifest, Unit
-from data_io.stage import THREADS_VARIABLE
+from data_io.stage import FINALIZED, THREADS_VARIABLE
 from data_io.util.fs import write_json_atomic
 
 # When ``scontrol show config`` cannot be read: Slurm's own default MaxArraySize.
@@ -175,7 +175,7 @@ def wait_slurm(submission: Submission, timeout: float | None = None, poll: float
             )
         time.sleep(poll)
     manifest = Manifest.load(submission.manifest)
-    if manifest.not_done() or (manifest.root / "finalized.json").exists():
+    if manifest.not_done() or (manifest.root / FINALIZED).exists():
         return
     log = submission.folder / "logs" / f"finalize-{submission.finalize_job}.log"
     tail = log.read_text(encoding="utf-8", errors="replace")[-2000:] if log.exists() else ""

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from data_io.scale.manifest import SPAN_WORDS, STATES, Manifest
+from data_io.stage import FINALIZED
 
 MAX_ERRORS = 20
 
@@ -78,14 +79,14 @@ def status(manifest: Manifest) -> Status:
         throughput=throughput,
         eta_seconds=eta,
         failed=failed,
-        finalized=(manifest.root / "finalized.json").exists(),
+        finalized=(manifest.root / FINALIZED).exists(),
         failed_files=_failed_files(manifest),
     )
 
 
 def _failed_files(manifest: Manifest) -> list[str]:
     try:
-        record = json.loads((manifest.root / "finalized.json").read_text(encoding="utf-8"))
+        record = json.loads((manifest.root / FINALIZED).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
     files = record.get("failed_files", []) if isinstance(record, dict) else []
@@ -114,7 +115,16 @@ def describe(manifest: Manifest, report: Status) -> str:
             "again (it redoes only what is missing)"
         )
     elif report.finalized:
-        lines.append("finalized: the output is complete")
+        undone = sum(counts.values()) - counts["done"]
+        lines.append(
+            "finalized: the output is complete"
+            + (
+                f" ({undone} units' work was done by the finalize step or by a run without "
+                "--executor, not by the units)"
+                if undone
+                else ""
+            )
+        )
     elif report.complete:
         lines.append(f"all units done; finalize with `data_io scale finalize {manifest.path}`")
     for failure in report.failed:
@@ -124,7 +134,9 @@ def describe(manifest: Manifest, report: Status) -> str:
         )
     if counts["failed"] > len(report.failed):
         lines.append(f"... and {counts['failed'] - len(report.failed)} more failed units")
-    if counts["failed"]:
+    if report.finalized:
+        pass  # nothing left to run: the output is complete
+    elif counts["failed"]:
         lines.append(
             f"fix what the failed units name, then run what is left with `data_io resume "
             f"{manifest.path}` (a changed input file: run the planning command again instead)"

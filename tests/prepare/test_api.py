@@ -285,6 +285,41 @@ def test_datasets_folder_input_and_its_rerun(small_tokenizer: Path, tmp_path: Pa
     assert run([tmp_path / "saved"], out, small_tokenizer, text_field="body").nothing_to_do
 
 
+def test_a_split_or_config_with_no_datasets_input_is_refused_not_ignored(
+    small_tokenizer: Path, tmp_path: Path
+):
+    """A folder of a dataset's split files without the datasets markers is read as plain
+    files, every split's together: ``--split test`` would have been ignored."""
+    import datasets
+
+    files = tmp_path / "download" / "data"
+    files.mkdir(parents=True)
+    (files / "train-0.jsonl").write_text(
+        "".join(json.dumps({"text": d}) + "\n" for d in documents(30, 1))
+    )
+    (files / "test-0.jsonl").write_text(
+        "".join(json.dumps({"text": d}) + "\n" for d in documents(10, 2))
+    )
+    for given, said in (({"split": "test"}, "--split test chooses"),
+                        ({"hf_config": "en"}, "--hf-config en chooses"),
+                        ({"split": "test", "hf_config": "en"}, "--split test and --hf-config en choose")):  # fmt: skip
+        with pytest.raises(ConfigError, match=f"^{said} from a datasets source.*no input is one"):
+            run([tmp_path / "download"], tmp_path / "out", small_tokenizer, **given)
+        assert not (tmp_path / "out").exists()
+    # With a datasets source among the inputs, the split chooses its rows.
+    saved = tmp_path / "saved"
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": documents(20, 3)}),
+                          "test": datasets.Dataset.from_dict({"text": documents(7, 4)})}).save_to_disk(saved)  # fmt: skip
+    out = tmp_path / "mixed"
+    result = run([saved, files / "train-0.jsonl"], out, small_tokenizer, split="test")
+    assert result.documents_read == 7 + 30
+    # A later run into that folder repeats its split (the folder's options must be repeated)
+    # while it adds plain files only: no mistake.
+    more = tmp_path / "more.txt"
+    more.write_text("\n\n".join(documents(5, 5)) + "\n")
+    assert run([more], out, small_tokenizer, split="test").documents_read == 5
+
+
 def test_doc_per_line_and_invalid_utf8_policy(small_tokenizer: Path, tmp_path: Path):
     path = tmp_path / "a.txt"
     path.write_bytes(b"first document on one line\nsecond document, bad \xff byte\n")

@@ -22,7 +22,7 @@ from data_io.prepare import prepare
 from data_io.scale import ExecutorSettings
 from data_io.scale.manifest import Manifest
 from data_io.scale.run import scale_prepare
-from data_io.scale.status import status
+from data_io.scale.status import describe, status
 from tests.formats.parted import parted
 
 from .inputs import TOKENIZER, WORDS
@@ -323,3 +323,38 @@ def test_a_bad_row_in_a_later_range_is_named_as_in_one_run(
     messages = [f["error"] for f in failures if f is not None]
     assert where in str(one_run.value)
     assert any(str(one_run.value) in message for message in messages), messages
+
+
+def test_a_plain_run_that_completes_an_unfinished_plan_settles_it(tmp_path: Path) -> None:
+    """An interrupted ``--executor`` run, then the plain command: its sources come from the
+    parts the units left, and once the output holds every input of the plan, the plan is done
+    as its finalize would leave it: parts removed, status "finalized". A plain run over some of
+    the plan's inputs only leaves the plan (and the other inputs' parts) for later."""
+    from data_io.scale.plan import plan_prepare
+    from data_io.scale.units import run_unit
+
+    inputs = _inputs(tmp_path / "in")
+    out = tmp_path / "out"
+    manifest = plan_prepare([str(inputs)], out, dict(OPTIONS))
+    manifest.save()
+    for unit in manifest.units[:2]:  # the rest "interrupted"
+        run_unit(manifest, unit.id, threads=1)
+    taken = sorted(unit.source for unit in manifest.units[:2])
+    first = next(u.source for u in manifest.units[2:])
+    partial = prepare([first], out, progress=False, **OPTIONS)
+    assert partial.from_parts == [] and not partial.settled_plan
+    assert sorted(p.name for p in (out / ".data_io_scale" / "parts").iterdir()) == sorted(
+        u.id for u in manifest.units[:2]
+    )
+    assert not status(Manifest.load(out)).finalized
+    result = prepare([inputs], out, progress=False, **OPTIONS)
+    assert sorted(result.from_parts) == taken and result.settled_plan
+    assert not (out / ".data_io_scale" / "parts").exists()
+    report = status(Manifest.load(out))
+    said = describe(Manifest.load(out), report)
+    assert report.finalized and "resume" not in said
+    assert f"complete ({len(manifest.units) - 2} units' work was done by the finalize" in said
+    # The same shards as plain runs in the same order, without any plan.
+    prepare([first], tmp_path / "one", progress=False, **OPTIONS)
+    prepare([inputs], tmp_path / "one", progress=False, **OPTIONS)
+    assert _tree(out) == _tree(tmp_path / "one")
