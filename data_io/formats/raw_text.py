@@ -130,14 +130,19 @@ class ReadOptions:
     hf_config: str | None = None
 
     def identity(self) -> dict[str, Any]:
-        """What changes the documents read (so must match between incremental runs)."""
-        return {
-            "text_field": self.text_field,
-            "doc_per_line": self.doc_per_line,
-            "invalid_utf8": self.invalid_utf8,
-            "split": self.split,
-            "hf_config": self.hf_config,
-        }
+        """What changes the documents of any source read (so must match between incremental
+        runs): how a text is cut into documents, what becomes of bytes that are not UTF-8."""
+        return {"doc_per_line": self.doc_per_line, "invalid_utf8": self.invalid_utf8}
+
+    def source_identity(self, kind: str) -> dict[str, Any]:
+        """What chooses the text of one source of ``kind`` (recorded with that input: a later
+        run may add sources whose text lies in another field, or another split)."""
+        chosen: dict[str, Any] = {}
+        if kind in ("jsonl", "parquet", "datasets"):
+            chosen["text_field"] = self.text_field
+        if kind == "datasets":
+            chosen.update(split=self.split, hf_config=self.hf_config)
+        return chosen
 
 
 @dataclass
@@ -173,22 +178,22 @@ def expand_inputs(
 
 
 def check_datasets_options_used(
-    sources: list[Source], options: ReadOptions, recorded: dict[str, Any] | None = None
+    sources: list[Source], options: ReadOptions, *, held_datasets: bool = False
 ) -> None:
     """A split or configuration other than the default chooses rows of a ``datasets`` source
     only: refused when no input is one, where it would be ignored (a folder of a dataset's
     files without the ``datasets`` markers is read as plain files, every split's together).
-    ``recorded``: the options an output folder records; repeating its split for an incremental
-    run that adds plain files is no mistake (the folder's options must be repeated)."""
+    ``held_datasets``: the output folder holds a datasets input already (a script that passes
+    the same options to every incremental run is not refused)."""
     given = [
         f"--{flag} {value}"
-        for flag, name, value, default in (
-            ("split", "split", options.split, "train"),
-            ("hf-config", "hf_config", options.hf_config, None),
+        for flag, value, default in (
+            ("split", options.split, "train"),
+            ("hf-config", options.hf_config, None),
         )
-        if value != default and (recorded is None or recorded.get(name) != value)
+        if value != default
     ]
-    if not given or any(source.kind == "datasets" for source in sources):
+    if not given or held_datasets or any(source.kind == "datasets" for source in sources):
         return
     raise ConfigError(
         f"{' and '.join(given)} choose{'s' if len(given) == 1 else ''} from a datasets source (a "

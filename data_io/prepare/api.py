@@ -399,7 +399,10 @@ def plan_run(
     out = Path(output).expanduser()
     metadata, rolled_back = open_output(out)
     sources, skipped = expand_inputs(list(inputs), read)
-    check_datasets_options_used(sources, read, metadata.get("options") if metadata else None)
+    held = metadata["inputs"] if metadata else []
+    check_datasets_options_used(
+        sources, read, held_datasets=any(entry.get("kind") == "datasets" for entry in held)
+    )
     _check_output_outside(out, list(inputs), sources)
     # The inputs' content hashes and the tokenizer's load both run without the GIL: side by
     # side. The errors still come in their order: the tokenizer's, the options', the inputs'.
@@ -436,6 +439,11 @@ def plan_run(
             )
         check_same_options(out, metadata, options)
     new, known, same_as, digests = planned.result()
+    for source, entry in new:
+        chosen = read.source_identity(source.kind)
+        if chosen:
+            entry["read"] = chosen
+    _check_known_read_alike(out, metadata, sources, known, read)
     recorded_dtype = metadata["dtype"] if metadata else None
     growable = tok.kind == "char"
     check_dtype(dtype, tok.vocab_size, recorded_dtype, growable=growable)  # before any work
@@ -536,6 +544,35 @@ def check_options(
     return CheckedOptions(
         read, clean, mode, near, tokens_per_shard, seed, val_fraction, format, dtype, budget
     )
+
+
+def _check_known_read_alike(
+    out: Path,
+    metadata: dict[str, Any] | None,
+    sources: list[Source],
+    known: list[str],
+    read: ReadOptions,
+) -> None:
+    """An input already in ``out`` is skipped; given with another text field, split or
+    configuration than it was read with, it is refused: skipping it would leave out the text
+    that was asked for. (A folder written before inputs recorded these has them in its
+    options.)"""
+    if metadata is None or not known:
+        return
+    prior = {entry["name"]: entry for entry in metadata["inputs"]}
+    legacy = metadata.get("options", {})
+    kinds = {source.name: source.kind for source in sources}
+    for name in known:
+        now = read.source_identity(kinds.get(name, ""))
+        then = prior.get(name, {}).get("read") or {k: legacy[k] for k in now if k in legacy}
+        differ = [f"{key} {then.get(key)!r} then, {value!r} now" for key, value in now.items()
+                  if then.get(key, value) != value]  # fmt: skip
+        if differ:
+            raise ConfigError(
+                f"{name} is in {out} already, read with other options ({'; '.join(differ)}); "
+                "an input is prepared once: leave it out of this run, or prepare its other "
+                "text into a new folder"
+            )
 
 
 def _resolve(future: Future[Any], work: Callable[..., Any], *args: Any) -> None:

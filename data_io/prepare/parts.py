@@ -202,6 +202,7 @@ def parts_lookup(
             part
             for part in found.get(source.name, [])
             if part.record.get("source", {}).get("sha256") == entry.get("sha256")
+            and part.record.get("source", {}).get("read") == entry.get("read")
             and part.record.get("options") == options
         ]
         whole = [part for part in usable if part.record.get("span") is None]

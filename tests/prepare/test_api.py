@@ -313,11 +313,51 @@ def test_a_split_or_config_with_no_datasets_input_is_refused_not_ignored(
     out = tmp_path / "mixed"
     result = run([saved, files / "train-0.jsonl"], out, small_tokenizer, split="test")
     assert result.documents_read == 7 + 30
-    # A later run into that folder repeats its split (the folder's options must be repeated)
-    # while it adds plain files only: no mistake.
+    # A later run into that folder may repeat its split while it adds plain files only (a
+    # script passing the same options to every run).
     more = tmp_path / "more.txt"
     more.write_text("\n\n".join(documents(5, 5)) + "\n")
     assert run([more], out, small_tokenizer, split="test").documents_read == 5
+
+
+def test_inputs_of_other_fields_and_splits_join_a_folder(small_tokenizer: Path, tmp_path: Path):
+    """The text field, split and configuration choose the text of one input: recorded with it,
+    not for the folder, so that a folder of text files takes a JSONL file whose text is in
+    another field, and a dataset's other split. An input already in the folder, given with
+    another choice, is refused (skipping it would leave out the text asked for)."""
+    import datasets
+
+    out = tmp_path / "out"
+    plain = tmp_path / "a.txt"
+    plain.write_text("\n\n".join(documents(20, 1)) + "\n")
+    run([plain], out, small_tokenizer)
+    body = tmp_path / "b.jsonl"
+    body.write_text("".join(json.dumps({"body": d}) + "\n" for d in documents(15, 2)))
+    assert run([body], out, small_tokenizer, text_field="body").documents_read == 15
+    saved = tmp_path / "saved"
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": documents(9, 3)}),
+                          "test": datasets.Dataset.from_dict({"text": documents(4, 4)})}).save_to_disk(saved)  # fmt: skip
+    assert run([saved], out, small_tokenizer, split="test").documents_read == 4
+    metadata = json.loads((out / "dataset_metadata.json").read_text())
+    reads = {Path(e["name"]).name: e.get("read") for e in metadata["inputs"]}
+    assert reads == {"a.txt": None, "b.jsonl": {"text_field": "body"},
+                     "saved": {"text_field": "text", "split": "test", "hf_config": None}}  # fmt: skip
+    # The same input again with another choice: refused, naming what differs.
+    with pytest.raises(ConfigError, match=r"b\.jsonl is in .* already, read with other options "
+                       r"\(text_field 'body' then, 'text' now\)"):  # fmt: skip
+        run([body], out, small_tokenizer)
+    with pytest.raises(ConfigError, match=r"split 'test' then, 'train' now"):
+        run([saved], out, small_tokenizer)
+    # ... and with the same choices, nothing to do.
+    assert run([plain, body], out, small_tokenizer, text_field="body").nothing_to_do
+    # The shards are those of one folder made in the same order from the start.
+    one = tmp_path / "one"
+    run([plain], one, small_tokenizer)
+    run([body], one, small_tokenizer, text_field="body")
+    run([saved], one, small_tokenizer, split="test")
+    shards = lambda folder: {p.relative_to(folder).as_posix(): p.read_bytes()  # noqa: E731
+                             for p in sorted(folder.rglob("*.bin"))}  # fmt: skip
+    assert shards(out) == shards(one) and shards(out)
 
 
 def test_doc_per_line_and_invalid_utf8_policy(small_tokenizer: Path, tmp_path: Path):
@@ -332,3 +372,23 @@ def test_doc_per_line_and_invalid_utf8_policy(small_tokenizer: Path, tmp_path: P
         run([path], tmp_path / "o2", small_tokenizer, invalid_utf8="fail")
     blocks = run([path], tmp_path / "o3", small_tokenizer, val_fraction=0)
     assert blocks.documents_read == 1  # without --doc-per-line the two lines are one block
+
+
+def test_a_folder_recording_the_text_field_for_itself_still_guards_its_inputs(
+    small_tokenizer: Path, tmp_path: Path
+):
+    """Folders written before inputs recorded their text field hold it in their options: an
+    input of theirs given with another field is refused by that record."""
+    out = tmp_path / "out"
+    body = tmp_path / "b.jsonl"
+    body.write_text("".join(json.dumps({"body": d}) + "\n" for d in documents(15, 2)))
+    run([body], out, small_tokenizer, text_field="body")
+    path = out / "dataset_metadata.json"
+    metadata = json.loads(path.read_text())
+    for entry in metadata["inputs"]:
+        del entry["read"]
+    metadata["options"].update(text_field="body", split="train", hf_config=None)
+    path.write_text(json.dumps(metadata))
+    with pytest.raises(ConfigError, match=r"text_field 'body' then, 'text' now"):
+        run([body], out, small_tokenizer)
+    assert run([body], out, small_tokenizer, text_field="body").nothing_to_do
