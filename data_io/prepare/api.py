@@ -564,7 +564,9 @@ def _check_known_read_alike(
     kinds = {source.name: source.kind for source in sources}
     for name in known:
         now = read.source_identity(kinds.get(name, ""))
-        then = prior.get(name, {}).get("read") or {k: legacy[k] for k in now if k in legacy}
+        then = prior.get(name, {}).get("read")
+        if not isinstance(then, dict) or not then:  # none recorded (or damaged): the folder's
+            then = {k: legacy[k] for k in now if k in legacy}
         differ = [f"{key} {then.get(key)!r} then, {value!r} now" for key, value in now.items()
                   if then.get(key, value) != value]  # fmt: skip
         if differ:
