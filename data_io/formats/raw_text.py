@@ -250,6 +250,7 @@ def _folder_sources(folder: Path, skipped: list[str], options: ReadOptions) -> l
     if any((folder / marker).exists() for marker in _DATASETS_MARKERS):
         return [_datasets_source(str(folder), options)]
     found: list[Source] = []
+    before = len(skipped)
     for path in _walk(folder, skipped):
         if not path.is_file():  # listed, so that nothing is left out without a word
             why = "a broken link" if path.is_symlink() else "not a regular file"
@@ -261,8 +262,13 @@ def _folder_sources(folder: Path, skipped: list[str], options: ReadOptions) -> l
         else:
             found.append(source)
     if not found:
+        left_out = skipped[before:]
+        listed = "; ".join(left_out[:5]) + (
+            f"; and {len(left_out) - 5} more" if len(left_out) > 5 else ""
+        )
         raise InputError(
             f"{folder}: the folder holds no input files ({_SUPPORTED}); pass a folder with text"
+            + (f" (left out: {listed})" if left_out else " (it is empty)")
         )
     return found
 

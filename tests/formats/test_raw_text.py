@@ -327,8 +327,17 @@ def test_broken_links_and_fifos_in_a_folder_are_listed_as_skipped(tmp_path: Path
 
 def test_folder_without_inputs_and_unknown_file_are_errors(tmp_path: Path):
     (tmp_path / "x.md").write_text("hello")
-    with pytest.raises(InputError, match="holds no input files"):
+    (tmp_path / ".notes.txt").write_text("hidden")
+    # The error says what the walk left out, and why.
+    said = (
+        f"holds no input files .*left out: {tmp_path / '.notes.txt'} (hidden file, not read); "
+        f"{tmp_path / 'x.md'} (not a type prepare reads))"
+    )
+    with pytest.raises(InputError, match=said.replace("(", r"\(").replace(")", r"\)")):
         expand_inputs([tmp_path], ReadOptions())
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match=r"holds no input files .*\(it is empty\)"):
+        expand_inputs([tmp_path / "empty"], ReadOptions())
     with pytest.raises(InputError, match=r"x\.md: cannot tell the format"):
         expand_inputs([tmp_path / "x.md"], ReadOptions())
 
