@@ -972,12 +972,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--documents", type=int, default=3, help="documents to decode (default: %(default)s)"
     )
     parser.add_argument(
-        "--no-verify", action="store_true", help="skip the SHA-256 check of prepare's shards"
+        "--no-verify",
+        action="store_true",
+        help="skip the SHA-256 check of prepare's shards (default: off: checked)",
     )
     parser.add_argument(
-        "--tokenizer", default=None, help="tokenizer to decode with, when the folder has none"
+        "--tokenizer",
+        default=None,
+        help="tokenizer to decode with, when the folder has none (default: the folder's, if any)",
     )
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--json", action="store_true", help="print the report as JSON (default: off: as text)"
+    )
     parser.set_defaults(run=_run)
 
 

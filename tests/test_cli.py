@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -248,6 +249,46 @@ def test_help_describes_commands_and_example_defaults(capsys):
     example = " ".join(capsys.readouterr().out.split())  # undo argparse's line wrapping
     assert "--workdir WORKDIR folder for every output" in example
     assert "(default: work/example)" in example
+
+
+def _help_entries(parser, path=()):
+    """(command words, option strings, help as printed) of every argument of every command."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, command in action.choices.items():
+                yield from _help_entries(command, (*path, name))
+        elif not isinstance(action, argparse._HelpAction) and action.help != argparse.SUPPRESS:
+            shown = parser._get_formatter()._expand_help(action) if action.help else ""
+            yield " ".join(path), action.option_strings or [action.dest], shown
+
+
+def test_every_help_gives_each_options_default():
+    """The README's promise: every `--help` describes each option, with its default (or says
+    that it is required); a positional argument is described."""
+    missing = []
+    for command, names, shown in _help_entries(build_parser()):
+        if names == ["--version"]:
+            continue
+        is_option = names[0].startswith("-")
+        if not shown or (is_option and "default" not in shown and "required" not in shown):
+            missing.append(f"{command} {names}: {shown!r}")
+    assert not missing, "\n".join(missing)
+
+
+def test_prepare_and_finalize_help_name_their_defaults(capsys):
+    with pytest.raises(SystemExit):
+        main(["prepare", "--help"])
+    prepare = " ".join(capsys.readouterr().out.split())
+    for words in ("--no-normalize skip NFC and whitespace clean-up (default: off",
+                  "--hf-config HF_CONFIG config of a Hub dataset (default: none",
+                  "--tokens_per_shard N = --tokens-per-shard (default: 10000000)",
+                  "--no_dedup = --no-dedup (default: off)"):  # fmt: skip
+        assert words in prepare
+    with pytest.raises(SystemExit):
+        main(["scale", "finalize", "--help"])
+    finalize = " ".join(capsys.readouterr().out.split())
+    assert "manifest the plan: OUT/.data_io_scale/manifest.json" in finalize
+    assert "-q, --quiet no progress or summary (default: off)" in finalize
 
 
 def run_with_closed_stdout(*argv: str) -> subprocess.CompletedProcess:

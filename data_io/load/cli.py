@@ -54,7 +54,11 @@ def _register_pack(subparsers: Any) -> None:
         help="cache folder (default: data.dataset_prepared_path, else "
         "$XDG_CACHE_HOME/data_io/prepared_rows, i.e. ~/.cache/data_io/prepared_rows)",
     )
-    pack.add_argument("--json", action="store_true", help="print the full summary as JSON")
+    pack.add_argument(
+        "--json",
+        action="store_true",
+        help="print the full summary as JSON (default: off: a short text summary)",
+    )
     # cli.py hands --section.key=value arguments (unknown options to argparse) to this list.
     pack.set_defaults(run=_run_pack, dotted_overrides="overrides")
 
@@ -66,7 +70,11 @@ def _register_pack(subparsers: Any) -> None:
     )
     export.add_argument("sampled_dir", metavar="SAMPLED_DIR", help="output of `data_io sample`")
     export.add_argument(
-        "-o", "--output", required=True, metavar="OUT.parquet", help="Parquet file to write"
+        "-o",
+        "--output",
+        required=True,
+        metavar="OUT.parquet",
+        help="Parquet file to write (required)",
     )
     export.add_argument(
         "--epoch", type=int, default=0, metavar="N", help="epoch to export (default: 0)"
@@ -161,6 +169,8 @@ def _register_check(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--workers", type=int, default=None, help="override data.num_workers for this check"
     )
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--json", action="store_true", help="print the report as JSON (default: off: as text)"
+    )
     # cli.py hands --section.key=value arguments (unknown options to argparse) to this list.
     parser.set_defaults(run=_run_check, dotted_overrides="overrides")

@@ -69,9 +69,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--seed", type=int, default=0, help="of the train/val split (default: %(default)s)"
     )
     parser.add_argument(
-        "--no-normalize", action="store_true", help="skip NFC and whitespace clean-up"
+        "--no-normalize",
+        action="store_true",
+        help="skip NFC and whitespace clean-up (default: off: text is normalised)",
     )
-    parser.add_argument("--no-filter", action="store_true", help="keep short lines and documents")
+    parser.add_argument(
+        "--no-filter",
+        action="store_true",
+        help="keep short lines and documents (default: off: the two limits below apply)",
+    )
     parser.add_argument(
         "--min-line-chars",
         type=int,
@@ -92,7 +98,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "MyPT's mode, a document left without a line dropped), near-duplicates too (near: "
         "MinHash LSH over word n-grams, the first of each group kept), or none",
     )
-    parser.add_argument("--no-dedup", action="store_true", help="keep duplicates: --dedup none")
+    parser.add_argument(
+        "--no-dedup", action="store_true", help="keep duplicates: --dedup none (default: off)"
+    )
     near = NearDedup()
     parser.add_argument(
         "--near-ngram",
@@ -149,7 +157,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--split", default="train", help="split of a datasets source (default: %(default)s)"
     )
-    parser.add_argument("--hf-config", default=None, help="config of a Hub dataset")
+    parser.add_argument(
+        "--hf-config",
+        default=None,
+        help="config of a Hub dataset (default: none: the dataset's default config)",
+    )
     parser.add_argument(
         "--layout",
         choices=LAYOUTS,
@@ -159,7 +171,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "document per .txt line) (default: mypt when one of MyPT's spellings below is used, "
         "else data_io)",
     )
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary")
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress bar, no summary (default: off)"
+    )
     _add_mypt_spellings(parser)
     parser.set_defaults(run=_run, parser=parser, scale_request=scale_request)
 
@@ -177,6 +191,15 @@ _MYPT_FLAGS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 )
 
 
+def _mypt_default(flag: str, ours: str, extra: dict[str, Any]) -> str:
+    """How a MyPT spelling's help words its default: that of the option it stands for."""
+    if flag in ("--input_files", "--out_dir"):
+        return f"this or {ours} is required"
+    if extra.get("action") == "store_true":
+        return "default: off"
+    return f"default: {_DEFAULTS[ours.lstrip('-').replace('-', '_')]}"
+
+
 def _mypt_dest(flag: str) -> str:
     return "mypt_" + flag.lstrip("-")
 
@@ -188,7 +211,13 @@ def _add_mypt_spellings(parser: argparse.ArgumentParser) -> None:
         "MyPT's spellings (scripts/prepare_dataset.py); any of them selects --layout mypt"
     )
     for flag, ours, extra in _MYPT_FLAGS:
-        group.add_argument(flag, dest=_mypt_dest(flag), default=None, help=f"= {ours}", **extra)
+        group.add_argument(
+            flag,
+            dest=_mypt_dest(flag),
+            default=None,
+            help=f"= {ours} ({_mypt_default(flag, ours, extra)})",
+            **extra,
+        )
 
 
 def merge_mypt_spellings(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:

@@ -160,7 +160,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "was made for unless --executor says otherwise, then finalize the output.",
     )
     resume_parser.add_argument("manifest", help=_MANIFEST_HELP)
-    resume_parser.add_argument("-q", "--quiet", action="store_true", help="no progress or summary")
+    resume_parser.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress or summary (default: off)"
+    )
     add_executor_arguments(resume_parser)
     resume_parser.set_defaults(run=_resume)
 
@@ -169,26 +171,38 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     commands = scale_parser.add_subparsers(dest="scale_command", required=True)
     unit = commands.add_parser("unit", help="run one unit (idempotent)")
-    unit.add_argument("manifest")
+    unit.add_argument("manifest", help=_MANIFEST_HELP)
     which = unit.add_mutually_exclusive_group(required=True)
-    which.add_argument("--unit", help="the unit's id")
-    which.add_argument("--list", help="a file of unit ids, one per line; run the one at --index")
+    which.add_argument("--unit", help="the unit's id (this or --list is required)")
+    which.add_argument(
+        "--list",
+        help="a file of unit ids, one per line; run the one at --index (this or --unit is "
+        "required)",
+    )
     unit.add_argument(
         "--index",
         type=int,
         default=None,
         help="line of --list (default: SLURM_ARRAY_TASK_ID + DATA_IO_UNIT_OFFSET)",
     )
-    unit.add_argument("--threads", type=positive_int, default=None, help="encoder threads")
+    unit.add_argument(
+        "--threads",
+        type=positive_int,
+        default=None,
+        help="encoder threads (default: what the executor set for its workers, else the "
+        "stage's own default)",
+    )
     unit.set_defaults(run=_unit)
     final = commands.add_parser("finalize", help="assemble the output from the done units")
-    final.add_argument("manifest")
+    final.add_argument("manifest", help=_MANIFEST_HELP)
     final.add_argument(
         "--encode-missing",
         action="store_true",
-        help="encode the files of units not done here instead of failing",
+        help="encode the files of units not done here instead of failing (default: off)",
     )
-    final.add_argument("-q", "--quiet", action="store_true")
+    final.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress or summary (default: off)"
+    )
     final.set_defaults(run=_finalize)
 
 
