@@ -77,7 +77,7 @@ def run_example(workdir: Path, console: Console | None = None) -> None:
         inputs, tokenizer, vocab_size=EXAMPLE_VOCAB, prefix_config=None, progress=False
     )
     console.print(
-        f"{tokenizer} (+ config.json): vocab {trained.vocab_size:,} from "
+        f"{tokenizer} (+ config.json, tokenizer_config.json): vocab {trained.vocab_size:,} from "
         f"{trained.texts_used:,} texts in {trained.seconds:.1f} s"
     )
 

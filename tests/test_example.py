@@ -14,7 +14,12 @@ from data_io.example import EXAMPLE_OUTPUTS, WORKDIR_MARKER, prepare_workdir
 def test_rerun_in_its_own_folder_keeps_other_files(tmp_path: Path, capsys) -> None:
     workdir = tmp_path / "work" / "example"
     assert main(["example", "--workdir", str(workdir)]) == 0
-    assert "example done" in capsys.readouterr().out
+    printed = " ".join(capsys.readouterr().out.split())  # undo the console's line wrapping
+    assert "example done" in printed
+    # The train-tokenizer line names both files written beside tokenizer.json.
+    assert "(+ config.json, tokenizer_config.json): vocab" in printed
+    trained = workdir / "trained_tokenizers" / "example"
+    assert (trained / "config.json").is_file() and (trained / "tokenizer_config.json").is_file()
     assert (workdir / WORKDIR_MARKER).is_file()
     assert (workdir / "sampled" / "metadata.json").is_file()
     # Written in the work folder (not the current one): the figure is linked from there.

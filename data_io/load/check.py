@@ -156,9 +156,13 @@ def print_report(report: dict[str, Any], as_json: bool) -> None:
         console.print(_phase_table(order, names))
     shapes = ", ".join(f"{k} {tuple(v)}" for k, v in report["batch_shapes"].items())
     console.print(f"batch: {shapes}")
+    # Only what was measured: one batch (--batches 1) has no rate after the first.
+    timed = [f"first batch: {report['first_batch_seconds']} s"]
+    if report.get("tokens_per_second_after_first") is not None:
+        timed.append(f"then {report['tokens_per_second_after_first']:,} tokens/s")
     console.print(
-        f"first batch: {report['first_batch_seconds']} s; then "
-        f"{report.get('tokens_per_second_after_first') or 0:,} tokens/s; tokens per source: "
+        "; ".join(timed)
+        + "; tokens per source: "
         + ", ".join(f"{k} {v:,}" for k, v in report["tokens_per_source"].items())
     )
     for key in [k for k in report if k == "eval" or k.startswith("eval ")]:

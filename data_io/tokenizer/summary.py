@@ -24,10 +24,12 @@ def caveats(result: TrainResult) -> list[str]:
             if result.tokenizer_type == "unigram"
             else f"the texts hold no more pairs seen at least {MIN_FREQUENCY} times"
         )
+        # --prefix-config none adds texts only where max_per_file cut a file (never with
+        # --text-field, where the prefix config does not apply).
+        every_text = " (--prefix-config none uses every text)" if result.limited else ""
         lines.append(
             f"note: the vocabulary has {result.vocab_size:,} tokens, not the {asked:,} asked: "
-            f"{why}; train on more texts (--prefix-config none uses every text) or ask for "
-            "fewer with --vocab-size"
+            f"{why}; train on more texts{every_text} or ask for fewer with --vocab-size"
         )
     if result.missing_roles:
         flags = ", ".join("--" + role.replace("_", "-") for role in result.missing_roles)

@@ -288,6 +288,16 @@ def test_loader_check_cli(root: Path) -> None:
     assert done.returncode == 0, done.stderr
     for text in ("mixture data, rank 0 of 2", "web", "code", "lr_scale", "first batch", "eval: 5"):
         assert text in done.stdout
+    assert "tokens/s" in done.stdout  # the rate after the first batch
+    done = subprocess.run(
+        [sys.executable, "-m", "data_io", "loader-check", str(path), "--batches", "1"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    # One batch: its time is measured, a rate after it is not (was "then 0 tokens/s").
+    assert "first batch:" in done.stdout and "tokens/s" not in done.stdout
     done = subprocess.run(
         [sys.executable, "-m", "data_io", "loader-check", str(path), "--json", "data.bogus=1"],
         capture_output=True,

@@ -123,3 +123,25 @@ def test_raw_text_options_are_refused_where_they_would_do_nothing(tmp_path: Path
         [raw], out, text_field="text", doc_per_line=True, vocab_size=300, progress=False
     )
     assert result.texts_used == 40 and out.is_file()
+
+
+def test_a_short_vocabulary_from_raw_text_does_not_suggest_the_prefix_config(
+    tmp_path: Path, capsys
+):
+    """--prefix-config does not apply with --text-field, so the short-vocabulary note does not
+    offer it; on rows whose files max_per_file cut, it does."""
+    from data_io.tokenizer.summary import caveats
+    from data_io.tokenizer.train import TrainFileResult, TrainResult
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "a.txt").write_text("one line here\nanother line there\n" * 20)
+    out = tmp_path / "out" / "tokenizer.json"
+    argv = ["train-tokenizer", str(raw), "-o", str(out), "--text-field", "text"]
+    assert main([*argv, "--doc-per-line", "--vocab-size", "60000"]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "not the 60,000 asked" in printed and "train on more texts or ask for fewer" in printed
+    assert "--prefix-config" not in printed
+    cut = TrainFileResult("t.jsonl", 10, 20, 5, 0, limited=True)
+    result = TrainResult(str(out), 300, 5, 0.1, [cut], requested_vocab_size=60000)
+    assert "(--prefix-config none uses every text)" in caveats(result)[0]
