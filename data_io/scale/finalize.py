@@ -18,6 +18,7 @@ def finalize(
     """Write the stage's output from the done units. Units not done make this an error, unless
     ``encode_missing``: their work is then done here, by this process. The parts are deleted
     once the output is complete."""
+    manifest.check_options()
     stage = load_stage(manifest.stage)
     missing = manifest.not_done()
     if missing and not encode_missing:

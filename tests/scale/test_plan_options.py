@@ -13,6 +13,7 @@ import pytest
 from data_io.cli import main
 from data_io.errors import ConfigError
 from data_io.scale import ExecutorSettings, Manifest, resume
+from data_io.scale.finalize import finalize
 from data_io.scale.plan import plan, plan_clean, plan_prepare, plan_tokenize
 from data_io.scale.status import status
 from data_io.tokenize import tokenize_options
@@ -103,6 +104,9 @@ def test_an_edited_option_is_refused_before_any_unit_runs(
     # No unit was started, and status still reads the plan.
     assert not list(manifest.units_dir.glob("*.started"))
     assert set(status(Manifest.load(path)).counts) <= {"pending", "done", "failed", "running"}
+    # `data_io scale finalize` refuses it too.
+    with pytest.raises(ConfigError, match="plan the run again"):
+        finalize(manifest, encode_missing=True, progress=False)
 
 
 def test_an_unedited_plan_passes_its_check(tmp_path: Path) -> None:
