@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import os
 import shutil
@@ -364,30 +365,8 @@ def plan_run(
     caller holds the output folder (``state.exclusive``)."""
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
-    checked = check_options(
-        tokenizer=tokenizer,
-        tokens_per_shard=tokens_per_shard,
-        val_fraction=val_fraction,
-        normalize=normalize,
-        filter=filter,
-        min_line_chars=min_line_chars,
-        min_doc_chars=min_doc_chars,
-        dedup=dedup,
-        dedup_memory=dedup_memory,
-        near_ngram=near_ngram,
-        near_bands=near_bands,
-        near_rows=near_rows,
-        text_field=text_field,
-        doc_per_line=doc_per_line,
-        invalid_utf8=invalid_utf8,
-        format=format,
-        dtype=dtype,
-        seed=seed,
-        threads=threads,
-        split=split,
-        hf_config=hf_config,
-        layout=layout,
-    )
+    # Every keyword argument of this function is an option to check (none is a local yet).
+    checked = check_options(**{k: v for k, v in locals().items() if k in _OPTION_DEFAULTS})
     read, clean, mode, near = checked.read, checked.clean, checked.mode, checked.near
     tokens_per_shard, seed, val_fraction = (
         checked.tokens_per_shard,
@@ -464,6 +443,14 @@ def plan_run(
     )
 
 
+# ``plan_run``'s options (``prepare``'s but ``progress`` and ``parts``) and their defaults.
+_OPTION_DEFAULTS: dict[str, Any] = {
+    name: parameter.default
+    for name, parameter in inspect.signature(plan_run).parameters.items()
+    if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+}
+
+
 @dataclass(frozen=True)
 class CheckedOptions:
     """``prepare``'s options checked (``check_options``), as the run uses them."""
@@ -480,41 +467,19 @@ class CheckedOptions:
     budget: int
 
 
-def check_options(
-    *,
-    tokenizer: str = "gpt2",
-    tokens_per_shard: int = 10_000_000,
-    val_fraction: float = 0.1,
-    normalize: bool = True,
-    filter: bool = True,
-    min_line_chars: int = 2,
-    min_doc_chars: int = 20,
-    dedup: bool | str = True,
-    dedup_memory: str | int = "1GB",
-    near_ngram: int = 5,
-    near_bands: int = 14,
-    near_rows: int = 8,
-    text_field: str = "text",
-    doc_per_line: bool = False,
-    invalid_utf8: str = "replace",
-    format: str = "bin",
-    dtype: str = "auto",
-    seed: int = 0,
-    threads: int | None = None,
-    split: str = "train",
-    hf_config: str | None = None,
-    layout: str = "data_io",
-    **_: Any,
-) -> CheckedOptions:
+def check_options(**given: Any) -> CheckedOptions:
     """``prepare``'s options checked, without reading or opening anything (``plan_run``'s
     first step, and what ``data_io.scale`` asks of a saved plan's options); the others of
     ``prepare``'s keyword arguments are ignored."""
-    tokens_per_shard = _check_int("tokens_per_shard", tokens_per_shard, 1)
-    seed = _check_int("seed", seed, 0)
-    val_fraction = check_val_fraction(val_fraction)
+    options = {**_OPTION_DEFAULTS, **given}
+    tokenizer, layout, text_field = options["tokenizer"], options["layout"], options["text_field"]
+    dtype, format = options["dtype"], options["format"]
+    options["tokens_per_shard"] = _check_int("tokens_per_shard", options["tokens_per_shard"], 1)
+    options["seed"] = _check_int("seed", options["seed"], 0)
+    options["val_fraction"] = check_val_fraction(options["val_fraction"])
     _check_choice("format", format, FORMATS)
     _check_choice("dtype", dtype, DTYPES)
-    _check_choice("invalid_utf8", invalid_utf8, INVALID_UTF8_POLICIES)
+    _check_choice("invalid_utf8", options["invalid_utf8"], INVALID_UTF8_POLICIES)
     _check_choice("layout", layout, LAYOUTS)
     if layout == "mypt":
         dtype, format = _mypt_shards(dtype, format)
@@ -526,23 +491,26 @@ def check_options(
             )
     if not isinstance(text_field, str) or not text_field:
         raise ConfigError(f"text_field must be a non-empty string, got {text_field!r}")
-    budget = parse_memory(dedup_memory)
-    mode = dedup_mode(dedup)
-    near = NearDedup(near_ngram, near_bands, near_rows) if mode == "near" else None
-    check_threads(threads)
-    read, clean = read_and_clean_options(
-        text_field=text_field,
-        doc_per_line=doc_per_line,
-        invalid_utf8=invalid_utf8,
-        split=split,
-        hf_config=hf_config,
-        normalize=normalize,
-        filter=filter,
-        min_line_chars=min_line_chars,
-        min_doc_chars=min_doc_chars,
+    budget = parse_memory(options["dedup_memory"])
+    mode = dedup_mode(options["dedup"])
+    near = (
+        NearDedup(options["near_ngram"], options["near_bands"], options["near_rows"])
+        if mode == "near"
+        else None
     )
+    check_threads(options["threads"])
+    read, clean = read_and_clean_options(**options)
     return CheckedOptions(
-        read, clean, mode, near, tokens_per_shard, seed, val_fraction, format, dtype, budget
+        read,
+        clean,
+        mode,
+        near,
+        options["tokens_per_shard"],
+        options["seed"],
+        options["val_fraction"],
+        format,
+        dtype,
+        budget,
     )
 
 
