@@ -28,13 +28,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::cuts::CutFinder;
 use super::split::{Documents, Format, PartsOrigin};
 use crate::error::Error;
-use crate::reader::frames::{self, ParallelText, SequentialText};
+use crate::reader::frames::{self, Consumed, Located, ParallelText, SequentialText};
 use crate::reader::{decompressed, Compression, READ_BUFFER};
 
 const BOM: &[u8] = b"\xef\xbb\xbf";
 
 /// A file's bytes as they are read, counted (before decompression: a compressed file's
-/// progress is its size on disk, and an error says how far into the file it came).
+/// progress is its size on disk). Where an error is, is what the decoder consumed of them
+/// (`frames::Consumed`), not this: the buffer reads ahead.
 struct Counted {
     file: File,
     read: Arc<AtomicU64>,
@@ -150,8 +151,13 @@ impl FileFeed {
                     file,
                     read: Arc::clone(&file_read),
                 };
-                decompressed(BufReader::with_capacity(READ_BUFFER, counted), compression)
-                    .map_err(|e| Self::decoding_error(&path, compression, &file_read, &e))?
+                // Its errors name the file offset the decoder had consumed to.
+                let reached = Arc::new(AtomicU64::new(0));
+                let buffered = BufReader::with_capacity(READ_BUFFER, counted);
+                let consumed = Consumed::new(buffered, 0, Arc::clone(&reached));
+                let text = decompressed(consumed, compression)
+                    .map_err(|e| Self::decoding_error(&path, compression, 0, &e))?;
+                Box::new(Located::new(text, reached, 0, compression))
             }
         };
         Ok(Self {
@@ -248,11 +254,13 @@ impl FileFeed {
         self.file_read.load(Ordering::Relaxed)
     }
 
-    /// A compressed file that does not decompress: cut short, or corrupt, and how far in.
+    /// A compressed file that does not decompress: cut short, or corrupt, and where: the file
+    /// offset the decoder had consumed to (`frames::Damaged`, which every decoder's errors
+    /// carry), else `fallback`, the file's bytes read.
     fn decoding_error(
         path: &std::path::Path,
         compression: Compression,
-        file_read: &AtomicU64,
+        fallback: u64,
         error: &std::io::Error,
     ) -> Error {
         let name = match compression {
@@ -262,7 +270,10 @@ impl FileFeed {
             Compression::Xz => "xz",
             Compression::None => "input",
         };
-        let done = file_read.load(Ordering::Relaxed);
+        let place = frames::damaged_at(error);
+        // Cut short: the bytes the decoder took, all the file's; corrupt: the one it decoded.
+        let done = place.map_or(fallback, |place| place.reached);
+        let near = place.map_or(fallback, |place| place.near);
         let message = if let Some(not) = crate::reader::not_compressed(error) {
             not.to_string()
         } else if error.kind() == std::io::ErrorKind::UnexpectedEof {
@@ -271,7 +282,7 @@ impl FileFeed {
                  after {done} bytes); re-download or re-compress it"
             )
         } else {
-            format!("corrupt {name} file near byte {done} ({error}); re-download or re-compress it")
+            format!("corrupt {name} file near byte {near} ({error}); re-download or re-compress it")
         };
         Error::BadFile {
             path: path.to_path_buf(),
@@ -374,7 +385,7 @@ impl FileFeed {
                         _ => Self::decoding_error(
                             &self.path,
                             self.compression,
-                            &self.file_read,
+                            self.file_read.load(Ordering::Relaxed),
                             &source,
                         ),
                     })?;
@@ -436,7 +447,7 @@ impl FileFeed {
 pub fn text_before(origin: &PartsOrigin, lanes: usize) -> Result<(u64, u64), Error> {
     let (path, compression) = (&origin.path, origin.compression);
     frames::text_before(path, compression, origin.start, lanes, |error, read| {
-        FileFeed::decoding_error(path, compression, &AtomicU64::new(read), error)
+        FileFeed::decoding_error(path, compression, read, error)
     })
 }
 
@@ -460,9 +471,14 @@ pub fn text_length_estimate(
         file,
         read: Arc::clone(&read),
     };
-    let decoding = |e: std::io::Error| FileFeed::decoding_error(path, compression, &read, &e);
-    let mut text =
-        decompressed(BufReader::with_capacity(64 << 10, counted), compression).map_err(decoding)?;
+    let decoding = |e: std::io::Error| {
+        FileFeed::decoding_error(path, compression, read.load(Ordering::Relaxed), &e)
+    };
+    let reached = Arc::new(AtomicU64::new(0));
+    let buffered = BufReader::with_capacity(64 << 10, counted);
+    let consumed = Consumed::new(buffered, 0, Arc::clone(&reached));
+    let text = decompressed(consumed, compression).map_err(decoding)?;
+    let mut text = Located::new(text, reached, 0, compression);
     let sampled =
         std::io::copy(&mut (&mut text).take(sample), &mut std::io::sink()).map_err(decoding)?;
     if sampled < sample {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,11 +13,13 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
+from data_io import _core
 from data_io.errors import ConfigError, InputError, TokenizerError
 from data_io.load.datasets.shards import MemoryMappedDataset
 from data_io.prepare import prepare
 from data_io.prepare.dedup import hash_texts
 from data_io.prepare.split import is_val
+from tests.formats.parted import parted
 from tests.prepare.helpers import (
     documents,
     read_split,
@@ -202,6 +205,44 @@ def test_truncated_gzip_input_fails_cleanly(small_tokenizer: Path, tmp_path: Pat
     with pytest.raises(InputError, match=r"a\.txt\.gz: truncated gz"):
         run([tmp_path / "a.txt.gz"], tmp_path / "out", small_tokenizer)
     assert not list((tmp_path / "out").rglob("shard_*")) if (tmp_path / "out").exists() else True
+
+
+def damaged_in_the_middle(path: Path, suffix: str) -> range:
+    """Write to ``path`` a file of parts (60 kB of text each) with 8 bytes flipped in the middle
+    of its middle part; the file offsets of that part."""
+    data = bytearray(parted("\n\n".join(documents(6000, seed=3)).encode(), suffix, 60_000))
+    path.write_bytes(bytes(data))
+    starts = [*_core.compressed_parts(str(path), suffix[1:]), len(data)]
+    assert len(starts) > 5
+    k = len(starts) // 2
+    part = range(starts[k], starts[k + 1])
+    middle = (part.start + part.stop) // 2
+    data[middle : middle + 8] = bytes(b ^ 0x5A for b in data[middle : middle + 8])
+    path.write_bytes(bytes(data))
+    return part
+
+
+def named_place(error: Exception, suffix: str) -> int:
+    """The file offset that a corrupt compressed file's error names."""
+    found = re.search(rf"corrupt {suffix[1:]} file near byte (\d+) \(", str(error))
+    assert found, error
+    return int(found[1])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("suffix", [".xz", ".bz2", ".zst", ".gz"])
+def test_a_corrupt_part_is_named_at_its_place_in_the_file(
+    small_tokenizer: Path, tmp_path: Path, suffix: str, threads: int
+):
+    # One stream read whole (threads 1, and zstd and gzip at 2) or parts on lanes (xz and
+    # bzip2 at 2): the same place, where the decoder failed, inside the damaged part.
+    path = tmp_path / f"a.txt{suffix}"
+    part = damaged_in_the_middle(path, suffix)
+    with pytest.raises(InputError, match=r"re-download or re-compress it") as failed:
+        run([path], tmp_path / "out", small_tokenizer, threads=threads)
+    assert named_place(failed.value, suffix) in part, (str(failed.value), part)
+    if "in the part from byte" in str(failed.value):
+        assert f"in the part from byte {part.start})" in str(failed.value)
 
 
 @pytest.mark.parametrize(

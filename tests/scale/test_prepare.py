@@ -265,6 +265,35 @@ def test_a_bad_row_in_a_later_range_of_a_compressed_file_is_named_as_in_one_run(
     assert any(str(one_run.value) in message for message in messages), messages
 
 
+@pytest.mark.parametrize("suffix", [".xz", ".bz2", ".zst", ".gz"])
+def test_a_corrupt_part_in_a_later_range_is_named_at_its_place_in_the_file(
+    tmp_path: Path, suffix: str
+) -> None:
+    """A unit's range of parts names the damaged place in the file's offsets, as one run does
+    (not counted from the range's start), and the part holding it (a unit that decodes past its
+    end into the damage, bzip2's a block at a time, names no part: its rest of the file is not
+    walked into parts)."""
+    from tests.prepare.test_api import damaged_in_the_middle, named_place
+
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    part = damaged_in_the_middle(inputs / f"a.txt{suffix}", suffix)
+    settings = ExecutorSettings(kind="local", workers=1, threads_per_unit=1)
+    outcome = scale_prepare(
+        [str(inputs)], str(tmp_path / "scaled"), dict(OPTIONS), settings, progress=False,
+        unit_bytes=part.stop - part.start,
+    )  # fmt: skip
+    assert outcome.unfinished and len(outcome.manifest.units) > 3
+    assert {u.span["kind"] for u in outcome.manifest.units} == {"parts"}
+    manifest = Manifest.load(tmp_path / "scaled")
+    failures = [manifest.read_record(u.id, "failed") for u in manifest.units]
+    messages = [f["error"] for f in failures if f is not None]
+    assert any(f"in the part from byte {part.start})" in message for message in messages)
+    for message in messages:
+        assert named_place(Exception(message), suffix) in part, (message, part)
+        assert "in the part" not in message or f"part from byte {part.start})" in message
+
+
 def test_a_large_parquet_file_cut_into_row_groups_writes_what_one_run_writes(
     tmp_path: Path,
 ) -> None:

@@ -13,8 +13,8 @@ use crate::reader::{Compression, READ_BUFFER};
 
 /// The newlines and bytes of the text of `path` before its part at byte `start`, decompressed
 /// on `lanes` threads. A file where no part starts at `start` (it changed since the plan) is an
-/// error that says so; a decoding error is the caller's (`decoding`: the error and the file's
-/// bytes read so far).
+/// error that says so; a decoding error is the caller's (`decoding`: the error and the file
+/// offset where the decoder failed, `Damaged::near`, else the file's bytes read so far).
 pub fn text_before(
     path: &Path,
     compression: Compression,
@@ -29,9 +29,10 @@ pub fn text_before(
     let mut piece = vec![0u8; READ_BUFFER];
     let (mut newlines, mut bytes) = (0u64, 0u64);
     loop {
-        let n = text
-            .read(&mut piece)
-            .map_err(|e| decoding(&e, read.load(Ordering::Relaxed)))?;
+        let n = text.read(&mut piece).map_err(|e| {
+            let near = super::damaged_at(&e).map(|place| place.near);
+            decoding(&e, near.unwrap_or_else(|| read.load(Ordering::Relaxed)))
+        })?;
         if n == 0 {
             return Ok((newlines, bytes));
         }

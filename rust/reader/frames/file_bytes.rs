@@ -1,9 +1,11 @@
 //! A compressed file's bytes as the walks and decoders read them: at given offsets (headers,
-//! indexes), or a section in order.
+//! indexes), or a section in order; and how far a decoder came in them, for its errors.
 
 use std::fs::File;
-use std::io::Read;
+use std::io::{BufRead, Read};
 use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// A file read at given offsets, as the walks read headers.
 pub struct Bytes<'a> {
@@ -49,6 +51,182 @@ impl Read for Section {
         let n = self.file.read_at(&mut buf[..want], self.at)?;
         self.at += n as u64;
         Ok(n)
+    }
+}
+
+/// A decoder's buffered input that counts what the decoder consumed: `reached` holds the file
+/// offset just past its last byte consumed. The bytes read from the file are no measure of
+/// where a decoder failed: its buffer reads a mebibyte ahead (a whole small file). What it
+/// consumed is what it decoded, give or take the decoder's own look-ahead (a zstd block, a few
+/// bytes of bzip2's bits: `look_back`), so an error can name the damaged place in the file.
+/// The decoder is offered at most `WINDOW` bytes a call: zstd consumes nothing in a call that
+/// fails, so its place is the start of that call's window (by then it has taken the damaged
+/// block's first bytes into its own buffer).
+pub struct Consumed<R> {
+    inner: R,
+    at: u64,
+    reached: Arc<AtomicU64>,
+}
+
+impl<R: BufRead> Consumed<R> {
+    /// `inner`, whose first byte is byte `at` of the file.
+    pub fn new(inner: R, at: u64, reached: Arc<AtomicU64>) -> Self {
+        reached.store(at, Ordering::Relaxed);
+        Self { inner, at, reached }
+    }
+
+    fn advance(&mut self, n: usize) {
+        self.at += n as u64;
+        self.reached.store(self.at, Ordering::Relaxed);
+    }
+}
+
+impl<R: BufRead> Read for Consumed<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.advance(n);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for Consumed<R> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        let held = self.inner.fill_buf()?;
+        Ok(&held[..held.len().min(WINDOW)])
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.inner.consume(n);
+        self.advance(n);
+    }
+}
+
+/// How far back from the offset a decoder consumed to (`Consumed`) lies the byte it was
+/// decoding when it failed: xz's and gzip's decoders take their input as they need it (zlib
+/// gives back what its bit buffer held), so the last byte consumed; bzip2's (libbz2-rs-sys)
+/// takes up to 8 bytes ahead into its bit buffer; zstd's consumes nothing in the call that
+/// fails, so the next byte it would take.
+pub fn look_back(compression: crate::reader::Compression) -> u64 {
+    use crate::reader::Compression;
+    match compression {
+        Compression::Bzip2 => 9,
+        Compression::Zstd => 0,
+        Compression::Xz | Compression::Gzip | Compression::None => 1,
+    }
+}
+
+/// The most bytes a decoder is offered a call (`Consumed`): small enough that zstd's place,
+/// the start of the failing call's window, lies inside the damaged block; large enough that the
+/// calls cost nothing to speak of.
+const WINDOW: usize = 4 << 10;
+
+/// A decoding error and where in the file the decoder was: `reached`, the offset just past the
+/// last byte it consumed (`Consumed`: a stream cut short took all the file's), `near`, the byte
+/// it was decoding (`look_back`), and, where the file's parts are known, the start of the part
+/// holding that byte. Every mode of reading (one stream, runs of parts on lanes or on one
+/// thread, a unit's range) names the same place this way, in the file's own offsets.
+#[derive(Debug)]
+pub struct Damaged {
+    pub reached: u64,
+    pub near: u64,
+    pub part: Option<u64>,
+    source: std::io::Error,
+}
+
+impl std::fmt::Display for Damaged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.source)?;
+        match self.part {
+            Some(part) => write!(f, ", in the part from byte {part}"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl std::error::Error for Damaged {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+/// `error`, a decoder's, as a `Damaged` at `reached`, decoding byte `near` (of the same kind: a
+/// stream cut short stays `UnexpectedEof`). One that is already located, or a `NotCompressed`
+/// refusal of the file's first bytes (its own message says what is wrong), is returned as it is.
+pub fn damaged(error: std::io::Error, reached: u64, near: u64) -> std::io::Error {
+    if damaged_at(&error).is_some() || crate::reader::not_compressed(&error).is_some() {
+        return error;
+    }
+    let kind = error.kind();
+    std::io::Error::new(
+        kind,
+        Damaged {
+            reached,
+            near,
+            part: None,
+            source: error,
+        },
+    )
+}
+
+/// The place that `error` names, if it is a located decoding error.
+pub fn damaged_at(error: &std::io::Error) -> Option<&Damaged> {
+    error.get_ref()?.downcast_ref::<Damaged>()
+}
+
+/// `error` with the part holding its place named, by `part_of` (a located error that names none
+/// yet; any other is returned as it is).
+pub fn with_part(error: std::io::Error, part_of: impl Fn(u64) -> Option<u64>) -> std::io::Error {
+    let Some(place) = damaged_at(&error).filter(|place| place.part.is_none()) else {
+        return error;
+    };
+    let Some(part) = part_of(place.near) else {
+        return error;
+    };
+    let kind = error.kind();
+    match error.into_inner().map(|inner| inner.downcast::<Damaged>()) {
+        Some(Ok(mut place)) => {
+            place.part = Some(part);
+            std::io::Error::new(kind, *place)
+        }
+        // Not reached: `damaged_at` found a `Damaged` inside.
+        Some(Err(inner)) => std::io::Error::new(kind, inner),
+        None => std::io::Error::from(kind),
+    }
+}
+
+/// A decoder of `compression` whose errors are located (`Damaged`) at the place its `Consumed`
+/// input (from file offset `from`) reached.
+pub struct Located<R> {
+    inner: R,
+    reached: Arc<AtomicU64>,
+    from: u64,
+    back: u64,
+}
+
+impl<R> Located<R> {
+    pub fn new(
+        inner: R,
+        reached: Arc<AtomicU64>,
+        from: u64,
+        compression: crate::reader::Compression,
+    ) -> Self {
+        let back = look_back(compression);
+        Self {
+            inner,
+            reached,
+            from,
+            back,
+        }
+    }
+}
+
+impl<R: Read> Read for Located<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.inner.read(buf).map_err(|error| {
+            let reached = self.reached.load(Ordering::Relaxed);
+            let near = reached.saturating_sub(self.back).max(self.from);
+            damaged(error, reached, near)
+        })
     }
 }
 

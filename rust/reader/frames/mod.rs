@@ -32,14 +32,17 @@ mod xz;
 mod zstd;
 
 use std::fs::File;
-use std::io::Read;
+use std::io::{BufReader, Read};
 use std::path::Path;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 
 use crate::error::Error;
 use crate::reader::{decompressed, Compression, READ_BUFFER};
 use file_bytes::{Bytes, Section};
 
 pub use before::text_before;
+pub use file_bytes::{damaged, damaged_at, Consumed, Damaged, Located};
 pub use line_cut::LinesOfParts;
 pub use parallel::ParallelText;
 pub use sequential::SequentialText;
@@ -89,6 +92,9 @@ pub struct Parts {
     from: u64,
     /// xz: each stream's header (12 bytes), which `Part::xz` points into.
     xz_headers: Vec<[u8; 12]>,
+    /// The last part stands for the rest of the file past a range's parts (`parts_in`), not
+    /// walked: it is no part to name in an error.
+    rest: bool,
 }
 
 impl Parts {
@@ -188,7 +194,8 @@ impl Parts {
         runs
     }
 
-    /// A reader of the text of the parts `run` (consecutive), from `file`.
+    /// A reader of the text of the parts `run` (consecutive), from `file`. Its errors are
+    /// located (`Damaged`) at the file offset its decoder had consumed to.
     pub fn decoder(
         &self,
         file: File,
@@ -198,23 +205,47 @@ impl Parts {
             return Ok(Box::new(std::io::empty()));
         };
         let last = &self.list[run.end - 1];
+        let end = last.start + last.len;
         let bytes = Section {
             file,
             at: first.start,
-            end: last.start + last.len,
+            end,
         };
-        match (&first.xz, first.bzip2) {
+        let reached = Arc::new(AtomicU64::new(first.start));
+        let counted = |bytes| {
+            let buffered = BufReader::with_capacity(READ_BUFFER, bytes);
+            Consumed::new(buffered, first.start, Arc::clone(&reached))
+        };
+        let text: Box<dyn Read + Send> = match (&first.xz, first.bzip2) {
             (Some(block), _) => {
                 let header = self.xz_headers[block.stream as usize];
                 let blocks = self.list[run].iter().filter_map(|p| p.xz.as_ref());
-                xz::decoder(header, blocks, bytes)
+                xz::decoder(header, blocks, counted(bytes))
             }
-            (None, Some(_)) => Ok(bzip2::decoder(bytes.file, self.size, &self.list[run])),
-            (None, None) => Ok(decompressed(
-                std::io::BufReader::with_capacity(READ_BUFFER, bytes),
-                self.compression,
-            )?),
+            (None, Some(_)) => {
+                let reached = Arc::clone(&reached);
+                bzip2::decoder(bytes.file, self.size, &self.list[run], end, reached)
+            }
+            (None, None) => decompressed(counted(bytes), self.compression)
+                .map_err(|error| damaged(error, first.start, first.start))?,
+        };
+        let located = Located::new(text, reached, first.start, self.compression);
+        Ok(Box::new(located))
+    }
+
+    /// `error` (a located one, from `decoder`) with the part holding its place named, when the
+    /// file has more parts than one.
+    pub fn name_part(&self, error: std::io::Error) -> std::io::Error {
+        if self.list.len() < 2 {
+            return error;
         }
+        file_bytes::with_part(error, |at| {
+            // The last part starting at or before `at` (the first, for a byte before it: an
+            // xz stream's header).
+            let k = self.list.partition_point(|part| part.start <= at).max(1) - 1;
+            let unwalked = self.rest && k + 1 == self.list.len();
+            (!unwalked).then(|| self.list.get(k).map(|part| part.start))?
+        })
     }
 }
 
@@ -281,8 +312,9 @@ pub fn parts_in(
         Compression::Xz => xz::blocks(&at).map(|found| (found, 0)),
         Compression::None => None,
     };
-    let ((list, xz_headers), from) = match found {
-        Some(found) if !found.0 .0.is_empty() => found,
+    let rest = end < size && compression != Compression::Xz;
+    let ((list, xz_headers), from, rest) = match found {
+        Some((found, from)) if !found.0.is_empty() => (found, from, rest),
         _ => {
             let whole = Part {
                 start: 0,
@@ -290,7 +322,7 @@ pub fn parts_in(
                 xz: None,
                 bzip2: None,
             };
-            ((vec![whole], vec![]), 0)
+            ((vec![whole], vec![]), 0, false)
         }
     };
     Ok(Parts {
@@ -299,6 +331,7 @@ pub fn parts_in(
         size,
         from,
         xz_headers,
+        rest,
     })
 }
 
@@ -371,6 +404,7 @@ mod tests {
             size: 50,
             from: 0,
             xz_headers: vec![],
+            rest: false,
         };
         assert_eq!(parts.runs(0..5, 25), vec![0..3, 3..5]);
         assert_eq!(parts.span(0..5), 50);

@@ -157,11 +157,10 @@ impl Lane {
                 Ok(true) => Message::End,
                 Ok(false) => return, // the reader is gone
                 Err(error) => {
+                    // Named by the part the decoder was in when it failed (the run's first
+                    // part's start, for an error before decoding: the file would not open).
                     let at = self.parts.list[run.start].start;
-                    let error = std::io::Error::new(
-                        error.kind(),
-                        format!("{error}, in the part from byte {at}"),
-                    );
+                    let error = self.parts.name_part(super::damaged(error, at, at));
                     let _ = send.send(Message::Failed(error));
                     return;
                 }
@@ -231,6 +230,69 @@ mod tests {
     }
 
     #[test]
+    fn every_format_names_the_damaged_part_and_a_place_in_it_on_lanes_and_on_one_thread() {
+        use std::io::Write;
+        let plain = text(40_000);
+        let zst = |piece: &[u8]| ::zstd::encode_all(piece, 1).expect("compressed");
+        let xz = |piece: &[u8]| {
+            let mut encoder = liblzma::write::XzEncoder::new(Vec::new(), 1);
+            encoder.write_all(piece).expect("compressed");
+            encoder.finish().expect("compressed")
+        };
+        let bz2 = |piece: &[u8]| {
+            let level = ::bzip2::Compression::new(1);
+            let mut encoder = ::bzip2::write::BzEncoder::new(Vec::new(), level);
+            encoder.write_all(piece).expect("compressed");
+            encoder.finish().expect("compressed")
+        };
+        type Make<'f> = &'f dyn Fn(&[u8]) -> Vec<u8>;
+        let makers: [(Compression, Make<'_>); 4] = [
+            (Compression::Zstd, &zst),
+            (Compression::Gzip, &super::super::test_files::bgzf_member),
+            (Compression::Xz, &xz),
+            (Compression::Bzip2, &bz2),
+        ];
+        for (compression, make) in makers {
+            let mut bytes: Vec<u8> = plain.chunks(60_000).flat_map(make).collect();
+            let parts = Arc::new(parts(stored(&bytes).path(), compression).expect("parts"));
+            assert!(parts.list.len() > 5, "{compression:?}");
+            let damaged = parts.list[parts.list.len() / 2].clone();
+            let middle = (damaged.start + damaged.len / 2) as usize;
+            for byte in &mut bytes[middle..middle + 8] {
+                *byte ^= 0x5a;
+            }
+            let file = stored(&bytes);
+            for lanes in [1, 2] {
+                let range = 0..parts.list.len();
+                let mut text: Box<dyn Read> = match lanes {
+                    1 => Box::new(super::super::SequentialText::new(
+                        file.path().to_path_buf(),
+                        Arc::clone(&parts),
+                        range,
+                        Arc::default(),
+                    )),
+                    _ => Box::new(ParallelText::new(
+                        file.path(),
+                        Arc::clone(&parts),
+                        range,
+                        lanes,
+                        Arc::default(),
+                    )),
+                };
+                let error = text.read_to_end(&mut Vec::new()).expect_err("damaged");
+                let place = super::super::damaged_at(&error).expect("located");
+                assert_eq!(place.part, Some(damaged.start), "{compression:?}: {error}");
+                let inside = damaged.start..damaged.start + damaged.len;
+                assert!(
+                    inside.contains(&place.near),
+                    "{compression:?}, {lanes} lanes: {} in {inside:?}",
+                    place.near
+                );
+            }
+        }
+    }
+
+    #[test]
     fn a_damaged_part_is_an_error_naming_it_and_a_reader_dropped_early_stops_the_lanes() {
         let plain = text(200_000);
         let mut bytes = bgzf(&plain, 60_000);
@@ -246,10 +308,13 @@ mod tests {
             Arc::default(),
         );
         let error = text.read_to_end(&mut Vec::new()).expect_err("damaged");
-        assert!(
-            error.to_string().contains("in the part from byte"),
-            "{error}"
-        );
+        // The part that failed is named, not the first of its lane's run, and the place is the
+        // file's, inside that part.
+        let named = format!("in the part from byte {}", damaged.start);
+        assert!(error.to_string().contains(&named), "{error}");
+        let place = super::super::damaged_at(&error).expect("located");
+        let inside = damaged.start + 30..damaged.start + damaged.len;
+        assert!(inside.contains(&place.near), "{} in {inside:?}", place.near);
         // Read a little, then drop: the lanes stop.
         let mut text = ParallelText::new(
             file.path(),

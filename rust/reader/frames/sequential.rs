@@ -52,13 +52,19 @@ impl Read for SequentialText {
                     };
                     self.read
                         .fetch_add(self.parts.span(run.clone()), Ordering::Relaxed);
-                    let file = File::open(&self.path)?;
-                    self.current.insert(self.parts.decoder(file, run)?)
+                    // An error before decoding (the file would not open) is placed at the
+                    // run's start.
+                    let at = self.parts.list.get(run.start).map_or(0, |part| part.start);
+                    let opened = File::open(&self.path)
+                        .and_then(|file| self.parts.decoder(file, run))
+                        .map_err(|error| self.parts.name_part(super::damaged(error, at, at)))?;
+                    self.current.insert(opened)
                 }
             };
-            match text.read(buf)? {
-                0 if !buf.is_empty() => self.current = None,
-                n => return Ok(n),
+            match text.read(buf) {
+                Ok(0) if !buf.is_empty() => self.current = None,
+                Ok(n) => return Ok(n),
+                Err(error) => return Err(self.parts.name_part(error)),
             }
         }
     }

@@ -7,9 +7,9 @@
 //! and an index and footer made for them, so the decoder checks every block and the index as it
 //! checks a whole file.
 
-use std::io::{Cursor, Read};
+use std::io::{BufRead, Cursor, Read};
 
-use super::file_bytes::{Bytes, Section};
+use super::file_bytes::Bytes;
 use super::Part;
 
 const HEADER_MAGIC: [u8; 6] = [0xfd, b'7', b'z', b'X', b'Z', 0];
@@ -155,15 +155,16 @@ fn index_and_footer<'a>(header: &[u8; 12], blocks: impl Iterator<Item = &'a Bloc
     index
 }
 
-/// A decoder of a run of one stream's blocks, read from `bytes`.
+/// A decoder of a run of one stream's blocks, read from `bytes` (buffered: the decoder reads
+/// them through `BufRead`, so that what it consumed of them is counted, `Consumed`).
 pub(super) fn decoder<'a>(
     header: [u8; 12],
     blocks: impl Iterator<Item = &'a Block>,
-    bytes: Section,
-) -> std::io::Result<Box<dyn Read + Send>> {
+    bytes: impl BufRead + Send + 'static,
+) -> Box<dyn Read + Send> {
     let tail = index_and_footer(&header, blocks);
     let stream = Cursor::new(header).chain(bytes).chain(Cursor::new(tail));
-    Ok(Box::new(liblzma::read::XzDecoder::new(stream)))
+    Box::new(liblzma::bufread::XzDecoder::new(stream))
 }
 
 #[cfg(test)]

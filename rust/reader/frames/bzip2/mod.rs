@@ -20,6 +20,7 @@ mod scanned;
 
 use std::fs::File;
 use std::io::Read;
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use super::file_bytes::Bytes;
@@ -89,8 +90,15 @@ fn first_at(file: &Bytes<'_>, from: u64) -> Option<u64> {
         .map(|(bit, _)| from * 8 + bit)
 }
 
-/// The text of the parts `run` (consecutive), from `file` of `size` bytes.
-pub(super) fn decoder(file: File, size: u64, run: &[Part]) -> Box<dyn Read + Send> {
+/// The text of the parts `run` (consecutive, ending at byte `end`), from `file` of `size`
+/// bytes; `reached` follows the file offset of the bits the decoder has consumed.
+pub(super) fn decoder(
+    file: File,
+    size: u64,
+    run: &[Part],
+    end: u64,
+    reached: Arc<AtomicU64>,
+) -> Box<dyn Read + Send> {
     let blocks: Vec<Block> = run.iter().filter_map(|part| part.bzip2).collect();
     let file = Arc::new(file);
     let open = blocks
@@ -98,7 +106,8 @@ pub(super) fn decoder(file: File, size: u64, run: &[Part]) -> Box<dyn Read + Sen
         .find(|block| block.end == OPEN)
         .map(|block| ScannedBlocks::new(Arc::clone(&file), size, block.start));
     let known = blocks.into_iter().filter(|block| block.end != OPEN).map(Ok);
-    let stream = RemadeStream::new(file, known.chain(open.into_iter().flatten()));
+    let stream =
+        RemadeStream::new(file, known.chain(open.into_iter().flatten())).counting(reached, end);
     Box::new(::bzip2::bufread::BzDecoder::new(stream))
 }
 

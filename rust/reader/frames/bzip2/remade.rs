@@ -7,6 +7,8 @@ use std::borrow::Borrow;
 use std::fs::File;
 use std::io::{self, BufRead, Read};
 use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use super::markers::END;
 use super::Block;
@@ -27,6 +29,12 @@ pub struct RemadeStream<F, I> {
     source: Vec<u8>,
     started: bool,
     done: bool,
+    /// Where `out`'s bytes come from in the file, for `reached`: (index in `out`, the file bit
+    /// of that byte's first bit), one a copy of block bits, in order.
+    marks: Vec<(usize, u64)>,
+    /// The file offset just past the byte of the last bit the decoder consumed (not past
+    /// `end`, the run's end: the stream's end marker is not the file's), when counted.
+    reached: Option<(Arc<AtomicU64>, u64)>,
 }
 
 impl<F: Borrow<File>, I: Iterator<Item = io::Result<Block>>> RemadeStream<F, I> {
@@ -42,12 +50,36 @@ impl<F: Borrow<File>, I: Iterator<Item = io::Result<Block>>> RemadeStream<F, I> 
             source: Vec::new(),
             started: false,
             done: false,
+            marks: Vec::new(),
+            reached: None,
         }
+    }
+
+    /// The stream, keeping `reached` at the file offset its consumer has come to (`Consumed`
+    /// does this for a file read as it is; a remade stream's bytes are the file's bits shifted,
+    /// with headers between them), never past `end`.
+    pub fn counting(mut self, reached: Arc<AtomicU64>, end: u64) -> Self {
+        self.reached = Some((reached, end));
+        self
+    }
+
+    /// The file offset just past the byte holding the bit of `out[at - 1]`'s last bit, or None
+    /// when no copied bits come before it in `out` (the stream's header).
+    fn file_offset(&self, at: usize) -> Option<u64> {
+        let last = at.checked_sub(1)?;
+        let k = self.marks.partition_point(|&(index, _)| index <= last);
+        let &(index, bit) = self.marks.get(k.checked_sub(1)?)?;
+        // Bits of the last byte consumed: eight from its first one, which lies `last - index`
+        // bytes past the mark's (bytes past a block's last bits, an end marker or the next
+        // block's first bits, count as though the block went on: a byte or so).
+        let last_bit = bit + (last - index) as u64 * 8 + 7;
+        Some(last_bit / 8 + 1)
     }
 
     /// The stream's next `OUT` bytes or so.
     fn fill(&mut self) -> io::Result<()> {
         self.out.clear();
+        self.marks.clear();
         self.at = 0;
         if !self.started {
             self.out.extend_from_slice(b"BZh9");
@@ -61,6 +93,9 @@ impl<F: Borrow<File>, I: Iterator<Item = io::Result<Block>>> RemadeStream<F, I> 
                     self.source
                         .resize(usize::try_from(last - first).unwrap_or(0), 0);
                     self.file.borrow().read_exact_at(&mut self.source, first)?;
+                    // The next byte out holds the writer's pending bits, then these.
+                    let lead = u64::from(self.bits.held);
+                    self.marks.push((self.out.len(), from.saturating_sub(lead)));
                     self.bits
                         .push_bits(&self.source, from % 8, bits, &mut self.out);
                     self.block = Some((block, from + bits));
@@ -100,6 +135,14 @@ impl<F: Borrow<File>, I: Iterator<Item = io::Result<Block>>> BufRead for RemadeS
             if let Err(error) = self.fill() {
                 // Nothing more comes after an error, not even the stream's end.
                 (self.done, self.at) = (true, 0);
+                // A walk that found the file cut short read it to its end: so has the decoder,
+                // as a decoder of the whole file would have (its error says after how many
+                // bytes).
+                if let (Some((reached, end)), io::ErrorKind::UnexpectedEof) =
+                    (&self.reached, error.kind())
+                {
+                    reached.store(*end, Ordering::Relaxed);
+                }
                 self.out.clear();
                 return Err(error);
             }
@@ -109,6 +152,11 @@ impl<F: Borrow<File>, I: Iterator<Item = io::Result<Block>>> BufRead for RemadeS
 
     fn consume(&mut self, n: usize) {
         self.at = (self.at + n).min(self.out.len());
+        if let Some((reached, end)) = &self.reached {
+            if let Some(offset) = self.file_offset(self.at) {
+                reached.store(offset.min(*end), Ordering::Relaxed);
+            }
+        }
     }
 }
 
