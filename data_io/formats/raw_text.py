@@ -177,14 +177,36 @@ def expand_inputs(
     return _each_once(sources, skipped), skipped
 
 
+# The read options a prepared folder recorded for itself, before each input recorded its own.
+FOLDER_READ_KEYS = ("text_field", "split", "hf_config")
+
+
+def recorded_read(entry: dict[str, Any], legacy: dict[str, Any]) -> dict[str, Any] | None:
+    """What chose the text of a recorded input: its own ``read``, or, for an input recorded
+    before inputs kept theirs, the values of the folder's options ``legacy`` that apply to its
+    kind. None: nothing chooses the text of a text file."""
+    read = entry.get("read")
+    if isinstance(read, dict) and read:
+        return read
+    folder = ReadOptions(
+        text_field=legacy.get("text_field", "text"),
+        split=legacy.get("split", "train"),
+        hf_config=legacy.get("hf_config"),
+    )
+    return folder.source_identity(str(entry.get("kind", ""))) or None
+
+
 def check_datasets_options_used(
-    sources: list[Source], options: ReadOptions, *, held_datasets: bool = False
+    sources: list[Source],
+    options: ReadOptions,
+    *,
+    held: frozenset[tuple[str, str | None]] = frozenset(),
 ) -> None:
     """A split or configuration other than the default chooses rows of a ``datasets`` source
     only: refused when no input is one, where it would be ignored (a folder of a dataset's
     files without the ``datasets`` markers is read as plain files, every split's together).
-    ``held_datasets``: the output folder holds a datasets input already (a script that passes
-    the same options to every incremental run is not refused)."""
+    ``held``: the (split, configuration) of the datasets inputs the output folder holds; the
+    same again is no mistake (a script that passes the same options to every run)."""
     given = [
         f"--{flag} {value}"
         for flag, value, default in (
@@ -193,7 +215,8 @@ def check_datasets_options_used(
         )
         if value != default
     ]
-    if not given or held_datasets or any(source.kind == "datasets" for source in sources):
+    chosen = (options.split, options.hf_config)
+    if not given or chosen in held or any(source.kind == "datasets" for source in sources):
         return
     raise ConfigError(
         f"{' and '.join(given)} choose{'s' if len(given) == 1 else ''} from a datasets source (a "

@@ -7,6 +7,7 @@ import inspect
 import json
 import os
 import shutil
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -19,11 +20,13 @@ import numpy as np
 
 from data_io.errors import ConfigError, InputError
 from data_io.formats.raw_text import (
+    FOLDER_READ_KEYS,
     INVALID_UTF8_POLICIES,
     ReadOptions,
     Source,
     check_datasets_options_used,
     expand_inputs,
+    recorded_read,
 )
 from data_io.prepare.dedup import (
     ONLINE_ASSUMED_DOCUMENT_BYTES,
@@ -76,6 +79,7 @@ from data_io.prepare.tokenizers import (
     write_state,
 )
 from data_io.stage import write_finalized
+from data_io.util.stale import pid_alive
 
 __all__ = ["DTYPES", "LAYOUTS", "PrepareResult", "RunPlan", "plan_run", "prepare"]
 
@@ -288,22 +292,47 @@ def prepare(
 
 def _settle_scaled_run(out: Path) -> bool:
     """After a plain run that took its sources from the parts an unfinished scaled run left in
-    ``out``: when the output now holds every input of that run's plan, the plan's work is done
-    as its finalize would have done it: its parts are deleted and it is marked finalized (so
-    ``data_io status`` says the output is complete, not that units wait). Whether it was."""
+    ``out``: when the output now holds every input of that run's plan, each read as the plan
+    read it and with the plan's options, and none of its units still runs, the plan's work is
+    done as its finalize would have done it: its parts are deleted and it is marked finalized
+    (so ``data_io status`` says the output is complete, not that units wait). Whether it was."""
     root = out / SCALE_PARTS.parent
     try:
         plan = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
-        recorded = json.loads((out / METADATA_FILE).read_text(encoding="utf-8"))["inputs"]
-        planned = {(entry["name"], entry["sha256"]) for entry in plan["inputs"]}
+        metadata = json.loads((out / METADATA_FILE).read_text(encoding="utf-8"))
+        made, now = plan["options"]["run"], metadata["options"]
+
+        def identities(entries: list[dict[str, Any]], legacy: dict[str, Any]) -> set[Any]:
+            return {(e["name"], e["sha256"], repr(recorded_read(e, legacy))) for e in entries}
+
+        planned = identities(plan["inputs"], made)
+        held = identities(metadata["inputs"], now)
     except (OSError, ValueError, KeyError, TypeError):
         return False  # no plan of this stage to settle (or not one this run can read)
-    held = {(entry.get("name"), entry.get("sha256")) for entry in recorded}
-    if plan.get("stage") != "prepare" or not planned <= held:
+    shared = lambda options: {k: v for k, v in options.items() if k not in FOLDER_READ_KEYS}  # noqa: E731
+    if plan.get("stage") != "prepare" or not planned <= held or shared(made) != shared(now):
+        return False
+    if _units_running(root / "units"):
         return False
     shutil.rmtree(out / SCALE_PARTS, ignore_errors=True)
     write_finalized(root, {"units": len(plan.get("units", [])), "by": "a run without --executor"})
     return True
+
+
+def _units_running(units: Path) -> bool:
+    """Whether a unit of the plan may still run: started, not ended, and its process alive on
+    this host, or started on another host (whose processes cannot be asked)."""
+    for started in units.glob("*.started"):
+        unit = started.name.removesuffix(".started")
+        if (units / f"{unit}.done").exists() or (units / f"{unit}.failed").exists():
+            continue
+        try:
+            record = json.loads(started.read_text(encoding="utf-8"))
+            if record.get("host") != socket.gethostname() or pid_alive(int(record["pid"])):
+                return True
+        except (OSError, ValueError, KeyError, TypeError):
+            return True  # unreadable: taken to run
+    return False
 
 
 # Where a scaled-out prepare's units leave their parts (data_io.scale).
@@ -363,10 +392,10 @@ def plan_run(
     """Check the options, open the output (an interrupted run is rolled back) and find the new
     sources: the first half of ``prepare``, also what ``data_io.scale`` cuts into units. The
     caller holds the output folder (``state.exclusive``)."""
+    # First: the locals are this function's arguments, every keyword one an option to check.
+    checked = check_options(**{k: v for k, v in locals().items() if k in _OPTION_DEFAULTS})
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
-    # Every keyword argument of this function is an option to check (none is a local yet).
-    checked = check_options(**{k: v for k, v in locals().items() if k in _OPTION_DEFAULTS})
     read, clean, mode, near = checked.read, checked.clean, checked.mode, checked.near
     tokens_per_shard, seed, val_fraction = (
         checked.tokens_per_shard,
@@ -378,10 +407,7 @@ def plan_run(
     out = Path(output).expanduser()
     metadata, rolled_back = open_output(out)
     sources, skipped = expand_inputs(list(inputs), read)
-    held = metadata["inputs"] if metadata else []
-    check_datasets_options_used(
-        sources, read, held_datasets=any(entry.get("kind") == "datasets" for entry in held)
-    )
+    check_datasets_options_used(sources, read, held=_held_datasets(metadata))
     _check_output_outside(out, list(inputs), sources)
     # The inputs' content hashes and the tokenizer's load both run without the GIL: side by
     # side. The errors still come in their order: the tokenizer's, the options', the inputs'.
@@ -422,7 +448,7 @@ def plan_run(
         chosen = read.source_identity(source.kind)
         if chosen:
             entry["read"] = chosen
-    _check_known_read_alike(out, metadata, sources, known, read)
+    _check_known_read_alike(out, metadata, sources, known, same_as, read)
     recorded_dtype = metadata["dtype"] if metadata else None
     growable = tok.kind == "char"
     check_dtype(dtype, tok.vocab_size, recorded_dtype, growable=growable)  # before any work
@@ -471,6 +497,9 @@ def check_options(**given: Any) -> CheckedOptions:
     """``prepare``'s options checked, without reading or opening anything (``plan_run``'s
     first step, and what ``data_io.scale`` asks of a saved plan's options); the others of
     ``prepare``'s keyword arguments are ignored."""
+    unknown = sorted(set(given) - set(_OPTION_DEFAULTS) - {"progress", "parts"})
+    if unknown:
+        raise ConfigError(f"prepare has no option {', '.join(unknown)}")
     options = {**_OPTION_DEFAULTS, **given}
     tokenizer, layout, text_field = options["tokenizer"], options["layout"], options["text_field"]
     dtype, format = options["dtype"], options["format"]
@@ -519,12 +548,12 @@ def _check_known_read_alike(
     metadata: dict[str, Any] | None,
     sources: list[Source],
     known: list[str],
+    same_as: dict[str, str],
     read: ReadOptions,
 ) -> None:
-    """An input already in ``out`` is skipped; given with another text field, split or
-    configuration than it was read with, it is refused: skipping it would leave out the text
-    that was asked for. (A folder written before inputs recorded these has them in its
-    options.)"""
+    """An input already in ``out`` (by its name, or a copy of one by content) is skipped; given
+    with another text field, split or configuration than it was read with, it is refused:
+    skipping it would leave out the text that was asked for."""
     if metadata is None or not known:
         return
     prior = {entry["name"]: entry for entry in metadata["inputs"]}
@@ -532,17 +561,43 @@ def _check_known_read_alike(
     kinds = {source.name: source.kind for source in sources}
     for name in known:
         now = read.source_identity(kinds.get(name, ""))
-        then = prior.get(name, {}).get("read")
-        if not isinstance(then, dict) or not then:  # none recorded (or damaged): the folder's
-            then = {k: legacy[k] for k in now if k in legacy}
+        recorded = prior.get(same_as.get(name, name))
+        then = (recorded_read(recorded, legacy) if recorded else None) or {}
+        # A choice the record lacks (a key added since) is taken as the same.
         differ = [f"{key} {then.get(key)!r} then, {value!r} now" for key, value in now.items()
                   if then.get(key, value) != value]  # fmt: skip
         if differ:
+            copy = f" (the same content as {same_as[name]})" if name in same_as else ""
             raise ConfigError(
-                f"{name} is in {out} already, read with other options ({'; '.join(differ)}); "
-                "an input is prepared once: leave it out of this run, or prepare its other "
-                "text into a new folder"
+                f"{name}{copy} is in {out} already, read with other options "
+                f"({'; '.join(differ)}); an input is prepared once: leave it out of this run, "
+                "or prepare its other text into a new folder"
             )
+
+
+def _with_reads(old: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The inputs ``old`` records, each with what chose its text (``read``): an input recorded
+    before inputs kept theirs gets the folder's options' values, which the options written now
+    no longer hold."""
+    if old is None:
+        return []
+    legacy = old.get("options", {})
+    upgraded = []
+    for entry in old["inputs"]:
+        read = recorded_read(entry, legacy)
+        upgraded.append({**entry, "read": read} if read and "read" not in entry else entry)
+    return upgraded
+
+
+def _held_datasets(metadata: dict[str, Any] | None) -> frozenset[tuple[str, str | None]]:
+    """The (split, configuration) of each datasets input ``metadata`` records."""
+    if metadata is None:
+        return frozenset()
+    legacy = metadata.get("options", {})
+    reads = [
+        recorded_read(e, legacy) or {} for e in metadata["inputs"] if e.get("kind") == "datasets"
+    ]
+    return frozenset((r.get("split", "train"), r.get("hf_config")) for r in reads)
 
 
 def _resolve(future: Future[Any], work: Callable[..., Any], *args: Any) -> None:
@@ -840,7 +895,7 @@ def _metadata(
         "val_shards": len(splits["val"]["shards"]),
         "input_files": [e["name"] for e in (old["inputs"] if old else [])]
         + [e["name"] for e in entries],
-        "inputs": (old["inputs"] if old else []) + [{**e, "run": run} for e in entries],
+        "inputs": _with_reads(old) + [{**e, "run": run} for e in entries],
         "runs": (old["runs"] if old else []) + [this_run],
         "dedup_hashes": hashes,
     }

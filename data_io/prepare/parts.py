@@ -23,7 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from data_io.formats.raw_text import ReadOptions, ReadStats, Source, empty_input_error
+from data_io.formats.raw_text import (
+    FOLDER_READ_KEYS,
+    ReadOptions,
+    ReadStats,
+    Source,
+    empty_input_error,
+    recorded_read,
+)
 from data_io.prepare.dedup import HashDedup, NearDedup
 from data_io.prepare.lines import LineDedup, LineSpool, replay_line_part
 from data_io.prepare.normalize import CleanOptions, CleanStats
@@ -181,6 +188,20 @@ def read_part(folder: Path) -> Part | None:
         return None
 
 
+def _made_alike(part: Part, entry: dict[str, Any], options: dict[str, Any]) -> bool:
+    """Whether ``part`` was made from the content ``entry`` names, with its text chosen as
+    ``entry`` says and the run's ``options``. A part made before inputs recorded their own
+    text field, split and configuration has them in its options instead."""
+    made = part.record.get("options") or {}
+    source = part.record.get("source") or {}
+    shared = {key: value for key, value in made.items() if key not in FOLDER_READ_KEYS}
+    return (
+        source.get("sha256") == entry.get("sha256")
+        and recorded_read(source, made) == entry.get("read")
+        and shared == options
+    )
+
+
 def parts_lookup(
     root: Path, entries: dict[str, dict[str, Any]], options: dict[str, Any]
 ) -> Callable[[Source], Part | PartChain | None]:
@@ -198,13 +219,7 @@ def parts_lookup(
         entry = entries.get(source.name)
         if entry is None:
             return None
-        usable = [
-            part
-            for part in found.get(source.name, [])
-            if part.record.get("source", {}).get("sha256") == entry.get("sha256")
-            and part.record.get("source", {}).get("read") == entry.get("read")
-            and part.record.get("options") == options
-        ]
+        usable = [part for part in found.get(source.name, []) if _made_alike(part, entry, options)]
         whole = [part for part in usable if part.record.get("span") is None]
         if whole:
             return whole[0]

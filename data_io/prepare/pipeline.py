@@ -444,10 +444,7 @@ def check_dtype(
     if recorded is not None:
         chosen = np.dtype(recorded)  # an incremental run keeps the dtype of the earlier shards
     elif dtype == "auto":
-        small = vocab_size <= 1 << 8 and not growable
-        chosen = np.dtype(np.uint8 if small else np.uint16)
-        if vocab_size > 1 << 16:
-            chosen = np.dtype(np.uint32)
+        chosen = _smallest_dtype(vocab_size, growable=growable)
     else:
         chosen = np.dtype(dtype)
     if vocab_size - 1 > np.iinfo(chosen).max:
@@ -458,17 +455,19 @@ def check_dtype(
             + (
                 "prepare into a new folder"
                 if recorded is not None
-                else f"pass --dtype {_fitting(vocab_size)} or --dtype auto"
+                else f"pass --dtype {_smallest_dtype(vocab_size).name} or --dtype auto"
             )
         )
     return chosen
 
 
-def _fitting(vocab_size: int) -> str:
-    """The smallest shard dtype that holds ids up to ``vocab_size - 1``."""
-    return next(
-        name for name in ("uint8", "uint16", "uint32") if vocab_size - 1 <= np.iinfo(name).max
-    )
+def _smallest_dtype(vocab_size: int, *, growable: bool = False) -> np.dtype:
+    """``auto``'s choice: the smallest unsigned type holding ids below ``vocab_size`` (uint16
+    at least for a ``growable`` vocabulary), uint32 above that."""
+    if vocab_size > 1 << 16:
+        return np.dtype(np.uint32)
+    small = vocab_size <= 1 << 8 and not growable
+    return np.dtype(np.uint8 if small else np.uint16)
 
 
 def check_threads(threads: object) -> int | None:

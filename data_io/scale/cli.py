@@ -89,7 +89,7 @@ def settings_from(args: argparse.Namespace, kind: str) -> ExecutorSettings:
 def resume_settings(manifest, args: argparse.Namespace) -> ExecutorSettings:
     """The settings the plan recorded, with what this command line gives on top (its
     ``--slurm-opt`` options are added to the recorded ones)."""
-    recorded = ExecutorSettings.from_record(manifest)
+    recorded = ExecutorSettings.from_record(manifest.executor or {}, manifest.path)
     given = settings_from(args, args.executor or recorded.kind)
     return ExecutorSettings(
         kind=args.executor or recorded.kind,
@@ -128,6 +128,12 @@ def _report(outcome: Outcome, *, quiet: bool = False) -> int:
         if not quiet:
             print(f"submitted: {outcome.submitted.describe()}")
             print(f"follow it with `data_io status {manifest.path}`")
+        return 0
+    if outcome.finalized_before:
+        if not quiet:
+            print(
+                f"plan {manifest.path}: finalized already, the output is complete; nothing to run"
+            )
         return 0
     if outcome.unfinished or outcome.result is None:
         print(describe(manifest, status(manifest)), file=sys.stderr)

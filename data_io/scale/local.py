@@ -60,9 +60,11 @@ def run_local(
     try:
         with sigterm_sets_flag(ctrl_c=True) as stop:
             for _ in range(retries + 1):
+                stop.check()  # a signal between pools, or before the first
                 if not left:
                     break
                 left = _one_pool(manifest.path, left, workers, threads, bar, failed, stop)
+            stop.check()  # one that came as the last pool shut down
     except (Stopped, KeyboardInterrupt) as stop:
         bar.close()
         _record_stopped(manifest, left, stop)

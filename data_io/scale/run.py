@@ -52,15 +52,17 @@ class ExecutorSettings:
             raise ConfigError(f"threads_per_unit must be at least 1, not {self.threads_per_unit}")
 
     @classmethod
-    def from_record(cls, manifest: Manifest) -> ExecutorSettings:
+    def from_record(cls, record: dict[str, Any], where: object = None) -> ExecutorSettings:
         """The settings a plan recorded (its executor dict also holds what executors added,
-        such as Slurm's submissions: only the settings' own fields are taken)."""
+        such as Slurm's submissions: only the settings' own fields are taken); ``where``, the
+        plan's path, names it in an error."""
         names = {f.name for f in fields(cls)}
-        record = manifest.executor or {}
         try:
             return cls(**{k: v for k, v in record.items() if k in names})
         except ConfigError as error:
-            raise ConfigError(f"{manifest.path}: {error}; {PLAN_AGAIN}") from None
+            if where is None:
+                raise
+            raise ConfigError(f"{where}: {error}; {PLAN_AGAIN}") from None
 
     def recorded(self) -> dict[str, Any]:
         return {
@@ -84,6 +86,9 @@ class Outcome:
     submitted: Any = None
     # Slurm with --wait: the jobs have ended (finalize ran as a job of its own).
     waited: bool = False
+    # ``resume`` of a plan finalized already (by its finalize, or by a plain run that finished
+    # its work): nothing ran.
+    finalized_before: bool = False
 
 
 def run_stage(
@@ -141,9 +146,12 @@ def scale_prepare(
 def resume(
     manifest: Manifest, settings: ExecutorSettings | None = None, *, progress: bool | None = None
 ) -> Outcome:
-    """Run the plan's units that have no completion record, then finalize."""
+    """Run the plan's units that have no completion record, then finalize (nothing, when the
+    plan is finalized already: its output is complete)."""
+    if (manifest.root / FINALIZED).exists():
+        return Outcome(manifest, [], finalized_before=True)
     if settings is None:
-        settings = ExecutorSettings.from_record(manifest)
+        settings = ExecutorSettings.from_record(manifest.executor or {}, manifest.path)
     return execute(manifest, manifest.not_done(), settings, progress=progress)
 
 

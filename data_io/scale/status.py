@@ -119,8 +119,8 @@ def describe(manifest: Manifest, report: Status) -> str:
         lines.append(
             "finalized: the output is complete"
             + (
-                f" ({undone} units' work was done by the finalize step or by a run without "
-                "--executor, not by the units)"
+                f" ({undone} unit{'s' if undone > 1 else ''}' work was done by the finalize "
+                "step or by a run without --executor, not by the units)"
                 if undone
                 else ""
             )

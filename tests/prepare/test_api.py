@@ -355,10 +355,12 @@ def test_a_split_or_config_with_no_datasets_input_is_refused_not_ignored(
     result = run([saved, files / "train-0.jsonl"], out, small_tokenizer, split="test")
     assert result.documents_read == 7 + 30
     # A later run into that folder may repeat its split while it adds plain files only (a
-    # script passing the same options to every run).
+    # script passing the same options to every run); another split is still a mistake.
     more = tmp_path / "more.txt"
     more.write_text("\n\n".join(documents(5, 5)) + "\n")
     assert run([more], out, small_tokenizer, split="test").documents_read == 5
+    with pytest.raises(ConfigError, match=r"^--split validation chooses from a datasets source"):
+        run([tmp_path / "download"], out, small_tokenizer, split="validation")
 
 
 def test_inputs_of_other_fields_and_splits_join_a_folder(small_tokenizer: Path, tmp_path: Path):
@@ -433,3 +435,29 @@ def test_a_folder_recording_the_text_field_for_itself_still_guards_its_inputs(
     with pytest.raises(ConfigError, match=r"text_field 'body' then, 'text' now"):
         run([body], out, small_tokenizer)
     assert run([body], out, small_tokenizer, text_field="body").nothing_to_do
+    # A run that adds an input writes options without the field: the older input's entry
+    # keeps it, and guards it still.
+    plain = tmp_path / "a.txt"
+    plain.write_text("\n\n".join(documents(5, 5)) + "\n")
+    run([plain], out, small_tokenizer)
+    metadata = json.loads(path.read_text())
+    assert "text_field" not in metadata["options"]
+    assert [e.get("read") for e in metadata["inputs"]] == [{"text_field": "body"}, None]
+    with pytest.raises(ConfigError, match=r"text_field 'body' then, 'text' now"):
+        run([body], out, small_tokenizer)
+
+
+def test_a_copy_of_an_input_given_with_another_field_is_refused(
+    small_tokenizer: Path, tmp_path: Path
+):
+    """A copy is known by its content and skipped; asked for with another text field than its
+    original was read with, skipping it would leave that text out."""
+    out = tmp_path / "out"
+    rows = "".join(json.dumps({"text": d, "body": d.upper()}) + "\n" for d in documents(15, 2))
+    (tmp_path / "a.jsonl").write_text(rows)
+    (tmp_path / "b.jsonl").write_text(rows)
+    run([tmp_path / "a.jsonl"], out, small_tokenizer)
+    said = r"b\.jsonl \(the same content as .*a\.jsonl\) is in .* \(text_field 'text' then, 'body' now\)"
+    with pytest.raises(ConfigError, match=said):
+        run([tmp_path / "b.jsonl"], out, small_tokenizer, text_field="body")
+    assert run([tmp_path / "b.jsonl"], out, small_tokenizer).nothing_to_do

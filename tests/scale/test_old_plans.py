@@ -56,6 +56,9 @@ def test_an_old_prepare_plan_resumes_to_the_one_run_output(tmp_path: Path) -> No
     assert manifest.stage == "prepare" and len(manifest.units) == 4
     outcome = resume(manifest, SETTINGS, progress=False)
     assert outcome.unfinished == [] and outcome.result is not None
+    # The units' parts were used: a part made under an old plan records the text field in its
+    # options, not with its input, and is still the same work.
+    assert sorted(outcome.result.from_parts) == sorted(u.source for u in manifest.units)
     options = {**OPTIONS, "tokenizer": str(ROOT / "trained_tokenizers" / "bpe" / "tokenizer.json")}
     prepare([inputs], tmp_path / "one", progress=False, **options)
     assert _tree(tmp_path / "pout") == _tree(tmp_path / "one")

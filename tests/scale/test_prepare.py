@@ -356,9 +356,10 @@ def test_a_bad_row_in_a_later_range_is_named_as_in_one_run(
 
 def test_a_plain_run_that_completes_an_unfinished_plan_settles_it(tmp_path: Path) -> None:
     """An interrupted ``--executor`` run, then the plain command: its sources come from the
-    parts the units left, and once the output holds every input of the plan, the plan is done
-    as its finalize would leave it: parts removed, status "finalized". A plain run over some of
-    the plan's inputs only leaves the plan (and the other inputs' parts) for later."""
+    parts the units left, and once the output holds every input of the plan (and no unit of it
+    may still run), the plan is done as its finalize would leave it: parts removed, status
+    "finalized", resume runs nothing. A plain run over some of the plan's inputs only leaves
+    the plan (and the other inputs' parts) for later."""
     from data_io.scale.plan import plan_prepare
     from data_io.scale.units import run_unit
 
@@ -376,13 +377,30 @@ def test_a_plain_run_that_completes_an_unfinished_plan_settles_it(tmp_path: Path
         u.id for u in manifest.units[:2]
     )
     assert not status(Manifest.load(out)).finalized
+    # While a unit of the plan may still run (its process alive here), nothing is settled.
+    import os
+    import socket
+
+    running = manifest.units[-1].id
+    manifest.write_record(running, "started", {"host": socket.gethostname(), "pid": os.getpid()})
     result = prepare([inputs], out, progress=False, **OPTIONS)
-    assert sorted(result.from_parts) == taken and result.settled_plan
+    assert sorted(result.from_parts) == taken and not result.settled_plan
+    assert (out / ".data_io_scale" / "parts").is_dir()
+    manifest.record_path(running, "started").unlink()
+    # The next run, with nothing to do, settles it.
+    result = prepare([inputs], out, progress=False, **OPTIONS)
+    assert result.nothing_to_do and result.settled_plan
     assert not (out / ".data_io_scale" / "parts").exists()
     report = status(Manifest.load(out))
     said = describe(Manifest.load(out), report)
     assert report.finalized and "resume" not in said
     assert f"complete ({len(manifest.units) - 2} units' work was done by the finalize" in said
+    # Resuming it runs nothing.
+    from data_io.scale import resume
+
+    again = resume(Manifest.load(out), progress=False)
+    assert again.finalized_before and again.unfinished == []
+    assert not list(manifest.units_dir.glob(f"{manifest.units[-1].id}.*"))
     # The same shards as plain runs in the same order, without any plan.
     prepare([first], tmp_path / "one", progress=False, **OPTIONS)
     prepare([inputs], tmp_path / "one", progress=False, **OPTIONS)

@@ -152,13 +152,21 @@ impl Lane {
     /// fails, or the reader is gone.
     fn decode_every(&self, lane: usize, lanes: usize, send: &SyncSender<Message>) {
         for run in self.runs.iter().skip(lane).step_by(lanes) {
-            let outcome = self.decode(run.clone(), send);
+            // A file that will not open is no damaged place: its error as it is.
+            let file = match File::open(&self.path) {
+                Ok(file) => file,
+                Err(error) => {
+                    let _ = send.send(Message::Failed(error));
+                    return;
+                }
+            };
+            let outcome = self.decode(file, run.clone(), send);
             let message = match outcome {
                 Ok(true) => Message::End,
                 Ok(false) => return, // the reader is gone
                 Err(error) => {
                     // Named by the part the decoder was in when it failed (the run's first
-                    // part's start, for an error before decoding: the file would not open).
+                    // part's start, for an error as decoding began: a bad header).
                     let at = self.parts.list[run.start].start;
                     let error = self.parts.name_part(super::damaged(error, at, at));
                     let _ = send.send(Message::Failed(error));
@@ -174,10 +182,10 @@ impl Lane {
     /// Decode `run` into `send`; false when the reader is gone.
     fn decode(
         &self,
+        file: File,
         run: std::ops::Range<usize>,
         send: &SyncSender<Message>,
     ) -> std::io::Result<bool> {
-        let file = File::open(&self.path)?;
         let bytes = self.parts.span(run.clone());
         let mut text = self.parts.decoder(file, run)?;
         loop {

@@ -52,11 +52,13 @@ impl Read for SequentialText {
                     };
                     self.read
                         .fetch_add(self.parts.span(run.clone()), Ordering::Relaxed);
-                    // An error before decoding (the file would not open) is placed at the
-                    // run's start.
+                    // A file that will not open is no damaged place: its error as it is. One
+                    // of the decoder's start (a bad header) is placed at the run's start.
                     let at = self.parts.list.get(run.start).map_or(0, |part| part.start);
-                    let opened = File::open(&self.path)
-                        .and_then(|file| self.parts.decoder(file, run))
+                    let file = File::open(&self.path)?;
+                    let opened = self
+                        .parts
+                        .decoder(file, run)
                         .map_err(|error| self.parts.name_part(super::damaged(error, at, at)))?;
                     self.current.insert(opened)
                 }
