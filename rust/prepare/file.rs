@@ -154,7 +154,7 @@ impl FileFeed {
                 // Its errors name the file offset the decoder had consumed to.
                 let reached = Arc::new(AtomicU64::new(0));
                 let buffered = BufReader::with_capacity(READ_BUFFER, counted);
-                let consumed = Consumed::new(buffered, 0, Arc::clone(&reached));
+                let consumed = Consumed::new(buffered, 0, Arc::clone(&reached), compression);
                 let text = decompressed(consumed, compression)
                     .map_err(|e| Self::decoding_error(&path, compression, 0, &e))?;
                 Box::new(Located::new(text, reached, 0, compression))
@@ -476,7 +476,7 @@ pub fn text_length_estimate(
     };
     let reached = Arc::new(AtomicU64::new(0));
     let buffered = BufReader::with_capacity(64 << 10, counted);
-    let consumed = Consumed::new(buffered, 0, Arc::clone(&reached));
+    let consumed = Consumed::new(buffered, 0, Arc::clone(&reached), compression);
     let text = decompressed(consumed, compression).map_err(decoding)?;
     let mut text = Located::new(text, reached, 0, compression);
     let sampled =

@@ -59,20 +59,36 @@ impl Read for Section {
 /// where a decoder failed: its buffer reads a mebibyte ahead (a whole small file). What it
 /// consumed is what it decoded, give or take the decoder's own look-ahead (a zstd block, a few
 /// bytes of bzip2's bits: `look_back`), so an error can name the damaged place in the file.
-/// The decoder is offered at most `WINDOW` bytes a call: zstd consumes nothing in a call that
-/// fails, so its place is the start of that call's window (by then it has taken the damaged
-/// block's first bytes into its own buffer).
+/// A zstd decoder is offered at most `ZSTD_WINDOW` bytes a call: it consumes nothing in a call
+/// that fails, so its place is the start of that call's window (by then it has taken the
+/// damaged block's first bytes into its own buffer). The other decoders take what the buffer
+/// holds: they report what they consumed, and fewer bytes a call would only cost calls.
 pub struct Consumed<R> {
     inner: R,
     at: u64,
     reached: Arc<AtomicU64>,
+    window: usize,
 }
 
 impl<R: BufRead> Consumed<R> {
-    /// `inner`, whose first byte is byte `at` of the file.
-    pub fn new(inner: R, at: u64, reached: Arc<AtomicU64>) -> Self {
+    /// `inner`, whose first byte is byte `at` of the file, read by `compression`'s decoder.
+    pub fn new(
+        inner: R,
+        at: u64,
+        reached: Arc<AtomicU64>,
+        compression: crate::reader::Compression,
+    ) -> Self {
         reached.store(at, Ordering::Relaxed);
-        Self { inner, at, reached }
+        let window = match compression {
+            crate::reader::Compression::Zstd => ZSTD_WINDOW,
+            _ => usize::MAX,
+        };
+        Self {
+            inner,
+            at,
+            reached,
+            window,
+        }
     }
 
     fn advance(&mut self, n: usize) {
@@ -92,7 +108,7 @@ impl<R: BufRead> Read for Consumed<R> {
 impl<R: BufRead> BufRead for Consumed<R> {
     fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
         let held = self.inner.fill_buf()?;
-        Ok(&held[..held.len().min(WINDOW)])
+        Ok(&held[..held.len().min(self.window)])
     }
 
     fn consume(&mut self, n: usize) {
@@ -115,10 +131,10 @@ pub fn look_back(compression: crate::reader::Compression) -> u64 {
     }
 }
 
-/// The most bytes a decoder is offered a call (`Consumed`): small enough that zstd's place,
+/// The most bytes a zstd decoder is offered a call (`Consumed`): small enough that its place,
 /// the start of the failing call's window, lies inside the damaged block; large enough that the
 /// calls cost nothing to speak of.
-const WINDOW: usize = 4 << 10;
+const ZSTD_WINDOW: usize = 4 << 10;
 
 /// A decoding error and where in the file the decoder was: `reached`, the offset just past the
 /// last byte it consumed (`Consumed`: a stream cut short took all the file's), `near`, the byte

@@ -214,7 +214,12 @@ impl Parts {
         let reached = Arc::new(AtomicU64::new(first.start));
         let counted = |bytes| {
             let buffered = BufReader::with_capacity(READ_BUFFER, bytes);
-            Consumed::new(buffered, first.start, Arc::clone(&reached))
+            Consumed::new(
+                buffered,
+                first.start,
+                Arc::clone(&reached),
+                self.compression,
+            )
         };
         let text: Box<dyn Read + Send> = match (&first.xz, first.bzip2) {
             (Some(block), _) => {
