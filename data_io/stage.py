@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from data_io.errors import ConfigError
-from data_io.formats.raw_text import json_kind
 from data_io.util.cache import cache_root
 from data_io.util.fs import write_json_atomic
+from data_io.util.json_kinds import json_kind
 
 # Input per unit unless --unit-mb says otherwise; a bigger file is cut into byte ranges.
 DEFAULT_UNIT_MB = 256

@@ -24,6 +24,7 @@ import orjson
 from data_io.errors import ConfigError, InputError
 from data_io.formats.text_sources import resolve_text_source
 from data_io.util.arrow_strings import is_text_type
+from data_io.util.json_kinds import json_kind
 
 __all__ = [
     "INVALID_UTF8_POLICIES",
@@ -416,23 +417,6 @@ def _valid_unicode(text: str, where: str, options: ReadOptions, stats: ReadStats
             ) from err
         stats.invalid_utf8_lines += 1
         return _SURROGATE.sub("\ufffd", text)
-
-
-# A value's kind in JSON's words, as the rows reader of tokenize names them.
-_JSON_KINDS: dict[type, str] = {
-    type(None): "null",
-    bool: "a boolean",
-    int: "a number",
-    float: "a number",
-    str: "a string",
-    list: "an array",
-    dict: "an object",
-}
-
-
-def json_kind(value: object) -> str:
-    """``value``'s kind as a message names it: "a number", "an array", "null", ..."""
-    return _JSON_KINDS.get(type(value), f"a {type(value).__name__}")
 
 
 def _field_text(row: Any, field: str, where: str) -> str:

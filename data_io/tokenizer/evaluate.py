@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import IO
 
 from data_io.errors import ConfigError, DataIoError, InputError, TokenizerError
-from data_io.formats.raw_text import json_kind
 from data_io.tokenizer.encoder import TextEncoder
 from data_io.tokenizer.files import resolve_tokenizer
 from data_io.tokenizer.vocabularies import VOCABULARIES, vocabulary_path
+from data_io.util.json_kinds import json_kind
 
 __all__ = [
     "HELD_OUT_SUFFIXES",

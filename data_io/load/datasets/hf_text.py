@@ -53,7 +53,6 @@ import torch
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
 from data_io.errors import ConfigError, InputError
-from data_io.formats.raw_text import json_kind
 from data_io.formats.text_sources import TextSource, load_failed, resolve_text_source
 from data_io.load.dataset_state import MapDatasetState
 from data_io.load.datasets.shards import MemoryMappedDataset, _require_int, pack_window
@@ -63,6 +62,7 @@ from data_io.util.arrow_strings import is_text_type
 from data_io.util.cache import cache_root
 from data_io.util.console import on_terminal, reader_errors_unlogged
 from data_io.util.fs import publish_mode
+from data_io.util.json_kinds import json_kind
 from data_io.util.stale import remove_dead_siblings, temporary_prefix
 
 __all__ = [
