@@ -134,12 +134,16 @@ def _in_option_words(message: str, names: dict[str, str]) -> str:
     ``val_fraction must be ...`` is ``--val-fraction must be ...``. A parameter name with an
     underscore is replaced where it stands as a word (not inside a path, before ``=`` or before
     a file name's suffix: ``prefix_config.yaml``); a one-word name only where it opens the
-    message (``seed must be ...``)."""
+    message (``seed must be ...``) or an entry of a list of options that differ
+    (``(dedup: 'line' then, 'doc' now; ...``)."""
     for dest, option in names.items():
         if "_" in dest:
             message = re.sub(rf"(?<![\w/.-]){re.escape(dest)}(?![\w/=]|\.\w)", option, message)
-        elif message.startswith(f"{dest} "):
-            message = option + message[len(dest) :]
+        else:
+            if message.startswith(f"{dest} "):
+                message = option + message[len(dest) :]
+            # An entry of a list of options that differ: "(dedup: 'line' then, 'doc' now; ...".
+            message = re.sub(rf"(?:(?<=\()|(?<=; )){re.escape(dest)}(?=: )", option, message)
     return message
 
 

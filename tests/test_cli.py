@@ -102,6 +102,14 @@ def test_option_words_leave_paths_and_api_hints_alone():
         == "/data/val_fraction/x: seed --val-fraction; pass text_field= it; 'text_field/a'"
     )
     assert _in_option_words("seed must be >= 0", names) == "--seed must be >= 0"
+    # A list of options that differ names each as the command line does, one-word ones too.
+    names["dedup"] = "--dedup"
+    assert (
+        _in_option_words(
+            "other options (dedup: 'line' then, 'doc' now; seed: 1 then, 2 now)", names
+        )
+        == "other options (--dedup: 'line' then, 'doc' now; --seed: 1 then, 2 now)"
+    )
     # A file named after an option stays a file name; the option at a sentence's end is one.
     names["prefix_config"] = "--prefix-config"
     assert (

@@ -110,7 +110,7 @@ class NearDedup:
         for name in ("ngram", "bands", "rows"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1024:
-                raise ConfigError(f"near-dedup {name} must be an integer 1..1024, got {value!r}")
+                raise ConfigError(f"near_{name} must be an integer 1..1024, got {value!r}")
 
     def threshold(self) -> float:
         """The Jaccard similarity found half the time."""

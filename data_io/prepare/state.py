@@ -300,7 +300,8 @@ def check_same_options(out: Path, metadata: dict[str, Any], current: dict[str, A
     """An incremental run must shape its shards as the earlier runs did."""
     recorded = metadata.get("options", {})
     differ = [
-        f"{key}: {_shown(key, recorded.get(key))} then, {_shown(key, value)} now"
+        f"{_KEY_WORDS.get(key, key)}: {_shown(key, recorded.get(key))} then, "
+        f"{_shown(key, value)} now"
         for key, value in current.items()
         if recorded.get(key) != value
     ]
@@ -309,6 +310,10 @@ def check_same_options(out: Path, metadata: dict[str, Any], current: dict[str, A
             f"{out} was prepared with other options ({'; '.join(differ)}); re-run with the "
             "same options to add inputs, or prepare into a new folder"
         )
+
+
+# A recorded option that is not one of prepare's keyword arguments, named by those that make it.
+_KEY_WORDS = {"near_dedup": "near_ngram, near_bands, near_rows"}
 
 
 def _shown(key: str, value: Any) -> str:
