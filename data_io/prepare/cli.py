@@ -109,7 +109,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="near: words per shingle (default: %(default)s)",
     )
     parser.add_argument(
-        "--near-bands", type=int, default=near.bands, help="near: LSH bands (default: %(default)s)"
+        "--near-bands",
+        type=int,
+        default=near.bands,
+        help="near: LSH bands (default: %(default)s; bands x rows, the MinHash permutations, "
+        "at most 1024)",
     )
     parser.add_argument(
         "--near-rows",

@@ -95,6 +95,10 @@ def dedup_mode(value: object) -> str:
     return str(value)
 
 
+# The most MinHash permutations (bands x rows) near-dedup takes: datasketch's users pick 128-512.
+MAX_PERMUTATIONS = 1024
+
+
 @dataclass(frozen=True)
 class NearDedup:
     """The parameters of ``--dedup near`` (rust/prepare/near.rs): ``ngram``-word shingles,
@@ -111,6 +115,15 @@ class NearDedup:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1024:
                 raise ConfigError(f"near_{name} must be an integer 1..1024, got {value!r}")
+        if self.bands * self.rows > MAX_PERMUTATIONS:
+            # Each permutation costs a product for every shingle of every document: 1024 x 1024
+            # (accepted before) asks 9,362 times the default's work for no finer threshold.
+            raise ConfigError(
+                f"near_bands x near_rows ({self.bands} x {self.rows} = {self.bands * self.rows}) "
+                f"is the number of MinHash permutations and must be at most {MAX_PERMUTATIONS}; "
+                f"pick the threshold (1/bands)^(1/rows) with fewer: 14 x 8 = 112 (0.72), "
+                f"20 x 5 = 100 (0.55), 16 x 16 = 256 (0.84)"
+            )
 
     def threshold(self) -> float:
         """The Jaccard similarity found half the time."""

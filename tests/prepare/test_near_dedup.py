@@ -159,6 +159,41 @@ def test_bad_dedup_options_are_refused(tmp_path: Path, kwargs: dict) -> None:
         prepare([tmp_path / "a.txt"], tmp_path / "out", tokenizer="char", progress=False, **kwargs)
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "said"),
+    [
+        ({"rows": 0}, "near_rows must be an integer 1..1024, got 0"),
+        ({"bands": 1025}, "near_bands must be an integer 1..1024, got 1025"),
+        ({"ngram": True}, "near_ngram must be an integer 1..1024, got True"),
+        ({"bands": 1024, "rows": 1024}, "(1024 x 1024 = 1048576) is the number of MinHash"),
+        ({"bands": 65, "rows": 16}, "(65 x 16 = 1040) is the number of MinHash"),
+    ],
+)
+def test_near_parameters_out_of_range_are_refused_with_the_range(kwargs: dict, said: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        NearDedup(**kwargs)
+    assert said in str(caught.value)
+
+
+def test_the_most_permutations_are_taken() -> None:
+    assert NearDedup(bands=64, rows=16).threshold() == pytest.approx((1 / 64) ** (1 / 16))
+    assert NearDedup(bands=1024, rows=1).bands == 1024
+
+
+def test_the_command_line_names_the_near_options_out_of_range(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from data_io.cli import main
+
+    (tmp_path / "a.txt").write_text("a document long enough to be kept\n")
+    args = ["prepare", str(tmp_path / "a.txt"), "-o", str(tmp_path / "out"), "--dedup", "near"]
+    assert main([*args, "--tokenizer", "char", "--near-bands", "100", "--near-rows", "11"]) == 1
+    err = capsys.readouterr().err
+    assert "--near-bands x --near-rows (100 x 11 = 1100)" in err
+    assert "at most 1024" in err
+    assert not (tmp_path / "out" / "dataset_metadata.json").exists()
+
+
 def test_the_command_line_takes_the_mode_and_refuses_a_contradiction(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
