@@ -43,6 +43,7 @@ from data_io.cleaning.hub import (
     wait_for_abandoned_reads,
 )
 from data_io.errors import DataIoError, InputError
+from data_io.util.arrow_strings import is_text_type
 from data_io.util.console import quiet_newly_imported
 from data_io.util.stale import remove_dead_siblings, temporary_prefix
 
@@ -147,11 +148,36 @@ def read_text_lines(path: Path, rel: str) -> Iterator[Record]:
             raise InputError(f"{path}: not valid UTF-8 ({exc})") from exc
 
 
+def plain_strings(batch: pa.RecordBatch | pa.Table) -> pa.RecordBatch | pa.Table:
+    """``batch`` with its ``large_string`` and ``string_view`` columns as plain ``string``.
+
+    Polars writes Parquet text as ``large_string``, and a copy re-saved by it is still the
+    dataset; but Arrow compute functions that cleaners build rows with take only matching string
+    types (``binary_join_element_wise`` of a ``large_string`` column and a ``str``), or, for the
+    view type, none at all. A batch holds far less than the 2 GiB a ``string`` column can; a
+    column that does not fit is left as it is.
+    """
+    schema = batch.schema
+    wide = [i for i, f in enumerate(schema) if f.type != pa.string() and is_text_type(f.type)]
+    if not wide:
+        return batch
+    columns = list(batch.columns)
+    fields = list(schema)
+    for i in wide:
+        try:
+            columns[i] = columns[i].cast(pa.string())
+        except pa.ArrowInvalid:  # over 2 GiB of text: it stays as it was
+            continue
+        fields[i] = fields[i].with_type(pa.string())
+    return type(batch).from_arrays(columns, schema=pa.schema(fields, metadata=schema.metadata))
+
+
 def parquet_batches(batch_rows: int = 16_384, columns: Sequence[str] | None = None) -> Reader:
     """A reader yielding each Parquet file as Arrow record batches of at most ``batch_rows`` rows.
 
     ``columns``: read only these (a large unused column, such as SYNTH's reasoning traces, is
-    then never decoded); a file lacking one of them is an error naming the file.
+    then never decoded); a file lacking one of them is an error naming the file. Text columns
+    come as ``string`` whatever type the file stores (:func:`plain_strings`).
     """
 
     def read(path: Path, rel: str) -> Iterator[Record]:
@@ -180,6 +206,7 @@ def parquet_batches(batch_rows: int = 16_384, columns: Sequence[str] | None = No
                 raise InputError(
                     f"{path}: unreadable after row {first} ({exc}); re-download it"
                 ) from exc
+            batch = plain_strings(batch)
             yield Record(batch, rel, first, str(path), rows=batch.num_rows, unit="row")
             first += batch.num_rows
 
@@ -571,6 +598,7 @@ class HubDataset:
         tables = dataset.with_format("arrow").iter(batch_size=rows)
         for table in self._guarded(tables, what, location):
             if self.batch_rows:
+                table = plain_strings(table)  # a copy saved by polars: large_string
                 yield Record(table, name, first, origin, rows=table.num_rows)
             else:
                 for offset, row in enumerate(table.to_pylist()):

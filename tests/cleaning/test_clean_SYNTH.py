@@ -169,3 +169,16 @@ def test_missing_column_names_the_shard(tmp_path: Path) -> None:
 def test_missing_folder_says_what_to_download(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="hf download PleIAs/SYNTH --repo-type dataset"):
         CLEANER.run(tmp_path / "absent", tmp_path / "out", progress=False)
+
+
+def test_shards_saved_by_polars_clean_the_same(tmp_path: Path) -> None:
+    # Polars writes text as large_string; the rag join must not trip over the mixed types.
+    import polars as pl
+
+    source = _raw(tmp_path / "SYNTH")
+    for path in source.glob("*.parquet"):
+        pl.read_parquet(path).write_parquet(path)
+    assert str(pq.read_schema(source / "synth_2.parquet").field("query").type) == "large_string"
+    report = CLEANER.run(source, tmp_path / "out", progress=False)
+    assert read_outputs(report) == EXPECTED
+    assert dict(report.drops) == DROPS

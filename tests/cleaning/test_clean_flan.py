@@ -5,7 +5,9 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from data_io.cleaning import parquet_batches
 from pipe_clustered.clean_flan import CLEANER
@@ -131,3 +133,29 @@ def test_deterministic_bytes(tmp_path: Path) -> None:
     CLEANER.run(source, tmp_path / "b", progress=False)
     for path in (tmp_path / "a").iterdir():
         assert path.read_bytes() == (tmp_path / "b" / path.name).read_bytes()
+
+
+def _wide_strings(root: Path, kind: str) -> None:
+    """Every shard under ``root`` rewritten with its text columns as ``kind`` (what polars or
+    another tool re-saving the download may store)."""
+    for path in root.rglob("*.parquet"):
+        table = pq.read_table(path)
+        schema = pa.schema(
+            [f.with_type(getattr(pa, kind)()) if f.type == pa.string() else f for f in table.schema]
+        )
+        pq.write_table(table.cast(schema), path)
+
+
+@pytest.mark.parametrize("kind", ["large_string", "string_view"])
+def test_shards_with_large_or_view_strings_clean_the_same(tmp_path: Path, kind: str) -> None:
+    if not hasattr(pa, kind):
+        pytest.skip(f"this pyarrow has no {kind}")
+    source = _raw(tmp_path / "FLAN")
+    expected = _independent(source)
+    _wide_strings(source, kind)
+    assert pq.read_schema(source / "niv2_zsopt_data" / "part.0.parquet").field("inputs").type == (
+        getattr(pa, kind)()
+    )
+    report = CLEANER.run(source, tmp_path / "flan", progress=False)
+    assert read_outputs(report) == expected  # three plain string columns, as always
+    assert dict(report.drops) == {"null field": 1, "subset not used": 2}

@@ -167,6 +167,23 @@ def test_hub_copy_all_splits_configs_and_batches(tmp_path: Path) -> None:
         _all(missing_split, root)
 
 
+def test_arrow_batches_come_with_plain_string_columns(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    wide = pa.table({"x": pa.array(["a0", "a1"], pa.large_string()), "n": [1, 2]})
+    pq.write_table(wide, tmp_path / "p.parquet")
+    batches = LocalFiles("unused", reader=parquet_batches(5), include=("p.parquet",))
+    (record,) = batches.records(tmp_path)
+    assert record.data.schema == pa.schema([("x", pa.string()), ("n", pa.int64())])
+    assert record.data.column("x").to_pylist() == ["a0", "a1"]
+    # A local Hub copy that polars saved: datasets keeps its large_string.
+    root = write_hub_copy(tmp_path / "copy", {("alpha", "train"): [{"x": "a0"}]})
+    shard = root / "alpha" / "train-00000-of-00001.parquet"
+    pq.write_table(pq.read_table(shard).cast(pa.schema([("x", pa.large_string())])), shard)
+    (table,) = HubDataset("owner/name", config="alpha", batch_rows=5).records(root)
+    assert table.data.schema.field("x").type == pa.string()
+
+
 def test_hub_error_without_a_config_calls_it_default(tmp_path: Path) -> None:
     root = write_hub_copy(tmp_path / "copy", {("default", "train"): [{"x": "a"}]})
     with pytest.raises(InputError) as caught:
