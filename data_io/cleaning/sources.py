@@ -172,6 +172,35 @@ def plain_strings(batch: pa.RecordBatch | pa.Table) -> pa.RecordBatch | pa.Table
     return type(batch).from_arrays(columns, schema=pa.schema(fields, metadata=schema.metadata))
 
 
+def check_utf8(batch: pa.RecordBatch | pa.Table, origin: str, first: int) -> None:
+    """Stop at text that is not valid UTF-8, naming the row (``first``: the batch's first row).
+
+    Parquet does not check that a ``string`` column holds UTF-8, nor does pyarrow when it reads
+    one: such bytes would otherwise be copied into an output that no reader accepts, or stop a
+    record-by-record cleaner with a UnicodeDecodeError traceback.
+    """
+    for name, column in zip(batch.column_names, batch.columns, strict=True):
+        try:
+            column.validate(full=True)
+        except pa.ArrowInvalid as exc:
+            row = first + _first_undecodable(column)
+            raise InputError(
+                f"{origin} row {row}: column {name!r} holds text that is not valid UTF-8 ({exc}); "
+                "the file is damaged or was written with another encoding: re-download it, or "
+                "fix that row"
+            ) from exc
+
+
+def _first_undecodable(column: pa.Array | pa.ChunkedArray) -> int:
+    """Position of the first value of ``column`` that Python cannot decode (0 if none is)."""
+    for position, value in enumerate(column):
+        try:
+            value.as_py()
+        except UnicodeDecodeError:
+            return position
+    return 0
+
+
 def parquet_batches(batch_rows: int = 16_384, columns: Sequence[str] | None = None) -> Reader:
     """A reader yielding each Parquet file as Arrow record batches of at most ``batch_rows`` rows.
 
@@ -207,6 +236,7 @@ def parquet_batches(batch_rows: int = 16_384, columns: Sequence[str] | None = No
                     f"{path}: unreadable after row {first} ({exc}); re-download it"
                 ) from exc
             batch = plain_strings(batch)
+            check_utf8(batch, str(path), first)
             yield Record(batch, rel, first, str(path), rows=batch.num_rows, unit="row")
             first += batch.num_rows
 
@@ -597,6 +627,7 @@ class HubDataset:
         first = 0
         tables = dataset.with_format("arrow").iter(batch_size=rows)
         for table in self._guarded(tables, what, location):
+            check_utf8(table, origin, first)
             if self.batch_rows:
                 table = plain_strings(table)  # a copy saved by polars: large_string
                 yield Record(table, name, first, origin, rows=table.num_rows)

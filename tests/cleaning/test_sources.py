@@ -184,6 +184,40 @@ def test_arrow_batches_come_with_plain_string_columns(tmp_path: Path) -> None:
     assert table.data.schema.field("x").type == pa.string()
 
 
+def _not_utf8(texts: list[bytes]) -> pa.Array:
+    """A ``string`` array holding ``texts`` unchecked (as a Parquet writer that does not
+    validate stores them)."""
+    offsets = [0]
+    for text in texts:
+        offsets.append(offsets[-1] + len(text))
+    return pa.Array.from_buffers(
+        pa.string(),
+        len(texts),
+        [None, pa.array(offsets, pa.int32()).buffers()[1], pa.py_buffer(b"".join(texts))],
+    )
+
+
+def test_text_that_is_not_utf8_is_named_with_its_row(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    texts = _not_utf8([b"ok", b"fine", b"bad \xff\xfe"])
+    pq.write_table(pa.table({"n": [1, 2, 3], "x": texts}), tmp_path / "p.parquet")
+    batches = LocalFiles("unused", reader=parquet_batches(2), include=("p.parquet",))
+    records = batches.records(tmp_path)
+    assert next(records).rows == 2  # the first batch is clean
+    with pytest.raises(InputError) as caught:
+        next(records)
+    assert str(caught.value).startswith(
+        f"{tmp_path / 'p.parquet'} row 2: column 'x' holds text that is not valid UTF-8"
+    )
+    # A local Hub copy read record by record: an error naming the row, not a traceback.
+    root = write_hub_copy(tmp_path / "copy", {("main", "train"): [{"question": "q"}]})
+    shard = root / "main" / "train-00000-of-00001.parquet"
+    pq.write_table(pa.table({"question": _not_utf8([b"q0", b"q\xc3"])}), shard)
+    with pytest.raises(InputError, match=r"main/train row 1: column 'question' holds text that"):
+        _all(HubDataset("openai/gsm8k", config="main"), root)
+
+
 def test_hub_error_without_a_config_calls_it_default(tmp_path: Path) -> None:
     root = write_hub_copy(tmp_path / "copy", {("default", "train"): [{"x": "a"}]})
     with pytest.raises(InputError) as caught:
