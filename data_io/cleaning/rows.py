@@ -44,11 +44,20 @@ class Drop(NamedTuple):
     """A source record (or ``count`` of them) deliberately left out, and why.
 
     Reasons are short, stable phrases ("no boxed answer", "language is not en"): the summary
-    groups by them, so keep one phrase per rule.
+    groups by them, so keep one phrase per rule. A reason ``no <kind> row: ...`` ("no direct
+    row: proof") leaves out one of the rows a record gives, not the record: the summary counts
+    those apart, as rows not made (:func:`is_row_drop`), so that records dropped never exceed
+    records read.
     """
 
     reason: str
     count: int = 1
+
+
+def is_row_drop(reason: str) -> bool:
+    """Whether a drop ``reason`` leaves out one row of a record (``no direct row: ...``) rather
+    than the whole record."""
+    return reason.startswith("no ") and " row: " in reason
 
 
 class CleanerAssertion(Exception):

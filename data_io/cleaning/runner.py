@@ -29,6 +29,7 @@ from data_io.cleaning.rows import (
     Drop,
     DropCounts,
     Row,
+    is_row_drop,
     row_problem,
     table_problem,
 )
@@ -134,10 +135,9 @@ class CleanReport:
         return sum(rows for _, rows in self.files)
 
     def format(self) -> str:
-        dropped = sum(self.drops.values())
         lines = [
             f"{self.name}: {self.records:,} records read, {self.rows_written:,} rows written "
-            f"to {len(self.files):,} file(s), {dropped:,} records dropped"
+            f"to {len(self.files):,} file(s), {drop_totals(self.drops)}"
         ]
         lines += [f"  wrote {path} ({rows:,} rows)" for path, rows in self.files]
         lines += [
@@ -146,6 +146,14 @@ class CleanReport:
         ]
         lines += [f"  dropped {count:,}: {reason}" for reason, count in sorted(self.drops.items())]
         return "\n".join(lines)
+
+
+def drop_totals(drops: dict[str, int]) -> str:
+    """``N records dropped``, and ``, M rows not made`` when some drops left out only one row
+    of a record (``no direct row: ...``; a record may count there twice, once per row)."""
+    rows = sum(count for reason, count in drops.items() if is_row_drop(reason))
+    records = sum(drops.values()) - rows
+    return f"{records:,} records dropped" + (f", {rows:,} rows not made" if rows else "")
 
 
 def _null_fields(record: Record, exc: Exception) -> list[str]:

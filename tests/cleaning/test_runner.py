@@ -96,6 +96,36 @@ def test_order_drops_and_summary(tmp_path: Path) -> None:
     ]
 
 
+def _neither_row(record: Record) -> Iterator[Row | Drop]:
+    """Two rows per record, each made only when its field is set (scibench's rule)."""
+    if record["q"] == "":
+        yield Drop("empty question")
+        return
+    for condition, field in (("cot", "long"), ("direct", "short")):
+        if record[field]:
+            yield Row(condition, record["q"], record[field])
+        else:
+            yield Drop(f"no {condition} row: empty {field}")
+
+
+def test_rows_not_made_are_not_counted_as_records_dropped(tmp_path: Path) -> None:
+    items = [
+        {"q": "1", "long": "", "short": ""},  # gives no row, though not dropped as a record
+        {"q": "2", "long": "l", "short": ""},
+        {"q": "", "long": "l", "short": "s"},
+    ]
+    out = tmp_path / "toy.jsonl"
+    report = run_cleaner(_cleaner(_neither_row), _source(tmp_path, items), out, progress=False)
+    assert report.records == 3 and report.rows_written == 1
+    assert report.format().splitlines() == [
+        "toy: 3 records read, 1 rows written to 1 file(s), 1 records dropped, 3 rows not made",
+        f"  wrote {out} (1 rows)",
+        "  dropped 1: empty question",
+        "  dropped 1: no cot row: empty long",
+        "  dropped 2: no direct row: empty short",
+    ]
+
+
 @pytest.mark.parametrize(
     ("item", "message"),
     [
