@@ -10,12 +10,13 @@ its own: it lives in ``--plan-dir``, by default under the user's cache folder
 from __future__ import annotations
 
 import time
+from collections import Counter
 from contextlib import chdir
 from pathlib import Path
 from typing import Any, ClassVar
 
 from data_io.cleaning.registry import find
-from data_io.cleaning.runner import run_cleaner
+from data_io.cleaning.runner import drop_totals, run_cleaner
 from data_io.errors import ConfigError
 from data_io.stage import (
     Finalized,
@@ -95,16 +96,32 @@ class CleanStage:
         with chdir(plan.output):
             report = run_cleaner(entry.cleaner, progress=False)
             outputs = {str(path): sha256(Path(path)) for path, _ in report.files}
+        # Drops and removed files as the cleaner's own summary lists them: the finalize report
+        # shows them too (nothing is left out silently on workers either).
         return unit_record(
-            unit, started, rows=report.rows_written, records=report.records, outputs=outputs
+            unit,
+            started,
+            rows=report.rows_written,
+            records=report.records,
+            outputs=outputs,
+            drops=dict(report.drops),
+            removed=[str(path) for path in report.removed],
         )
 
     def finalize(self, plan: SavedPlan, *, missing: list[Unit], progress: bool | None) -> Finalized:
         records = [plan.read_record(u.id, "done") or {} for u in plan.units]
         summary = {
             "units": len(plan.units),
+            "records": sum(r.get("records", 0) for r in records),
             "rows": sum(r.get("rows", 0) for r in records),
             "outputs": sorted(p for r in records for p in r.get("outputs", {})),
+            "removed": sorted(p for r in records for p in r.get("removed", [])),
+            # cleaner -> reason -> count, as each cleaner's own summary lists them.
+            "drops": {
+                unit.task: r["drops"]
+                for unit, r in zip(plan.units, records, strict=True)
+                if r.get("drops")
+            },
         }
         return Finalized(summary, {"rows": summary["rows"], "outputs": summary["outputs"]})
 
@@ -112,7 +129,17 @@ class CleanStage:
         if not quiet:
             for path in result["outputs"]:
                 print(f"  wrote {path}")
-            print(f"{result['rows']:,} rows from {result['units']} cleaner(s)")
+            for path in result.get("removed", []):
+                print(f"  removed {path}: the last run wrote it, this run had no rows for it")
+            totals: Counter[str] = Counter()
+            for task, drops in sorted(result.get("drops", {}).items()):
+                for reason, count in sorted(drops.items()):
+                    print(f"  {task}: dropped {count:,}: {reason}")
+                    totals[reason] += count
+            print(
+                f"{result.get('records', 0):,} records read, {result['rows']:,} rows written by "
+                f"{result['units']} cleaner(s), {drop_totals(totals)}"
+            )
         return 0
 
 
