@@ -129,6 +129,8 @@ class CleanReport:
     files: list[tuple[Path, int]] = field(default_factory=list)
     # Outputs the last run wrote that this run had no rows for: removed, not left stale.
     removed: list[Path] = field(default_factory=list)
+    # What went wrong after the outputs were committed (they stand): printed on stderr.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def rows_written(self) -> int:
@@ -309,19 +311,22 @@ def _clean_records(
             writer.write(batch.take(name))
         report.files = writer.commit()
     if keyed:
-        report.removed = _forget_outputs_not_written(writer.path, name, report.files)
+        report.removed = _forget_outputs_not_written(
+            writer.path, name, report.files, report.warnings
+        )
     return report
 
 
 def _forget_outputs_not_written(
-    folder: Path, name: str, files: list[tuple[Path, int]]
+    folder: Path, name: str, files: list[tuple[Path, int]], warnings: list[str]
 ) -> list[Path]:
     """A keyed cleaner writes one file per key its rows hold: a key with no rows this run (a
     source file now empty) writes nothing, and its file of the last run would stay and be
     tokenized. Each run records the files it wrote, in the user's cache (the output folder
     holds what the original wrote and nothing else); the files of the last run's record not
     written now are removed. Files the record does not name (another cleaner's, in a shared
-    folder) are never touched."""
+    folder) are never touched. The outputs are committed by then: a record that cannot be
+    read or written, or a file that cannot be removed, is a warning in ``warnings``."""
     digest = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:16]
     record = cache_root() / "clean-outputs" / digest / f"{name}.json"
     written = sorted(path.name for path, _ in files)
@@ -333,10 +338,24 @@ def _forget_outputs_not_written(
     for file in before if isinstance(before, list) else []:
         path = folder / str(file)
         if str(file) not in written and path.parent == folder and path.is_file():
-            path.unlink()
+            try:
+                path.unlink()
+            except OSError as exc:
+                warnings.append(
+                    f"cannot remove {path} ({exc.strerror or exc}), which the last run wrote and "
+                    "this run had no rows for: remove it by hand, or it will be tokenized"
+                )
+                continue
             removed.append(path)
-    record.parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(record, written)
+    try:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(record, written)
+    except OSError as exc:
+        warnings.append(
+            f"the outputs are written, but the list of them cannot be saved in {record} "
+            f"({exc.strerror or exc}), so a later run cannot remove those it has no rows for: "
+            "set XDG_CACHE_HOME to a writable folder"
+        )
     return removed
 
 
@@ -361,4 +380,6 @@ def run_and_report(
         return INTERRUPTED
     if not quiet:
         print(report.format())
+    for warning in report.warnings:
+        print(f"clean {cleaner.name}: warning: {warning}", file=sys.stderr)
     return 0

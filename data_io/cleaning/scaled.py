@@ -9,6 +9,7 @@ its own: it lives in ``--plan-dir``, by default under the user's cache folder
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import Counter
 from contextlib import chdir
@@ -106,6 +107,7 @@ class CleanStage:
             outputs=outputs,
             drops=dict(report.drops),
             removed=[str(path) for path in report.removed],
+            warnings=report.warnings,
         )
 
     def finalize(self, plan: SavedPlan, *, missing: list[Unit], progress: bool | None) -> Finalized:
@@ -116,6 +118,11 @@ class CleanStage:
             "rows": sum(r.get("rows", 0) for r in records),
             "outputs": sorted(p for r in records for p in r.get("outputs", {})),
             "removed": sorted(p for r in records for p in r.get("removed", [])),
+            "warnings": [
+                f"{unit.task}: warning: {w}"
+                for unit, r in zip(plan.units, records, strict=True)
+                for w in r.get("warnings", [])
+            ],
             # cleaner -> reason -> count, as each cleaner's own summary lists them.
             "drops": {
                 unit.task: r["drops"]
@@ -126,6 +133,8 @@ class CleanStage:
         return Finalized(summary, {"rows": summary["rows"], "outputs": summary["outputs"]})
 
     def report(self, result: dict[str, Any], *, quiet: bool) -> int:
+        for warning in result.get("warnings", []):
+            print(f"clean {warning}", file=sys.stderr)
         if not quiet:
             for path in result["outputs"]:
                 print(f"  wrote {path}")

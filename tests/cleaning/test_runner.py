@@ -26,7 +26,7 @@ from data_io.cleaning import (
 )
 from data_io.errors import InputError
 
-from .upstream import REPO_ROOT
+from .upstream import REPO_ROOT, write_json
 from .upstream import read_jsonl as read_output
 
 
@@ -282,3 +282,25 @@ def test_a_row_error_never_aborts_the_process(tmp_path: Path) -> None:
             "main/train row 2500: answer splits on '#### ' into 1 parts, expected 2\n"
         )
     assert not (tmp_path / "data").exists()
+
+
+def test_an_unwritable_cache_is_a_warning_after_the_outputs_are_committed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from data_io.cleaning.runner import run_and_report
+    from pipe.clean_platypus.clean_arb import CLEANER as ARB
+
+    source = tmp_path / "ARB"
+    for name in ("math", "reading", "law", "science", "physics"):
+        write_json(source / f"{name}.json", [{"instruction": name, "response": "r"}])
+    (tmp_path / "cache").write_text("a file where the cache folder should be\n")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    out = tmp_path / "Platypus"
+    assert run_and_report(ARB, source, out) == 0  # was: a NotADirectoryError traceback
+    said = capsys.readouterr()
+    assert "arb: 5 records read, 5 rows written to 5 file(s)" in said.out
+    assert said.err.startswith("clean arb: warning: the outputs are written, but the list of")
+    assert "set XDG_CACHE_HOME to a writable folder" in said.err
+    assert sorted(p.name for p in out.iterdir()) == [
+        f"arb_{name}.jsonl" for name in ("law", "math", "physics", "reading", "science")
+    ]

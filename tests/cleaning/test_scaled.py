@@ -65,3 +65,20 @@ def test_report_shows_drops_and_removed_files_as_one_process_does(
     assert "  gsm8k_train: dropped 1: null field: answer" in said
     assert said[-1] == "6 records read, 5 rows written by 2 cleaner(s), 1 records dropped"
     assert not (work / "data" / "Platypus" / "arb_math.jsonl").exists()
+
+
+def test_warnings_of_a_unit_reach_the_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "cache").write_text("a file where the cache folder should be\n")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    work = tmp_path / "work"
+    for name in ("math", "reading", "law", "science", "physics"):
+        write_json(
+            work / "raw_data/Platypus/ARB" / f"{name}.json",
+            [{"instruction": name, "response": "r"}],
+        )
+    STAGE.report(_run_all(work, ["arb"]), quiet=True)
+    assert capsys.readouterr().err.startswith(
+        "clean arb: warning: the outputs are written, but the list of them cannot be saved"
+    )
