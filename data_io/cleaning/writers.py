@@ -40,6 +40,7 @@ from data_io.cleaning.rows import FILE_COLUMN, ROW_COLUMNS
 from data_io.errors import OutputError
 
 Format = Literal["jsonl", "parquet"]
+_FORMAT_NAMES = {"jsonl": "JSON Lines", "parquet": "Parquet"}
 
 #: The Parquet schema of every output: three plain ``string`` columns, which every reader
 #: (the original's included) accepts.
@@ -331,6 +332,13 @@ class OutputWriter:
         if not spec.keyed:
             if self.path.is_dir():
                 raise OutputError(f"--out {self.path} is a folder: this cleaner writes one file")
+            other = {".jsonl", ".parquet"} - {spec.extension}
+            if self.path.suffix in other:
+                # The tokenizer reads a file by its extension: JSON Lines named .parquet fails.
+                raise OutputError(
+                    f"--out {self.path}: this cleaner writes {_FORMAT_NAMES[spec.format]}, not "
+                    f"{self.path.suffix}; name it {self.path.with_suffix(spec.extension)}"
+                )
             self._sink("")  # created up front so that an empty run still writes an empty file
         _check_writable(self.path, self.path if spec.keyed else self.path.parent)
 

@@ -152,6 +152,23 @@ def test_out_of_the_wrong_kind(tmp_path: Path) -> None:
         OutputWriter(jsonl_file(str(tmp_path)))
 
 
+def test_out_with_the_other_formats_extension_is_refused(tmp_path: Path) -> None:
+    # The tokenizer picks the reader by extension: JSON Lines named .parquet would fail there.
+    with pytest.raises(
+        OutputError,
+        match=r"g\.parquet: this cleaner writes JSON Lines, not \.parquet; name it .*g\.jsonl$",
+    ):
+        OutputWriter(jsonl_file(str(tmp_path / "g.parquet")))
+    with pytest.raises(OutputError, match=r"writes Parquet, not \.jsonl; name it .*a\.parquet$"):
+        OutputWriter(parquet_file(str(tmp_path / "a.jsonl")))
+    assert not any(tmp_path.iterdir())
+    # Another name is the user's choice (a file kept out of the tokenizer's way).
+    for spec in (jsonl_file(str(tmp_path / "g")), parquet_file(str(tmp_path / "a.bak"))):
+        with OutputWriter(spec) as writer:
+            writer.commit()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.bak", "g"]
+
+
 # A child process that keeps writing until it is killed.
 _WRITE_FOREVER = textwrap.dedent(
     """
