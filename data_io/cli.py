@@ -148,7 +148,12 @@ def _in_option_words(message: str, names: dict[str, str]) -> str:
 
 
 def _run(argv: list[str] | None) -> int:
-    args = parse_command_line(sys.argv[1:] if argv is None else argv)
+    try:
+        # Reading the command line imports its stage (polars, pyarrow...: most of start-up).
+        args = parse_command_line(sys.argv[1:] if argv is None else argv)
+    except KeyboardInterrupt:
+        print("data_io: interrupted while starting", file=sys.stderr)
+        return 130
     try:
         return int(_stage_run(args) or 0)
     except DataIoError as exc:

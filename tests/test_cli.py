@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import data_io.cli as cli_module
 from data_io.cli import build_parser, main, parse_command_line
 from data_io.errors import OutputError
 from data_io.sampling.cli import main as sample_main
@@ -372,3 +373,13 @@ def test_closed_stdout_guard_sees_wrapped_pipe_errors(capsys):
     with pytest.raises(OutputError, match="disk full"):  # other errors are not swallowed
         exit_quietly_on_closed_stdout(other_error)
     assert capsys.readouterr().err == ""
+
+
+def test_ctrl_c_while_starting_exits_130_without_a_traceback(monkeypatch, capsys):
+    # Ctrl-C in the first second of `data_io clean ...`, while the stage's modules import.
+    def interrupted(argv):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_module, "parse_command_line", interrupted)
+    assert main(["clean", "--all"]) == 130
+    assert capsys.readouterr().err == "data_io: interrupted while starting\n"
