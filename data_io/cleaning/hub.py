@@ -30,6 +30,7 @@ __all__ = [
     "hub_unreachable",
     "local_path",
     "offline_by_environment",
+    "parquet_row_count",
     "wait_for_abandoned_reads",
 ]
 
@@ -131,9 +132,25 @@ def damage_of(path: Path) -> str:
             return "it is not a Parquet file (it does not start with PAR1)"
         if tail != b"PAR1":
             return "it is truncated: its Parquet footer is missing (an interrupted download?)"
+        if parquet_row_count(path) == 0:
+            # `datasets` sizes its reads from the first row group's rows: 0 fails in Arrow.
+            return (
+                "it is an intact Parquet file of 0 rows, which `datasets` cannot read (it sizes "
+                "its batches from the first row group)"
+            )
         return "its Parquet data is damaged"
     kind = path.suffix.lstrip(".").upper() or "data"
     return f"its content is not valid {kind} (damaged, truncated, or not what its name says)"
+
+
+def parquet_row_count(path: Path) -> int | None:
+    """The rows a Parquet file's footer records, or None when the footer cannot be read."""
+    import pyarrow.parquet as pq  # noqa: PLC0415  only on an error's path; the CLI starts cheap
+
+    try:
+        return int(pq.ParquetFile(path).metadata.num_rows)
+    except (OSError, ValueError):  # ArrowInvalid is a ValueError, ArrowIOError an OSError
+        return None
 
 
 def wait_for_abandoned_reads(timeout: float = 30.0) -> None:

@@ -201,8 +201,8 @@ class _RowBatch:
                     value.encode("utf-8")
                 except UnicodeEncodeError:
                     return InputError(
-                        f"{name}: the row from {record.where()} has a {column} that is not valid "
-                        f"Unicode (lone surrogate); fix or drop it in the cleaner"
+                        f"{name}: the row from {record.where()} has text in {column} that is not "
+                        f"valid Unicode (lone surrogate); fix or drop it in the cleaner"
                     )
         return InputError(f"{name}: cannot convert rows to Arrow: {exc}")
 

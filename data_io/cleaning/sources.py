@@ -39,6 +39,7 @@ from data_io.cleaning.hub import (
     hub_unreachable,
     local_path,
     offline_by_environment,
+    parquet_row_count,
     placeholder_of,
     wait_for_abandoned_reads,
 )
@@ -483,8 +484,9 @@ class HubDataset:
     def _location(self, override: Path | None) -> str:
         if override is not None:
             if not override.is_dir():
+                missing = "does not exist" if not override.exists() else "is not a folder"
                 raise InputError(
-                    f"--source {override} is not a folder; for {self.repo_id} pass the folder "
+                    f"--source {override} {missing}; for {self.repo_id} pass the folder "
                     f"that `hf download {self.repo_id} --repo-type dataset --local-dir FOLDER` made"
                 )
             return str(override)
@@ -538,6 +540,8 @@ class HubDataset:
             else f"Replace it with an intact copy: `hf download {self.repo_id} {rel} "
             f"--repo-type dataset --local-dir {location}` fetches only that file."
         )
+        if path.suffix == ".parquet" and parquet_row_count(path) == 0:
+            fix = "If the split is meant to be empty, remove the file from the copy."
         return InputError(
             f"{shown}: cannot read this file of the local copy of {self.repo_id} ({what}): "
             f"{cause}\n{damage_of(path)}. {fix}"

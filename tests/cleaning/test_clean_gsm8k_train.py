@@ -83,7 +83,11 @@ def test_module_reads_the_default_local_copy(tmp_path: Path) -> None:
 def test_module_source_that_does_not_exist(tmp_path: Path) -> None:
     done = run_module_offline(MODULE, tmp_path, "--source", "nowhere", "--out", "x.jsonl")
     assert done.returncode == 1
-    assert "--source nowhere is not a folder" in done.stderr
+    assert "--source nowhere does not exist; for openai/gsm8k pass the folder" in done.stderr
+    (tmp_path / "a_file").write_text("x")
+    done = run_module_offline(MODULE, tmp_path, "--source", "a_file", "--out", "x.jsonl")
+    assert done.returncode == 1
+    assert "--source a_file is not a folder" in done.stderr
 
 
 def test_null_field_is_dropped_and_counted_not_a_crash(tmp_path: Path) -> None:

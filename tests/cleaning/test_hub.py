@@ -38,9 +38,13 @@ def test_damage_of_names_what_is_wrong(tmp_path: Path) -> None:
         "inside.parquet": "its Parquet data is damaged",
         "rows.jsonl": "not valid JSONL",
     }
+    pq.write_table(pa.table({"a": pa.array([], pa.string())}), tmp_path / "no_rows.parquet")
+    expected["no_rows.parquet"] = "an intact Parquet file of 0 rows, which `datasets` cannot"
     for name, data in cases.items():
         (tmp_path / name).write_bytes(data)
         assert expected[name] in damage_of(tmp_path / name), name
+    assert expected["no_rows.parquet"] in damage_of(tmp_path / "no_rows.parquet")
+    assert "0 rows" not in damage_of(tmp_path / "inside.parquet")
     assert "cannot be opened" in damage_of(tmp_path / "absent.parquet")
 
 

@@ -136,7 +136,10 @@ def test_rows_not_made_are_not_counted_as_records_dropped(tmp_path: Path) -> Non
         ({"kind": "", "q": "x"}, r"bad row from .*a\.jsonl line 3: the condition is empty"),
         ({"kind": "cot,Synth", "q": "x"}, r"line 3: unknown condition tag\(s\) \['Synth'\]"),
         ({"kind": "cot", "q": 7}, r"line 3: instruction is int, not a string"),
-        ({"kind": "cot", "q": "\ud800"}, r"line 3 has a instruction that is not valid Unicode"),
+        (
+            {"kind": "cot", "q": "\ud800"},
+            r"line 3 has text in instruction that is not valid Unicode",
+        ),
         ({"kind": "cot"}, r"cannot clean .*a\.jsonl line 3: KeyError: 'q'"),
         (
             {"kind": "table", "q": None},

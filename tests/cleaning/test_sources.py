@@ -139,6 +139,8 @@ def test_single_file_and_folder_mismatch(tmp_path: Path) -> None:
     (tmp_path / "f").write_text("x")
     with pytest.raises(InputError, match="is not a folder; this source is a folder"):
         LocalFiles("dir", reader=read_text_lines, include=("*",)).files(tmp_path / "f")
+    with pytest.raises(InputError, match=r"raw input not found: .*absent"):
+        LocalFiles("dir", reader=read_text_lines, include=("*",)).files(tmp_path / "absent")
 
 
 def test_hub_copy_all_splits_configs_and_batches(tmp_path: Path) -> None:
@@ -357,6 +359,20 @@ def test_damaged_parquet_in_a_local_copy_is_named(tmp_path: Path, damage, diagno
         "hf download openai/gsm8k main/train-00000-of-00001.parquet --repo-type dataset "
         f"--local-dir {root}` fetches only that file"
     ) in message
+
+
+def test_an_intact_parquet_file_of_no_rows_is_not_called_damaged(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    root = _gsm8k_copy(tmp_path / "copy")
+    empty = root / "main" / "train-00000-of-00001.parquet"
+    schema = pq.read_schema(empty)
+    pq.write_table(schema.empty_table(), empty)
+    message = _local_copy_error(HubDataset("openai/gsm8k", config="main"), root)
+    assert message.startswith(f"{empty}: cannot read this file of the local copy")
+    assert "an intact Parquet file of 0 rows" in message
+    assert "If the split is meant to be empty, remove the file from the copy." in message
+    assert "damaged" not in message and "Replace it" not in message
 
 
 def test_damaged_second_shard_is_named_not_the_first(tmp_path: Path) -> None:
