@@ -158,6 +158,18 @@ def drop_totals(drops: dict[str, int]) -> str:
     return f"{records:,} records dropped" + (f", {rows:,} rows not made" if rows else "")
 
 
+def _missing_field(record: Record, exc: Exception) -> str:
+    """``no field 'q' (its fields: kind, a); `` when ``exc`` is a row's field looked up and not
+    there (a renamed column, another version of the dataset); else ``""``."""
+    if not isinstance(exc, KeyError) or not isinstance(record.data, dict) or len(exc.args) != 1:
+        return ""
+    key = exc.args[0]
+    if not isinstance(key, str) or key in record.data:
+        return ""
+    fields = ", ".join(map(str, record.data)) or "none"
+    return f"no field {key!r} (its fields: {fields}); "
+
+
 def _null_fields(record: Record, exc: Exception) -> list[str]:
     """The fields of ``record`` that are null, when ``exc`` is a cleaner tripping over a None
     (``'NoneType' object has no attribute 'strip'``, ``... is not subscriptable``); else []."""
@@ -304,7 +316,8 @@ def _clean_records(
                 report.drops.add(Drop(f"null field: {', '.join(nulls)}", record.rows))
             except Exception as exc:  # a field missing or of an unexpected type in the source
                 raise InputError(
-                    f"{name}: cannot clean {record.where()}: {type(exc).__name__}: {exc} "
+                    f"{name}: cannot clean {record.where()}: {_missing_field(record, exc)}"
+                    f"{type(exc).__name__}: {exc} "
                     "(the record does not have the shape this cleaner expects)"
                 ) from exc
         if batch.rows:
