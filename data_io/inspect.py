@@ -49,7 +49,14 @@ from data_io.formats.provenance import (
 from data_io.formats.sampled import _sampled_epochs, open_epoch, open_tokens, read_metadata
 from data_io.formats.shards import read_bin_dtype
 from data_io.prepare.shards import npy_header
-from data_io.prepare.state import JOURNAL, METADATA_FILE, PRODUCER, SPLITS, STATE_DIR
+from data_io.prepare.state import (
+    JOURNAL,
+    METADATA_FILE,
+    PRODUCER,
+    SPLITS,
+    STATE_DIR,
+    _metadata_problem,
+)
 from data_io.prepare.tokenizers import CHAR_EOS, CHAR_STATE_FILE, state_characters
 from data_io.sampling.tasks import select_task_folders
 from data_io.scale.manifest import MANIFEST, SCALE_DIR
@@ -108,6 +115,16 @@ def inspect_path(
             f"({', '.join(_ROW_SUFFIXES)} files or a folder of them)"
         )
     if _is_prepared(folder):
+        malformed = _metadata_problem(
+            json.loads((folder / METADATA_FILE).read_text(encoding="utf-8"))
+        )
+        if malformed is not None:  # a key the checks below read, missing or of the wrong type
+            report = InspectReport(str(folder), "prepare shard folder (malformed metadata)")
+            report.problems.append(
+                f"{folder / METADATA_FILE}: {malformed}; the file was damaged or edited after "
+                "prepare wrote it: restore it from a copy, or re-prepare into a new folder"
+            )
+            return report
         return _inspect_prepared(folder, documents, verify)
     unreadable = _unreadable_metadata(folder)
     if unreadable is not None:
@@ -234,8 +251,8 @@ def _inspect_prepared(folder: Path, documents: int, verify: bool) -> InspectRepo
         "format": fmt,
         "vocab_size": vocab,
         "eos_id": eos,
-        "tokenizer": meta["tokenizer"]["spec"],
-        "tokens_per_shard": meta["tokens_per_shard"],
+        "tokenizer": meta["tokenizer"].get("spec"),
+        "tokens_per_shard": meta.get("tokens_per_shard"),
         "inputs": len(meta["inputs"]),
         "runs": len(meta["runs"]),
     }

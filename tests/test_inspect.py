@@ -232,3 +232,34 @@ def test_missing_tokenizer_and_broken_metadata_are_reported(prepared: Path, tmp_
     report = inspect_path(prepared, documents=2)
     assert not report.ok
     assert any("dataset_metadata.json: unreadable" in p for p in report.problems)
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda m: m.pop("dtype"), "'dtype' is None, not an integer dtype"),
+        (lambda m: m.update(dtype="float7"), "'dtype' is 'float7'"),
+        (lambda m: m.update(splits={}), "'splits.train' has no list of shards"),
+        (
+            lambda m: m["splits"]["train"]["shards"][0].update(tokens="x"),
+            "'splits.train.shards' holds",
+        ),
+    ],
+)
+def test_malformed_prepare_metadata_is_a_problem_not_a_traceback(prepared: Path, edit, said: str):
+    path = prepared / "dataset_metadata.json"
+    meta = json.loads(path.read_text())
+    edit(meta)
+    path.write_text(json.dumps(meta))
+    report = inspect_path(prepared)
+    assert not report.ok and report.kind == "prepare shard folder (malformed metadata)"
+    assert len(report.problems) == 1 and said in report.problems[0], report.problems
+    assert report.problems[0].startswith(f"{path}: ") and "re-prepare" in report.problems[0]
+    cli = subprocess.run(
+        [sys.executable, "-m", "data_io", "inspect", str(prepared)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert cli.returncode == 1 and "Traceback" not in cli.stderr and said in cli.stdout
