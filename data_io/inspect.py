@@ -8,7 +8,8 @@ Understood folders (told apart by their marker file):
   equals its recorded document count;
 * any other flat shard folder (``*.npy``, or ``*.bin`` with a declared dtype, formats.md §6):
   token counts and dtype, as ``MemoryMappedDataset`` sees them;
-* a tokenized folder (``tokenizer_info.json``, formats.md §3): per task, the five arrays agree;
+* a tokenized folder (``tokenizer_info.json``, formats.md §3): per task, `data_io sample`'s own
+  checks (dtypes, shapes, the row layout, the tokenizer's record of rows and tokens);
 * a sampled folder (``metadata.json`` with ``tokenizer_info``, formats.md §4): the pool and every
   epoch's row table, checked by the loader's own reader;
 * a packing cache (``data_io pack`` / ``TokenizedRowsDataset``'s ``dataset_prepared_path``, or
@@ -41,9 +42,12 @@ from typing import Any
 import numpy as np
 
 from data_io.errors import InputError
+from data_io.formats.prefix_config import PrefixConfig
 from data_io.formats.provenance import (
     check_interrupted_tokenize,
+    damaged_task_advice,
     read_task_origin,
+    repair_command,
     untokenized_sources,
 )
 from data_io.formats.sampled import _sampled_epochs, open_epoch, open_tokens, read_metadata
@@ -58,7 +62,7 @@ from data_io.prepare.state import (
     _metadata_problem,
 )
 from data_io.prepare.tokenizers import CHAR_EOS, CHAR_STATE_FILE, state_characters
-from data_io.sampling.tasks import select_task_folders
+from data_io.sampling.tasks import load_tokenizer_info, read_task, select_task_folders
 from data_io.scale.manifest import MANIFEST, SCALE_DIR
 from data_io.stage import FINALIZED
 from data_io.tokenizer.files import resolve_tokenizer
@@ -542,8 +546,12 @@ def _hf_decode(tokenizer: str, ids: list[int]) -> str:
 
 
 def _inspect_tokenized(folder: Path, documents: int, tokenizer: str | None) -> InspectReport:
-    info = json.loads((folder / "tokenizer_info.json").read_text(encoding="utf-8"))
     report = InspectReport(str(folder), "tokenized folder")
+    try:
+        info = load_tokenizer_info(folder)
+    except InputError as err:  # not JSON, not an object, a bad vocab_size
+        report.problems.append(f"{err}; re-run data_io tokenize into a new folder")
+        return report
     vocab = info.get("vocab_size")
     report.facts = {"tokenizer": info.get("tokenizer_path"), "vocab_size": vocab}
     rows_table = []
@@ -561,6 +569,13 @@ def _inspect_tokenized(folder: Path, documents: int, tokenizer: str | None) -> I
         )
     suspects = {path for path, _ in selection.suspect}
     for task in (path for path in selection.folders if path not in suspects):
+        try:  # sample's own checks: dtypes, shapes, the row layout, the tokenizer's record
+            read_task(task, PrefixConfig(), read_task_origin(task))
+        except InputError as err:
+            report.problems.append(
+                f"{err}. {damaged_task_advice(task, repair_command(folder, info))}"
+            )
+            continue
         try:
             arrays = {
                 n: np.load(task / f"{n}.npy", mmap_mode="r")

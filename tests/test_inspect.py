@@ -173,7 +173,7 @@ def test_tokenized_folder(rows_dir: Path, small_tokenizer: Path, tmp_path: Path)
     assert report.ok and report.facts["tasks"] > 0 and len(report.samples) == 1
     task = next(p for p in (tmp_path / "tok").iterdir() if p.is_dir())
     np.save(task / "resp_len.npy", np.zeros(1, dtype=np.uint64))
-    assert any("differ in length" in p for p in inspect_path(tmp_path / "tok").problems)
+    assert any("disagree on the row count" in p for p in inspect_path(tmp_path / "tok").problems)
 
 
 def test_a_tokenized_folder_of_an_interrupted_run_is_noted_as_sample_notes_it(
@@ -263,3 +263,50 @@ def test_malformed_prepare_metadata_is_a_problem_not_a_traceback(prepared: Path,
         check=False,
     )
     assert cli.returncode == 1 and "Traceback" not in cli.stderr and said in cli.stdout
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        (lambda t: np.save(t / "tokens.npy", np.load(t / "tokens.npy").astype(np.float32)),
+         "tokens.npy has dtype <f4; token ids must be <u4, <u2 or u1"),
+        (lambda t: np.save(t / "tokens.npy", np.load(t / "tokens.npy").astype(np.int64) - 5),
+         "tokens.npy has dtype <i8"),
+        (lambda t: np.save(t / "inst_start.npy", np.load(t / "inst_start.npy") + 10**9),
+         "a response must follow its instruction"),
+        (lambda t: np.save(t / "inst_len.npy", -np.load(t / "inst_len.npy").astype(np.int64)),
+         "inst_len.npy row 0 is negative"),
+    ],
+)  # fmt: skip
+def test_a_tokenized_task_that_sample_refuses_is_a_problem(
+    rows_dir: Path, small_tokenizer: Path, tmp_path: Path, damage, said: str
+):
+    """inspect said "ok" of float or signed token ids and of rows pointing outside the pool,
+    which `data_io sample` then refused: it runs sample's own checks of each task."""
+    from data_io.tokenize import tokenize
+
+    tokenize([rows_dir], tmp_path / "tok", tokenizer_path=small_tokenizer, progress=False)
+    task = min(p for p in (tmp_path / "tok").iterdir() if p.is_dir())
+    damage(task)
+    report = inspect_path(tmp_path / "tok")
+    assert not report.ok
+    assert any(p.startswith(f"task {task.name}: ") and said in p for p in report.problems), (
+        report.problems
+    )
+    assert any(f"delete {task} and re-run `data_io tokenize" in p for p in report.problems)
+    assert task.name not in [row["task"] for row in report.tables["tasks"]]
+
+
+@pytest.mark.parametrize(
+    ("content", "said"), [("garbage", "cannot be read as JSON"), ("[]", "must hold a JSON object")]
+)
+def test_an_unreadable_tokenizer_info_is_a_problem_not_a_traceback(
+    rows_dir: Path, small_tokenizer: Path, tmp_path: Path, content: str, said: str
+):
+    from data_io.tokenize import tokenize
+
+    tokenize([rows_dir], tmp_path / "tok", tokenizer_path=small_tokenizer, progress=False)
+    (tmp_path / "tok" / "tokenizer_info.json").write_text(content)
+    report = inspect_path(tmp_path / "tok")
+    assert not report.ok and report.kind == "tokenized folder"
+    assert report.problems[0].startswith(f"{tmp_path / 'tok' / 'tokenizer_info.json'} {said}")
