@@ -50,7 +50,13 @@ from data_io.formats.provenance import (
     repair_command,
     untokenized_sources,
 )
-from data_io.formats.sampled import _sampled_epochs, open_epoch, open_tokens, read_metadata
+from data_io.formats.sampled import (
+    _sampled_epochs,
+    check_epochs_present,
+    open_epoch,
+    open_tokens,
+    read_metadata,
+)
 from data_io.formats.shards import read_bin_dtype
 from data_io.prepare.shards import npy_header
 from data_io.prepare.state import (
@@ -612,7 +618,7 @@ def _inspect_tokenized(folder: Path, documents: int, tokenizer: str | None) -> I
         report.problems.append(str(err))
     report.notes += untokenized_sources(folder, info, origins, sampling=False)
     path = tokenizer or info.get("tokenizer_path")
-    if documents and first_task is not None and path and Path(path).exists():
+    if documents and first_task is not None and path and (tokenizer or Path(path).exists()):
         tokens, starts, middles, ends = first_task
         for start, middle, end in list(zip(starts, middles, ends, strict=True))[:documents]:
             report.samples.append(_row_sample(path, tokens, int(start), int(middle), int(end)))
@@ -639,6 +645,7 @@ def _inspect_sampled(folder: Path, documents: int, tokenizer: str | None) -> Ins
     try:
         meta = read_metadata(folder)
         tokens = open_tokens(folder, meta)
+        check_epochs_present(folder, meta)  # as the loader does: an epoch lost is a problem
         epochs = []
         for epoch in _sampled_epochs(folder):
             index = open_epoch(folder, epoch, len(tokens), meta)
@@ -655,12 +662,18 @@ def _inspect_sampled(folder: Path, documents: int, tokenizer: str | None) -> Ins
     }
     report.tables["epochs"] = epochs
     path = tokenizer or meta.tokenizer_info.get("tokenizer_path")
-    if documents and epochs and path and Path(path).exists():
+    # --tokenizer is used as given (a Hub id too; a wrong one is an error naming it), the
+    # folder's recorded tokenizer only where it still is.
+    if documents and epochs and path and (tokenizer or Path(path).exists()):
         index = open_epoch(folder, epochs[0]["epoch"], len(tokens), meta, check=False)
         for row in range(min(documents, index.rows)):
             start, middle = int(index.inst_start[row]), int(index.resp_start[row])
             end = middle + int(index.resp_len[row])
             report.samples.append(_row_sample(path, tokens, start, middle, end))
+    elif documents and epochs:
+        report.notes.append(
+            f"rows not decoded: the tokenizer {path} is not here; pass --tokenizer PATH"
+        )
     return report
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from data_io.errors import InputError
+from data_io.errors import DataIoError, InputError
 from data_io.inspect import inspect_path
 from tests.prepare.helpers import documents, write_txt
 from tests.prepare.test_api import REPO, run
@@ -310,3 +310,49 @@ def test_an_unreadable_tokenizer_info_is_a_problem_not_a_traceback(
     report = inspect_path(tmp_path / "tok")
     assert not report.ok and report.kind == "tokenized folder"
     assert report.problems[0].startswith(f"{tmp_path / 'tok' / 'tokenizer_info.json'} {said}")
+
+
+def _with_marker(folder: Path, epochs: int) -> None:
+    """The sampler's marker block and counts (write_sampled writes the original's metadata)."""
+    meta = json.loads((folder / "metadata.json").read_text())
+    tokens = np.load(folder / "tokens.npy", mmap_mode="r")
+    rows = len(np.load(folder / "epoch_0" / "inst_len.npy"))
+    meta.update(
+        {
+            "data_io": {"inputs": "x", "config": {"seed": 0}, "code": "test"},
+            "token_dtype": tokens.dtype.name,
+            "epochs": epochs,
+            "rows_per_epoch": rows,
+            "num_tokens": len(tokens),
+        }
+    )
+    (folder / "metadata.json").write_text(json.dumps(meta))
+
+
+def test_a_sampled_folder_that_lost_an_epoch_is_a_problem(tmp_path: Path):
+    """The loader refuses a folder missing an epoch metadata.json promises; inspect said ok."""
+    import shutil
+
+    write_sampled(tmp_path / "sampled", n_rows=20, epochs=2)
+    _with_marker(tmp_path / "sampled", epochs=2)
+    assert inspect_path(tmp_path / "sampled").ok
+    shutil.rmtree(tmp_path / "sampled" / "epoch_1")
+    report = inspect_path(tmp_path / "sampled")
+    assert not report.ok
+    assert report.problems == [
+        f"{tmp_path / 'sampled'}: epoch_1 missing, though metadata.json says epochs 0..1 were "
+        "sampled; the folder is incomplete: re-run `data_io sample` to rebuild the folder"
+    ]
+
+
+def test_a_sampled_folder_whose_tokenizer_is_gone_says_why_no_rows_are_decoded(
+    tmp_path: Path, small_tokenizer: Path
+):
+    write_sampled(tmp_path / "sampled", n_rows=20, epochs=1, vocab_size=600)
+    report = inspect_path(tmp_path / "sampled", documents=2)  # its tokenizer_path is "x"
+    assert report.ok and report.samples == []
+    assert report.notes == ["rows not decoded: the tokenizer x is not here; pass --tokenizer PATH"]
+    with pytest.raises(DataIoError, match=r"tokenizer /nonexistent\.json does not exist"):
+        inspect_path(tmp_path / "sampled", documents=2, tokenizer="/nonexistent.json")
+    report = inspect_path(tmp_path / "sampled", documents=2, tokenizer=str(small_tokenizer))
+    assert report.ok and len(report.samples) == 2 and report.notes == []
