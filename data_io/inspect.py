@@ -824,6 +824,7 @@ class _RowsScan:
 def _scan_jsonl(path: Path, wanted: int) -> _RowsScan:
     scan = _RowsScan(path, wanted)
     opener = gzip.open if path.name.lower().endswith(".gz") else open
+    number = 0  # the last line read whole: where a damaged file stops being readable
     try:
         with opener(path, "rb") as f:
             for number, raw in enumerate(f, start=1):
@@ -865,7 +866,11 @@ def _scan_jsonl(path: Path, wanted: int) -> _RowsScan:
                 elif len(scan.examples) < wanted:
                     scan.examples.append(row)
     except (OSError, EOFError) as err:
-        scan.problem(f"{path}: unreadable ({err}); the file is damaged or not {path.suffix}")
+        where = f"after line {number}" if number else "from its start"
+        scan.problem(
+            f"{path}: unreadable {where} ({err}); the file is damaged or not {path.suffix}: "
+            "restore or rewrite it"
+        )
     return scan
 
 

@@ -70,6 +70,23 @@ def test_a_folder_of_jsonl_gz_and_parquet_files(tmp_path: Path) -> None:
     assert len(report.samples) == 10 and report.samples[0] == "[direct] question 0 → answer 0"
 
 
+def test_a_cut_jsonl_gz_names_the_line_it_stops_after(tmp_path: Path) -> None:
+    whole = gzip.compress("".join(json.dumps(_row(i)) + "\n" for i in range(2000)).encode())
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    report = inspect_path(cut)
+    rows = report.facts["rows"]
+    assert not report.ok and 0 < rows < 2000
+    assert report.problems == [
+        f"{cut}: unreadable after line {rows} (Compressed file ended before the end-of-stream "
+        "marker was reached); the file is damaged or not .gz: restore or rewrite it"
+    ]
+    plain = tmp_path / "plain.jsonl.gz"
+    plain.write_text(json.dumps(_row(0)) + "\n")
+    (problem,) = inspect_path(plain).problems
+    assert problem.startswith(f"{plain}: unreadable from its start (Not a gzipped file")
+
+
 def test_bad_rows_are_named_by_file_and_line(tmp_path: Path) -> None:
     path = _jsonl(
         tmp_path / "bad.jsonl",
