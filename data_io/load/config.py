@@ -186,6 +186,11 @@ def _read(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise ConfigError(f"{path}: cannot read the config ({err.strerror})") from err
+    except UnicodeDecodeError as err:  # a binary file, or text in another encoding
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte {err.start}: {err.reason}); a config is a TOML or "
+            "YAML file saved as UTF-8"
+        ) from err
     try:
         if path.suffix == ".toml":
             return tomllib.loads(text)

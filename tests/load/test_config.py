@@ -217,6 +217,9 @@ def test_bad_override_and_file(tmp_path: Path) -> None:
         load_config(tmp_path / "missing.toml")
     with pytest.raises(ConfigError, match=r"\.toml, \.yaml or \.yml"):
         load_config(write(tmp_path / "job.ini", "x"))
+    (tmp_path / "latin1.yaml").write_bytes("data:\n  dataset_path: caf\xe9\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match=r"latin1\.yaml: not UTF-8 text \(byte 25: invalid"):
+        load_config(tmp_path / "latin1.yaml")
 
 
 def test_no_source_and_bad_paths(tmp_path: Path) -> None:
