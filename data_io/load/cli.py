@@ -49,6 +49,9 @@ def _register_pack(subparsers: Any) -> None:
     )
     pack.add_argument(
         "--dataset-prepared-path",
+        # Not dataset_prepared_path: cli.py would write the config key as this option in the
+        # loader's messages ("[data] keys are ..., --dataset-prepared-path, ...").
+        dest="prepared_path",
         metavar="DIR",
         default=None,
         help="cache folder (default: data.dataset_prepared_path, else "
@@ -89,8 +92,8 @@ def _run_pack(args: argparse.Namespace) -> int:
     # The loader's own reading of the config: `pack` fills the cache build_dataloader reads.
     config = load_config(Path(args.config), args.overrides)
     overrides = {}
-    if args.dataset_prepared_path is not None:
-        overrides["dataset_prepared_path"] = args.dataset_prepared_path
+    if args.prepared_path is not None:
+        overrides["dataset_prepared_path"] = args.prepared_path
     dataset = tokenized_rows_dataset(config, **overrides)
     summary = dataset.summary()
     if args.json:
