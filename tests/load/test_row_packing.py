@@ -8,6 +8,7 @@ length, sequential order kept, multipack never needing more bins than sequential
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -150,7 +151,8 @@ def test_prepare_plan_writes_atomically_and_reuses(tmp_path) -> None:
 
     def build():
         calls.append(1)
-        return plan_unpacked(np.array([1, 0])), {"note": "x"}
+        meta = {"note": "x", "longest": 1, "tokens": 2, "bins": 2, "sources": []}
+        return plan_unpacked(np.array([1, 0])), meta
 
     plan, meta, folder, reused = prepare_plan(tmp_path / "p", "abc", 2, build)
     assert not reused and folder == tmp_path / "p" / "abc" and meta["note"] == "x"
@@ -164,6 +166,35 @@ def test_prepare_plan_writes_atomically_and_reuses(tmp_path) -> None:
         prepare_plan(tmp_path / "p", "abc", 2, build)
     _, _, none, _ = prepare_plan(None, "abc", 2, build)
     assert none is None and len(calls) == 2
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        # A row listed twice is another one lost: a plan holds each input row once.
+        (lambda f: np.save(f / "bin_rows.npy", np.array([0, 0, 2, 3])), "exactly once"),
+        (lambda f: np.save(f / "bin_rows.npy", np.arange(4.0)), "arrays disagree"),
+        (lambda f: (f / "plan.json").write_text('{"version": 1}'), "lacks its longest, tokens"),
+        (
+            lambda f: (f / "plan.json").write_text(
+                json.dumps({"version": 1, "longest": 1, "tokens": 4, "bins": 9, "sources": []})
+            ),
+            "arrays disagree",
+        ),
+    ],
+)
+def test_a_damaged_cached_plan_is_refused_not_reused(tmp_path, damage, said: str) -> None:
+    """A cached plan that skips or repeats rows, or whose plan.json lost the counts the
+    dataset's summary reads (a KeyError in `data_io pack`), is refused with what to do."""
+
+    def build():
+        meta = {"longest": 1, "tokens": 4, "bins": 4, "sources": []}
+        return plan_unpacked(np.array([3, 1, 0, 2])), meta
+
+    _, _, folder, _ = prepare_plan(tmp_path / "p", "abc", 4, build)
+    damage(folder)
+    with pytest.raises(InputError, match=rf"abc: cached bin plan is unusable \(.*{said}.*delete"):
+        prepare_plan(tmp_path / "p", "abc", 4, build)
 
 
 def packed(tmp_path, sources, **options) -> TokenizedRowsDataset:

@@ -188,16 +188,28 @@ def _read_cached(folder: Path, n_rows: int) -> tuple[BinPlan, dict[str, Any]]:
         raise broken(str(err)) from err
     if not isinstance(meta, dict) or meta.get("version") != _PLAN_VERSION:
         raise broken(f"plan.json has no version {_PLAN_VERSION}")
+    # What the dataset's length and summary read from it.
+    counts = [meta.get(key) for key in ("longest", "tokens", "bins")]
+    if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts) or (
+        not isinstance(meta.get("sources"), list)
+    ):
+        raise broken("plan.json lacks its longest, tokens, bins or sources")
     if (
         rows.ndim != 1
         or offsets.ndim != 1
+        or rows.dtype.kind not in "iu"
+        or offsets.dtype.kind not in "iu"
         or offsets.shape[0] < 1
         or offsets[0] != 0
         or offsets[-1] != rows.shape[0]
         or np.any(np.diff(offsets) < 0)
         or (rows.size and (rows.min() < 0 or rows.max() >= n_rows))
+        or offsets.shape[0] - 1 != meta["bins"]
     ):
         raise broken(f"arrays disagree with each other or with the {n_rows} input rows")
+    # Every plan holds each input row exactly once: a row listed twice is one lost elsewhere.
+    if rows.shape[0] != n_rows or np.any(np.bincount(rows, minlength=n_rows) != 1):
+        raise broken(f"bin_rows.npy does not hold each of the {n_rows} input rows exactly once")
     return BinPlan(rows.astype(np.int64), offsets.astype(np.int64)), meta
 
 
