@@ -723,6 +723,19 @@ def _read_plan(folder: Path) -> tuple[dict[str, Any], list[str]]:
             f"the {len(rows)} rows, never decreasing); delete {folder}, the next `data_io pack` "
             "or loader start writes it again"
         )
+    elif rows.dtype.kind not in "iu" or np.unique(rows).shape[0] != rows.shape[0]:
+        problems.append(
+            f"{folder / 'bin_rows.npy'}: a row is listed more than once (or the ids are not "
+            "integers), so another is left out; the loader refuses the plan: delete "
+            f"{folder}, the next `data_io pack` or loader start writes it again"
+        )
+    counts = [meta.get(key) for key in ("longest", "tokens", "bins")]
+    if not all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
+        problems.append(
+            f"{folder / 'plan.json'}: lacks its longest, tokens or bins count; the loader "
+            f"refuses the plan: delete {folder}, the next `data_io pack` or loader start writes "
+            "it again"
+        )
     sources = meta.get("sources") if isinstance(meta.get("sources"), list) else []
     facts = {
         "bins": len(offsets) - 1 if offsets.ndim == 1 else None,

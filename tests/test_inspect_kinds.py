@@ -342,6 +342,21 @@ def test_a_packing_cache_is_recognised(packed: Path) -> None:
     assert "plan.json: unreadable" in inspect_path(folder).problems[0]
 
 
+def test_a_plan_the_loader_would_refuse_is_a_problem(packed: Path) -> None:
+    """inspect said ok of a plan listing a row twice, or whose plan.json lost its counts;
+    the loader refuses both (row_bins._read_cached)."""
+    [folder] = list(packed.iterdir())
+    rows = np.load(folder / "bin_rows.npy")
+    rows[0] = rows[1]
+    np.save(folder / "bin_rows.npy", rows)
+    (problem,) = inspect_path(folder).problems
+    assert problem.startswith(f"{folder / 'bin_rows.npy'}: a row is listed more than once")
+    assert f"delete {folder}" in problem
+    (folder / "plan.json").write_text('{"version": 1}')
+    problems = inspect_path(packed).problems
+    assert any(p.startswith(f"{folder / 'plan.json'}: lacks its longest") for p in problems)
+
+
 # -- flat shard folders --------------------------------------------------------------------------
 def test_a_mixed_dtype_folder_is_reported_per_shard(tmp_path: Path) -> None:
     np.save(tmp_path / "a.npy", np.arange(10, dtype=np.uint16))
