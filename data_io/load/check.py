@@ -65,6 +65,9 @@ def check_loader(
         report["steps_per_epoch"] = len(loader)
         report["samples_per_rank_per_epoch"] = len(loader) * config.train.batch_size
     timings = []
+    # Tokens of each batch as handed out: packed rows' items are sample_packing_sequence_len
+    # (or the longest row) long, not train.seq_len, and a last batch may be short.
+    batch_tokens: list[int] = []
     tick = time.perf_counter()
     shapes: dict[str, list[int]] = {}
     for i, batch in enumerate(loader):
@@ -72,13 +75,16 @@ def check_loader(
         timings.append(now - tick)
         tick = now
         shapes = {k: list(v.shape) for k, v in batch.items()}
+        ids = batch.get("input_ids")
+        fallback = config.train.batch_size * config.train.seq_len
+        batch_tokens.append(int(ids.numel()) if ids is not None else fallback)
         if i + 1 >= batches:
             break
     report["batch_shapes"] = shapes
     report["first_batch_seconds"] = round(timings[0], 3) if timings else None
     if len(timings) > 1:
         rest = sum(timings[1:])
-        tokens = config.train.batch_size * config.train.seq_len * (len(timings) - 1)
+        tokens = sum(batch_tokens[1:])
         report["tokens_per_second_after_first"] = round(tokens / rest) if rest else None
     report["tokens_per_source"] = loader.token_counts()
     for name, evaluation in build_eval_loaders(config, rank, world_size).items():

@@ -1,8 +1,10 @@
-"""data_io.load.cli: the pack command's messages."""
+"""data_io.load.cli: what pack and loader-check say."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -27,3 +29,32 @@ def test_pack_names_the_config_key_dataset_prepared_path_as_the_config_spells_it
     code = main(["pack", str(tmp_path / "c.yaml"), "--dataset-prepared-path",
                  str(tmp_path / "cache")])  # fmt: skip
     assert code == 0 and [p.name for p in (tmp_path / "cache").iterdir()]
+
+
+def test_loader_check_rates_packed_rows_by_the_tokens_of_their_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rate multiplied train.seq_len (default 2048) by the batch size, whatever the items'
+    length: bins of 64 tokens were counted as 2048, a rate 32 times too high."""
+    from data_io.load import check
+    from data_io.load.config import load_config
+
+    write_rows(tmp_path / "sft.jsonl", random_rows(1, 200, longest=30))
+    config = {
+        "data": {
+            "datasets": [{"path": str(tmp_path / "sft.jsonl"), "type": "tokenized"}],
+            "sample_packing_method": "sequential",
+            "sample_packing_sequence_len": 64,
+            "dataset_prepared_path": str(tmp_path / "cache"),
+            "num_workers": 0,
+        },
+        "train": {"batch_size": 4},
+    }
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    loaded = load_config(tmp_path / "c.yaml")
+    assert loaded.train.seq_len == 2048  # the default, which packed rows do not use
+    # A clock that moves one second per reading: each batch takes one second.
+    monkeypatch.setattr(check, "time", SimpleNamespace(perf_counter=itertools.count().__next__))
+    report = check.check_loader(loaded, batches=3)
+    assert report["batch_shapes"]["input_ids"] == [4, 64]
+    assert report["tokens_per_second_after_first"] == 4 * 64
