@@ -590,3 +590,25 @@ def test_open_shards_close_at_interpreter_exit(tmp_path: Path, monkeypatch) -> N
     monkeypatch.undo()
     with pytest.raises(OSError):
         os.fstat(fd)  # closed
+
+
+def test_a_sampled_folder_or_its_row_tables_are_not_read_as_shards(tmp_path: Path) -> None:
+    """A sampled folder's tokens.npy (and an epoch's int64 row offsets) are 1-D integer .npy
+    files: with file_pattern='*.npy' they were read as token shards, silently."""
+    from tests.sampled_fixture import write_sampled
+
+    sampled = tmp_path / "sampled"
+    write_sampled(sampled, n_rows=30, epochs=1)
+    with pytest.raises(InputError, match=rf"^{sampled}: a sampled folder .*SampledDataset"):
+        MemoryMappedDataset(sampled, 8, file_pattern="*.npy")
+    with pytest.raises(InputError, match=r"epoch_0: a tokenized task or a sampled epoch .*"):
+        MemoryMappedDataset(sampled / "epoch_0", 8, file_pattern="*.npy")
+    (tmp_path / "tok").mkdir()
+    (tmp_path / "tok" / "tokenizer_info.json").write_text("{}")
+    with pytest.raises(InputError, match=r"tok: a tokenized folder .*sample it"):
+        MemoryMappedDataset(tmp_path / "tok", 8, file_pattern="*.npy")
+    # A flat folder that merely holds a metadata.json beside its shards is still read.
+    (tmp_path / "flat").mkdir()
+    np.save(tmp_path / "flat" / "a.npy", np.arange(20, dtype=np.uint16))
+    (tmp_path / "flat" / "metadata.json").write_text("{}")
+    assert len(MemoryMappedDataset(tmp_path / "flat", 8, file_pattern="*.npy")) == 2

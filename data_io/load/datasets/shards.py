@@ -51,6 +51,7 @@ from data_io.formats.shards import (
     read_bin_dtype,
     read_declarations,
 )
+from data_io.formats.task_arrays import INDEX_NAMES
 from data_io.load.dataloader.collate import new_batch_tensor, pack_rows
 from data_io.load.dataset_state import MapDatasetState
 
@@ -183,11 +184,38 @@ def _check_eos_fits(eos: int, shards: list[_Shard], declared: Declarations) -> N
             )
 
 
+def _another_stage(data_dir: Path) -> str | None:
+    """What a folder of another stage is, and how to load it: its ``.npy`` files are a token
+    pool and row tables (formats.md §3, §4), not token shards, and reading them as such would
+    train on row offsets or on instructions and responses run together."""
+    if (data_dir / "tokenizer_info.json").is_file():
+        return (
+            "a tokenized folder (`data_io tokenize`'s output), not flat token shards: sample it "
+            "(`data_io sample`) and load the sampled folder with data_io.load.SampledDataset"
+        )
+    if all((data_dir / f"{name}.npy").is_file() for name in INDEX_NAMES):
+        return (
+            "a tokenized task or a sampled epoch (inst_start.npy, inst_len.npy, resp_start.npy, "
+            "resp_len.npy hold row offsets, not tokens), not flat token shards: load a sampled "
+            "folder with data_io.load.SampledDataset (docs/stages/load.md)"
+        )
+    sampled = (data_dir / "metadata.json").is_file() and (data_dir / "tokens.npy").is_file()
+    if sampled and any(data_dir.glob("epoch_*")):
+        return (
+            "a sampled folder (`data_io sample`'s output), not flat token shards: load it with "
+            "data_io.load.SampledDataset (docs/stages/load.md)"
+        )
+    return None
+
+
 def _list_shards(data_dir: Path, file_pattern: str) -> list[Path]:
     """The shard files of ``data_dir`` matching ``file_pattern``, sorted by name."""
     if not data_dir.is_dir():
         what = "is not a directory" if data_dir.exists() else "does not exist"
         raise InputError(f"{data_dir}: shard folder {what}; pass the folder holding the shards")
+    other = _another_stage(data_dir)
+    if other is not None:
+        raise InputError(f"{data_dir}: {other}")
     # Sorted by path text (Path comparisons cost more than the rest of opening 10,000 shards);
     # a folder matching the pattern is caught when it is opened as a shard.
     files = sorted(data_dir.glob(file_pattern), key=str)
