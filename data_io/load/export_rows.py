@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from data_io.errors import ConfigError, OutputError
+from data_io.errors import ConfigError, InputError, OutputError, os_error_message
 from data_io.formats.sampled import open_epoch, open_tokens, read_metadata
 from data_io.load.packing.layouts import IGNORE_INDEX, _gather_rows
 from data_io.util.fs import publish_mode
@@ -85,21 +85,22 @@ def export_sampled_rows(
         publish_mode(tmp_name)
         os.close(fd)
     except OSError as err:
-        raise OutputError(
-            f"{out}: cannot create the output ({err}); choose a writable folder"
-        ) from err
+        raise OutputError(f"{out}: cannot create the output: {os_error_message(err)}") from err
     tmp = Path(tmp_name)
     supervised = 0
     try:
         with pq.ParquetWriter(tmp, schema) as writer:
             for lo in range(0, index.rows, rows_per_batch):
                 hi = min(index.rows, lo + rows_per_batch)
-                batch, sup = _batch(tokens, arrays, lo, hi, meta.vocab_size, id_type)
+                try:
+                    batch, sup = _batch(tokens, arrays, lo, hi, meta.vocab_size, id_type)
+                except InputError as err:  # an id outside the vocabulary: name the folder
+                    raise InputError(f"{folder / f'epoch_{epoch}'}: {err}") from None
                 writer.write_batch(batch)
                 supervised += sup
         os.replace(tmp, out)
-    except OSError as err:
-        raise OutputError(f"{out}: cannot write the export ({err}); check the space") from err
+    except OSError as err:  # no space, or a folder in the way of the rename
+        raise OutputError(f"{out}: cannot write the export: {os_error_message(err)}") from err
     finally:
         tmp.unlink(missing_ok=True)
     lengths = np.asarray(index.inst_len, dtype=np.int64) + np.asarray(

@@ -20,7 +20,7 @@ import yaml
 from torch.utils.data import DataLoader
 
 from data_io.cli import main
-from data_io.errors import ConfigError, InputError
+from data_io.errors import ConfigError, InputError, OutputError
 from data_io.load.build import rows_dataset_from_config
 from data_io.load.datasets.row_sources import RowSource, check_rows, open_source
 from data_io.load.datasets.tokenized_rows import TokenizedRowsDataset
@@ -408,6 +408,21 @@ def test_export_bad_input(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no such sampled folder"):
         export_sampled_rows(tmp_path / "nothing", tmp_path / "x.parquet")
     assert not (tmp_path / "x.parquet").exists()
+
+
+def test_export_errors_name_the_folder_and_the_right_fix(tmp_path: Path) -> None:
+    """A folder in the way of the output was reported as "check the space"; an id outside the
+    vocabulary named "tokens.npy" without its folder or epoch."""
+    sampled = write_sampled(tmp_path / "sampled", n_rows=10, epochs=1, vocab_size=4096)
+    (tmp_path / "dir.parquet").mkdir()
+    with pytest.raises(OutputError, match=r"EISDIR\]; the path is a folder where a file was"):
+        export_sampled_rows(sampled.path, tmp_path / "dir.parquet")
+    pool = np.load(sampled.path / "tokens.npy")
+    pool[0] = 4095 + 1  # the fixture's vocabulary is 4096 ids
+    np.save(sampled.path / "tokens.npy", pool)
+    with pytest.raises(InputError, match=rf"^{sampled.path / 'epoch_0'}: tokens.npy: epoch row"):
+        export_sampled_rows(sampled.path, tmp_path / "x.parquet")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir.parquet", "sampled"]
 
 
 def test_export_rows_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
