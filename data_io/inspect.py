@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from data_io.errors import InputError
+from data_io.errors import ConfigError, InputError
 from data_io.formats.prefix_config import PrefixConfig
 from data_io.formats.provenance import (
     check_interrupted_tokenize,
@@ -114,6 +114,8 @@ def inspect_path(
 ) -> InspectReport:
     """Validate the folder (or rows file) at ``path`` and describe it (see the module
     docstring)."""
+    if isinstance(documents, bool) or not isinstance(documents, int) or documents < 0:
+        raise ConfigError(f"documents must be an integer >= 0, got {documents!r}")
     folder = Path(path)
     if folder.is_file() and _is_rows_file(folder):
         return _inspect_rows(folder, [folder], documents, tokenizer)
@@ -1032,7 +1034,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("path", metavar="PATH", help="the folder or rows file to inspect")
     parser.add_argument(
-        "--documents", type=int, default=3, help="documents to decode (default: %(default)s)"
+        "--documents",
+        type=_non_negative,
+        default=3,
+        help="documents to decode, 0 for none (default: %(default)s)",
     )
     parser.add_argument(
         "--no-verify",
@@ -1048,6 +1053,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--json", action="store_true", help="print the report as JSON (default: off: as text)"
     )
     parser.set_defaults(run=_run)
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < 0:  # a negative count sliced the rows from the end: all but the last ones
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -356,3 +356,17 @@ def test_a_sampled_folder_whose_tokenizer_is_gone_says_why_no_rows_are_decoded(
         inspect_path(tmp_path / "sampled", documents=2, tokenizer="/nonexistent.json")
     report = inspect_path(tmp_path / "sampled", documents=2, tokenizer=str(small_tokenizer))
     assert report.ok and len(report.samples) == 2 and report.notes == []
+
+
+def test_documents_must_not_be_negative(prepared: Path, capsys: pytest.CaptureFixture[str]):
+    """--documents -1 decoded all documents but the last (a slice from the end)."""
+    from data_io.cli import main
+    from data_io.errors import ConfigError
+
+    for bad, said in (("-1", "must be 0 or more, got -1"), ("x", "must be a whole number")):
+        with pytest.raises(SystemExit) as stop:
+            main(["inspect", str(prepared), "--documents", bad])
+        assert stop.value.code == 2 and f"argument --documents: {said}" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="documents must be an integer >= 0, got -2"):
+        inspect_path(prepared, documents=-2)
+    assert inspect_path(prepared, documents=0).samples == []
