@@ -142,7 +142,10 @@ def _run_check(args: argparse.Namespace) -> int:
 
 
 def _at_least_one(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
@@ -155,7 +158,6 @@ def _register_check(subparsers: argparse._SubParsersAction) -> None:
         description="Read a TOML/YAML job config (KempnerForge [data]/[eval]/[train] or xorl "
         "data: datasets:), build the loader for one rank, print the sources, samples per rank, "
         "mixture per phase and eval set, and time the first batches.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("config", type=Path, help="the .toml/.yaml config")
     parser.add_argument(
@@ -164,13 +166,23 @@ def _register_check(subparsers: argparse._SubParsersAction) -> None:
         help="overrides of config keys: data.num_workers=0, or KempnerForge's "
         "--data.num_workers=0; an unknown key is an error naming it",
     )
-    parser.add_argument("--rank", type=int, default=0, help="the rank to build")
-    parser.add_argument("--world-size", type=int, default=1, help="ranks in the job")
     parser.add_argument(
-        "--batches", type=_at_least_one, default=5, help="batches to time (at least 1)"
+        "--rank", type=int, default=0, help="the rank to build (default: %(default)s)"
     )
     parser.add_argument(
-        "--workers", type=int, default=None, help="override data.num_workers for this check"
+        "--world-size", type=int, default=1, help="ranks in the job (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--batches",
+        type=_at_least_one,
+        default=5,
+        help="batches to time (at least 1) (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="override data.num_workers for this check (default: the config's)",
     )
     parser.add_argument(
         "--json", action="store_true", help="print the report as JSON (default: off: as text)"

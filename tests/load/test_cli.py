@@ -58,3 +58,17 @@ def test_loader_check_rates_packed_rows_by_the_tokens_of_their_batches(
     report = check.check_loader(loaded, batches=3)
     assert report["batch_shapes"]["input_ids"] == [4, 64]
     assert report["tokens_per_second_after_first"] == 4 * 64
+
+
+def test_loader_check_help_states_each_default_once(capsys: pytest.CaptureFixture[str]) -> None:
+    """The help said "(default: None)" of the overrides and --workers, and "--json ...
+    (default: off: as text) (default: False)"; --batches x said "invalid _at_least_one value"."""
+    with pytest.raises(SystemExit):
+        main(["loader-check", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "(default: None)" not in shown and "(default: False)" not in shown
+    assert "(default: off: as text)" in shown and "(default: 5)" in shown
+    with pytest.raises(SystemExit) as stop:
+        main(["loader-check", "job.toml", "--batches", "x"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "argument --batches: must be a whole number, got 'x'" in err
