@@ -144,8 +144,10 @@ def shard_dataset(
     pattern: str,
     window: int,
     dtype: tuple[str | None, str] | None = None,
+    pattern_key: str = "data.file_pattern",
 ) -> Any:
-    """``dtype``: (the .bin dtype, the config key that gave it); default ``data.dtype``."""
+    """``dtype``: (the .bin dtype, the config key that gave it); default ``data.dtype``.
+    ``pattern_key``: the config key that gave ``pattern``, for messages."""
     folder = Path(path).expanduser()
     declared = read_declarations(folder) if folder.is_dir() else Declarations()
     bin_dtype, dtype_key = dtype if dtype is not None else (data.dtype, "data.dtype")
@@ -161,6 +163,7 @@ def shard_dataset(
         declared=declared,  # read once for the folder
         dtype=bin_dtype,
         dtype_key=dtype_key,
+        pattern_key=pattern_key,
     )
 
 
@@ -202,9 +205,12 @@ def _token_source(
             if source.dtype is not None
             else (data.dtype, "data.dtype")
         )
-        return shard_dataset(
-            data, tok, source.path, source.file_pattern or data.file_pattern, window, dtype
+        pattern, key = (
+            (source.file_pattern, f"data.datasets[{index}].file_pattern")
+            if source.file_pattern
+            else (data.file_pattern, "data.file_pattern")
         )
+        return shard_dataset(data, tok, source.path, pattern, window, dtype, key)
     assert source.hf_name is not None
     split = source.hf_split or data.hf_dataset_split
     return hf_text_dataset(data, tok, window, source.hf_name, source.hf_config, split)

@@ -134,9 +134,17 @@ def _eval_dataset(config: LoaderConfig, name: str, source: EvalConfig | EvalSet)
     tok = TokenizerFacts(data)
     if source.dataset_path:
         # Its own dtype when given (an eval corpus may be stored otherwise), else data.dtype.
-        key = "eval.dtype" if name == EVAL_MAIN_SET else f"eval.sets.{name}.dtype"
-        dtype = (source.dtype, key) if source.dtype is not None else None
-        return shard_dataset(data, tok, source.dataset_path, source.file_pattern, window, dtype)
+        prefix = "eval" if name == EVAL_MAIN_SET else f"eval.sets.{name}"
+        dtype = (source.dtype, f"{prefix}.dtype") if source.dtype is not None else None
+        return shard_dataset(
+            data,
+            tok,
+            source.dataset_path,
+            source.file_pattern,
+            window,
+            dtype,
+            f"{prefix}.file_pattern",
+        )
     assert source.hf_dataset_name is not None  # checked by the config
     return hf_text_dataset(
         data,

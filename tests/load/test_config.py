@@ -243,6 +243,26 @@ def test_no_source_and_bad_paths(tmp_path: Path) -> None:
     )
     with pytest.raises(InputError, match="no files match"):
         build_dataloader(config, 0, 1)
+    # A folder of .bin shards: the message names the config key that sets the pattern.
+    (tmp_path / "bins").mkdir()
+    np.arange(27, dtype=np.uint16).tofile(tmp_path / "bins" / "shard_00000.bin")
+    config = load_config(None, [f"data.dataset_path={tmp_path / 'bins'}", "train.seq_len=8"])
+    with pytest.raises(InputError, match=r"pass data\.file_pattern='\*\.bin'"):
+        build_dataloader(config, 0, 1)
+    config = load_config(
+        None, ["data.datasets=[{{path: {}}}]".format(tmp_path / "bins"), "train.seq_len=8"]
+    )
+    with pytest.raises(InputError, match=r"pass data\.file_pattern='\*\.bin'"):
+        build_dataloader(config, 0, 1)
+    config = load_config(
+        None,
+        [
+            "data.datasets=[{{path: {}, file_pattern: 'x*.npy'}}]".format(tmp_path / "bins"),
+            "train.seq_len=8",
+        ],
+    )
+    with pytest.raises(InputError, match=r"pass data\.datasets\[0\]\.file_pattern="):
+        build_dataloader(config, 0, 1)
 
 
 def test_pack_sequences_needs_an_eos(root: Path) -> None:

@@ -142,3 +142,17 @@ def test_an_eval_set_declares_its_own_bin_dtype(tmp_path: Path) -> None:
     assert loader["general"].dataset.window(1).tolist() == tokens[9:18].tolist()
     with pytest.raises(ConfigError, match=r"eval\.sets\.general\.dtype"):
         load_config(None, [*base, "eval.sets.general.dtype=float32"])
+
+
+def test_an_eval_folder_of_other_shards_names_the_eval_key_to_set(tmp_path: Path) -> None:
+    # data.file_pattern is *.bin; the eval set's own pattern keeps its *.npy default.
+    from data_io.errors import InputError
+
+    (tmp_path / "val").mkdir()
+    (np.arange(9 * 4, dtype=np.uint16)).tofile(tmp_path / "val" / "shard_00000.bin")
+    base = ["eval.enabled=true", "data.file_pattern=*.bin", "train.seq_len=8"]
+    with pytest.raises(InputError, match=r"holds \.bin shards: pass eval\.file_pattern='\*\.bin'"):
+        build_eval_loader(load_config(None, [*base, f"eval.dataset_path={tmp_path / 'val'}"]))
+    general = f"eval.sets.general.dataset_path={tmp_path / 'val'}"
+    with pytest.raises(InputError, match=r"pass eval\.sets\.general\.file_pattern='\*\.bin'"):
+        build_eval_loaders(load_config(None, [*base, general]))

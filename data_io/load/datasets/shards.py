@@ -107,26 +107,25 @@ def honour_declared(name: str, given: int | None, declared: Declared | None) -> 
     )
 
 
-def _where_shards_are(data_dir: Path, file_pattern: str) -> str:
+def _where_shards_are(data_dir: Path, file_pattern: str, key: str = "file_pattern") -> str:
     """What to pass instead, from what ``data_dir`` holds: shards that the pattern with the
-    other suffix matches, or the split folders of a prepare output (``train/``, ``val/``)."""
+    other suffix matches, or the split folders of a prepare output (``train/``, ``val/``).
+    ``key``: the pattern's name where it was set (``eval.file_pattern`` in a job config)."""
     for suffix, other in ((".npy", ".bin"), (".bin", ".npy")):
         if file_pattern.endswith(suffix):
             swapped = file_pattern[: -len(suffix)] + other
             if next(data_dir.glob(swapped), None) is not None:
-                return f"it holds {other} shards: pass file_pattern={swapped!r}"
+                return f"it holds {other} shards: pass {key}={swapped!r}"
     splits = [name for name in ("train", "val") if (data_dir / name).is_dir()]
     if splits:
         where = " or ".join(str(data_dir / name) for name in splits)
         return (
             f"the shards are in its split folders: pass data_dir={where} (with "
-            "file_pattern='*.bin' for prepare's .bin shards)"
+            f"{key}='*.bin' for prepare's .bin shards)"
         )
     if next(data_dir.iterdir(), None) is None:
         return "the folder is empty; point data_dir at the folder that holds the shards"
-    return (
-        "pass file_pattern='*.bin' for raw shards or point data_dir at the folder that holds them"
-    )
+    return f"pass {key}='*.bin' for raw shards or point data_dir at the folder that holds them"
 
 
 # MyPT's guide adds data by moving a second run's shards in: their names repeat the first
@@ -208,7 +207,7 @@ def _another_stage(data_dir: Path) -> str | None:
     return None
 
 
-def _list_shards(data_dir: Path, file_pattern: str) -> list[Path]:
+def _list_shards(data_dir: Path, file_pattern: str, key: str = "file_pattern") -> list[Path]:
     """The shard files of ``data_dir`` matching ``file_pattern``, sorted by name."""
     if not data_dir.is_dir():
         what = "is not a directory" if data_dir.exists() else "does not exist"
@@ -221,7 +220,7 @@ def _list_shards(data_dir: Path, file_pattern: str) -> list[Path]:
     files = sorted(data_dir.glob(file_pattern), key=str)
     if not files:
         raise InputError(
-            f"{data_dir}: no files match {file_pattern!r}; {_where_shards_are(data_dir, file_pattern)}"
+            f"{data_dir}: no files match {file_pattern!r}; {_where_shards_are(data_dir, file_pattern, key)}"
         )
     odd = [p.name for p in files if p.suffix not in _SUFFIXES]
     if odd:
@@ -362,6 +361,7 @@ class MemoryMappedDataset(MapDatasetState, Dataset):
         declared: Declarations | None = None,
         dtype: str | None = None,
         dtype_key: str = "dtype",
+        pattern_key: str = "file_pattern",
     ) -> None:
         self.seq_len = _require_int(
             "seq_len", seq_len, 2, "a window of context + 1 tokens, the +1 for the label shift"
@@ -389,10 +389,9 @@ class MemoryMappedDataset(MapDatasetState, Dataset):
             else _require_int("vocab_size", vocab_size, 1, "every token id must be below it")
         )
         # ``dtype``: raw .bin shards' dtype when the metadata does not declare it (named in
-        # errors as ``dtype_key``, the config key it came from).
-        self._shards = _inspect(
-            self.data_dir, _list_shards(self.data_dir, file_pattern), dtype, dtype_key
-        )
+        # errors as ``dtype_key``, the config key it came from; ``file_pattern`` likewise).
+        shards = _list_shards(self.data_dir, file_pattern, pattern_key)
+        self._shards = _inspect(self.data_dir, shards, dtype, dtype_key)
         _check_listed(self.data_dir, self._shards, self.declared)
         if self.pack_sequences and self.eos_token_id is not None:
             _check_eos_fits(self.eos_token_id, self._shards, self.declared)
