@@ -113,6 +113,7 @@ def test_bad_items_are_named(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"law\.json: expected a JSON array"):
         CLEANER.run(_raw(tmp_path / "ARB2", items), tmp_path / "out", progress=False)
     items = {**ITEMS, "law.json": [{"response": "A"}]}
-    with pytest.raises(InputError, match=r"law\.json item 0: KeyError"):
+    missing = r"law\.json item 0: no field 'instruction' \(its fields: response\); KeyError"
+    with pytest.raises(InputError, match=missing):
         CLEANER.run(_raw(tmp_path / "ARB3", items), tmp_path / "out", progress=False)
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())

@@ -607,6 +607,14 @@ def test_a_sampled_folder_or_its_row_tables_are_not_read_as_shards(tmp_path: Pat
     (tmp_path / "tok" / "tokenizer_info.json").write_text("{}")
     with pytest.raises(InputError, match=r"tok: a tokenized folder .*sample it"):
         MemoryMappedDataset(tmp_path / "tok", 8, file_pattern="*.npy")
+    # A task's (or the pool's) tokens.npy named on its own is a flat stream of rows: read.
+    assert len(MemoryMappedDataset(sampled, 8, file_pattern="tokens.npy")) > 0
+    np.save(tmp_path / "task_tokens.npy", np.arange(20, dtype=np.uint16))
+    task = sampled / "epoch_0"
+    (task / "tokens.npy").write_bytes((tmp_path / "task_tokens.npy").read_bytes())
+    assert len(MemoryMappedDataset(task, 8, file_pattern="tokens.npy")) == 2
+    with pytest.raises(InputError, match=r"or pass file_pattern='tokens.npy'"):
+        MemoryMappedDataset(task, 8, file_pattern="*.npy")
     # A flat folder that merely holds a metadata.json beside its shards is still read.
     (tmp_path / "flat").mkdir()
     np.save(tmp_path / "flat" / "a.npy", np.arange(20, dtype=np.uint16))
