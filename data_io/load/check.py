@@ -59,6 +59,7 @@ def check_loader(
         "world_size": world_size,
         "batch_size": config.train.batch_size,
         "seq_len": config.train.seq_len,
+        "batches_asked": batches,
     }
     if loader.order is not None:
         report["samples_per_epoch"] = loader.order.epoch_length
@@ -81,6 +82,7 @@ def check_loader(
         if i + 1 >= batches:
             break
     report["batch_shapes"] = shapes
+    report["batches_timed"] = len(timings)  # fewer than asked when this rank's epoch ends
     report["first_batch_seconds"] = round(timings[0], 3) if timings else None
     if len(timings) > 1:
         rest = sum(timings[1:])
@@ -104,8 +106,14 @@ def check_loader(
 _DETAIL_KEYS = {"seq_len", "files_with_dropped_tail", "files_without_windows"}
 
 
+# More keys than this and the table is turned: a row per key, a column per source (a packed
+# rows source has 17 keys, which folded into a letter or two a column at 80 columns).
+_MOST_COLUMNS = 7
+
+
 def _sources_table(kind: str, sources: dict[str, Any]) -> Table:
-    """One row per source; the columns are the keys of the sources' summaries."""
+    """One row per source and a column per key of the sources' summaries, or, where the keys
+    outnumber ``_MOST_COLUMNS``, a row per key and a column per source."""
     rows = sources if kind == "mixture" else {kind: sources}
     table = Table(title="sources")
     columns: list[str] = []
@@ -115,6 +123,14 @@ def _sources_table(kind: str, sources: dict[str, Any]) -> Table:
             for k, v in summary.items()
             if k not in columns and k not in _DETAIL_KEYS and not isinstance(v, (dict, list))
         ]
+    if len(columns) > _MOST_COLUMNS:
+        table.add_column("")
+        for name in rows:
+            table.add_column(name, overflow="fold")
+        for column in columns:
+            cells = (_cell(summary.get(column)) for summary in rows.values())
+            table.add_row(column.replace("_", " "), *cells)
+        return table
     table.add_column("source")
     for column in columns:
         table.add_column(column.replace("_", " "), overflow="fold")
@@ -139,9 +155,16 @@ def print_report(report: dict[str, Any], as_json: bool) -> None:
     if as_json:
         console.print_json(json.dumps(report, default=str))
         return
+    # The items' length as the batches have it: packed rows' bins are not train.seq_len long.
+    width = (report["batch_shapes"].get("input_ids") or [None])[-1]
+    items = (
+        f"items of {width} tokens (train.seq_len {report['seq_len']} does not set them)"
+        if width is not None and width != report["seq_len"]
+        else f"seq_len {report['seq_len']}"
+    )
     console.print(
         f"[bold]loader-check[/bold]: {report['kind']} data, rank {report['rank']} of "
-        f"{report['world_size']}, batch {report['batch_size']} x seq_len {report['seq_len']}, "
+        f"{report['world_size']}, batch {report['batch_size']} x {items}, "
         f"built in {report['build_seconds']} s"
     )
     if report.get("trainer_overrides"):
@@ -166,6 +189,8 @@ def print_report(report: dict[str, Any], as_json: bool) -> None:
     timed = [f"first batch: {report['first_batch_seconds']} s"]
     if report.get("tokens_per_second_after_first") is not None:
         timed.append(f"then {report['tokens_per_second_after_first']:,} tokens/s")
+    if report["batches_timed"] < report.get("batches_asked", 0):
+        timed.append(f"{report['batches_timed']} batches timed: this rank's epoch ends there")
     console.print(
         "; ".join(timed)
         + "; tokens per source: "

@@ -72,3 +72,30 @@ def test_loader_check_help_states_each_default_once(capsys: pytest.CaptureFixtur
         main(["loader-check", "job.toml", "--batches", "x"])
     err = capsys.readouterr().err
     assert stop.value.code == 2 and "argument --batches: must be a whole number, got 'x'" in err
+
+
+def test_loader_check_turns_a_wide_sources_table_and_says_when_the_epoch_ends(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A packed rows source has 17 keys: a column each folded them into a letter or two at 80
+    columns. The header named train.seq_len for items that are bins; --batches 100 timed the
+    epoch's few batches without saying so."""
+    write_rows(tmp_path / "sft.jsonl", random_rows(1, 40, longest=30))
+    config = {
+        "data": {
+            "datasets": [{"path": str(tmp_path / "sft.jsonl"), "type": "tokenized"}],
+            "sample_packing_method": "sequential",
+            "sample_packing_sequence_len": 64,
+            "num_workers": 0,
+        },
+        "train": {"batch_size": 4},
+    }
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    assert main(["loader-check", str(tmp_path / "c.yaml"), "--batches", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "batch 4 x items of 64 tokens (train.seq_len 2048 does not set them)" in out
+    # A row per key: the key and its value on one line.
+    assert any("sample packing sequence len" in line and "64" in line for line in out.splitlines())
+    steps = next(line for line in out.splitlines() if line.startswith("epoch:"))
+    timed = int(steps.split("this rank: ")[1].split(" steps")[0])
+    assert f"{timed} batches timed: this rank's epoch ends there" in out
