@@ -191,10 +191,15 @@ def test_token_id_outside_vocabulary(folder: Path) -> None:
         ({"layout": "packed"}, "layout must be one of"),
         ({"epoch": -1}, "epoch must be a non-negative integer"),
         ({"batch_size": 4}, "batch_size applies to layout='causal_padded' only"),
-        ({"layout": "causal_padded"}, "needs batch_size >= 1"),
+        ({"layout": "causal_padded"}, "needs batch_size, an integer >= 1, got None"),
+        ({"layout": "causal_padded", "batch_size": "2"}, "batch_size, an integer >= 1, got '2'"),
+        ({"layout": "causal_padded", "batch_size": 2.5}, "batch_size, an integer >= 1, got 2.5"),
+        ({"layout": "causal_padded", "batch_size": True}, "an integer >= 1, got True"),
         ({"rank": 0}, "give both rank and world_size"),
         ({"rank": 2, "world_size": 2}, "need 0 <= rank < world_size"),
-        ({"batch_max_length": 0}, "batch_max_length must be >= 1"),
+        ({"batch_max_length": 0}, "batch_max_length must be an integer >= 1, got 0"),
+        ({"batch_max_length": "96"}, "batch_max_length must be an integer >= 1, got '96'"),
+        ({"batch_max_length": 96.7}, "batch_max_length must be an integer >= 1, got 96.7"),
     ],
 )
 def test_bad_settings(folder: Path, kwargs: dict, message: str) -> None:

@@ -139,17 +139,19 @@ class SampledDataset(IterableDataset):
             batch_max_length = (
                 self.metadata.max_seq_len - 1 if packed else self.metadata.max_seq_len
             )
-        if batch_max_length < 1:
-            raise ConfigError(f"batch_max_length must be >= 1, got {batch_max_length}")
+        if not _is_int(batch_max_length) or batch_max_length < 1:
+            raise ConfigError(f"batch_max_length must be an integer >= 1, got {batch_max_length!r}")
         self.batch_max_length = int(batch_max_length)
         if packed and batch_size is not None:
             raise ConfigError(
                 "batch_size applies to layout='causal_padded' only; a packed batch is sized by "
                 "batch_max_length (tokens per rank)"
             )
-        if not packed and (batch_size is None or batch_size < 1):
-            raise ConfigError(f"layout='causal_padded' needs batch_size >= 1, got {batch_size!r}")
-        self.batch_size = batch_size
+        if not packed and (not _is_int(batch_size) or batch_size < 1):
+            raise ConfigError(
+                f"layout='causal_padded' needs batch_size, an integer >= 1, got {batch_size!r}"
+            )
+        self.batch_size = None if batch_size is None else int(batch_size)
         # Check everything now, then let go of the maps: workers re-open lazily (fork or spawn).
         self._set_epoch(epoch)
         self._row_offset = 0  # first epoch row this schedule covers (an elastic resume moves it)
@@ -592,6 +594,10 @@ class ResumableDataLoader(DataLoader):
         dataset = self.dataset
         assert isinstance(dataset, SampledDataset)
         dataset.load_state_dict(state, check_folder=check_folder)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 def _saved_row_offset(state: dict[str, Any], num_rows: int) -> int:
