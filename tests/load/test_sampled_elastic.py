@@ -154,6 +154,62 @@ def test_a_damaged_row_offset_is_refused(sampled: Sampled, value):
         dataset.load_state_dict(state)
 
 
+@pytest.mark.parametrize("layout", ["prefixlm_packed", "causal_padded"])
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("base_step", "3", r"base_step is '3', not an integer >= 0"),
+        ("base_step", 3.0, r"base_step is 3.0, not an integer >= 0"),
+        ("yielded", None, r"yielded is None, not an integer >= 0"),
+        ("yielded", -1, r"yielded is -1, not an integer >= 0"),
+        ("epoch", "1", r"epoch is '1', not an integer >= 0"),
+        ("num_workers", 0, r"num_workers is 0, not an integer >= 1"),
+        ("worker_id", 5, r"worker_id 5 of 1 workers"),
+        ("base_step", 10**6, r"the state is at step 1000000 of epoch 1, which has \d+ steps"),
+    ],
+)
+def test_a_damaged_position_is_refused_at_load(sampled: Sampled, layout, key, value, message):
+    """Before: a wrong type raised TypeError at the next iteration, yielded=-1 served the last
+    batch again and a step past the end resumed into an empty epoch, all without a word."""
+    loader = ResumableDataLoader(
+        SampledDataset(sampled.path, epoch=EPOCH, **settings(layout, 1, 0))
+    )
+    next(iter(loader))
+    state = loader.state_dict()
+    state[key] = value
+    resumed = ResumableDataLoader(
+        SampledDataset(sampled.path, epoch=EPOCH, **settings(layout, 1, 0))
+    )
+    with pytest.raises(ConfigError, match=message):
+        resumed.load_state_dict(state)
+
+
+@pytest.mark.parametrize(("key", "value"), [("world_size", "2"), ("batch_max_length", None)])
+def test_a_damaged_saved_topology_is_refused_before_an_elastic_resume(sampled: Sampled, key, value):
+    state = SampledDataset(
+        sampled.path, epoch=EPOCH, **settings("prefixlm_packed", 2, 0)
+    ).state_dict()
+    state["config"][key] = value
+    moved = SampledDataset(sampled.path, epoch=EPOCH, **settings("prefixlm_packed", 3, 0))
+    with pytest.raises(ConfigError, match=rf"config\.{key} is {value!r}, not an integer >= 1"):
+        moved.load_state_dict(state)
+
+
+def test_a_state_saved_at_the_end_of_the_epoch_still_loads(sampled: Sampled):
+    for layout in ("prefixlm_packed", "causal_padded"):
+        loader = ResumableDataLoader(
+            SampledDataset(sampled.path, epoch=EPOCH, **settings(layout, 2, 1))
+        )
+        served = len(list(loader))
+        state = loader.state_dict()
+        assert state["base_step"] == served > 0
+        resumed = ResumableDataLoader(
+            SampledDataset(sampled.path, epoch=EPOCH, **settings(layout, 2, 1))
+        )
+        resumed.load_state_dict(state)
+        assert list(resumed) == []
+
+
 def test_older_state_without_row_offset_still_resumes(sampled: Sampled):
     layout = "causal_padded"
     loader = ResumableDataLoader(

@@ -425,6 +425,7 @@ class SampledDataset(IterableDataset):
                 "; pass what SampledDataset.state_dict() or ResumableDataLoader.state_dict() "
                 "returned, unmodified"
             )
+        _check_position(state)
         elastic = self._check_settings(state)
         if check_folder:
             self._check_folder(state)
@@ -448,8 +449,23 @@ class SampledDataset(IterableDataset):
             resume.update(base_step=0, num_workers=1, worker_id=0, yielded=0)
             resume["config"] = self._fingerprint()
         self._set_row_offset(row_offset)
+        next_step = int(resume["base_step"]) + int(resume["yielded"])
+        if resume["num_workers"] == 1 and not self._has_steps(next_step):
+            raise ConfigError(
+                f"cannot resume: the state is at step {next_step} of epoch {self.epoch}, which "
+                f"has {self.num_steps()} steps with these settings; it was not saved on this "
+                "epoch: pass what state_dict() returned, unmodified"
+            )
         resume["row_offset"] = row_offset
         self._resume = resume
+
+    def _has_steps(self, count: int) -> bool:
+        """Whether the schedule has at least ``count`` steps (computes no more than that)."""
+        if count == 0:
+            return True
+        if self.layout == "prefixlm_packed":
+            return self._get_planner().step(count - 1) is not None
+        return count <= self.num_steps()
 
     def _check_settings(self, state: dict[str, Any]) -> bool:
         """Refuse changed settings; True for another world size (with the per-rank batch that
@@ -488,6 +504,13 @@ class SampledDataset(IterableDataset):
                 "save with ResumableDataLoader.state_dict(), whose position is global, and "
                 "resume from that"
             )
+        batch = "batch_max_length" if self.layout == "prefixlm_packed" else "batch_size"
+        for key in ("world_size", batch):
+            if not _is_int(saved.get(key)) or saved[key] < 1:
+                raise ConfigError(
+                    f"not a valid SampledDataset state: config.{key} is {saved.get(key)!r}, not "
+                    "an integer >= 1; pass what state_dict() returned, unmodified"
+                )
         return True
 
     def _rows_consumed(self, state: dict[str, Any], row_offset: int) -> int:
@@ -598,6 +621,24 @@ class ResumableDataLoader(DataLoader):
 
 def _is_int(value: object) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _check_position(state: dict[str, Any]) -> None:
+    """The position fields of a state are integers in range (a damaged state is refused
+    here, not with a TypeError, or a wrong batch, when the loader is next iterated)."""
+    lows = {"epoch": 0, "base_step": 0, "yielded": 0, "num_workers": 1, "worker_id": 0}
+    for key, low in lows.items():
+        value = state[key]
+        if not _is_int(value) or value < low:
+            raise ConfigError(
+                f"not a valid SampledDataset state: {key} is {value!r}, not an integer >= {low}; "
+                "pass what state_dict() returned, unmodified"
+            )
+    if state["worker_id"] >= state["num_workers"]:
+        raise ConfigError(
+            f"not a valid SampledDataset state: worker_id {state['worker_id']} of "
+            f"{state['num_workers']} workers; pass what state_dict() returned, unmodified"
+        )
 
 
 def _saved_row_offset(state: dict[str, Any], num_rows: int) -> int:
