@@ -294,3 +294,39 @@ def test_rows_per_epoch_checked_in_every_epoch(folder: Path) -> None:
     ds = SampledDataset(folder, epoch=0)
     with pytest.raises(InputError, match=r"epoch_1: 30 rows"):
         ds.set_epoch(1)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"layout": "causal_padded", "batch_size": 41},
+            r"has 40 rows, fewer than one step of batch_size 41 x world_size 1 = 41, so it yields "
+            r"no batch; lower batch_size",
+        ),
+        (
+            {"layout": "causal_padded", "batch_size": 14, "rank": 0, "world_size": 3},
+            r"fewer than one step of batch_size 14 x world_size 3 = 42",
+        ),
+        (
+            {"batch_max_length": 10**5},
+            r"has 40 rows \(\d+ tokens\) that all fit one step of world_size 1 x batch_max_length "
+            r"100000, and the step that reaches the end of the epoch is dropped \(drop_last\)",
+        ),
+        ({"rank": 0, "world_size": 41}, r"has 40 rows for world_size 41 ranks.*lower world_size"),
+    ],
+)
+def test_settings_that_leave_the_epoch_without_a_batch_are_refused(
+    folder: Path, kwargs: dict, message: str
+) -> None:
+    """A batch larger than the epoch used to give an epoch of no batches, without a word."""
+    with pytest.raises(ConfigError, match=message):
+        SampledDataset(folder, epoch=1, **kwargs)
+
+
+def test_one_step_holding_the_whole_epoch_is_kept_without_drop_last(folder: Path) -> None:
+    dataset = SampledDataset(folder, batch_max_length=10**5, drop_last=False)
+    (batch,) = list(dataset)
+    assert int(batch["numseqs"]) == 40
+    padded = SampledDataset(folder, layout="causal_padded", batch_size=40)
+    assert [b["input_ids"].shape[0] for b in padded] == [40]

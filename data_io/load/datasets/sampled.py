@@ -182,7 +182,38 @@ class SampledDataset(IterableDataset):
                 f"not fit batch_max_length={self.batch_max_length}; raise batch_max_length or "
                 "re-sample with a smaller context_size"
             )
+        self._check_not_empty(epoch, size)
         self._drop_handles()
+
+    def _check_not_empty(self, epoch: int, size: np.ndarray) -> None:
+        """Refuse settings under which the epoch yields no batch at all (a silent no-op epoch)."""
+        where = f"{self.path / f'epoch_{epoch}'} has {size.size} rows"
+        if self.layout == "causal_padded":
+            assert self.batch_size is not None
+            step = self.batch_size * self.world_size
+            if size.size < step:
+                raise ConfigError(
+                    f"{where}, fewer than one step of batch_size {self.batch_size} x world_size "
+                    f"{self.world_size} = {step}, so it yields no batch; lower batch_size"
+                )
+            return
+        planner = MultipackPlanner(
+            size, self.batch_max_length, self.world_size, drop_last=self.drop_last
+        )
+        if planner.step(0) is not None:
+            return
+        if planner.summary().rows_dropped_last_step:
+            reason = (
+                f"({int(size.sum())} tokens) that all fit one step of world_size "
+                f"{self.world_size} x batch_max_length {self.batch_max_length}, and the step "
+                "that reaches the end of the epoch is dropped (drop_last), so it yields no "
+                "batch; lower batch_max_length, or pass drop_last=False"
+            )
+        else:
+            reason = (
+                f"for world_size {self.world_size} ranks, so it yields no batch; lower world_size"
+            )
+        raise ConfigError(f"{where} {reason}")
 
     def _drop_handles(self) -> None:
         self._tokens: np.ndarray | None = None
