@@ -227,6 +227,21 @@ def test_hand_edited_states_are_checked(folders, kind: str, edit: dict, message:
         fresh.load_state_dict(state)
 
 
+@pytest.mark.parametrize("key", ["fingerprint", "identity", "order", "state"])
+def test_a_state_missing_a_key_is_named(folders, key: str) -> None:
+    """A state without its fingerprint was refused as one of other data ("the files' names,
+    dtypes or lengths differ"), which sent the user after their shards."""
+    (loader,) = loaders(folders, "single", 1, 0, 4)
+    run([loader], 2)
+    state = loader.state_dict()
+    del state[key]
+    (fresh,) = loaders(folders, "single", 1, 0, 4)
+    with pytest.raises(
+        ConfigError, match=rf"not a complete data_io loader state \(missing {key}\)"
+    ):
+        fresh.load_state_dict(state)
+
+
 def test_mixture_source_change_is_named(folders, tmp_path: Path) -> None:
     (loader,) = loaders(folders, "mixture", 1, 0, 4)
     state = loader.state_dict()

@@ -266,6 +266,12 @@ class StatefulLoader:
                 f"{_STATE_VERSION}); got {type(state).__name__} "
                 f"version {state.get('version') if isinstance(state, Mapping) else None}"
             )
+        missing = [k for k in ("fingerprint", "identity", "order", "state") if k not in state]
+        if missing:
+            raise ConfigError(
+                f"not a complete data_io loader state (missing {', '.join(missing)}); pass what "
+                "StatefulLoader.state_dict() returned, unmodified"
+            )
         if state.get("fingerprint") != self.fingerprint:
             what = _data_differences(state.get("data"), self.data_description)
             raise ConfigError(
