@@ -291,9 +291,18 @@ def state_characters(chars: Any) -> list[str]:
 def _read_char_state(path: Path) -> list[str]:
     try:
         state: Any = json.loads(path.read_text(encoding="utf-8"))
-        return state_characters(state["chars"])
+        kind = state.get("token_kind", "char") if isinstance(state, dict) else "char"
+        if kind == "char" or not isinstance(kind, str):
+            return state_characters(state["chars"])
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise InputError(
             f"{path}: unreadable char tokenizer state ({err}); restore it or prepare into a "
             "new folder"
         ) from err
+    # MyPT's layout writes this file for gpt2 too: the folder is not damaged, it holds
+    # another tokenizer's ids.
+    raise ConfigError(
+        f"{path.parent} was prepared with --tokenizer {kind} ({path.name} says token_kind "
+        f"{kind!r}), not char; re-run with --tokenizer {kind} (MyPT's --tokenization {kind}) "
+        "to add inputs, or prepare into a new folder"
+    )

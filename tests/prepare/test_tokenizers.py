@@ -134,6 +134,17 @@ def test_char_state_damaged_is_an_error(tmp_path):
         load_tokenizer("char", None, tmp_path)
 
 
+def test_char_into_a_folder_of_mypt_gpt2_names_the_tokenizer_it_was_prepared_with(tmp_path):
+    # MyPT's layout writes tokenizer_state.json for gpt2 as well: not a damaged char state.
+    (tmp_path / CHAR_STATE_FILE).write_text('{"token_kind": "gpt2", "chars": null}')
+    with pytest.raises(ConfigError) as caught:
+        load_tokenizer("char", None, tmp_path)
+    message = str(caught.value)
+    assert "prepared with --tokenizer gpt2" in message
+    assert "re-run with --tokenizer gpt2 (MyPT's --tokenization gpt2)" in message
+    assert "unreadable" not in message
+
+
 def test_char_rejects_another_eos(tmp_path):
     with pytest.raises(ConfigError, match="does not apply to the char tokenizer"):
         load_tokenizer("char", "</s>", tmp_path)
