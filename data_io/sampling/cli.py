@@ -73,6 +73,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=_run)
 
 
+def _pairs_hint(unknown: Sequence[str]) -> str:
+    """``--epochs=10`` or ``--epochs 10`` for ``epochs=10``: name the spelling this takes (as
+    ``data_io sample`` does for ``--epochs=10``)."""
+    pairs = [
+        a.lstrip("-") if "=" in a else f"{a.lstrip('-')}=VALUE"
+        for a in unknown
+        if a.startswith("--")
+    ]
+    return f"; settings are key=value arguments without dashes: {' '.join(pairs)}" if pairs else ""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python sample_tokenized.py key=value ...``: same options as ``data_io sample``."""
     parser = argparse.ArgumentParser(
@@ -90,7 +101,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="print the version and exit",
     )  # fmt: skip
     # key=value arguments on either side of -q/--progress, as `data_io sample` reads them.
-    args = parser.parse_intermixed_args(argv)
+    args, unknown = parser.parse_known_intermixed_args(argv)
+    if unknown:
+        # After an unknown option argparse leaves the key=value arguments that follow unread
+        # too: name only the options.
+        unknown = [a for a in unknown if a.startswith("-")] or unknown
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}{_pairs_hint(unknown)}")
     try:
         return _run(args)
     except DataIoError as exc:

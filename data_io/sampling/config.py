@@ -90,10 +90,19 @@ KEY_HELP: dict[str, str] = {
 
 def parse_overrides(overrides: Sequence[str]) -> SampleConfig:
     """Build a validated :class:`SampleConfig` from ``key=value`` strings."""
-    for item in overrides:
+    for index, item in enumerate(overrides):
         if item.startswith("-") or "=" not in item:
+            # `epochs = 10` or `epochs =10`: the shell made separate arguments of them.
+            rest = [*overrides[index + 1 : index + 3], "", ""]
+            value = rest[1] if rest[0] == "=" else rest[0][1:]
+            value = "VALUE" if not value or "=" in value else value
+            hint = ""
+            if item in CONFIG_KEYS and rest[0].startswith("="):
+                hint = f"; write {item}={value} as one argument, without spaces around '='"
+            elif item in CONFIG_KEYS:
+                hint = f"; write {item}=VALUE"
             raise ConfigError(
-                f"argument {item!r} is not key=value; valid keys: {', '.join(CONFIG_KEYS)}"
+                f"argument {item!r} is not key=value{hint}; valid keys: {', '.join(CONFIG_KEYS)}"
             )
     _check_switches(overrides)
     try:

@@ -58,6 +58,25 @@ def test_errors_exit_non_zero_with_the_key(tmp_path: Path, corpus: Path, entry: 
 
 
 @pytest.mark.parametrize("entry", [["sample_tokenized.py"], ["-m", "data_io", "sample"]])
+def test_dashed_settings_name_the_key_value_spelling(corpus: Path, entry: list[str]) -> None:
+    done = _run(*entry, f"tokenized_path={corpus}", "--epochs=3")
+    assert done.returncode == 2 and done.stdout == ""
+    assert "unrecognized arguments: --epochs=3" in done.stderr
+    assert "epochs=3" in done.stderr.split("unrecognized arguments: --epochs=3", 1)[1]
+    assert "Traceback" not in done.stderr
+
+
+def test_sample_tokenized_names_the_spelling_of_a_dashed_setting(corpus: Path) -> None:
+    done = _run("sample_tokenized.py", "--seed", "3", f"tokenized_path={corpus}")
+    assert done.returncode == 2
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == (
+        "sample_tokenized.py: error: unrecognized arguments: --seed; settings are key=value "
+        "arguments without dashes: seed=VALUE"
+    )
+
+
+@pytest.mark.parametrize("entry", [["sample_tokenized.py"], ["-m", "data_io", "sample"]])
 def test_help_describes_every_option_with_its_default(entry: list[str]) -> None:
     from data_io.sampling.config import CONFIG_KEYS, KEY_HELP
 

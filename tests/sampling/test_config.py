@@ -71,6 +71,25 @@ def test_bad_values_name_the_key(inputs: list[str], override: str, fragments: li
         assert fragment in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("typed", "fix"),
+    [
+        (["epochs", "=", "10"], "write epochs=10 as one argument, without spaces around '='"),
+        (["epochs", "=10"], "write epochs=10 as one argument"),
+        (["seed", "=", "x=1"], "write seed=VALUE as one argument"),
+        (["epochs"], "write epochs=VALUE;"),
+    ],
+)
+def test_a_key_split_from_its_value_says_how_to_write_it(
+    inputs: list[str], typed: list[str], fix: str
+) -> None:
+    # The shell makes three arguments of `epochs = 10`.
+    with pytest.raises(ConfigError) as info:
+        parse_overrides([*inputs, *typed])
+    assert str(info.value).startswith(f"argument {typed[0]!r} is not key=value")
+    assert fix in str(info.value)
+
+
 def test_missing_tokenized_path_names_the_key(tmp_path: Path, inputs: list[str]) -> None:
     with pytest.raises(ConfigError, match=r"'tokenized_path'.*not a directory"):
         parse_overrides([inputs[1], f"tokenized_path={tmp_path / 'nope'}"])
