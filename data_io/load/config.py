@@ -359,6 +359,10 @@ def apply_overrides(
                 # Not YAML (`*.bin` reads as an alias, control characters are refused): the
                 # text itself, which the typed config then accepts or names as wrong.
                 parsed = value
+            if parsed is None and not value.strip() and isinstance(_current(base, key), str):
+                # `--data.dataset_path=`: KempnerForge's unset text key is "" (its defaults),
+                # not the null that YAML reads, which a text key does not take.
+                parsed = ""
             try:
                 OmegaConf.update(base, key, parsed, merge=True)
             except (ConfigKeyError, ConfigAttributeError) as err:
@@ -368,6 +372,14 @@ def apply_overrides(
         raise _omegaconf_error(f"{where} with overrides", err) from err
     assert isinstance(merged, LoaderConfig)
     return merged.validate()
+
+
+def _current(base: Any, key: str) -> Any:
+    """The value ``key`` has before an override (None where there is none yet)."""
+    try:
+        return OmegaConf.select(base, key, default=None)
+    except OmegaConfBaseException:
+        return None
 
 
 # KempnerForge's job-file sections that are the trainer's alone (its JobConfig's other

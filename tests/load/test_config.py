@@ -480,3 +480,19 @@ def test_an_override_value_yaml_refuses_is_taken_as_text() -> None:
     assert load_config(None, ["data.file_pattern=*.bin"]).data.file_pattern == "*.bin"
     with pytest.raises(ConfigError, match="num_workers"):
         load_config(None, ["data.num_workers=\x00"])
+
+
+def test_an_empty_override_of_a_text_key_clears_it_as_kempnerforge_defaults_do(
+    tmp_path: Path,
+) -> None:
+    # `--data.dataset_path=`: the key's unset value is "" (KempnerForge's defaults), not the
+    # null YAML reads from nothing, which a text key refuses ("is not Optional").
+    path = tmp_path / "job.toml"
+    path.write_text('[data]\ndataset_path = "shards"\nhf_dataset_name = "org/ds"\n')
+    config = load_config(path, ["--data.dataset_path=", "--data.tokenizer_path="])
+    assert config.data.dataset_path == "" and config.data.tokenizer_path == ""
+    assert config.data.hf_dataset_name == "org/ds"
+    # An optional key still reads nothing as unset; a number still names its key.
+    assert load_config(path, ["data.hf_dataset_config="]).data.hf_dataset_config is None
+    with pytest.raises(ConfigError, match="num_workers"):
+        load_config(path, ["data.num_workers="])
