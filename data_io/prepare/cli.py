@@ -184,7 +184,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 # MyPT's prepare_dataset.py flags: (its spelling, ours, what add_argument needs beyond the help).
 _MYPT_FLAGS: tuple[tuple[str, str, dict[str, Any]], ...] = (
-    ("--input_files", "INPUT", {"nargs": "+", "metavar": "FILE"}),
+    # Given twice, both lists are read (argparse would keep the last one and drop the first).
+    ("--input_files", "INPUT", {"nargs": "+", "action": "extend", "metavar": "FILE"}),
     ("--out_dir", "--output", {"metavar": "OUT"}),
     ("--tokenization", "--tokenizer", {"metavar": "TOKENIZER"}),
     ("--tokens_per_shard", "--tokens-per-shard", {"type": int, "metavar": "N"}),

@@ -451,3 +451,15 @@ batch_size = 2
         tokens = np.concatenate([np.asarray(a) for a in shards]).astype(np.int64)
         batch = next(iter(loaders[name]))
         assert batch["input_ids"][0].tolist() == tokens[:16].tolist()
+
+
+def test_input_files_given_twice_reads_both_lists(tmp_path):
+    # argparse would keep only the last list and drop a.txt without a word.
+    _workspace(tmp_path, ["a.txt", "b.txt"])
+    done = _run_verbatim(
+        "python scripts/prepare_dataset.py --input_files a.txt --out_dir ds --input_files b.txt",
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    metadata = json.loads((tmp_path / "ds" / "dataset_metadata.json").read_text())
+    assert [Path(p).name for p in metadata["input_files"]] == ["a.txt", "b.txt"]
