@@ -197,6 +197,12 @@ class SampledDataset(IterableDataset):
                     f"{self.world_size} = {step}, so it yields no batch; lower batch_size"
                 )
             return
+        # Rows enough for every rank twice over and tokens for more than two full steps: the
+        # first step cannot be the dropped last one. Only a small epoch is planned here (the
+        # planner's passes over a 10M-row epoch cost 25-50 ms of construction).
+        step_tokens = self.world_size * self.batch_max_length
+        if size.size >= 4 * self.world_size and int(size.sum()) > 2 * step_tokens:
+            return
         planner = MultipackPlanner(
             size, self.batch_max_length, self.world_size, drop_last=self.drop_last
         )
