@@ -224,3 +224,18 @@ def test_older_state_without_row_offset_still_resumes(sampled: Sampled):
     resumed.load_state_dict(state)
     expected = SampledDataset(sampled.path, epoch=EPOCH, **settings(layout, 1, 0)).batch_at(1)
     assert torch.equal(next(iter(resumed))["input_ids"], expected["input_ids"])
+
+
+def test_a_state_refused_after_its_epoch_was_opened_leaves_the_dataset_where_it_was(
+    tmp_path,
+) -> None:
+    write_sampled(tmp_path / "s", n_rows=60, epochs=2)
+    ds = SampledDataset(tmp_path / "s", epoch=0, batch_max_length=96)
+    first = next(iter(ds))
+    state = SampledDataset(tmp_path / "s", epoch=1, batch_max_length=96).state_dict()
+    state["config"]["num_rows"] = 7  # refused once epoch 1 is open: its rows are counted there
+    with pytest.raises(ConfigError, match=r"epoch 1 of .* has 60 rows, the saved state had 7"):
+        ds.load_state_dict(state)
+    assert ds.epoch == 0 and ds.num_rows == 60
+    again = next(iter(ds))
+    assert all(torch.equal(torch.as_tensor(first[k]), torch.as_tensor(again[k])) for k in first)

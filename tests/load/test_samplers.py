@@ -63,6 +63,16 @@ def test_distributed_sampler_state_resumes_with_another_world_size() -> None:
         DistributedSampler(range(40), 1, 0).load_state_dict({"epoch": 0})
 
 
+def test_a_mixture_smaller_than_one_step_is_refused_not_an_empty_epoch() -> None:
+    with pytest.raises(
+        ConfigError, match=r"one step takes 10 samples .* an epoch of the mixture has 9"
+    ):
+        MixtureSampler([5, 9], [1, 1], 1, 0, batch_size=10)
+    with pytest.raises(ConfigError, match=r"batch_size 5 x num_replicas 2"):
+        MixtureSampler([5, 9], [1, 1], 2, 0, batch_size=5)
+    assert len(list(MixtureSampler([5, 9], [1, 1], 1, 0, batch_size=9))) == 9
+
+
 def test_mixture_sampler_indices_and_phases() -> None:
     cumulative = [100, 150, 400]  # sizes 100, 50, 250
     sampler = MixtureSampler(

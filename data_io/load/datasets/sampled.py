@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
-from data_io.errors import ConfigError, InputError
+from data_io.errors import ConfigError, DataIoError, InputError
 from data_io.formats.sampled import (
     INDEX_NAMES,
     EpochIndex,
@@ -466,6 +466,18 @@ class SampledDataset(IterableDataset):
         elastic = self._check_settings(state)
         if check_folder:
             self._check_folder(state)
+        # A state refused after the switch to its epoch leaves the dataset where it was.
+        epoch, row_offset = self.epoch, self._row_offset
+        try:
+            self._resume_from(state, elastic)
+        except DataIoError:
+            if self.epoch != epoch:
+                self._set_epoch(epoch)
+            self._set_row_offset(row_offset)
+            raise
+
+    def _resume_from(self, state: dict[str, Any], elastic: bool) -> None:
+        """``load_state_dict`` once the state's form, settings and folder are checked."""
         if state["epoch"] != self.epoch:
             self._set_epoch(int(state["epoch"]))
         saved_rows = state["config"].get("num_rows")

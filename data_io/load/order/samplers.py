@@ -403,6 +403,13 @@ class MixtureSampler(Sampler[int]):
         )
         self.order = MixtureOrder(sizes, resolved, seed, shuffle)
         self.batch_size = _require("batch_size", batch_size, 1)
+        if self.samples_per_step > self.order.epoch_length:
+            # Every step is whole (drop_last): no step fits, and iterating would yield nothing.
+            raise ConfigError(
+                f"one step takes {self.samples_per_step} samples (batch_size {self.batch_size} x "
+                f"num_replicas {self.num_replicas}) but an epoch of the mixture has "
+                f"{self.order.epoch_length}; lower batch_size or add data"
+            )
         self.drop_last = drop_last
         self.state = self.order.initial_state()
 
