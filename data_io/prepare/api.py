@@ -442,7 +442,7 @@ def plan_run(
                 f"{out} was prepared in the {recorded_layout} layout, not {layout}; re-run with "
                 f"--layout {recorded_layout} to add inputs, or prepare into a new folder"
             )
-        check_same_options(out, metadata, options)
+        check_same_options(out, metadata, options, tokenizer=tok.spec)
     new, known, same_as, digests = planned.result()
     for source, entry in new:
         chosen = read.source_identity(source.kind)

@@ -296,12 +296,19 @@ def write_metadata(out: Path, metadata: dict[str, Any]) -> None:
     write_json_atomic(out / METADATA_FILE, metadata)
 
 
-def check_same_options(out: Path, metadata: dict[str, Any], current: dict[str, Any]) -> None:
-    """An incremental run must shape its shards as the earlier runs did."""
+def check_same_options(
+    out: Path, metadata: dict[str, Any], current: dict[str, Any], tokenizer: str | None = None
+) -> None:
+    """An incremental run must shape its shards as the earlier runs did. ``tokenizer``: the
+    tokenizer as this run names it, shown beside the recorded one's name (the options record
+    the tokenizer by its content hash)."""
     recorded = metadata.get("options", {})
+    names = {}
+    if tokenizer is not None and isinstance(metadata.get("tokenizer"), dict):
+        names = {"tokenizer": (metadata["tokenizer"].get("spec"), tokenizer)}
     differ = [
-        f"{_KEY_WORDS.get(key, key)}: {_shown(key, recorded.get(key))} then, "
-        f"{_shown(key, value)} now"
+        f"{_KEY_WORDS.get(key, key)}: {_named(names.get(key), 0, key, recorded.get(key))} then, "
+        f"{_named(names.get(key), 1, key, value)} now"
         for key, value in current.items()
         if recorded.get(key) != value
     ]
@@ -314,6 +321,16 @@ def check_same_options(out: Path, metadata: dict[str, Any], current: dict[str, A
 
 # A recorded option that is not one of prepare's keyword arguments, named by those that make it.
 _KEY_WORDS = {"near_dedup": "near_ngram, near_bands, near_rows"}
+
+
+def _named(names: tuple[Any, Any] | None, which: int, key: str, value: Any) -> str:
+    """``'gpt2'`` for a tokenizer named differently then and now; with its content hash where
+    the two are named alike (the same path, its file changed)."""
+    if names is None or not isinstance(names[which], str):
+        return _shown(key, value)
+    if names[0] != names[1]:
+        return repr(names[which])
+    return f"{names[which]!r} ({str(value)[:19]}…)"
 
 
 def _shown(key: str, value: Any) -> str:

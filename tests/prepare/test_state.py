@@ -94,8 +94,19 @@ def test_other_options_are_an_error(small_tokenizer, tmp_path, corpus):
     run([corpus[0]], out, small_tokenizer)
     with pytest.raises(ConfigError, match=r"other options \(val_fraction: 0.1 then, 0.2 now\)"):
         run(list(corpus), out, small_tokenizer, val_fraction=0.2)
-    with pytest.raises(ConfigError, match=r"tokenizer: 'sha256:"):
+    # The tokenizer by the name each run gave it, not by its recorded content hash.
+    with pytest.raises(ConfigError, match=rf"tokenizer: '{small_tokenizer}' then, 'char' now"):
         run(list(corpus), out, "char")
+    # Named alike, its file changed: the names with their hashes.
+    mine = tmp_path / "tok.json"
+    vocab = json.loads(Path(small_tokenizer).read_text())
+    mine.write_text(json.dumps(vocab))
+    run([corpus[0]], tmp_path / "out2", str(mine))
+    vocab["model"]["vocab"]["zzzz_new_piece"] = 10**6
+    mine.write_text(json.dumps(vocab))
+    said = rf"tokenizer: '{mine}' \(sha256:\w+…\) then, '{mine}' \(sha256:\w+…\) now"
+    with pytest.raises(ConfigError, match=said):
+        run(list(corpus), tmp_path / "out2", str(mine))
 
 
 def test_output_holding_another_dataset_is_refused(small_tokenizer, tmp_path, corpus):
