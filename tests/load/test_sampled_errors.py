@@ -207,6 +207,20 @@ def test_bad_settings(folder: Path, kwargs: dict, message: str) -> None:
         SampledDataset(folder, **kwargs)
 
 
+def test_an_empty_sample_loads_and_yields_nothing(tmp_path: Path) -> None:
+    # `data_io sample allow_empty=true` publishes one on purpose: not "lower world_size".
+    path = write_sampled(tmp_path / "s", n_rows=0, epochs=1).path
+    assert list(SampledDataset(path)) == []
+    assert list(SampledDataset(path, layout="causal_padded", batch_size=1)) == []
+
+
+def test_whole_number_floats_are_taken_as_the_integers(folder: Path) -> None:
+    # 4096 / 2 in a script, or 2048.0 in YAML: an integer; 96.7 is refused above.
+    assert SampledDataset(folder, batch_max_length=128.0).batch_max_length == 128
+    padded = SampledDataset(folder, layout="causal_padded", batch_size=2.0)
+    assert padded.batch_size == 2 and isinstance(padded.batch_size, int)
+
+
 # -- provenance: what the sampler's metadata promises about the folder -----------------------
 
 

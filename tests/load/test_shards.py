@@ -607,6 +607,10 @@ def test_a_sampled_folder_or_its_row_tables_are_not_read_as_shards(tmp_path: Pat
     (tmp_path / "tok" / "tokenizer_info.json").write_text("{}")
     with pytest.raises(InputError, match=r"tok: a tokenized folder .*sample it"):
         MemoryMappedDataset(tmp_path / "tok", 8, file_pattern="*.npy")
+    # Its tasks' tokens named by the pattern: flat streams, read.
+    (tmp_path / "tok" / "task").mkdir()
+    np.save(tmp_path / "tok" / "task" / "tokens.npy", np.arange(20, dtype=np.uint16))
+    assert len(MemoryMappedDataset(tmp_path / "tok", 8, file_pattern="*/tokens.npy")) == 2
     # A task's (or the pool's) tokens.npy named on its own is a flat stream of rows: read.
     assert len(MemoryMappedDataset(sampled, 8, file_pattern="tokens.npy")) > 0
     np.save(tmp_path / "task_tokens.npy", np.arange(20, dtype=np.uint16))

@@ -139,6 +139,7 @@ class SampledDataset(IterableDataset):
             batch_max_length = (
                 self.metadata.max_seq_len - 1 if packed else self.metadata.max_seq_len
             )
+        batch_max_length, batch_size = _whole(batch_max_length), _whole(batch_size)
         if not _is_int(batch_max_length) or batch_max_length < 1:
             raise ConfigError(f"batch_max_length must be an integer >= 1, got {batch_max_length!r}")
         self.batch_max_length = int(batch_max_length)
@@ -186,7 +187,11 @@ class SampledDataset(IterableDataset):
         self._drop_handles()
 
     def _check_not_empty(self, epoch: int, size: np.ndarray) -> None:
-        """Refuse settings under which the epoch yields no batch at all (a silent no-op epoch)."""
+        """Refuse settings under which the epoch's rows yield no batch at all (a silent no-op
+        epoch). An epoch of no rows (``data_io sample allow_empty=true``) is meant, and yields
+        nothing."""
+        if size.size == 0:
+            return
         where = f"{self.path / f'epoch_{epoch}'} has {size.size} rows"
         if self.layout == "causal_padded":
             assert self.batch_size is not None
@@ -670,6 +675,13 @@ class ResumableDataLoader(DataLoader):
 
 def _is_int(value: object) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _whole(value: object) -> object:
+    """A whole-number float as its integer (``4096 / 2``, YAML's ``2048.0``); else ``value``."""
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return int(value)
+    return value
 
 
 def _check_position(state: dict[str, Any]) -> None:

@@ -183,31 +183,37 @@ def _check_eos_fits(eos: int, shards: list[_Shard], declared: Declarations) -> N
             )
 
 
-def _another_stage(data_dir: Path, file_pattern: str, files: list[Path]) -> str | None:
+def _another_stage(
+    data_dir: Path, file_pattern: str, files: list[Path], key: str = "file_pattern"
+) -> str | None:
     """What a folder of another stage is, and how to load it, where ``files`` (what the pattern
     matched) would be read as something they are not: a task's or an epoch's row tables
-    (formats.md §3, §4: row offsets, not tokens), or a sampled or tokenized folder matched by a
-    wildcard. A task's or the pool's ``tokens.npy`` named on its own is a flat stream of rows,
-    each ending with its ``eoa`` token, and is read (``data_io example`` mixes tasks so)."""
+    (formats.md §3, §4: row offsets, not tokens), a sampled folder matched by a wildcard, or a
+    tokenized folder where nothing matched. A task's or the pool's ``tokens.npy`` is a flat
+    stream of rows, each ending with its ``eoa`` token, and is read where the pattern names it
+    (``tokens.npy`` in a task, ``*/tokens.npy`` at a tokenized folder: ``data_io example`` mixes
+    tasks so). ``key``: the pattern's config key, for the message."""
     tables = {f"{name}.npy" for name in INDEX_NAMES}
     if any(f.name in tables for f in files) and all((data_dir / t).is_file() for t in tables):
         return (
             "a tokenized task or a sampled epoch (inst_start.npy, inst_len.npy, resp_start.npy, "
             "resp_len.npy hold row offsets, not tokens), not flat token shards: load a sampled "
             "folder with data_io.load.SampledDataset (docs/stages/load.md), or pass "
-            "file_pattern='tokens.npy' to read a task's tokens as one flat stream"
+            f"{key}='tokens.npy' to read a task's tokens as one flat stream"
         )
-    if (data_dir / "tokenizer_info.json").is_file():
+    if (data_dir / "tokenizer_info.json").is_file() and not files:
         return (
             "a tokenized folder (`data_io tokenize`'s output), not flat token shards: sample it "
-            "(`data_io sample`) and load the sampled folder with data_io.load.SampledDataset"
+            "(`data_io sample`) and load the sampled folder with data_io.load.SampledDataset, "
+            f"or pass {key}='*/tokens.npy' to read its tasks' tokens as flat streams"
         )
     sampled = (data_dir / "metadata.json").is_file() and (data_dir / "tokens.npy").is_file()
     wildcard = any(c in file_pattern for c in "*?[")
     if sampled and any(data_dir.glob("epoch_*")) and wildcard:
         return (
             "a sampled folder (`data_io sample`'s output), not flat token shards: load it with "
-            "data_io.load.SampledDataset (docs/stages/load.md)"
+            "data_io.load.SampledDataset (docs/stages/load.md), or pass "
+            f"{key}='tokens.npy' to read its token pool as one flat stream"
         )
     return None
 
@@ -220,7 +226,7 @@ def _list_shards(data_dir: Path, file_pattern: str, key: str = "file_pattern") -
     # Sorted by path text (Path comparisons cost more than the rest of opening 10,000 shards);
     # a folder matching the pattern is caught when it is opened as a shard.
     files = sorted(data_dir.glob(file_pattern), key=str)
-    other = _another_stage(data_dir, file_pattern, files)
+    other = _another_stage(data_dir, file_pattern, files, key)
     if other is not None:
         raise InputError(f"{data_dir}: {other}")
     if not files:
