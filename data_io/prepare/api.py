@@ -406,6 +406,11 @@ def plan_run(
 
     out = Path(output).expanduser()
     metadata, rolled_back = open_output(out)
+    if near is not None:
+        # A folder made before the limit on permutations keeps its bands and rows.
+        recorded = (metadata or {}).get("options", {}).get("near_dedup")
+        if recorded != asdict(near):
+            near.check_permutations()
     sources, skipped = expand_inputs(list(inputs), read)
     check_datasets_options_used(sources, read, held=_held_datasets(metadata))
     _check_output_outside(out, list(inputs), sources)

@@ -115,6 +115,10 @@ class NearDedup:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1024:
                 raise ConfigError(f"near_{name} must be an integer 1..1024, got {value!r}")
+
+    def check_permutations(self) -> None:
+        """Refuse more than ``MAX_PERMUTATIONS`` (checked for new folders and new values only:
+        a folder made before the limit keeps its recorded bands and rows)."""
         if self.bands * self.rows > MAX_PERMUTATIONS:
             # Each permutation costs a product for every shingle of every document: 1024 x 1024
             # (accepted before) asks 9,362 times the default's work for no finer threshold.

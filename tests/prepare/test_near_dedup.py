@@ -171,8 +171,35 @@ def test_bad_dedup_options_are_refused(tmp_path: Path, kwargs: dict) -> None:
 )
 def test_near_parameters_out_of_range_are_refused_with_the_range(kwargs: dict, said: str) -> None:
     with pytest.raises(ConfigError) as caught:
-        NearDedup(**kwargs)
+        NearDedup(**kwargs).check_permutations()
     assert said in str(caught.value)
+
+
+def test_a_folder_made_before_the_permutation_limit_keeps_its_bands_and_rows(
+    tmp_path: Path,
+) -> None:
+    """64 x 32 = 2048 permutations were taken before the limit: the folder's later runs (and
+    plans resumed) still take them; a new folder, or other values, may not."""
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_text("".join(json.dumps({"text": d}) + "\n" for d in _planted_corpus()[:6]))
+    second.write_text("".join(json.dumps({"text": d}) + "\n" for d in _planted_corpus()[6:]))
+    out = tmp_path / "out"
+    big = {"dedup": "near", "near_bands": 64, "near_rows": 32, "tokenizer": "char"}
+    with pytest.raises(ConfigError, match=r"64 x 32 = 2048"):
+        prepare([first], out, progress=False, **big)
+    # As a folder written before the limit has it: made with the limit out of the way.
+    original = NearDedup.check_permutations
+    NearDedup.check_permutations = lambda self: None  # type: ignore[method-assign]
+    try:
+        prepare([first], out, progress=False, **big)
+    finally:
+        NearDedup.check_permutations = original  # type: ignore[method-assign]
+    again = prepare([first, second], out, progress=False, **big)
+    assert sum(again.documents.values()) > 0
+    options = json.loads((out / "dataset_metadata.json").read_text())["options"]
+    assert options["near_dedup"]["bands"] * options["near_dedup"]["rows"] == 2048
+    with pytest.raises(ConfigError, match=r"64 x 17 = 1088"):
+        prepare([first, second], out, progress=False, **{**big, "near_rows": 17})
 
 
 def test_the_most_permutations_are_taken() -> None:
