@@ -58,6 +58,7 @@ from data_io.formats.sampled import (
     read_metadata,
 )
 from data_io.formats.shards import read_bin_dtype
+from data_io.load.packing.row_bins import read_cached_plan
 from data_io.prepare.shards import npy_header
 from data_io.prepare.state import (
     JOURNAL,
@@ -695,60 +696,27 @@ def _plan_folders(folder: Path) -> list[Path]:
 
 
 def _read_plan(folder: Path) -> tuple[dict[str, Any], list[str]]:
-    """What one bin plan covers (facts), and its problems."""
-    problems: list[str] = []
-    facts: dict[str, Any] = {}
+    """What one bin plan covers (facts), and its problems: the loader's own check of a cached
+    plan (``read_cached_plan``), over the rows the plan lists (the sources' row count is not
+    known here)."""
     try:
-        meta = json.loads((folder / "plan.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        return facts, [f"{folder / 'plan.json'}: unreadable ({err}); delete {folder}, the next "
-                       "`data_io pack` or loader start writes it again"]  # fmt: skip
-    if not isinstance(meta, dict):
-        meta = {}
-    try:
-        rows = np.load(folder / "bin_rows.npy", mmap_mode="r", allow_pickle=False)
-        offsets = np.load(folder / "bin_offsets.npy", allow_pickle=False)
+        listed = len(np.load(folder / "bin_rows.npy", mmap_mode="r", allow_pickle=False))
+        plan, meta = read_cached_plan(folder, listed)
+    except InputError as err:  # (a ValueError too: caught first) the loader's own refusal
+        return {}, [f"{err} by the next `data_io pack` or loader start"]
     except (OSError, ValueError, EOFError) as err:
-        return facts, [f"{folder}: unreadable bin arrays ({err}); delete {folder}, the next "
-                       "`data_io pack` or loader start writes it again"]  # fmt: skip
-    consistent = (
-        rows.ndim == 1
-        and offsets.ndim == 1
-        and len(offsets) >= 1
-        and int(offsets[0]) == 0
-        and int(offsets[-1]) == len(rows)
-        and bool(np.all(np.diff(offsets) >= 0))
-    )
-    if not consistent:
-        problems.append(
-            f"{folder}: bin_offsets.npy and bin_rows.npy disagree (offsets must run from 0 to "
-            f"the {len(rows)} rows, never decreasing); delete {folder}, the next `data_io pack` "
-            "or loader start writes it again"
-        )
-    elif rows.dtype.kind not in "iu" or np.unique(rows).shape[0] != rows.shape[0]:
-        problems.append(
-            f"{folder / 'bin_rows.npy'}: a row is listed more than once (or the ids are not "
-            "integers), so another is left out; the loader refuses the plan: delete "
-            f"{folder}, the next `data_io pack` or loader start writes it again"
-        )
-    counts = [meta.get(key) for key in ("longest", "tokens", "bins")]
-    if not all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
-        problems.append(
-            f"{folder / 'plan.json'}: lacks its longest, tokens or bins count; the loader "
-            f"refuses the plan: delete {folder}, the next `data_io pack` or loader start writes "
-            "it again"
-        )
-    sources = meta.get("sources") if isinstance(meta.get("sources"), list) else []
+        return {}, [f"{folder}: unreadable bin arrays ({err}); delete {folder}, the next "
+                    "`data_io pack` or loader start writes it again"]  # fmt: skip
     facts = {
-        "bins": len(offsets) - 1 if offsets.ndim == 1 else None,
-        "rows": len(rows),
+        "bins": len(plan),
+        "rows": int(plan.rows.shape[0]),
         "tokens": meta.get("tokens"),
         "longest row": meta.get("longest"),
         "sources": ", ".join(
-            str(s.get("path") or s.get("name")) for s in sources if isinstance(s, dict)
+            str(s.get("path") or s.get("name")) for s in meta["sources"] if isinstance(s, dict)
         ),
     }
-    return facts, problems
+    return facts, []
 
 
 _PLAN_NOTE = (

@@ -337,24 +337,27 @@ def test_a_packing_cache_is_recognised(packed: Path) -> None:
     assert one.ok and one.kind.startswith("packing plan") and one.facts["rows"] == 40
     np.save(folder / "bin_offsets.npy", np.array([0, 5, 3], dtype=np.int64))
     for report in (inspect_path(folder), inspect_path(packed)):
-        assert any("bin_offsets.npy and bin_rows.npy disagree" in p for p in report.problems)
+        assert any("arrays disagree with each other" in p for p in report.problems)
     (folder / "plan.json").write_text("{")
-    assert "plan.json: unreadable" in inspect_path(folder).problems[0]
+    assert "cached bin plan is unusable (plan.json: Expecting" in inspect_path(folder).problems[0]
 
 
 def test_a_plan_the_loader_would_refuse_is_a_problem(packed: Path) -> None:
     """inspect said ok of a plan listing a row twice, or whose plan.json lost its counts;
-    the loader refuses both (row_bins._read_cached)."""
+    the loader refuses both (row_bins.read_cached_plan, which inspect now calls)."""
     [folder] = list(packed.iterdir())
     rows = np.load(folder / "bin_rows.npy")
     rows[0] = rows[1]
     np.save(folder / "bin_rows.npy", rows)
     (problem,) = inspect_path(folder).problems
-    assert problem.startswith(f"{folder / 'bin_rows.npy'}: a row is listed more than once")
-    assert f"delete {folder}" in problem
+    assert problem.startswith(f"{folder}: cached bin plan is unusable (bin_rows.npy does not ")
+    assert "exactly once); delete the folder and it is rebuilt by the next" in problem
     (folder / "plan.json").write_text('{"version": 1}')
     problems = inspect_path(packed).problems
-    assert any(p.startswith(f"{folder / 'plan.json'}: lacks its longest") for p in problems)
+    assert any("plan.json lacks its longest, tokens, bins or sources" in p for p in problems)
+    # What the loader refuses beyond what inspect checked before: counts below 0.
+    (folder / "plan.json").write_text('{"version": 1, "longest": 3, "tokens": -5, "bins": 7}')
+    assert not inspect_path(folder).ok
 
 
 # -- flat shard folders --------------------------------------------------------------------------

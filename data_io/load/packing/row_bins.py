@@ -174,18 +174,24 @@ def plan_bins(
 
 
 # -- the on-disk cache -----------------------------------------------------------------------
-def _read_cached(folder: Path, n_rows: int) -> tuple[BinPlan, dict[str, Any]]:
+def read_cached_plan(folder: Path, n_rows: int) -> tuple[BinPlan, dict[str, Any]]:
+    """A cached plan of ``n_rows`` input rows, checked as the loader uses it; an InputError
+    saying why it cannot be used (``data_io inspect`` reports the same)."""
+
     def broken(why: str) -> InputError:
         return InputError(
             f"{folder}: cached bin plan is unusable ({why}); delete the folder and it is rebuilt"
         )
 
+    name = "bin_rows.npy"
     try:
-        rows = np.load(folder / "bin_rows.npy", allow_pickle=False)
-        offsets = np.load(folder / "bin_offsets.npy", allow_pickle=False)
-        meta = json.loads((folder / "plan.json").read_text(encoding="utf-8"))
+        rows = np.load(folder / name, allow_pickle=False)
+        name = "bin_offsets.npy"
+        offsets = np.load(folder / name, allow_pickle=False)
+        name = "plan.json"
+        meta = json.loads((folder / name).read_text(encoding="utf-8"))
     except (OSError, ValueError, EOFError) as err:  # EOFError: an empty array file
-        raise broken(str(err)) from err
+        raise broken(f"{name}: {err}") from err
     if not isinstance(meta, dict) or meta.get("version") != _PLAN_VERSION:
         raise broken(f"plan.json has no version {_PLAN_VERSION}")
     # What the dataset's length and summary read from it.
@@ -260,7 +266,7 @@ def prepare_plan(
         return plan, meta, None, False
     folder = Path(prepared_path) / digest
     if (folder / "plan.json").is_file():
-        plan, meta = _read_cached(folder, n_rows)
+        plan, meta = read_cached_plan(folder, n_rows)
         return plan, meta, folder, True
     plan, meta = build()
     _write(folder, plan, meta)
