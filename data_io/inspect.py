@@ -66,7 +66,7 @@ from data_io.prepare.state import (
     PRODUCER,
     SPLITS,
     STATE_DIR,
-    _metadata_problem,
+    metadata_problem,
 )
 from data_io.prepare.tokenizers import CHAR_EOS, CHAR_STATE_FILE, state_characters
 from data_io.sampling.tasks import load_tokenizer_info, read_task, select_task_folders
@@ -128,7 +128,7 @@ def inspect_path(
             f"({', '.join(_ROW_SUFFIXES)} files or a folder of them)"
         )
     if _is_prepared(folder):
-        malformed = _metadata_problem(
+        malformed = metadata_problem(
             json.loads((folder / METADATA_FILE).read_text(encoding="utf-8"))
         )
         if malformed is not None:  # a key the checks below read, missing or of the wrong type
@@ -626,9 +626,7 @@ def _inspect_tokenized(folder: Path, documents: int, tokenizer: str | None) -> I
         for start, middle, end in list(zip(starts, middles, ends, strict=True))[:documents]:
             report.samples.append(_row_sample(path, tokens, int(start), int(middle), int(end)))
     elif documents and first_task is not None:
-        report.notes.append(
-            f"rows not decoded: the tokenizer {path} is not here; pass --tokenizer PATH"
-        )
+        report.notes.append(f"rows not decoded: {_no_tokenizer(path)}; pass --tokenizer PATH")
     return report
 
 
@@ -674,9 +672,7 @@ def _inspect_sampled(folder: Path, documents: int, tokenizer: str | None) -> Ins
             end = middle + int(index.resp_len[row])
             report.samples.append(_row_sample(path, tokens, start, middle, end))
     elif documents and epochs:
-        report.notes.append(
-            f"rows not decoded: the tokenizer {path} is not here; pass --tokenizer PATH"
-        )
+        report.notes.append(f"rows not decoded: {_no_tokenizer(path)}; pass --tokenizer PATH")
     return report
 
 
@@ -693,6 +689,11 @@ def _plan_folders(folder: Path) -> list[Path]:
     if all((p / "plan.json").is_file() for p in subfolders):
         return sorted(subfolders)
     return []
+
+
+def _no_tokenizer(path: str | None) -> str:
+    """Why rows were not decoded: the recorded tokenizer is not here, or none is recorded."""
+    return "no tokenizer is recorded" if not path else f"the tokenizer {path} is not here"
 
 
 def _read_plan(folder: Path) -> tuple[dict[str, Any], list[str]]:

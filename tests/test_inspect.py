@@ -354,6 +354,11 @@ def test_a_sampled_folder_whose_tokenizer_is_gone_says_why_no_rows_are_decoded(
     assert report.notes == ["rows not decoded: the tokenizer x is not here; pass --tokenizer PATH"]
     with pytest.raises(DataIoError, match=r"tokenizer /nonexistent\.json does not exist"):
         inspect_path(tmp_path / "sampled", documents=2, tokenizer="/nonexistent.json")
+    meta = json.loads((tmp_path / "sampled" / "metadata.json").read_text())
+    del meta["tokenizer_info"]["tokenizer_path"]  # none recorded: not "the tokenizer None"
+    (tmp_path / "sampled" / "metadata.json").write_text(json.dumps(meta))
+    report = inspect_path(tmp_path / "sampled", documents=2)
+    assert report.notes == ["rows not decoded: no tokenizer is recorded; pass --tokenizer PATH"]
     report = inspect_path(tmp_path / "sampled", documents=2, tokenizer=str(small_tokenizer))
     assert report.ok and len(report.samples) == 2 and report.notes == []
 

@@ -40,6 +40,7 @@ __all__ = [
     "begin_run",
     "end_run",
     "file_sha256",
+    "metadata_problem",
     "open_output",
     "split_records",
     "write_metadata",
@@ -69,7 +70,7 @@ def _read_metadata(out: Path) -> dict[str, Any] | None:
             f"{out} holds another dataset ({METADATA_FILE} not written by {PRODUCER}); pass an "
             "empty or new output folder"
         )
-    problem = _metadata_problem(content)
+    problem = metadata_problem(content)
     if problem is not None:
         raise OutputError(
             f"{path}: {problem}; the file was damaged or edited after prepare wrote it: restore "
@@ -82,7 +83,7 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _metadata_problem(content: dict[str, Any]) -> str | None:
+def metadata_problem(content: dict[str, Any]) -> str | None:
     """What is missing or malformed in the keys an incremental run relies on (None: fine)."""
     dtype = content.get("dtype")
     parsed = dtype_or_none(dtype)
