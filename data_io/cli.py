@@ -222,8 +222,9 @@ def _take_dotted_overrides(
             action.metavar == "key=value" for action in command._actions
         )
         if takes_pairs and not hint:  # `sample --epochs=2`: the original's key=value spelling
-            pairs = " ".join(a.lstrip("-") for a in unknown if a.startswith("--") and "=" in a)
-            hint = f"; this command takes key=value settings: {pairs}" if pairs else ""
+            from data_io.sampling.config import dashed_settings_hint  # noqa: PLC0415  only sample's error path; the CLI starts cheap
+
+            hint = dashed_settings_hint(unknown, argv)
         (command or parser).error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
     given = set(getattr(args, target)) | set(dotted)
     # In the order they were typed: a later override of the same key wins.

@@ -64,7 +64,10 @@ def test_an_unknown_option_gets_the_commands_usage_and_key_value_hint(capsys):
         parse_command_line(["sample", "--epochs=2"])
     err = capsys.readouterr().err
     assert err.startswith("usage: data_io sample")
-    assert "this command takes key=value settings: epochs=2" in err
+    assert "settings are key=value arguments without dashes: epochs=2" in err
+    with pytest.raises(SystemExit):
+        parse_command_line(["sample", "--verbose"])  # not a setting: no hint to make one up
+    assert "without dashes" not in capsys.readouterr().err
 
 
 def test_a_units_thread_count_below_one_is_refused(capsys):

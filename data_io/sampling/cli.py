@@ -10,7 +10,7 @@ import threading
 from collections.abc import Sequence
 
 from data_io.errors import DataIoError
-from data_io.sampling.config import config_help, parse_overrides
+from data_io.sampling.config import config_help, dashed_settings_hint, parse_overrides
 from data_io.sampling.pipeline import sample
 from data_io.util.console import on_terminal
 
@@ -73,17 +73,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=_run)
 
 
-def _pairs_hint(unknown: Sequence[str]) -> str:
-    """``--epochs=10`` or ``--epochs 10`` for ``epochs=10``: name the spelling this takes (as
-    ``data_io sample`` does for ``--epochs=10``)."""
-    pairs = [
-        a.lstrip("-") if "=" in a else f"{a.lstrip('-')}=VALUE"
-        for a in unknown
-        if a.startswith("--")
-    ]
-    return f"; settings are key=value arguments without dashes: {' '.join(pairs)}" if pairs else ""
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """``python sample_tokenized.py key=value ...``: same options as ``data_io sample``."""
     parser = argparse.ArgumentParser(
@@ -106,7 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # After an unknown option argparse leaves the key=value arguments that follow unread
         # too: name only the options.
         unknown = [a for a in unknown if a.startswith("-")] or unknown
-        parser.error(f"unrecognized arguments: {' '.join(unknown)}{_pairs_hint(unknown)}")
+        hint = dashed_settings_hint(unknown, sys.argv[1:] if argv is None else argv)
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
     try:
         return _run(args)
     except DataIoError as exc:

@@ -88,6 +88,25 @@ KEY_HELP: dict[str, str] = {
 }
 
 
+def dashed_settings_hint(unknown: Sequence[str], argv: Sequence[str]) -> str:
+    """``--epochs=10`` or ``--seed 3`` (``argv``'s next argument) for ``epochs=10``/``seed=3``:
+    the key=value spelling of the settings among the ``unknown`` options; ``""`` when none is
+    a setting (``--verbose`` is not)."""
+    pairs = []
+    for option in (a for a in unknown if a.startswith("--")):
+        key, _, value = option.lstrip("-").partition("=")
+        key = key.replace("-", "_")
+        if key not in CONFIG_KEYS:
+            continue
+        if not value and option in argv:
+            after = list(argv)[list(argv).index(option) + 1 :][:1]
+            value = (
+                after[0] if after and not after[0].startswith("-") and "=" not in after[0] else ""
+            )
+        pairs.append(f"{key}={value or 'VALUE'}")
+    return f"; settings are key=value arguments without dashes: {' '.join(pairs)}" if pairs else ""
+
+
 def parse_overrides(overrides: Sequence[str]) -> SampleConfig:
     """Build a validated :class:`SampleConfig` from ``key=value`` strings."""
     for index, item in enumerate(overrides):

@@ -72,7 +72,7 @@ def test_sample_tokenized_names_the_spelling_of_a_dashed_setting(corpus: Path) -
     last = done.stderr.strip().splitlines()[-1]
     assert last == (
         "sample_tokenized.py: error: unrecognized arguments: --seed; settings are key=value "
-        "arguments without dashes: seed=VALUE"
+        "arguments without dashes: seed=3"
     )
 
 
