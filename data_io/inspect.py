@@ -73,6 +73,7 @@ from data_io.sampling.tasks import load_tokenizer_info, read_task, select_task_f
 from data_io.scale.manifest import MANIFEST, SCALE_DIR
 from data_io.stage import FINALIZED
 from data_io.tokenizer.files import resolve_tokenizer
+from data_io.util.args import non_negative_int
 from data_io.util.console import summary_console
 
 __all__ = ["InspectReport", "inspect_path", "register"]
@@ -1004,7 +1005,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("path", metavar="PATH", help="the folder or rows file to inspect")
     parser.add_argument(
         "--documents",
-        type=_non_negative,
+        type=non_negative_int,
         default=3,
         help="documents to decode, 0 for none (default: %(default)s)",
     )
@@ -1022,16 +1023,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--json", action="store_true", help="print the report as JSON (default: off: as text)"
     )
     parser.set_defaults(run=_run)
-
-
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
-    if value < 0:  # a negative count sliced the rows from the end: all but the last ones
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
 
 
 def _run(args: argparse.Namespace) -> int:

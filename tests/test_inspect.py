@@ -368,7 +368,7 @@ def test_documents_must_not_be_negative(prepared: Path, capsys: pytest.CaptureFi
     from data_io.cli import main
     from data_io.errors import ConfigError
 
-    for bad, said in (("-1", "must be 0 or more, got -1"), ("x", "must be a whole number")):
+    for bad, said in (("-1", "must be 0 or more, got -1"), ("x", "'x' is not an integer")):
         with pytest.raises(SystemExit) as stop:
             main(["inspect", str(prepared), "--documents", bad])
         assert stop.value.code == 2 and f"argument --documents: {said}" in capsys.readouterr().err

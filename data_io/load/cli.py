@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from data_io.load.check import check_loader, print_report
+from data_io.util.args import positive_int
 
 __all__ = ["register"]
 
@@ -141,16 +142,6 @@ def _run_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def _at_least_one(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 def _register_check(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "loader-check",
@@ -174,7 +165,7 @@ def _register_check(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--batches",
-        type=_at_least_one,
+        type=positive_int,
         default=5,
         help="batches to time (at least 1) (default: %(default)s)",
     )

@@ -42,6 +42,11 @@ def positive_int(text: str) -> int:
     return _checked_number(text, int, "an integer", lambda value: value >= 1, "at least 1")
 
 
+def non_negative_int(text: str) -> int:
+    """An integer of at least 0, for argparse's ``type=`` (a count where 0 means none)."""
+    return _checked_number(text, int, "an integer", lambda value: value >= 0, "0 or more")
+
+
 def positive_number(text: str) -> float:
     """A number above 0, for argparse's ``type=``."""
     return _checked_number(text, float, "a number", lambda value: value > 0, "above 0")

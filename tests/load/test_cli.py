@@ -71,7 +71,7 @@ def test_loader_check_help_states_each_default_once(capsys: pytest.CaptureFixtur
     with pytest.raises(SystemExit) as stop:
         main(["loader-check", "job.toml", "--batches", "x"])
     err = capsys.readouterr().err
-    assert stop.value.code == 2 and "argument --batches: must be a whole number, got 'x'" in err
+    assert stop.value.code == 2 and "argument --batches: 'x' is not an integer" in err
 
 
 def test_loader_check_turns_a_wide_sources_table_and_says_when_the_epoch_ends(
