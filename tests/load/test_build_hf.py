@@ -121,3 +121,25 @@ def test_streaming_states_of_all_ranks_merge_for_another_topology(
     assert resumed and rows[0] > 0
     full = ids(build_dataloader(config(texts, small_tokenizer, *options), 0, 1))
     assert len(ids(resumed)) < len(full)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_streaming_state_saved_before_the_first_batch_resumes(
+    texts: Path, small_tokenizer: Path, workers: int
+) -> None:
+    # Before: the state of a loader that had handed out no batch yet (a checkpoint at step 0)
+    # was {} and its load failed with "not a streaming loader state (no streams)".
+    from data_io.load import StatefulLoader
+
+    options = ("data.hf_streaming=true", f"data.num_workers={workers}")
+    reference = ids(build_dataloader(config(texts, small_tokenizer, *options), 0, 1))
+    fresh = build_dataloader(config(texts, small_tokenizer, *options), 0, 1)
+    resumed = build_dataloader(config(texts, small_tokenizer, *options), 0, 1)
+    resumed.load_state_dict(json.loads(json.dumps(fresh.state_dict())))
+    assert ids(resumed) == reference
+    # Every rank's step-0 state merges, for a resume with another topology.
+    ranks = [build_dataloader(config(texts, small_tokenizer, *options), r, 2) for r in range(2)]
+    merged = StatefulLoader.merge_states([json.loads(json.dumps(r.state_dict())) for r in ranks])
+    single = build_dataloader(config(texts, small_tokenizer, *options), 0, 1)
+    single.load_state_dict(merged)
+    assert ids(single) == reference

@@ -102,7 +102,9 @@ class StatefulLoader:
         self.prefetch_factor = prefetch_factor if num_workers > 0 else None
         self.names = list(names) if names is not None else None
         self.identity = dict(identity or {})
-        self.state: dict[str, Any] = order.initial_state() if order is not None else {}
+        self.state: dict[str, Any] = (
+            order.initial_state() if order is not None else self._stream_start()
+        )
         self.tokens_per_source = np.zeros(len(self.names or [None]), dtype=np.int64)
         self._pending: deque[dict[str, Any]] = deque()
         self._batch_step: int | None = None  # step of the batch last handed out
@@ -231,6 +233,18 @@ class StatefulLoader:
 
     def _num_streams(self) -> int:
         return self.world_size * max(1, self.num_workers)
+
+    def _stream_start(self) -> dict[str, Any]:
+        """A streaming state before any batch: no stream has read anything (a checkpoint at
+        step 0 is such a state, and loads and merges like any other)."""
+        return {
+            "streams": {},
+            "num_streams": self._num_streams(),
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "num_workers": self.num_workers,
+            "served": 0,
+        }
 
     def _count(self, batch: Mapping[str, torch.Tensor]) -> None:
         tokens = batch["input_ids"].shape[-1]
