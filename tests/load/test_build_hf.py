@@ -143,3 +143,43 @@ def test_streaming_state_saved_before_the_first_batch_resumes(
     single = build_dataloader(config(texts, small_tokenizer, *options), 0, 1)
     single.load_state_dict(merged)
     assert ids(single) == reference
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_streaming_epochs_after_a_resume_are_whole(
+    texts: Path, small_tokenizer: Path, workers: int
+) -> None:
+    # Before: the epoch after a resumed one started again at the resume point (its first
+    # batches silently lost), and a state saved in a later epoch kept the earlier epoch's
+    # streams and batch count (the resumed batches came from the wrong workers).
+    options = ("data.hf_streaming=true", f"data.num_workers={workers}")
+    reference = ids(build_dataloader(config(texts, small_tokenizer, *options), 0, 1))
+    stopped = build_dataloader(config(texts, small_tokenizer, *options), 0, 1)
+    assert ids(b for _, b in zip(range(3), stopped, strict=False)) == reference[:3]
+    resumed = build_dataloader(config(texts, small_tokenizer, *options), 0, 1)
+    resumed.load_state_dict(json.loads(json.dumps(stopped.state_dict())))
+    assert ids(resumed) == reference[3:]
+    assert ids(resumed) == reference  # the next epoch, from every stream's start
+    # A state saved in the second epoch resumes that epoch's rest.
+    uninterrupted = build_dataloader(config(texts, small_tokenizer, *options), 0, 1)
+    assert ids(uninterrupted) == reference
+    assert ids(b for _, b in zip(range(3), uninterrupted, strict=False)) == reference[:3]
+    again = build_dataloader(config(texts, small_tokenizer, *options), 0, 1)
+    again.load_state_dict(json.loads(json.dumps(uninterrupted.state_dict())))
+    assert ids(again) == reference[3:]
+
+
+def test_streaming_state_after_the_last_batch_resumes_into_the_next_epoch(
+    texts: Path, small_tokenizer: Path
+) -> None:
+    # As a map-style loader's: a state saved after the epoch's last batch starts the next
+    # epoch (before, the resumed loader yielded nothing, and then the same nothing forever).
+    options = ("data.hf_streaming=true", "data.num_workers=2")
+    reference = ids(build_dataloader(config(texts, small_tokenizer, *options), 0, 1))
+    stopped = build_dataloader(config(texts, small_tokenizer, *options), 0, 1)
+    batches = iter(stopped)
+    assert ids(next(batches) for _ in reference) == reference
+    resumed = build_dataloader(config(texts, small_tokenizer, *options), 0, 1)
+    resumed.load_state_dict(json.loads(json.dumps(stopped.state_dict())))
+    assert ids(resumed) == reference
+    assert ids(resumed) == reference

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -212,9 +212,21 @@ class StatefulLoader:
             yield batch
 
     def _iter_stream(self) -> Iterator[dict[str, torch.Tensor]]:
+        # Mid-epoch (after a resume, or a loop left early) the rest of the epoch; when that rest
+        # holds no batch (a state saved after the epoch's last batch), the next epoch, as a
+        # map-style loader does.
+        mid_epoch = bool(self.state.get("streams"))
+        yielded = yield from self._stream_epoch()
+        if not yielded and mid_epoch:
+            yield from self._stream_epoch()
+
+    def _stream_epoch(self) -> Generator[dict[str, torch.Tensor], None, int]:
+        """The batches of the epoch from where the streams stand; returns how many."""
+        self._hand_streams()
         loader = self._torch_loader(batch_size=self.batch_size, drop_last=True)
         streams = {str(k): v for k, v in self.state.get("streams", {}).items()}
         served = int(self.state.get("served", 0))
+        yielded = 0
         for batch in loader:
             ids, rows, offsets = (batch.pop(k) for k in STREAM_KEYS)
             # A batch comes from one worker, i.e. one stream: its last sample is the resume point.
@@ -229,7 +241,13 @@ class StatefulLoader:
                 "served": served,
             }
             self._count(batch)
+            yielded += 1
             yield batch
+        # The epoch is over: the next one reads every stream from its beginning (before, it
+        # started again where a resume had started, and a state saved in it kept the last
+        # epoch's streams and count).
+        self.state = self._stream_start()
+        return yielded
 
     def _num_streams(self) -> int:
         return self.world_size * max(1, self.num_workers)
@@ -323,15 +341,20 @@ class StatefulLoader:
             )
         served = int(inner.get("served", 0)) if not merged else 0
         self.state = {**dict(inner), "rank": self.rank, **topology, "served": served}
+        self._hand_streams()  # checks the streams against the dataset now
+
+    def _hand_streams(self) -> None:
+        """Give the dataset where each stream stands (it goes to the workers with it)."""
+        served = int(self.state.get("served", 0))
         # The DataLoader restarts its round-robin at worker 0, while an uninterrupted run's next
         # batch came from worker served % workers: the workers' streams are rotated to match.
         shift = served % self.num_workers if self.num_workers else 0
         self.dataset.load_state_dict(
             {
-                "num_streams": inner.get("num_streams"),
-                "streams": inner["streams"],
+                "num_streams": self.state.get("num_streams"),
+                "streams": self.state.get("streams", {}),
                 "worker_shift": shift,
-                "complete": merged,
+                "complete": bool(self.state.get("merged")),
             }
         )
 
