@@ -183,3 +183,36 @@ def test_streaming_state_after_the_last_batch_resumes_into_the_next_epoch(
     resumed.load_state_dict(json.loads(json.dumps(stopped.state_dict())))
     assert ids(resumed) == reference
     assert ids(resumed) == reference
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_streaming_state_saved_after_a_merged_resume_resumes(
+    texts: Path, small_tokenizer: Path, workers: int
+) -> None:
+    # Before: after a merged state was loaded, the loader kept the old topology's streams in
+    # its state, and the next state it saved was refused ("row 9 does not belong to stream 1
+    # of 3 ... the state is damaged").
+    from data_io.load import StatefulLoader
+
+    old = ("data.hf_streaming=true", "data.num_workers=0")
+    ranks = [build_dataloader(config(texts, small_tokenizer, *old), r, 2) for r in range(2)]
+    for loader in ranks:
+        for _, _batch in zip(range(3), loader, strict=False):
+            pass
+    merged = StatefulLoader.merge_states([json.loads(json.dumps(r.state_dict())) for r in ranks])
+    new = ("data.hf_streaming=true", f"data.num_workers={workers}")
+    for rank in range(3):
+        uninterrupted = build_dataloader(config(texts, small_tokenizer, *new), rank, 3)
+        uninterrupted.load_state_dict(merged)
+        reference = ids(uninterrupted)
+        assert reference
+        stopped = build_dataloader(config(texts, small_tokenizer, *new), rank, 3)
+        stopped.load_state_dict(merged)
+        assert ids(b for _, b in zip(range(1), stopped, strict=False)) == reference[:1]
+        state = json.loads(json.dumps(stopped.state_dict()))
+        total = 3 * max(workers, 1)
+        assert all(int(g) // max(workers, 1) == rank for g in state["state"]["streams"])
+        assert all(row % total == int(g) for g, (row, _) in state["state"]["streams"].items())
+        resumed = build_dataloader(config(texts, small_tokenizer, *new), rank, 3)
+        resumed.load_state_dict(state)
+        assert ids(resumed) == reference[1:]

@@ -103,7 +103,7 @@ class StatefulLoader:
         self.names = list(names) if names is not None else None
         self.identity = dict(identity or {})
         self.state: dict[str, Any] = (
-            order.initial_state() if order is not None else self._stream_start()
+            order.initial_state() if order is not None else self._fresh_stream_state()
         )
         self.tokens_per_source = np.zeros(len(self.names or [None]), dtype=np.int64)
         self._pending: deque[dict[str, Any]] = deque()
@@ -246,13 +246,13 @@ class StatefulLoader:
         # The epoch is over: the next one reads every stream from its beginning (before, it
         # started again where a resume had started, and a state saved in it kept the last
         # epoch's streams and count).
-        self.state = self._stream_start()
+        self.state = self._fresh_stream_state()
         return yielded
 
     def _num_streams(self) -> int:
         return self.world_size * max(1, self.num_workers)
 
-    def _stream_start(self) -> dict[str, Any]:
+    def _fresh_stream_state(self) -> dict[str, Any]:
         """A streaming state before any batch: no stream has read anything (a checkpoint at
         step 0 is such a state, and loads and merges like any other)."""
         return {
@@ -342,6 +342,16 @@ class StatefulLoader:
         served = int(inner.get("served", 0)) if not merged else 0
         self.state = {**dict(inner), "rank": self.rank, **topology, "served": served}
         self._hand_streams()  # checks the streams against the dataset now
+        if merged:
+            # Each of this rank's streams starts where the merged state puts it, recorded as
+            # this topology's own entry: a state saved later holds no stream of the old one
+            # (its rows numbered for the old streams were refused as "damaged").
+            workers = max(1, self.num_workers)
+            total = self._num_streams()
+            mine = range(self.rank * workers, (self.rank + 1) * workers)
+            starts = {str(g): list(self.dataset.stream_start(g, total)) for g in mine}
+            self.state = {**self._fresh_stream_state(), "streams": starts}
+            self._hand_streams()
 
     def _hand_streams(self) -> None:
         """Give the dataset where each stream stands (it goes to the workers with it)."""

@@ -626,7 +626,7 @@ class StreamingHuggingFaceDataset(IterableDataset):
         worker = (worker + self._resume.get("worker_shift", 0)) % workers
         return self.rank * workers + worker, self.world_size * workers
 
-    def _start(self, stream: int, total: int) -> tuple[int, int]:
+    def stream_start(self, stream: int, total: int) -> tuple[int, int]:
         """First row (global number) and tokens to skip in it, for ``stream`` of ``total``."""
         recorded, streams = self._resume["num_streams"], self._resume["streams"]
         if recorded is None:
@@ -667,7 +667,7 @@ class StreamingHuggingFaceDataset(IterableDataset):
 
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
         stream, total = self._stream()
-        first, skip = self._start(stream, total)
+        first, skip = self.stream_start(stream, total)
         cutter = _StreamCutter(self.seq_len, total, first, skip)
         for number, texts in self._rows(stream, first, total):
             ids, offsets = _encode(

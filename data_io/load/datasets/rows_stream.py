@@ -131,7 +131,7 @@ class StreamingTokenizedRowsDataset(IterableDataset):
         worker = (worker + self._resume["worker_shift"]) % workers
         return self.rank * workers + worker, self.world_size * workers
 
-    def _start(self, stream: int, total: int) -> tuple[int, int]:
+    def stream_start(self, stream: int, total: int) -> tuple[int, int]:
         recorded = self._resume["num_streams"]
         if recorded is None:
             return 0, 0
@@ -149,7 +149,7 @@ class StreamingTokenizedRowsDataset(IterableDataset):
         (source index, rows of that source consumed)."""
         from datasets.distributed import split_dataset_by_node  # noqa: PLC0415  heavy: datasets (~1 s), only for HF sources
 
-        first_source, skip = self._start(stream, total)
+        first_source, skip = self.stream_start(stream, total)
         columns = [*REQUIRED_COLUMNS, *self.extra_columns]
         for index in range(first_source, len(self.sources)):
             source = self.sources[index]
