@@ -216,3 +216,23 @@ def test_streaming_state_saved_after_a_merged_resume_resumes(
         resumed = build_dataloader(config(texts, small_tokenizer, *new), rank, 3)
         resumed.load_state_dict(state)
         assert ids(resumed) == reference[1:]
+
+
+def test_a_rank_whose_streams_hold_no_batch_is_an_error(
+    tmp_path: Path, small_tokenizer: Path
+) -> None:
+    # Before: with fewer rows than ranks x workers the rank without rows ended every epoch at
+    # once, silently, while the other ranks trained.
+    from data_io.errors import InputError
+
+    docs = tmp_path / "three.jsonl"
+    rows = [{"text": f"document {i}: " + "the quick brown fox " * 20} for i in range(3)]
+    docs.write_text("".join(json.dumps(x) + "\n" for x in rows))
+    options = ("data.hf_streaming=true", "data.num_workers=2")
+    assert ids(build_dataloader(config(docs, small_tokenizer, *options), 0, 3))
+    with pytest.raises(InputError, match=r"rank 2 of 3: its 2 stream\(s\) \(of 6 .*num_workers"):
+        list(build_dataloader(config(docs, small_tokenizer, *options), 2, 3))
+    empty = tmp_path / "empty_texts.jsonl"
+    empty.write_text('{"text": ""}\n' * 4)  # 4 EOS tokens: no window of 17
+    with pytest.raises(InputError, match="rank 0 of 1: its 1 stream"):
+        list(build_dataloader(config(empty, small_tokenizer, "data.hf_streaming=true"), 0, 1))

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
-from data_io.errors import ConfigError
+from data_io.errors import ConfigError, InputError
 from data_io.load.dataloader.collate import BatchedView, collate_samples, first
 from data_io.load.dataset_state import MapDatasetState, bind_loader
 from data_io.load.order.samplers import MixtureOrder, ShuffledOrder, differences, resolve_rank
@@ -218,7 +218,18 @@ class StatefulLoader:
         mid_epoch = bool(self.state.get("streams"))
         yielded = yield from self._stream_epoch()
         if not yielded and mid_epoch:
-            yield from self._stream_epoch()
+            yielded = yield from self._stream_epoch()
+        if not yielded:
+            # Without this, the rank's loop ended at once, epoch after epoch, while the other
+            # ranks trained (or waited for it in their first collective).
+            workers = max(1, self.num_workers)
+            raise InputError(
+                f"rank {self.rank} of {self.world_size}: its {workers} stream(s) (of "
+                f"{self._num_streams()} = world_size x num_workers, each reading its own share "
+                f"of the rows) held no full batch of {self.batch_size} in a whole epoch: the "
+                "data is too small to split over that many streams; lower num_workers, "
+                "batch_size or the sequence length, use fewer ranks, or add data"
+            )
 
     def _stream_epoch(self) -> Generator[dict[str, torch.Tensor], None, int]:
         """The batches of the epoch from where the streams stand; returns how many."""
