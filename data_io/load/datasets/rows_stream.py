@@ -16,7 +16,8 @@ dataset itself would split it over DataLoader workers a second time).
 Resume: each item carries ``stream_id``, ``stream_row`` (the source being read) and
 ``stream_offset`` (rows of that source this stream has consumed, the item's included); the
 ``StatefulLoader`` records them and hands them back through ``load_state_dict``, and the stream
-skips those rows (``IterableDataset.skip``). Exact with the same ranks and workers; a state of
+drops those rows as it reads them (not with ``IterableDataset.skip``, which on a source split
+by rows skips the source's first rows). Exact with the same ranks and workers; a state of
 another topology is refused (the split into G parts changes which rows a stream holds).
 """
 
@@ -157,9 +158,17 @@ class StreamingTokenizedRowsDataset(IterableDataset):
                 open_stream(source, cache_dir=self.cache_dir), rank=stream, world_size=total
             )
             done = skip if index == first_source else 0
-            if done:
-                dataset = dataset.skip(done)
+            # The rows consumed before are dropped here, not by ``dataset.skip``: on a source
+            # split by rows datasets skips before the split, i.e. the source's first rows, not
+            # this stream's (a resumed stream read other streams' rows and skipped its own).
+            pending = done
             for batch in dataset.iter(batch_size=_BATCH_ROWS):
+                if pending:
+                    count = len(next(iter(batch.values())))
+                    batch = {c: values[pending:] for c, values in batch.items()}
+                    pending = max(0, pending - count)
+                    if not next(iter(batch.values())):  # every row of it was consumed
+                        continue
                 missing = [c for c in columns if c not in batch]
                 if missing:
                     raise InputError(
