@@ -178,11 +178,12 @@ def check_utf8(batch: pa.RecordBatch | pa.Table, origin: str, first: int) -> Non
 
     Parquet does not check that a ``string`` column holds UTF-8, nor does pyarrow when it reads
     one: such bytes would otherwise be copied into an output that no reader accepts, or stop a
-    record-by-record cleaner with a UnicodeDecodeError traceback. Only text columns are checked
-    (about 1.8 GB/s); a column found invalid otherwise is named as such.
+    record-by-record cleaner with a UnicodeDecodeError traceback. Only columns that hold text
+    (strings, or structs and lists of them) are checked (about 1.8 GB/s); a column found invalid
+    otherwise is named as such.
     """
     for name, column in zip(batch.column_names, batch.columns, strict=True):
-        if not is_text_type(column.type):
+        if not _holds_text(column.type):
             continue
         try:
             column.validate(full=True)
@@ -198,6 +199,19 @@ def check_utf8(batch: pa.RecordBatch | pa.Table, origin: str, first: int) -> Non
                 f"({exc}); the file is damaged or was written with another encoding: "
                 "re-download it, or fix that row"
             ) from exc
+
+
+def _holds_text(kind: pa.DataType) -> bool:
+    """Whether a column of type ``kind`` holds strings, itself or inside a struct, list or map
+    (``meta: struct<title: string>``): those are validated; numbers and binary are not."""
+    if is_text_type(kind):
+        return True
+    if pa.types.is_struct(kind):
+        return any(_holds_text(kind.field(i).type) for i in range(kind.num_fields))
+    if pa.types.is_map(kind):
+        return _holds_text(kind.key_type) or _holds_text(kind.item_type)
+    value_type = getattr(kind, "value_type", None)  # list, large_list, fixed_size_list, ...
+    return value_type is not None and _holds_text(value_type)
 
 
 def _first_undecodable(column: pa.Array | pa.ChunkedArray) -> int | None:

@@ -220,6 +220,25 @@ def test_text_that_is_not_utf8_is_named_with_its_row(tmp_path: Path) -> None:
         _all(HubDataset("openai/gsm8k", config="main"), root)
 
 
+def test_text_inside_a_struct_or_list_column_is_checked_too(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from data_io.cleaning.sources import check_utf8
+
+    bad = _not_utf8([b"ok", b"ok\xff\xfe"])
+    meta = pa.StructArray.from_arrays([bad], names=["title"])
+    tags = pa.ListArray.from_arrays(pa.array([0, 1, 2], pa.int32()), bad)
+    for column in (meta, tags):
+        with pytest.raises(InputError, match=r"f\.parquet row 11: column 'c' holds text that"):
+            check_utf8(pa.table({"c": column}), "f.parquet", 10)
+    check_utf8(pa.table({"n": [1, 2], "b": [b"\xff", b"\xfe"]}), "f.parquet", 0)  # no text
+    # Read row by row, the struct's bad text is the same error, not a UnicodeDecodeError.
+    pq.write_table(pa.table({"meta": meta}), tmp_path / "s.parquet")
+    rows = LocalFiles("unused", reader=parquet_rows, include=("s.parquet",))
+    with pytest.raises(InputError, match=r"s\.parquet row 1: column 'meta' holds text"):
+        list(rows.records(tmp_path))
+
+
 def test_hub_error_without_a_config_calls_it_default(tmp_path: Path) -> None:
     root = write_hub_copy(tmp_path / "copy", {("default", "train"): [{"x": "a"}]})
     with pytest.raises(InputError) as caught:
