@@ -143,6 +143,12 @@ def test_streaming_state_saved_before_the_first_batch_resumes(
     single = build_dataloader(config(texts, small_tokenizer, *options), 0, 1)
     single.load_state_dict(merged)
     assert ids(single) == reference
+    # Such a state written by the version before (its inner state {}): the start too.
+    old = json.loads(json.dumps(fresh.state_dict()))
+    old["state"] = {}
+    again = build_dataloader(config(texts, small_tokenizer, *options), 0, 1)
+    again.load_state_dict(old)
+    assert ids(again) == reference
 
 
 @pytest.mark.parametrize("workers", [0, 2])

@@ -678,3 +678,15 @@ def test_the_encoder_reads_the_arrow_column_in_place(
     ]
     assert len(streamed) > 0
     assert seen and set(seen) == {pa.ChunkedArray}, seen
+
+
+def test_a_loader_of_another_rank_than_its_stream_is_refused_at_once(
+    small_tokenizer: Path, tmp_path: Path
+) -> None:
+    from data_io.load import StatefulLoader
+
+    data = write_jsonl(tmp_path / "docs.jsonl", TEXTS)
+    stream = streaming(data, small_tokenizer, rank=1, world_size=2)
+    with pytest.raises(ConfigError, match=r"built for rank 1 of 2 and the loader is rank 0 of 1"):
+        StatefulLoader(stream, None, batch_size=2, rank=0, world_size=1)
+    assert StatefulLoader(stream, None, batch_size=2, rank=1, world_size=2).rank == 1

@@ -611,6 +611,11 @@ def test_a_sampled_folder_or_its_row_tables_are_not_read_as_shards(tmp_path: Pat
     (tmp_path / "tok" / "task").mkdir()
     np.save(tmp_path / "tok" / "task" / "tokens.npy", np.arange(20, dtype=np.uint16))
     assert len(MemoryMappedDataset(tmp_path / "tok", 8, file_pattern="*/tokens.npy")) == 2
+    # Its tasks' row tables matched too (`*/*.npy`): refused as such, not read as shards.
+    for name in ("inst_start", "inst_len", "resp_start", "resp_len"):
+        np.save(tmp_path / "tok" / "task" / f"{name}.npy", np.zeros(2, dtype=np.uint64))
+    with pytest.raises(InputError, match=r"tok: a tokenized task or a sampled epoch"):
+        MemoryMappedDataset(tmp_path / "tok", 8, file_pattern="*/*.npy")
     # A task's (or the pool's) tokens.npy named on its own is a flat stream of rows: read.
     assert len(MemoryMappedDataset(sampled, 8, file_pattern="tokens.npy")) > 0
     np.save(tmp_path / "task_tokens.npy", np.arange(20, dtype=np.uint16))

@@ -96,6 +96,16 @@ class StatefulLoader:
             raise ConfigError("an order goes with a map-style dataset, none with an iterable one")
         self.batch_size = batch_size
         self.rank, self.world_size = resolve_rank(rank, world_size)
+        if self.streaming:
+            # A stream is this rank's share of the rows: the dataset and the loader must agree
+            # on which rank this is (the first batch failed with a message about resume states).
+            built = (getattr(dataset, "rank", self.rank), getattr(dataset, "world_size", None))
+            if built[1] is not None and built != (self.rank, self.world_size):
+                raise ConfigError(
+                    f"the streaming dataset was built for rank {built[0]} of {built[1]} and the "
+                    f"loader is rank {self.rank} of {self.world_size}: pass the same rank and "
+                    "world_size to both (or neither, to take torch.distributed's)"
+                )
         self.num_workers = num_workers
         # Pinned memory is for copies to a GPU; without one torch only warns about it.
         self.pin_memory = bool(pin_memory) and torch.cuda.is_available()
@@ -339,6 +349,10 @@ class StatefulLoader:
 
     def _load_stream_state(self, inner: Any) -> None:
         """A streaming state: this rank's own (same topology), or all ranks' merged."""
+        if isinstance(inner, Mapping) and not inner:
+            # Saved before the first batch by a version that kept no streams then: the start,
+            # in any topology.
+            inner = self._fresh_stream_state()
         if not isinstance(inner, Mapping) or "streams" not in inner:
             raise ConfigError("not a streaming loader state (no streams)")
         topology = {"world_size": self.world_size, "num_workers": self.num_workers}

@@ -194,7 +194,9 @@ def _another_stage(
     (``tokens.npy`` in a task, ``*/tokens.npy`` at a tokenized folder: ``data_io example`` mixes
     tasks so). ``key``: the pattern's config key, for the message."""
     tables = {f"{name}.npy" for name in INDEX_NAMES}
-    if any(f.name in tables for f in files) and all((data_dir / t).is_file() for t in tables):
+    # In the folder itself, or in its subfolders (`*/*.npy` at a tokenized folder).
+    holders = {f.parent for f in files if f.name in tables}
+    if any(all((folder / t).is_file() for t in tables) for folder in holders):
         return (
             "a tokenized task or a sampled epoch (inst_start.npy, inst_len.npy, resp_start.npy, "
             "resp_len.npy hold row offsets, not tokens), not flat token shards: load a sampled "
