@@ -31,6 +31,23 @@ def test_pack_names_the_config_key_dataset_prepared_path_as_the_config_spells_it
     assert code == 0 and [p.name for p in (tmp_path / "cache").iterdir()]
 
 
+def _packed_rows_config(tmp_path: Path, rows: int, **data: object) -> Path:
+    """``c.yaml``: ``rows`` random rows packed sequentially into bins of 64, 4 a batch."""
+    write_rows(tmp_path / "sft.jsonl", random_rows(1, rows, longest=30))
+    config = {
+        "data": {
+            "datasets": [{"path": str(tmp_path / "sft.jsonl"), "type": "tokenized"}],
+            "sample_packing_method": "sequential",
+            "sample_packing_sequence_len": 64,
+            "num_workers": 0,
+            **data,
+        },
+        "train": {"batch_size": 4},
+    }
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    return tmp_path / "c.yaml"
+
+
 def test_loader_check_rates_packed_rows_by_the_tokens_of_their_batches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -39,18 +56,7 @@ def test_loader_check_rates_packed_rows_by_the_tokens_of_their_batches(
     from data_io.load import check
     from data_io.load.config import load_config
 
-    write_rows(tmp_path / "sft.jsonl", random_rows(1, 200, longest=30))
-    config = {
-        "data": {
-            "datasets": [{"path": str(tmp_path / "sft.jsonl"), "type": "tokenized"}],
-            "sample_packing_method": "sequential",
-            "sample_packing_sequence_len": 64,
-            "dataset_prepared_path": str(tmp_path / "cache"),
-            "num_workers": 0,
-        },
-        "train": {"batch_size": 4},
-    }
-    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    _packed_rows_config(tmp_path, 200, dataset_prepared_path=str(tmp_path / "cache"))
     loaded = load_config(tmp_path / "c.yaml")
     assert loaded.train.seq_len == 2048  # the default, which packed rows do not use
     # A clock that moves one second per reading: each batch takes one second.
@@ -80,17 +86,7 @@ def test_loader_check_turns_a_wide_sources_table_and_says_when_the_epoch_ends(
     """A packed rows source has 17 keys: a column each folded them into a letter or two at 80
     columns. The header named train.seq_len for items that are bins; --batches 100 timed the
     epoch's few batches without saying so."""
-    write_rows(tmp_path / "sft.jsonl", random_rows(1, 40, longest=30))
-    config = {
-        "data": {
-            "datasets": [{"path": str(tmp_path / "sft.jsonl"), "type": "tokenized"}],
-            "sample_packing_method": "sequential",
-            "sample_packing_sequence_len": 64,
-            "num_workers": 0,
-        },
-        "train": {"batch_size": 4},
-    }
-    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    _packed_rows_config(tmp_path, 40)
     assert main(["loader-check", str(tmp_path / "c.yaml"), "--batches", "100"]) == 0
     out = capsys.readouterr().out
     assert "batch 4 x items of 64 tokens (train.seq_len 2048 does not set them)" in out
