@@ -9,6 +9,7 @@ only when a source is opened.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -185,7 +186,12 @@ def _file_stat(path: Path, base: Path) -> list[Any]:
 def _load_saved(source: TextSource, streaming: bool) -> Any:
     import datasets  # noqa: PLC0415  heavy: datasets (~1 s), only for HF sources
 
-    loaded = datasets.load_from_disk(source.name)
+    try:
+        loaded = datasets.load_from_disk(source.name)
+    except IndexError:  # datasets itself fails on a saved dataset of no rows (no data files)
+        if _saved_without_data(Path(source.name), source.split):
+            raise InputError(f"{source.label}: holds no rows; pass a dataset with text") from None
+        raise
     if isinstance(loaded, datasets.DatasetDict):
         if source.split not in loaded:
             raise InputError(
@@ -196,6 +202,19 @@ def _load_saved(source: TextSource, streaming: bool) -> Any:
     if len(loaded) == 0:  # to_iterable_dataset() fails obscurely on zero rows
         raise InputError(f"{source.label}: holds no rows; pass a dataset with text")
     return loaded.to_iterable_dataset() if streaming else loaded
+
+
+def _saved_without_data(folder: Path, split: str) -> bool:
+    """Whether a ``save_to_disk`` folder (or its ``split``'s, for a DatasetDict) records no
+    data files: the dataset of no rows that ``load_from_disk`` cannot open."""
+    for state in (folder / "state.json", folder / split / "state.json"):
+        try:
+            recorded = json.loads(state.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(recorded, dict) and recorded.get("_data_files") == []:
+            return True
+    return False
 
 
 def load_failed(source: TextSource, err: Exception) -> InputError:

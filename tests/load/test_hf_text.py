@@ -377,6 +377,17 @@ def test_eager_bad_input_and_options(small_tokenizer: Path, tmp_path: Path, cach
         eager(str(empty), SEQ_LEN, small_tokenizer, cache_dir=cache)
     with pytest.raises(InputError, match="holds no rows"):
         list(streaming(empty, small_tokenizer))
+    # A saved dataset of no rows, which datasets' own load_from_disk fails on (IndexError).
+    import datasets as hf
+
+    saved_empty = tmp_path / "saved_empty"
+    hf.Dataset.from_dict({"text": []}).save_to_disk(str(saved_empty))
+    with pytest.raises(InputError, match=r"saved_empty.*: holds no rows"):
+        eager(str(saved_empty), SEQ_LEN, small_tokenizer, cache_dir=cache)
+    saved_dict = tmp_path / "saved_dict"
+    hf.DatasetDict({"train": hf.Dataset.from_dict({"text": []})}).save_to_disk(str(saved_dict))
+    with pytest.raises(InputError, match=r"saved_dict.*: holds no rows"):
+        list(streaming(saved_dict, small_tokenizer))
     import datasets
 
     no_rows = tmp_path / "no_rows"
