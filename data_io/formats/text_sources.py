@@ -133,6 +133,13 @@ def resolve_text_source(name: str | os.PathLike[str], split: str, config: str | 
                 f"({', '.join(TEXT_FORMATS)}), a save_to_disk folder, or a file"
             )
         return TextSource(str(path), split, config, kind, tuple(files))
+    if any(c in text for c in "*?["):
+        # A quoted pattern ('data/*.txt'): the shell did not expand it, and no name has it.
+        raise InputError(
+            f"dataset {text!r} looks like a pattern: no file or folder has that name, and "
+            "patterns are not expanded here; let the shell expand it (leave it unquoted), or "
+            "pass the folder"
+        )
     if text.startswith((".", "/", "~")) or Path(text).suffix.lower() in TEXT_FORMATS:
         raise InputError(
             f"dataset {text!r} does not exist; pass an existing file or folder, or a Hub id "

@@ -140,6 +140,9 @@ def test_resolver_kinds(tmp_path: Path) -> None:
         ("/no/such/folder", InputError, "does not exist"),
         ("data.parquet", InputError, "does not exist"),
         ("not a hub id!", ConfigError, "neither a local file"),
+        # Quoted on the command line, the shell left it as it was (MyPT's --input_files).
+        ("data/*.txt", InputError, r"'data/\*\.txt' looks like a pattern: .*\(leave it unquoted\)"),
+        ("shard_[0-9].parquet", InputError, "looks like a pattern"),
     ],
 )
 def test_resolver_bad_names(name: str, error: type, match: str) -> None:
