@@ -188,14 +188,21 @@ def validate(config: SampleConfig) -> None:
     tokenized = Path(config.tokenized_path)
     if not tokenized.is_dir():
         raise ConfigError(
-            f"config key 'tokenized_path': {str(tokenized)!r} is not a directory; point it at "
-            f"the tokenizer's output (tokenized_path=<dir>)"
+            f"config key 'tokenized_path': {str(tokenized)!r}{_relative(tokenized)} is not a "
+            f"directory; point it at the tokenizer's output (tokenized_path=<dir>)"
         )
-    if not Path(config.prefix_config_path).is_file():
+    prefix = Path(config.prefix_config_path)
+    if not prefix.is_file():
         raise ConfigError(
-            f"config key 'prefix_config_path': {config.prefix_config_path!r} does not exist; "
-            f"pass prefix_config_path=<file> (the repository has prefix_config.yaml)"
+            f"config key 'prefix_config_path': {str(prefix)!r}{_relative(prefix)} does not "
+            f"exist; pass prefix_config_path=<file> (the repository has prefix_config.yaml)"
         )
+
+
+def _relative(path: Path) -> str:
+    """Where a relative path was looked for: the defaults are relative to the repository's
+    root, and the command may run elsewhere."""
+    return "" if path.is_absolute() else f" (relative to the current folder {Path.cwd()})"
 
 
 def _cli_value(value: object) -> str:

@@ -90,9 +90,16 @@ def test_a_key_split_from_its_value_says_how_to_write_it(
     assert fix in str(info.value)
 
 
-def test_missing_tokenized_path_names_the_key(tmp_path: Path, inputs: list[str]) -> None:
-    with pytest.raises(ConfigError, match=r"'tokenized_path'.*not a directory"):
+def test_missing_tokenized_path_names_the_key(
+    tmp_path: Path, inputs: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(ConfigError, match=r"'tokenized_path'.*not a directory") as caught:
         parse_overrides([inputs[1], f"tokenized_path={tmp_path / 'nope'}"])
+    assert "relative to" not in str(caught.value)
+    # The default is relative to the repository's root: run elsewhere, the message says where.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=rf"'nope' \(relative to the current folder {tmp_path}\)"):
+        parse_overrides([inputs[1], "tokenized_path=nope"])
 
 
 def test_missing_prefix_config_names_the_key(tmp_path: Path, inputs: list[str]) -> None:
