@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import signal
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,30 @@ import pytest
 from data_io.tokenize import tokenize
 
 FILES = 8000  # tokenized one thread at about 3,000 files a second: seconds of work
+
+
+@pytest.fixture(autouse=True)
+def _python_sigint():
+    """Python's own SIGINT handler, SIGINT unblocked, whatever earlier tests in this worker
+    process left: a native library's handler (polars installs one through signal-hook when it
+    is imported) or a mask. In fresh clones' full runs both tests here failed once each ("DID
+    NOT RAISE"), never alone; re-registering the handler reinstalls Python's C-level one."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    blocked = signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+    yield
+    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    signal.signal(signal.SIGINT, before)
+
+
+def _not_raised(started: float) -> str:
+    """Why no KeyboardInterrupt came: the call's time (under the timer's: it ended first) and
+    the signal's state (pending or blocked: it never reached Python)."""
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    return (
+        f"not interrupted: the call took {time.monotonic() - started:.2f} s; SIGINT pending "
+        f"{signal.SIGINT in signal.sigpending()}, blocked {signal.SIGINT in mask}, handler "
+        f"{signal.getsignal(signal.SIGINT)}"
+    )
 
 
 def _ctrl_c_after(seconds: float) -> threading.Timer:
@@ -35,9 +60,14 @@ def test_ctrl_c_stops_tokenize_within_a_batch_and_the_next_run_finishes(
         row = {"condition": "direct", "instruction": f"question {k}", "response": f"answer {k}"}
         (rows / f"f{k:05d}.jsonl").write_text(json.dumps(row) + "\n")
     out = tmp_path / "out"
-    timer = _ctrl_c_after(0.3)
-    with pytest.raises(KeyboardInterrupt):
+    timer, started = _ctrl_c_after(0.3), time.monotonic()
+    try:
         tokenize([rows], out, tokenizer_path=small_tokenizer, threads=1, progress=False)
+    except KeyboardInterrupt:
+        pass
+    else:
+        timer.cancel()
+        pytest.fail(_not_raised(started))
     timer.join()
     done = [p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")]
     assert len(done) < FILES, "stopped before the end"
@@ -66,8 +96,13 @@ def test_ctrl_c_stops_train_tokenizer_and_writes_nothing(tmp_path: Path) -> None
             row = {"condition": "direct", "instruction": words(), "response": words()}
             file.write(json.dumps(row) + "\n")
     out = tmp_path / "tok" / "tokenizer.json"
-    timer = _ctrl_c_after(0.5)
-    with pytest.raises(KeyboardInterrupt):
+    timer, started = _ctrl_c_after(0.5), time.monotonic()
+    try:
         train_tokenizer([rows], out, vocab_size=8000, prefix_config=None, threads=1, progress=False)
+    except KeyboardInterrupt:
+        pass
+    else:
+        timer.cancel()
+        pytest.fail(_not_raised(started))
     timer.join()
     assert not out.exists()  # nothing that looks finished
