@@ -1,6 +1,6 @@
 """The exception hierarchy of data_io.
 
-The Rust core maps its single error type onto these classes (in ``rust/bindings.rs``), and
+The Rust core maps its single error type onto these classes (in ``rust/bindings/call.rs``), and
 the Python stages raise the same ones, so callers catch one family whatever stage failed.
 Every message says what went wrong, where (file, line or row, config key) and how to fix it.
 """

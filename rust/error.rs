@@ -2,7 +2,7 @@
 //!
 //! Every variant carries what a user needs to act on it: the file, the line or row, and
 //! what to do. The Python bindings map each kind once onto the classes of
-//! `data_io/errors.py` (see `bindings.rs`).
+//! `data_io/errors.py` (see `bindings/call.rs`).
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -1,6 +1,6 @@
 //! Rust core of data_io: streaming readers of cleaned rows, the tokenized layout, incremental
 //! parallel tokenization, tokenizer training and the sampler's heavy loops. Plain Rust, tested
-//! with `cargo test`; the Python bindings live in `bindings.rs` alone, behind the `python`
+//! with `cargo test`; the Python bindings live in `bindings/` alone, behind the `python`
 //! feature.
 
 pub mod byte_masks;

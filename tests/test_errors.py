@@ -38,7 +38,7 @@ def test_an_unknown_or_missing_kind_is_an_input_error() -> None:
 
 
 def test_the_extension_raises_the_class_of_its_kind(tmp_path: Path) -> None:
-    # Raised in Rust (bindings.rs::to_py_err asks error_class for the class of the kind).
+    # Raised in Rust (rust/bindings/call.rs::to_py_err asks error_class for the class of the kind).
     from data_io import _core
 
     damaged = tmp_path / "tokenizer.json"

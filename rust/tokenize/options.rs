@@ -1,4 +1,4 @@
-//! What a `tokenize` run is asked to do: the options `bindings.rs` builds from Python's JSON
+//! What a `tokenize` run is asked to do: the options `bindings/tokenize.rs` builds from Python's JSON
 //! and the tokenizer/ binaries from their command lines.
 
 use std::path::PathBuf;

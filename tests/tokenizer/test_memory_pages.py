@@ -1,4 +1,4 @@
-"""The extension's heap stays on ordinary pages (``heap_on_small_pages`` in ``rust/bindings.rs``):
+"""The extension's heap stays on ordinary pages (``heap_on_small_pages`` in ``rust/bindings/allocator.rs``):
 mimalloc would advise transparent huge pages for the arenas it maps, where a batch's texts and
 ids gain nothing from them and each fault zeroes 2 MiB. Checked in a fresh process, after an
 encoder load and a batch, on the arenas' mappings (1 GiB each) in ``/proc/self/smaps``."""
