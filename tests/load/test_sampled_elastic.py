@@ -126,11 +126,61 @@ def test_worker_state_cannot_change_topology(sampled: Sampled):
         moved.load_state_dict(state)
 
 
-def test_same_world_other_rank_is_refused(sampled: Sampled):
+def rank_batches(sampled: Sampled, layout: str, rank: int) -> list[dict[str, torch.Tensor]]:
+    return list(SampledDataset(sampled.path, epoch=EPOCH, **settings(layout, 2, rank)))
+
+
+def same_batches(a: list[dict[str, torch.Tensor]], b: list[dict[str, torch.Tensor]]) -> bool:
+    return len(a) == len(b) and all(
+        x.keys() == y.keys() and all(torch.equal(x[k], y[k]) for k in x)
+        for x, y in zip(a, b, strict=True)
+    )
+
+
+@pytest.mark.parametrize("layout", ["prefixlm_packed", "causal_padded"])
+@pytest.mark.parametrize("workers", [0, 2])
+def test_rank_0s_state_resumes_every_rank_of_the_same_world_size(sampled: Sampled, layout, workers):
+    """A trainer that saves the data state from rank 0 only loads it on every rank: ranks take
+    the same steps, so rank 1 continues with exactly its own remaining batches."""
+    stop = 3
+    loader = ResumableDataLoader(
+        SampledDataset(sampled.path, epoch=EPOCH, **settings(layout, 2, 0))
+    )
+    for _ in itertools.islice(loader, stop):
+        pass
+    state = loader.state_dict()
+    for rank in (0, 1):
+        dataset = SampledDataset(sampled.path, epoch=EPOCH, **settings(layout, 2, rank))
+        resumed = ResumableDataLoader(dataset, num_workers=workers)
+        resumed.load_state_dict(state)
+        assert resumed.state_dict()["config"]["rank"] == rank  # saved again as this rank's
+        tail = list(resumed)
+        assert same_batches(tail, rank_batches(sampled, layout, rank)[stop:])
+        assert resumed.state_dict()["config"]["rank"] == rank
+
+
+def test_another_ranks_dataset_state_resumes_this_rank(sampled: Sampled):
+    """The same for the dataset's own state (torchdata's StatefulDataLoader saves it)."""
     layout = "causal_padded"
-    state = SampledDataset(sampled.path, epoch=EPOCH, **settings(layout, 2, 0)).state_dict()
-    other = SampledDataset(sampled.path, epoch=EPOCH, **settings(layout, 2, 1))
-    with pytest.raises(ConfigError, match=r"rank 0's and this dataset is rank 1"):
+    source = SampledDataset(sampled.path, epoch=EPOCH, **settings(layout, 2, 1))
+    for _ in itertools.islice(source, 2):
+        pass
+    other = SampledDataset(sampled.path, epoch=EPOCH, **settings(layout, 2, 0))
+    other.load_state_dict(source.state_dict())
+    assert same_batches(list(other), rank_batches(sampled, layout, 0)[2:])
+
+
+def test_another_ranks_state_with_other_settings_is_refused(sampled: Sampled):
+    """Only the rank may differ at the same world size: a changed setting is still named."""
+    state = SampledDataset(
+        sampled.path, epoch=EPOCH, **settings("causal_padded", 2, 0)
+    ).state_dict()
+    other = SampledDataset(
+        sampled.path, epoch=EPOCH, target_only=False, **settings("causal_padded", 2, 1)
+    )
+    with pytest.raises(
+        ConfigError, match=r"settings changed \(target_only: saved True, now False\);"
+    ):
         other.load_state_dict(state)
 
 

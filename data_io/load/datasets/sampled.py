@@ -18,7 +18,9 @@ A state from ``ResumableDataLoader.state_dict()`` also resumes with another worl
 ``batch_max_length`` or ``batch_size`` that goes with it): every step consumes the next run of
 epoch rows, so a state marks a prefix of the epoch, and the resumed dataset schedules the rest of
 the epoch (``row_offset`` onwards) for the new ranks. The job as a whole sees no row twice and
-skips none; which rank gets which row changes, as with the flat loaders.
+skips none; which rank gets which row changes, as with the flat loaders. At the same world size
+any rank's state resumes every rank (all ranks take the same steps), so a trainer may save rank
+0's state only.
 """
 
 from __future__ import annotations
@@ -496,12 +498,13 @@ class SampledDataset(IterableDataset):
         # Stored as a current state: an older one is re-labelled with this folder, which the
         # caller vouched for with check_folder=False.
         resume = {k: state[k] for k in _STATE_KEYS if k in state}
+        # This dataset's settings: the rank differs when another rank saved the state.
         resume.update(version=_STATE_VERSION, folder=self._folder_record())
+        resume["config"] = self._fingerprint()
         if elastic:
             # Where the saved schedule stood is a prefix of the epoch: schedule the rest anew.
             row_offset += self._rows_consumed(state, row_offset)
             resume.update(base_step=0, num_workers=1, worker_id=0, yielded=0)
-            resume["config"] = self._fingerprint()
         self._set_row_offset(row_offset)
         next_step = int(resume["base_step"]) + int(resume["yielded"])
         if resume["num_workers"] == 1 and not self._has_steps(next_step):
@@ -543,12 +546,9 @@ class SampledDataset(IterableDataset):
                 + ("" if elastic else " (only a change of world_size resumes elastically)")
             )
         if not elastic:
-            if "rank" in differ:  # the same world size: each rank resumes its own state
-                rank_saved, rank_now = differ["rank"]
-                raise ConfigError(
-                    f"cannot resume: this state is rank {rank_saved}'s and this dataset is rank "
-                    f"{rank_now} of the same world size; load each rank's own state"
-                )
+            # Another rank's state at the same world size resumes this rank: the position is a
+            # step of the schedule every rank shares (ranks yield the same number of batches),
+            # so a trainer may save rank 0's state and load it on every rank.
             return False
         if state.get("num_workers") != 1:
             details = ", ".join(f"{k}: saved {a!r}, now {b!r}" for k, (a, b) in differ.items())
