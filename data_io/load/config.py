@@ -29,6 +29,7 @@ from data_io.errors import ConfigError
 from data_io.formats.shards import TOKEN_DTYPES
 from data_io.load.datasets.row_sources import FORMATS
 from data_io.load.order.mixing import resolve_phases  # checks KempnerForge's phase rules
+from data_io.load.packing.row_bins import check_sequence_len
 
 __all__ = [
     "EVAL_MAIN_SET",
@@ -484,6 +485,7 @@ def _validate(config: LoaderConfig) -> None:
     _positive("data.vocab_size", data.vocab_size)
     _positive("data.eos_token_id", data.eos_token_id, 0)
     _positive("data.sample_packing_sequence_len", data.sample_packing_sequence_len)
+    check_sequence_len(data.sample_packing_sequence_len, "data.sample_packing_sequence_len")
     _positive("eval.interval", ev.interval)
     _positive("eval.steps", ev.steps)
     # As in KempnerForge, a non-empty data.datasets overrides the single-source fields, and

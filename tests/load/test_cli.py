@@ -66,6 +66,25 @@ def test_loader_check_rates_packed_rows_by_the_tokens_of_their_batches(
     assert report["tokens_per_second_after_first"] == 4 * 64
 
 
+@pytest.mark.parametrize(
+    ("value", "code"), [("1000000000000", 1), ("2147483648", 1), ("2147483647", 0)]
+)
+def test_pack_refuses_a_bin_longer_than_the_limit_naming_the_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, code: int
+) -> None:
+    """sample_packing_sequence_len=10**12 was packed (one bin, fill ratio 0.0000) and the
+    loader then failed allocating its first item; the limit itself is packed."""
+    config = _packed_rows_config(tmp_path, 10, dataset_prepared_path=str(tmp_path / "cache"))
+    override = f"data.sample_packing_sequence_len={value}"
+    assert main(["pack", str(config), override]) == code
+    err = capsys.readouterr().err
+    if code:
+        assert f"data.sample_packing_sequence_len={value} is more than 2147483647" in err
+        assert not (tmp_path / "cache").exists()  # refused before any plan is written
+    else:
+        assert err == ""
+
+
 def test_loader_check_help_states_each_default_once(capsys: pytest.CaptureFixture[str]) -> None:
     """The help said "(default: None)" of the overrides and --workers, and "--json ...
     (default: off: as text) (default: False)"; --batches x said "invalid _at_least_one value"."""

@@ -23,6 +23,7 @@ from data_io.cli import main
 from data_io.errors import ConfigError, InputError, OutputError
 from data_io.load.build import rows_dataset_from_config
 from data_io.load.datasets.row_sources import RowSource, check_rows, open_source
+from data_io.load.datasets.rows_stream import StreamingTokenizedRowsDataset
 from data_io.load.datasets.tokenized_rows import TokenizedRowsDataset
 from data_io.load.export_rows import export_sampled_rows
 from tests.conftest import logged_by_datasets
@@ -345,12 +346,38 @@ def test_pickles_small_and_works_in_dataloader_workers(tmp_path: Path, hf_cache:
         ({"sample_packing_method": "multipack"}, "needs sample_packing_sequence_len"),
         ({"sample_packing_sequence_len": 8}, "sample_packing_method is null"),
         ({"sample_packing_method": "sequential", "sample_packing_sequence_len": 0}, "positive"),
+        (
+            {"sample_packing_method": "sequential", "sample_packing_sequence_len": 10**12},
+            r"sample_packing_sequence_len=1000000000000 is more than 2147483647 \(2\*\*31 - 1\)",
+        ),
+        (
+            {"sample_packing_method": "multipack", "sample_packing_sequence_len": 2**31},
+            r"sample_packing_sequence_len=2147483648 is more than 2147483647 .* context length",
+        ),
         ({"seed": -1}, "seed must be a non-negative integer"),
     ],
 )
 def test_bad_dataset_options(tmp_path: Path, options: dict, pattern: str) -> None:
     with pytest.raises(ConfigError, match=pattern):
         TokenizedRowsDataset([{"path": str(tmp_path / "x.jsonl")}], **options)
+
+
+def test_the_longest_bin_is_accepted_one_more_is_refused(tmp_path: Path, hf_cache: str) -> None:
+    """The limit itself passes the option check (only a plan is made, no item of that size);
+    the streaming dataset refuses past it too, before it opens any source."""
+    path = write_rows(tmp_path / "a.jsonl", random_rows(1, 4))
+    ds = TokenizedRowsDataset(
+        [{"path": str(path)}],
+        sample_packing_method="sequential",
+        sample_packing_sequence_len=2**31 - 1,
+        cache_dir=hf_cache,
+        dataset_prepared_path=None,
+    )
+    assert ds.summary()["sample_packing_sequence_len"] == 2**31 - 1
+    with pytest.raises(ConfigError, match=r"sample_packing_sequence_len=2147483648 is more than"):
+        StreamingTokenizedRowsDataset(
+            [{"path": str(tmp_path / "missing.jsonl")}], sample_packing_sequence_len=2**31
+        )
 
 
 def test_index_checks(tmp_path: Path, hf_cache: str) -> None:

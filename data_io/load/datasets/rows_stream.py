@@ -42,6 +42,7 @@ from data_io.load.datasets.tokenized_rows import (
     check_ring_multiple,
     padded_length,
 )
+from data_io.load.packing.row_bins import check_sequence_len
 from data_io.load.stream_state import STREAM_KEYS, parse_stream_state
 
 __all__ = ["StreamingTokenizedRowsDataset"]
@@ -89,6 +90,7 @@ class StreamingTokenizedRowsDataset(IterableDataset):
         self.sources = _as_sources(sources)
         self.extra_columns = _extras(self.sources)
         self.capacity = _positive("sample_packing_sequence_len", sample_packing_sequence_len, 1)
+        check_sequence_len(self.capacity)
         self.ring_multiple = check_ring_multiple(ring_multiple, self.capacity)
         self.world_size = _positive("world_size", world_size, 1)
         self.rank = _positive("rank", rank, 0)

@@ -50,7 +50,13 @@ from data_io.load.datasets.row_sources import (
     source_fingerprint,
 )
 from data_io.load.packing.layouts import IGNORE_INDEX, PAD_ID
-from data_io.load.packing.row_bins import METHODS, BinPlan, plan_bins, prepare_plan
+from data_io.load.packing.row_bins import (
+    METHODS,
+    BinPlan,
+    check_sequence_len,
+    plan_bins,
+    prepare_plan,
+)
 from data_io.util.cache import cache_root
 
 __all__ = [
@@ -179,6 +185,7 @@ def _check_options(method: Any, capacity: Any, seed: Any) -> None:
         raise ConfigError(
             f"sample_packing_sequence_len must be a positive integer, got {capacity!r}"
         )
+    check_sequence_len(capacity)
     if method is not None and capacity is None:
         raise ConfigError(
             f"sample_packing_method={method!r} needs sample_packing_sequence_len (the bin length)"

@@ -42,8 +42,10 @@ from data_io.util.fs import publish_mode
 from data_io.util.stale import remove_dead_siblings, temporary_prefix
 
 __all__ = [
+    "MAX_SEQUENCE_LEN",
     "METHODS",
     "BinPlan",
+    "check_sequence_len",
     "plan_bins",
     "plan_multipack",
     "plan_sequential",
@@ -54,6 +56,20 @@ __all__ = [
 METHODS = ("sequential", "multipack")
 _PLAN_VERSION = 1
 _PLAN_FILES = ("bin_rows.npy", "bin_offsets.npy", "plan.json")
+# The longest bin: an item's cu_seqlens are int32 (as flash-attn's varlen kernels take them), and
+# every item is allocated whole, 8 bytes a token per column.
+MAX_SEQUENCE_LEN = 2**31 - 1
+
+
+def check_sequence_len(value: Any, key: str = "sample_packing_sequence_len") -> None:
+    """Refuse a bin length past ``MAX_SEQUENCE_LEN`` (a typo such as 10**12 would otherwise pass
+    ``pack`` and fail allocating the first item); ``key`` names it as the caller's config does."""
+    if value is not None and not isinstance(value, bool) and value > MAX_SEQUENCE_LEN:
+        raise ConfigError(
+            f"{key}={value} is more than {MAX_SEQUENCE_LEN} (2**31 - 1), the longest bin: items "
+            "are allocated whole and their cu_seqlens are int32; set it to the model's context "
+            "length (e.g. 4096)"
+        )
 
 
 @dataclass(frozen=True)
