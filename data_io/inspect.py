@@ -6,6 +6,8 @@ Understood folders (told apart by their marker file):
   listed shard exists with the recorded size and SHA-256, no unlisted or temporary shard lies
   around, no run is half done, every id is below the vocabulary, and the EOS count of each split
   equals its recorded document count;
+* its ``train/`` or ``val/``: as a flat shard folder, noting that the prepare folder's own
+  check is the whole one; an empty split prepare recorded as empty is no problem;
 * any other flat shard folder (``*.npy``, or ``*.bin`` with a declared dtype, formats.md §6):
   token counts and dtype, as ``MemoryMappedDataset`` sees them;
 * a tokenized folder (``tokenizer_info.json``, formats.md §3): per task, `data_io sample`'s own
@@ -140,6 +142,8 @@ def inspect_path(
             )
             return report
         return _inspect_prepared(folder, documents, verify)
+    if folder.name in SPLITS and _is_prepared(folder.parent):
+        return _inspect_split(folder, documents, tokenizer)
     unreadable = _unreadable_metadata(folder)
     if unreadable is not None:
         report = InspectReport(str(folder), "prepare shard folder (unreadable metadata)")
@@ -319,6 +323,52 @@ def _inspect_prepared(folder: Path, documents: int, verify: bool) -> InspectRepo
                 f"{folder}: cannot decode documents with the saved tokenizer ({err}); restore "
                 "tokenizer.json / tokenizer_state.json beside the shards"
             )
+    return report
+
+
+def _inspect_split(folder: Path, documents: int, tokenizer: str | None) -> InspectReport:
+    """``train/`` or ``val/`` of a prepare folder: its shards as a flat folder (what a loader
+    pointed at it reads), and where the whole check is; an empty split that prepare recorded
+    as empty (``val_fraction`` 0) is no problem."""
+    parent, split = folder.parent, folder.name
+    whole = (
+        f"`data_io inspect {parent}` checks the shards against its {METADATA_FILE} (sizes, "
+        "SHA-256, one EOS per document) and decodes documents with the saved tokenizer"
+    )
+    if _shard_files(folder):
+        report = _inspect_flat(folder, documents, tokenizer)
+        report.kind = f"{split} split of a prepare shard folder"
+        report.notes.append(
+            f"{folder} is the {split} split of the data_io prepare folder {parent}, inspected "
+            f"here as flat shards; {whole}"
+        )
+        return report
+    report = InspectReport(str(folder), f"{split} split of a prepare shard folder")
+    meta = json.loads((parent / METADATA_FILE).read_text(encoding="utf-8"))
+    if metadata_problem(meta) is not None:
+        report.problems.append(
+            f"{folder}: no shard here, and {parent / METADATA_FILE} is malformed; "
+            f"`data_io inspect {parent}` says what is wrong with it"
+        )
+        return report
+    listed = len(meta["splits"][split]["shards"])
+    if listed:
+        report.problems.append(
+            f"{folder}: no shard here, and {parent / METADATA_FILE} lists {listed} for the "
+            f"{split} split: they were moved or deleted; restore them or re-prepare into a new "
+            f"folder. {whole}"
+        )
+        return report
+    report.facts = {"shards": 0, "tokens": 0}
+    report.notes.append(
+        f"{folder}: data_io prepare wrote no {split} shard (its {METADATA_FILE} records none"
+        + (
+            ", val_fraction 0"
+            if split == "val" and not meta.get("options", {}).get("val_fraction")
+            else ""
+        )
+        + f"); {whole}"
+    )
     return report
 
 

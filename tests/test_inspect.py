@@ -129,7 +129,12 @@ def test_flat_folder_without_prepare_metadata(
     prepared: Path, small_tokenizer: Path, tmp_path: Path
 ):
     report = inspect_path(prepared / "train")
-    assert report.ok and report.kind == "flat shard folder"
+    assert report.ok and report.kind == "train split of a prepare shard folder"
+    assert report.notes[-1].endswith(
+        f"inspected here as flat shards; `data_io inspect {prepared}` checks the shards against "
+        "its dataset_metadata.json (sizes, SHA-256, one EOS per document) and decodes documents "
+        "with the saved tokenizer"
+    )
     meta = json.loads((prepared / "dataset_metadata.json").read_text())
     assert report.facts["tokens"] == meta["splits"]["train"]["tokens"]
     assert report.facts["shards"] == len(meta["splits"]["train"]["shards"])
@@ -139,6 +144,47 @@ def test_flat_folder_without_prepare_metadata(
     assert "without a declared token dtype" in inspect_path(bare).problems[0]
     report = inspect_path(prepared / "train", tokenizer=str(small_tokenizer), documents=2)
     assert len(report.samples) == 1 and len(report.samples[0]) > 100  # the stream's head
+
+
+def test_an_empty_split_of_a_prepare_folder_is_recognised(
+    prepared: Path, small_tokenizer: Path, tmp_path: Path
+):
+    """An empty val/ (val_fraction 0) was "the folder is empty; pass a prepare, flat shard, ..."
+    and exit 1, though prepare wrote it so; a split whose shards were deleted is a problem
+    that says so, and a malformed parent metadata sends the user to inspect the parent."""
+    write_txt(tmp_path / "a.txt", documents(40, seed=3))
+    out = tmp_path / "no_val"
+    run([tmp_path / "a.txt"], out, small_tokenizer, val_fraction=0.0)
+    report = inspect_path(out / "val")
+    assert report.ok and report.kind == "val split of a prepare shard folder"
+    assert report.facts == {"shards": 0, "tokens": 0}
+    assert (
+        "prepare wrote no val shard (its dataset_metadata.json records none, val_fraction 0)"
+        in report.notes[0]
+    )
+    assert f"`data_io inspect {out}` checks" in report.notes[0]
+    assert inspect_path(out).ok
+    for shard in (prepared / "val").iterdir():
+        shard.unlink()
+    listed = len(
+        json.loads((prepared / "dataset_metadata.json").read_text())["splits"]["val"]["shards"]
+    )
+    report = inspect_path(prepared / "val")
+    assert report.problems == [
+        f"{prepared / 'val'}: no shard here, and {prepared / 'dataset_metadata.json'} lists "
+        f"{listed} for the val split: they were moved or deleted; restore them or re-prepare "
+        f"into a new folder. `data_io inspect {prepared}` checks the shards against its "
+        "dataset_metadata.json (sizes, SHA-256, one EOS per document) and decodes documents "
+        "with the saved tokenizer"
+    ]
+    meta = json.loads((out / "dataset_metadata.json").read_text())
+    del meta["splits"]["val"]
+    (out / "dataset_metadata.json").write_text(json.dumps(meta))
+    report = inspect_path(out / "val")
+    assert report.problems == [
+        f"{out / 'val'}: no shard here, and {out / 'dataset_metadata.json'} is malformed; "
+        f"`data_io inspect {out}` says what is wrong with it"
+    ]
 
 
 def test_flat_folder_with_a_declared_eos_decodes_documents(
