@@ -22,7 +22,7 @@ from data_io.errors import InputError
 from data_io.inspect import inspect_path
 from tests.load.rows_fixture import random_rows, write_rows
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BPE = REPO / "trained_tokenizers" / "bpe" / "tokenizer.json"
 
 
