@@ -13,12 +13,13 @@ extra flags. One job per module:
 * ``shards``: the shard writer (temporary names, exact sizes, .bin or .npy);
 * ``state``: dataset_metadata.json, the run journal and the rollback (incremental, crash-safe);
 * ``pipeline``: the two passes; ``parts``: pass 1 of one source as a scale-out unit's part;
-* ``api``: ``prepare(...)`` and ``PrepareResult``; ``summary``: what the command prints;
+* ``api``: ``prepare(...)``; ``result``: ``PrepareResult``; ``summary``: what the command prints;
 * ``cli``: the sub-command; ``scaled``: the stage as units of a scale-out plan.
 
 ``data_io inspect`` (every stage's folders) is ``data_io.inspect``.
 """
 
-from data_io.prepare.api import PrepareResult, prepare
+from data_io.prepare.api import prepare
+from data_io.prepare.result import PrepareResult
 
 __all__ = ["PrepareResult", "prepare"]

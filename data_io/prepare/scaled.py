@@ -24,7 +24,6 @@ from data_io.formats.raw_text import (
     expand_inputs,
 )
 from data_io.prepare.api import (
-    PrepareResult,
     check_options,
     plan_run,
     prepare,
@@ -33,6 +32,7 @@ from data_io.prepare.api import (
 from data_io.prepare.identity import source_identity
 from data_io.prepare.parts import write_part
 from data_io.prepare.pipeline import encoder_threads
+from data_io.prepare.result import PrepareResult
 from data_io.prepare.state import exclusive
 from data_io.prepare.summary import print_summary
 from data_io.prepare.tokenizers import load_tokenizer

@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.table import Table
 
-from data_io.prepare.api import PrepareResult
+from data_io.prepare.result import PrepareResult
 from data_io.util.console import summary_console
 
 
