@@ -109,6 +109,7 @@ def dashed_settings_hint(unknown: Sequence[str], argv: Sequence[str]) -> str:
 
 def parse_overrides(overrides: Sequence[str]) -> SampleConfig:
     """Build a validated :class:`SampleConfig` from ``key=value`` strings."""
+    _check_hydra_prefixes(overrides)
     for index, item in enumerate(overrides):
         if item.startswith("-") or "=" not in item:
             # `epochs = 10` or `epochs =10`: the shell made separate arguments of them.
@@ -124,6 +125,7 @@ def parse_overrides(overrides: Sequence[str]) -> SampleConfig:
                 f"argument {item!r} is not key=value{hint}; valid keys: {', '.join(CONFIG_KEYS)}"
             )
     _check_switches(overrides)
+    _check_duplicates(overrides)
     try:
         merged = OmegaConf.merge(OmegaConf.structured(SampleConfig), OmegaConf.from_cli(overrides))
         config = OmegaConf.to_object(merged)
@@ -136,6 +138,44 @@ def parse_overrides(overrides: Sequence[str]) -> SampleConfig:
     assert isinstance(config, SampleConfig)
     validate(config)
     return config
+
+
+def _check_hydra_prefixes(overrides: Sequence[str]) -> None:
+    """Hydra's ``+key=value`` (add a key), ``++key=value`` (add or override) and ``~key``
+    (delete a key): the original read its settings with OmegaConf, which has none of them, and
+    every key here exists with a default, so there is nothing to add or delete."""
+    for item in overrides:
+        if not item.startswith(("+", "~")):
+            continue
+        typed = item.lstrip("+~")
+        key, sep, value = typed.partition("=")
+        if key not in CONFIG_KEYS:
+            raise ConfigError(
+                f"argument {item!r}: settings are key=value, without Hydra's '+', '++' or '~', "
+                f"and {key!r} is not a key either; valid keys: {', '.join(CONFIG_KEYS)}"
+            )
+        if item.startswith("~"):
+            fix = f"leave {key} out to keep its default"
+        else:
+            fix = f"write {key}={value if sep and value else 'VALUE'}"
+        raise ConfigError(
+            f"argument {item!r}: settings are key=value, without Hydra's '+', '++' or '~' "
+            f"(every key exists, with a default): {fix}"
+        )
+
+
+def _check_duplicates(overrides: Sequence[str]) -> None:
+    """A key given twice (``epochs=2 ... epochs=3``) is refused, as Hydra refuses it: taking
+    the last one silently hides a slip in a long command line."""
+    seen: dict[str, str] = {}
+    for item in overrides:
+        key, _, value = item.partition("=")
+        if key in seen:
+            raise ConfigError(
+                f"config key {key!r} is given twice ({key}={seen[key]} and {key}={value}): "
+                "keep one of them"
+            )
+        seen[key] = value
 
 
 # The keys that switch something on or off, and the words OmegaConf reads as a switch. It

@@ -66,6 +66,34 @@ def test_dashed_settings_name_the_key_value_spelling(corpus: Path, entry: list[s
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("entry", "name"),
+    [
+        (["sample_tokenized.py"], "sample_tokenized.py"),
+        (["-m", "data_io", "sample"], "data_io sample"),
+    ],
+)
+def test_hydra_append_and_a_repeated_key_are_refused(
+    tmp_path: Path, corpus: Path, entry: list[str], name: str
+) -> None:
+    out = tmp_path / "out"
+    done = _run(*entry, f"tokenized_path={corpus}", f"output_path={out}", "+epochs=10")
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.strip() == (
+        f"{name}: error: argument '+epochs=10': settings are key=value, without Hydra's '+', "
+        "'++' or '~' (every key exists, with a default): write epochs=10"
+    )
+    # The two values on either side of an option: `data_io sample` reads them intermixed.
+    overrides = ["epochs=2", "-q", "epochs=3"]
+    done = _run(*entry, f"tokenized_path={corpus}", f"output_path={out}", *overrides)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.strip() == (
+        f"{name}: error: config key 'epochs' is given twice (epochs=2 and epochs=3): keep one "
+        "of them"
+    )
+    assert not out.exists()
+
+
 def test_sample_tokenized_names_the_spelling_of_a_dashed_setting(corpus: Path) -> None:
     done = _run("sample_tokenized.py", "--seed", "3", f"tokenized_path={corpus}")
     assert done.returncode == 2

@@ -90,6 +90,41 @@ def test_a_key_split_from_its_value_says_how_to_write_it(
     assert fix in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("typed", "message"),
+    [
+        ("+epochs=10", "write epochs=10"),
+        ("++seed=3", "write seed=3"),
+        ("+epochs", "write epochs=VALUE"),
+        ("~plot", "leave plot out to keep its default"),
+        ("~plot=true", "leave plot out to keep its default"),
+        ("+epoch=10", "and 'epoch' is not a key either; valid keys: tokenized_path,"),
+    ],
+)
+def test_hydra_prefixes_say_how_to_write_the_setting(
+    inputs: list[str], typed: str, message: str
+) -> None:
+    # Users of Hydra configs type +key=value; the original (OmegaConf) never read it either.
+    with pytest.raises(ConfigError) as info:
+        parse_overrides([*inputs, "epochs=2", typed])
+    said = str(info.value)
+    assert said.startswith(f"argument {typed!r}: settings are key=value, without Hydra's '+'")
+    assert message in said
+
+
+def test_a_key_given_twice_is_refused_with_both_values(inputs: list[str]) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_overrides([*inputs, "epochs=2", "seed=1", "epochs=3"])
+    assert str(info.value) == (
+        "config key 'epochs' is given twice (epochs=2 and epochs=3): keep one of them"
+    )
+    # The same value twice is still a slip in the command line: refused too.
+    with pytest.raises(ConfigError, match=r"'seed' is given twice \(seed=1 and seed=1\)"):
+        parse_overrides([*inputs, "seed=1", "seed=1"])
+    # A key given once, next to others, is not a duplicate.
+    assert parse_overrides([*inputs, "epochs=3", "seed=1"]).epochs == 3
+
+
 def test_missing_tokenized_path_names_the_key(
     tmp_path: Path, inputs: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
