@@ -72,18 +72,39 @@ def _chosen(args: argparse.Namespace) -> list[Entry]:
     """The cleaners the command line names (or --all of those whose source is present)."""
     if args.all == bool(args.names):
         raise ConfigError("name the cleaners to run, or pass --all (or --list to see them)")
-    if (args.source or args.out) and len(args.names) != 1:
-        raise ConfigError("--source and --out apply to one cleaner: name exactly one")
     if args.all:
+        if args.source or args.out:
+            raise ConfigError("--source and --out apply to one cleaner: name exactly one")
         chosen = [e for e in entries() if e.cleaner is not None and e.cleaner.source.present()]
         if not chosen:
             raise ConfigError("no cleaner has its source present; see `data_io clean --list`")
     else:
-        chosen = [find(name) for name in args.names]
+        chosen = _once_each(args.names, quiet=args.quiet)
+        if (args.source or args.out) and len(chosen) != 1:
+            raise ConfigError("--source and --out apply to one cleaner: name exactly one")
         missing = [e.name for e in chosen if e.cleaner is None]
         if missing:
             raise ConfigError(f"cleaner(s) not written yet: {', '.join(missing)}")
     return chosen
+
+
+def _once_each(names: list[str], *, quiet: bool) -> list[Entry]:
+    """The cleaners ``names`` name, each once, in the order first named: a cleaner named
+    twice (``arb arb``, or its name and its module path) would clean the same data twice."""
+    chosen: dict[str, Entry] = {}
+    spellings: dict[str, list[str]] = {}
+    for name in names:
+        entry = find(name)
+        chosen.setdefault(entry.module, entry)
+        spellings.setdefault(entry.module, []).append(name)
+    for module, typed in spellings.items():
+        if len(typed) > 1 and not quiet:
+            print(
+                f"clean: note: {chosen[module].name} is named {len(typed)} times "
+                f"({', '.join(typed)}); it runs once",
+                file=sys.stderr,
+            )
+    return list(chosen.values())
 
 
 def scale_request(args: argparse.Namespace) -> dict[str, Any]:

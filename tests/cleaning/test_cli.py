@@ -104,6 +104,39 @@ def test_one_failure_fails_the_run_but_not_the_others(
     assert (tmp_path / "data" / "Platypus" / "arb_math.jsonl").exists()
 
 
+def test_a_cleaner_named_twice_runs_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from data_io.cleaning import runner
+
+    _raw_data(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    ran: list[str] = []
+    real = runner.run_cleaner
+
+    def counted(cleaner, *args, **kwargs):
+        ran.append(cleaner.name)
+        return real(cleaner, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "run_cleaner", counted)
+    # By name and by module path, around another cleaner: each runs once, in first-named order.
+    assert main(["clean", "arb", "flan", "pipe.clean_platypus.clean_arb", "ARB"]) == 0
+    assert ran == ["arb", "flan"]
+    captured = capsys.readouterr()
+    assert captured.err == (
+        "clean: note: arb is named 3 times (arb, pipe.clean_platypus.clean_arb, ARB); it runs once\n"
+    )
+    assert captured.out.count("arb: 5 records read") == 1
+    # One cleaner named twice is one cleaner: --out applies to it.
+    out = tmp_path / "elsewhere"
+    assert main(["clean", "arb", "arb", "--out", str(out), "--quiet"]) == 0
+    assert ran == ["arb", "flan", "arb"] and len(list(out.glob("arb_*.jsonl"))) == 5
+    assert capsys.readouterr() == ("", "")  # --quiet: the note is not an error
+    # Two different cleaners with --out are still refused.
+    assert main(["clean", "arb", "flan", "arb", "--out", str(out)]) == 1
+    assert "--source and --out apply to one cleaner" in capsys.readouterr().err
+
+
 def test_ctrl_c_stops_the_whole_run_with_130(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -133,6 +166,7 @@ def test_ctrl_c_stops_the_whole_run_with_130(
     [
         (["clean"], "name the cleaners to run, or pass --all"),
         (["clean", "--all", "arb"], "name the cleaners to run, or pass --all"),
+        (["clean", "--all", "--out", "x"], "--source and --out apply to one cleaner"),
         (["clean", "arb", "flan", "--out", "x"], "--source and --out apply to one cleaner"),
         (["clean", "nope"], "no cleaner called 'nope'; known cleaners: amps_khan, gsm8k_train"),
         (["clean", "not_yet"], "not written yet: not_yet"),
