@@ -3,6 +3,9 @@
 Every file is written under a temporary name beside its target (``<name>.tmp-<pid>``, an
 extension the tokenizer does not pick up) and renamed into place only when the whole cleaner
 succeeded; on failure the temporary files are removed and existing outputs stay untouched.
+Several files are replaced as one group (:func:`_replace_group`): a failure among their
+renames puts the previous files back, and a run killed there leaves a note from which the
+next run does the same, so new and old files are never left mixed.
 
 Memory stays bounded however large the input and however many output files there are:
 
@@ -22,9 +25,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import glob
+import json
 import os
 import re
 import resource
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,6 +43,7 @@ import pyarrow.parquet as pq
 
 from data_io.cleaning.rows import FILE_COLUMN, ROW_COLUMNS
 from data_io.errors import OutputError
+from data_io.util.fs import write_json_atomic
 
 Format = Literal["jsonl", "parquet"]
 _FORMAT_NAMES = {"jsonl": "JSON Lines", "parquet": "Parquet"}
@@ -192,11 +198,12 @@ class _JsonlSink:
             self._handle.close()
             self._handle = None
 
-    def commit(self) -> None:
+    def finish(self) -> Path:
+        """Complete the file under its temporary name; returns that name."""
         if not self._started:
             self.write(PARQUET_SCHEMA.empty_table())
         self.close()
-        os.replace(self.tmp, self.final)
+        return self.tmp
 
     def abort(self) -> None:
         self.close()
@@ -262,18 +269,16 @@ class _ParquetSink:
             self._writer.close()
             self._writer = None
 
-    def commit(self) -> None:
+    def finish(self) -> Path:
+        """Complete the file under a temporary name (its parts merged); returns that name."""
         self.flush()
         self.close()
         if not self._parts:  # a single-file output that received no rows: still a valid file
             tmp = _temporary(self.final)
             pq.write_table(PARQUET_SCHEMA.empty_table(), tmp)
-            os.replace(tmp, self.final)
-            return
+            return tmp
         if len(self._parts) == 1:
-            os.replace(self._parts[0], self.final)
-            self._parts.clear()
-            return
+            return self._parts[0]
         tmp = _temporary(self.final)
         with _parquet_writer(tmp) as merged:
             for part in self._parts:
@@ -281,10 +286,10 @@ class _ParquetSink:
                 for index in range(parquet.num_row_groups):
                     group = parquet.read_row_group(index)
                     merged.write_table(group, row_group_size=max(group.num_rows, 1))
-        os.replace(tmp, self.final)
         for part in self._parts:
             _unlink(part)
         self._parts.clear()
+        return tmp
 
     def abort(self) -> None:
         self.close()
@@ -352,6 +357,8 @@ class OutputWriter:
         except OSError as exc:
             raise output_error(self.path, exc) from exc
         prefix = "" if self.spec.keyed else f"{self.path.name}.tmp-"
+        if self.spec.keyed:
+            _undo_interrupted_groups(folder)  # before their set-aside files count as stale
         _remove_stale_temporaries(folder, prefix)
         self._prepared = True
 
@@ -416,18 +423,24 @@ class OutputWriter:
 
     def commit(self) -> list[tuple[Path, int]]:
         """Finish every file and rename it into place; returns (path, rows), sorted by path."""
-        written: list[tuple[Path, int]] = []
         self._prepare()
+        sinks = sorted(self._sinks.values(), key=lambda s: str(s.final))
         try:
-            for sink in sorted(self._sinks.values(), key=lambda s: str(s.final)):
-                sink.commit()
-                self._open.pop(id(sink), None)
-                written.append((sink.final, sink.rows))
+            ready = [(sink.finish(), sink.final) for sink in sinks]
+            self._open.clear()
+            if len(ready) > 1:
+                _replace_group(ready, self.path)
+            else:  # one file: one rename, atomic by itself
+                for tmp, final in ready:
+                    os.replace(tmp, final)
         except OSError as exc:
             self.abort()
             raise output_error(self.path, exc) from exc
+        except BaseException:  # Ctrl-C, SIGTERM's SystemExit: nothing committed either
+            self.abort()
+            raise
         self._done = True
-        return written
+        return [(sink.final, sink.rows) for sink in sinks]
 
     def abort(self) -> None:
         """Remove every temporary file, best effort (the error that led here is the one to show)."""
@@ -438,7 +451,73 @@ class OutputWriter:
         self._done = True
 
 
-_TEMPORARY_NAME = re.compile(r".+\.tmp-(\d+)(\.part\d+)?")
+_TEMPORARY_NAME = re.compile(r".+\.tmp-(\d+)(\.part\d+|\.old)?")
+
+# The note a group's renames leave in its folder while they run: the files they replace.
+_GROUP_NOTE = ".data_io-clean-commit-"
+
+
+def _set_aside(final: Path, pid: int) -> Path:
+    """Where the previous ``final`` waits while a group is replaced (not a name the tokenizer
+    reads, and one that :func:`_remove_stale_temporaries` knows)."""
+    return final.with_name(f"{final.name}.tmp-{pid}.old")
+
+
+def _replace_group(ready: list[tuple[Path, Path]], folder: Path) -> None:
+    """Rename each complete temporary file of ``ready`` (temporary, final) into place, as one
+    group: either every final name holds its new file, or every one its previous file (or
+    none). Each previous file is first set aside; a failure among the renames puts them back.
+    A run killed there cannot do that, so the note written first (which files had a previous
+    one) lets the next run writing to ``folder`` do it (:func:`_undo_interrupted_groups`)."""
+    pid = os.getpid()
+    # Unique to this group: two cleaners of one process may share a folder (Platypus).
+    note = folder / f"{_GROUP_NOTE}{pid}-{uuid.uuid4().hex[:12]}"
+    replaced = {str(final.relative_to(folder)): final.exists() for _, final in ready}
+    write_json_atomic(note, replaced)
+    try:
+        for tmp, final in ready:
+            if replaced[str(final.relative_to(folder))]:
+                os.replace(final, _set_aside(final, pid))
+            os.replace(tmp, final)
+    except BaseException:
+        _undo_group(folder, replaced, pid, note)
+        raise
+    note.unlink()  # the commit point: from here on the new files stand
+    for name, existed in replaced.items():
+        if existed:
+            _unlink(_set_aside(folder / name, pid))
+
+
+def _undo_group(folder: Path, replaced: dict[str, bool], pid: int, note: Path) -> None:
+    """Put back what the group of ``pid`` replaced: each previous file set aside returns to its
+    name, and a file the group added where there was none is removed. Best effort: the note
+    stays when something could not be undone, for the next run to try again."""
+    try:
+        for name, existed in replaced.items():
+            final = folder / name
+            aside = _set_aside(final, pid)
+            if not existed:
+                final.unlink(missing_ok=True)
+            elif aside.exists():
+                os.replace(aside, final)
+        note.unlink(missing_ok=True)
+    except OSError:
+        pass  # the error that stopped the group is the one to show
+
+
+def _undo_interrupted_groups(folder: Path) -> None:
+    """Undo the group renames that a killed run left half done in ``folder`` (its process is
+    gone), so that its new files and the previous ones are not taken together as one output."""
+    for note in folder.glob(f"{_GROUP_NOTE}*"):
+        pid = note.name.removeprefix(_GROUP_NOTE).split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid() or _process_alive(int(pid)):
+            continue  # not a note of ours, or a run still committing
+        try:
+            replaced = json.loads(note.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(replaced, dict):
+            _undo_group(folder, {str(k): bool(v) for k, v in replaced.items()}, int(pid), note)
 
 
 def _remove_stale_temporaries(folder: Path, prefix: str) -> None:
