@@ -1,0 +1,6 @@
+import sys
+
+if sys.argv[:1] == ["-m"]:  # `python -m pipe.clean_x`: see data_io.util.interrupt
+    from data_io.util.interrupt import quiet_while_starting
+
+    quiet_while_starting("clean")

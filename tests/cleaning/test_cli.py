@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,7 +14,14 @@ from data_io.cleaning import registry
 from data_io.cleaning.registry import CLEANER_MODULES, entries, find, name_of
 from data_io.cli import main
 
-from .upstream import read_jsonl, read_parquet, run_module_offline, write_json, write_parquet
+from .upstream import (
+    REPO_ROOT,
+    read_jsonl,
+    read_parquet,
+    run_module_offline,
+    write_json,
+    write_parquet,
+)
 
 
 def _raw_data(root: Path) -> None:
@@ -252,3 +263,45 @@ def test_help_gives_every_option_a_description_and_default(
     options = _options(capsys.readouterr().out)
     assert "(default: raw_data/hub/openai/gsm8k;" in options["--source"]
     assert "(default: data/gsm8k_train.jsonl)" in options["--out"]
+
+
+# Loaded by the child below (PYTHONPATH): Ctrl-C arrives at a set point of the imports, while the
+# cleaner module is importing the cleaning stage (pyarrow, polars), before its main() runs.
+_CTRL_C_WHILE_IMPORTING = """
+import os, signal, sys, time
+class CtrlC:
+    def find_spec(self, name, path=None, target=None):
+        if name == "data_io.cleaning.runner":
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)  # the handler raises KeyboardInterrupt at once; never slept out
+        return None
+sys.meta_path.insert(0, CtrlC())
+"""
+
+
+@pytest.mark.parametrize("module", ["pipe.clean_gsm8k_train", "pipe_clustered.clean_flan"])
+def test_module_ctrl_c_while_importing_exits_130_without_a_traceback(
+    tmp_path: Path, module: str
+) -> None:
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_CTRL_C_WHILE_IMPORTING)
+    done = subprocess.run(
+        [sys.executable, "-m", module],
+        cwd=tmp_path,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": f"{hook}:{REPO_ROOT}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (done.returncode, done.stdout) == (130, "")
+    assert done.stderr == "clean: interrupted while starting; nothing was written\n"
+    assert not (tmp_path / "data").exists() and not (tmp_path / "data_clustered").exists()
+
+
+def test_importing_the_cleaners_leaves_the_excepthook_alone() -> None:
+    # `data_io clean` and tests import the packages: only `python -m` changes the hook.
+    before = sys.excepthook
+    for module in ("pipe", "pipe_clustered", "pipe.clean_platypus"):
+        importlib.reload(importlib.import_module(module))
+    assert sys.excepthook is before

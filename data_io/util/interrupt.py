@@ -1,0 +1,40 @@
+"""Ctrl-C while an entry point is still importing its modules: the short message and exit
+status 130 that a Ctrl-C later in the run gives, not a traceback of the import machinery.
+
+``python -m pipe.clean_x`` imports pyarrow, polars and the cleaning stage (~0.7 s) at the top
+of the cleaner module, before ``Cleaner.main`` and its handler run; the packages ``pipe`` and
+``pipe_clustered`` call :func:`quiet_while_starting` while ``python -m`` locates the module
+(it imports the parent packages with ``sys.argv[0] == "-m"``, as the Python docs state; never
+so when ``data_io clean`` or a test imports them).
+Standard library only: it runs before anything heavy is imported."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from types import TracebackType
+
+# The exit status of a run stopped by Ctrl-C (128 + SIGINT), as the shell gives it.
+INTERRUPTED = 130
+
+
+def quiet_while_starting(prog: str) -> None:
+    """From now on, a KeyboardInterrupt that nothing catches (one raised during the imports)
+    prints ``<prog>: interrupted while starting; nothing was written`` and exits 130; any
+    other uncaught exception is shown as before."""
+    previous = sys.excepthook
+
+    def hook(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+        if not issubclass(kind, KeyboardInterrupt):
+            previous(kind, exc, tb)
+            return
+        print(f"{prog}: interrupted while starting; nothing was written", file=sys.stderr)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing to flush to
+                stream.flush()
+        # Python would end by killing itself with SIGINT (status -2 to a parent process); a
+        # Ctrl-C later in the run exits 130, and so does this one.
+        os._exit(INTERRUPTED)
+
+    sys.excepthook = hook
