@@ -454,6 +454,7 @@ class OutputWriter:
 _TEMPORARY_NAME = re.compile(r".+\.tmp-(\d+)(\.part\d+|\.old)?")
 
 # The note a group's renames leave in its folder while they run: the files they replace.
+# `tokenize` and `train-tokenizer` refuse a folder holding one (rust/reader/mod.rs).
 _GROUP_NOTE = ".data_io-clean-commit-"
 
 

@@ -386,19 +386,57 @@ fn discover(root: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
                 .to_str()
                 .is_some_and(|name| name.starts_with('.'))
     };
-    // Hidden files and folders (editor backups, other tools' temporaries) are not inputs.
+    // Hidden files and folders (editor backups, other tools' temporaries) are not inputs; a
+    // `clean` run's note of a group of files being replaced is looked for among them.
+    let mut commit_notes = Vec::new();
     for entry in walkdir::WalkDir::new(root)
         .follow_links(true)
         .sort_by_file_name()
         .into_iter()
-        .filter_entry(|e| !is_hidden(e))
+        .filter_entry(|e| {
+            let hidden = is_hidden(e);
+            if hidden && is_clean_commit_note(e) {
+                commit_notes.push(e.path().to_path_buf());
+            }
+            !hidden
+        })
     {
         let entry = entry.map_err(|e| walk_error(root, &e))?;
         if entry.file_type().is_file() {
             sort(entry.into_path());
         }
     }
+    if let Some(note) = commit_notes.first() {
+        return Err(clean_commit_unfinished(note));
+    }
     Ok((files, skipped))
+}
+
+/// The name `data_io clean` gives the note it writes beside a group of output files while it
+/// replaces them one by one (`data_io/cleaning/writers.py`, `_GROUP_NOTE`); removed once all
+/// stand.
+const CLEAN_COMMIT_NOTE: &str = ".data_io-clean-commit-";
+
+fn is_clean_commit_note(entry: &walkdir::DirEntry) -> bool {
+    entry.file_type().is_file()
+        && entry
+            .file_name()
+            .to_str()
+            .is_some_and(|name| name.starts_with(CLEAN_COMMIT_NOTE))
+}
+
+/// A folder whose files a `clean` run was replacing when it stopped (or still is) holds new
+/// files beside previous ones: read as one output, it would mix two cleanings.
+fn clean_commit_unfinished(note: &Path) -> Error {
+    let folder = note.parent().unwrap_or(note);
+    Error::Input(format!(
+        "{} holds {}: a `data_io clean` run was replacing the files of that folder and has not \
+         finished (it was stopped, or it is still running), so new and previous files stand \
+         side by side; nothing was read. Run that cleaner again (it first puts the previous \
+         files back), or let the running one finish, then run this again",
+        folder.display(),
+        note.file_name().unwrap_or_default().to_string_lossy()
+    ))
 }
 
 /// A failed step of the walk of `root`, said with what to do: a link that goes nowhere or back
@@ -723,6 +761,30 @@ mod tests {
             .to_string();
         assert!(message.contains("up links back to"), "{message}");
         assert!(message.contains("remove the link"), "{message}");
+    }
+
+    #[test]
+    fn a_folder_that_clean_was_replacing_is_refused_until_the_note_is_gone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let group = dir.path().join("Platypus");
+        std::fs::create_dir_all(&group).expect("folder");
+        std::fs::write(group.join("a.parquet"), "new").expect("written");
+        std::fs::write(group.join("b.parquet"), "old").expect("written");
+        let note = group.join(".data_io-clean-commit-123-abc");
+        std::fs::write(&note, "{}").expect("written");
+        let error = task_files(&[dir.path().to_path_buf()]).expect_err("a half-replaced folder");
+        assert_eq!(error.kind(), crate::error::ErrorKind::Input);
+        let message = error.to_string();
+        assert!(
+            message.contains("Platypus holds .data_io-clean-commit-123-abc"),
+            "{message}"
+        );
+        assert!(message.contains("Run that cleaner again"), "{message}");
+        // Other hidden files are passed over as before, and without the note the folder reads.
+        std::fs::remove_file(&note).expect("removed");
+        std::fs::write(group.join(".notes"), "mine").expect("written");
+        let found = task_files(&[dir.path().to_path_buf()]).expect("no note");
+        assert_eq!(found.tasks.len(), 2);
     }
 
     #[test]

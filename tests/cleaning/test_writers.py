@@ -24,7 +24,8 @@ from data_io.cleaning.writers import (
     parquet_file,
     parquet_files,
 )
-from data_io.errors import OutputError
+from data_io.errors import InputError, OutputError
+from data_io.tokenize import tokenize
 
 from .upstream import REPO_ROOT, jsonl_bytes, read_jsonl
 
@@ -441,6 +442,10 @@ def test_a_group_killed_among_its_renames_is_undone_by_the_next_run(tmp_path: Pa
     }
     assert _group_state(folder) == {"a.jsonl": "new", "c.jsonl": "old"}
     assert (folder / f"b.jsonl.tmp-{_pid_of(notes[0])}.old").is_file()
+    # Until then the readers downstream refuse the mix, naming the note and the way out.
+    with pytest.raises(InputError, match=r"holds \.data_io-clean-commit-.*Run that cleaner again"):
+        tokenize([folder], tmp_path / "tokenized", progress=False)
+    assert not (tmp_path / "tokenized").exists()
     # The next run undoes it before anything else, even when it fails itself: the previous group.
     with pytest.raises(RuntimeError), OutputWriter(jsonl_files(str(folder))) as writer:
         writer.write(_table(["direct"], ["x"], ["y"], ["a"]))
