@@ -245,6 +245,32 @@ def test_a_corrupt_part_is_named_at_its_place_in_the_file(
         assert f"in the part from byte {part.start})" in str(failed.value)
 
 
+@pytest.mark.parametrize("threads", [1, 12])
+@pytest.mark.parametrize("suffix", [".bz2", ".zst", ".gz"])
+def test_a_part_whose_stored_checksum_fails_is_named_at_its_place(
+    small_tokenizer: Path, tmp_path: Path, suffix: str, threads: int
+):
+    """The middle part's data decodes but its stored checksum (gzip's CRC-32, zstd's content
+    checksum, bzip2's stream CRC: a byte of each flipped) does not match it: the place named,
+    read as one stream or on lanes (12 threads), lies in that part, with the decoder's reason."""
+    path = tmp_path / f"a.txt{suffix}"
+    data = bytearray(parted("\n\n".join(documents(6000, seed=3)).encode(), suffix, 60_000))
+    path.write_bytes(bytes(data))
+    starts = [*_core.compressed_parts(str(path), suffix[1:]), len(data)]
+    assert len(starts) > 5
+    k = len(starts) // 2
+    part = range(starts[k], starts[k + 1])
+    # gzip: the CRC-32 opens the 8-byte trailer; zstd: the checksum ends the frame; bzip2: the
+    # stream CRC ends the stream, its last bits before the padding in the last byte.
+    data[part.stop - (8 if suffix == ".gz" else 1)] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(InputError, match=r"re-download or re-compress it") as failed:
+        run([path], tmp_path / "out", small_tokenizer, threads=threads)
+    assert named_place(failed.value, suffix) in part, (str(failed.value), part)
+    if "in the part from byte" in str(failed.value):
+        assert f"in the part from byte {part.start})" in str(failed.value)
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
