@@ -215,7 +215,7 @@ fn train_hf(
         return Err(error);
     }
     Ok((
-        tokenizer,
+        hf::unique_pieces(tokenizer, &options.special_tokens)?,
         reports.into_inner().unwrap_or_else(|p| p.into_inner()),
     ))
 }
@@ -371,6 +371,53 @@ mod tests {
             "{error}"
         );
         assert!(validate(&with(&["<b>", "ab", "\u{120}a"], 1000)).is_ok());
+    }
+
+    /// `tokenizers`' unigram trainer lists a special token's text twice when it also learns it
+    /// as a piece; it is kept once, at the special token's id, and the file loads.
+    #[test]
+    fn a_unigram_piece_that_is_a_special_token_is_kept_once() {
+        let specials: Vec<String> = ["ab", "<b>"].iter().map(|t| t.to_string()).collect();
+        let options = TrainOptions {
+            kind: TokenizerKind::Unigram,
+            ..super::differential::options(300, 2, &specials)
+        };
+        let texts = vec!["ab ab abab the cat the mat ab the".to_string(); 20];
+        let mut tokenizer = hf::new_tokenizer(TokenizerKind::Unigram).expect("tokenizer");
+        let mut trainer = hf::new_trainer(&options).expect("trainer");
+        tokenizer
+            .train(&mut trainer, texts.iter())
+            .expect("trained");
+        let pieces = |tokenizer: &Tokenizer| -> Vec<String> {
+            let json: serde_json::Value =
+                serde_json::from_str(&tokenizer.to_string(false).expect("json")).expect("parsed");
+            json["model"]["vocab"]
+                .as_array()
+                .expect("vocab")
+                .iter()
+                .map(|piece| piece[0].as_str().expect("piece").to_string())
+                .collect()
+        };
+        let trained = pieces(&tokenizer);
+        // The trainer's own output holds "ab" twice (what `unique_pieces` is for).
+        assert_eq!(trained.iter().filter(|p| *p == "ab").count(), 2);
+        let unique = hf::unique_pieces(tokenizer, &specials).expect("unique");
+        let kept = pieces(&unique);
+        let set: std::collections::HashSet<&String> = kept.iter().collect();
+        assert_eq!(set.len(), kept.len());
+        assert_eq!(kept.len(), trained.len() - 1);
+        assert_eq!(kept[..2], specials[..]);
+        assert_eq!(unique.token_to_id("ab"), Some(0));
+        assert_eq!(unique.get_vocab_size(true), kept.len());
+        let loaded: Tokenizer = unique
+            .to_string(false)
+            .expect("json")
+            .parse()
+            .expect("loads");
+        assert_eq!(loaded.token_to_id("ab"), Some(0));
+        // A BPE tokenizer, or a unigram one without duplicates, is returned as it is.
+        let again = hf::unique_pieces(unique, &specials).expect("unique");
+        assert_eq!(pieces(&again), kept);
     }
 
     #[test]

@@ -129,6 +129,34 @@ def test_unigram_trains_and_round_trips(tmp_path: Path):
         assert tok.decode(tok.encode(text, add_special_tokens=False).ids) == text
 
 
+def test_a_unigram_special_token_that_is_also_a_learned_piece_is_in_the_vocabulary_once(
+    tmp_path: Path,
+):
+    """tokenizers' unigram trainer lists the special tokens, then every piece it learned, one
+    equal to a special token's text too: that text had two ids (the special token the second).
+    It is kept once, at the special token's id, and both encoders agree on the file."""
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    text = "ab ab abab the cat the mat ab the"
+    (rows / "r.jsonl").write_text(
+        json.dumps({"condition": "", "instruction": text, "response": "ab the ab"}) + "\n"
+    )
+    out = tmp_path / "uni" / "tokenizer.json"
+    specials = ["ab", "<b>"]
+    result = train_tokenizer([rows], out, tokenizer_type="unigram", vocab_size=300,
+                             special_tokens=specials, prefix_config=None, progress=False)  # fmt: skip
+    spec = json.loads(out.read_text())
+    pieces = [piece for piece, _score in spec["model"]["vocab"]]
+    assert len(pieces) == len(set(pieces)) and pieces[: len(specials)] == specials
+    assert [(t["id"], t["content"]) for t in spec["added_tokens"]] == list(enumerate(specials))
+    reference = Tokenizer.from_file(str(out))
+    assert reference.get_vocab_size() == len(pieces) == result.vocab_size
+    assert [reference.token_to_id(token) for token in specials] == [0, 1]
+    reference.encode_special_tokens = True
+    assert list(TextEncoder(out).encode_batch([text]).ids) == reference.encode(text).ids
+    assert reference.decode(reference.encode(text).ids, skip_special_tokens=False) == text
+
+
 def test_bad_options_and_bad_rows(tmp_path: Path):
     out = tmp_path / "t" / "tokenizer.json"
     with pytest.raises(ConfigError, match="too small"):
