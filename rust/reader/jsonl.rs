@@ -235,11 +235,22 @@ impl JsonlReader {
             hash: Some(hash.clone()),
         };
         let raw = BufReader::with_capacity(READ_BUFFER, counting);
-        let reader =
-            super::decompressed(raw, compression).map_err(|e| match super::not_compressed(&e) {
-                Some(not) => Error::bad_file(path, not.to_string()),
-                None => Error::read(path, e),
-            })?;
+        let refused = |e: std::io::Error| match super::not_compressed(&e) {
+            Some(not) => Error::bad_file(path, not.to_string()),
+            None => Error::read(path, e),
+        };
+        let reader: Box<dyn BufRead + Send> = if compression == Compression::None {
+            super::decompressed(raw, compression).map_err(refused)?
+        } else {
+            // Its errors name the file offset the decoder had consumed to (`frames::Damaged`),
+            // as prepare's do. The outer buffer's reads are a whole buffer, which the inner
+            // one hands straight to the decoder: the text is not copied twice.
+            let reached = Arc::new(AtomicU64::new(0));
+            let consumed = frames::Consumed::new(raw, 0, Arc::clone(&reached), compression);
+            let text = super::decompressed(consumed, compression).map_err(refused)?;
+            let located = frames::Located::new(text, reached, 0, compression);
+            Box::new(BufReader::with_capacity(READ_BUFFER, located))
+        };
         Ok(JsonlReader {
             path: Arc::new(path.to_path_buf()),
             compression,
@@ -253,7 +264,8 @@ impl JsonlReader {
     }
 
     /// A read error: on a compressed file almost always corrupt or truncated data, so say
-    /// how far reading got.
+    /// where in the file (`frames::Damaged`: the byte the decoder was at, and its part where
+    /// the file's parts are known, as prepare says it) and how far reading got.
     fn read_error(&self, error: std::io::Error) -> Error {
         let format = match self.compression {
             Compression::None => return Error::read(&self.path, error),
@@ -262,13 +274,22 @@ impl JsonlReader {
             Compression::Bzip2 => "bzip2",
             Compression::Xz => "xz",
         };
+        let line = self.line_no;
+        let message = match frames::damaged_at(&error) {
+            Some(place) if error.kind() == std::io::ErrorKind::UnexpectedEof => format!(
+                "truncated {format} data after line {line}: the compressed stream ends without \
+                 its end marker after {} bytes ({error})",
+                place.reached
+            ),
+            Some(place) => format!(
+                "corrupt {format} data near byte {} of the file, after line {line} ({error})",
+                place.near
+            ),
+            None => format!("corrupt or truncated {format} data after line {line} ({error})"),
+        };
         Error::bad_file(
             &self.path,
-            format!(
-                "corrupt or truncated {format} data after line {} ({error}); re-create or \
-                 re-download the file",
-                self.line_no
-            ),
+            format!("{message}; re-create or re-download the file"),
         )
     }
 
@@ -1100,20 +1121,33 @@ mod tests {
         let packed = zstd::stream::encode_all(text.as_bytes(), 3).unwrap();
         std::fs::write(&zst, &packed[..packed.len() - 20]).unwrap();
         let err = read_file(&zst, Compression::Zstd).unwrap_err().to_string();
+        let cut = format!("without its end marker after {} bytes (", packed.len() - 20);
         assert!(
-            err.contains("rows.jsonl.zst: corrupt or truncated zstd data after line"),
+            err.contains("rows.jsonl.zst: truncated zstd data after line ") && err.contains(&cut),
             "{err}"
         );
         let gz = dir.path().join("rows.jsonl.gz");
         let mut encoder = flate2::write::GzEncoder::new(Vec::new(), Default::default());
         encoder.write_all(text.as_bytes()).unwrap();
-        let packed = encoder.finish().unwrap();
+        let mut packed = encoder.finish().unwrap();
         std::fs::write(&gz, &packed[..packed.len() / 2]).unwrap();
         let err = read_file(&gz, Compression::Gzip).unwrap_err().to_string();
+        let cut = format!("end marker after {} bytes (", packed.len() / 2);
         assert!(
-            err.contains("rows.jsonl.gz: corrupt or truncated gzip data after line"),
+            err.contains("rows.jsonl.gz: truncated gzip data after line") && err.contains(&cut),
             "{err}"
         );
+        // Whole, but its CRC-32 (the trailer's first 4 bytes) damaged: the place is the trailer,
+        // its last byte (the decoder checks the CRC once it has taken the length after it).
+        let crc = packed.len() - 8;
+        packed[crc] ^= 0xff;
+        std::fs::write(&gz, &packed).unwrap();
+        let err = read_file(&gz, Compression::Gzip).unwrap_err().to_string();
+        let near = format!(
+            "rows.jsonl.gz: corrupt gzip data near byte {} of the file",
+            crc + 7
+        );
+        assert!(err.contains(&near) && err.contains("checksum"), "{err}");
         std::fs::write(&gz, b"plain text, not gzip\n").unwrap();
         let err = read_file(&gz, Compression::Gzip).unwrap_err().to_string();
         assert!(

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pytest
+import zstandard
 
+from data_io import _core
 from data_io.errors import ConfigError, InputError
 from data_io.tokenize import tokenize
 from tests.formats.parted import parted
@@ -125,9 +128,66 @@ def test_a_corrupt_archive_names_the_file_and_the_line_reached(
     with pytest.raises(InputError) as info:
         run(rows, tmp_path / "out", small_tokenizer, on_error="skip")
     kind = "gzip" if suffix == ".jsonl.gz" else "zstd"
-    assert f"{path}: corrupt or truncated {kind} data after line " in str(info.value)
+    pattern = (
+        rf"{re.escape(str(path))}: truncated {kind} data after line (\d+): the compressed "
+        r"stream ends without its end marker after (\d+) bytes \("
+    )
+    said = re.search(pattern, str(info.value))
+    assert said, info.value
+    assert int(said[2]) == len(packed) // 2 and int(said[1]) < 5000 * len(ROWS)
     assert not (tmp_path / "out" / f"broken{suffix}").exists()
     assert (tmp_path / "out" / "fine.jsonl" / "tokens.npy").exists()
+
+
+def checksum_flipped(path: Path, suffix: str, parts: bool) -> range:
+    """Write to ``path`` rows compressed as ``suffix`` (one gzip member or zstd frame, or
+    ``parts`` of 20 kB of text) whose middle part's stored checksum (gzip's CRC-32, zstd's
+    content checksum) has a byte flipped: its data decodes, its check fails. The file offsets
+    of that part."""
+    many = [
+        {**row, "instruction": f"{row['instruction']} #{i}"} for i in range(3000) for row in ROWS
+    ]
+    body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in many).encode()
+    if parts:
+        data = bytearray(parted(body, suffix, 20_000))
+    elif suffix == ".gz":
+        data = bytearray(gzip.compress(body))
+    else:
+        data = bytearray(zstandard.ZstdCompressor(write_checksum=True).compress(body))
+    path.write_bytes(bytes(data))
+    starts = [*_core.compressed_parts(str(path), suffix[1:]), len(data)]
+    assert (len(starts) > 5) == parts
+    k = (len(starts) - 1) // 2 if parts else 0
+    part = range(starts[k], starts[k + 1])
+    data[part.stop - (8 if suffix == ".gz" else 1)] ^= 0xFF
+    path.write_bytes(bytes(data))
+    return part
+
+
+@pytest.mark.parametrize("parts", [False, True])
+@pytest.mark.parametrize("suffix", [".gz", ".zst"])
+def test_a_failed_checksum_names_the_byte_and_the_part_it_is_in(
+    small_tokenizer: Path, tmp_path: Path, suffix: str, parts: bool
+):
+    """The place is the file's byte the decoder was at, as prepare names it (with the part it
+    lies in where the file's parts are read on lanes: 12 threads), beside the last line read."""
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    path = rows / f"sums.jsonl{suffix}"
+    part = checksum_flipped(path, suffix, parts)
+    with pytest.raises(InputError) as info:
+        run(rows, tmp_path / "out", small_tokenizer, threads=12 if parts else 1)
+    kind = "gzip" if suffix == ".gz" else "zstd"
+    pattern = (
+        rf"{re.escape(str(path))}: corrupt {kind} data near byte (\d+) of the file, after "
+        r"line \d+ \((.*)\); re-create or re-download the file"
+    )
+    said = re.search(pattern, str(info.value))
+    assert said, info.value
+    assert int(said[1]) in part, (str(info.value), part)
+    assert "checksum" in said[2]
+    if parts:
+        assert said[2].endswith(f", in the part from byte {part.start}")
 
 
 def test_a_file_that_is_not_gzip_at_all_is_an_error(small_tokenizer: Path, tmp_path: Path):
