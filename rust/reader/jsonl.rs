@@ -243,13 +243,12 @@ impl JsonlReader {
             super::decompressed(raw, compression).map_err(refused)?
         } else {
             // Its errors name the file offset the decoder had consumed to (`frames::Damaged`),
-            // as prepare's do. The outer buffer's reads are a whole buffer, which the inner
-            // one hands straight to the decoder: the text is not copied twice.
+            // as prepare's do; lines are cut from the decoder's own buffer (`Located` is a
+            // `BufRead`), so the text is not copied into a second one.
             let reached = Arc::new(AtomicU64::new(0));
             let consumed = frames::Consumed::new(raw, 0, Arc::clone(&reached), compression);
             let text = super::decompressed(consumed, compression).map_err(refused)?;
-            let located = frames::Located::new(text, reached, 0, compression);
-            Box::new(BufReader::with_capacity(READ_BUFFER, located))
+            Box::new(frames::Located::new(text, reached, 0, compression))
         };
         Ok(JsonlReader {
             path: Arc::new(path.to_path_buf()),

@@ -236,13 +236,38 @@ impl<R> Located<R> {
     }
 }
 
+impl<R> Located<R> {
+    /// `error` located at the place the decoder's input had reached.
+    fn locate(&self, error: std::io::Error) -> std::io::Error {
+        let reached = self.reached.load(Ordering::Relaxed);
+        let near = reached.saturating_sub(self.back).max(self.from);
+        damaged(error, reached, near)
+    }
+}
+
 impl<R: Read> Read for Located<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.inner.read(buf).map_err(|error| {
-            let reached = self.reached.load(Ordering::Relaxed);
-            let near = reached.saturating_sub(self.back).max(self.from);
-            damaged(error, reached, near)
-        })
+        match self.inner.read(buf) {
+            Ok(n) => Ok(n),
+            Err(error) => Err(self.locate(error)),
+        }
+    }
+}
+
+/// Lines are read from the decoder's own buffer, so a reader that wants `BufRead` needs no
+/// second buffer (and no second copy of the text) above this one.
+impl<R: BufRead> BufRead for Located<R> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        // Asked twice (the borrow checker cannot hand out the buffer of a call whose error
+        // path needs `self`), which costs nothing: the second call returns what the first filled.
+        if let Err(error) = self.inner.fill_buf() {
+            return Err(self.locate(error));
+        }
+        self.inner.fill_buf()
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.inner.consume(amount);
     }
 }
 
