@@ -46,10 +46,20 @@ def test_positional_arguments_may_follow_options():
 
 
 @pytest.mark.parametrize(
-    ("option", "value"), [("--workers", "0"), ("--threads-per-unit", "0"), ("--unit-mb", "-5")]
+    ("option", "value"),
+    [
+        ("--workers", "0"),
+        ("--threads-per-unit", "0"),
+        ("--unit-mb", "-5"),
+        ("--unit-mb", "0"),
+        ("--unit-mb", "nan"),
+        ("--unit-mb", "inf"),  # was a traceback (no int of infinity) once the plan was cut
+        ("--unit-mb", "1e-9"),  # under a byte: was "the unit size must be positive, not 0 bytes"
+    ],
 )
 def test_scale_out_counts_below_one_are_refused(option: str, value: str, capsys):
-    """0 was taken for "the default" (workers, threads) or "do not cut" (unit size)."""
+    """0 was taken for "the default" (workers, threads) or "do not cut" (unit size); a unit size
+    must also be finite and one byte or more."""
     with pytest.raises(SystemExit):
         parse_command_line(["prepare", "a.txt", "-o", "out", "--executor", "local", option, value])
     assert f"argument {option}: must be" in capsys.readouterr().err

@@ -5,6 +5,7 @@ runs one unit: what a Slurm array task calls; ``scale finalize`` assembles the o
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
@@ -45,7 +46,7 @@ def add_executor_arguments(parser: argparse.ArgumentParser, *, required: bool = 
     )
     group.add_argument(
         "--unit-mb",
-        type=positive_number,
+        type=unit_mb,
         default=DEFAULT_UNIT_MB,
         help="input per unit; bigger files are cut (default: %(default)s)",
     )
@@ -66,6 +67,17 @@ def add_executor_arguments(parser: argparse.ArgumentParser, *, required: bool = 
         default=None,
         help="ray: the cluster to join (default: RAY_ADDRESS, else a local one)",
     )
+
+
+def unit_mb(text: str) -> float:
+    """``--unit-mb``: a finite number of MB, one byte or more (inf, or a size that rounds to 0
+    bytes, has no unit size to cut at)."""
+    value = positive_number(text)
+    if not math.isfinite(value) or value * (1 << 20) < 1:
+        raise argparse.ArgumentTypeError(
+            f"must be a finite size of at least one byte (1/1048576 MB, about 1e-06), got {text}"
+        )
+    return value
 
 
 def settings_from(args: argparse.Namespace, kind: str) -> ExecutorSettings:
