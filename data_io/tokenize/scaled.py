@@ -121,6 +121,8 @@ class TokenizeStage:
     def run_unit(self, plan: SavedPlan, unit: Unit, threads: int | None) -> dict[str, Any]:
         if threads is None and os.environ.get(THREADS_VARIABLE):
             threads = int(os.environ[THREADS_VARIABLE])
+        if unit.span.get("kind") != "whole":
+            _check_unchanged(plan, unit)
         options = {**plan.options, "threads": threads, "progress": False, "parts": None}
         spec = {
             "task": unit.task,
@@ -168,6 +170,31 @@ class TokenizeStage:
 
 
 STAGE = TokenizeStage()
+
+
+def _check_unchanged(plan: SavedPlan, unit: Unit) -> None:
+    """A unit of part of a file reads the bytes, row groups or compressed parts the plan found:
+    a file changed since (another size or time) would be cut elsewhere, and its rows read from
+    mid-line or past a row's end, whose errors would blame lines that are fine. (A whole file
+    is read as it is now: finalize uses its part only if the content is the one encoded.)"""
+    entry = next((e for e in plan.inputs if e.get("source") == unit.source), None)
+    if entry is None or "size" not in entry or "mtime_ns" not in entry:
+        return
+    try:
+        stat = Path(unit.source).stat()
+    except FileNotFoundError:
+        raise InputError(
+            f"{unit.source}: gone since the plan was made; run the command that made the plan "
+            "again (it plans what is there now)"
+        ) from None
+    if (stat.st_size, stat.st_mtime_ns) != (entry["size"], entry["mtime_ns"]):
+        raise ConfigError(
+            f"{unit.source}: changed since the plan was made ({entry['size']:,} bytes then, "
+            f"{stat.st_size:,} now); run the command that made the plan again (the same "
+            "`data_io tokenize ... --executor ...`): it plans the changed file anew and keeps "
+            "the units already done (`data_io resume` runs the old plan)"
+        )
+
 
 # What a plan records besides ``tokenize_options``' keyword options, or in another form
 # (``conditions``: a list of [name, token] pairs, as JSON keeps their order).

@@ -220,6 +220,32 @@ def test_a_file_changed_after_the_plan_is_encoded_again(tmp_path: Path) -> None:
         run_unit(manifest, stale.id, threads=1)
 
 
+def test_a_range_unit_of_a_file_changed_after_the_plan_says_so_not_a_bad_line(
+    tmp_path: Path,
+) -> None:
+    """Its rows, read at the planned byte offsets of the new content, were cut mid-line: the
+    unit failed with "malformed JSON" at a line of the file that is fine."""
+    inputs, manifest = _every_unit_run(tmp_path)
+    stale = next(u for u in manifest.units if u.task == "big.jsonl" and u.index > 0)
+    manifest.record_path(stale.id, "done").unlink()
+    write_jsonl(inputs / "big.jsonl", [*rows(2999, seed=77), "x" * 500])  # other line ends
+    with pytest.raises(ConfigError, match=r"big\.jsonl: changed since the plan was made \("):
+        run_unit(manifest, stale.id, threads=1)
+    failed = manifest.read_record(stale.id, "failed")
+    assert failed is not None and "run the command that made the plan again" in failed["error"]
+    assert "malformed" not in failed["error"]
+    # A whole-file unit reads the file as it is (finalize checks the content it encoded).
+    whole = next(u for u in manifest.units if u.span["kind"] == "whole")
+    manifest.record_path(whole.id, "done").unlink()
+    source = Path(whole.source)
+    source.write_bytes(source.read_bytes())  # same content, a new time
+    assert run_unit(manifest, whole.id, threads=1)["rows"] > 0
+    # Gone since the plan: said so.
+    (inputs / "big.jsonl").unlink()
+    with pytest.raises(InputError, match=r"big\.jsonl: gone since the plan was made"):
+        run_unit(manifest, stale.id, threads=1)
+
+
 def test_status_of_a_finalize_that_left_a_file_out_says_so_and_exits_non_zero(
     tmp_path: Path, capsys
 ) -> None:
