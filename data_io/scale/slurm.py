@@ -215,8 +215,8 @@ class _ScriptContext:
         given there is kept, with ``suffix`` for the finalize job)."""
         name = self.options.options.get("job-name") or f"data_io-{self.stage}"
         merged = {
-            "output": str(log),
-            "error": str(log),
+            "output": _log_pattern(log),
+            "error": _log_pattern(log),
             "cpus-per-task": str(self.options.threads_per_unit),
             **self.options.options,
             "job-name": name + suffix,
@@ -263,9 +263,19 @@ class _ScriptContext:
 
 
 def _sbatch_line(key: str, value: str) -> str:
+    # sbatch splits an #SBATCH line at blanks and ends it at a `#`, outside quotes; inside
+    # them a backslash keeps the next character (a backslash before a blank does not).
+    if re.search(r"""[\s#"'\\]""", value):
+        value = '"' + re.sub(r'(["\\])', r"\\\1", value) + '"'
     if len(key) == 1:
         return f"#SBATCH -{key}" + (f" {value}" if value else "")
     return f"#SBATCH --{key}" + (f"={value}" if value else "")
+
+
+def _log_pattern(log: Path) -> str:
+    """A log's path as sbatch's --output takes it: its name's ``%A``, ``%a`` and ``%j`` are
+    Slurm's, a ``%`` in its folder's path is itself (``%%``)."""
+    return str(log.parent).replace("%", "%%") + "/" + log.name
 
 
 def _check_options(options: dict[str, str]) -> None:

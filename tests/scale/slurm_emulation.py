@@ -75,9 +75,19 @@ def _sbatch(folder: Path, args: list[str]) -> int:
     script = Path(next(a for a in args if not a.startswith("-")))
     given = dict(_option(a) for a in options)
     lines = script.read_text().splitlines()
-    directives = dict(
-        _option(line.split(None, 1)[1]) for line in lines if line.startswith("#SBATCH")
-    )
+    directives: dict[str, str] = {}
+    for line in lines:
+        if not line.startswith("#SBATCH"):
+            continue
+        arguments = _arguments(line.removeprefix("#SBATCH"))
+        if len(arguments) == 2 and re.fullmatch(r"-[A-Za-z]", arguments[0]):
+            arguments = [f"{arguments[0]}={arguments[1]}"]  # -t 10
+        for argument in arguments:
+            if not argument.startswith("-"):
+                print(f"sbatch: error: Invalid directive found in batch script: {argument}",
+                      file=sys.stderr)  # fmt: skip
+                return 255
+            directives.update([_option(argument)])
     settings = {**directives, **given}  # the command line wins, as in sbatch
     indices = [None]
     if "array" in settings:
@@ -120,6 +130,47 @@ def _sbatch(folder: Path, args: list[str]) -> int:
         with open(log, "ab") as out:
             subprocess.run(["bash", str(script)], env=env, stdout=out, stderr=out, check=False)
     return 0
+
+
+def _arguments(line: str) -> list[str]:
+    """The arguments of an #SBATCH line as sbatch reads them (``get_argument``): split at
+    blanks outside quotes, ``'`` or ``"`` quoting, a backslash keeping the next character (but
+    not a blank outside quotes), an unquoted ``#`` ending the line."""
+    arguments: list[str] = []
+    current: list[str] | None = None
+    quote = None
+    k = 0
+    while k < len(line):
+        char = line[k]
+        if quote is None and char.isspace():
+            if current is not None:
+                arguments.append("".join(current))
+            current = None
+            k += 1
+            continue
+        if quote is None and char == "#":
+            break
+        current = [] if current is None else current
+        if char == "\\" and k + 1 < len(line) and (quote or not line[k + 1].isspace()):
+            current.append(line[k + 1])
+            k += 2
+            continue
+        if char == "\\":
+            k += 1
+        elif quote is not None and char == quote:
+            quote = None
+            k += 1
+        elif quote is None and char in "'\"":
+            quote = char
+            k += 1
+        else:
+            current.append(char)
+            k += 1
+    if quote is not None:
+        raise SystemExit(f"sbatch: fatal: Unmatched `{quote}` in [{line}]")
+    if current is not None:
+        arguments.append("".join(current))
+    return arguments
 
 
 def _option(text: str) -> tuple[str, str]:

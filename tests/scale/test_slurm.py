@@ -104,6 +104,24 @@ def test_tokenize_on_slurm_is_byte_identical_to_one_run(slurm_env, tmp_path, mon
     assert recorded[0]["finalize_job"] == submission.finalize_job
 
 
+def test_paths_and_option_values_with_spaces_hashes_and_percents(slurm_env, tmp_path):
+    """sbatch splits an #SBATCH line at blanks, ends it at a `#` and expands `%` in log
+    names: a folder named so put the logs elsewhere (or nowhere), and a value with a blank
+    lost its end."""
+    inputs = write_inputs(tmp_path / "in")
+    out = tmp_path / "my run #1 at 100%A" / "out"
+    args = _tokenize_args(inputs, out, 0.2, "--wait", "--slurm-opt", "comment=a b # c")
+    assert main(args) == 0
+    assert tree_bytes(out) == _local(inputs, tmp_path / "local")
+    submission = _submission(Manifest.load(out), 1)
+    logs = sorted(p.name for p in (submission.folder / "logs").iterdir())
+    assert len([n for n in logs if n.startswith("unit-")]) == 7
+    assert len([n for n in logs if n.startswith("finalize-")]) == 1
+    script = (submission.folder / "array.sbatch").read_text()
+    assert '#SBATCH --comment="a b # c"\n' in script
+    assert '#SBATCH --output="' + str(tmp_path) + "/my run #1 at 100%%A/out/" in script
+
+
 def _kill_the_first_unit_midway(parts: Path, killed: list[int], deadline: float) -> None:
     """SIGKILL the process of the first unit seen writing its part (``.tmp-<index>-<pid>-*``
     with encoded tokens in it)."""
