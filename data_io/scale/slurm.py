@@ -111,6 +111,9 @@ def submit_slurm(manifest: Manifest, units: Sequence[Unit], options: SlurmOption
     sbatch = _client("sbatch")
     _check_options(options.options)
     _refuse_if_queued(manifest)
+    max_size = options.max_array_size or read_max_array_size()
+    if max_size < 2:
+        raise SlurmError(f"MaxArraySize {max_size} leaves no room for an array (needs 2 or more)")
     folder = _new_folder(manifest.root / SUBMISSIONS)
     (folder / "logs").mkdir()
     ordered = sorted(units, key=lambda u: -u.bytes)  # stable: the plan's order among equals
@@ -119,9 +122,6 @@ def submit_slurm(manifest: Manifest, units: Sequence[Unit], options: SlurmOption
     (folder / "array.sbatch").write_text(context.array_script(), encoding="utf-8")
     (folder / "finalize.sbatch").write_text(context.finalize_script(), encoding="utf-8")
 
-    max_size = options.max_array_size or read_max_array_size()
-    if max_size < 2:
-        raise SlurmError(f"MaxArraySize {max_size} leaves no room for an array (needs 2 or more)")
     submission = Submission(
         number=int(folder.name),
         folder=folder,
@@ -145,6 +145,8 @@ def submit_slurm(manifest: Manifest, units: Sequence[Unit], options: SlurmOption
     except SlurmError:
         # A half-made submission would run units with no finalize after them: take it back.
         _cancel(submission.array_jobs)
+        if not submission.chunks:  # nothing went out: no folder that looks like a submission
+            shutil.rmtree(folder, ignore_errors=True)
         raise
     submission.save()
     manifest.executor.setdefault("slurm_submissions", []).append(

@@ -267,6 +267,11 @@ def test_a_refused_submission_reports_sbatch_s_error(tmp_path, monkeypatch):
     options = SlurmOptions({"partition": "gpu"}, max_array_size=10)
     with pytest.raises(SlurmError, match="invalid partition: gpu"):
         submit_slurm(manifest, manifest.units, options)
+    # Nothing went out: no submission folder is left that looks like one (scripts, no jobs).
+    assert list((manifest.root / "submissions").iterdir()) == []
+    with pytest.raises(SlurmError, match="no room for an array"):
+        submit_slurm(manifest, manifest.units, SlurmOptions({}, max_array_size=1))
+    assert list((manifest.root / "submissions").iterdir()) == []
 
 
 @pytest.mark.parametrize(
