@@ -117,11 +117,13 @@ class Manifest:
                 f"{path}: no plan here; give the manifest a scaled-out run wrote "
                 f"(OUT/{SCALE_DIR}/{MANIFEST}) or its output folder"
             ) from None
-        except (OSError, ValueError) as exc:
+        except ValueError as exc:  # truncated or not JSON
+            raise ConfigError(f"{path}: not a readable plan ({exc}); {PLAN_AGAIN}") from None
+        except OSError as exc:
             raise ConfigError(f"{path}: not a readable plan ({exc})") from None
         if not isinstance(content, dict) or content.get("format") != FORMAT:
             found = content.get("format") if isinstance(content, dict) else type(content).__name__
-            raise ConfigError(f"{path}: format {found!r}, expected {FORMAT!r}")
+            raise ConfigError(f"{path}: format {found!r}, expected {FORMAT!r}; {PLAN_AGAIN}")
         problem = _plan_problem(content)
         if problem is not None:
             raise ConfigError(f"{path}: {problem}; {PLAN_AGAIN}")

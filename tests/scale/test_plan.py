@@ -85,6 +85,23 @@ def test_manifest_round_trips_and_says_what_is_missing(inputs: Path, tmp_path: P
         loaded.unit("u999")
 
 
+@pytest.mark.parametrize(
+    ("cut", "said"),
+    [
+        (lambda text: text[: len(text) // 2], "not a readable plan (Expecting"),
+        (lambda text: "", "not a readable plan (Expecting value"),
+        (lambda text: "[1, 2]", "format 'list', expected 'data_io-scale/1'"),
+        (lambda text: text.replace("data_io-scale/1", "data_io-scale/9"), "format 'data_io-sc"),
+    ],
+)
+def test_a_damaged_plan_says_how_to_go_on(inputs: Path, tmp_path: Path, cut, said: str) -> None:
+    """A truncated plan (a full disk, an editor) said only what JSON found wrong."""
+    path = plan_tokenize(_options(inputs, tmp_path / "out"), UNIT).save()
+    path.write_text(cut(path.read_text()))
+    with pytest.raises(ConfigError, match=rf"{re.escape(said)}.*plan the run again \(remove"):
+        Manifest.load(tmp_path / "out")
+
+
 def _plan_with_unit_1(inputs: Path, tmp_path: Path, field: str, value: object) -> Path:
     """A saved plan whose second unit's ``field`` was edited to ``value``."""
     import json
