@@ -8,10 +8,15 @@ asked to wait).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import shutil
 import sys
 import typing
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from data_io.errors import ConfigError
@@ -148,11 +153,38 @@ def resume(
 ) -> Outcome:
     """Run the plan's units that have no completion record, then finalize (nothing, when the
     plan is finalized already: its output is complete)."""
-    if (manifest.root / FINALIZED).exists():
-        return Outcome(manifest, [], finalized_before=True)
-    if settings is None:
-        settings = ExecutorSettings.from_record(manifest.executor or {}, manifest.path)
-    return execute(manifest, manifest.not_done(), settings, progress=progress)
+    with one_run(manifest.root):
+        if (manifest.root / FINALIZED).exists():
+            return Outcome(manifest, [], finalized_before=True)
+        if settings is None:
+            settings = ExecutorSettings.from_record(manifest.executor or {}, manifest.path)
+        return execute(manifest, manifest.not_done(), settings, progress=progress)
+
+
+@contextlib.contextmanager
+def one_run(root: Path) -> Iterator[None]:
+    """Hold the plan folder ``root`` for one command that plans, runs units and finalizes: a
+    second one at once (the same command twice, or other options) would clear the first one's
+    unit records under it, or finalize beside it. An advisory ``flock`` on the folder, released
+    when the command ends or dies; the units' own processes do not hold it."""
+    made = not root.exists()
+    root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if made:
+                with contextlib.suppress(OSError):
+                    root.rmdir()
+            raise ConfigError(
+                f"{root}: another data_io command is running this plan (planning, running its "
+                "units or finalizing); wait for it to end, or stop it, then run again "
+                "(`data_io status` shows where it stands)"
+            ) from None
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 def execute(
@@ -231,10 +263,11 @@ def _wait_or_say_so(manifest: Manifest, submission: Any, wait: Any) -> None:
 
 def _start(manifest: Manifest, settings: ExecutorSettings, progress: bool | None) -> Outcome:
     """Save a new plan (keeping the unit records of an equal one) and run it."""
-    manifest.executor = settings.recorded()
-    _keep_or_clear_records(manifest)
-    manifest.save()
-    return execute(manifest, manifest.not_done(), settings, progress=progress)
+    with one_run(manifest.root):
+        manifest.executor = settings.recorded()
+        _keep_or_clear_records(manifest)
+        manifest.save()
+        return execute(manifest, manifest.not_done(), settings, progress=progress)
 
 
 def _keep_or_clear_records(manifest: Manifest) -> None:

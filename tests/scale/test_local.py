@@ -220,6 +220,38 @@ def test_a_file_changed_after_the_plan_is_encoded_again(tmp_path: Path) -> None:
         run_unit(manifest, stale.id, threads=1)
 
 
+def test_a_second_command_on_a_plan_in_use_is_refused_and_leaves_it_alone(
+    tmp_path: Path,
+) -> None:
+    """Two runs at once into one output: the second cleared the first one's unit records
+    (a plan with other options) and one of them failed with "Directory not empty"."""
+    import fcntl
+
+    inputs = write_inputs(tmp_path / "in")
+    options = tokenize_options([inputs], tmp_path / "out", tokenizer_path=TOKENIZER)
+    manifest = plan_tokenize(options, int(UNIT_MB * (1 << 20)))
+    manifest.save()
+    run_unit(manifest, manifest.units[0].id, threads=1)
+    saved = manifest.path.read_bytes()
+    fd = os.open(manifest.root, os.O_RDONLY)  # what a running command holds
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        settings = ExecutorSettings(kind="local", workers=1)
+        for attempt in (
+            lambda: scale_tokenize({**options, "token_dtype": "auto"}, settings, progress=False),
+            lambda: resume(Manifest.load(manifest.path), settings, progress=False),
+        ):
+            with pytest.raises(ConfigError, match=r"another data_io command is running this plan"):
+                attempt()
+            assert manifest.path.read_bytes() == saved
+            assert manifest.state(manifest.units[0].id) == "done"
+            assert not (tmp_path / "out" / "tokenizer_info.json").exists()
+    finally:
+        os.close(fd)
+    outcome = resume(Manifest.load(manifest.path), settings, progress=False)  # free again
+    assert outcome.result is not None and not outcome.unfinished
+
+
 def test_a_range_unit_of_a_file_changed_after_the_plan_says_so_not_a_bad_line(
     tmp_path: Path,
 ) -> None:
