@@ -142,11 +142,15 @@ def submit_slurm(manifest: Manifest, units: Sequence[Unit], options: SlurmOption
             submission.chunks.append({"job_id": job_id, "offset": offset, "count": count})
         after = [f"--dependency=afterany:{':'.join(submission.array_jobs)}"] if ordered else []
         submission.finalize_job = _sbatch(sbatch, *after, str(folder / "finalize.sbatch"))
-    except SlurmError:
+    except SlurmError as error:
         # A half-made submission would run units with no finalize after them: take it back.
         _cancel(submission.array_jobs)
         if not submission.chunks:  # nothing went out: no folder that looks like a submission
             shutil.rmtree(folder, ignore_errors=True)
+            raise SlurmError(
+                f"{error}\nNo job went out; the scripts named above were removed with their "
+                f"submission folder ({folder})"
+            ) from None
         raise
     submission.save()
     manifest.executor.setdefault("slurm_submissions", []).append(

@@ -265,8 +265,9 @@ def test_a_refused_submission_reports_sbatch_s_error(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(fake))
     manifest = _plan_of(2, tmp_path / "out")
     options = SlurmOptions({"partition": "gpu"}, max_array_size=10)
-    with pytest.raises(SlurmError, match="invalid partition: gpu"):
+    with pytest.raises(SlurmError, match="invalid partition: gpu") as refused:
         submit_slurm(manifest, manifest.units, options)
+    assert "No job went out; the scripts named above were removed" in str(refused.value)
     # Nothing went out: no submission folder is left that looks like one (scripts, no jobs).
     assert list((manifest.root / "submissions").iterdir()) == []
     with pytest.raises(SlurmError, match="no room for an array"):
