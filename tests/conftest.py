@@ -71,20 +71,23 @@ def mounted_tmpfs(mount_point: Path, size: str) -> Iterator[Path]:
 
 
 def sampler_config(tmp_path: Path, corpus: Path, *extra: str):
-    """Sampler options over `corpus`, writing to `tmp_path/out`: 2 epochs, `b__` tasks capped at 5."""
+    """Sampler options over `corpus`, writing to `tmp_path/out`: 2 epochs, `b__` tasks capped
+    at 5; `extra` adds or replaces keys."""
     from data_io.sampling import parse_overrides
 
     rules = tmp_path / "rules.yaml"
     if not rules.exists():
         rules.write_text("- prefix: b__\n  max_per_file: 5\n")
+    defaults = [
+        f"tokenized_path={corpus}",
+        f"output_path={tmp_path / 'out'}",
+        f"prefix_config_path={rules}",
+        "epochs=2",
+    ]
+    # A key in `extra` replaces its default: the sampler refuses a key given twice.
+    given = {item.partition("=")[0] for item in extra}
     return parse_overrides(
-        [
-            f"tokenized_path={corpus}",
-            f"output_path={tmp_path / 'out'}",
-            f"prefix_config_path={rules}",
-            "epochs=2",
-            *extra,
-        ]
+        [item for item in defaults if item.partition("=")[0] not in given] + list(extra)
     )
 
 
