@@ -101,11 +101,14 @@ def read_marker(target: Path) -> dict[str, Any] | None:
     return block if isinstance(block, dict) else None
 
 
-def is_reusable(target: Path, marker: Marker, expected_files: Mapping[str, int | None]) -> bool:
-    """True when ``target`` was built from the same inputs, config and code, and is intact."""
+def is_reusable(
+    target: Path, marker: Marker, expected_files: Iterable[tuple[str, int | None]]
+) -> bool:
+    """True when ``target`` was built from the same inputs, config and code, and is intact
+    (each of ``expected_files``, ``(relative path, size or None)``, is there and that size)."""
     if read_marker(target) != marker.as_dict():
         return False
-    for relative, size in expected_files.items():
+    for relative, size in expected_files:
         path = target / relative
         if not path.is_file() or (size is not None and path.stat().st_size != size):
             return False
@@ -164,13 +167,15 @@ def ensure_space(
     probe: FreeSpaceProbe = free_bytes,
     log: Callable[[str], None] = lambda message: print(message, file=sys.stderr),
     before_delete: Callable[[], None] = lambda: None,
+    parts: str = "",
 ) -> None:
     """Fail clearly unless the target's file system can hold ``needed`` more bytes.
 
     The new output is built beside the old one, which stays until the new one is complete.
     Only when the old output alone stands in the way is it deleted first: that is said
     before, and ``before_delete`` runs first (the caller's last checks: once the old output
-    is gone, a failing build leaves none).
+    is gone, a failing build leaves none). ``parts``: what makes up ``needed``, for the
+    message (``tokens.npy 1.2 GiB + 10 epochs of 3.0 MiB``).
     """
     parent = target.parent
     available = probe(parent)
@@ -192,7 +197,7 @@ def ensure_space(
             return
     raise OutputError(
         f"not enough space for the sampled output: {parent} has {format_size(available)} "
-        f"free, {format_size(needed)} needed; free space there (e.g. old outputs in /dev/shm) or pass "
+        f"free, {format_size(needed)} needed{f' ({parts})' if parts else ''}; free space there (e.g. old outputs in /dev/shm) or pass "
         f"output_path=<folder on a larger file system>"
     )
 

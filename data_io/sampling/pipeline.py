@@ -16,6 +16,7 @@ import os
 import shutil
 import sys
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -189,14 +190,39 @@ def _check_not_empty(
     )
 
 
-def _expected_files(epochs: int, rows_per_epoch: int, pool_bytes: int) -> dict[str, int | None]:
-    """Every file a complete output has, with its size where it is known in advance."""
-    epoch_bytes = len(npy_header(INDEX_DTYPE, rows_per_epoch)) + rows_per_epoch * 8
-    files: dict[str, int | None] = {"tokens.npy": pool_bytes, REPORT_NAME: None}
+def _epoch_file_bytes(rows_per_epoch: int) -> int:
+    return len(npy_header(INDEX_DTYPE, rows_per_epoch)) + rows_per_epoch * 8
+
+
+def _needed_bytes(epochs: int, rows_per_epoch: int, pool_bytes: int) -> int:
+    """The output's size (plus room for the report and PNG), counted without listing its
+    files: ``epochs=1000000000`` must meet the free-space check, not build a list that
+    exhausts memory first."""
+    files_per_epoch = len(INDEX_NAMES)
+    return pool_bytes + epochs * files_per_epoch * _epoch_file_bytes(rows_per_epoch) + (8 << 20)
+
+
+def _needed_parts(epochs: int, rows_per_epoch: int, pool_bytes: int) -> str:
+    """What :func:`_needed_bytes` counts, for the free-space message: a typo in ``epochs``
+    shows there, not only as a size."""
+    epoch_bytes = len(INDEX_NAMES) * _epoch_file_bytes(rows_per_epoch)
+    return (
+        f"tokens.npy {output.format_size(pool_bytes)} + epochs={epochs:,} of "
+        f"{output.format_size(epoch_bytes)} each: lower epochs if that is a slip"
+    )
+
+
+def _expected_files(
+    epochs: int, rows_per_epoch: int, pool_bytes: int
+) -> Iterator[tuple[str, int | None]]:
+    """Every file a complete output has, with its size where it is known in advance; lazy
+    (only a reuse check whose marker matches walks it)."""
+    yield "tokens.npy", pool_bytes
+    yield REPORT_NAME, None
+    epoch_bytes = _epoch_file_bytes(rows_per_epoch)
     for epoch in range(epochs):
         for name in INDEX_NAMES:
-            files[f"epoch_{epoch}/{name}.npy"] = epoch_bytes
-    return files
+            yield f"epoch_{epoch}/{name}.npy", epoch_bytes
 
 
 def sample(
@@ -319,7 +345,7 @@ def sample(
         try:
             coverage, analytics, stored = _build(
                 config, filtered, rows, sampler, target, plot, marker, tokenizer_info, jobs,
-                dtype=dtype, pool_tokens=pool_tokens, needed=sum(size or 0 for size in expected.values()) + (8 << 20),
+                dtype=dtype, pool_tokens=pool_tokens, pool_bytes=pool_bytes,
                 free_space=free_space, copy_readers=copy_readers, progress=progress,
                 notes=notes, overlaps=overlaps,
             )  # fmt: skip
@@ -357,7 +383,7 @@ def _build(
     *,
     dtype: np.dtype,
     pool_tokens: int,
-    needed: int,
+    pool_bytes: int,
     free_space: output.FreeSpaceProbe,
     copy_readers: int,
     progress: bool,
@@ -368,10 +394,12 @@ def _build(
     output.prepare_parent(target)
     output.check_target(target)
     output.ensure_space(
-        target, needed, probe=free_space, log=_log,
+        target, _needed_bytes(config.epochs, sampler.rows_per_epoch, pool_bytes),
+        probe=free_space, log=_log,
         # The one check the copy makes as it goes: made up front when the previous output
         # has to be deleted before the copy can start.
         before_delete=lambda: check_token_ids(jobs, dtype, vocab_size),
+        parts=_needed_parts(config.epochs, sampler.rows_per_epoch, pool_bytes),
     )  # fmt: skip
     staging = output.make_staging(target)
     plot_in_output = plot is not None and plot.parent == target

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import io
 import os
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from data_io.errors import ConfigError, InputError
+from data_io.errors import ConfigError, InputError, OutputError
 from data_io.sampling import output, pool, sample
 from data_io.sampling.synthetic import SyntheticTask, random_task, write_corpus, write_task
 from tests.conftest import mounted_tmpfs, sampler_config
@@ -203,6 +204,26 @@ def test_short_space_checks_the_token_ids_before_deleting(tmp_path: Path, monkey
     _assert_honest_advice(str(info.value), corpus)  # the same words as the copy's
     assert _files(tmp_path / "out") == before  # nothing deleted
     assert copies == []  # and nothing copied
+
+
+def test_huge_epochs_meet_the_space_check_without_listing_every_file(tmp_path: Path) -> None:
+    # The space needed is counted, not summed over a list of every epoch file: 200,000
+    # epochs listed took ~100 MB before the check (epochs=1e9 exhausted memory).
+    corpus = _corpus(tmp_path / "tok")
+    _run(_config(tmp_path, corpus))
+    before = _files(tmp_path / "out")
+    epoch_bytes = sum(len(data) for name, data in before.items() if name.startswith("epoch_0/"))
+    tracemalloc.start()
+    try:
+        with pytest.raises(OutputError, match="not enough space") as info:
+            _run(_config(tmp_path, corpus, "epochs=200000"), free_space=lambda _path: 10 << 20)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 << 20
+    assert f"epochs=200,000 of {epoch_bytes:,} bytes each: lower epochs" in str(info.value)
+    assert _files(tmp_path / "out") == before  # the previous output is untouched
+    assert list(tmp_path.glob(".out*")) == []
 
 
 def test_short_space_with_a_bad_config_deletes_nothing(tmp_path: Path) -> None:
