@@ -57,6 +57,7 @@ from data_io.sampling.tasks import (
     INDEX_NAMES,
     Task,
     load_tokenizer_info,
+    no_tokenize_running,
     read_tasks,
     select_task_folders,
 )
@@ -238,8 +239,25 @@ def sample(
 
     ``report_dir``: the folder the caller saves that report in (default: the current
     folder, where ``> show_analytics.md`` puts it); its figure link is relative to it.
-    ``progress``: bars on stderr (default: when stderr is a terminal).
+    ``progress``: bars on stderr (default: when stderr is a terminal). Refused while a
+    ``data_io tokenize`` writes ``tokenized_path`` (:func:`no_tokenize_running`).
     """
+    with no_tokenize_running(Path(config.tokenized_path)):
+        return _sample(
+            config, stdout=stdout, progress=progress, free_space=free_space,
+            copy_readers=copy_readers, report_dir=report_dir,
+        )  # fmt: skip
+
+
+def _sample(
+    config: SampleConfig,
+    *,
+    stdout: TextIO | None,
+    progress: bool | None,
+    free_space: output.FreeSpaceProbe,
+    copy_readers: int | None,
+    report_dir: Path | None,
+) -> SampleResult:
     stdout = stdout if stdout is not None else sys.stdout
     if progress is None:
         progress = on_terminal()

@@ -15,8 +15,11 @@ fails is damaged, and the error says to delete it before re-tokenizing
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +38,8 @@ from data_io.formats.task_arrays import (
 )
 
 _DEFAULT_RULE = PrefixRule(prefix="")
+# The file a running `data_io tokenize` holds an exclusive flock on (rust/tokenize/output.rs).
+TOKENIZE_LOCK = ".data_io.lock"
 
 
 @dataclass
@@ -80,6 +85,35 @@ def load_tokenizer_info(tokenized_path: Path) -> dict[str, Any]:
     ):
         raise InputError(f"{path}: 'vocab_size' must be a positive integer, got {vocab_size!r}")
     return info
+
+
+@contextlib.contextmanager
+def no_tokenize_running(tokenized_path: Path) -> Iterator[None]:
+    """Refuse a tokenized folder that a ``data_io tokenize`` is writing now (it holds an
+    exclusive ``flock`` on its lock file for the whole run), and hold a shared lock on it
+    while the sample is built: tokenize replaces task folders as it goes, so tasks read
+    before and after a replacement, or a ``tokens.npy`` replaced between the index check
+    and the pool copy, would make a silently wrong sample. Best effort where the folder
+    has no lock file (the original pipeline's) or the file system has no ``flock``."""
+    lock = tokenized_path / TOKENIZE_LOCK
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except OSError:
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError(
+                f"a data_io tokenize is writing {tokenized_path} now (it holds {lock}): its "
+                f"tasks are being replaced; wait for it to finish, then sample again"
+            ) from None
+        except OSError:
+            pass  # no flock here (some network file systems): nothing to hold
+        yield
+    finally:
+        os.close(fd)  # releases the shared lock
 
 
 def _load_index(path: Path, task: str) -> np.ndarray:

@@ -4,6 +4,7 @@ the previous output kept until the new one exists (or deleted only after every c
 
 from __future__ import annotations
 
+import fcntl
 import io
 import os
 import tracemalloc
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 from data_io.errors import ConfigError, InputError, OutputError
-from data_io.sampling import output, pool, sample
+from data_io.sampling import output, pool, sample, tasks
 from data_io.sampling.synthetic import SyntheticTask, random_task, write_corpus, write_task
 from tests.conftest import mounted_tmpfs, sampler_config
 
@@ -236,6 +237,59 @@ def test_short_space_with_a_bad_config_deletes_nothing(tmp_path: Path) -> None:
             free_space=_short_of_space(tmp_path / "out"),
         )
     assert _files(tmp_path / "out") == before
+
+
+# -- a tokenize run writing the input -----------------------------------------------------
+
+
+def test_a_running_tokenize_is_refused_before_anything_is_read(tmp_path: Path) -> None:
+    corpus = _corpus(tmp_path / "tok")
+    lock = corpus / tasks.TOKENIZE_LOCK
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as `data_io tokenize` holds it
+        with pytest.raises(InputError) as info:
+            _run(_config(tmp_path, corpus))
+    finally:
+        os.close(fd)
+    assert str(info.value) == (
+        f"a data_io tokenize is writing {corpus} now (it holds {lock}): its tasks are being "
+        f"replaced; wait for it to finish, then sample again"
+    )
+    assert not (tmp_path / "out").exists()
+    assert list(tmp_path.glob(".out*")) == []
+    # Once it is done (the lock file stays), the same command samples.
+    assert not _run(_config(tmp_path, corpus)).reused
+    assert (tmp_path / "out" / "metadata.json").is_file()
+
+
+def test_tokenize_cannot_start_while_the_sample_reads(tmp_path: Path, monkeypatch) -> None:
+    corpus = _corpus(tmp_path / "tok")
+    lock = corpus / tasks.TOKENIZE_LOCK
+    lock.touch()
+    attempts: list[str] = []
+    copy = pool.copy_tokens
+
+    def tokenize_tries_to_start(*args, **kwargs):
+        # A second open file, as another process has: the sampler's shared lock blocks it.
+        fd = os.open(lock, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            attempts.append("locked")
+        except BlockingIOError:
+            attempts.append("refused")
+        finally:
+            os.close(fd)
+        return copy(*args, **kwargs)
+
+    monkeypatch.setattr(pool, "copy_tokens", tokenize_tries_to_start)
+    _run(_config(tmp_path, corpus))
+    assert attempts and set(attempts) == {"refused"}
+    fd = os.open(lock, os.O_RDWR)  # and released when the sample is done
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(fd)
 
 
 # -- where the output goes ----------------------------------------------------------------
