@@ -335,6 +335,20 @@ def _sample(
             f"**No prefix rule:** {len(unmatched)} task(s) taken in full, once per epoch: {shown}"
         )
 
+    # A rule that takes nothing from a task (max_per_file: 0) is a way to leave it out, or a
+    # slip: said on stderr and in the report, not left to a row of zeros in the tables.
+    unsampled = [item.task.name for item in filtered if item.rows and not item.rows_per_epoch]
+    if unsampled:
+        shown = ", ".join(unsampled[:8]) + (", ..." if len(unsampled) > 8 else "")
+        _log(
+            f"sample: note: {len(unsampled)} task(s) keep rows but their rule in "
+            f"{config.prefix_config_path} takes none of them (max_per_file: 0): {shown}"
+        )
+        notes.append(
+            f"**Not sampled:** {len(unsampled)} task(s) keep rows but their rule takes none "
+            f"of them (max_per_file: 0): {shown}"
+        )
+
     if config.reuse and output.is_reusable(target, marker, expected):
         _log(
             f"sample: {target} is complete and was built from the same inputs, config and "

@@ -232,6 +232,49 @@ def test_nothing_dropped_says_so(tmp_path: Path) -> None:
     assert "Matched by Several Prefixes" not in stdout.getvalue()
 
 
+def test_a_rule_that_takes_no_row_is_said_not_only_shown_as_zeros(tmp_path: Path, capsys) -> None:
+    corpus = write_corpus(
+        tmp_path / "tok",
+        {
+            "keep.jsonl": SyntheticTask(np.full(4, 3), np.full(4, 3)),
+            "off__a.jsonl": SyntheticTask(np.full(5, 2), np.full(5, 4)),
+        },
+        vocab_size=20,
+    )
+    rules = tmp_path / "r.yaml"
+    rules.write_text("- prefix: off__\n  max_per_file: 0\n")
+    stdout = io.StringIO()
+    sample(
+        parse_overrides(
+            [
+                f"tokenized_path={corpus}",
+                f"output_path={tmp_path / 'o'}",
+                f"prefix_config_path={rules}",
+                "plot=false",
+                "epochs=2",
+            ]
+        ),
+        stdout=stdout,
+        progress=False,
+    )
+    report = stdout.getvalue()
+    # Independently: keep.jsonl fills the pool's first 4 * 6 tokens; nothing starts after.
+    starts = np.concatenate(
+        [np.load(tmp_path / "o" / f"epoch_{e}" / "inst_start.npy") for e in range(2)]
+    )
+    assert len(starts) == 8 and int(starts.max()) < 4 * 6
+    assert _table(report, "Task Coverage Stats")["off__a.jsonl"][:3] == [
+        "5 (55.6%)",
+        "30 (55.6%)",
+        "0 (0.0%)",
+    ]
+    line = "1 task(s) keep rows but their rule takes none of them (max_per_file: 0): off__a.jsonl"
+    assert f"**Not sampled:** {line}" in report
+    assert (tmp_path / "o" / "analytics.md").read_text(encoding="utf-8") == report
+    err = capsys.readouterr().err
+    assert f"their rule in {rules} takes none of them (max_per_file: 0): off__a.jsonl" in err
+
+
 def test_length_histogram_equals_numpy_histogram() -> None:
     """The PNG's bincount-based histogram is np.histogram's, counts and weighted sums."""
     from data_io.sampling.report import length_bins, length_histogram
