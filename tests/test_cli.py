@@ -313,6 +313,18 @@ def test_prepare_and_finalize_help_name_their_defaults(capsys):
     assert "-q, --quiet no progress or summary (default: off)" in finalize
 
 
+def test_resume_help_gives_the_plans_defaults(capsys):
+    """`resume` runs on the settings its plan recorded (resume_settings), so its --help must not
+    give a first run's defaults ("run in this process, no plan", one worker per 4 cores)."""
+    with pytest.raises(SystemExit):
+        main(["resume", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "no plan" not in shown and "one per 4 cores" not in shown
+    assert "(default: the executor the plan recorded)" in shown
+    assert "--workers WORKERS local: worker processes (default: the number the plan" in shown
+    assert "not used by resume: the plan's units are cut already" in shown
+
+
 def run_with_closed_stdout(*argv: str) -> subprocess.CompletedProcess:
     """Run a command whose stdout is a pipe nobody reads any more (as after `| head -1`)."""
     read_end, write_end = os.pipe()

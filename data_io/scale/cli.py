@@ -98,6 +98,19 @@ def settings_from(args: argparse.Namespace, kind: str) -> ExecutorSettings:
     )
 
 
+_RESUME_HELP = {
+    "executor": "run the missing units on worker processes here (local), as Ray tasks (ray) or "
+    "as Slurm job arrays (slurm) (default: the executor the plan recorded)",
+    "workers": "local: worker processes (default: the number the plan recorded)",
+    "threads_per_unit": "encoder threads of each unit (default: the number the plan recorded)",
+    "slurm_opt": "an #SBATCH option for every job, added to those the plan recorded, e.g. "
+    "partition=cpu; repeatable (default: none)",
+    "unit_mb": "not used by resume: the plan's units are cut already (default: %(default)s)",
+    "ray_address": "ray: the cluster to join (default: the one the plan recorded, else "
+    "RAY_ADDRESS, else a local one)",
+}
+
+
 def resume_settings(manifest, args: argparse.Namespace) -> ExecutorSettings:
     """The settings the plan recorded, with what this command line gives on top (its
     ``--slurm-opt`` options are added to the recorded ones)."""
@@ -182,6 +195,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "-q", "--quiet", action="store_true", help="no progress or summary (default: off)"
     )
     add_executor_arguments(resume_parser)
+    # The defaults of a resume are the plan's, not those of a first run (resume_settings).
+    for action in resume_parser._actions:
+        if action.dest in _RESUME_HELP:
+            action.help = _RESUME_HELP[action.dest]
     resume_parser.set_defaults(run=_resume)
 
     scale_parser = subparsers.add_parser(
