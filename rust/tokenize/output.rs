@@ -89,7 +89,8 @@ pub(super) fn lock_output(output: &Path) -> Result<fs::File> {
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(fs::TryLockError::WouldBlock) => Err(Error::Output(format!(
-            "another data_io tokenize is writing {}; wait for it to finish",
+            "another data_io tokenize is writing {}, or a data_io sample is reading it (each \
+             holds its .data_io.lock); wait for it to finish",
             output.display()
         ))),
         Err(fs::TryLockError::Error(e)) => Err(Error::io("cannot lock", &path, e)),

@@ -16,6 +16,7 @@ import pytest
 from data_io.errors import ConfigError, InputError, OutputError
 from data_io.sampling import output, pool, sample, tasks
 from data_io.sampling.synthetic import SyntheticTask, random_task, write_corpus, write_task
+from data_io.tokenize import tokenize
 from tests.conftest import mounted_tmpfs, sampler_config
 
 VOCAB = 500
@@ -290,6 +291,22 @@ def test_tokenize_cannot_start_while_the_sample_reads(tmp_path: Path, monkeypatc
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     finally:
         os.close(fd)
+
+
+def test_a_tokenize_refused_while_a_sample_reads_names_both(tmp_path: Path) -> None:
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    (rows / "a.jsonl").write_text('{"condition": "direct", "instruction": "q", "response": "a"}\n')
+    out = tmp_path / "tok"
+    out.mkdir()
+    fd = os.open(out / tasks.TOKENIZE_LOCK, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # as a running sample holds it
+        with pytest.raises(OutputError, match=r"or a data_io sample is reading it .*wait for it"):
+            tokenize([rows], out, progress=False)
+    finally:
+        os.close(fd)
+    assert sorted(p.name for p in out.iterdir()) == [tasks.TOKENIZE_LOCK]
 
 
 # -- where the output goes ----------------------------------------------------------------
