@@ -5,7 +5,8 @@ A build is a folder holding a copy of the ``data_io`` package with its compiled 
 made after ``make build`` with ``mkdir -p /tmp/a && cp -r data_io /tmp/a/``. Each run is a fresh
 process: the encoder is loaded first (not timed, as in the race), then one first pass and
 ``--passes`` - 1 warm passes (the fastest kept), each into a fresh output folder on /dev/shm.
-MB/s are of the rows files. Prints each round and the median ratio B/A.
+MB/s are of the rows (``*.jsonl``, and ``*.jsonl.gz`` for the compressed read path, counted
+decompressed). Prints each round and the median ratio B/A.
 
 ``--calls N``: instead of ``tokenize``, ``TextEncoder.encode_batch`` over the rows' texts in
 memory (the first ``--mb`` of them, each row's ``--field``), ``N`` texts a call (``list[str]``,
@@ -44,6 +45,7 @@ def child(build: str, rows: str, tokenizer: str, threads: int, passes: int) -> d
     calls = json.loads(os.environ.get("TOKENIZE_AB_CALLS", "null"))
     if calls is not None:
         return child_calls(build, rows, tokenizer, passes, calls)
+    import gzip
     import shutil
     import tempfile
     import time
@@ -54,10 +56,13 @@ def child(build: str, rows: str, tokenizer: str, threads: int, passes: int) -> d
 
     _core.Encoder(tokenizer)  # loaded once per process, as the race does
     layout = {"boq": "<|endoftext|>", "eoq": "<|endoftext|>", "eoa": "<|endoftext|>"}
-    tags = set()
-    for path in Path(rows).glob("*.jsonl"):
-        with path.open(encoding="utf-8") as lines:
-            tags.update(json.loads(line)["condition"] for line in lines)
+    tags, row_bytes = set(), 0
+    # Plain or gzip'd rows (``*.jsonl.gz``: the compressed read path); MB/s of the rows' text.
+    for path in sorted(Path(rows).glob("*.jsonl")) + sorted(Path(rows).glob("*.jsonl.gz")):
+        with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as lines:
+            for line in lines:
+                row_bytes += len(line)
+                tags.add(json.loads(line)["condition"])
     conditions = {t: "<|endoftext|>" for c in tags for t in c.split(",") if t}
     seconds = []
     scratch = Path("/dev/shm") if Path("/dev/shm").is_dir() else None
@@ -69,7 +74,7 @@ def child(build: str, rows: str, tokenizer: str, threads: int, passes: int) -> d
                      conditions=conditions, **layout)  # fmt: skip
             seconds.append(time.perf_counter() - began)
             shutil.rmtree(out)
-    megabytes = sum(f.stat().st_size for f in Path(rows).glob("*.jsonl")) / 1e6
+    megabytes = row_bytes / 1e6
     return {"first": megabytes / seconds[0], "warm": megabytes / min(seconds[1:] or seconds)}
 
 
