@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -80,6 +81,18 @@ class Analytics:
         return self.categories[GLOBAL]
 
 
+# Characters of a name that break a table row (``|``) or render as markup in a cell (code
+# spans, emphasis, strikethrough, HTML tags, and the escape character itself).
+_MARKDOWN_SPECIAL = re.compile(r"[\\|`*~<]|(?<!\w)_+|_+(?!\w)")
+
+
+def markdown_cell(name: str) -> str:
+    """``name`` for a Markdown table cell, shown as written: ``|`` and markup characters are
+    backslash-escaped; ``_`` only at a word's edge (``_a_``): inside a word, as in the
+    ``__`` of task names, it renders as itself, so names stay readable in the raw text."""
+    return _MARKDOWN_SPECIAL.sub(lambda match: "".join("\\" + char for char in match[0]), name)
+
+
 def _num(value: int) -> str:
     return f"{value:,}"
 
@@ -98,7 +111,8 @@ def _coverage_table(out: TextIO, title: str, data: dict[str, CoverageStats], ref
     print("".join(char if char == "|" else "-" for char in header), file=out)
     for name, s in sorted(data.items()):
         print(
-            f"| **{name}** | {_num_pct(s.rows, ref.rows)} | {_num_pct(s.toks, ref.toks)} "
+            f"| **{markdown_cell(name)}** | {_num_pct(s.rows, ref.rows)} "
+            f"| {_num_pct(s.toks, ref.toks)} "
             f"| {_num_pct(s.cov_rows, ref.cov_rows)} | {_num_pct(s.cov_toks, ref.cov_toks)} "
             f"| {_num_pct(s.cov_inst, ref.cov_inst)} | {_num_pct(s.cov_resp, ref.cov_resp)} |",
             file=out,
@@ -123,7 +137,10 @@ def _drop_table(out: TextIO, filtered: Sequence[FilteredTask]) -> None:
     print("".join(char if char == "|" else "-" for char in header), file=out)
     for item in affected:
         print(
-            f"| {item.task.name} | " + " | ".join(_num(v) for v in _drop_row(item)) + " |", file=out
+            f"| {markdown_cell(item.task.name)} | "
+            + " | ".join(_num(v) for v in _drop_row(item))
+            + " |",
+            file=out,
         )
     # Over every task, listed or not: "Source rows" and "Kept" then add up to the corpus.
     totals = np.sum([_drop_row(item) for item in filtered], axis=0, dtype=np.int64)

@@ -322,3 +322,42 @@ def test_report_saved_elsewhere_links_the_plot_from_there(tmp_path: Path, monkey
         assert "](../out/analytics.png)" in stdout.getvalue()
     stored = (tmp_path / "out" / "analytics.md").read_text()
     assert "](analytics.png)" in stored  # the stored copy, relative to its own folder
+
+
+def _cells(line: str) -> list[str]:
+    """A Markdown table row's cells, split as GFM does (at a `|` not escaped by `\\`)."""
+    return [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def _unescape(cell: str) -> str:
+    return re.sub(r"\\(.)", r"\1", cell)
+
+
+def test_names_with_markdown_characters_keep_the_tables_whole(tmp_path: Path) -> None:
+    """A `|` in a task or category name would split its cell; `*`, `_` at a word's edge,
+    backticks and `<` would render as markup: escaped, and read back as the names."""
+    names = ["a|b.jsonl", "c*d*e.jsonl", "_f_`g`<h>.jsonl", "plain__name.jsonl"]
+    tasks = {name: SyntheticTask(np.full(3, 2), np.array([3, 3, 50])) for name in names}
+    corpus = write_corpus(tmp_path / "tok", tasks, vocab_size=300)
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("- prefix: a\n  max_per_file: 2\n")
+    config = parse_overrides(
+        [f"tokenized_path={corpus}", f"output_path={tmp_path / 'out'}",
+         f"prefix_config_path={rules}", "epochs=1", "context_size=20", "plot=false"]
+    )  # fmt: skip
+    stdout = io.StringIO()
+    sample(config, stdout=stdout, progress=False)
+    report = stdout.getvalue()
+    assert (tmp_path / "out" / "analytics.md").read_text() == report
+    # Readable where nothing needs escaping: `__` inside a word is not emphasis.
+    assert "| **plain__name.jsonl** |" in report and "| **c\\*d\\*e.jsonl** |" in report
+    for title, columns, expected in (
+        ("Category Coverage Stats", 7, {"a|b.jsonl", "c*d*e.jsonl", "_f_`g`<h>.jsonl", "plain"}),
+        ("Task Coverage Stats", 7, set(names)),
+        ("Dropped and Truncated Rows", 8, set(names)),
+    ):
+        section = report.split(f"### {title}")[1].split("\n### ")[0]
+        rows = [_cells(line) for line in section.splitlines() if line.startswith("|")]
+        assert {len(cells) for cells in rows} == {columns}, title
+        found = {_unescape(cells[0]).strip("*") for cells in rows[2:]}
+        assert found - {"GLOBAL", "total, all 4 tasks"} == expected, title
