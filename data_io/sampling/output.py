@@ -30,6 +30,7 @@ from data_io.util.stale import (
     owner_gone,
     remove,
 )
+from data_io.util.words import counted
 
 MARKER_KEY = "data_io"
 STAGING_INFIX = ".tmp-"
@@ -245,7 +246,7 @@ def format_size(count: int) -> str:
         return f"{count / 2**30:.2f} GiB"
     if count >= 2**20:
         return f"{count / 2**20:.1f} MiB"
-    return f"{count:,} bytes"
+    return counted(count, "byte")
 
 
 def staging_path(target: Path) -> Path:

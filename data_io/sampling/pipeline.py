@@ -62,6 +62,7 @@ from data_io.sampling.tasks import (
     select_task_folders,
 )
 from data_io.util.console import on_terminal
+from data_io.util.words import counted
 
 PLOT_NAME = "analytics.png"
 REPORT_NAME = "analytics.md"  # the Markdown report, kept so that a reused output can show it
@@ -183,7 +184,7 @@ def _check_not_empty(
             drops[reason] = drops.get(reason, 0) + count
     reasons = "; ".join(f"{reason}: {count:,}" for reason, count in drops.items() if count)
     raise ConfigError(
-        f"the sample would be empty: every one of the {source_rows:,} rows of the "
+        f"the sample would be empty: every one of the {counted(source_rows, 'row')} of the "
         f"{len(filtered)} task(s) in {tokenized} is dropped with "
         f"context_size={config.context_size}, min_resp_length={config.min_resp_length} "
         f"({reasons}); raise context_size, lower min_resp_length or change the long_context "
@@ -367,8 +368,8 @@ def _sample(
         reused = True
     else:
         notes.append(
-            f"**Output:** `{target}`: {pool_tokens:,} tokens ({dtype.name}), {config.epochs} "
-            f"epochs of {per_epoch:,} rows."
+            f"**Output:** `{target}`: {counted(pool_tokens, 'token')} ({dtype.name}), "
+            f"{counted(config.epochs, 'epoch')} of {counted(per_epoch, 'row')}."
         )
         jobs = [
             CopyJob(task=item.task.name, source=item.task.tokens, pool_offset=item.pool_offset)

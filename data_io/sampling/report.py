@@ -144,7 +144,8 @@ def _drop_table(out: TextIO, filtered: Sequence[FilteredTask]) -> None:
         )
     # Over every task, listed or not: "Source rows" and "Kept" then add up to the corpus.
     totals = np.sum([_drop_row(item) for item in filtered], axis=0, dtype=np.int64)
-    label = f"**total, all {len(filtered)} tasks**"
+    count = len(filtered)
+    label = f"**total, {'the only task' if count == 1 else f'all {count} tasks'}**"
     print(f"| {label} | " + " | ".join(f"**{_num(int(v))}**" for v in totals) + " |", file=out)
 
 

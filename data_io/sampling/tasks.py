@@ -36,6 +36,7 @@ from data_io.formats.task_arrays import (
     TokenFile,
     read_token_header,
 )
+from data_io.util.words import counted
 
 _DEFAULT_RULE = PrefixRule(prefix="")
 # The file a running `data_io tokenize` holds an exclusive flock on (rust/tokenize/output.rs).
@@ -173,13 +174,13 @@ def _check_rows(task: str, folder: Path, arrays: dict[str, np.ndarray], tokens: 
         row = int(np.argmax(row_end > tokens.length))
         raise InputError(
             f"task {task}: row {row} of {folder} ends at token {int(row_end[row])}, beyond the "
-            f"{tokens.length} tokens of {tokens.path}"
+            f"{counted(tokens.length, 'token')} of {tokens.path}"
         )
     total = int(row_end[-1]) if row_end.size else 0
     if total != tokens.length:
         raise InputError(
-            f"task {task}: the rows cover {total} tokens but {tokens.path} holds "
-            f"{tokens.length}; rows must be stored back to back (formats.md §3)"
+            f"task {task}: the rows cover {counted(total, 'token')} but {tokens.path} holds "
+            f"{tokens.length:,}; rows must be stored back to back (formats.md §3)"
         )
 
 

@@ -337,6 +337,7 @@ def test_publish_replaces_directory_atomically(tmp_path: Path) -> None:
     ("count", "text"),
     [
         (0, "0 bytes"),
+        (1, "1 byte"),
         (1023, "1,023 bytes"),
         (2**20, "1.0 MiB"),
         (10_800_000, "10.3 MiB"),

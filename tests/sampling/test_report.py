@@ -11,6 +11,7 @@ import numpy as np
 
 from data_io.sampling import parse_overrides, sample
 from data_io.sampling.synthetic import SyntheticTask, write_corpus
+from data_io.util.words import counted
 
 RULES = """
 - prefix: cat__cot_
@@ -361,3 +362,25 @@ def test_names_with_markdown_characters_keep_the_tables_whole(tmp_path: Path) ->
         assert {len(cells) for cells in rows} == {columns}, title
         found = {_unescape(cells[0]).strip("*") for cells in rows[2:]}
         assert found - {"GLOBAL", "total, all 4 tasks"} == expected, title
+
+
+def test_counts_of_one_are_singular(tmp_path: Path) -> None:
+    """One task, one epoch, one row: "1 epoch of 1 row", not "1 epochs of 1 rows"."""
+    assert counted(1, "row") == "1 row" and counted(2_000, "row") == "2,000 rows"
+    assert (
+        counted(1, "match", "matches") == "1 match"
+        and counted(0, "match", "matches") == "0 matches"
+    )
+    corpus = write_corpus(
+        tmp_path / "tok", {"one.jsonl": SyntheticTask(np.array([1]), np.array([2]))}, vocab_size=50
+    )
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("[]\n")
+    config = parse_overrides(
+        [f"tokenized_path={corpus}", f"output_path={tmp_path / 'out'}",
+         f"prefix_config_path={rules}", "epochs=1", "context_size=3", "plot=false"]
+    )  # fmt: skip
+    stdout = io.StringIO()
+    sample(config, stdout=stdout, progress=False)
+    report = stdout.getvalue()
+    assert "`: 3 tokens (uint8), 1 epoch of 1 row." in report, report
