@@ -145,6 +145,18 @@ def prepare_parent(target: Path) -> Path:
             f"be written; pass output_path=<folder> (a RAM disk if you have one, else a local "
             f"disk folder)"
         )
+    # The first ancestor that exists must be a folder: under a file, mkdir says only
+    # "File exists" or "Not a directory", and not which path is the file.
+    for ancestor in (parent, *parent.parents):
+        if ancestor.is_dir():
+            break
+        if ancestor.exists() or ancestor.is_symlink():
+            what = "a file, not a folder" if ancestor.is_file() else "not a folder"
+            raise OutputError(
+                f"output_path {str(target)!r} lies under {str(ancestor)!r}, which is {what}, "
+                f"so the output cannot be created there; move or rename "
+                f"{str(ancestor)!r}, or pass another output_path"
+            )
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -369,3 +369,21 @@ def test_real_tmpfs_at_the_output_path_is_refused(tmp_path: Path) -> None:
         # A folder inside it works.
         _run(_config(tmp_path, corpus, f"output_path={mount / 'sampled'}"))
         assert (mount / "sampled" / "tokens.npy").is_file()
+
+
+@pytest.mark.parametrize("under", ["somefile/out", "somefile/deeper/out"])
+def test_an_output_path_under_a_file_names_the_file(tmp_path: Path, under: str) -> None:
+    """mkdir says only "File exists" or "Not a directory": the message names the file."""
+    corpus = _corpus(tmp_path / "tok")
+    blocker = tmp_path / "somefile"
+    blocker.write_text("mine")
+    target = tmp_path / under
+    with pytest.raises(OutputError) as info:
+        _run(_config(tmp_path, corpus, f"output_path={target}"))
+    assert str(info.value) == (
+        f"output_path {str(target)!r} lies under {str(blocker)!r}, which is a file, not a "
+        f"folder, so the output cannot be created there; move or rename {str(blocker)!r}, "
+        "or pass another output_path"
+    )
+    assert blocker.read_text() == "mine"
+    assert sorted(entry.name for entry in tmp_path.iterdir()) == ["rules.yaml", "somefile", "tok"]
