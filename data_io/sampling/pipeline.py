@@ -285,12 +285,23 @@ def _sample(
     if (skipped := selection.skipped_note()) is not None:
         _log(f"sample: note: {skipped}")
     folders = selection.folders
+    # Folders with task arrays but no tokenizer record: re-running tokenize cannot help them
+    # (it will not replace them), so they get advice of their own, and only that when they
+    # alone are in the way.
+    advice = selection.suspect_advice(repair_command(tokenized, tokenizer_info))
+    if selection.sampled_outputs():
+        raise InputError(advice)  # never a task, whatever its provenance says
     try:
         origins = check_provenance(tokenized, tokenizer_info, folders)
     except InputError as exc:
-        # Its advice (re-run tokenize) cannot help a folder tokenize will not replace.
-        advice = selection.suspect_advice(repair_command(tokenized, tokenizer_info))
-        raise InputError(str(exc) if advice is None else f"{exc}\n{advice}") from None
+        if advice is None:
+            raise
+        suspects = {folder for folder, _ in selection.suspect}
+        try:
+            check_provenance(tokenized, tokenizer_info, [f for f in folders if f not in suspects])
+        except InputError as rest:  # the other tasks are mixed too: both problems, once each
+            raise InputError(f"{rest}\n{advice}") from None
+        raise InputError(advice) from exc
     repair = repair_command(tokenized, tokenizer_info, origins)
     leftovers = check_interrupted_tokenize(tokenized, tokenizer_info, origins)
     leftovers += untokenized_sources(tokenized, tokenizer_info, origins)

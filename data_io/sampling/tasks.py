@@ -217,6 +217,21 @@ def not_a_task_reason(folder: Path) -> str | None:
     return "its metadata.json was not written by data_io"
 
 
+def is_sampled_output(folder: Path) -> bool:
+    """True when ``folder`` is recognisably a sampler's output (this one's or the original
+    ``sample_tokenized.py``'s): a ``metadata.json`` holding a ``tokenizer_info`` object, and
+    ``epoch_<k>/`` folders or the ``total_length`` the sampler records."""
+    try:
+        record = json.loads((folder / "metadata.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return (
+        isinstance(record, dict)
+        and isinstance(record.get("tokenizer_info"), dict)
+        and ("total_length" in record or (folder / "epoch_0").is_dir())
+    )
+
+
 @dataclass
 class TaskFolders:
     """The sub-folders of a tokenized folder, sorted as tasks are: what is sampled."""
@@ -241,17 +256,37 @@ class TaskFolders:
             f"{names}"
         )
 
+    def sampled_outputs(self) -> list[Path]:
+        """The suspect folders that are sampled outputs (:func:`is_sampled_output`)."""
+        return [folder for folder, _ in self.suspect if is_sampled_output(folder)]
+
     def suspect_advice(self, repair: str) -> str | None:
-        """What helps with the suspect folders (re-running tokenize alone does not), or None."""
+        """What helps with the suspect folders (re-running tokenize alone does not), or None.
+
+        A sampled output needs only to be moved out (re-tokenizing has nothing to do with
+        it); other suspects are moved out or deleted, then tokenize is re-run."""
         if not self.suspect:
             return None
-        names = "; ".join(f"{folder} ({why})" for folder, why in self.suspect)
-        return (
-            f"{names}: task arrays without data_io's record, which `data_io tokenize` will not "
-            f"replace (it only replaces folders it wrote), so re-running it alone cannot repair "
-            f"this: move each such folder out of {self.suspect[0][0].parent} (or delete it if "
-            f"it is a damaged task), then re-run `{repair}` and sample again"
-        )
+        parent = self.suspect[0][0].parent
+        sampled = self.sampled_outputs()
+        lines = []
+        if sampled:
+            lines.append(
+                f"{'; '.join(map(str, sampled))}: a sampled output (metadata.json with "
+                f"tokenizer_info, epoch_<k>/ folders), not a task, inside the tokenized folder "
+                f"{parent}, whose sub-folders are read as tasks: move {'it' if len(sampled) == 1 else 'them'} out of {parent} "
+                f"(a sample's output_path must lie outside tokenized_path), then sample again"
+            )
+        others = [(folder, why) for folder, why in self.suspect if folder not in sampled]
+        if others:
+            names = "; ".join(f"{folder} ({why})" for folder, why in others)
+            lines.append(
+                f"{names}: task arrays without data_io's record, which `data_io tokenize` will "
+                f"not replace (it only replaces folders it wrote), so re-running it alone cannot "
+                f"repair this: move each such folder out of {parent} (or delete it if it is a "
+                f"damaged task), then re-run `{repair}` and sample again"
+            )
+        return "\n".join(lines)
 
 
 def select_task_folders(tokenized_path: Path) -> TaskFolders:

@@ -91,6 +91,8 @@ def test_task_arrays_without_a_record_get_advice_that_works(
     with pytest.raises(InputError) as info:
         _sample(tmp_path, corpus, capsys)
     message = str(info.value)
+    # One piece of advice: not also "a tokenize run was probably interrupted ... re-run".
+    assert "probably interrupted" not in message and len(message.splitlines()) == 1
     advice = message.splitlines()[-1]
     assert advice.startswith(f"{copy} (it has no metadata.json): task arrays without data_io")
     assert f"move each such folder out of {corpus}" in advice
@@ -158,3 +160,56 @@ def test_a_legacy_folder_without_a_record_is_still_sampled(tmp_path: Path) -> No
     info = json.loads((corpus / "tokenizer_info.json").read_text())
     assert "tokenizer_blake3" not in info
     assert [task.name for task in read_tasks(corpus, RULES, progress=False)] == ["a.jsonl"]
+
+
+@pytest.mark.parametrize("metadata", [None, "{truncated"])
+def test_a_task_folder_without_a_valid_record_gets_one_advice(
+    tmp_path: Path, tokenized: Path, capsys: pytest.CaptureFixture[str], metadata: str | None
+) -> None:
+    """A task of the folder whose metadata.json is gone or broken: move or delete it, then
+    re-run tokenize; not also the mixed-runs message's "a tokenize run was interrupted"."""
+    corpus = tmp_path / "tok"
+    shutil.copytree(tokenized, corpus)
+    task = corpus / "data__arithmetic.jsonl"
+    (task / "metadata.json").unlink()
+    if metadata is not None:
+        (task / "metadata.json").write_text(metadata)
+    with pytest.raises(InputError) as info:
+        _sample(tmp_path, corpus, capsys)
+    message = str(info.value)
+    assert "mixes tasks" not in message and "probably interrupted" not in message
+    why = "it has no metadata.json" if metadata is None else "its metadata.json is not JSON"
+    assert message.startswith(f"{task} ({why}): task arrays without data_io's record")
+    assert message.endswith(f"--tokenizer-path {BPE}` and sample again")
+
+
+def test_a_sampled_output_inside_the_tokenized_folder_is_only_moved_out(
+    tmp_path: Path, tokenized: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A sample moved or copied into the tokenized folder is not a damaged task: the only
+    advice is to move it out (no re-tokenizing, no "interrupted tokenize run")."""
+    corpus = tmp_path / "tok"
+    shutil.copytree(tokenized, corpus)
+    _sample(tmp_path, corpus, capsys)
+    sampled = corpus / "sampled"
+    (tmp_path / "out").rename(sampled)
+    with pytest.raises(InputError) as info:
+        _sample(tmp_path, corpus, capsys)
+    assert str(info.value) == (
+        f"{sampled}: a sampled output (metadata.json with tokenizer_info, epoch_<k>/ folders), "
+        f"not a task, inside the tokenized folder {corpus}, whose sub-folders are read as "
+        f"tasks: move it out of {corpus} (a sample's output_path must lie outside "
+        "tokenized_path), then sample again"
+    )
+    assert not (tmp_path / "out").exists()
+    # With a damaged task beside it, each gets its own advice, once.
+    (corpus / "data__arithmetic.jsonl" / "metadata.json").unlink()
+    with pytest.raises(InputError) as info:
+        _sample(tmp_path, corpus, capsys)
+    lines = str(info.value).splitlines()
+    assert len(lines) == 2 and lines[0].startswith(f"{sampled}: a sampled output")
+    assert lines[1].startswith(f"{corpus / 'data__arithmetic.jsonl'} (it has no metadata.json)")
+    # The advice works.
+    sampled.rename(tmp_path / "kept_sample")
+    shutil.rmtree(corpus / "data__arithmetic.jsonl")
+    assert _sample(tmp_path, corpus, capsys)[0].rows_per_epoch > 0
