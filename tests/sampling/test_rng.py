@@ -16,7 +16,10 @@ def _same_state(ours: dict, numpy_state: dict) -> None:
         assert ours[key] == numpy_state[key], key
 
 
-@pytest.mark.parametrize("seed", [0, 1, 42, 2**63 + 5])
+# Seeds past 2**64 and 2**128 too: the original passes its `seed: int` to Philox(seed), which
+# hashes any non-negative int through SeedSequence (2**128 bounds Philox's `key`, not `seed`),
+# so the sampler accepts them as well, and must draw what numpy draws.
+@pytest.mark.parametrize("seed", [0, 1, 42, 2**63 + 5, 2**64, 2**128 + 3, 2**300 - 1])
 def test_shuffle_and_permutation_match_numpy_call_for_call(seed: int) -> None:
     numpy_rng = np.random.Generator(np.random.Philox(seed))
     ours = PhiloxShuffler(seed)
