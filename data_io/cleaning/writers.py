@@ -457,6 +457,11 @@ _TEMPORARY_NAME = re.compile(r".+\.tmp-(\d+)(\.part\d+|\.old)?")
 # `tokenize` and `train-tokenizer` refuse a folder holding one (rust/reader/mod.rs).
 _GROUP_NOTE = ".data_io-clean-commit-"
 
+# The notes of the groups this process is replacing now. A note of this process's id that is
+# not among them is a group whose undo failed earlier in this process, or one a killed process
+# of the same id left (PID 1 in every container run): stale, to undo like another's.
+_COMMITTING: set[str] = set()
+
 
 def _set_aside(final: Path, pid: int) -> Path:
     """Where the previous ``final`` waits while a group is replaced (not a name the tokenizer
@@ -474,16 +479,20 @@ def _replace_group(ready: list[tuple[Path, Path]], folder: Path) -> None:
     # Unique to this group: two cleaners of one process may share a folder (Platypus).
     note = folder / f"{_GROUP_NOTE}{pid}-{uuid.uuid4().hex[:12]}"
     replaced = {str(final.relative_to(folder)): final.exists() for _, final in ready}
-    write_json_atomic(note, replaced)
+    _COMMITTING.add(str(note))
     try:
-        for tmp, final in ready:
-            if replaced[str(final.relative_to(folder))]:
-                os.replace(final, _set_aside(final, pid))
-            os.replace(tmp, final)
-    except BaseException:
-        _undo_group(folder, replaced, pid, note)
-        raise
-    note.unlink()  # the commit point: from here on the new files stand
+        write_json_atomic(note, replaced)
+        try:
+            for tmp, final in ready:
+                if replaced[str(final.relative_to(folder))]:
+                    os.replace(final, _set_aside(final, pid))
+                os.replace(tmp, final)
+        except BaseException:
+            _undo_group(folder, replaced, pid, note)
+            raise
+        note.unlink()  # the commit point: from here on the new files stand
+    finally:
+        _COMMITTING.discard(str(note))
     for name, existed in replaced.items():
         if existed:
             _unlink(_set_aside(folder / name, pid))
@@ -511,8 +520,10 @@ def _undo_interrupted_groups(folder: Path) -> None:
     gone), so that its new files and the previous ones are not taken together as one output."""
     for note in folder.glob(f"{_GROUP_NOTE}*"):
         pid = note.name.removeprefix(_GROUP_NOTE).split("-", 1)[0]
-        if not pid.isdigit() or int(pid) == os.getpid() or _process_alive(int(pid)):
-            continue  # not a note of ours, or a run still committing
+        if not pid.isdigit() or str(note) in _COMMITTING:
+            continue  # not a note of ours, or a group this process is replacing now
+        if int(pid) != os.getpid() and _process_alive(int(pid)):
+            continue  # another run still committing
         try:
             replaced = json.loads(note.read_text(encoding="utf-8"))
         except (OSError, ValueError):

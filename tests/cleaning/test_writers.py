@@ -473,3 +473,20 @@ def test_a_group_whose_undo_fails_keeps_its_note_for_the_next_run(
         f"a.jsonl.tmp-{os.getpid()}.old",
         f"b.jsonl.tmp-{os.getpid()}.old",
     ]
+
+
+def test_a_note_of_this_process_left_by_a_failed_undo_is_undone_by_its_next_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same process id is not a run still committing: the process that failed to undo the
+    # group cleans again, or a later run got the dead one's id (PID 1 in every container run).
+    folder = tmp_path / "out"
+    _write_group(folder, {"a": "old", "b": "old"})
+    monkeypatch.setattr(os, "replace", _failing_on_second_output(os.replace, then_always=True))
+    with pytest.raises(OutputError):
+        _write_group(folder, {"a": "mid", "b": "mid"})
+    monkeypatch.undo()
+    _write_group(folder, {"a": "new", "b": "new", "c": "new"})
+    assert _group_state(folder) == dict.fromkeys(["a.jsonl", "b.jsonl", "c.jsonl"], "new")
+    # No note or set-aside file is left for a later run (another process) to "undo" over them.
+    assert sorted(p.name for p in folder.iterdir()) == ["a.jsonl", "b.jsonl", "c.jsonl"]
