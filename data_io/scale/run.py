@@ -166,7 +166,9 @@ def one_run(root: Path) -> Iterator[None]:
     """Hold the plan folder ``root`` for one command that plans, runs units and finalizes: a
     second one at once (the same command twice, or other options) would clear the first one's
     unit records under it, or finalize beside it. An advisory ``flock`` on the folder, released
-    when the command ends or dies; the units' own processes do not hold it."""
+    when the command ends or dies; the units' own processes do not hold it. Best effort where
+    the file system has no ``flock`` (as the sample's lock on a tokenized folder): a plan on
+    such a shared folder runs as it did before the lock, rather than not at all."""
     made = not root.exists()
     root.mkdir(parents=True, exist_ok=True)
     fd = os.open(root, os.O_RDONLY)
@@ -182,6 +184,8 @@ def one_run(root: Path) -> Iterator[None]:
                 "units or finalizing); wait for it to end, or stop it, then run again "
                 "(`data_io status` shows where it stands)"
             ) from None
+        except OSError:
+            pass  # no flock on this file system (Lustre without -o flock, some NFS): unguarded
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock

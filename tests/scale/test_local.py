@@ -395,3 +395,24 @@ def test_bad_rows_in_runs_of_parts_are_numbered_as_in_one_run(tmp_path: Path, su
     errors = [failed.manifest.read_record(u.id, "failed")["error"] for u in failed.unfinished]
     for line in (6, 1516):
         assert any(f"parted.jsonl{suffix}:line {line}:" in error for error in errors), errors
+
+
+def test_a_plan_on_a_file_system_without_flock_still_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lustre mounted without flock (ENOSYS) or an NFS whose emulated flock refuses an
+    exclusive lock on a folder opened read-only (EBADF): the run is not stopped by the lock
+    that guards it, as the sample's shared lock is not."""
+    import errno
+    import fcntl
+
+    inputs = write_inputs(tmp_path / "in")
+    options = tokenize_options([inputs], tmp_path / "out", tokenizer_path=TOKENIZER)
+
+    def no_flock(fd: int, operation: int) -> None:
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(fcntl, "flock", no_flock)
+    settings = ExecutorSettings(kind="local", workers=1)
+    outcome = scale_tokenize(options, settings, progress=False)
+    assert outcome.result is not None and not outcome.unfinished
