@@ -40,6 +40,7 @@ from data_io.util.cache import cache_root
 from data_io.util.closed_stdout import exit_quietly_on_closed_stdout
 from data_io.util.console import on_terminal, quiet_hub_libraries
 from data_io.util.fs import write_json_atomic
+from data_io.util.interrupt import started
 
 #: What a cleaner's function may yield for one record.
 Emitted = Row | Drop | pa.Table | pa.RecordBatch
@@ -76,6 +77,7 @@ class Cleaner:
 
     def main(self, argv: list[str] | None = None) -> int:
         """Command-line entry of ``python -m <module>``: ``[--source PATH] [--out PATH]``."""
+        started()  # `python -m pipe.clean_x`: its imports are done (data_io.util.interrupt)
         parser = argparse.ArgumentParser(
             prog=f"clean {self.name}", description=self.description or f"Clean {self.name}."
         )

@@ -14,15 +14,22 @@ import contextlib
 import os
 import sys
 from types import TracebackType
+from typing import Any
 
 # The exit status of a run stopped by Ctrl-C (128 + SIGINT), as the shell gives it.
 INTERRUPTED = 130
+
+# (the hook installed, the one it replaced) while the start is quiet; see :func:`started`.
+_INSTALLED: tuple[Any, Any] | None = None
 
 
 def quiet_while_starting(prog: str) -> None:
     """From now on, a KeyboardInterrupt that nothing catches (one raised during the imports)
     prints ``<prog>: interrupted while starting; nothing was written`` and exits 130; any
-    other uncaught exception is shown as before."""
+    other uncaught exception is shown as before. Until :func:`started`, which the entry point
+    calls once its modules are imported: a Ctrl-C later (after a cleaner committed its output,
+    while its summary prints) is not one "while starting", and something may have been written."""
+    global _INSTALLED
     previous = sys.excepthook
 
     def hook(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
@@ -38,3 +45,15 @@ def quiet_while_starting(prog: str) -> None:
         os._exit(INTERRUPTED)
 
     sys.excepthook = hook
+    _INSTALLED = (hook, previous)
+
+
+def started() -> None:
+    """The start is over (the entry point runs): put back the hook :func:`quiet_while_starting`
+    replaced, if it is still the one installed."""
+    global _INSTALLED
+    if _INSTALLED is not None:
+        hook, previous = _INSTALLED
+        if sys.excepthook is hook:
+            sys.excepthook = previous
+        _INSTALLED = None

@@ -305,3 +305,48 @@ def test_importing_the_cleaners_leaves_the_excepthook_alone() -> None:
     for module in ("pipe", "pipe_clustered", "pipe.clean_platypus"):
         importlib.reload(importlib.import_module(module))
     assert sys.excepthook is before
+
+
+# A Ctrl-C once the cleaner runs, outside run_cleaner (its summary printing, after the output
+# was committed): the start is over, so it is not "while starting; nothing was written".
+_CTRL_C_AFTER_COMMIT = """
+import data_io.cleaning.runner as runner
+
+class Report:
+    warnings = []
+    def format(self):
+        raise KeyboardInterrupt
+
+def committed(cleaner, source, out, progress=None):
+    open("written.jsonl", "w").close()
+    return Report()
+
+runner.run_cleaner = committed
+"""
+
+
+def test_module_ctrl_c_after_the_start_is_not_said_to_be_while_starting(tmp_path: Path) -> None:
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    # Installed once pipe's package (which sets the quiet start) is imported by `python -m`.
+    (hook / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class After:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'pipe.clean_gsm8k_train':\n"
+        f"            exec({_CTRL_C_AFTER_COMMIT!r}, {{}})\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, After())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pipe.clean_gsm8k_train"],
+        cwd=tmp_path,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": f"{hook}:{REPO_ROOT}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (tmp_path / "written.jsonl").exists()
+    assert "while starting" not in done.stderr
+    assert "nothing was written" not in done.stderr
+    assert "KeyboardInterrupt" in done.stderr
