@@ -7,6 +7,7 @@ lacked. Unknown keys, wrong types and impossible values raise :class:`ConfigErro
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
@@ -125,7 +126,7 @@ def parse_overrides(overrides: Sequence[str]) -> SampleConfig:
                 f"argument {item!r} is not key=value{hint}; valid keys: {', '.join(CONFIG_KEYS)}"
             )
     _check_switches(overrides)
-    _check_duplicates(overrides)
+    _note_duplicates(overrides)
     try:
         merged = OmegaConf.merge(OmegaConf.structured(SampleConfig), OmegaConf.from_cli(overrides))
         config = OmegaConf.to_object(merged)
@@ -164,18 +165,22 @@ def _check_hydra_prefixes(overrides: Sequence[str]) -> None:
         )
 
 
-def _check_duplicates(overrides: Sequence[str]) -> None:
-    """A key given twice (``epochs=2 ... epochs=3``) is refused, as Hydra refuses it: taking
-    the last one silently hides a slip in a long command line."""
-    seen: dict[str, str] = {}
+def _note_duplicates(overrides: Sequence[str]) -> None:
+    """A key given twice (``epochs=2 ... epochs=3``): the last one is used, as the original's
+    ``OmegaConf.from_cli`` does (a wrapper that appends overrides to a base command line relies
+    on it), and said on stderr, since in a long command line it may also be a slip."""
+    seen: dict[str, list[str]] = {}
     for item in overrides:
         key, _, value = item.partition("=")
-        if key in seen:
-            raise ConfigError(
-                f"config key {key!r} is given twice ({key}={seen[key]} and {key}={value}): "
-                "keep one of them"
+        seen.setdefault(key, []).append(value)
+    for key, values in seen.items():
+        if len(values) > 1:
+            given = ", then ".join(f"{key}={value}" for value in values)
+            print(
+                f"sample: note: {key} is given {len(values)} times ({given}); the last is used",
+                file=sys.stderr,
+                flush=True,
             )
-        seen[key] = value
 
 
 # The keys that switch something on or off, and the words OmegaConf reads as a switch. It

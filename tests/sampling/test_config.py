@@ -112,17 +112,19 @@ def test_hydra_prefixes_say_how_to_write_the_setting(
     assert message in said
 
 
-def test_a_key_given_twice_is_refused_with_both_values(inputs: list[str]) -> None:
-    with pytest.raises(ConfigError) as info:
-        parse_overrides([*inputs, "epochs=2", "seed=1", "epochs=3"])
-    assert str(info.value) == (
-        "config key 'epochs' is given twice (epochs=2 and epochs=3): keep one of them"
+def test_a_key_given_twice_takes_the_last_value_with_a_note(
+    inputs: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # As the original's OmegaConf.from_cli: a wrapper appending overrides to a base command.
+    assert parse_overrides([*inputs, "epochs=2", "seed=1", "epochs=3"]).epochs == 3
+    assert capsys.readouterr().err == (
+        "sample: note: epochs is given 2 times (epochs=2, then epochs=3); the last is used\n"
     )
-    # The same value twice is still a slip in the command line: refused too.
-    with pytest.raises(ConfigError, match=r"'seed' is given twice \(seed=1 and seed=1\)"):
-        parse_overrides([*inputs, "seed=1", "seed=1"])
-    # A key given once, next to others, is not a duplicate.
+    assert parse_overrides([*inputs, "seed=1", "seed=4", "seed=1"]).seed == 1
+    assert "seed is given 3 times (seed=1, then seed=4, then seed=1)" in capsys.readouterr().err
+    # A key given once, next to others, is not a duplicate: no note.
     assert parse_overrides([*inputs, "epochs=3", "seed=1"]).epochs == 3
+    assert capsys.readouterr().err == ""
 
 
 def test_missing_tokenized_path_names_the_key(
