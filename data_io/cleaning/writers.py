@@ -358,7 +358,15 @@ class OutputWriter:
             raise output_error(self.path, exc) from exc
         prefix = "" if self.spec.keyed else f"{self.path.name}.tmp-"
         if self.spec.keyed:
-            _undo_interrupted_groups(folder)  # before their set-aside files count as stale
+            # Before their set-aside files count as stale: those are the previous outputs.
+            left = _undo_interrupted_groups(folder)
+            if left:
+                raise OutputError(
+                    f"{left[0]} was left by a clean run stopped while it replaced the files of "
+                    f"{folder}, and their previous files could not be put back now either; "
+                    "nothing was written. Put back each '<name>.tmp-<pid>.old' file there as "
+                    "'<name>' (or delete the folder's outputs), remove the note, and run again"
+                )
         _remove_stale_temporaries(folder, prefix)
         self._prepared = True
 
@@ -515,9 +523,11 @@ def _undo_group(folder: Path, replaced: dict[str, bool], pid: int, note: Path) -
         pass  # the error that stopped the group is the one to show
 
 
-def _undo_interrupted_groups(folder: Path) -> None:
+def _undo_interrupted_groups(folder: Path) -> list[Path]:
     """Undo the group renames that a killed run left half done in ``folder`` (its process is
-    gone), so that its new files and the previous ones are not taken together as one output."""
+    gone), so that its new files and the previous ones are not taken together as one output;
+    returns the notes that could not be undone (unreadable, or an undo that failed again)."""
+    left = []
     for note in folder.glob(f"{_GROUP_NOTE}*"):
         pid = note.name.removeprefix(_GROUP_NOTE).split("-", 1)[0]
         if not pid.isdigit() or str(note) in _COMMITTING:
@@ -527,9 +537,12 @@ def _undo_interrupted_groups(folder: Path) -> None:
         try:
             replaced = json.loads(note.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            continue
+            replaced = None
         if isinstance(replaced, dict):
             _undo_group(folder, {str(k): bool(v) for k, v in replaced.items()}, int(pid), note)
+        if note.exists():
+            left.append(note)
+    return left
 
 
 def _remove_stale_temporaries(folder: Path, prefix: str) -> None:

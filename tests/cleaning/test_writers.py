@@ -475,6 +475,28 @@ def test_a_group_whose_undo_fails_keeps_its_note_for_the_next_run(
     ]
 
 
+def test_a_note_that_cannot_be_undone_stops_the_next_run_before_its_set_aside_files_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "out"
+    _write_group(folder, {"a": "old", "b": "old"})
+    monkeypatch.setattr(os, "replace", _failing_on_second_output(os.replace, then_always=True))
+    with pytest.raises(OutputError):
+        _write_group(folder, {"a": "mid", "b": "mid"})
+    # The next run's undo fails too: it stops, and the previous files set aside stay.
+    with pytest.raises(OutputError, match=r"could not be put back now either; nothing was written"):
+        _write_group(folder, {"a": "new", "b": "new"})
+    monkeypatch.undo()
+    aside = sorted(p.name for p in folder.glob("*.old"))
+    assert aside == [f"a.jsonl.tmp-{os.getpid()}.old", f"b.jsonl.tmp-{os.getpid()}.old"]
+    assert {read_jsonl(p)[0]["response"] for p in folder.glob("*.old")} == {"old"}
+    # A note that is not JSON cannot be undone either: named, not passed over.
+    for path in folder.glob(".data_io-clean-commit-*"):
+        path.write_text("{cut")
+    with pytest.raises(OutputError, match=r"\.data_io-clean-commit-.* was left by a clean run"):
+        _write_group(folder, {"a": "new"})
+
+
 def test_a_note_of_this_process_left_by_a_failed_undo_is_undone_by_its_next_group(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
