@@ -139,7 +139,9 @@ def describe(manifest: Manifest, report: Status) -> str:
     elif counts["failed"]:
         lines.append(
             f"fix what the failed units name, then run what is left with `data_io resume "
-            f"{manifest.path}` (a changed input file: run the planning command again instead)"
+            f"{manifest.path}`; a unit of part of a file (bytes, row groups, compressed parts) "
+            "whose file changed since the plan says so, and then the plan must be made again: "
+            "run the command that made it (it keeps the units already done)"
         )
     elif counts["pending"] and (submitted := _last_slurm_submission(manifest)) is not None:
         # Pending may mean queued: say which jobs, not only how to run them here.

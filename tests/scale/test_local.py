@@ -106,6 +106,17 @@ def test_a_bad_row_fails_its_unit_with_the_file_and_line(tmp_path: Path) -> None
     # Nothing runs or waits: no time left is promised, and the fix comes before the resume.
     assert " left" not in text.split("throughput:")[-1].splitlines()[0]
     assert "fix what the failed units name, then run what is left" in text
+    # Fixing a file changes it: the hint says what then happens, without contradicting itself
+    # ("fix ..., then resume (a changed file: plan again instead)"); the unit's own words
+    # ("changed since the plan was made ... run the command that made the plan again") match.
+    hint = text.splitlines()[-1]
+    assert hint == (
+        f"fix what the failed units name, then run what is left with `data_io resume "
+        f"{manifest.path}`; a unit of part of a file (bytes, row groups, compressed parts) "
+        "whose file changed since the plan says so, and then the plan must be made again: "
+        "run the command that made it (it keeps the units already done)"
+    )
+    assert "instead" not in hint
     assert "(big.jsonl, bytes " in text and "{'kind'" not in text  # the span in words
     with pytest.raises(ConfigError, match="not done"):
         finalize(manifest)
