@@ -49,6 +49,9 @@ __all__ = [
 METADATA_FILE = "dataset_metadata.json"
 STATE_DIR = ".prepare"
 JOURNAL = "journal.json"
+# data_io's bookkeeping files that another stage leaves in its output folder: a tokenize's
+# lock (``data_io.sampling.tasks.TOKENIZE_LOCK``), left out of the files a refusal names.
+_BOOKKEEPING = frozenset({".data_io.lock"})
 PRODUCER = "data_io prepare"
 FORMAT_VERSION = 1
 SPLITS = ("train", "val")
@@ -145,7 +148,10 @@ def open_output(out: Path) -> tuple[dict[str, Any] | None, list[str]]:
         # The scale-out's plan and parts may come first (data_io.scale).
         others = sorted(p.name for p in out.iterdir() if p.name != ".data_io_scale")
         if others:
-            listed = ", ".join(others[:5]) + (", …" if len(others) > 5 else "")
+            # Named: what the user would recognise (a tokenize's lock file beside its task
+            # folders is noise); the lock only when it is all there is.
+            named = [name for name in others if name not in _BOOKKEEPING] or others
+            listed = ", ".join(named[:5]) + (", …" if len(named) > 5 else "")
             raise OutputError(
                 f"{out} holds files data_io prepare did not write ({listed}) and no "
                 f"{METADATA_FILE}; pass an empty or new output folder"

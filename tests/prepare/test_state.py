@@ -128,6 +128,27 @@ def test_output_holding_another_dataset_is_refused(small_tokenizer, tmp_path, co
         run([corpus[0]], file, small_tokenizer)
 
 
+def test_output_holding_a_tokenize_output_names_its_files_not_its_lock(
+    small_tokenizer, tmp_path, corpus
+):
+    """The refusal lists what the user would recognise: a tokenize's task folders, not its
+    ``.data_io.lock`` (data_io's bookkeeping); the lock is named only when it is all there is."""
+    tokenized = tmp_path / "tokenized"
+    (tokenized / "task.jsonl").mkdir(parents=True)
+    (tokenized / "task.jsonl" / "tokens.npy").write_bytes(b"\x00")
+    (tokenized / "tokenizer_info.json").write_text("{}")
+    (tokenized / ".data_io.lock").touch()
+    with pytest.raises(OutputError) as refused:
+        run([corpus[0]], tokenized, small_tokenizer)
+    assert "did not write (task.jsonl, tokenizer_info.json) and no" in str(refused.value)
+    assert ".data_io.lock" not in str(refused.value)
+    only_lock = tmp_path / "only_lock"
+    only_lock.mkdir()
+    (only_lock / ".data_io.lock").touch()
+    with pytest.raises(OutputError, match=r"did not write \(\.data_io\.lock\)"):
+        run([corpus[0]], only_lock, small_tokenizer)
+
+
 def assert_redone_cleanly(out: Path, fresh: Path, corpus, tokenizer: Path) -> None:
     """After a run killed before its commit: the next run rolls it back, says so, redoes the
     second input, and the folder equals a fresh run's."""
