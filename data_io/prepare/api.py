@@ -645,12 +645,15 @@ def _run(
     ``line``), and pass 2 copies (or rebuilds and encodes) the documents the dedup keeps."""
     tok, options, budget = plan.tok, plan.options, plan.budget
     run = len(metadata["runs"]) if metadata else 0
-    work = begin_run(out, run)
     writers: dict[str, ShardWriter] = {}
     hashes = metadata.get("dedup_hashes") if metadata else None
     prior = out / STATE_DIR / hashes if hashes else None
     by_lines = options["dedup"] == "line"
     try:
+        # Inside the rollback's reach: a run stopped here (Ctrl-C during the journal's fsync)
+        # left its work folder without a journal, and the next run took ``.prepare`` for
+        # files prepare did not write.
+        work = begin_run(out, run)
         online = None
         if direct:
             writers = _writers(out, metadata, options, tok)

@@ -149,6 +149,38 @@ def test_output_holding_a_tokenize_output_names_its_files_not_its_lock(
         run([corpus[0]], only_lock, small_tokenizer)
 
 
+@pytest.mark.parametrize("earlier", [False, True], ids=["first-run", "second-run"])
+def test_stopped_while_marking_its_run_leaves_nothing_in_the_way(
+    small_tokenizer, tmp_path, corpus, monkeypatch, earlier
+):
+    """Ctrl-C as a run marks itself under way (its work folder made, the journal's fsync under
+    way; as a scaled run's finalize into the folder holding its plan): the run's own rollback
+    removes the work folder. It was left without a journal, and every later run, ``data_io
+    resume`` included, was refused: "holds files data_io prepare did not write (.prepare)"."""
+    import data_io.prepare.state as state
+
+    out = tmp_path / "out"
+    (out / ".data_io_scale").mkdir(parents=True)  # a plan's folder: the output folder exists
+    if earlier:
+        run([corpus[0]], out, small_tokenizer)
+    before = tree_bytes(out)
+    real = state.write_json_atomic
+
+    def interrupted(path: Path, content: object) -> None:
+        if path.name == state.JOURNAL:
+            raise KeyboardInterrupt
+        real(path, content)
+
+    monkeypatch.setattr(state, "write_json_atomic", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run([corpus[1]] if earlier else [corpus[0]], out, small_tokenizer)
+    monkeypatch.undo()
+    assert tree_bytes(out) == before
+    assert not list(out.glob(".prepare/work_*")) and not list(out.glob(".prepare/journal*"))
+    assert (out / ".prepare").exists() == earlier  # a first run leaves no .prepare behind
+    run(list(corpus) if earlier else [corpus[0]], out, small_tokenizer)  # not refused
+
+
 def assert_redone_cleanly(out: Path, fresh: Path, corpus, tokenizer: Path) -> None:
     """After a run killed before its commit: the next run rolls it back, says so, redoes the
     second input, and the folder equals a fresh run's."""
