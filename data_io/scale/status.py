@@ -136,6 +136,11 @@ def describe(manifest: Manifest, report: Status) -> str:
         lines.append(f"... and {counts['failed'] - len(report.failed)} more failed units")
     if report.finalized:
         pass  # nothing left to run: the output is complete
+    elif 0 < counts["failed"] == len(report.failed) and all(
+        f.get("kind") == "Stopped" for f in report.failed
+    ):
+        # Only units a stop (SIGTERM, Ctrl-C) cut short: nothing to fix.
+        lines.append(f"run what is left with `data_io resume {manifest.path}`")
     elif counts["failed"]:
         lines.append(
             f"fix what the failed units name, then run what is left with `data_io resume "

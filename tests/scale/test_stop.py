@@ -21,7 +21,7 @@ from data_io.scale import ExecutorSettings, Manifest, scale_tokenize
 from data_io.scale.leftovers import remove_dead_temporaries
 from data_io.scale.plan import plan_tokenize
 from data_io.scale.processes import owner_gone, process_start_time
-from data_io.scale.status import status
+from data_io.scale.status import describe, status
 from data_io.tokenize import tokenize_options
 
 from .inputs import ROOT, TOKENIZER, write_inputs
@@ -172,11 +172,15 @@ def test_sigterm_stops_the_workers_says_how_to_resume_and_exits_143(tmp_path: Pa
     assert lines == [f"stopped by SIGTERM: 0 units done, 8 left; `data_io resume {plan}` continues"]
     assert "Traceback" not in stderr
     # The units it cut short say so in the plan (not "killed", as if a worker had died).
-    failures = status(Manifest.load(plan)).failed
+    manifest = Manifest.load(plan)
+    failures = status(manifest).failed
     assert failures and all(
         f["error"] == "stopped by SIGTERM while it ran; `data_io resume` runs it again"
         for f in failures
     )
+    # Nothing to fix: status says only how to go on (not "fix what the failed units name").
+    hint = describe(manifest, status(manifest)).splitlines()[-1]
+    assert hint == f"run what is left with `data_io resume {plan}`"
     # The command it names does continue the run.
     done = subprocess.run(
         [sys.executable, "-m", "data_io", "resume", str(plan), "--quiet"],
