@@ -241,7 +241,19 @@ def execute(
         return Outcome(manifest, manifest.not_done(), submitted=submission, waited=True)
     if left:
         return Outcome(manifest, left)
-    return Outcome(manifest, [], result=finalize(manifest, progress=progress))
+    try:
+        result = finalize(manifest, progress=progress)
+    except KeyboardInterrupt:
+        # The units are done; only the assembly was cut short (the stage rolls back what it
+        # had written, or its next run does): say how to finish, as a stop among units does.
+        print(
+            f"stopped by Ctrl-C while finalizing: {len(manifest.units)} units done; "
+            f"`data_io resume {manifest.path}` finalizes",
+            file=sys.stderr,
+            flush=True,
+        )
+        raise
+    return Outcome(manifest, [], result=result)
 
 
 def _wait_or_say_so(manifest: Manifest, submission: Any, wait: Any) -> None:

@@ -406,3 +406,24 @@ def test_owner_gone_rules() -> None:
     assert owner_gone(_dead_pid(), time.time())
     assert not owner_gone(os.getppid(), time.time()), "alive, started before the write"
     assert owner_gone(os.getppid(), 1e9) or process_start_time(os.getppid()) is None
+
+
+def test_ctrl_c_while_finalizing_says_how_to_finish(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C after the units, while finalize assembles the output: the run said only
+    "interrupted"; it says the units are done and which command finishes."""
+    from data_io.scale import run
+
+    manifest = _planned(tmp_path)
+
+    def interrupted(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run, "finalize", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run.execute(manifest, [], ExecutorSettings(kind="local"), progress=False)
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"stopped by Ctrl-C while finalizing: {len(manifest.units)} units done; "
+        f"`data_io resume {manifest.path}` finalizes"
+    )
