@@ -22,9 +22,9 @@ from data_io.scale.leftovers import remove_dead_temporaries
 from data_io.scale.plan import plan_tokenize
 from data_io.scale.processes import owner_gone, process_start_time
 from data_io.scale.status import describe, status
-from data_io.tokenize import tokenize_options
+from data_io.tokenize import tokenize, tokenize_options
 
-from .inputs import ROOT, TOKENIZER, write_inputs
+from .inputs import ROOT, TOKENIZER, tree_bytes, write_inputs
 
 pytestmark = pytest.mark.skipif(
     not Path("/proc/self/stat").exists(), reason="reads /proc to find the run's processes"
@@ -232,6 +232,22 @@ def test_ctrl_c_to_the_whole_group_stops_the_run_and_exits_130(tmp_path: Path, s
     assert _wait_gone(workers) == set(), "worker processes outlived the run"
     assert re.search(r"stopped by Ctrl-C: \d+ units done, \d+ left", stderr), stderr
     assert "Traceback" not in stderr
+    if not slow:
+        return
+    # Nothing a reader would take as finished; status says where it stands, and resume
+    # finishes it as one plain run writes it.
+    assert sorted(p.name for p in out.iterdir()) == [".data_io_scale"]
+    plan = out / ".data_io_scale" / "manifest.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    said = subprocess.run([sys.executable, "-m", "data_io", "status", str(out)], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert "stopped by Ctrl-C while it ran" in said.stdout, said.stdout + said.stderr
+    assert said.stdout.splitlines()[-1] == f"run what is left with `data_io resume {plan}`"
+    done = subprocess.run([sys.executable, "-m", "data_io", "resume", str(out), "--quiet"],
+                          env=env, capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    tokenize([tmp_path / "in"], tmp_path / "plain", tokenizer_path=TOKENIZER, progress=False)
+    assert tree_bytes(out) == tree_bytes(tmp_path / "plain")
 
 
 def test_sigkill_takes_the_workers_with_it(tmp_path: Path) -> None:
