@@ -142,12 +142,18 @@ def describe(manifest: Manifest, report: Status) -> str:
         # Only units a stop (SIGTERM, Ctrl-C) cut short: nothing to fix.
         lines.append(f"run what is left with `data_io resume {manifest.path}`")
     elif counts["failed"]:
-        lines.append(
+        hint = (
             f"fix what the failed units name, then run what is left with `data_io resume "
-            f"{manifest.path}`; a unit of part of a file (bytes, row groups, compressed parts) "
-            "whose file changed since the plan says so, and then the plan must be made again: "
-            "run the command that made it (it keeps the units already done)"
+            f"{manifest.path}`"
         )
+        if any(_span_kind(f.get("span")) != "whole" for f in report.failed):
+            # Fixing a bad row changes its file: the units cut from it then refuse to run.
+            hint += (
+                "; a unit of part of a file (bytes, row groups, compressed parts) whose file "
+                "changed since the plan says so, and then the plan must be made again: run the "
+                "command that made it (it keeps the units already done)"
+            )
+        lines.append(hint)
     elif counts["pending"] and (submitted := _last_slurm_submission(manifest)) is not None:
         # Pending may mean queued: say which jobs, not only how to run them here.
         jobs = ", ".join([*submitted.get("array_jobs", []), str(submitted.get("finalize_job"))])
@@ -167,6 +173,10 @@ def _last_slurm_submission(manifest: Manifest) -> dict[str, Any] | None:
     if isinstance(submissions, list) and submissions and isinstance(submissions[-1], dict):
         return submissions[-1]
     return None
+
+
+def _span_kind(span: Any) -> Any:
+    return span.get("kind") if isinstance(span, dict) else span
 
 
 def _span_words(span: Any) -> str:

@@ -106,3 +106,40 @@ def test_plan_dir_without_an_executor_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "--plan-dir applies to --executor runs" in done.stderr
     assert not (tmp_path / "plans").exists() and not (scaled / "data").exists()
+
+
+def test_a_damaged_source_fails_its_cleaner_by_name_and_resume_finishes(tmp_path: Path) -> None:
+    """A damaged raw file fails its dataset's unit, named with the file and what is wrong;
+    the other cleaners' outputs are written, status says to fix and resume (no word of parts
+    of files: a cleaner reads its source whole), and resume after the fix writes what one
+    process writes."""
+    one = _workdir(tmp_path / "one")
+    assert _clean(one).returncode == 0
+    scaled = _workdir(tmp_path / "scaled")
+    amps = scaled / "raw_data" / "amps.tar.gz"
+    amps.write_bytes(amps.read_bytes()[:400])
+    done = _clean(scaled, "--executor", "local", "--workers", "2")
+    assert done.returncode == 1, done.stderr
+    manifest = Manifest.load(scaled)
+    report = status(manifest)
+    assert report.counts["failed"] == 1 and report.counts["done"] == len(EXAMPLE_CLEANERS) - 1
+    (failure,) = report.failed
+    assert failure["task"] == "ampsmathematica"
+    assert failure["error"].startswith("raw_data/amps.tar.gz: not a readable tar archive")
+    shown = subprocess.run(
+        [sys.executable, "-m", "data_io", "status", "."], cwd=scaled,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert "failed u" in shown.stdout and "(ampsmathematica, whole file" in shown.stdout
+    assert shown.stdout.splitlines()[-1] == (
+        f"fix what the failed units name, then run what is left with `data_io resume "
+        f"{manifest.path}`"
+    )
+    shutil.copy2(RAW / "amps.tar.gz", amps)
+    resumed = subprocess.run(
+        [sys.executable, "-m", "data_io", "resume", ".", "--quiet"], cwd=scaled,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"},
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    assert _outputs(scaled) == _outputs(one)
