@@ -274,8 +274,13 @@ def _unit(args: argparse.Namespace) -> int:
             raise ConfigError(f"--index {index} is outside {args.list} ({len(ids)} units)")
         unit_id = ids[index]
     record = run_unit(args.manifest, unit_id, threads=args.threads)
+    # What the stage's units count: rows everywhere, tokens where they encode (a cleaner's or
+    # a tokenizer's counting unit has none: a KeyError here failed its Slurm task, done).
+    counted = [
+        f"{record[key]:,} {key}" for key in ("rows", "tokens") if isinstance(record.get(key), int)
+    ]
     print(
-        f"unit {unit_id}: {record['rows']:,} rows, {record['tokens']:,} tokens"
+        f"unit {unit_id}: {', '.join(counted) or 'done'}"
         f"{' (already done)' if record.get('reused') else ''}"
     )
     return 0

@@ -143,3 +143,21 @@ def test_a_damaged_source_fails_its_cleaner_by_name_and_resume_finishes(tmp_path
     )  # fmt: skip
     assert resumed.returncode == 0, resumed.stderr
     assert _outputs(scaled) == _outputs(one)
+
+
+def test_scale_unit_runs_a_cleaner_unit_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``data_io scale unit`` (what each Slurm array task runs) printed the record's tokens,
+    which a cleaner's unit does not count: the unit ran, then the command failed (KeyError)."""
+    from data_io.cli import main
+    from data_io.scale.plan import plan_clean
+
+    scaled = _workdir(tmp_path / "scaled")
+    manifest = plan_clean(["ampsmathematica"], str(scaled), str(tmp_path / "plans"))
+    manifest.executor = {"kind": "slurm"}
+    manifest.save()
+    (unit,) = manifest.units
+    assert main(["scale", "unit", str(manifest.path), "--unit", unit.id]) == 0
+    rows = Manifest.load(manifest.path).read_record(unit.id, "done")["rows"]
+    assert capsys.readouterr().out.splitlines()[-1] == f"unit {unit.id}: {rows:,} rows"
