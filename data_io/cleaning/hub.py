@@ -25,6 +25,7 @@ from data_io.util.hub import HUB_PROBE_SECONDS, hub_unreachable, offline_by_envi
 
 __all__ = [
     "HUB_PROBE_SECONDS",
+    "closed_files",
     "damage_of",
     "failed_file_log",
     "hub_unreachable",
@@ -153,7 +154,17 @@ def parquet_row_count(path: Path) -> int | None:
         return None
 
 
-def wait_for_abandoned_reads(timeout: float = 30.0) -> None:
+def closed_files() -> weakref.WeakSet[io.IOBase]:
+    """The file objects closed now: passed to :func:`wait_for_abandoned_reads` as ``before``,
+    so that it waits only for files closed by the scan in between."""
+    return weakref.WeakSet(
+        obj for obj in gc.get_objects() if isinstance(obj, io.IOBase) and _is_closed(obj)
+    )
+
+
+def wait_for_abandoned_reads(
+    timeout: float = 30.0, before: weakref.WeakSet[io.IOBase] | None = None
+) -> None:
     """Wait until Arrow's worker threads let go of the files of a scan stopped half-way.
 
     ``datasets`` gives Arrow Python file objects to read. When the scan is stopped early (a row
@@ -162,9 +173,15 @@ def wait_for_abandoned_reads(timeout: float = 30.0) -> None:
     and the process aborts ("terminate called without an active exception", apache/arrow#45214).
     A full collection frees the scan's objects caught in reference cycles; then every closed file
     that no Python object refers to any more (so only native code holds it) is waited for.
+
+    ``before``: files closed before the scan began (``closed_files()``), not waited for. A
+    running frame's locals are not among the objects ``gc`` sees, so a file closed there looks
+    natively held and lives on: a ``spawn``ed worker's pipe from its parent, which the
+    interpreter's own ``spawn_main`` read and closed, cost every Hub cleaner's scan on a
+    ``clean --executor local`` worker the whole ``timeout``.
     """
     gc.collect()
-    held = _natively_held_files()
+    held = [ref for ref in _natively_held_files() if before is None or ref() not in before]
     deadline = time.monotonic() + timeout
     while any(ref() is not None for ref in held) and time.monotonic() < deadline:
         time.sleep(0.01)

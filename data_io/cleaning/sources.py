@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from data_io.cleaning.hub import (
+    closed_files,
     damage_of,
     failed_file_log,
     hub_unreachable,
@@ -628,6 +629,7 @@ class HubDataset:
         ``make test``).
         """
         count = 0
+        before = closed_files()
         try:
             while True:
                 with failed_file_log() as log:
@@ -645,7 +647,7 @@ class HubDataset:
             close = getattr(tables, "close", None)
             if close is not None:
                 close()
-            wait_for_abandoned_reads()
+            wait_for_abandoned_reads(before=before)
 
     def _split_records(self, dataset: Any, name: str, what: str, location: str) -> Iterator[Record]:
         origin = f"{location} {name}"

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from data_io.cleaning.hub import (
+    closed_files,
     damage_of,
     failed_file_log,
     local_path,
+    wait_for_abandoned_reads,
 )
 
 
@@ -104,3 +107,21 @@ def test_failed_file_log_without_any_datasets_handler() -> None:
     finally:
         for handler in saved:
             parent.addHandler(handler)
+
+
+def test_a_file_closed_before_the_scan_is_not_waited_for(tmp_path: Path) -> None:
+    """A file closed in a frame that still runs (what ``spawn_main`` does with a worker's pipe
+    from its parent) has no referrer ``gc`` sees and never goes: every scan on a ``clean
+    --executor local`` worker waited the whole timeout (30 s) for it."""
+    path = tmp_path / "pipe"
+    path.write_bytes(b"x")
+    with open(path, "rb") as from_parent:  # a local of this running frame, closed
+        from_parent.read()
+    before = closed_files()
+    assert from_parent in before
+    started = time.monotonic()
+    wait_for_abandoned_reads(timeout=5.0, before=before)
+    assert time.monotonic() - started < 2.0
+    started = time.monotonic()
+    wait_for_abandoned_reads(timeout=1.0)  # (the case itself: without ``before``, the timeout)
+    assert time.monotonic() - started >= 1.0
