@@ -214,10 +214,14 @@ def test_hashed_info_refuses_tasks_without_a_record(tmp_path: Path, corpora) -> 
     with pytest.raises(InputError) as info:
         _sample(tmp_path, corpus)
     message = str(info.value)
+    # The task of the original pipeline's record is listed among the origins (re-run tokenize);
+    # the one without metadata.json is named apart, with its own advice (move or delete it).
     assert (
-        "no data_io record (original pipeline, or metadata.json absent/unreadable): 2 task(s): "
-        "data__arithmetic.jsonl, data__translations.jsonl" in message
+        "no data_io record (original pipeline, or metadata.json absent/unreadable): 1 task(s): "
+        "data__translations.jsonl" in message
     )
+    assert "data__arithmetic.jsonl (it has no metadata.json): task arrays without" in message
+    assert "move each such folder out of" in message
 
 
 def test_info_of_a_run_that_matches_no_task(tmp_path: Path, corpora) -> None:
