@@ -44,6 +44,7 @@ import pyarrow.parquet as pq
 from data_io.cleaning.rows import FILE_COLUMN, ROW_COLUMNS
 from data_io.errors import OutputError
 from data_io.util.fs import write_json_atomic
+from data_io.util.stale import last_written, owner_gone
 
 Format = Literal["jsonl", "parquet"]
 _FORMAT_NAMES = {"jsonl": "JSON Lines", "parquet": "Parquet"}
@@ -532,8 +533,8 @@ def _undo_interrupted_groups(folder: Path) -> list[Path]:
         pid = note.name.removeprefix(_GROUP_NOTE).split("-", 1)[0]
         if not pid.isdigit() or str(note) in _COMMITTING:
             continue  # not a note of ours, or a group this process is replacing now
-        if int(pid) != os.getpid() and _process_alive(int(pid)):
-            continue  # another run still committing
+        if int(pid) != os.getpid() and not owner_gone(int(pid), last_written(note)):
+            continue  # another run still committing (its id is not one reused since)
         try:
             replaced = json.loads(note.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -552,19 +553,9 @@ def _remove_stale_temporaries(folder: Path, prefix: str) -> None:
         if match is None or not path.is_file() or not path.name.startswith(prefix):
             continue
         pid = int(match.group(1))
-        if pid == os.getpid() or _process_alive(pid):
+        if not owner_gone(pid, last_written(path)):
             continue  # ours, or a run still writing (another cleaner sharing the folder)
         path.unlink(missing_ok=True)
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, owned by someone else
-    return True
 
 
 def _allow_open_files(wanted: int) -> int:

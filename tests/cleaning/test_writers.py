@@ -237,6 +237,30 @@ def test_temporaries_of_live_processes_are_kept(tmp_path: Path) -> None:
     assert alive.exists() and (tmp_path / "y.parquet").exists()
 
 
+def test_an_id_reused_since_the_temporary_or_note_was_written_is_not_its_owner(
+    tmp_path: Path,
+) -> None:
+    # Pid 1 lives, but started (at boot) after these were last written (2000): their run is
+    # gone and the id was given again, as in every container, so they are a dead run's.
+    long_ago = (946684800, 946684800)
+    _write_group(tmp_path, {"a": "old"})
+    os.replace(tmp_path / "a.jsonl", tmp_path / "a.jsonl.tmp-1.old")
+    for key in ("a", "b"):  # the dead run's new files, one replacing a, one added
+        row = {"condition": "direct", "instruction": key, "response": "new"}
+        (tmp_path / f"{key}.jsonl").write_text(json.dumps(row) + "\n")
+    note = tmp_path / ".data_io-clean-commit-1-0123456789ab"
+    note.write_text(json.dumps({"a.jsonl": True, "b.jsonl": False}))
+    stale = tmp_path / "c.parquet.tmp-1.part0"
+    stale.write_bytes(b"a dead run's part")
+    for path in (note, stale, tmp_path / "a.jsonl.tmp-1.old"):
+        os.utime(path, long_ago)
+    with pytest.raises(RuntimeError), OutputWriter(jsonl_files(str(tmp_path))) as writer:
+        writer.write(_table(["direct"], ["x"], ["y"], ["z"]))
+        raise RuntimeError("the cleaner failed")
+    assert _group_state(tmp_path) == {"a.jsonl": "old"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]
+
+
 # An output that cannot be written: one line saying what, where and how to fix it, before any
 # input is read, whoever runs it (root included: a file in the way stops root too).
 
