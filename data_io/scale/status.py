@@ -102,10 +102,9 @@ def describe(manifest: Manifest, report: Status) -> str:
         f"input done: {report.bytes_done / 1e6:,.1f} of {report.bytes_total / 1e6:,.1f} MB",
     ]
     if report.throughput:
-        # Time left only while units run or wait to: failed units wait for the user.
-        waiting = counts["running"] or counts["pending"]
-        eta = f", about {_duration(report.eta_seconds or 0)} left" if waiting else ""
-        lines.append(f"throughput: {report.throughput / 1e6:,.1f} MB/s{eta}")
+        lines.append(
+            f"throughput: {report.throughput / 1e6:,.1f} MB/s{_time_left(manifest, report)}"
+        )
     if report.failed_files:
         shown = ", ".join(report.failed_files[:5])
         more = f" and {len(report.failed_files) - 5} more" if len(report.failed_files) > 5 else ""
@@ -165,6 +164,19 @@ def describe(manifest: Manifest, report: Status) -> str:
     elif counts["pending"]:
         lines.append(f"run what is left with `data_io resume {manifest.path}`")
     return "\n".join(lines)
+
+
+def _time_left(manifest: Manifest, report: Status) -> str:
+    """What the throughput line says of the time left: an estimate only while units run, or
+    may (queued Slurm jobs: no scheduler is asked); with units left and none running (a run
+    stopped, units failed), that nothing runs: the last line says how to go on."""
+    counts = report.counts
+    if report.finalized or report.complete:
+        return ""
+    queued = counts["pending"] and _last_slurm_submission(manifest) is not None
+    if counts["running"] or queued:
+        return f", about {_duration(report.eta_seconds or 0)} left"
+    return "; nothing is running now"
 
 
 def _last_slurm_submission(manifest: Manifest) -> dict[str, Any] | None:

@@ -443,3 +443,35 @@ def test_ctrl_c_while_finalizing_says_how_to_finish(
         f"stopped by Ctrl-C while finalizing: {len(manifest.units)} units done; "
         f"`data_io resume {manifest.path}` finalizes"
     )
+
+
+def test_status_of_a_stopped_run_promises_no_time_left(tmp_path: Path) -> None:
+    """A run stopped with units left: nothing runs, so no "about 4 s left" (status said so
+    as if work went on); it says nothing runs, and its last line how to go on. While a unit
+    runs, the estimate is there."""
+    from data_io.scale.units import record_failure, run_unit
+
+    manifest = _planned(tmp_path)
+    first, cut, *_ = manifest.units
+    run_unit(manifest, first.id, threads=1)
+    here = socket.gethostname()
+    manifest.write_record(cut.id, "started", {"unit": cut.id, "host": here, "pid": _dead_pid(),
+                                              "attempt": 1, "time": time.time()})  # fmt: skip
+    record_failure(manifest, cut, "stopped by SIGTERM while it ran; `data_io resume` runs it "
+                   "again", "Stopped", here, 1)  # fmt: skip
+    report = status(manifest)
+    assert report.counts["running"] == 0 and report.counts["pending"] > 0 and report.throughput
+    lines = describe(manifest, report).splitlines()
+    throughput = next(line for line in lines if line.startswith("throughput:"))
+    assert " left" not in throughput and throughput.endswith("; nothing is running now")
+    assert lines[-1] == f"run what is left with `data_io resume {manifest.path}`"
+    # A unit running (its process alive on this host): the estimate is back.
+    running = manifest.units[2]
+    manifest.write_record(running.id, "started", {"unit": running.id, "host": here,
+                                                  "pid": os.getpid(), "attempt": 1,
+                                                  "time": time.time()})  # fmt: skip
+    report = status(manifest)
+    assert report.counts["running"] == 1
+    throughput = next(line for line in describe(manifest, report).splitlines()
+                      if line.startswith("throughput:"))  # fmt: skip
+    assert re.fullmatch(r"throughput: [\d.,]+ MB/s, about \d+ (s|min) left", throughput), throughput
