@@ -24,6 +24,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from data_io.errors import ConfigError, DataIoError, os_error_message
 from data_io.stage import STAGES
 from data_io.util.closed_stdout import exit_quietly_on_closed_stdout, from_closed_stdout
+from data_io.util.interrupt import ReportedInterrupt
 
 # Stage modules, in pipeline order, and the sub-commands each one registers. Each one owns its
 # sub-command; only the chosen command's module is imported (the others pull in polars,
@@ -169,8 +170,9 @@ def _run(argv: list[str] | None) -> int:
             raise
         print(f"data_io {args.command}: error: {os_error_message(exc)}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print(f"data_io {args.command}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as interrupt:
+        if not isinstance(interrupt, ReportedInterrupt):  # else the run said where it stopped
+            print(f"data_io {args.command}: interrupted", file=sys.stderr)
         return 130
 
 

@@ -36,6 +36,7 @@ from data_io.scale.progress import UnitProgress
 from data_io.scale.status import stopped_message
 from data_io.scale.units import record_failure, run_unit
 from data_io.stage import THREADS_VARIABLE
+from data_io.util.interrupt import ReportedInterrupt
 
 
 def run_local(
@@ -50,7 +51,7 @@ def run_local(
     """Run ``units`` on ``workers`` processes; returns the units that did not complete.
 
     SIGTERM stops the workers, says where the run stands and raises ``SystemExit(143)``;
-    Ctrl-C does the same and raises KeyboardInterrupt on."""
+    Ctrl-C does the same and raises KeyboardInterrupt on (``ReportedInterrupt``: said)."""
     assert manifest.path is not None, "save the manifest first"
     workers = max(1, workers)
     threads = threads_per_worker or max(1, (os.cpu_count() or 1) // workers)
@@ -68,10 +69,11 @@ def run_local(
     except (Stopped, KeyboardInterrupt) as stop:
         bar.close()
         _record_stopped(manifest, left, stop)
-        print(stopped_message(manifest, stop), file=sys.stderr, flush=True)
+        said = stopped_message(manifest, stop)
+        print(said, file=sys.stderr, flush=True)
         if isinstance(stop, Stopped):
             raise SystemExit(stop.exit_code) from None
-        raise
+        raise ReportedInterrupt.after(said, stop) from None
     bar.close()
     return failed + left
 

@@ -32,6 +32,7 @@ from data_io.scale.processes import StopFlag, Stopped, sigterm_sets_flag
 from data_io.scale.progress import UnitProgress
 from data_io.scale.status import stopped_message
 from data_io.scale.units import record_failure, run_unit
+from data_io.util.interrupt import ReportedInterrupt
 
 # Seconds between looks at the SIGTERM flag while waiting for tasks.
 _POLL_SECONDS = 0.5
@@ -68,10 +69,11 @@ def run_ray(
             if started_here:
                 ray.shutdown()
     except (Stopped, KeyboardInterrupt) as stop:
-        print(stopped_message(manifest, stop), file=sys.stderr, flush=True)
+        said = stopped_message(manifest, stop)
+        print(said, file=sys.stderr, flush=True)
         if isinstance(stop, Stopped):
             raise SystemExit(stop.exit_code) from None
-        raise
+        raise ReportedInterrupt.after(said, stop) from None
 
 
 def _import_ray() -> Any:

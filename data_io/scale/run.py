@@ -26,6 +26,7 @@ from data_io.scale.manifest import Manifest, Unit
 from data_io.scale.plan import plan, plan_clean, plan_prepare, plan_tokenize
 from data_io.scale.processes import Stopped, describe_removed, sigterm_raises
 from data_io.stage import DEFAULT_UNIT_MB, FINALIZED, PLAN_AGAIN, check_option_type
+from data_io.util.interrupt import ReportedInterrupt
 
 EXECUTORS = ("local", "slurm", "ray")
 
@@ -243,16 +244,15 @@ def execute(
         return Outcome(manifest, left)
     try:
         result = finalize(manifest, progress=progress)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:
         # The units are done; only the assembly was cut short (the stage rolls back what it
         # had written, or its next run does): say how to finish, as a stop among units does.
-        print(
+        said = (
             f"stopped by Ctrl-C while finalizing: {len(manifest.units)} units done; "
-            f"`data_io resume {manifest.path}` finalizes",
-            file=sys.stderr,
-            flush=True,
+            f"`data_io resume {manifest.path}` finalizes"
         )
-        raise
+        print(said, file=sys.stderr, flush=True)
+        raise ReportedInterrupt.after(said, interrupt) from None
     return Outcome(manifest, [], result=result)
 
 
@@ -265,16 +265,15 @@ def _wait_or_say_so(manifest: Manifest, submission: Any, wait: Any) -> None:
             wait(submission)
     except (Stopped, KeyboardInterrupt) as stop:
         how = "Ctrl-C" if isinstance(stop, KeyboardInterrupt) else str(stop).split()[-1]
-        print(
+        said = (
             f"stopped by {how} while waiting: the jobs of {submission.folder} run on (scancel "
             f"{' '.join(submission.job_ids)} stops them); follow them with `data_io status "
-            f"{manifest.path}`",
-            file=sys.stderr,
-            flush=True,
+            f"{manifest.path}`"
         )
+        print(said, file=sys.stderr, flush=True)
         if isinstance(stop, Stopped):
             raise SystemExit(stop.exit_code) from None
-        raise
+        raise ReportedInterrupt.after(said, stop) from None
 
 
 def _start(manifest: Manifest, settings: ExecutorSettings, progress: bool | None) -> Outcome:

@@ -19,6 +19,19 @@ from typing import Any
 # The exit status of a run stopped by Ctrl-C (128 + SIGINT), as the shell gives it.
 INTERRUPTED = 130
 
+
+class ReportedInterrupt(KeyboardInterrupt):
+    """A Ctrl-C whose run has said already where it stopped and how to go on (a scaled-out
+    run: ``stopped by Ctrl-C: 3 units done, 5 left; ...``); its message is what it said. The
+    command line exits 130 without adding its own "interrupted". A KeyboardInterrupt still,
+    for the callers of the API."""
+
+    @classmethod
+    def after(cls, said: str, interrupt: BaseException) -> ReportedInterrupt:
+        """The one to raise for ``interrupt`` once ``said`` is printed (its traceback kept)."""
+        return cls(said).with_traceback(interrupt.__traceback__)
+
+
 # (the hook installed, the one it replaced) while the start is quiet; see :func:`started`.
 _INSTALLED: tuple[Any, Any] | None = None
 

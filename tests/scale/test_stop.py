@@ -23,6 +23,7 @@ from data_io.scale.plan import plan_tokenize
 from data_io.scale.processes import owner_gone, process_start_time
 from data_io.scale.status import describe, status
 from data_io.tokenize import tokenize, tokenize_options
+from data_io.util.interrupt import ReportedInterrupt
 
 from .inputs import ROOT, TOKENIZER, tree_bytes, write_inputs
 
@@ -232,6 +233,8 @@ def test_ctrl_c_to_the_whole_group_stops_the_run_and_exits_130(tmp_path: Path, s
     assert _wait_gone(workers) == set(), "worker processes outlived the run"
     assert re.search(r"stopped by Ctrl-C: \d+ units done, \d+ left", stderr), stderr
     assert "Traceback" not in stderr
+    # One message: the command line adds no "data_io tokenize: interrupted" below it.
+    assert "interrupted" not in stderr, stderr
     if not slow:
         return
     # Nothing a reader would take as finished; status says where it stands, and resume
@@ -437,12 +440,31 @@ def test_ctrl_c_while_finalizing_says_how_to_finish(
         raise KeyboardInterrupt
 
     monkeypatch.setattr(run, "finalize", interrupted)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(ReportedInterrupt) as stopped:  # a KeyboardInterrupt, said already
         run.execute(manifest, [], ExecutorSettings(kind="local"), progress=False)
-    assert capsys.readouterr().err.splitlines()[-1] == (
+    said = (
         f"stopped by Ctrl-C while finalizing: {len(manifest.units)} units done; "
         f"`data_io resume {manifest.path}` finalizes"
     )
+    assert capsys.readouterr().err.splitlines()[-1] == said == str(stopped.value)
+
+
+def test_the_command_line_adds_interrupted_only_where_nothing_was_said(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A scaled-out run stopped by Ctrl-C says where it stands and how to go on: the command
+    line then printed "data_io tokenize: interrupted" too. A plain Ctrl-C still gets it."""
+    from data_io import cli
+
+    for interrupt, said in [(ReportedInterrupt("stopped by Ctrl-C: ..."), ""),
+                            (KeyboardInterrupt(), "data_io status: interrupted\n")]:  # fmt: skip
+
+        def stage_run(_args: object, interrupt: BaseException = interrupt) -> int:
+            raise interrupt
+
+        monkeypatch.setattr(cli, "_stage_run", stage_run)
+        assert cli.main(["status", "nowhere"]) == 130
+        assert capsys.readouterr().err == said
 
 
 def test_status_of_a_stopped_run_promises_no_time_left(tmp_path: Path) -> None:
