@@ -11,9 +11,15 @@ import sys
 from pathlib import Path
 
 from data_io.errors import ConfigError
-from data_io.scale.finalize import finalize
 from data_io.scale.manifest import Manifest
-from data_io.scale.run import EXECUTORS, ExecutorSettings, Outcome, resume, run_stage
+from data_io.scale.run import (
+    EXECUTORS,
+    ExecutorSettings,
+    Outcome,
+    finalize_or_say_so,
+    resume,
+    run_stage,
+)
 from data_io.scale.status import describe, status
 from data_io.scale.units import run_unit
 from data_io.stage import DEFAULT_UNIT_MB, load_stage
@@ -288,7 +294,14 @@ def _unit(args: argparse.Namespace) -> int:
 
 def _finalize(args: argparse.Namespace) -> int:
     manifest = Manifest.load(args.manifest)
-    result = finalize(
-        manifest, encode_missing=args.encode_missing, progress=False if args.quiet else None
+    # What a Slurm finalize job runs: its time limit or scancel sends SIGTERM.
+    again = f"data_io scale finalize {manifest.path}" + (
+        " --encode-missing" if args.encode_missing else ""
+    )
+    result = finalize_or_say_so(
+        manifest,
+        again,
+        encode_missing=args.encode_missing,
+        progress=False if args.quiet else None,
     )
     return _report(Outcome(manifest, [], result=result), quiet=args.quiet)

@@ -63,15 +63,24 @@ class Stopped(BaseException):
 
 
 @contextlib.contextmanager
-def sigterm_raises() -> Iterator[None]:
+def sigterm_raises(*, once: bool = False) -> Iterator[None]:
     """Within the block, SIGTERM raises :class:`Stopped` in the main thread instead of ending
     the process at once, so that the caller stops its workers and says where the run stands.
-    Outside the main thread (no handler can be set there) it changes nothing."""
+    ``once``: only the first SIGTERM raises; later ones are ignored, so that a second does not
+    cut short the unwinding the first began (a stage rolling back what it wrote). Only for
+    code that an exception may interrupt anywhere, as Ctrl-C does (not inside
+    ``concurrent.futures.wait``: see :class:`StopFlag`). Outside the main thread (no handler
+    can be set there) it changes nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    raised = False
 
     def handler(signum: int, _frame: object) -> None:
+        nonlocal raised
+        if once and raised:
+            return
+        raised = True
         raise Stopped(signum)
 
     previous = signal.signal(signal.SIGTERM, handler)

@@ -242,18 +242,41 @@ def execute(
         return Outcome(manifest, manifest.not_done(), submitted=submission, waited=True)
     if left:
         return Outcome(manifest, left)
-    try:
-        result = finalize(manifest, progress=progress)
-    except KeyboardInterrupt as interrupt:
-        # The units are done; only the assembly was cut short (the stage rolls back what it
-        # had written, or its next run does): say how to finish, as a stop among units does.
-        said = (
-            f"stopped by Ctrl-C while finalizing: {len(manifest.units)} units done; "
-            f"`data_io resume {manifest.path}` finalizes"
-        )
-        print(said, file=sys.stderr, flush=True)
-        raise ReportedInterrupt.after(said, interrupt) from None
+    # Every unit is done (none is left): only the assembly can be cut short now.
+    again = f"data_io resume {manifest.path}"
+    result = finalize_or_say_so(manifest, again, len(manifest.units), progress=progress)
     return Outcome(manifest, [], result=result)
+
+
+def finalize_or_say_so(
+    manifest: Manifest,
+    again: str,
+    done: int | None = None,
+    *,
+    encode_missing: bool = False,
+    progress: bool | None = None,
+) -> Any:
+    """``finalize``; stopped by Ctrl-C or SIGTERM, say that ``done`` units are done (by default
+    as their records say) and that the command ``again`` finalizes, then raise
+    KeyboardInterrupt (``ReportedInterrupt``) or exit 128 + the signal's number.
+
+    The stop unwinds the stage as Ctrl-C does (it rolls back what it had written, or its next
+    run does; locks go with their ``with`` blocks): SIGTERM raises where it lands, as
+    KeyboardInterrupt does, and only once. Finalize waits in no ``concurrent.futures.wait``
+    (where an exception raised by a signal leaves locks held: ``StopFlag``); its long calls
+    into Rust stop at the exception and return."""
+    try:
+        with sigterm_raises(once=True):
+            return finalize(manifest, encode_missing=encode_missing, progress=progress)
+    except (Stopped, KeyboardInterrupt) as stop:
+        how = "Ctrl-C" if isinstance(stop, KeyboardInterrupt) else str(stop).split()[-1]
+        if done is None:
+            done = sum(1 for state in manifest.states().values() if state == "done")
+        said = f"stopped by {how} while finalizing: {done} units done; `{again}` finalizes"
+        print(said, file=sys.stderr, flush=True)
+        if isinstance(stop, Stopped):
+            raise SystemExit(stop.exit_code) from None
+        raise ReportedInterrupt.after(said, stop) from None
 
 
 def _wait_or_say_so(manifest: Manifest, submission: Any, wait: Any) -> None:

@@ -497,3 +497,115 @@ def test_status_of_a_stopped_run_promises_no_time_left(tmp_path: Path) -> None:
     throughput = next(line for line in describe(manifest, report).splitlines()
                       if line.startswith("throughput:"))  # fmt: skip
     assert re.fullmatch(r"throughput: [\d.,]+ MB/s, about \d+ (s|min) left", throughput), throughput
+
+
+# Loaded by every Python process of the run (PYTHONPATH): finalize waits before it starts, and
+# says when it does (a file), so that the run is surely finalizing when it is signalled.
+_SLOW_FINALIZE = """
+import os, pathlib, time
+if os.environ.get("FINALIZE_MARK"):
+    from data_io.scale import run
+
+    _real = run.finalize
+
+    def _slow(*args, **kwargs):
+        pathlib.Path(os.environ["FINALIZE_MARK"]).touch()
+        time.sleep(30)
+        return _real(*args, **kwargs)
+
+    run.finalize = _slow
+"""
+
+
+def test_sigterm_while_finalizing_says_how_to_finish_and_exits_143(tmp_path: Path) -> None:
+    """All units done, the output being assembled: SIGTERM ended the process without a word
+    (no handler was set any more). It unwinds as Ctrl-C does, says which command finishes,
+    and exits 143; that command does."""
+    inputs = write_inputs(tmp_path / "in")
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(_SLOW_FINALIZE)
+    mark, out = tmp_path / "finalizing", tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": f"{hooks}{os.pathsep}{ROOT}", "FINALIZE_MARK": str(mark)}
+    with open(tmp_path / "stderr", "w") as stderr:
+        run = subprocess.Popen(
+            [sys.executable, "-m", "data_io", "tokenize", str(inputs), "-o", str(out),
+             "--tokenizer-path", str(TOKENIZER), "--executor", "local", "--workers", "1",
+             "--threads-per-unit", "1", "--unit-mb", "0.1"],
+            env=env, stdout=subprocess.DEVNULL, stderr=stderr,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not mark.exists():
+            assert run.poll() is None, (tmp_path / "stderr").read_text()
+            assert time.monotonic() < deadline, "finalize never started"
+            time.sleep(0.05)
+        run.send_signal(signal.SIGTERM)
+        run.wait(timeout=30)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    stderr = (tmp_path / "stderr").read_text()
+    assert run.returncode == 128 + signal.SIGTERM, stderr
+    manifest = Manifest.load(out)
+    assert all(state == "done" for state in manifest.states().values())
+    assert stderr.splitlines()[-1] == (
+        f"stopped by SIGTERM while finalizing: {len(manifest.units)} units done; "
+        f"`data_io resume {manifest.path}` finalizes"
+    ), stderr
+    assert "Traceback" not in stderr
+    assert sorted(p.name for p in out.iterdir()) == [".data_io_scale"]
+    done = subprocess.run([sys.executable, "-m", "data_io", "resume", str(out), "--quiet"],
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+                          text=True, timeout=300, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    tokenize([inputs], tmp_path / "plain", tokenizer_path=TOKENIZER, progress=False)
+    assert tree_bytes(out) == tree_bytes(tmp_path / "plain")
+
+
+def test_sigterm_during_scale_finalize_names_the_command_that_finishes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``data_io scale finalize`` (what a Slurm finalize job runs: its time limit sends
+    SIGTERM) says the same, naming itself, and puts the SIGTERM handler back."""
+    from data_io import cli
+    from data_io.scale import run
+
+    manifest = _planned(tmp_path)
+
+    def terminated(*_args: object, **_kwargs: object) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(30)  # interrupted by the signal at once
+        raise AssertionError("SIGTERM did not stop finalize")
+
+    monkeypatch.setattr(run, "finalize", terminated)
+    before = signal.getsignal(signal.SIGTERM)
+    started = time.monotonic()
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["scale", "finalize", str(manifest.path), "--encode-missing"])
+    assert stopped.value.code == 128 + signal.SIGTERM and time.monotonic() - started < 10
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"stopped by SIGTERM while finalizing: 0 units done; `data_io scale finalize "
+        f"{manifest.path} --encode-missing` finalizes"
+    )
+    assert signal.getsignal(signal.SIGTERM) is before, "the handler is put back"
+
+
+def test_sigterm_raises_once_lets_the_unwinding_finish() -> None:
+    """While finalize rolls back after a SIGTERM, a second one is ignored (it would cut the
+    rollback short); out of the block, SIGTERM is what it was."""
+    from data_io.scale.processes import Stopped, sigterm_raises
+
+    before = signal.getsignal(signal.SIGTERM)
+    unwound = False
+    with pytest.raises(Stopped), sigterm_raises(once=True):
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(30)
+        finally:
+            os.kill(os.getpid(), signal.SIGTERM)  # a second one, while unwinding
+            time.sleep(0.2)
+            unwound = True
+    assert unwound
+    assert signal.getsignal(signal.SIGTERM) is before
