@@ -12,7 +12,6 @@ are removed, a shorter last shard that was being extended is cut back to its rec
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -29,7 +28,7 @@ from data_io.formats.dtypes import dtype_or_none
 from data_io.prepare.shards import ShardRecord, npy_header, truncate_shard
 from data_io.prepare.tokenizers import CHAR_EOS, CHAR_STATE_FILE, TOKENIZER_FILES
 from data_io.util.fs import sha256 as file_sha256
-from data_io.util.fs import write_json_atomic
+from data_io.util.fs import try_flock, write_json_atomic
 
 __all__ = [
     "METADATA_FILE",
@@ -355,6 +354,7 @@ def exclusive(out: Path) -> Iterator[None]:
     The lock is an advisory ``flock`` on the folder itself, released when the run ends or dies.
     A run that fails before writing anything (a typo in an option, a missing input) removes
     the folders it made, so that it leaves none behind; one that wrote its journal keeps them.
+    Where the file system has no ``flock`` (``try_flock``), the run goes on unguarded.
     """
     if out.exists() and not out.is_dir():
         raise OutputError(f"{out} is a file; pass a folder for the dataset")
@@ -369,13 +369,11 @@ def exclusive(out: Path) -> Iterator[None]:
     except FileNotFoundError:
         raise gone from None
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not try_flock(fd):
             raise OutputError(
                 f"{out}: another data_io prepare is writing into this folder; wait for it to "
                 "finish (or stop it) and run again"
-            ) from None
+            )
         # The lock is on the folder this run opened: that must still be the one at `out`.
         if not _is_open_folder(out, fd):
             raise gone

@@ -16,7 +16,6 @@ fails is damaged, and the error says to delete it before re-tokenizing
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -36,6 +35,7 @@ from data_io.formats.task_arrays import (
     TokenFile,
     read_token_header,
 )
+from data_io.util.fs import try_flock
 from data_io.util.words import counted
 
 _DEFAULT_RULE = PrefixRule(prefix="")
@@ -103,15 +103,11 @@ def no_tokenize_running(tokenized_path: Path) -> Iterator[None]:
         yield
         return
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not try_flock(fd, shared=True):
             raise InputError(
                 f"a data_io tokenize is writing {tokenized_path} now (it holds {lock}): its "
                 f"tasks are being replaced; wait for it to finish, then sample again"
-            ) from None
-        except OSError:
-            pass  # no flock here (some network file systems): nothing to hold
+            )
         yield
     finally:
         os.close(fd)  # releases the shared lock

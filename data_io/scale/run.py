@@ -9,7 +9,6 @@ asked to wait).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 import sys
@@ -26,6 +25,7 @@ from data_io.scale.manifest import Manifest, Unit
 from data_io.scale.plan import plan, plan_clean, plan_prepare, plan_tokenize
 from data_io.scale.processes import Stopped, describe_removed, sigterm_raises
 from data_io.stage import DEFAULT_UNIT_MB, FINALIZED, PLAN_AGAIN, check_option_type
+from data_io.util.fs import try_flock
 from data_io.util.interrupt import ReportedInterrupt
 
 EXECUTORS = ("local", "slurm", "ray")
@@ -174,9 +174,7 @@ def one_run(root: Path) -> Iterator[None]:
     root.mkdir(parents=True, exist_ok=True)
     fd = os.open(root, os.O_RDONLY)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not try_flock(fd):
             if made:
                 with contextlib.suppress(OSError):
                     root.rmdir()
@@ -184,9 +182,7 @@ def one_run(root: Path) -> Iterator[None]:
                 f"{root}: another data_io command is running this plan (planning, running its "
                 "units or finalizing); wait for it to end, or stop it, then run again "
                 "(`data_io status` shows where it stands)"
-            ) from None
-        except OSError:
-            pass  # no flock on this file system (Lustre without -o flock, some NFS): unguarded
+            )
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock

@@ -4,6 +4,7 @@ the permissions the user's umask gives ordinary files and folders."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -92,3 +93,19 @@ def sha256(path: Path) -> str:
     pages each time)."""
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def try_flock(fd: int, *, shared: bool = False) -> bool:
+    """An advisory ``flock`` on the open file or folder ``fd``, without waiting: False when
+    another process holds a lock that conflicts, True when this one holds it now (released
+    when ``fd`` is closed). Where the file system has no ``flock`` (Lustre mounted without
+    ``-o flock``: ENOSYS; NFS: ENOLCK, or EBADF for an exclusive lock on a folder opened
+    read-only), also True: the caller runs unguarded, as it did before it took a lock, rather
+    than not at all."""
+    try:
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+    return True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 from pathlib import Path
@@ -29,6 +30,19 @@ def test_a_second_run_into_a_busy_folder_is_refused(small_tokenizer: Path, tmp_p
         os.close(fd)
     run([tmp_path / "in"], out, small_tokenizer)  # free again: the run goes ahead
     assert read_split(out, "train").size > 0
+
+
+def test_a_folder_on_a_file_system_without_flock_is_prepared_unguarded(
+    small_tokenizer: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # Lustre without -o flock (ENOSYS), NFS (ENOLCK): the run goes on, as before the lock.
+    def no_flock(fd: int, operation: int) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_flock)
+    write_txt(tmp_path / "in" / "a.txt", documents(50, seed=1))
+    run([tmp_path / "in"], tmp_path / "out", small_tokenizer)
+    assert read_split(tmp_path / "out", "train").size > 0
 
 
 def test_exclusive_releases_and_refuses_a_file(tmp_path: Path):

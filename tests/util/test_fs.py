@@ -4,6 +4,7 @@ a full disk's error names the file being written, and leaves no temporary file b
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import os
 import stat
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from data_io.errors import os_error_message
-from data_io.util.fs import naming, publish_mode, write_json_atomic, write_to
+from data_io.util.fs import naming, publish_mode, try_flock, write_json_atomic, write_to
 
 FULL = Path("/dev/full")  # every write fails with ENOSPC, as on a full disk
 
@@ -81,3 +82,28 @@ def test_write_json_atomic_leaves_no_temporary_when_it_fails(
         write_json_atomic(tmp_path / "meta.json", {"a": 1})
     assert info.value.filename == str(tmp_path / f".meta.json.{os.getpid()}.tmp")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_try_flock_holds_refuses_a_conflict_and_runs_unguarded_without_flock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = os.open(tmp_path, os.O_RDONLY), os.open(tmp_path, os.O_RDONLY)
+    try:
+        assert try_flock(first)  # held
+        assert not try_flock(second)  # another open file: conflicts
+        assert not try_flock(second, shared=True)
+        os.close(first)  # closing releases it
+        first = os.open(tmp_path, os.O_RDONLY)
+        assert try_flock(first, shared=True) and try_flock(second, shared=True)  # shared: both
+        third = os.open(tmp_path, os.O_RDONLY)
+        assert not try_flock(third)  # an exclusive one waits for both
+        os.close(third)
+
+        def no_flock(fd: int, operation: int) -> None:
+            raise OSError(errno.ENOLCK, "No locks available")
+
+        monkeypatch.setattr(fcntl, "flock", no_flock)
+        assert try_flock(first)  # no flock on this file system: unguarded, not refused
+    finally:
+        os.close(first)
+        os.close(second)
