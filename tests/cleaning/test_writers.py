@@ -481,14 +481,20 @@ def test_a_group_killed_among_its_renames_is_undone_by_the_next_run(tmp_path: Pa
     assert not any(".tmp-" in p.name or p.name.startswith(".") for p in folder.iterdir())
 
 
+def _a_group_whose_undo_failed(folder: Path, monkeypatch: pytest.MonkeyPatch, new: str) -> None:
+    """A group of ``new`` over a previous one ("old") whose renames fail, and its undo too
+    (``os.replace`` is left failing: the caller undoes the patch when it wants)."""
+    _write_group(folder, {"a": "old", "b": "old"})
+    monkeypatch.setattr(os, "replace", _failing_on_second_output(os.replace, then_always=True))
+    with pytest.raises(OutputError):
+        _write_group(folder, {"a": new, "b": new})
+
+
 def test_a_group_whose_undo_fails_keeps_its_note_for_the_next_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = tmp_path / "out"
-    _write_group(folder, {"a": "old", "b": "old"})
-    monkeypatch.setattr(os, "replace", _failing_on_second_output(os.replace, then_always=True))
-    with pytest.raises(OutputError):
-        _write_group(folder, {"a": "new", "b": "new"})
+    _a_group_whose_undo_failed(folder, monkeypatch, "new")
     monkeypatch.undo()
     # a's and b's previous files could not be put back: the note stays, for the next run.
     assert _group_state(folder) == {"a.jsonl": "new"}
@@ -503,10 +509,7 @@ def test_a_note_that_cannot_be_undone_stops_the_next_run_before_its_set_aside_fi
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = tmp_path / "out"
-    _write_group(folder, {"a": "old", "b": "old"})
-    monkeypatch.setattr(os, "replace", _failing_on_second_output(os.replace, then_always=True))
-    with pytest.raises(OutputError):
-        _write_group(folder, {"a": "mid", "b": "mid"})
+    _a_group_whose_undo_failed(folder, monkeypatch, "mid")
     # The next run's undo fails too: it stops, and the previous files set aside stay.
     with pytest.raises(OutputError, match=r"could not be put back now either; nothing was written"):
         _write_group(folder, {"a": "new", "b": "new"})
@@ -527,10 +530,7 @@ def test_a_note_of_this_process_left_by_a_failed_undo_is_undone_by_its_next_grou
     # The same process id is not a run still committing: the process that failed to undo the
     # group cleans again, or a later run got the dead one's id (PID 1 in every container run).
     folder = tmp_path / "out"
-    _write_group(folder, {"a": "old", "b": "old"})
-    monkeypatch.setattr(os, "replace", _failing_on_second_output(os.replace, then_always=True))
-    with pytest.raises(OutputError):
-        _write_group(folder, {"a": "mid", "b": "mid"})
+    _a_group_whose_undo_failed(folder, monkeypatch, "mid")
     monkeypatch.undo()
     _write_group(folder, {"a": "new", "b": "new", "c": "new"})
     assert _group_state(folder) == dict.fromkeys(["a.jsonl", "b.jsonl", "c.jsonl"], "new")
