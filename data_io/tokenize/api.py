@@ -6,27 +6,23 @@ The work runs in the Rust core (``data_io._core.tokenize``) with the GIL release
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from data_io.errors import ConfigError, OutputError
+from data_io.tokenize.options import (
+    DEFAULT_BATCH_ROWS,
+    DEFAULT_BOQ,
+    DEFAULT_EOA,
+    DEFAULT_EOQ,
+    DEFAULT_TOKENIZER,
+    TokenizeOptions,
+    conditions_pairs,
+)
 from data_io.tokenize.result import TokenizeResult
 from data_io.tokenizer.files import resolve_tokenizer
-from data_io.util.threads import checked_threads
-
-DEFAULT_TOKENIZER = "trained_tokenizers/bpe/tokenizer.json"
-DEFAULT_BOQ = "<|im_start|>"
-DEFAULT_EOQ = "<|im_end|>"
-DEFAULT_EOA = "<|box_end|>"
-DEFAULT_CONDITIONS: dict[str, str] = {
-    "direct": "<|object_ref_start|>",
-    "cot": "<|object_ref_end|>",
-    "noisy": "<|quad_start|>",
-    "synth": "<|quad_end|>",
-}
-DEFAULT_BATCH_ROWS = 4096
 
 
 def parse_conditions(text: str) -> dict[str, str]:
@@ -78,7 +74,7 @@ def tokenize(
         # Parts a scaled-out run left (finished units of an unfinished run) are used too.
         left = Path(output) / ".data_io_scale" / "parts"
         parts = left if left.is_dir() else None
-    options = tokenize_options(
+    options = checked_options(
         inputs,
         output,
         tokenizer_path=tokenizer_path,
@@ -93,7 +89,7 @@ def tokenize(
         batch_rows=batch_rows,
         parts=parts,
     )
-    result = TokenizeResult.from_json(_core.tokenize(json.dumps(options)))
+    result = TokenizeResult.from_json(_core.tokenize(options.to_json()))
     if check:
         result.raise_for_failures()
     return result
@@ -131,28 +127,55 @@ def tokenize_options(
     parts: str | Path | None = None,
 ) -> dict:
     """The options of ``tokenize`` checked and made plain (JSON-ready, the tokenizer resolved
-    to its file): what the Rust core takes, and what a ``scale`` manifest records."""
-    if on_error not in ("fail", "skip"):
-        raise ConfigError(f"on_error must be 'fail' or 'skip', not {on_error!r}")
-    if token_dtype not in ("uint32", "auto"):
-        raise ConfigError(f"token_dtype must be 'uint32' or 'auto', not {token_dtype!r}")
-    checked_threads(threads)
+    to its file): what a ``scale`` manifest records (``TokenizeOptions.to_dict``)."""
+    return checked_options(
+        inputs,
+        output,
+        tokenizer_path=tokenizer_path,
+        boq=boq,
+        eoq=eoq,
+        eoa=eoa,
+        conditions=conditions,
+        on_error=on_error,
+        threads=threads,
+        token_dtype=token_dtype,
+        progress=progress,
+        batch_rows=batch_rows,
+        parts=parts,
+    ).to_dict()
+
+
+def checked_options(
+    inputs: Sequence[str | Path],
+    output: str | Path,
+    *,
+    tokenizer_path: str | Path = DEFAULT_TOKENIZER,
+    boq: str = DEFAULT_BOQ,
+    eoq: str = DEFAULT_EOQ,
+    eoa: str = DEFAULT_EOA,
+    conditions: Mapping[str, str] | None = None,
+    on_error: str = "fail",
+    threads: int | None = None,
+    token_dtype: str = "uint32",
+    progress: bool | None = None,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    parts: str | Path | None = None,
+) -> TokenizeOptions:
+    """``tokenize``'s arguments as ``TokenizeOptions``: each value checked, the tokenizer
+    resolved to its file, an output that is another stage's refused."""
+    options = TokenizeOptions(
+        inputs=tuple(str(p) for p in inputs),
+        output=str(output),
+        boq=boq,
+        eoq=eoq,
+        eoa=eoa,
+        conditions=conditions_pairs(conditions),
+        on_error=on_error,
+        threads=threads,
+        token_dtype=token_dtype,
+        progress=sys.stderr.isatty() if progress is None else progress,
+        batch_rows=batch_rows,
+        parts=None if parts is None else str(parts),
+    )
     _not_another_stages_output(Path(output))
-    if batch_rows < 1:
-        raise ConfigError(f"batch_rows must be at least 1, not {batch_rows}")
-    mapping = DEFAULT_CONDITIONS if conditions is None else dict(conditions)
-    return {
-        "inputs": [str(p) for p in inputs],
-        "output": str(output),
-        "tokenizer_path": str(resolve_tokenizer(tokenizer_path)),
-        "boq": boq,
-        "eoq": eoq,
-        "eoa": eoa,
-        "conditions": [list(item) for item in mapping.items()],
-        "on_error": on_error,
-        "threads": threads,
-        "token_dtype": token_dtype,
-        "progress": sys.stderr.isatty() if progress is None else progress,
-        "batch_rows": batch_rows,
-        "parts": None if parts is None else str(parts),
-    }
+    return dataclasses.replace(options, tokenizer_path=str(resolve_tokenizer(tokenizer_path)))

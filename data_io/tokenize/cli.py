@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from data_io.tokenize.api import (
+from data_io.tokenize.api import parse_conditions, tokenize, tokenize_options
+from data_io.tokenize.options import (
     DEFAULT_BATCH_ROWS,
     DEFAULT_BOQ,
     DEFAULT_CONDITIONS,
     DEFAULT_EOA,
     DEFAULT_EOQ,
     DEFAULT_TOKENIZER,
-    parse_conditions,
-    tokenize,
-    tokenize_options,
 )
 from data_io.tokenize.result import MAX_LISTED
 from data_io.tokenize.summary import print_summary

@@ -31,11 +31,11 @@ from data_io.stage import (
     Plan,
     SavedPlan,
     Unit,
-    check_planned_options,
     numbered,
     unit_record,
 )
 from data_io.tokenize.api import tokenize, tokenize_options
+from data_io.tokenize.options import TokenizeOptions
 from data_io.tokenize.result import TokenizeResult
 from data_io.tokenize.summary import print_summary
 from data_io.util.fs import sha256
@@ -101,12 +101,8 @@ class TokenizeStage:
 
     def check_options(self, options: dict[str, Any]) -> None:
         """``tokenize_options``' dict: its options of its types, then its own checks."""
-        check_planned_options(tokenize_options, options, stage=self.name, fields=_PLAN_FIELDS)
-        if any(len(pair) != 2 for pair in options["conditions"]):
-            raise ConfigError(
-                f"{self.name}'s option conditions holds a pair that is not two strings"
-            )
-        tokenize_options(options["inputs"], options["output"], **tokenize_kwargs(options))
+        planned = TokenizeOptions.from_dict(options, stage=self.name)
+        tokenize_options(planned.inputs, planned.output, **planned.keywords())
 
     def part_dir(self, plan: SavedPlan, unit: Unit) -> Path:
         """``parts/<task>/<index>``: the encoded arrays of one span of one file."""
@@ -148,7 +144,7 @@ class TokenizeStage:
         )
 
     def finalize(self, plan: SavedPlan, *, missing: list[Unit], progress: bool | None) -> Finalized:
-        kwargs = tokenize_kwargs(plan.options)
+        kwargs = TokenizeOptions.from_dict(plan.options, stage=self.name).keywords()
         if progress is not None:
             kwargs["progress"] = progress
         result = tokenize(
@@ -194,18 +190,6 @@ def _check_unchanged(plan: SavedPlan, unit: Unit) -> None:
             "`data_io tokenize ... --executor ...`): it plans the changed file anew and keeps "
             "the units already done (`data_io resume` runs the old plan)"
         )
-
-
-# What a plan records besides ``tokenize_options``' keyword options, or in another form
-# (``conditions``: a list of [name, token] pairs, as JSON keeps their order).
-_PLAN_FIELDS: dict[str, Any] = {"inputs": list[str], "output": str, "conditions": list[list[str]]}
-
-
-def tokenize_kwargs(options: dict[str, Any]) -> dict[str, Any]:
-    """``tokenize``'s keyword arguments from a plan's options (``tokenize_options``'s dict)."""
-    kwargs = {k: v for k, v in options.items() if k not in ("inputs", "output", "parts")}
-    kwargs["conditions"] = dict(tuple(pair) for pair in options["conditions"])
-    return kwargs
 
 
 # Compressed JSONL that `tokenize` reads, by name ending, with `_core`'s name of its compression.

@@ -12,7 +12,8 @@ use crate::tokenize::{DtypeChoice, TokenizeOptions};
 use super::call::{interruptible, parse_on_error, to_json, to_py_err};
 
 /// The options of `tokenize`, `tokenize_unit` and `tokenize_stale`, as the facade sends them
-/// (`data_io/tokenize.py`): one JSON object, so that the three entry points cannot drift.
+/// (`TokenizeOptions.to_json`, `data_io/tokenize/options.py`, its one declaration there): one
+/// JSON object, so that the three entry points cannot drift.
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TokenizeArgs {
