@@ -1,8 +1,10 @@
 """Writing cleaned rows: JSON Lines or Parquet, one file or one file per key, atomically.
 
-Every file is written under a temporary name beside its target (``<name>.tmp-<pid>``, an
-extension the tokenizer does not pick up) and renamed into place only when the whole cleaner
-succeeded; on failure the temporary files are removed and existing outputs stay untouched.
+Every file is written under a temporary name beside its target (``<name>.tmp-<pid>@<host>``,
+an extension the tokenizer does not pick up) and renamed into place only when the whole cleaner
+succeeded; on failure the temporary files are removed and existing outputs stay untouched. A
+later run removes the temporaries of killed runs of this machine only: a folder shared by
+cleaners (``data/Platypus``) may be written by another machine's run at the same time.
 Several files are replaced as one group (:func:`_replace_group`): a failure among their
 renames puts the previous files back, and a run killed there leaves a note from which the
 next run does the same, so new and old files are never left mixed.
@@ -29,6 +31,7 @@ import json
 import os
 import re
 import resource
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
@@ -44,7 +47,7 @@ import pyarrow.parquet as pq
 from data_io.cleaning.rows import FILE_COLUMN, ROW_COLUMNS
 from data_io.errors import OutputError
 from data_io.util.fs import write_json_atomic
-from data_io.util.stale import last_written, owner_gone
+from data_io.util.stale import OWNER_PATTERN, host_tag, last_written, owner_gone, owner_token
 
 Format = Literal["jsonl", "parquet"]
 _FORMAT_NAMES = {"jsonl": "JSON Lines", "parquet": "Parquet"}
@@ -98,7 +101,7 @@ def _parquet_writer(path: Path) -> pq.ParquetWriter:
 
 
 def _temporary(final: Path, suffix: str = "") -> Path:
-    return final.with_name(f"{final.name}.tmp-{os.getpid()}{suffix}")
+    return final.with_name(f"{final.name}.tmp-{owner_token()}{suffix}")
 
 
 def _unlink(path: Path) -> None:
@@ -365,7 +368,7 @@ class OutputWriter:
                 raise OutputError(
                     f"{left[0]} was left by a clean run stopped while it replaced the files of "
                     f"{folder}, and their previous files could not be put back now either; "
-                    "nothing was written. Put back each '<name>.tmp-<pid>.old' file there as "
+                    "nothing was written. Put back each '<name>.tmp-<pid>@<host>.old' file there as "
                     "'<name>' (or delete the folder's outputs), remove the note, and run again"
                 )
         _remove_stale_temporaries(folder, prefix)
@@ -460,7 +463,7 @@ class OutputWriter:
         self._done = True
 
 
-_TEMPORARY_NAME = re.compile(r".+\.tmp-(\d+)(\.part\d+|\.old)?")
+_TEMPORARY_NAME = re.compile(rf".+\.tmp-{OWNER_PATTERN}(\.part\d+|\.old)?")
 
 # The note a group's renames leave in its folder while they run: the files they replace.
 # `tokenize` and `train-tokenizer` refuse a folder holding one (rust/reader/mod.rs).
@@ -472,10 +475,11 @@ _GROUP_NOTE = ".data_io-clean-commit-"
 _COMMITTING: set[str] = set()
 
 
-def _set_aside(final: Path, pid: int) -> Path:
-    """Where the previous ``final`` waits while a group is replaced (not a name the tokenizer
-    reads, and one that :func:`_remove_stale_temporaries` knows)."""
-    return final.with_name(f"{final.name}.tmp-{pid}.old")
+def _set_aside(final: Path, owner: str) -> Path:
+    """Where the previous ``final`` waits while the group of ``owner`` (``owner_token``) is
+    replaced (not a name the tokenizer reads, and one that :func:`_remove_stale_temporaries`
+    knows)."""
+    return final.with_name(f"{final.name}.tmp-{owner}.old")
 
 
 def _replace_group(ready: list[tuple[Path, Path]], folder: Path) -> None:
@@ -484,9 +488,9 @@ def _replace_group(ready: list[tuple[Path, Path]], folder: Path) -> None:
     none). Each previous file is first set aside; a failure among the renames puts them back.
     A run killed there cannot do that, so the note written first (which files had a previous
     one) lets the next run writing to ``folder`` do it (:func:`_undo_interrupted_groups`)."""
-    pid = os.getpid()
+    owner = owner_token()
     # Unique to this group: two cleaners of one process may share a folder (Platypus).
-    note = folder / f"{_GROUP_NOTE}{pid}-{uuid.uuid4().hex[:12]}"
+    note = folder / f"{_GROUP_NOTE}{owner}-{uuid.uuid4().hex[:12]}"
     replaced = {str(final.relative_to(folder)): final.exists() for _, final in ready}
     _COMMITTING.add(str(note))
     try:
@@ -494,27 +498,27 @@ def _replace_group(ready: list[tuple[Path, Path]], folder: Path) -> None:
         try:
             for tmp, final in ready:
                 if replaced[str(final.relative_to(folder))]:
-                    os.replace(final, _set_aside(final, pid))
+                    os.replace(final, _set_aside(final, owner))
                 os.replace(tmp, final)
         except BaseException:
-            _undo_group(folder, replaced, pid, note)
+            _undo_group(folder, replaced, owner, note)
             raise
         note.unlink()  # the commit point: from here on the new files stand
     finally:
         _COMMITTING.discard(str(note))
     for name, existed in replaced.items():
         if existed:
-            _unlink(_set_aside(folder / name, pid))
+            _unlink(_set_aside(folder / name, owner))
 
 
-def _undo_group(folder: Path, replaced: dict[str, bool], pid: int, note: Path) -> None:
-    """Put back what the group of ``pid`` replaced: each previous file set aside returns to its
+def _undo_group(folder: Path, replaced: dict[str, bool], owner: str, note: Path) -> None:
+    """Put back what the group of ``owner`` replaced: each previous file set aside returns to its
     name, and a file the group added where there was none is removed. Best effort: the note
     stays when something could not be undone, for the next run to try again."""
     try:
         for name, existed in replaced.items():
             final = folder / name
-            aside = _set_aside(final, pid)
+            aside = _set_aside(final, owner)
             if not existed:
                 final.unlink(missing_ok=True)
             elif aside.exists():
@@ -530,31 +534,51 @@ def _undo_interrupted_groups(folder: Path) -> list[Path]:
     returns the notes that could not be undone (unreadable, or an undo that failed again)."""
     left = []
     for note in folder.glob(f"{_GROUP_NOTE}*"):
-        pid = note.name.removeprefix(_GROUP_NOTE).split("-", 1)[0]
-        if not pid.isdigit() or str(note) in _COMMITTING:
+        owner = _NOTE_OWNER.match(note.name.removeprefix(_GROUP_NOTE))
+        if owner is None or str(note) in _COMMITTING:
             continue  # not a note of ours, or a group this process is replacing now
-        if int(pid) != os.getpid() and not owner_gone(int(pid), last_written(note)):
-            continue  # another run still committing (its id is not one reused since)
+        if not _group_ended(owner, note):
+            continue  # another run still committing
         try:
             replaced = json.loads(note.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             replaced = None
         if isinstance(replaced, dict):
-            _undo_group(folder, {str(k): bool(v) for k, v in replaced.items()}, int(pid), note)
+            flags = {str(k): bool(v) for k, v in replaced.items()}
+            _undo_group(folder, flags, owner[0].removesuffix("-"), note)
         if note.exists():
             left.append(note)
     return left
 
 
+# A note's owner: ``<pid>@<host tag>`` (or a bare pid, a note written before the tag).
+_NOTE_OWNER = re.compile(rf"{OWNER_PATTERN}-")
+
+# A group's renames take well under a second; another machine's note older than this is one
+# its run left when it was killed (that machine's pid cannot be checked from here).
+_OTHER_HOST_COMMIT_SECONDS = 600.0
+
+
+def _group_ended(owner: re.Match[str], note: Path) -> bool:
+    """Whether the group of ``note`` is no longer being replaced: its process is gone (or is
+    this one: a note this process is not committing is one whose undo failed); a note of
+    another machine, once it is older than any group's renames."""
+    pid, host = int(owner[1]), owner[2]
+    written = last_written(note)
+    if host is not None and host != host_tag():
+        return time.time() - written > _OTHER_HOST_COMMIT_SECONDS
+    return pid == os.getpid() or owner_gone(pid, written, host)
+
+
 def _remove_stale_temporaries(folder: Path, prefix: str) -> None:
-    """Remove temporary files that a killed run left in ``folder`` (their process is gone)."""
+    """Remove temporary files that a killed run left in ``folder`` (their process is gone; a
+    temporary of another machine, whose process cannot be checked, is kept)."""
     for path in folder.glob(f"{glob.escape(prefix)}*" if prefix else "*.tmp-*"):
         match = _TEMPORARY_NAME.fullmatch(path.name)
         if match is None or not path.is_file() or not path.name.startswith(prefix):
             continue
-        pid = int(match.group(1))
-        if not owner_gone(pid, last_written(path)):
-            continue  # ours, or a run still writing (another cleaner sharing the folder)
+        if not owner_gone(int(match[1]), last_written(path), match[2]):
+            continue  # ours, a run still writing (another cleaner sharing the folder) or another machine's
         path.unlink(missing_ok=True)
 
 

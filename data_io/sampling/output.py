@@ -14,6 +14,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -23,11 +24,13 @@ from typing import Any
 
 from data_io.errors import ConfigError, OutputError
 from data_io.util.stale import (
+    OWNER_PATTERN,
     Leftover,
     describe_removed,
     entry_size,
     last_written,
     owner_gone,
+    owner_token,
     remove,
 )
 from data_io.util.words import counted
@@ -262,23 +265,25 @@ def format_size(count: int) -> str:
 
 
 def staging_path(target: Path) -> Path:
-    return target.parent / f".{target.name}{STAGING_INFIX}{os.getpid()}"
+    return target.parent / f".{target.name}{STAGING_INFIX}{owner_token()}"
 
 
 def remove_stale_staging(target: Path, log: Callable[[str], None]) -> list[Leftover]:
-    """Delete the staging and retired folders (``.<name>.tmp-<pid>``, ``.<name>.old-<pid>``)
-    that sampler runs into ``target`` left when they were killed: those whose process is gone
-    (no process has the pid, or the one that has it started after the folder was last
-    written: the pid was reused). A live run's folder, this process's included, stays. Says
-    what went in one line; returns it."""
+    """Delete the staging and retired folders (``.<name>.tmp-<owner>``, ``.<name>.old-<owner>``,
+    ``owner_token``) that sampler runs into ``target`` left when they were killed: those whose
+    process is gone (no process has the pid, or the one that has it started after the folder
+    was last written: the pid was reused). A live run's folder, this process's included, stays,
+    and so does another machine's (a shared file system). Says what went in one line; returns
+    it."""
+    owner = re.compile(OWNER_PATTERN)
     removed = []
     for infix in (STAGING_INFIX, RETIRED_INFIX):
         for entry in sorted(target.parent.glob(f".{glob.escape(target.name)}{infix}*")):
-            pid_text = entry.name[len(f".{target.name}{infix}") :]
-            if not pid_text.isdigit() or not owner_gone(int(pid_text), last_written(entry)):
+            found = owner.fullmatch(entry.name[len(f".{target.name}{infix}") :])
+            if not found or not owner_gone(int(found[1]), last_written(entry), found[2]):
                 continue
             folder = entry.is_dir() and not entry.is_symlink()
-            removed.append(Leftover(entry, int(pid_text), entry_size(entry), folder))
+            removed.append(Leftover(entry, int(found[1]), entry_size(entry), folder))
             remove_entry(entry)
     if removed:
         log(f"sample: {describe_removed(removed)}")
@@ -319,7 +324,7 @@ def publish(staging: Path, target: Path) -> None:
     """
     retired = None
     if target.exists():
-        retired = target.parent / f".{target.name}{RETIRED_INFIX}{os.getpid()}"
+        retired = target.parent / f".{target.name}{RETIRED_INFIX}{owner_token()}"
         os.rename(target, retired)
     os.rename(staging, target)
     if retired is not None:

@@ -5,14 +5,21 @@ midway leaves the temporary behind. A stage's next run removes those whose owner
 gone (``owner_gone``: no process has that pid, or the one that has it started after the
 temporary was last written) and says so in one line (``describe_removed``). Linux ``/proc``
 where it must; elsewhere an owner that cannot be checked counts as alive, so nothing is lost.
+
+A temporary's name carries its owner as ``<pid>@<host tag>`` (``owner_token``): on a folder
+shared by several machines (a cluster's file system), a pid says nothing about a process of
+another machine, so another machine's temporaries are kept. Names without the tag (written
+before it existed) are judged as this machine's.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import shutil
+import socket
 import sys
 import time
 from collections.abc import Sequence
@@ -70,10 +77,29 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def owner_gone(pid: int, last_written: float) -> bool:
+def host_tag() -> str:
+    """This machine in temporaries' names: 8 hex digits of its host name's hash (a host name
+    may hold dots and dashes, which the names' patterns use)."""
+    return hashlib.blake2s(socket.gethostname().encode(), digest_size=4).hexdigest()
+
+
+def owner_token() -> str:
+    """This process in a temporary's name: ``<pid>@<host tag>`` (see ``OWNER_PATTERN``)."""
+    return f"{os.getpid()}@{host_tag()}"
+
+
+# ``owner_token`` in a name, for a regex: group 1 the pid, group 2 the host tag (None in a
+# name written before the tag existed, taken as this machine's).
+OWNER_PATTERN = r"(\d+)(?:@([0-9a-f]{8}))?"
+
+
+def owner_gone(pid: int, last_written: float, host: str | None = None) -> bool:
     """Whether the process ``pid`` that last wrote a temporary at ``last_written`` (its
     modification time) has ended: no process has that pid any more, or the one that has it
-    now started after that write (the pid was reused). This process is never gone."""
+    now started after that write (the pid was reused). This process is never gone, nor one of
+    another machine (``host``: the tag in the temporary's name; its pid cannot be checked here)."""
+    if host is not None and host != host_tag():
+        return False
     if pid == os.getpid():
         return False
     if not pid_alive(pid):
@@ -155,15 +181,15 @@ def describe_removed(leftovers: Sequence[Leftover], what: str = "temporary") -> 
 
 
 def temporary_prefix(name: str) -> str:
-    """The name prefix of a temporary sibling of ``name`` made by this process: the pid in it
+    """The name prefix of a temporary sibling of ``name`` made by this process: the owner in it
     lets a later run tell whether its owner is gone (``remove_dead_siblings``)."""
-    return f".{name}.tmp-{os.getpid()}-"
+    return f".{name}.tmp-{owner_token()}-"
 
 
 def remove_dead_siblings(folder: Path, name: str, what: str) -> list[Leftover]:
     """Remove the temporaries ``temporary_prefix(name)`` made in ``folder`` by processes that
     are gone, saying so on stderr in one line; the ones removed."""
-    pattern = re.compile(rf"\.{re.escape(name)}\.tmp-(\d+)-.*")
+    pattern = re.compile(rf"\.{re.escape(name)}\.tmp-{OWNER_PATTERN}-.*")
     found = []
     try:
         entries = sorted(folder.iterdir()) if folder.is_dir() else []
@@ -171,7 +197,7 @@ def remove_dead_siblings(folder: Path, name: str, what: str) -> list[Leftover]:
         return []
     for path in entries:
         match = pattern.fullmatch(path.name)
-        if match and owner_gone(int(match[1]), last_written(path)):
+        if match and owner_gone(int(match[1]), last_written(path), match[2]):
             found.append(Leftover(path, int(match[1]), entry_size(path), path.is_dir()))
     for item in found:
         remove(item.path)

@@ -26,6 +26,7 @@ from data_io.cleaning.writers import (
 )
 from data_io.errors import InputError, OutputError
 from data_io.tokenize import tokenize
+from data_io.util.stale import host_tag, owner_token
 
 from .upstream import REPO_ROOT, jsonl_bytes, read_jsonl
 
@@ -261,6 +262,68 @@ def test_an_id_reused_since_the_temporary_or_note_was_written_is_not_its_owner(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl"]
 
 
+def _another_host() -> str:
+    """A host tag that is not this machine's."""
+    return "00000000" if host_tag() != "00000000" else "11111111"
+
+
+def _a_dead_pid() -> int:
+    """The id of a process that has ended (a child reaped here)."""
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True)  # fmt: skip
+    return int(child.stdout)
+
+
+def test_another_machines_temporaries_are_kept_in_a_shared_folder(tmp_path: Path) -> None:
+    # Data/Platypus is shared by cleaners; on a cluster's file system one may run on another
+    # node, whose pids say nothing here: its temporary is kept, this machine's dead one goes.
+    dead = _a_dead_pid()
+    theirs = tmp_path / f"x.parquet.tmp-{dead}@{_another_host()}.part0"
+    ours = tmp_path / f"z.parquet.tmp-{dead}@{host_tag()}.part0"
+    for path in (theirs, ours):
+        path.write_bytes(b"a run's part")
+    with OutputWriter(parquet_files(str(tmp_path))) as writer:
+        writer.write(_table(["cot"], ["q"], ["a"], ["y"]))
+        writer.commit()
+    assert theirs.exists() and not ours.exists()
+    assert (tmp_path / "y.parquet").exists()
+
+
+def _a_killed_group_of(folder: Path, owner: str) -> Path:
+    """``folder`` as a run of ``owner`` killed among its renames left it: a's new file in, its
+    previous one set aside, the note naming a; the note."""
+    _write_group(folder, {"a": "old"})
+    os.replace(folder / "a.jsonl", folder / f"a.jsonl.tmp-{owner}.old")
+    row = {"condition": "direct", "instruction": "a", "response": "new"}
+    (folder / "a.jsonl").write_text(json.dumps(row) + "\n")
+    note = folder / f".data_io-clean-commit-{owner}-0123456789ab"
+    note.write_text(json.dumps({"a.jsonl": True}))
+    return note
+
+
+def test_another_machines_group_note_is_undone_only_once_it_is_older_than_any_commit(
+    tmp_path: Path,
+) -> None:
+    note = _a_killed_group_of(tmp_path, f"{_a_dead_pid()}@{_another_host()}")
+    # Just written: that machine's run may be among its renames now; left to it.
+    _write_group(tmp_path, {"b": "new"})
+    assert note.exists() and _group_state(tmp_path) == {"a.jsonl": "new", "b.jsonl": "new"}
+    # An hour old: its run was killed there; undone as this machine's would be.
+    an_hour_ago = time.time() - 3600
+    os.utime(note, (an_hour_ago, an_hour_ago))
+    _write_group(tmp_path, {"b": "newer"})
+    assert not note.exists()
+    assert _group_state(tmp_path) == {"a.jsonl": "old", "b.jsonl": "newer"}
+
+
+def test_a_note_without_a_host_tag_is_judged_as_this_machines(tmp_path: Path) -> None:
+    # Written before names carried the host: its pid is checked here, as it always was.
+    note = _a_killed_group_of(tmp_path, str(_a_dead_pid()))
+    _write_group(tmp_path, {"b": "new"})
+    assert not note.exists()
+    assert _group_state(tmp_path) == {"a.jsonl": "old", "b.jsonl": "new"}
+
+
 # An output that cannot be written: one line saying what, where and how to fix it, before any
 # input is read, whoever runs it (root included: a file in the way stops root too).
 
@@ -442,7 +505,8 @@ _KILLED_AMONG_RENAMES = textwrap.dedent(
 )
 
 
-def _pid_of(note: Path) -> str:
+def _owner_of(note: Path) -> str:
+    """The ``<pid>@<host tag>`` of a group note's name."""
     return note.name.removeprefix(".data_io-clean-commit-").split("-")[0]
 
 
@@ -465,7 +529,7 @@ def test_a_group_killed_among_its_renames_is_undone_by_the_next_run(tmp_path: Pa
         "d.jsonl": False,
     }
     assert _group_state(folder) == {"a.jsonl": "new", "c.jsonl": "old"}
-    assert (folder / f"b.jsonl.tmp-{_pid_of(notes[0])}.old").is_file()
+    assert (folder / f"b.jsonl.tmp-{_owner_of(notes[0])}.old").is_file()
     # Until then the readers downstream refuse the mix, naming the note and the way out.
     with pytest.raises(InputError, match=r"holds \.data_io-clean-commit-.*Run that cleaner again"):
         tokenize([folder], tmp_path / "tokenized", progress=False)
@@ -500,8 +564,8 @@ def test_a_group_whose_undo_fails_keeps_its_note_for_the_next_run(
     assert _group_state(folder) == {"a.jsonl": "new"}
     assert len(list(folder.glob(".data_io-clean-commit-*"))) == 1
     assert sorted(p.name for p in folder.glob("*.old")) == [
-        f"a.jsonl.tmp-{os.getpid()}.old",
-        f"b.jsonl.tmp-{os.getpid()}.old",
+        f"a.jsonl.tmp-{owner_token()}.old",
+        f"b.jsonl.tmp-{owner_token()}.old",
     ]
 
 
@@ -515,7 +579,7 @@ def test_a_note_that_cannot_be_undone_stops_the_next_run_before_its_set_aside_fi
         _write_group(folder, {"a": "new", "b": "new"})
     monkeypatch.undo()
     aside = sorted(p.name for p in folder.glob("*.old"))
-    assert aside == [f"a.jsonl.tmp-{os.getpid()}.old", f"b.jsonl.tmp-{os.getpid()}.old"]
+    assert aside == [f"a.jsonl.tmp-{owner_token()}.old", f"b.jsonl.tmp-{owner_token()}.old"]
     assert {read_jsonl(p)[0]["response"] for p in folder.glob("*.old")} == {"old"}
     # A note that is not JSON cannot be undone either: named, not passed over.
     for path in folder.glob(".data_io-clean-commit-*"):

@@ -13,6 +13,7 @@ import numpy as np
 
 from data_io.sampling import output
 from data_io.sampling.synthetic import random_task, write_corpus
+from data_io.util.stale import host_tag
 from tests.conftest import sampler_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +30,7 @@ def _dead_pid() -> int:
     return child.pid
 
 
-def _staging(parent: Path, pid: int, size: int) -> Path:
+def _staging(parent: Path, pid: int | str, size: int) -> Path:
     folder = parent / f".out.tmp-{pid}"
     (folder / "epoch_0").mkdir(parents=True)
     (folder / "tokens.npy").write_bytes(b"\0" * size)
@@ -104,3 +105,15 @@ def test_names_that_are_not_ours_stay(tmp_path: Path) -> None:
     messages: list[str] = []
     assert output.remove_stale_staging(tmp_path / "out", messages.append) == []
     assert all(path.is_dir() for path in kept) and messages == []
+
+
+def test_another_machines_staging_stays(tmp_path: Path) -> None:
+    """An output folder on a cluster's shared file system: a run of another node may be
+    writing its staging folder now; its pid says nothing on this machine."""
+    dead = _dead_pid()
+    other = "00000000" if host_tag() != "00000000" else "11111111"
+    theirs = _staging(tmp_path, f"{dead}@{other}", 10)
+    ours = _staging(tmp_path, f"{dead}@{host_tag()}", 10)
+    messages: list[str] = []
+    removed = output.remove_stale_staging(tmp_path / "out", messages.append)
+    assert [item.path for item in removed] == [ours] and theirs.is_dir()

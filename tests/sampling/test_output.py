@@ -17,6 +17,7 @@ import pytest
 from data_io.errors import ConfigError, OutputError
 from data_io.sampling import output, pipeline, pool, sample
 from data_io.sampling.synthetic import SyntheticTask, random_task, write_corpus
+from data_io.util.stale import host_tag
 from tests.conftest import mounted_tmpfs
 from tests.conftest import sampler_config as _config
 
@@ -168,7 +169,7 @@ def test_killed_mid_write_then_rerun(tmp_path: Path) -> None:
             child.kill()
     assert not (tmp_path / "out").exists()
     staged = _leftovers(tmp_path)
-    assert staged == [f".out.tmp-{child.pid}"]
+    assert staged == [f".out.tmp-{child.pid}@{host_tag()}"]
 
     result, _ = _run(config)
     assert not result.reused
@@ -210,7 +211,7 @@ def test_sigterm_removes_the_staging_folder(tmp_path: Path) -> None:
         while not flag.exists():
             assert child.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
-        assert _leftovers(tmp_path) == [f".out.tmp-{child.pid}"]
+        assert _leftovers(tmp_path) == [f".out.tmp-{child.pid}@{host_tag()}"]
         os.kill(child.pid, signal.SIGTERM)
         # The copy thread finishes its sleep before the run unwinds: allow for it.
         code = child.wait(timeout=120)
