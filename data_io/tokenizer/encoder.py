@@ -264,7 +264,8 @@ class TextEncoder:
 def _numpy_to_arrow(texts: np.ndarray) -> Any:
     """A NumPy array of strings as a pyarrow string array (one copy: NumPy holds fixed-width
     UTF-32 (``U``), padded bytes (``S``), its variable-width ``StringDType`` or Python objects,
-    none of them Arrow's UTF-8 with offsets)."""
+    none of them Arrow's UTF-8 with offsets). A fixed-width text is what NumPy reads of it:
+    its trailing NULs dropped, any other NUL kept."""
     import pyarrow as pa  # noqa: PLC0415  only these inputs need it
 
     if texts.ndim != 1 or texts.dtype.kind not in "USTO":
@@ -272,17 +273,89 @@ def _numpy_to_arrow(texts: np.ndarray) -> Any:
             "encode_batch takes a one-dimensional NumPy array of strings (dtype U, S, T or "
             f"object), not one of shape {texts.shape} and dtype {texts.dtype}"
         )
-    if texts.dtype.kind == "S":  # bytes: Arrow checks them as UTF-8 in the cast
-        try:
-            return pa.array(texts, pa.binary()).cast(pa.large_string())
-        except pa.ArrowInvalid as err:
-            raise InputError(f"a text of the batch is not UTF-8: {err}") from None
+    if np.ma.isMaskedArray(texts):
+        texts = _unmasked(texts)
+    if texts.dtype.kind in "US":
+        # Cut here, not by pyarrow: its conversion ends each text at its first NUL.
+        data, offsets = _utf32_to_utf8(texts) if texts.dtype.kind == "U" else _padded(texts)
+        return pa.LargeStringArray.from_buffers(
+            len(texts), pa.py_buffer(offsets), pa.py_buffer(data)
+        )
     if texts.dtype.kind == "T":  # StringDType: through Python strings
         texts = texts.astype(object)
     try:
         return pa.array(texts, pa.large_string())
     except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
         raise TypeError(f"encode_batch takes arrays of strings only: {err}") from None
+
+
+def _unmasked(texts: np.ma.MaskedArray) -> np.ndarray:
+    """A masked array's texts, none of them masked (a masked text is a missing one, as a
+    null is in Arrow: refused, not encoded as whatever lies under the mask)."""
+    masked = np.ma.getmaskarray(texts)
+    if masked.any():
+        raise InputError(
+            f"text {int(np.argmax(masked))} of the batch is masked ({int(masked.sum())} masked "
+            "in all): drop or fill them first (e.g. texts.filled(''))"
+        )
+    return np.ma.getdata(texts)
+
+
+def _fixed_width_units(texts: np.ndarray, unit: type[np.unsignedinteger]) -> np.ndarray:
+    """Each text's code units (bytes of ``S``, code points of ``U``) as a row of a C-ordered
+    ``(len, width)`` array in this machine's byte order (a strided or byte-swapped array is
+    copied)."""
+    native = texts.dtype.newbyteorder("=")
+    width = texts.dtype.itemsize // np.dtype(unit).itemsize
+    return np.ascontiguousarray(texts, dtype=native).view(unit).reshape(len(texts), width)
+
+
+def _trimmed(units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The code units of every row back to back without its trailing zeros, and the rows'
+    ``len + 1`` offsets into them (int64): NumPy's own reading (``tolist``) of fixed-width
+    strings, which pad with NULs, so a NUL inside a text is kept."""
+    rows, width = units.shape
+    filled = units != 0
+    # A row's length: the width less its run of trailing zeros (an all-zero row: 0).
+    lengths = np.where(filled.any(axis=1), width - np.argmax(filled[:, ::-1], axis=1), 0)
+    offsets = np.zeros(rows + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return units[np.arange(width) < lengths[:, None]], offsets
+
+
+def _padded(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """An ``S`` array's bytes and offsets (checked as UTF-8 by the encoder, text by text)."""
+    return _trimmed(_fixed_width_units(texts, np.uint8))
+
+
+def _utf32_to_utf8(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A ``U`` array's texts in UTF-8 and their byte offsets."""
+    points, char_offsets = _trimmed(_fixed_width_units(texts, np.uint32))
+    _refuse_code_points_without_utf8(points, char_offsets)
+    data = points.astype("<u4").tobytes().decode("utf-32-le").encode("utf-8")
+    # Each code point's UTF-8 length, summed up to each text's first character.
+    widths = 1 + (points >= 0x80) + (points >= 0x800) + (points >= 0x10000)
+    ends = np.zeros(len(points) + 1, np.int64)
+    np.cumsum(widths, out=ends[1:])
+    return np.frombuffer(data, np.uint8), ends[char_offsets]
+
+
+def _refuse_code_points_without_utf8(points: np.ndarray, offsets: np.ndarray) -> None:
+    """Name the text of a ``U`` array holding a surrogate (or a value past U+10FFFF), which
+    NumPy stores but no UTF-8 encodes, as a list of ``str`` names it."""
+    bad = ((points >= 0xD800) & (points < 0xE000)) | (points > 0x10FFFF)
+    if not bad.any():
+        return
+    at = int(np.argmax(bad))
+    text = int(np.searchsorted(offsets, at, side="right")) - 1
+    character = at - int(offsets[text])
+    point = int(points[at])
+    if point <= 0x10FFFF:
+        raise _surrogate_error(text, chr(point), character)
+    raise InputError(
+        f"text {text} of the batch holds U+{point:X} at character {character}, past the last "
+        "Unicode code point (U+10FFFF): the array was not made of strings; drop or mend the text"
+    )
 
 
 def _arrow_layout(texts: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -336,10 +409,13 @@ def _lone_surrogate(texts: list[Any], err: UnicodeEncodeError) -> InputError:
             try:
                 text.encode("utf-8")
             except UnicodeEncodeError as bad:
-                return InputError(
-                    f"text {index} of the batch holds a lone surrogate {text[bad.start]!r} at "
-                    f"character {bad.start} (no UTF-8 encodes it; a JSON '\\ud800' escape "
-                    "read as it is gives one): drop it or replace it, e.g. "
-                    "text.encode('utf-8', 'replace').decode()"
-                )
+                return _surrogate_error(index, text[bad.start], bad.start)
     return InputError(f"a text of the batch cannot be encoded as UTF-8: {err}")
+
+
+def _surrogate_error(index: int, surrogate: str, at: int) -> InputError:
+    return InputError(
+        f"text {index} of the batch holds a lone surrogate {surrogate!r} at character {at} "
+        "(no UTF-8 encodes it; a JSON '\\ud800' escape read as it is gives one): drop it or "
+        "replace it, e.g. text.encode('utf-8', 'replace').decode()"
+    )

@@ -84,7 +84,7 @@ def test_numpy_arrays_of_other_things_are_refused(encoder: TextEncoder) -> None:
         encoder.encode_batch(np.arange(3))
     with pytest.raises(TypeError, match="one-dimensional"):
         encoder.encode_batch(np.array([["a", "b"]]))
-    with pytest.raises(InputError, match="not UTF-8"):
+    with pytest.raises(InputError, match=r"invalid UTF-8 at byte 2 \(text 1, its byte 0\)"):
         encoder.encode_batch(np.array([b"ok", b"\xff"], dtype="S"))
 
 
@@ -231,3 +231,35 @@ def test_a_list_subclass_is_read_as_it_iterates(encoder: TextEncoder) -> None:
     ids, offsets = encoder._encoder.encode_batch(Reversed(texts))
     expected = encoder.encode_batch(texts[::-1])
     assert np.array_equal(ids, expected.ids) and np.array_equal(offsets, expected.offsets)
+
+
+@pytest.mark.parametrize("dtype", ["U", "S"])
+def test_numpy_texts_keep_what_follows_a_nul_inside_them(encoder: TextEncoder, dtype: str) -> None:
+    """NumPy drops only a fixed-width text's trailing NULs; one inside is text (pyarrow's
+    conversion cut each text at its first NUL, silently)."""
+    texts = ["a\0b", "x\0\0y\0", "\0lead", "", "plain", "日\0本"]
+    array = np.array([t.encode() for t in texts] if dtype == "S" else texts, dtype=dtype)
+    as_numpy = [t.decode() if dtype == "S" else t for t in array.tolist()]
+    assert as_numpy[0] == "a\0b" and as_numpy[1] == "x\0\0y"
+    _same(encoder.encode_batch(array, eos_id=0), encoder.encode_batch(as_numpy, eos_id=0))
+    # Strided and byte-swapped arrays read the same texts.
+    _same(encoder.encode_batch(array[::2]), encoder.encode_batch(as_numpy[::2]))
+    if dtype == "U":
+        swapped = array.astype(array.dtype.newbyteorder(">"))
+        _same(encoder.encode_batch(swapped), encoder.encode_batch(as_numpy))
+
+
+def test_numpy_texts_that_are_no_utf8_are_named_by_index(encoder: TextEncoder) -> None:
+    with pytest.raises(InputError, match=r"text 2 of the batch holds a lone surrogate '\\udc80'"):
+        encoder.encode_batch(np.array(["ok", "fine", "ab\udc80"]))
+    with pytest.raises(InputError, match=r"invalid UTF-8 at byte 4 \(text 1, its byte 2\)"):
+        encoder.encode_batch(np.array([b"ok", b"ab\xff"], dtype="S"))
+
+
+@pytest.mark.parametrize("dtype", ["U", "S", "O"])
+def test_a_masked_text_is_refused_not_encoded(encoder: TextEncoder, dtype: str) -> None:
+    texts = np.ma.array(np.array(["a", "b", "c"], dtype=dtype), mask=[0, 1, 1])
+    with pytest.raises(InputError, match=r"text 1 of the batch is masked \(2 masked in all\)"):
+        encoder.encode_batch(texts)
+    texts.mask = False
+    _same(encoder.encode_batch(texts), encoder.encode_batch(["a", "b", "c"]))
