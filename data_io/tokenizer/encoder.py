@@ -188,8 +188,9 @@ class TextEncoder:
         - a pyarrow string array (``string``, ``large_string``, ``string_view``, or a chunked
           array of them): its buffers; a null is an error; a binary one is checked as UTF-8
           (one copy);
-        - a NumPy array of strings (``U``, ``S``, ``T`` or object dtype): converted to Arrow
-          first (one copy: NumPy keeps fixed-width UTF-32 or padded bytes, not UTF-8).
+        - a NumPy array of strings: ``U`` or ``S`` converted to Arrow first (one copy: NumPy
+          keeps fixed-width UTF-32 or padded bytes, not UTF-8); object or ``T`` taken as a
+          list of its items.
         One buffer of separated documents goes to ``encode_buffer``."""
         if isinstance(texts, (str, bytes, bytearray, memoryview)):
             raise TypeError(
@@ -205,7 +206,7 @@ class TextEncoder:
         if eos_id is not None:
             eos_id = self.eos_id_for(eos_id)
         if isinstance(texts, np.ndarray):
-            texts = _numpy_to_arrow(texts)
+            texts = _numpy_texts(texts)
         if type(texts).__module__.startswith("pyarrow"):
             data, offsets = _arrow_layout(texts)
             ids, starts = self._encoder.encode_utf8(data, offsets, eos_id)
@@ -261,11 +262,11 @@ class TextEncoder:
         return EncodedBatch(ids, id_offsets)
 
 
-def _numpy_to_arrow(texts: np.ndarray) -> Any:
-    """A NumPy array of strings as a pyarrow string array (one copy: NumPy holds fixed-width
-    UTF-32 (``U``), padded bytes (``S``), its variable-width ``StringDType`` or Python objects,
-    none of them Arrow's UTF-8 with offsets). A fixed-width text is what NumPy reads of it:
-    its trailing NULs dropped, any other NUL kept."""
+def _numpy_texts(texts: np.ndarray) -> Any:
+    """A NumPy array of strings as a batch: a fixed-width one (``U``: UTF-32, ``S``: padded
+    bytes) as a pyarrow string array (one copy), each text what NumPy reads of it (its
+    trailing NULs dropped, any other NUL kept); one of Python objects (object dtype, or
+    StringDType's strings) as a list of them."""
     import pyarrow as pa  # noqa: PLC0415  only these inputs need it
 
     if texts.ndim != 1 or texts.dtype.kind not in "USTO":
@@ -281,12 +282,9 @@ def _numpy_to_arrow(texts: np.ndarray) -> Any:
         return pa.LargeStringArray.from_buffers(
             len(texts), pa.py_buffer(offsets), pa.py_buffer(data)
         )
-    if texts.dtype.kind == "T":  # StringDType: through Python strings
-        texts = texts.astype(object)
-    try:
-        return pa.array(texts, pa.large_string())
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
-        raise TypeError(f"encode_batch takes arrays of strings only: {err}") from None
+    # Python objects (StringDType's made so): taken as a list's items are, each read where
+    # it is and a bad one named by its place.
+    return (texts.astype(object) if texts.dtype.kind == "T" else texts).tolist()
 
 
 def _unmasked(texts: np.ma.MaskedArray) -> np.ndarray:

@@ -263,3 +263,22 @@ def test_a_masked_text_is_refused_not_encoded(encoder: TextEncoder, dtype: str) 
         encoder.encode_batch(texts)
     texts.mask = False
     _same(encoder.encode_batch(texts), encoder.encode_batch(["a", "b", "c"]))
+
+
+def test_a_bad_item_of_an_object_array_is_named_as_in_a_list(encoder: TextEncoder) -> None:
+    """An object array holds Python objects: each is taken as a list's item is, so a bad one
+    is named by its place (pyarrow's conversion named none, and let a surrogate's
+    UnicodeEncodeError through)."""
+    with pytest.raises(TypeError, match=r"text 2 of the batch has type int, not str"):
+        encoder.encode_batch(np.array(["a", "b", 3], dtype=object))
+    with pytest.raises(InputError, match=r"text 1 of the batch holds a lone surrogate '\\ud800'"):
+        encoder.encode_batch(np.array(["ok", "a\ud800"], dtype=object))
+    with pytest.raises(InputError, match=r"text 1 of the batch is not UTF-8 \(byte 0 of its 1\)"):
+        encoder.encode_batch(np.array([b"ok", b"\xff"], dtype=object))
+    with pytest.raises(TypeError, match=r"text 1 of the batch has type NoneType, not str"):
+        encoder.encode_batch(np.array(["a", None], dtype=np.dtypes.StringDType(na_object=None)))
+    texts = _texts(200, seed=12)
+    _same(
+        encoder.encode_batch(np.array([t.encode() for t in texts], dtype=object)),
+        encoder.encode_batch(texts),
+    )
