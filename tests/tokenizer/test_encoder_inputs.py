@@ -282,3 +282,14 @@ def test_a_bad_item_of_an_object_array_is_named_as_in_a_list(encoder: TextEncode
         encoder.encode_batch(np.array([t.encode() for t in texts], dtype=object)),
         encoder.encode_batch(texts),
     )
+
+
+def test_a_strided_buffer_encodes_as_its_bytes(encoder: TextEncoder) -> None:
+    """A memoryview or uint8 array with a step reads its own bytes (it was refused as 'not a
+    uint8 array', a uint8 array)."""
+    joined = "first doc\nsecond ünïcode\nthird".encode()
+    padded = np.zeros((len(joined), 2), np.uint8)
+    padded[:, 0] = np.frombuffer(joined, np.uint8)
+    expected = encoder.encode_buffer(joined, eos_id=0)
+    _same(encoder.encode_buffer(padded[:, 0], eos_id=0), expected)
+    _same(encoder.encode_buffer(memoryview(padded.tobytes())[::2], eos_id=0), expected)
