@@ -187,7 +187,7 @@ class TextEncoder:
         - a list of ``bytes`` (UTF-8): each checked, no copy;
         - a pyarrow string array (``string``, ``large_string``, ``string_view``, or a chunked
           array of them): its buffers; a null is an error; a binary one is checked as UTF-8
-          (one copy);
+          and a dictionary-encoded one decoded (one copy);
         - a NumPy array of strings: ``U`` or ``S`` converted to Arrow first (one copy: NumPy
           keeps fixed-width UTF-32 or padded bytes, not UTF-8); object or ``T`` taken as a
           list of its items.
@@ -360,10 +360,13 @@ def _refuse_code_points_without_utf8(points: np.ndarray, offsets: np.ndarray) ->
 
 def _arrow_layout(texts: Any) -> tuple[np.ndarray, np.ndarray]:
     """A pyarrow string array's UTF-8 bytes and its ``len + 1`` offsets (int64) into them, read
-    from its buffers in place; a string view array or a chunked array of several chunks is
-    made contiguous first (one copy)."""
+    from its buffers in place; a string view array, a dictionary-encoded one or a chunked
+    array of several chunks is made contiguous first (one copy)."""
     import pyarrow as pa  # noqa: PLC0415  only Arrow input needs it (and it brought pyarrow itself)
 
+    if isinstance(texts, (pa.Array, pa.ChunkedArray)) and pa.types.is_dictionary(texts.type):
+        # A dictionary-encoded column (Parquet's, a pandas category): its texts (one copy).
+        texts = texts.cast(texts.type.value_type)
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks() if texts.num_chunks != 1 else texts.chunk(0)
     # binary_view exists from pyarrow 16 on (the project allows 15).

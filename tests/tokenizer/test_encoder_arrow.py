@@ -70,3 +70,19 @@ def test_a_damaged_layout_is_an_error_not_a_crash(encoder: TextEncoder):
         core.encode_utf8(np.frombuffer(b"abcd\xffb", dtype=np.uint8), np.array([0, 2, 4, 4, 6]))
     with pytest.raises(InputError, match="no offsets"):
         core.encode_utf8(data, np.array([], dtype=np.int64))
+
+
+def test_dictionary_encoded_arrays_encode_as_their_texts(encoder: TextEncoder):
+    """Parquet's dictionary columns and pandas categories arrive so (they were refused as
+    'not a pyarrow string array')."""
+    texts = _texts(200, seed=6) * 2
+    expected = encoder.encode_batch(texts, eos_id=0)
+    for kind in (pa.string(), pa.large_string(), pa.binary()):
+        encoded = pa.array(texts, kind).dictionary_encode()
+        _same(encoder.encode_batch(encoded, eos_id=0), expected)
+        chunked = pa.chunked_array([encoded.slice(0, 150), encoded.slice(150)])
+        _same(encoder.encode_batch(chunked, eos_id=0), expected)
+    with pytest.raises(InputError, match=r"text 1 of the batch is null"):
+        encoder.encode_batch(pa.array(["a", None]).dictionary_encode())
+    with pytest.raises(TypeError, match="pyarrow string array, not Int64Array"):
+        encoder.encode_batch(pa.array([1, 2]).dictionary_encode())
