@@ -230,9 +230,10 @@ class TextEncoder:
     ) -> EncodedBatch:
         """Encode the documents of one UTF-8 buffer, cut at ``separator`` (``"\\n"``, a line
         each, or ``"\\0"``), read where it is: ``bytes``, ``bytearray``, a ``memoryview``, a
-        uint8 NumPy array or anything with the buffer protocol (a strided one is copied). A
-        separator at the very end ends the last document rather than starting an empty one;
-        two in a row make an empty document (its EOS only)."""
+        uint8 NumPy array or anything with the buffer protocol (a strided one is copied; a
+        writable one must not be changed by another thread during the call, which reads it
+        without the GIL). A separator at the very end ends the last document rather than
+        starting an empty one; two in a row make an empty document (its EOS only)."""
         if separator not in ("\n", "\0"):
             raise ConfigError(
                 f"separator {separator!r} is not one encode_buffer cuts at; use '\\n' or '\\0'"
