@@ -322,7 +322,15 @@ def test_resume_help_gives_the_plans_defaults(capsys):
     assert "no plan" not in shown and "one per 4 cores" not in shown
     assert "(default: the executor the plan recorded)" in shown
     assert "--workers WORKERS local: worker processes (default: the number the plan" in shown
-    assert "not used by resume: the plan's units are cut already" in shown
+    assert "refused by resume: the plan's units are cut already" in shown
+
+
+def test_resume_refuses_a_unit_size(tmp_path, capsys):
+    """Taken and ignored, --unit-mb would look like it cut the plan's units anew."""
+    assert main(["resume", str(tmp_path / "no-plan"), "--unit-mb", "4"]) != 0
+    err = capsys.readouterr().err
+    assert "resume runs the plan's units as they were cut; --unit-mb cannot change them" in err
+    assert "run the command that made the plan again with --unit-mb" in err
 
 
 def run_with_closed_stdout(*argv: str) -> subprocess.CompletedProcess:

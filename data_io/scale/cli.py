@@ -111,7 +111,8 @@ _RESUME_HELP = {
     "threads_per_unit": "encoder threads of each unit (default: the number the plan recorded)",
     "slurm_opt": "an #SBATCH option for every job, added to those the plan recorded, e.g. "
     "partition=cpu; repeatable (default: none)",
-    "unit_mb": "not used by resume: the plan's units are cut already (default: %(default)s)",
+    "unit_mb": "refused by resume: the plan's units are cut already (to cut them anew, run the "
+    "command that made the plan again with --unit-mb)",
     "ray_address": "ray: the cluster to join (default: the one the plan recorded, else "
     "RAY_ADDRESS, else a local one)",
 }
@@ -205,6 +206,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     for action in resume_parser._actions:
         if action.dest in _RESUME_HELP:
             action.help = _RESUME_HELP[action.dest]
+        if action.dest == "unit_mb":
+            action.default = None  # given or not: a given one is refused (_resume)
     resume_parser.set_defaults(run=_resume)
 
     scale_parser = subparsers.add_parser(
@@ -255,6 +258,13 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _resume(args: argparse.Namespace) -> int:
+    if args.unit_mb is not None:
+        # Taken and ignored, it would look like the units were cut anew.
+        raise ConfigError(
+            "resume runs the plan's units as they were cut; --unit-mb cannot change them. "
+            "To cut the units anew, run the command that made the plan again with --unit-mb "
+            "(a unit cut as before reuses its finished part)"
+        )
     manifest = Manifest.load(args.manifest)
     settings = resume_settings(manifest, args)
     return _report(
