@@ -33,6 +33,9 @@ pub struct JsonlReader {
     reader: Box<dyn BufRead + Send>,
     batch_rows: usize,
     line_no: u64,
+    /// Where a scale-out unit's run of compressed parts starts in the file (0: the file's
+    /// start): its lines are counted from there, and its messages say so.
+    parts_start: u64,
     /// A byte-order mark is skipped at the start of the file, not of a range inside it.
     skip_bom: bool,
     finished: bool,
@@ -145,6 +148,7 @@ impl JsonlReader {
             reader: Box::new(BufReader::with_capacity(READ_BUFFER, raw)),
             batch_rows: batch_rows.max(1),
             line_no: 0,
+            parts_start: 0,
             skip_bom: range.start == 0,
             finished: false,
             hash: None,
@@ -176,6 +180,7 @@ impl JsonlReader {
             reader: Box::new(BufReader::with_capacity(READ_BUFFER, text)),
             batch_rows: batch_rows.max(1),
             line_no: 0,
+            parts_start: start,
             skip_bom: start == 0,
             finished: false,
             hash: None,
@@ -220,6 +225,7 @@ impl JsonlReader {
                     reader: Box::new(BufReader::with_capacity(READ_BUFFER, text)),
                     batch_rows: batch_rows.max(1),
                     line_no: 0,
+                    parts_start: 0,
                     skip_bom: true,
                     finished: false,
                     hash: None,
@@ -256,6 +262,7 @@ impl JsonlReader {
             reader,
             batch_rows: batch_rows.max(1),
             line_no: 0,
+            parts_start: 0,
             skip_bom: true,
             finished: false,
             hash: Some((hash, size)),
@@ -273,7 +280,11 @@ impl JsonlReader {
             Compression::Bzip2 => "bzip2",
             Compression::Xz => "xz",
         };
-        let line = self.line_no;
+        let line = match self.parts_start {
+            0 => self.line_no.to_string(),
+            // Counting the lines before would mean decoding the file up to there.
+            start => format!("{} of the unit's parts from byte {start} on", self.line_no),
+        };
         let message = match frames::damaged_at(&error) {
             Some(place) if error.kind() == std::io::ErrorKind::UnexpectedEof => format!(
                 "truncated {format} data after line {line}: the compressed stream ends without \
@@ -1151,6 +1162,52 @@ mod tests {
         let err = read_file(&gz, Compression::Gzip).unwrap_err().to_string();
         assert!(
             err.contains("rows.jsonl.gz: not a gzip file: it begins with 70 6c 61 69"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_damaged_run_of_parts_counts_its_lines_from_its_start_and_says_so() {
+        // Two zstd frames with content checksums, the second's damaged: a scale-out unit
+        // reading from the second frame on counts lines from there (the lines before it are
+        // not decoded), and says so.
+        let frame = |text: String| {
+            let mut encoder = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
+            encoder.include_checksum(true).unwrap();
+            encoder.write_all(text.as_bytes()).unwrap();
+            encoder.finish().unwrap()
+        };
+        let first = frame(ROW.repeat(1_000));
+        let mut packed = first.clone();
+        packed.extend_from_slice(&frame(ROW.repeat(20_000)));
+        let last = packed.len() - 1;
+        packed[last] ^= 0xff; // the second frame's checksum
+        let dir = tempfile::tempdir().unwrap();
+        let zst = dir.path().join("rows.jsonl.zst");
+        std::fs::write(&zst, &packed).unwrap();
+        let start = first.len() as u64;
+        let err = JsonlReader::open_parts(
+            &zst,
+            Compression::Zstd,
+            start,
+            None,
+            2,
+            ByteProgress::none(),
+        )
+        .unwrap()
+        .map(|batch| batch.map(|_| ()))
+        .collect::<Result<Vec<()>>>()
+        .unwrap_err()
+        .to_string();
+        let said = format!(" of the unit's parts from byte {start} on (");
+        assert!(
+            err.contains("corrupt zstd data near byte") && err.contains(&said),
+            "{err}"
+        );
+        // The whole file's reader counts from the file's start, and says nothing of parts.
+        let err = read_file(&zst, Compression::Zstd).unwrap_err().to_string();
+        assert!(
+            err.contains("after line 21000 (") && !err.contains("parts"),
             "{err}"
         );
     }
