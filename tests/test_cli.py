@@ -208,7 +208,7 @@ def test_tokenize_failure_exits_non_zero_naming_file_and_line(
     assert "failed" in captured.out  # the summary still printed
     assert main([*args, "--on-error", "skip"]) == 0
     out = capsys.readouterr().out
-    assert "skipped 1 bad row(s)" in out and "line 2" in out
+    assert "skipped 1 bad row:" in out and "line 2" in out
 
 
 def test_bad_arguments_are_usage_errors(tmp_path: Path, capsys):

@@ -10,6 +10,7 @@ from data_io.cleaning.registry import Entry, entries, find
 from data_io.cleaning.runner import INTERRUPTED, add_run_arguments, run_and_report
 from data_io.cleaning.sources import HubDataset
 from data_io.errors import ConfigError
+from data_io.util.words import counted
 
 
 def register(subparsers: Any) -> None:
@@ -135,15 +136,16 @@ def run(args: argparse.Namespace) -> int:
             # Ctrl-C stops the run, not only the cleaner it reached.
             finished = ", ".join(done) or "none"
             print(
-                f"clean: stopped by Ctrl-C at {entry.name}; {len(done)} of {len(chosen)} "
-                f"cleaner(s) finished before it ({finished}), the rest not run",
+                f"clean: stopped by Ctrl-C at {entry.name}; {len(done)} of "
+                f"{counted(len(chosen), 'cleaner')} finished before it ({finished}), the rest "
+                "not run",
                 file=sys.stderr,
             )
             return INTERRUPTED
         (failed if code != 0 else done).append(entry.name)
     if failed:
         print(
-            f"clean: {len(failed)} of {len(chosen)} cleaner(s) failed: {', '.join(failed)} "
+            f"clean: {len(failed)} of {counted(len(chosen), 'cleaner')} failed: {', '.join(failed)} "
             "(their errors are above)",
             file=sys.stderr,
         )

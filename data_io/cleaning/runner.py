@@ -41,6 +41,7 @@ from data_io.util.closed_stdout import exit_quietly_on_closed_stdout
 from data_io.util.console import on_terminal, quiet_hub_libraries
 from data_io.util.fs import write_json_atomic
 from data_io.util.interrupt import started
+from data_io.util.words import counted
 
 #: What a cleaner's function may yield for one record.
 Emitted = Row | Drop | pa.Table | pa.RecordBatch
@@ -140,8 +141,9 @@ class CleanReport:
 
     def format(self) -> str:
         lines = [
-            f"{self.name}: {self.records:,} records read, {self.rows_written:,} rows written "
-            f"to {len(self.files):,} file(s), {drop_totals(self.drops)}"
+            f"{self.name}: {counted(self.records, 'record')} read, "
+            f"{counted(self.rows_written, 'row')} written to {counted(len(self.files), 'file')}, "
+            f"{drop_totals(self.drops)}"
         ]
         lines += [f"  wrote {path} ({rows:,} rows)" for path, rows in self.files]
         lines += [
@@ -157,7 +159,8 @@ def drop_totals(drops: dict[str, int]) -> str:
     of a record (``no direct row: ...``; a record may count there twice, once per row)."""
     rows = sum(count for reason, count in drops.items() if is_row_drop(reason))
     records = sum(drops.values()) - rows
-    return f"{records:,} records dropped" + (f", {rows:,} rows not made" if rows else "")
+    made = f", {counted(rows, 'row')} not made" if rows else ""
+    return f"{counted(records, 'record')} dropped{made}"
 
 
 def _missing_field(record: Record, exc: Exception) -> str:

@@ -30,6 +30,7 @@ from data_io.stage import (
     unit_record,
 )
 from data_io.util.fs import sha256
+from data_io.util.words import counted
 
 
 class CleanStage:
@@ -146,8 +147,9 @@ class CleanStage:
                     print(f"  {task}: dropped {count:,}: {reason}")
                     totals[reason] += count
             print(
-                f"{result.get('records', 0):,} records read, {result['rows']:,} rows written by "
-                f"{result['units']} cleaner(s), {drop_totals(totals)}"
+                f"{counted(result.get('records', 0), 'record')} read, "
+                f"{counted(result['rows'], 'row')} written by "
+                f"{counted(result['units'], 'cleaner')}, {drop_totals(totals)}"
             )
         return 0
 

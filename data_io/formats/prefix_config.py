@@ -18,6 +18,7 @@ from typing import Any, Literal
 import yaml
 
 from data_io.errors import ConfigError
+from data_io.util.words import counted
 
 LongContext = Literal["truncate", "drop"]
 LONG_CONTEXT_MODES: tuple[str, ...] = ("truncate", "drop")
@@ -93,7 +94,8 @@ def format_overlaps(overlaps: list[PrefixOverlap]) -> list[str]:
     for group in overlaps:
         others = ", ".join(repr(rule.prefix) for rule in group.shadowed)
         lines.append(
-            f"{len(group.tasks)} task(s) match {group.winner.prefix!r} and also {others}; "
+            f"{counted(len(group.tasks), 'task')} {'matches' if len(group.tasks) == 1 else 'match'} "
+            f"{group.winner.prefix!r} and also {others}; "
             f"the first ({group.winner.prefix!r}) applies (e.g. {group.tasks[0]})"
         )
     return lines

@@ -41,6 +41,7 @@ from data_io import _core
 from data_io.errors import DataIoError, InputError
 from data_io.formats.dtypes import dtype_or_none
 from data_io.formats.task_arrays import read_token_header
+from data_io.util.words import counted
 
 TOOL = "data_io"
 METADATA = "metadata.json"
@@ -190,7 +191,8 @@ def _check_unique_sources(
     if not twice:
         return
     lines = [
-        f"{len(twice)} source file(s) were tokenized more than once into {tokenized_path} "
+        f"{counted(len(twice), 'source file')} {'was' if len(twice) == 1 else 'were'} tokenized "
+        f"more than once into {tokenized_path} "
         f"(under different input roots), so their rows would be sampled twice:"
     ]
     for source, same in sorted(twice.items()):
@@ -231,7 +233,7 @@ def check_interrupted_tokenize(
     if missing:
         raise InputError(
             f"a tokenize run into {tokenized_path} was interrupted while replacing "
-            f"{len(missing)} task(s), which are now missing (only the moved-aside "
+            f"{counted(len(missing), 'task')}, now missing (only the moved-aside "
             f"{OLD_PREFIX}<task>-<pid> folder is left): {_listing(missing)}; re-run "
             f"`{repair_command(tokenized_path, info, tasks)}` (it removes the leftovers and "
             f"tokenizes the missing tasks again), then sample again"
@@ -239,7 +241,7 @@ def check_interrupted_tokenize(
     if not temporary:
         return []
     return [
-        f"{tokenized_path} holds {len(temporary)} half-written folder(s) of an interrupted "
+        f"{tokenized_path} holds {counted(len(temporary), 'half-written folder')} of an interrupted "
         f"tokenize run ({_listing(temporary)}); they are not sampled, and the next "
         f"`data_io tokenize` run into that folder removes them"
     ]
@@ -272,7 +274,8 @@ def untokenized_sources(
     left_out = "this sample leaves" if sampling else "a sample of this folder would leave"
     then = ", then sample again" if sampling else ""
     return [
-        f"{len(missing)} row file(s) under the tokenizer's inputs have no task in "
+        f"{counted(len(missing), 'row file')} under the tokenizer's inputs "
+        f"{'has' if len(missing) == 1 else 'have'} no task in "
         f"{tokenized_path} ({_listing(missing)}): their tokenize failed or has not run since "
         f"they were added, and {left_out} them out; to include them, run "
         f"`{repair_command(tokenized_path, info, tasks)}`{then}"
@@ -303,7 +306,9 @@ def _mixed_message(
         if claimed is not None and _matches(origin, claimed):
             side = f"  <- the run {TOKENIZER_INFO} names"
             on_info_side = True
-        lines.append(f"  - {origin.describe()}: {len(names)} task(s): {_listing(names)}{side}")
+        lines.append(
+            f"  - {origin.describe()}: {counted(len(names), 'task')}: {_listing(names)}{side}"
+        )
     tokenizer = info.get("tokenizer_path")
     tokenizer_text = str(tokenizer) if isinstance(tokenizer, str) else "<tokenizer.json>"
     if claimed is None:
@@ -378,7 +383,8 @@ def _check_dtypes(
             wrong.append(f"{task.name} ({actual.name}, record says {task.token_dtype})")
     if wrong:
         raise InputError(
-            f"{len(wrong)} task(s) of {tokenized_path} hold a tokens.npy whose dtype differs from "
+            f"{counted(len(wrong), 'task')} of {tokenized_path} {'holds' if len(wrong) == 1 else 'hold'} "
+            f"a tokens.npy whose dtype differs from "
             f"the token_dtype of their metadata.json (the file was replaced after tokenizing): "
             f"{_listing(wrong)}; the tokenizer's cache does not notice this, so delete those "
             f"task folders under {tokenized_path} and re-run "

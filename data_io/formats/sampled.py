@@ -23,6 +23,7 @@ import numpy as np
 from data_io.errors import InputError
 from data_io.formats.provenance import TOKENIZER_INFO
 from data_io.formats.task_arrays import INDEX_NAMES
+from data_io.util.words import counted
 
 __all__ = [
     "INDEX_NAMES",
@@ -280,7 +281,7 @@ def _first_bad(edir: Path, name: str, bad: np.ndarray, message: Callable[[int], 
         row = int(np.argmax(bad))
         count = int(bad.sum())
         raise InputError(
-            f"{edir / (name + '.npy')} row {row}: {message(row)} ({count} bad row(s) in all); "
+            f"{edir / (name + '.npy')} row {row}: {message(row)} ({counted(count, 'bad row')} in all); "
             f"{_RESAMPLE}"
         )
 

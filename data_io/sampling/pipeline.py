@@ -169,12 +169,14 @@ def _check_not_empty(
     source_rows = sum(item.task.rows for item in filtered)
     if not source_rows:
         raise InputError(
-            f"the sample would be empty: the {len(filtered)} task(s) in {tokenized} hold no "
-            f"rows; re-tokenize non-empty sources, or pass allow_empty=true"
+            f"the sample would be empty: {_the_tasks(len(filtered))} in {tokenized} "
+            f"{'holds' if len(filtered) == 1 else 'hold'} no rows; re-tokenize non-empty sources, "
+            "or pass allow_empty=true"
         )
     if sum(item.rows for item in filtered):
         raise ConfigError(
-            f"the sample would be empty: {len(filtered)} task(s) in {tokenized} keep rows, but "
+            f"the sample would be empty: {_the_tasks(len(filtered))} in {tokenized} "
+            f"{'keeps' if len(filtered) == 1 else 'keep'} rows, but "
             f"the rules of {config.prefix_config_path} take none of them (max_per_file: 0); "
             f"change the rules, or pass allow_empty=true"
         )
@@ -185,11 +187,16 @@ def _check_not_empty(
     reasons = "; ".join(f"{reason}: {count:,}" for reason, count in drops.items() if count)
     raise ConfigError(
         f"the sample would be empty: every one of the {counted(source_rows, 'row')} of the "
-        f"{len(filtered)} task(s) in {tokenized} is dropped with "
+        f"{counted(len(filtered), 'task')} in {tokenized} is dropped with "
         f"context_size={config.context_size}, min_resp_length={config.min_resp_length} "
         f"({reasons}); raise context_size, lower min_resp_length or change the long_context "
         f"rules of {config.prefix_config_path}, or pass allow_empty=true"
     )
+
+
+def _the_tasks(count: int) -> str:
+    """``the task`` or ``the 3 tasks``."""
+    return "the task" if count == 1 else f"the {count:,} tasks"
 
 
 def _epoch_file_bytes(rows_per_epoch: int) -> int:

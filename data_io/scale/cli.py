@@ -111,8 +111,8 @@ _RESUME_HELP = {
     "threads_per_unit": "encoder threads of each unit (default: the number the plan recorded)",
     "slurm_opt": "an #SBATCH option for every job, added to those the plan recorded, e.g. "
     "partition=cpu; repeatable (default: none)",
-    "unit_mb": "refused by resume: the plan's units are cut already (to cut them anew, run the "
-    "command that made the plan again with --unit-mb)",
+    "unit_mb": "refused by resume: the plan's units are cut already; to cut them anew, run the "
+    "command that made the plan again with --unit-mb (default: none)",
     "ray_address": "ray: the cluster to join (default: the one the plan recorded, else "
     "RAY_ADDRESS, else a local one)",
 }

@@ -12,6 +12,7 @@ from typing import Any
 
 from data_io.scale.manifest import SPAN_WORDS, STATES, Manifest
 from data_io.stage import FINALIZED
+from data_io.util.words import counted
 
 MAX_ERRORS = 20
 
@@ -109,7 +110,7 @@ def describe(manifest: Manifest, report: Status) -> str:
         shown = ", ".join(report.failed_files[:5])
         more = f" and {len(report.failed_files) - 5} more" if len(report.failed_files) > 5 else ""
         lines.append(
-            f"finalized without {len(report.failed_files)} file(s) that failed there: {shown}"
+            f"finalized without {counted(len(report.failed_files), 'file')} that failed there: {shown}"
             f"{more}; their outputs are missing: fix them and run the {manifest.stage} command "
             "again (it redoes only what is missing)"
         )

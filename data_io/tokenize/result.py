@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 
 from data_io.errors import InputError, OutputError, error_class
+from data_io.util.words import counted
 
 # How many tasks or files a message lists by name; the rest are counted.
 MAX_LISTED = 15
@@ -88,7 +89,8 @@ class TokenizeResult:
             else ""
         )
         return (
-            f"the output {self.output} is MIXED: {len(self.mixed)} task folder(s) do not match "
+            f"the output {self.output} is MIXED: {counted(len(self.mixed), 'task folder')} "
+            f"{'does' if len(self.mixed) == 1 else 'do'} not match "
             f"its tokenizer_info.json (tokenizer {self.tokenizer_path}); a model trained on it "
             f"sees two tokenizations:\n{listed}{more}\n"
             f"Repair it (fix the failed files first, if any) with:\n  {self.repair_command}"
@@ -109,7 +111,7 @@ class TokenizeResult:
         if failed:
             lines = "\n".join(f"  - {f.error}" for f in failed)
             parts.append(
-                f"{len(failed)} of {len(self.files)} file(s) failed; the other outputs are "
+                f"{len(failed)} of {counted(len(self.files), 'file')} failed; the other outputs are "
                 f"intact and a re-run redoes only what is missing:\n{lines}"
             )
         if self.mixed_warning:
@@ -125,9 +127,10 @@ class TokenizeResult:
         if self.kept or any(f.rows for f in self.files):
             return
         bad = sum(f.bad_rows for f in self.files)
-        why = f"all {bad:,} row(s) were bad and skipped" if bad else "every file is empty"
+        rows = "the row was" if bad == 1 else f"all {bad:,} rows were"
+        why = f"{rows} bad and skipped" if bad else "every file is empty"
         error = InputError(
-            f"no rows at all: {len(self.files)} input file(s) under {', '.join(self.inputs)} "
+            f"no rows at all: {counted(len(self.files), 'input file')} under {', '.join(self.inputs)} "
             f"and {why}; the output {self.output} holds no training data. Check the inputs "
             f"(run with --on-error fail to see the first bad row)"
         )

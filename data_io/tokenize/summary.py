@@ -10,6 +10,7 @@ from rich.table import Table
 
 from data_io.tokenize.result import MAX_LISTED, TokenizeResult
 from data_io.util.console import summary_console
+from data_io.util.words import counted
 
 # Skipped input files are only counted, with this many named as examples.
 SKIPPED_EXAMPLES = 3
@@ -51,7 +52,7 @@ def _print_totals(result: TokenizeResult, console: Console) -> None:
     console.print(f"encoder: {result.encoder}{_why(result.encoder_fallback)}", markup=False)
     console.print(
         f"{len(result.files)} files: {len(done)} tokenized, {len(unchanged)} unchanged, "
-        f"{len(result.failed)} failed; the output holds {result.output_tasks:,} task(s), "
+        f"{len(result.failed)} failed; the output holds {counted(result.output_tasks, 'task')}, "
         f"{result.output_rows:,} rows, {result.output_tokens:,} tokens"
     )
     console.print(
@@ -61,7 +62,8 @@ def _print_totals(result: TokenizeResult, console: Console) -> None:
     if result.skipped_files:
         examples = ", ".join(result.skipped_files[:SKIPPED_EXAMPLES])
         console.print(
-            f"[yellow]skipped {len(result.skipped_files):,} input file(s)[/yellow] that are not "
+            f"[yellow]skipped {counted(len(result.skipped_files), 'input file')}[/yellow] that "
+            f"{'is' if len(result.skipped_files) == 1 else 'are'} not "
             f".jsonl, .jsonl.gz, .jsonl.zst or .parquet, e.g. {examples}"
         )
 
@@ -116,7 +118,9 @@ def _print_bad_rows_and_warnings(
 ) -> None:
     bad = [f for f in result.files if f.bad_rows]
     if bad:
-        console.print(f"[yellow]skipped {sum(f.bad_rows for f in bad):,} bad row(s):[/yellow]")
+        console.print(
+            f"[yellow]skipped {counted(sum(f.bad_rows for f in bad), 'bad row')}:[/yellow]"
+        )
         for f in bad[:limit]:
             first = f.bad_row_examples[0] if f.bad_row_examples else "(no example recorded)"
             console.print(f"  {f.task}: {f.bad_rows:,} (first: {first})")
@@ -136,7 +140,7 @@ def _print_folders(result: TokenizeResult, console: Console, limit: int | None) 
             + (f" {_more(hidden)}" if hidden > 0 else "")
         )
     if result.kept:
-        console.print(f"kept {len(result.kept)} task folder(s) not in this run's inputs:")
+        console.print(f"kept {counted(len(result.kept), 'task folder')} not in this run's inputs:")
         for item in result.kept[:limit]:
             console.print(f"  {item}")
         if limit is not None and len(result.kept) > limit:

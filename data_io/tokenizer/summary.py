@@ -12,6 +12,7 @@ from data_io.tokenizer.evaluate import ALL, HELD_OUT_SUFFIXES, Compression, as_t
 from data_io.tokenizer.train import MIN_FREQUENCY, TrainResult
 from data_io.util.console import summary_console
 from data_io.util.stale import format_bytes
+from data_io.util.words import counted
 
 
 def caveats(result: TrainResult) -> list[str]:
@@ -45,9 +46,9 @@ def summary_line(result: TrainResult) -> str:
     bad = sum(f.bad_rows for f in result.files)
     return (
         f"train-tokenizer -> {result.output} (+ config.json, tokenizer_config.json): "
-        f"vocab {result.vocab_size:,}, {result.texts_used:,} texts from {len(result.files)} "
-        f"file(s) ({len(result.limited)} limited by max_per_file), {bad} bad row(s) skipped, "
-        f"{result.seconds:.1f} s"
+        f"vocab {result.vocab_size:,}, {result.texts_used:,} texts from "
+        f"{counted(len(result.files), 'file')} ({len(result.limited)} limited by max_per_file), "
+        f"{counted(bad, 'bad row')} skipped, {result.seconds:.1f} s"
     )
 
 
@@ -59,15 +60,15 @@ def counting_line(result: TrainResult) -> str | None:
         return None
     mb = counting.counted_bytes / 1e6
     rate = mb / counting.count_seconds if counting.count_seconds > 0 else 0.0
-    counted = f"counted {mb:,.1f} MB of text in {counting.count_seconds:.1f} s ({rate:,.1f} MB/s)"
+    read = f"counted {mb:,.1f} MB of text in {counting.count_seconds:.1f} s ({rate:,.1f} MB/s)"
     if counting.reused_files:
-        counted = (
+        read = (
             f"{counting.text_bytes / 1e6:,.1f} MB of text: the counts of "
-            f"{len(counting.reused_files)} file(s) read back, {mb:,.1f} MB counted; "
+            f"{counted(len(counting.reused_files), 'file')} read back, {mb:,.1f} MB counted; "
             f"{counting.count_seconds:.1f} s"
         )
     parts = [
-        counted,
+        read,
         f"{counting.words:,} distinct pre-tokens of {counting.pieces:,}",
         f"merged in {counting.merge_seconds:.1f} s",
     ]
@@ -77,7 +78,7 @@ def counting_line(result: TrainResult) -> str | None:
     if spill.runs:
         parts.append(
             f"counts spilled past --count-memory {format_bytes(counting.count_memory)}: "
-            f"{spill.runs} run(s), {format_bytes(spill.run_bytes)} in {spill.spill_dir} (removed)"
+            f"{counted(spill.runs, 'run')}, {format_bytes(spill.run_bytes)} in {spill.spill_dir} (removed)"
         )
     if counting.counts_dir:
         parts.append(f"counts kept in {counting.counts_dir}")
@@ -94,7 +95,8 @@ def print_summary(result: TrainResult) -> None:
         print(line)
     if result.skipped_files:
         print(
-            f"skipped {len(result.skipped_files):,} input file(s) that are not rows, e.g. "
+            f"skipped {counted(len(result.skipped_files), 'input file')} that "
+            f"{'is' if len(result.skipped_files) == 1 else 'are'} not rows, e.g. "
             + ", ".join(result.skipped_files[:3])
         )
 
@@ -120,14 +122,14 @@ def evaluation_notes(results: Sequence[Compression], left_out: Sequence[Path] = 
     replaced = sum(r.invalid_utf8_lines for r in per_file)
     lines = []
     if bad:
-        lines.append(f"note: held-out: {bad:,} bad row(s) skipped (--on-error skip)")
+        lines.append(f"note: held-out: {counted(bad, 'bad row')} skipped (--on-error skip)")
     if replaced:
         lines.append(
-            f"note: held-out: invalid UTF-8 replaced with U+FFFD on {replaced:,} line(s) of .txt"
+            f"note: held-out: invalid UTF-8 replaced with U+FFFD on {counted(replaced, 'line')} of .txt"
         )
     if left_out:
         lines.append(
-            f"note: held-out: {len(left_out):,} file(s) left out, not held-out text by name "
+            f"note: held-out: {counted(len(left_out), 'file')} left out, not held-out text by name "
             f"({', '.join(HELD_OUT_SUFFIXES)}), e.g. {', '.join(map(str, left_out[:3]))}"
         )
     return lines

@@ -607,7 +607,8 @@ fn task_name(root: &Path, source: &Path) -> String {
 fn no_row_files(root: &Path, skipped: &[PathBuf], why: &str) -> Error {
     let others = match skipped.len() {
         0 => "it holds no files at all".to_string(),
-        n => format!("it holds {n} other file(s), e.g. {}", examples(skipped, 3)),
+        1 => format!("it holds 1 other file, {}", examples(skipped, 3)),
+        n => format!("it holds {n} other files, e.g. {}", examples(skipped, 3)),
     };
     Error::Config(format!(
         "no {SUPPORTED} files under the input {} ({others}); nothing was read, written or \
@@ -886,7 +887,7 @@ mod tests {
         std::fs::write(dir.path().join("rows.csv"), b"").unwrap();
         let err = task_files(&[dir.path().into()]).unwrap_err().to_string();
         assert!(
-            err.contains("1 other file(s), e.g. ") && err.contains("rows.csv"),
+            err.contains("1 other file, ") && err.contains("rows.csv"),
             "{err}"
         );
     }

@@ -118,4 +118,4 @@ def test_module_reads_the_default_local_copy(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     out = tmp_path / "data_clustered" / "openmathinstruct2"
     assert {path.name: read_parquet(path) for path in out.iterdir()} == EXPECTED
-    assert "8 records read, 9 rows written to 2 file(s)" in done.stdout
+    assert "8 records read, 9 rows written to 2 files" in done.stdout

@@ -69,8 +69,8 @@ def test_all_runs_the_cleaners_whose_sources_are_present(
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert main(["clean", "--all"]) == 0
     out = capsys.readouterr().out
-    assert "arb: 5 records read, 5 rows written to 5 file(s)" in out
-    assert "flan: 1 records read, 1 rows written to 1 file(s)" in out
+    assert "arb: 5 records read, 5 rows written to 5 files" in out
+    assert "flan: 1 record read, 1 row written to 1 file" in out
     assert "gsm8k_train" not in out
     assert read_jsonl(tmp_path / "data" / "Platypus" / "arb_law.jsonl") == [
         {
@@ -110,7 +110,7 @@ def test_one_failure_fails_the_run_but_not_the_others(
     assert main(["clean", "ampsmathematica", "arb", "--quiet"]) == 1
     captured = capsys.readouterr()
     assert "clean ampsmathematica: error: raw input not found: raw_data/amps.tar.gz" in captured.err
-    assert "1 of 2 cleaner(s) failed: ampsmathematica" in captured.err
+    assert "1 of 2 cleaners failed: ampsmathematica" in captured.err
     assert captured.out == ""  # --quiet: nothing but the errors
     assert (tmp_path / "data" / "Platypus" / "arb_math.jsonl").exists()
 
@@ -168,7 +168,7 @@ def test_ctrl_c_stops_the_whole_run_with_130(
     assert main(["clean", "arb", flan, "gsm8k_train", "--quiet"]) == 130
     err = capsys.readouterr().err
     assert f"clean {flan}: interrupted; nothing was written" in err
-    assert f"clean: stopped by Ctrl-C at {flan}; 1 of 3 cleaner(s) finished before it (arb)" in err
+    assert f"clean: stopped by Ctrl-C at {flan}; 1 of 3 cleaners finished before it (arb)" in err
     assert "failed" not in err and "gsm8k_train" not in err  # not run, not called failed
 
 

@@ -90,7 +90,7 @@ def test_order_drops_and_summary(tmp_path: Path) -> None:
     assert report.records == 6 and report.rows_written == 5
     assert dict(report.drops) == {"skipped on purpose": 2}
     assert report.format().splitlines() == [
-        "toy: 6 records read, 5 rows written to 1 file(s), 2 records dropped",
+        "toy: 6 records read, 5 rows written to 1 file, 2 records dropped",
         f"  wrote {out} (5 rows)",
         "  dropped 2: skipped on purpose",
     ]
@@ -118,7 +118,7 @@ def test_rows_not_made_are_not_counted_as_records_dropped(tmp_path: Path) -> Non
     report = run_cleaner(_cleaner(_neither_row), _source(tmp_path, items), out, progress=False)
     assert report.records == 3 and report.rows_written == 1
     assert report.format().splitlines() == [
-        "toy: 3 records read, 1 rows written to 1 file(s), 1 records dropped, 3 rows not made",
+        "toy: 3 records read, 1 row written to 1 file, 1 record dropped, 3 rows not made",
         f"  wrote {out} (1 rows)",
         "  dropped 1: empty question",
         "  dropped 1: no cot row: empty long",
@@ -304,7 +304,7 @@ def test_an_unwritable_cache_is_a_warning_after_the_outputs_are_committed(
     out = tmp_path / "Platypus"
     assert run_and_report(ARB, source, out) == 0  # was: a NotADirectoryError traceback
     said = capsys.readouterr()
-    assert "arb: 5 records read, 5 rows written to 5 file(s)" in said.out
+    assert "arb: 5 records read, 5 rows written to 5 files" in said.out
     assert said.err.startswith("clean arb: warning: the outputs are written, but the list of")
     assert "set XDG_CACHE_HOME to a writable folder" in said.err
     assert sorted(p.name for p in out.iterdir()) == [

@@ -63,7 +63,7 @@ def test_report_shows_drops_and_removed_files_as_one_process_does(
         in said
     )
     assert "  gsm8k_train: dropped 1: null field: answer" in said
-    assert said[-1] == "6 records read, 5 rows written by 2 cleaner(s), 1 records dropped"
+    assert said[-1] == "6 records read, 5 rows written by 2 cleaners, 1 record dropped"
     assert not (work / "data" / "Platypus" / "arb_math.jsonl").exists()
 
 

@@ -147,5 +147,5 @@ def test_overlaps_are_grouped_once_per_rule_set() -> None:
     assert second.winner.prefix == "flan__" and second.tasks == ("flan__niv2",)
     lines = format_overlaps(overlaps)
     assert len(lines) == 2  # one line per group, not one per task
-    assert lines[0].startswith("50 task(s)")
+    assert lines[0].startswith("50 tasks")
     assert config.overlaps(["fox", "other"]) == []

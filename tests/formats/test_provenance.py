@@ -105,10 +105,10 @@ def test_mixed_tokenizers_are_refused_before_writing(
     message = str(info.value)
     assert "mixes tasks of different tokenizer runs" in message
     # Both sides, each with its count and names; the info's side is marked.
-    assert "2 task(s): data__arithmetic.jsonl, data_clustered__facts__primes_low.parquet" in message
-    assert "4 task(s): data__Platypus__code.jsonl" in message
+    assert "2 tasks: data__arithmetic.jsonl, data_clustered__facts__primes_low.parquet" in message
+    assert "4 tasks: data__Platypus__code.jsonl" in message
     info_line = next(line for line in message.splitlines() if "<- the run" in line)
-    assert "4 task(s)" in info_line and "tokenizer_info.json" in info_line
+    assert "4 tasks" in info_line and "tokenizer_info.json" in info_line
     # The repair command: the inputs (from the records), the folder, the info's tokenizer.
     host_info = _info(host)
     assert (
@@ -145,7 +145,7 @@ def test_a_failed_retokenize_is_caught(tmp_path: Path, corpora, small_tokenizer:
     with pytest.raises(InputError) as info:
         _sample(tmp_path, corpus)
     message = str(info.value)
-    assert "1 task(s): data__arithmetic.jsonl" in message
+    assert "1 task: data__arithmetic.jsonl" in message
     assert f"-o {corpus} --tokenizer-path" in message
     assert str(rows) in message  # the input root, derived from the records
     assert not (tmp_path / "out").exists()
@@ -194,7 +194,7 @@ def test_legacy_and_data_io_tasks_are_not_mixed(tmp_path: Path, corpora) -> None
     with pytest.raises(InputError) as info:
         _sample(tmp_path, corpus)
     message = str(info.value)
-    assert "no data_io record" in message and "1 task(s): data__arithmetic.jsonl" in message
+    assert "no data_io record" in message and "1 task: data__arithmetic.jsonl" in message
     assert "records no tokenizer hash (original pipeline)" in message
 
 
@@ -217,7 +217,7 @@ def test_hashed_info_refuses_tasks_without_a_record(tmp_path: Path, corpora) -> 
     # The task of the original pipeline's record is listed among the origins (re-run tokenize);
     # the one without metadata.json is named apart, with its own advice (move or delete it).
     assert (
-        "no data_io record (original pipeline, or metadata.json absent/unreadable): 1 task(s): "
+        "no data_io record (original pipeline, or metadata.json absent/unreadable): 1 task: "
         "data__translations.jsonl" in message
     )
     assert "data__arithmetic.jsonl (it has no metadata.json): task arrays without" in message
@@ -232,7 +232,7 @@ def test_info_of_a_run_that_matches_no_task(tmp_path: Path, corpora) -> None:
     with pytest.raises(InputError) as info:
         _sample(tmp_path, corpus)
     message = str(info.value)
-    assert "matches none of the tasks" in message and "6 task(s)" in message
+    assert "matches none of the tasks" in message and "6 tasks" in message
 
 
 def test_info_with_only_a_tokenizer_hash_is_checked_on_it(tmp_path: Path, corpora) -> None:
@@ -244,7 +244,7 @@ def test_info_with_only_a_tokenizer_hash_is_checked_on_it(tmp_path: Path, corpor
     _write_info(corpus, info)
     assert _sample(tmp_path, corpus).rows_per_epoch > 0
     _swap_task(corpus, small, "data__arithmetic.jsonl")
-    with pytest.raises(InputError, match=r"1 task\(s\): data__arithmetic\.jsonl"):
+    with pytest.raises(InputError, match=r"1 task: data__arithmetic\.jsonl"):
         _sample(tmp_path, corpus)
 
 
@@ -291,8 +291,8 @@ def test_many_tasks_are_listed_first_few_plus_count(tmp_path: Path) -> None:
     with pytest.raises(InputError) as info:
         check_provenance(corpus, {"tokenizer_blake3": "bb"}, folders)
     message = str(info.value)
-    assert "8 task(s): t00.jsonl, t01.jsonl, t02.jsonl, t03.jsonl, t04.jsonl and 3 more" in message
-    assert "1 task(s): u.jsonl  <- the run tokenizer_info.json names" in message
+    assert "8 tasks: t00.jsonl, t01.jsonl, t02.jsonl, t03.jsonl, t04.jsonl and 3 more" in message
+    assert "1 task: u.jsonl  <- the run tokenizer_info.json names" in message
     # Neither inputs nor records with a source: the generic form of the command.
     assert "data_io tokenize <input folders> -o" in message
     assert "--tokenizer-path <tokenizer.json>" in message
@@ -427,11 +427,11 @@ def test_a_source_without_its_task_is_noted_not_lost_in_silence(
 ) -> None:
     corpus = _copy(corpora[0], tmp_path / "tok")
     _sample(tmp_path, corpus, tmp_path / "whole")
-    assert "have no task in" not in capsys.readouterr().err  # every source has its task
+    assert "no task in" not in capsys.readouterr().err  # every source has its task
     shutil.rmtree(corpus / "data__arithmetic.jsonl")  # as when that file's tokenize failed
     _sample(tmp_path, corpus, tmp_path / "partial")
     said = capsys.readouterr().err
-    assert "1 row file(s) under the tokenizer's inputs have no task in" in said
+    assert "1 row file under the tokenizer's inputs has no task in" in said
     assert "(data__arithmetic.jsonl)" in said and f"-o {corpus}" in said
     # The inputs gone (sampled on another machine): nothing to compare with, no note.
     info = json.loads((corpus / "tokenizer_info.json").read_text())
@@ -439,7 +439,7 @@ def test_a_source_without_its_task_is_noted_not_lost_in_silence(
         json.dumps({**info, "inputs": [str(tmp_path / "elsewhere")]})
     )
     _sample(tmp_path, corpus, tmp_path / "elsewhere_out")
-    assert "have no task in" not in capsys.readouterr().err
+    assert "no task in" not in capsys.readouterr().err
 
 
 # -- one source tokenized twice ------------------------------------------------------------
@@ -457,7 +457,7 @@ def test_one_source_under_two_task_names_is_refused(tmp_path: Path, corpora) -> 
     with pytest.raises(InputError) as info:
         _sample(tmp_path, corpus)
     message = str(info.value)
-    assert "1 source file(s) were tokenized more than once" in message
+    assert "1 source file was tokenized more than once" in message
     source_path = Path(source["source_path"])
     assert (
         f"{source_path}: {corpus / 'arithmetic.jsonl'} (input root {source_path.parent}) and "
@@ -489,7 +489,7 @@ def test_task_moved_aside_and_not_replaced_is_missing(tmp_path: Path, corpora) -
     with pytest.raises(InputError) as info:
         _sample(tmp_path, corpus)
     message = str(info.value)
-    assert "interrupted while replacing 1 task(s), which are now missing" in message
+    assert "interrupted while replacing 1 task, now missing" in message
     assert f"): {task}; re-run `{_repair(corpus)}`" in message
     assert not (tmp_path / "out").exists()
 
@@ -509,5 +509,5 @@ def test_half_written_folders_are_noted(tmp_path: Path, corpora, capsys) -> None
     (corpus / ".data_io-tmp-data__new.jsonl-77").mkdir()
     assert _sample(tmp_path, corpus).rows_per_epoch > 0
     err = capsys.readouterr().err
-    assert "1 half-written folder(s) of an interrupted tokenize run" in err
+    assert "1 half-written folder of an interrupted tokenize run" in err
     assert ".data_io-tmp-data__new.jsonl-77" in err and "next `data_io tokenize` run" in err

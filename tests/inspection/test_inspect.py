@@ -239,9 +239,9 @@ def test_a_tokenized_folder_of_an_interrupted_run_is_noted_as_sample_notes_it(
     (out / ".data_io-tmp-x.jsonl-123").mkdir()
     report = inspect_path(out)
     assert report.ok
-    assert any("1 half-written folder(s) of an interrupted tokenize run" in n for n in report.notes)
+    assert any("1 half-written folder of an interrupted tokenize run" in n for n in report.notes)
     assert any(
-        f"1 row file(s) under the tokenizer's inputs have no task in {out} ({lost.name})" in n
+        f"1 row file under the tokenizer's inputs has no task in {out} ({lost.name})" in n
         and "a sample of this folder would leave them out" in n
         for n in report.notes
     ), report.notes

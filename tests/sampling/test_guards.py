@@ -120,7 +120,7 @@ def test_context_that_drops_every_row_is_refused_and_keeps_the_old_output(
     with pytest.raises(ConfigError) as info:
         _run(_config(tmp_path, corpus, "context_size=2"))
     message = str(info.value)
-    assert "every one of the 42 rows of the 2 task(s)" in message
+    assert "every one of the 42 rows of the 2 tasks" in message
     assert "instruction fills the context (truncate mode): " in message
     assert "context_size=2" in message and "allow_empty=true" in message
     assert _files(tmp_path / "out") == before
@@ -149,7 +149,7 @@ def test_rules_that_take_no_row_are_refused(tmp_path: Path) -> None:
 def test_tasks_without_rows_are_refused(tmp_path: Path) -> None:
     empty = SyntheticTask(inst_len=np.zeros(0), resp_len=np.zeros(0))
     corpus = write_corpus(tmp_path / "tok", {"a.jsonl": empty}, vocab_size=VOCAB)
-    with pytest.raises(InputError, match=r"the 1 task\(s\) in .* hold no rows"):
+    with pytest.raises(InputError, match=r"the task in .* holds no rows"):
         _run(_config(tmp_path, corpus))
 
 

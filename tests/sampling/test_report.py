@@ -120,7 +120,7 @@ def test_drops_truncations_and_overlaps_are_reported_once(tmp_path: Path) -> Non
     assert total == ["**18**", "**16**", "**1**", "**2**", "**0**", "**0**", "**0**"]
     overlap_lines = [line for line in report.splitlines() if "also 'cat__'" in line]
     assert len(overlap_lines) == 1
-    assert overlap_lines[0].startswith("- 2 task(s) match 'cat__cot_'")
+    assert overlap_lines[0].startswith("- 2 tasks match 'cat__cot_'")
 
 
 def test_global_summary_and_plot(tmp_path: Path) -> None:

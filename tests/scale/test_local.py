@@ -307,7 +307,7 @@ def test_status_of_a_finalize_that_left_a_file_out_says_so_and_exits_non_zero(
     assert report.failed_files == ["big.jsonl"] and not report.output_complete
     text = describe(manifest, report)
     assert "finalized: the output is complete" not in text
-    assert "finalized without 1 file(s) that failed there: big.jsonl" in text
+    assert "finalized without 1 file that failed there: big.jsonl" in text
     assert _status(argparse.Namespace(manifest=str(manifest.path))) == 3
 
 

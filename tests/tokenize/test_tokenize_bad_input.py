@@ -210,7 +210,7 @@ def test_parquet_problems_name_file_and_row(small_tokenizer: Path, tmp_path: Pat
     assert f'{rows / "typed.parquet"}: column "response" has type Int64' in message
     assert f"{rows / 'truncated.parquet'}: not a readable Parquet file" in message
     assert f"{rows / 'empty.parquet'}: not a readable Parquet file" in message
-    assert "5 of 6 file(s) failed" in message
+    assert "5 of 6 files failed" in message
     assert (tmp_path / "out" / "good.parquet" / "tokens.npy").exists()
 
 

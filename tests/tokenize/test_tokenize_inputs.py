@@ -245,7 +245,7 @@ def test_zero_rows_in_total_fails_unless_the_folder_has_other_tasks(
     (rows / "bad.jsonl").write_bytes(b"{oops\n[1]\n")
     with pytest.raises(InputError, match="no rows at all") as info:
         run(rows, tmp_path / "out", small_tokenizer, on_error="skip")
-    assert "all 2 row(s) were bad and skipped" in str(info.value)
+    assert "all 2 rows were bad and skipped" in str(info.value)
     # With tasks of another input folder kept in the output, an empty input is fine.
     other = tmp_path / "other"
     other.mkdir()

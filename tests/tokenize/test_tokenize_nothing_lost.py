@@ -60,7 +60,7 @@ def test_an_emptied_input_among_several_is_an_error_and_deletes_nothing(
         assert "nothing was read, written or deleted" in message
         assert str(data) + " " not in message
     if leftover == "notes.txt":
-        assert "it holds 1 other file(s), e.g. " in message and "notes.txt" in message
+        assert "it holds 1 other file, " in message and "notes.txt" in message
     assert snapshot(out) == before
 
 
@@ -356,7 +356,7 @@ def test_a_failed_file_in_a_mixed_output_is_said_once_too(
     both = captured.out + captured.err
     assert both.count("is MIXED") == 1
     assert both.count(f"{rows / 'b.jsonl'}:line 1: malformed JSON") == 1
-    assert "1 of 2 file(s) failed" in captured.err
+    assert "1 of 2 files failed" in captured.err
 
 
 def test_a_mixed_output_raises_through_the_api_unless_check_is_off(
@@ -370,7 +370,7 @@ def test_a_mixed_output_raises_through_the_api_unless_check_is_off(
     with pytest.raises(OutputError) as info:
         result.raise_for_failures()
     assert info.value.result is result
-    assert "file(s) failed" not in str(info.value)
+    assert "files failed" not in str(info.value)
 
 
 def test_the_output_totals_count_kept_tasks_from_their_records(
@@ -383,7 +383,7 @@ def test_the_output_totals_count_kept_tasks_from_their_records(
     argv = ["tokenize", str(rows_dir / "data"), "-o", str(out)]
     assert main([*argv, "--tokenizer-path", str(small_tokenizer)]) == 0
     text = capsys.readouterr().out
-    assert f"the output holds 6 task(s), {rows:,} rows, {tokens:,} tokens" in text
+    assert f"the output holds 6 tasks, {rows:,} rows, {tokens:,} tokens" in text
     # A folder of the original pipeline counts by its array headers.
     original = out / "old.jsonl"
     shutil.copytree(out / "arithmetic.jsonl", original)

@@ -55,9 +55,9 @@ def test_the_summary_lists_skipped_files_kept_tasks_and_uses_megabytes(
     tokenize([other], out, tokenizer_path=small_tokenizer, progress=False)
     result = tokenize([rows], out, tokenizer_path=small_tokenizer, on_error="skip", progress=False)
     text = summary_text(result)
-    assert "skipped 1 input file(s) that are not .jsonl" in text
+    assert "skipped 1 input file that is not .jsonl" in text
     assert str(rows / "notes.txt") in text
-    assert "kept 1 task folder(s) not in this run's inputs:" in text
+    assert "kept 1 task folder not in this run's inputs:" in text
     assert "elsewhere.jsonl (its source" in text
     assert " MB " in text and "MiB" not in text
 
@@ -76,7 +76,7 @@ def test_a_mixed_folder_is_said_loudly_with_the_repair_command(
         [rows], out, tokenizer_path=small_tokenizer, token_dtype="auto", progress=False, check=False
     )
     text = summary_text(result)
-    assert "is MIXED: 1 task folder(s)" in text
+    assert "is MIXED: 1 task folder does not match" in text
     assert "b.jsonl (tokenized with other layout options)" in text
     assert result.repair_command in text and "--token-dtype auto" in result.repair_command
 

@@ -210,5 +210,5 @@ def test_invalid_utf8_is_counted_and_zst_rows_are_read(
     assert main(argv) == 0
     shown = capsys.readouterr().out
     assert "z.jsonl.zst" in shown
-    assert "invalid UTF-8 replaced with U+FFFD on 2 line(s) of .txt" in shown
-    assert "1 file(s) left out, not held-out text by name" in shown and "README.md" in shown
+    assert "invalid UTF-8 replaced with U+FFFD on 2 lines of .txt" in shown
+    assert "1 file left out, not held-out text by name" in shown and "README.md" in shown
