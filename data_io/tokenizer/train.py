@@ -293,6 +293,7 @@ def core_options(
     specials = given["special_tokens"]
     specials = list(default_special_tokens() if specials is None else specials)
     _check_special_tokens(specials)
+    _check_vocab_size(given["vocab_size"], len(specials), tokenizer_type)
     chosen = {role: given[role] for role in _ROLES if given[role] is not None}
     for role, token in chosen.items():
         if token not in specials:
@@ -359,6 +360,21 @@ def _check_special_tokens(specials: list[str]) -> None:
                 "vocabulary starts with (a byte's own token): as a special token it would take "
                 f"that byte's place; choose a longer token (e.g. <|{token}|>)"
             )
+
+
+def _check_vocab_size(vocab_size: int, specials: int, tokenizer_type: str) -> None:
+    """Refuse a vocabulary smaller than its fixed tokens: the 256 byte tokens and the special
+    tokens. A unigram one needs a piece more: ``tokenizers``' unigram trainer, asked for exactly
+    those, never stops adding pieces (its cut-off compares for equality after the 256 bytes
+    are in) and writes every piece it learned, more tokens than asked."""
+    least = 256 + specials + (1 if tokenizer_type == "unigram" else 0)
+    if vocab_size < least:
+        piece = " and at least one learned piece" if tokenizer_type == "unigram" else ""
+        raise ConfigError(
+            f"--vocab-size {vocab_size:,} is too small: a byte-level {tokenizer_type} vocabulary "
+            f"holds the 256 byte tokens, the {specials} special token(s){piece}; ask for at "
+            f"least {least:,} (or fewer --special-tokens)"
+        )
 
 
 def _no_file_in_the_way(folder: Path, what: str) -> None:

@@ -506,3 +506,21 @@ def test_a_small_unigram_vocabulary_is_not_said_in_pair_merges(tmp_path: Path, c
     printed = capsys.readouterr().out
     assert "not the 60,000 asked: the unigram trainer found no more pieces" in printed
     assert "pairs" not in printed
+
+
+def test_the_smallest_vocabulary_is_said_and_a_unigram_one_is_not_exceeded(tmp_path: Path):
+    """The least --vocab-size is said as a number. A unigram vocabulary of exactly the byte
+    tokens and the special tokens came out larger than asked (tokenizers' unigram trainer kept
+    every piece it learned), with nothing said; it needs a piece more, and gets what it asks."""
+    out = tmp_path / "t" / "tokenizer.json"
+    common = {"prefix_config": None, "progress": False}
+    with pytest.raises(ConfigError, match=r"31 special token\(s\); ask for at least 287 "):
+        train_tokenizer([EXAMPLE_ROWS], out, vocab_size=286, **common)
+    with pytest.raises(ConfigError, match="at least one learned piece; ask for at least 288 "):
+        train_tokenizer([EXAMPLE_ROWS], out, vocab_size=287, tokenizer_type="unigram", **common)
+    assert not out.parent.exists()
+    for tokenizer_type, size in (("bpe", 287), ("unigram", 288)):
+        result = train_tokenizer(
+            [EXAMPLE_ROWS], out, vocab_size=size, tokenizer_type=tokenizer_type, **common
+        )
+        assert result.vocab_size == size == Tokenizer.from_file(str(out)).get_vocab_size()
