@@ -288,6 +288,7 @@ def core_options(
     if output.suffix != ".json":
         raise ConfigError(f"output {output} must be a .json file (e.g. OUT/tokenizer.json)")
     _no_file_in_the_way(output.parent, f"the output {output}")
+    _no_folder_in_the_way(output)
     if given["counts_dir"] is not None:
         _no_file_in_the_way(Path(given["counts_dir"]), f"--counts {given['counts_dir']}")
     specials = given["special_tokens"]
@@ -388,6 +389,22 @@ def _no_file_in_the_way(folder: Path, what: str) -> None:
                     "folder (or move the file away)"
                 )
             return
+
+
+# What a run writes: the tokenizer, then these two beside it.
+_WRITTEN_BESIDE = ("config.json", "tokenizer_config.json")
+
+
+def _no_folder_in_the_way(output: Path) -> None:
+    """Refuse, before training, a folder where a file is to be written: the rename into place
+    would fail after the training, leaving its temporary beside it (and, for the two files
+    written after the tokenizer, a tokenizer.json without them)."""
+    for path in (output, *(output.parent / name for name in _WRITTEN_BESIDE)):
+        if path.is_dir():
+            raise ConfigError(
+                f"the output {output}: {path} is a folder, where train-tokenizer writes a file; "
+                "move it away or choose another output folder"
+            )
 
 
 # train_tokenizer's keyword arguments and their defaults (what core_options fills in).

@@ -524,3 +524,15 @@ def test_the_smallest_vocabulary_is_said_and_a_unigram_one_is_not_exceeded(tmp_p
             [EXAMPLE_ROWS], out, vocab_size=size, tokenizer_type=tokenizer_type, **common
         )
         assert result.vocab_size == size == Tokenizer.from_file(str(out)).get_vocab_size()
+
+
+@pytest.mark.parametrize("folder", ["tokenizer.json", "config.json", "tokenizer_config.json"])
+def test_a_folder_where_a_file_is_written_is_refused_before_training(tmp_path: Path, folder: str):
+    """A folder at the name of a file train-tokenizer writes failed its rename after training:
+    'cannot rename into place ... Is a directory', a tokenizer.json.tmp-PID left beside it,
+    and (for config.json) a tokenizer.json without its two companions."""
+    out = tmp_path / "t" / "tokenizer.json"
+    (out.parent / folder).mkdir(parents=True)
+    with pytest.raises(ConfigError, match=f"{out.parent / folder} is a folder, where"):
+        train_tokenizer([EXAMPLE_ROWS], out, vocab_size=300, prefix_config=None, progress=False)
+    assert [p.name for p in out.parent.iterdir()] == [folder]
