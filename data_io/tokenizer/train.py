@@ -393,18 +393,39 @@ def _no_file_in_the_way(folder: Path, what: str) -> None:
 
 # What a run writes: the tokenizer, then these two beside it.
 _WRITTEN_BESIDE = ("config.json", "tokenizer_config.json")
+# Another tokenizer's files that transformers.AutoTokenizer reads beside tokenizer.json (added
+# tokens, other eos/pad, a chat template) or in its place (use_fast=False): left in the output
+# folder they would make it load as neither tokenizer.
+_OTHER_TOKENIZER_FILES = (
+    "added_tokens.json",
+    "special_tokens_map.json",
+    "chat_template.jinja",
+    "chat_template.json",
+    "tokenizer.model",
+    "vocab.json",
+    "merges.txt",
+    "vocab.txt",
+)
 
 
 def _no_folder_in_the_way(output: Path) -> None:
-    """Refuse, before training, a folder where a file is to be written: the rename into place
-    would fail after the training, leaving its temporary beside it (and, for the two files
-    written after the tokenizer, a tokenizer.json without them)."""
+    """Refuse, before training, a folder where a file is to be written (the rename into place
+    would fail after the training, leaving its temporary beside it and, for the two files
+    written after the tokenizer, a tokenizer.json without them), and another tokenizer's files
+    in the output folder. Our own three files are rewritten: a re-run is not refused."""
     for path in (output, *(output.parent / name for name in _WRITTEN_BESIDE)):
         if path.is_dir():
             raise ConfigError(
                 f"the output {output}: {path} is a folder, where train-tokenizer writes a file; "
                 "move it away or choose another output folder"
             )
+    other = [name for name in _OTHER_TOKENIZER_FILES if (output.parent / name).exists()]
+    if other:
+        raise ConfigError(
+            f"the output folder {output.parent} holds another tokenizer's {', '.join(other)}, "
+            "which transformers.AutoTokenizer would load beside the new tokenizer.json (other "
+            "special tokens, added tokens): remove them or choose an empty folder"
+        )
 
 
 # train_tokenizer's keyword arguments and their defaults (what core_options fills in).

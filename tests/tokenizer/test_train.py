@@ -4,6 +4,7 @@ formats.md §2 pipeline and special tokens, round-trips text, and honours per-fi
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -533,6 +534,31 @@ def test_a_folder_where_a_file_is_written_is_refused_before_training(tmp_path: P
     and (for config.json) a tokenizer.json without its two companions."""
     out = tmp_path / "t" / "tokenizer.json"
     (out.parent / folder).mkdir(parents=True)
-    with pytest.raises(ConfigError, match=f"{out.parent / folder} is a folder, where"):
+    with pytest.raises(
+        ConfigError, match=f"{re.escape(str(out.parent / folder))} is a folder, where"
+    ):
         train_tokenizer([EXAMPLE_ROWS], out, vocab_size=300, prefix_config=None, progress=False)
     assert [p.name for p in out.parent.iterdir()] == [folder]
+
+
+def test_another_tokenizers_files_in_the_output_folder_are_refused(tmp_path: Path):
+    """Trained into a folder holding another tokenizer's special_tokens_map.json and
+    added_tokens.json, transformers loaded the folder with that tokenizer's eos/pad and an
+    added token, not the pipeline's: data_io tokenize and transformers apart, nothing said."""
+    out = tmp_path / "t" / "tokenizer.json"
+    out.parent.mkdir()
+    (out.parent / "special_tokens_map.json").write_text('{"eos_token": "<|zzz|>"}')
+    (out.parent / "added_tokens.json").write_text('{"<|zzz|>": 50000}')
+    common = {"vocab_size": 300, "prefix_config": None, "progress": False}
+    with pytest.raises(
+        ConfigError, match=r"holds another tokenizer's added_tokens\.json, special_tokens_map\.json"
+    ):
+        train_tokenizer([EXAMPLE_ROWS], out, **common)
+    assert not out.exists()
+    for name in ("special_tokens_map.json", "added_tokens.json"):
+        (out.parent / name).unlink()
+    train_tokenizer([EXAMPLE_ROWS], out, **common)
+    train_tokenizer([EXAMPLE_ROWS], out, **common)  # its own files do not refuse a re-run
+    from transformers import AutoTokenizer
+
+    assert AutoTokenizer.from_pretrained(str(out.parent)).eos_token == "<|box_end|>"
