@@ -343,13 +343,20 @@ _MOST = {
 
 
 def _check_special_tokens(specials: list[str]) -> None:
-    """Refuse a special token the model cannot keep apart from its base tokens: an empty one,
-    or one of the 256 ByteLevel symbols every byte-level vocabulary starts with (it would take
-    that byte's place, and encoders would disagree on the byte's id)."""
+    """Refuse a special token given twice, and one the model cannot keep apart from its base
+    tokens: an empty one, or one of the 256 ByteLevel symbols every byte-level vocabulary
+    starts with (it would take that byte's place, and encoders would disagree on its id)."""
     from data_io.tokenizer.vocabularies import byte_level_alphabet  # noqa: PLC0415  CLI start-up: only when training
 
     alphabet = set(byte_level_alphabet())
+    seen = set()
     for token in specials:
+        if token in seen:
+            raise ConfigError(
+                f"--special-tokens {token!r} is given twice; a special token has one id: drop "
+                "the second"
+            )
+        seen.add(token)
         if token == "":
             raise ConfigError(
                 "--special-tokens holds an empty token; a special token is a non-empty string: "

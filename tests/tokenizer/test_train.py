@@ -562,3 +562,11 @@ def test_another_tokenizers_files_in_the_output_folder_are_refused(tmp_path: Pat
     from transformers import AutoTokenizer
 
     assert AutoTokenizer.from_pretrained(str(out.parent)).eos_token == "<|box_end|>"
+
+
+def test_a_special_token_given_twice_says_how_to_fix_it(tmp_path: Path):
+    """The core's 'special token "<a>" is given twice' named neither the option nor the fix."""
+    out = tmp_path / "t" / "tokenizer.json"
+    with pytest.raises(ConfigError, match=r"--special-tokens '<a>' is given twice; .* drop the"):
+        train_tokenizer([EXAMPLE_ROWS], out, vocab_size=300, special_tokens=["<a>", "<b>", "<a>"])
+    assert not out.parent.exists()
