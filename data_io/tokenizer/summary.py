@@ -32,6 +32,12 @@ def caveats(result: TrainResult) -> list[str]:
             f"note: the vocabulary has {result.vocab_size:,} tokens, not the {asked:,} asked: "
             f"{why}; train on more texts{every_text} or ask for fewer with --vocab-size"
         )
+    if result.invalid_utf8_lines:
+        lines.append(
+            f"note: invalid UTF-8 replaced with U+FFFD on {counted(result.invalid_utf8_lines, 'line')} "
+            "of the raw text (trained on as replaced); re-encode those files as UTF-8 to keep "
+            "their characters"
+        )
     if result.missing_roles:
         flags = ", ".join("--" + role.replace("_", "-") for role in result.missing_roles)
         lines.append(
@@ -94,9 +100,11 @@ def print_summary(result: TrainResult) -> None:
     for line in caveats(result):
         print(line)
     if result.skipped_files:
+        # Raw text's files each say why (not read by name, or no documents).
+        are = "is" if len(result.skipped_files) == 1 else "are"
+        why = "" if result.text_field is not None else f" that {are} not rows"
         print(
-            f"skipped {counted(len(result.skipped_files), 'input file')} that "
-            f"{'is' if len(result.skipped_files) == 1 else 'are'} not rows, e.g. "
+            f"skipped {counted(len(result.skipped_files), 'input file')}{why}, e.g. "
             + ", ".join(result.skipped_files[:3])
         )
 

@@ -97,6 +97,10 @@ class TrainResult:
     peak_rss: int | None = None
     # "bpe" or "unigram" (None when read back from an older report).
     tokenizer_type: str | None = None
+    # Raw text (--text-field): lines whose invalid UTF-8 was replaced with U+FFFD.
+    invalid_utf8_lines: int = 0
+    # The field raw text was read by (--text-field; None: rows).
+    text_field: str | None = None
 
     @property
     def limited(self) -> list[TrainFileResult]:
@@ -240,10 +244,14 @@ def _train_on_text(inputs: Sequence[str | Path], output: Path, settings: dict) -
             reused_files=[],
             count_seconds=counted.seconds + counting.count_seconds,
         )
+    # What the reading repaired or found empty is said, as prepare says it of the same files.
+    empty = [f"{name} (no documents)" for name in counted.empty_sources]
     return dataclasses.replace(
         result,
         counting=counting,
-        skipped_files=counted.skipped_files,
+        skipped_files=[*counted.skipped_files, *empty],
+        invalid_utf8_lines=counted.invalid_utf8_lines,
+        text_field=settings["text_field"],
         seconds=counted.seconds + result.seconds,
     )
 

@@ -145,3 +145,23 @@ def test_a_short_vocabulary_from_raw_text_does_not_suggest_the_prefix_config(
     cut = TrainFileResult("t.jsonl", 10, 20, 5, 0, limited=True)
     result = TrainResult(str(out), 300, 5, 0.1, [cut], requested_vocab_size=60000)
     assert "(--prefix-config none uses every text)" in caveats(result)[0]
+
+
+def test_invalid_utf8_replaced_and_empty_sources_are_said(tmp_path: Path, capsys):
+    """The reading replaced invalid UTF-8 and counted it, and found an empty source among the
+    inputs, but the run dropped both: nothing said (prepare says both of the same files)."""
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "a.txt").write_bytes(b"one line \xff here\nanother \xfe line\n" * 20)
+    (raw / "empty.txt").write_text("")
+    out = tmp_path / "out" / "tokenizer.json"
+    result = train_tokenizer(
+        [raw], out, text_field="text", doc_per_line=True, vocab_size=300, progress=False
+    )
+    assert result.invalid_utf8_lines == 40 and result.texts_used == 40
+    assert any("empty.txt (no documents)" in name for name in result.skipped_files)
+    assert main(["train-tokenizer", str(raw), "-o", str(out), "--text-field", "text",
+                 "--vocab-size", "300"]) == 0  # fmt: skip
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "invalid UTF-8 replaced with U+FFFD on 40 lines of the raw text" in printed
+    assert "skipped 1 input file, e.g." in printed and "empty.txt (no documents)" in printed
