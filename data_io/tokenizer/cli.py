@@ -215,6 +215,7 @@ def _run(args: argparse.Namespace) -> int:
             "counts_dir": args.counts,
             "trainer": args.trainer,
             "on_error": args.on_error,
+            "tokenizer_type": args.tokenizer_type,
         }
     )
     # Checked before training: a wrong held-out path, a bad held-out row or a damaged

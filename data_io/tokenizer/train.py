@@ -202,6 +202,13 @@ def check_text_options(settings: dict[str, Any]) -> None:
         raise ConfigError("--counts and scale-out counting read rows; drop --text-field")
     if settings.get("trainer") not in (None, "rust"):
         raise ConfigError("raw text (--text-field) is counted by the rust trainer; drop --trainer")
+    # Asked here: further on, the unigram default (trainer hf) met the counts of the raw text
+    # and was refused as if --counts had been given.
+    if settings.get("tokenizer_type", "bpe") != "bpe":
+        raise ConfigError(
+            "raw text (--text-field) is counted by the rust trainer, which trains BPE: drop "
+            "--tokenizer-type unigram, or train unigram on cleaned rows"
+        )
     if settings.get("on_error", "fail") != "fail":
         raise ConfigError(
             "--on-error skip skips bad rows of cleaned rows; raw text (--text-field) is read as "

@@ -165,3 +165,17 @@ def test_invalid_utf8_replaced_and_empty_sources_are_said(tmp_path: Path, capsys
     printed = " ".join(capsys.readouterr().out.split())
     assert "invalid UTF-8 replaced with U+FFFD on 40 lines of the raw text" in printed
     assert "skipped 1 input file, e.g." in printed and "empty.txt (no documents)" in printed
+
+
+def test_unigram_on_raw_text_is_refused_for_what_it_is(tmp_path: Path, capsys):
+    """--text-field with --tokenizer-type unigram was refused as '--counts, --count-memory and
+    scale-out counting belong to the rust trainer', none of which the user had given."""
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "a.txt").write_text("one line here\nanother line there\n" * 20)
+    out = tmp_path / "out" / "tokenizer.json"
+    assert main(["train-tokenizer", str(raw), "-o", str(out), "--text-field", "text",
+                 "--tokenizer-type", "unigram", "--vocab-size", "300"]) == 1  # fmt: skip
+    err = capsys.readouterr().err
+    assert "which trains BPE: drop --tokenizer-type unigram" in err and "--counts" not in err
+    assert not out.parent.exists()
