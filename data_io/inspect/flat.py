@@ -12,6 +12,7 @@ from data_io.errors import InputError
 from data_io.formats.shards import read_bin_dtype
 from data_io.inspect.report import InspectReport, hf_decode, preview
 from data_io.inspect.rows import ROW_SUFFIXES
+from data_io.util.words import counted
 
 _SHARD_ROWS = 20  # shards listed in a flat folder's table
 
@@ -71,7 +72,7 @@ def inspect_flat(folder: Path, documents: int, tokenizer: str | None) -> Inspect
     }
     if len(dtypes) > 1:
         report.facts["dtypes"] = ", ".join(
-            f"{name}: {len(names)} shard(s) ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
+            f"{name}: {counted(len(names), 'shard')} ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
             for name, names in sorted(dtypes.items())
         )
         report.notes.append(

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from data_io.inspect.report import InspectReport, hf_decode, preview
+from data_io.util.words import counted
 
 _ROW_FIELDS = ("condition", "instruction", "response")
 
@@ -64,7 +65,8 @@ class _RowsScan:
         if self.unlisted <= 0:
             return None
         return (
-            f"{self.path}: {self.unlisted} more problem(s) of the same kinds, not listed (the "
+            f"{self.path}: {self.unlisted} more {'problem' if self.unlisted == 1 else 'problems'} "
+            "of the same kinds, not listed (the "
             f"first {len(self.problems)} are)"
         )
 
@@ -161,10 +163,10 @@ def _scan_parquet(path: Path, wanted: int) -> _RowsScan:
                 for name in present:
                     nulls = batch.column(name).null_count
                     if nulls and scan.kind == "text":
-                        scan.problem(f"{path}: {nulls} null {name} value(s); prepare fails on "
+                        scan.problem(f"{path}: {counted(nulls, f'null {name} value')}; prepare fails on "
                                      "a null text: drop those rows")  # fmt: skip
                     elif nulls:
-                        scan.problem(f"{path}: {nulls} null {name} value(s); every row needs "
+                        scan.problem(f"{path}: {counted(nulls, f'null {name} value')}; every row needs "
                                      "all three fields (formats.md §1)")  # fmt: skip
             if len(scan.examples) < wanted:
                 scan.examples += batch.slice(0, wanted - len(scan.examples)).to_pylist()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from data_io.inspect.report import InspectReport
 from data_io.util.console import summary_console
+from data_io.util.words import counted
 
 
 def print_report(report: InspectReport) -> None:
@@ -31,4 +32,4 @@ def print_report(report: InspectReport) -> None:
         console.print(f"note: {escape(note)}")
     for problem in report.problems:
         console.print(f"[red]problem:[/red] {escape(problem)}")
-    console.print("ok" if report.ok else f"{report.problem_count} problem(s)")
+    console.print("ok" if report.ok else counted(report.problem_count, "problem"))

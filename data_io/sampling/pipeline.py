@@ -47,6 +47,7 @@ from data_io.sampling.epoch_writer import INDEX_DTYPE, EpochWriter
 from data_io.sampling.pool import CopyJob, check_token_ids, npy_header, pool_dtype, write_pool
 from data_io.sampling.report import (
     Analytics,
+    markdown_cell,
     plot_link,
     preload_matplotlib,
     relink_plot,
@@ -192,6 +193,18 @@ def _check_not_empty(
         f"({reasons}); raise context_size, lower min_resp_length or change the long_context "
         f"rules of {config.prefix_config_path}, or pass allow_empty=true"
     )
+
+
+def _listed(names: list[str], *, markdown: bool = False) -> str:
+    """The first 8 of ``names``, then ``...``; for the Markdown report each escaped as its
+    tables' cells are (a name holding ``*`` or ``|`` would render as markup)."""
+    shown = [markdown_cell(name) if markdown else name for name in names[:8]]
+    return ", ".join(shown) + (", ..." if len(names) > 8 else "")
+
+
+def _keep_rows(count: int) -> str:
+    """``1 task keeps rows`` or ``3 tasks keep rows``."""
+    return f"{counted(count, 'task')} {'keeps' if count == 1 else 'keep'} rows"
 
 
 def _the_tasks(count: int) -> str:
@@ -349,23 +362,23 @@ def _sample(
     notes: list[str] = []
     unmatched = [task.name for task in tasks if not task.matched]
     if unmatched and prefix_config.rules:
-        shown = ", ".join(unmatched[:8]) + (", ..." if len(unmatched) > 8 else "")
         notes.append(
-            f"**No prefix rule:** {len(unmatched)} task(s) taken in full, once per epoch: {shown}"
+            f"**No prefix rule:** {counted(len(unmatched), 'task')} taken in full, once per epoch: "
+            f"{_listed(unmatched, markdown=True)}"
         )
 
     # A rule that takes nothing from a task (max_per_file: 0) is a way to leave it out, or a
     # slip: said on stderr and in the report, not left to a row of zeros in the tables.
     unsampled = [item.task.name for item in filtered if item.rows and not item.rows_per_epoch]
     if unsampled:
-        shown = ", ".join(unsampled[:8]) + (", ..." if len(unsampled) > 8 else "")
         _log(
-            f"sample: note: {len(unsampled)} task(s) keep rows but their rule in "
-            f"{config.prefix_config_path} takes none of them (max_per_file: 0): {shown}"
+            f"sample: note: {_keep_rows(len(unsampled))} but their rule in "
+            f"{config.prefix_config_path} takes none of them (max_per_file: 0): "
+            f"{_listed(unsampled)}"
         )
         notes.append(
-            f"**Not sampled:** {len(unsampled)} task(s) keep rows but their rule takes none "
-            f"of them (max_per_file: 0): {shown}"
+            f"**Not sampled:** {_keep_rows(len(unsampled))} but their rule takes none "
+            f"of them (max_per_file: 0): {_listed(unsampled, markdown=True)}"
         )
 
     if config.reuse and output.is_reusable(target, marker, expected):

@@ -152,7 +152,7 @@ def _check_rows(task: str, folder: Path, arrays: dict[str, np.ndarray], tokens: 
             f"task {task}: row {row} of {folder} has resp_start {int(resp_start[row])}, not "
             f"inst_start {int(inst_start[row])} + inst_len {int(inst_len[row])} = "
             f"{int(inst_end[row])}: a response must follow its instruction (formats.md §3; "
-            f"{detached.size} such row(s))"
+            f"{counted(int(detached.size), 'such row')})"
         )
     row_end = resp_start + resp_len
     previous_end = np.concatenate(([0], row_end[:-1]))
@@ -164,7 +164,7 @@ def _check_rows(task: str, folder: Path, arrays: dict[str, np.ndarray], tokens: 
         )
         raise InputError(
             f"task {task}: row {row} of {folder} starts at {int(inst_start[row])} but {where}: "
-            f"rows must be stored back to back (formats.md §3; {gaps.size} such row(s))"
+            f"rows must be stored back to back (formats.md §3; {counted(int(gaps.size), 'such row')})"
         )
     if row_end.size and int(row_end[-1]) > tokens.length:
         row = int(np.argmax(row_end > tokens.length))

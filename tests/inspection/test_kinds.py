@@ -114,7 +114,7 @@ def test_many_bad_rows_are_counted_not_all_listed(tmp_path: Path) -> None:
     report = inspect_path(path)
     assert len(report.problems) == 5 and report.problem_count == 12
     assert report.notes == [
-        f"{path}: 7 more problem(s) of the same kinds, not listed (the first 5 are)"
+        f"{path}: 7 more problems of the same kinds, not listed (the first 5 are)"
     ]
     shown = subprocess.run([sys.executable, "-m", "data_io", "inspect", str(path), "--json"],
                            cwd=REPO, capture_output=True, text=True, check=False)  # fmt: skip
@@ -141,7 +141,7 @@ def test_raw_text_rows_are_prepares_input_not_bad_cleaned_rows(tmp_path: Path) -
         "one); prepare fails on it: fix or drop the row",
         f"{tmp_path}/raw/docs.jsonl: line 3: no string 'text' field (the file's first row has "
         "one); prepare fails on it: fix or drop the row",
-        f"{tmp_path}/raw/more.parquet: 1 null text value(s); prepare fails on a null text: "
+        f"{tmp_path}/raw/more.parquet: 1 null text value; prepare fails on a null text: "
         "drop those rows",
     ]
 
@@ -230,7 +230,7 @@ def test_bad_parquet_columns_and_files(tmp_path: Path) -> None:
     problems = "\n".join(inspect_path(tmp_path / "cols.parquet").problems)
     assert "no column response" in problems
     assert "column instruction is int64, not a string column" in problems
-    assert "1 null condition value(s)" in problems
+    assert "1 null condition value" in problems
     (tmp_path / "broken.parquet").write_bytes(b"PAR1 not really")
     problems = inspect_path(tmp_path / "broken.parquet").problems
     assert problems and "not a readable Parquet file" in problems[0]
@@ -367,7 +367,7 @@ def test_a_mixed_dtype_folder_is_reported_per_shard(tmp_path: Path) -> None:
     np.save(tmp_path / "c.npy", np.arange(5, dtype=np.uint16))
     report = inspect_path(tmp_path)
     assert report.facts["dtype"] == "mixed"
-    assert report.facts["dtypes"] == "uint16: 2 shard(s) (a.npy, c.npy), uint32: 1 shard(s) (b.npy)"
+    assert report.facts["dtypes"] == "uint16: 2 shards (a.npy, c.npy), uint32: 1 shard (b.npy)"
     assert [(row["shard"], row["dtype"]) for row in report.tables["shards"]] == [
         ("a.npy", "uint16"),
         ("b.npy", "uint32"),

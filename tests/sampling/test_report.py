@@ -269,7 +269,7 @@ def test_a_rule_that_takes_no_row_is_said_not_only_shown_as_zeros(tmp_path: Path
         "30 (55.6%)",
         "0 (0.0%)",
     ]
-    line = "1 task(s) keep rows but their rule takes none of them (max_per_file: 0): off__a.jsonl"
+    line = "1 task keeps rows but their rule takes none of them (max_per_file: 0): off__a.jsonl"
     assert f"**Not sampled:** {line}" in report
     assert (tmp_path / "o" / "analytics.md").read_text(encoding="utf-8") == report
     err = capsys.readouterr().err
@@ -362,6 +362,12 @@ def test_names_with_markdown_characters_keep_the_tables_whole(tmp_path: Path) ->
         assert {len(cells) for cells in rows} == {columns}, title
         found = {_unescape(cells[0]).strip("*") for cells in rows[2:]}
         assert found - {"GLOBAL", "total, all 4 tasks"} == expected, title
+    # The notes under the tables name tasks too: escaped as the cells are.
+    note = next(line for line in report.splitlines() if line.startswith("**No prefix rule:**"))
+    listed = note.split("once per epoch: ")[1]
+    assert "c\\*d\\*e.jsonl" in listed and "\\_f\\_\\`g\\`\\<h>.jsonl" in listed
+    assert set(_unescape(listed).split(", ")) == {"c*d*e.jsonl", "_f_`g`<h>.jsonl",
+                                                  "plain__name.jsonl"}  # fmt: skip
 
 
 def test_counts_of_one_are_singular(tmp_path: Path) -> None:
