@@ -36,7 +36,16 @@ def inspect_tokenized(folder: Path, documents: int, tokenizer: str | None) -> In
     selection = select_task_folders(folder)
     if (skipped := selection.skipped_note()) is not None:
         report.notes.append(skipped)
+    sampled = selection.sampled_outputs()
     for suspect, why in selection.suspect:
+        if suspect in sampled:  # re-tokenizing has nothing to do with it
+            report.problems.append(
+                f"{suspect}: a sampled folder (`data_io sample`'s output), not a task, inside "
+                f"the tokenized folder, whose sub-folders `data_io sample` reads as tasks (it "
+                f"refuses this one); move it out of {folder} (a sample's output_path must lie "
+                "outside tokenized_path)"
+            )
+            continue
         report.problems.append(
             f"{suspect}: task arrays, but {why}: `data_io tokenize` will not replace this "
             f"folder and `data_io sample` refuses it; move it out of {folder} (or delete it if "

@@ -286,6 +286,18 @@ def test_non_task_folders_of_a_tokenized_folder(tokenized: Path, tmp_path: Path)
     report = inspect_path(copy)
     assert report.facts["tasks"] == 6
     assert any(p.startswith(f"{copy / 'stray'}: task arrays, but") for p in report.problems)
+    # A sample's output left inside (an older version, or the original tool, allowed it):
+    # moved out, not re-tokenized.
+    sampled = copy / "sampled"
+    (sampled / "epoch_0").mkdir(parents=True)
+    shutil.copy(copy / "data__arithmetic.jsonl" / "tokens.npy", sampled / "tokens.npy")
+    (sampled / "metadata.json").write_text(json.dumps({"tokenizer_info": {}, "total_length": 9}))
+    said = [p for p in inspect_path(copy).problems if p.startswith(f"{sampled}: ")]
+    assert said == [
+        f"{sampled}: a sampled folder (`data_io sample`'s output), not a task, inside the "
+        "tokenized folder, whose sub-folders `data_io sample` reads as tasks (it refuses this "
+        f"one); move it out of {copy} (a sample's output_path must lie outside tokenized_path)"
+    ]
 
 
 # -- packing caches ------------------------------------------------------------------------------
