@@ -139,7 +139,19 @@ def tree_size(path: Path) -> int:
 
 
 def prepare_parent(target: Path) -> Path:
-    """Create the target's parent folder; explain a missing ``/dev/shm`` instead of faking it."""
+    """Create the target's parent folder (checked by :func:`check_parent` first)."""
+    check_parent(target)
+    parent = target.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create {parent} for output_path: {exc}") from exc
+    return parent
+
+
+def check_parent(target: Path) -> None:
+    """Refuse a target whose parent cannot be made, before anything is read: a missing
+    ``/dev/shm`` (explained, not faked), or a file where one of its folders would go."""
     parent = target.parent
     shm = Path("/dev/shm")
     if (target == shm or shm in target.parents) and not shm.is_dir():
@@ -160,11 +172,6 @@ def prepare_parent(target: Path) -> Path:
                 f"so the output cannot be created there; move or rename "
                 f"{str(ancestor)!r}, or pass another output_path"
             )
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"cannot create {parent} for output_path: {exc}") from exc
-    return parent
 
 
 def check_target(target: Path) -> None:

@@ -297,6 +297,7 @@ def _sample(
     output.check_separate(given, tokenized)  # compares resolved paths, names the given one
     target = resolve_output(given)
     output.check_not_mount_point(target)
+    output.check_parent(target)  # a file in the way, found before the inputs are read
     # Whatever this run does next (reuse, rebuild, fail), the folders killed runs left go.
     output.remove_stale_staging(target, _log)
     prefix_config = load_prefix_config(config.prefix_config_path)

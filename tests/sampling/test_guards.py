@@ -373,8 +373,10 @@ def test_real_tmpfs_at_the_output_path_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("under", ["somefile/out", "somefile/deeper/out"])
 def test_an_output_path_under_a_file_names_the_file(tmp_path: Path, under: str) -> None:
-    """mkdir says only "File exists" or "Not a directory": the message names the file."""
+    """mkdir says only "File exists" or "Not a directory": the message names the file, and
+    before the inputs are read (here they would fail: their tokenizer_info.json is gone)."""
     corpus = _corpus(tmp_path / "tok")
+    (corpus / "tokenizer_info.json").unlink()
     blocker = tmp_path / "somefile"
     blocker.write_text("mine")
     target = tmp_path / under
