@@ -10,6 +10,7 @@ import dataclasses
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from data_io.errors import ConfigError, OutputError
 from data_io.tokenize.options import (
@@ -110,39 +111,11 @@ def _not_another_stages_output(output: Path) -> None:
     )
 
 
-def tokenize_options(
-    inputs: Sequence[str | Path],
-    output: str | Path,
-    *,
-    tokenizer_path: str | Path = DEFAULT_TOKENIZER,
-    boq: str = DEFAULT_BOQ,
-    eoq: str = DEFAULT_EOQ,
-    eoa: str = DEFAULT_EOA,
-    conditions: Mapping[str, str] | None = None,
-    on_error: str = "fail",
-    threads: int | None = None,
-    token_dtype: str = "uint32",
-    progress: bool | None = None,
-    batch_rows: int = DEFAULT_BATCH_ROWS,
-    parts: str | Path | None = None,
-) -> dict:
+def tokenize_options(inputs: Sequence[str | Path], output: str | Path, **options: Any) -> dict:
     """The options of ``tokenize`` checked and made plain (JSON-ready, the tokenizer resolved
-    to its file): what a ``scale`` manifest records (``TokenizeOptions.to_dict``)."""
-    return checked_options(
-        inputs,
-        output,
-        tokenizer_path=tokenizer_path,
-        boq=boq,
-        eoq=eoq,
-        eoa=eoa,
-        conditions=conditions,
-        on_error=on_error,
-        threads=threads,
-        token_dtype=token_dtype,
-        progress=progress,
-        batch_rows=batch_rows,
-        parts=parts,
-    ).to_dict()
+    to its file), as a ``scale`` manifest records them: ``checked_options``'
+    ``TokenizeOptions.to_dict`` (the same keyword arguments)."""
+    return checked_options(inputs, output, **options).to_dict()
 
 
 def checked_options(
