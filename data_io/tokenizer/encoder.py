@@ -266,12 +266,11 @@ class TextEncoder:
 
 
 def _numpy_texts(texts: np.ndarray) -> Any:
-    """A NumPy array of strings as a batch: a fixed-width one (``U``: UTF-32, ``S``: padded
-    bytes) as a pyarrow string array (one copy), each text what NumPy reads of it (its
-    trailing NULs dropped, any other NUL kept); one of Python objects (object dtype, or
-    StringDType's strings) as a list of them."""
-    import pyarrow as pa  # noqa: PLC0415  only these inputs need it
-
+    """A NumPy array of strings as a batch, each text what NumPy reads of it (a fixed-width
+    one's trailing NULs dropped, any other NUL kept): a ``U`` (UTF-32) or ``S`` (padded bytes)
+    array as a pyarrow string array (one copy) where pyarrow reads the texts so, else (and an
+    object or StringDType array) as a list of its items, each read where it is and a bad one
+    named by its place."""
     if texts.ndim != 1 or texts.dtype.kind not in "USTO":
         raise TypeError(
             "encode_batch takes a one-dimensional NumPy array of strings (dtype U, S, T or "
@@ -280,14 +279,37 @@ def _numpy_texts(texts: np.ndarray) -> Any:
     if np.ma.isMaskedArray(texts):
         texts = _unmasked(texts)
     if texts.dtype.kind in "US":
-        # Cut here, not by pyarrow: its conversion ends each text at its first NUL.
-        data, offsets = _utf32_to_utf8(texts) if texts.dtype.kind == "U" else _padded(texts)
-        return pa.LargeStringArray.from_buffers(
-            len(texts), pa.py_buffer(offsets), pa.py_buffer(data)
-        )
-    # Python objects (StringDType's made so): taken as a list's items are, each read where
-    # it is and a bad one named by its place.
+        converted = _fixed_width_by_arrow(texts)
+        if converted is not None:
+            return converted
+        if texts.dtype.kind == "U":
+            # No UTF-8 encodes these; a list of str would only say "cannot be encoded".
+            _refuse_code_points_past_unicode(texts)
     return (texts.astype(object) if texts.dtype.kind == "T" else texts).tolist()
+
+
+def _fixed_width_by_arrow(texts: np.ndarray) -> Any:
+    """A ``U`` or ``S`` array as a pyarrow string array (its C loop: as fast as NumPy's
+    ``tolist``, and the texts' UTF-8 made once), or None where pyarrow would read other texts
+    than NumPy (it ends a text at its first NUL: a NUL inside one) or fails (bytes that are not
+    UTF-8, a lone surrogate): the list path then reads them and names a bad one."""
+    import pyarrow as pa  # noqa: PLC0415  only these inputs need it
+    import pyarrow.compute as pc  # noqa: PLC0415  only these inputs need it
+
+    try:
+        if texts.dtype.kind == "U":
+            converted = pa.array(texts, pa.large_string())
+            lengths = pc.utf8_length(converted)
+        else:
+            raw = pa.array(texts, pa.large_binary())
+            lengths = pc.binary_length(raw)
+            converted = raw.cast(pa.large_string())  # checks the UTF-8
+    except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeError):
+        return None
+    # Lengths as NumPy counts them (trailing NULs dropped): equal only if no NUL was inside.
+    if not np.array_equal(lengths.to_numpy(zero_copy_only=False), np.char.str_len(texts)):
+        return None
+    return converted
 
 
 def _unmasked(texts: np.ma.MaskedArray) -> np.ndarray:
@@ -324,38 +346,20 @@ def _trimmed(units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return units[np.arange(width) < lengths[:, None]], offsets
 
 
-def _padded(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """An ``S`` array's bytes and offsets (checked as UTF-8 by the encoder, text by text)."""
-    return _trimmed(_fixed_width_units(texts, np.uint8))
-
-
-def _utf32_to_utf8(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A ``U`` array's texts in UTF-8 and their byte offsets."""
-    points, char_offsets = _trimmed(_fixed_width_units(texts, np.uint32))
-    _refuse_code_points_without_utf8(points, char_offsets)
-    data = points.astype("<u4").tobytes().decode("utf-32-le").encode("utf-8")
-    # Each code point's UTF-8 length, summed up to each text's first character.
-    widths = 1 + (points >= 0x80) + (points >= 0x800) + (points >= 0x10000)
-    ends = np.zeros(len(points) + 1, np.int64)
-    np.cumsum(widths, out=ends[1:])
-    return np.frombuffer(data, np.uint8), ends[char_offsets]
-
-
-def _refuse_code_points_without_utf8(points: np.ndarray, offsets: np.ndarray) -> None:
-    """Name the text of a ``U`` array holding a surrogate (or a value past U+10FFFF), which
-    NumPy stores but no UTF-8 encodes, as a list of ``str`` names it."""
-    bad = ((points >= 0xD800) & (points < 0xE000)) | (points > 0x10FFFF)
+def _refuse_code_points_past_unicode(texts: np.ndarray) -> None:
+    """Name the text of a ``U`` array holding a value past U+10FFFF, which NumPy stores but no
+    UTF-8 encodes (a list of ``str`` names a lone surrogate itself). Scans the padded array:
+    only on the path of texts pyarrow could not read."""
+    points, offsets = _trimmed(_fixed_width_units(texts, np.uint32))
+    bad = points > 0x10FFFF
     if not bad.any():
         return
     at = int(np.argmax(bad))
     text = int(np.searchsorted(offsets, at, side="right")) - 1
-    character = at - int(offsets[text])
-    point = int(points[at])
-    if point <= 0x10FFFF:
-        raise _surrogate_error(text, chr(point), character)
     raise InputError(
-        f"text {text} of the batch holds U+{point:X} at character {character}, past the last "
-        "Unicode code point (U+10FFFF): the array was not made of strings; drop or mend the text"
+        f"text {text} of the batch holds U+{int(points[at]):X} at character "
+        f"{at - int(offsets[text])}, past the last Unicode code point (U+10FFFF): the array "
+        "was not made of strings; drop or mend the text"
     )
 
 

@@ -84,7 +84,7 @@ def test_numpy_arrays_of_other_things_are_refused(encoder: TextEncoder) -> None:
         encoder.encode_batch(np.arange(3))
     with pytest.raises(TypeError, match="one-dimensional"):
         encoder.encode_batch(np.array([["a", "b"]]))
-    with pytest.raises(InputError, match=r"invalid UTF-8 at byte 2 \(text 1, its byte 0\)"):
+    with pytest.raises(InputError, match=r"text 1 of the batch is not UTF-8 \(byte 0 of its 1\)"):
         encoder.encode_batch(np.array([b"ok", b"\xff"], dtype="S"))
 
 
@@ -249,10 +249,35 @@ def test_numpy_texts_keep_what_follows_a_nul_inside_them(encoder: TextEncoder, d
         _same(encoder.encode_batch(swapped), encoder.encode_batch(as_numpy))
 
 
+@pytest.mark.parametrize("dtype", ["U", "S"])
+def test_numpy_texts_without_an_inner_nul_go_through_arrow(dtype: str) -> None:
+    """pyarrow's conversion (one C loop, the UTF-8 made once) where it reads what NumPy reads;
+    NumPy's own reading (a list) only for an array with a NUL inside a text."""
+    import pyarrow as pa
+
+    from data_io.tokenizer.encoder import _numpy_texts
+
+    plain = np.array(["a", "bé", "", "日本"], dtype=dtype if dtype == "U" else None)
+    if dtype == "S":
+        plain = np.array([t.encode() for t in ["a", "bé", "", "日本"]], dtype="S")
+    converted = _numpy_texts(plain)
+    assert isinstance(converted, pa.Array)
+    assert converted.to_pylist() == ["a", "bé", "", "日本"]
+    with_nul = np.array(["a\0b", "c"], dtype=dtype)
+    assert _numpy_texts(with_nul) == (["a\0b", "c"] if dtype == "U" else [b"a\0b", b"c"])
+
+
+def test_a_numpy_code_point_past_unicode_is_named(encoder: TextEncoder) -> None:
+    """NumPy stores any 32-bit value in a U array; none past U+10FFFF has a UTF-8 form."""
+    array = np.array([0x61, 0, 0x62, 0x110000], dtype=np.uint32).view("<U2")
+    with pytest.raises(InputError, match=r"text 1 of the batch holds U\+110000 at character 1"):
+        encoder.encode_batch(array)
+
+
 def test_numpy_texts_that_are_no_utf8_are_named_by_index(encoder: TextEncoder) -> None:
     with pytest.raises(InputError, match=r"text 2 of the batch holds a lone surrogate '\\udc80'"):
         encoder.encode_batch(np.array(["ok", "fine", "ab\udc80"]))
-    with pytest.raises(InputError, match=r"invalid UTF-8 at byte 4 \(text 1, its byte 2\)"):
+    with pytest.raises(InputError, match=r"text 1 of the batch is not UTF-8 \(byte 2 of its 3\)"):
         encoder.encode_batch(np.array([b"ok", b"ab\xff"], dtype="S"))
 
 
