@@ -11,6 +11,7 @@ table) and :mod:`~data_io.cleaning.text` (``str.strip`` on Arrow columns). Modul
 * ``rows``: ``Row``, ``Drop`` and the checks a row passes; ``naming``: safe output names;
 * ``sources``: where a dataset is read from (local files, Hub datasets); ``hub``: Hub access;
 * ``tables`` / ``text``: the vectorised helpers; ``writers``: JSONL and Parquet outputs;
+* ``group_commit``: a cleaner's files put in place as one group, killed runs' leftovers undone;
 * ``runner``: ``Cleaner`` and ``run_cleaner``; ``registry``: the 25 cleaners by name;
 * ``cli``: ``data_io clean``; ``scaled``: one unit per cleaner on the scale executors.
 

@@ -5,7 +5,7 @@ an extension the tokenizer does not pick up) and renamed into place only when th
 succeeded; on failure the temporary files are removed and existing outputs stay untouched. A
 later run removes the temporaries of killed runs of this machine only: a folder shared by
 cleaners (``data/Platypus``) may be written by another machine's run at the same time.
-Several files are replaced as one group (:func:`_replace_group`): a failure among their
+Several files are replaced as one group (:func:`data_io.cleaning.group_commit.replace_group`): a failure among their
 renames puts the previous files back, and a run killed there leaves a note from which the
 next run does the same, so new and old files are never left mixed.
 
@@ -26,13 +26,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import glob
-import json
 import os
-import re
 import resource
-import time
-import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,10 +39,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from data_io.cleaning.group_commit import (
+    remove_stale_temporaries,
+    replace_group,
+    undo_interrupted_groups,
+    unlink_quietly,
+)
 from data_io.cleaning.rows import FILE_COLUMN, ROW_COLUMNS
 from data_io.errors import OutputError
-from data_io.util.fs import write_json_atomic
-from data_io.util.stale import OWNER_PATTERN, host_tag, last_written, owner_gone, owner_token
+from data_io.util.stale import owner_token
 
 Format = Literal["jsonl", "parquet"]
 _FORMAT_NAMES = {"jsonl": "JSON Lines", "parquet": "Parquet"}
@@ -104,13 +104,6 @@ def _temporary(final: Path, suffix: str = "") -> Path:
     return final.with_name(f"{final.name}.tmp-{owner_token()}{suffix}")
 
 
-def _unlink(path: Path) -> None:
-    """Remove a temporary file, best effort: clean-up must never hide the error that caused it
-    (an output under a regular file, say, cannot even be looked up)."""
-    with contextlib.suppress(OSError):
-        path.unlink(missing_ok=True)
-
-
 # How to fix an output that cannot be written, by errno. ENOTDIR/EEXIST (a file where a folder
 # should be) name the file in the way, found by :func:`_file_in_the_way`.
 _OUTPUT_FIXES = {
@@ -162,7 +155,7 @@ def _check_writable(target: Path, folder: Path) -> None:
         pass  # a probe of ours, left by a run with the same pid: the folder is writable
     except OSError as exc:
         raise output_error(target, exc) from exc
-    _unlink(probe)
+    unlink_quietly(probe)
 
 
 def _as_row_table(table: pa.Table) -> pa.Table:
@@ -211,7 +204,7 @@ class _JsonlSink:
 
     def abort(self) -> None:
         self.close()
-        _unlink(self.tmp)
+        unlink_quietly(self.tmp)
 
 
 class _ParquetSink:
@@ -291,7 +284,7 @@ class _ParquetSink:
                     group = parquet.read_row_group(index)
                     merged.write_table(group, row_group_size=max(group.num_rows, 1))
         for part in self._parts:
-            _unlink(part)
+            unlink_quietly(part)
         self._parts.clear()
         return tmp
 
@@ -299,8 +292,8 @@ class _ParquetSink:
         self.close()
         self._pending.clear()
         for part in self._parts:
-            _unlink(part)
-        _unlink(_temporary(self.final))
+            unlink_quietly(part)
+        unlink_quietly(_temporary(self.final))
 
 
 _Sink = _JsonlSink | _ParquetSink
@@ -363,7 +356,7 @@ class OutputWriter:
         prefix = "" if self.spec.keyed else f"{self.path.name}.tmp-"
         if self.spec.keyed:
             # Before their set-aside files count as stale: those are the previous outputs.
-            left = _undo_interrupted_groups(folder)
+            left = undo_interrupted_groups(folder)
             if left:
                 raise OutputError(
                     f"{left[0]} was left by a clean run stopped while it replaced the files of "
@@ -371,7 +364,7 @@ class OutputWriter:
                     "nothing was written. Put back each '<name>.tmp-<pid>@<host>.old' file there as "
                     "'<name>' (or delete the folder's outputs), remove the note, and run again"
                 )
-        _remove_stale_temporaries(folder, prefix)
+        remove_stale_temporaries(folder, prefix)
         self._prepared = True
 
     def __enter__(self) -> OutputWriter:
@@ -441,7 +434,7 @@ class OutputWriter:
             ready = [(sink.finish(), sink.final) for sink in sinks]
             self._open.clear()
             if len(ready) > 1:
-                _replace_group(ready, self.path)
+                replace_group(ready, self.path)
             else:  # one file: one rename, atomic by itself
                 for tmp, final in ready:
                     os.replace(tmp, final)
@@ -461,125 +454,6 @@ class OutputWriter:
                 sink.abort()
         self._open.clear()
         self._done = True
-
-
-_TEMPORARY_NAME = re.compile(rf".+\.tmp-{OWNER_PATTERN}(\.part\d+|\.old)?")
-
-# The note a group's renames leave in its folder while they run: the files they replace.
-# `tokenize` and `train-tokenizer` refuse a folder holding one (rust/reader/mod.rs).
-_GROUP_NOTE = ".data_io-clean-commit-"
-
-# The notes of the groups this process is replacing now. A note of this process's id that is
-# not among them is a group whose undo failed earlier in this process, or one a killed process
-# of the same id left (PID 1 in every container run): stale, to undo like another's.
-_COMMITTING: set[str] = set()
-
-
-def _set_aside(final: Path, owner: str) -> Path:
-    """Where the previous ``final`` waits while the group of ``owner`` (``owner_token``) is
-    replaced (not a name the tokenizer reads, and one that :func:`_remove_stale_temporaries`
-    knows)."""
-    return final.with_name(f"{final.name}.tmp-{owner}.old")
-
-
-def _replace_group(ready: list[tuple[Path, Path]], folder: Path) -> None:
-    """Rename each complete temporary file of ``ready`` (temporary, final) into place, as one
-    group: either every final name holds its new file, or every one its previous file (or
-    none). Each previous file is first set aside; a failure among the renames puts them back.
-    A run killed there cannot do that, so the note written first (which files had a previous
-    one) lets the next run writing to ``folder`` do it (:func:`_undo_interrupted_groups`)."""
-    owner = owner_token()
-    # Unique to this group: two cleaners of one process may share a folder (Platypus).
-    note = folder / f"{_GROUP_NOTE}{owner}-{uuid.uuid4().hex[:12]}"
-    replaced = {str(final.relative_to(folder)): final.exists() for _, final in ready}
-    _COMMITTING.add(str(note))
-    try:
-        write_json_atomic(note, replaced)
-        try:
-            for tmp, final in ready:
-                if replaced[str(final.relative_to(folder))]:
-                    os.replace(final, _set_aside(final, owner))
-                os.replace(tmp, final)
-        except BaseException:
-            _undo_group(folder, replaced, owner, note)
-            raise
-        note.unlink()  # the commit point: from here on the new files stand
-    finally:
-        _COMMITTING.discard(str(note))
-    for name, existed in replaced.items():
-        if existed:
-            _unlink(_set_aside(folder / name, owner))
-
-
-def _undo_group(folder: Path, replaced: dict[str, bool], owner: str, note: Path) -> None:
-    """Put back what the group of ``owner`` replaced: each previous file set aside returns to its
-    name, and a file the group added where there was none is removed. Best effort: the note
-    stays when something could not be undone, for the next run to try again."""
-    try:
-        for name, existed in replaced.items():
-            final = folder / name
-            aside = _set_aside(final, owner)
-            if not existed:
-                final.unlink(missing_ok=True)
-            elif aside.exists():
-                os.replace(aside, final)
-        note.unlink(missing_ok=True)
-    except OSError:
-        pass  # the error that stopped the group is the one to show
-
-
-def _undo_interrupted_groups(folder: Path) -> list[Path]:
-    """Undo the group renames that a killed run left half done in ``folder`` (its process is
-    gone), so that its new files and the previous ones are not taken together as one output;
-    returns the notes that could not be undone (unreadable, or an undo that failed again)."""
-    left = []
-    for note in folder.glob(f"{_GROUP_NOTE}*"):
-        owner = _NOTE_OWNER.match(note.name.removeprefix(_GROUP_NOTE))
-        if owner is None or str(note) in _COMMITTING:
-            continue  # not a note of ours, or a group this process is replacing now
-        if not _group_ended(owner, note):
-            continue  # another run still committing
-        try:
-            replaced = json.loads(note.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            replaced = None
-        if isinstance(replaced, dict):
-            flags = {str(k): bool(v) for k, v in replaced.items()}
-            _undo_group(folder, flags, owner[0].removesuffix("-"), note)
-        if note.exists():
-            left.append(note)
-    return left
-
-
-# A note's owner: ``<pid>@<host tag>`` (or a bare pid, a note written before the tag).
-_NOTE_OWNER = re.compile(rf"{OWNER_PATTERN}-")
-
-# A group's renames take well under a second; another machine's note older than this is one
-# its run left when it was killed (that machine's pid cannot be checked from here).
-_OTHER_HOST_COMMIT_SECONDS = 600.0
-
-
-def _group_ended(owner: re.Match[str], note: Path) -> bool:
-    """Whether the group of ``note`` is no longer being replaced: its process is gone (or is
-    this one: a note this process is not committing is one whose undo failed); a note of
-    another machine, once it is older than any group's renames."""
-    pid, host = int(owner[1]), owner[2]
-    written = last_written(note)
-    if host is not None and host != host_tag():
-        return time.time() - written > _OTHER_HOST_COMMIT_SECONDS
-    return pid == os.getpid() or owner_gone(pid, written, host)
-
-
-def _remove_stale_temporaries(folder: Path, prefix: str) -> None:
-    """Remove temporary files that a killed run left in ``folder`` (their process is gone; a
-    temporary of another machine, whose process cannot be checked, is kept)."""
-    for path in folder.glob(f"{glob.escape(prefix)}*" if prefix else "*.tmp-*"):
-        match = _TEMPORARY_NAME.fullmatch(path.name)
-        if match is None or not path.is_file() or not path.name.startswith(prefix):
-            continue
-        if not owner_gone(int(match[1]), last_written(path), match[2]):
-            continue  # ours, a run still writing (another cleaner sharing the folder) or another machine's
-        path.unlink(missing_ok=True)
 
 
 def _allow_open_files(wanted: int) -> int:

@@ -413,7 +413,7 @@ fn discover(root: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
 }
 
 /// The name `data_io clean` gives the note it writes beside a group of output files while it
-/// replaces them one by one (`data_io/cleaning/writers.py`, `_GROUP_NOTE`); removed once all
+/// replaces them one by one (`data_io/cleaning/group_commit.py`, `_GROUP_NOTE`); removed once all
 /// stand.
 const CLEAN_COMMIT_NOTE: &str = ".data_io-clean-commit-";
 
