@@ -148,7 +148,13 @@ def child(spec: dict) -> dict:
     if hasattr(pipeline.ShardSink, "append_split"):  # a baseline may predate it
         pipeline.ShardSink.append_split = timed("write", pipeline.ShardSink.append_split)
     pipeline.Spool.append = timed("write", pipeline.Spool.append)
-    api.encode_inputs = timed("pass_1", api.encode_inputs)
+    # Pass 1 as the run calls it: from prepare.run, or from prepare.api in a baseline that
+    # predates that module.
+    try:
+        import data_io.prepare.run as runner
+    except ImportError:
+        runner = api
+    runner.encode_inputs = timed("pass_1", runner.encode_inputs)
 
     if spec.get("batch_mb"):  # the reader's batch size (read at each batch)
         raw_reading.BATCH_BYTES = int(spec["batch_mb"] * 2**20)

@@ -13,6 +13,11 @@ extra flags. One job per module:
 * ``shards``: the shard writer (temporary names, exact sizes, .bin or .npy);
 * ``state``: dataset_metadata.json, the run journal and the rollback (incremental, crash-safe);
 * ``pipeline``: the two passes; ``parts``: pass 1 of one source as a scale-out unit's part;
+* ``options``: what each option may be (dtypes, layouts, MyPT's shards) and how sources are read
+  and cleaned; ``run_plan``: ``plan_run``, the options checked and the new sources found before
+  any work; ``run``: one run over the new sources, rolled back on failure;
+  ``dataset_metadata``: the folder's metadata after a run; ``leftover_parts``: the parts an
+  unfinished scaled run left, and its plan settled by a plain run;
 * ``api``: ``prepare(...)``; ``result``: ``PrepareResult``; ``summary``: what the command prints;
 * ``cli``: the sub-command; ``scaled``: the stage as units of a scale-out plan.
 

@@ -6,8 +6,9 @@ import argparse
 from typing import Any
 
 from data_io.formats.raw_text import INVALID_UTF8_POLICIES
-from data_io.prepare.api import DTYPES, LAYOUTS, prepare
+from data_io.prepare.api import prepare
 from data_io.prepare.dedup import DEDUP_MODES, NearDedup
+from data_io.prepare.options import DTYPES, LAYOUTS
 from data_io.prepare.shards import FORMATS
 from data_io.prepare.summary import print_summary
 

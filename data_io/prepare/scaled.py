@@ -23,16 +23,13 @@ from data_io.formats.raw_text import (
     TextRange,
     expand_inputs,
 )
-from data_io.prepare.api import (
-    check_options,
-    plan_run,
-    prepare,
-    read_and_clean_options,
-)
+from data_io.prepare.api import prepare
 from data_io.prepare.identity import source_identity
+from data_io.prepare.options import read_and_clean_options
 from data_io.prepare.parts import write_part
 from data_io.prepare.pipeline import encoder_threads
 from data_io.prepare.result import PrepareResult
+from data_io.prepare.run_plan import check_options, plan_run
 from data_io.prepare.state import exclusive
 from data_io.prepare.summary import print_summary
 from data_io.prepare.tokenizers import load_tokenizer

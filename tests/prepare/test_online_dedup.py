@@ -57,13 +57,13 @@ def test_hashes_outgrowing_the_budget_start_the_run_again_with_sorted_runs(
 ) -> None:
     corpus = _corpus(tmp_path, "a.jsonl", 20_000, seed=3)
     runs = []
-    original = api._run
+    original = api.run_new_sources
 
     def counted(*args, **kwargs):
         runs.append(kwargs.get("direct", args[8] if len(args) > 8 else False))
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(api, "_run", counted)
+    monkeypatch.setattr(api, "run_new_sources", counted)
     small = _prepare([corpus], tmp_path / "small", True, monkeypatch, budget="64KB")
     assert runs == [True, False]  # the online run overflowed and was rolled back
     assert small.dedup_runs > 0
@@ -119,7 +119,7 @@ def test_an_online_run_that_will_not_fit_stops_early(tmp_path: Path, monkeypatch
     monkeypatch.setattr(raw_reading, "BATCH_BYTES", 32 << 10)
     monkeypatch.setattr(raw_reading, "_READ_BYTES", 32 << 10)
     batches: list[bool] = []
-    original_prepare_batch, original_run = pipeline._core.prepare_batch, api._run
+    original_prepare_batch, original_run = pipeline._core.prepare_batch, api.run_new_sources
     direct = [False]
 
     def counted_batch(*args, **kwargs):
@@ -131,7 +131,7 @@ def test_an_online_run_that_will_not_fit_stops_early(tmp_path: Path, monkeypatch
         return original_run(*args, **kwargs)
 
     monkeypatch.setattr(pipeline._core, "prepare_batch", counted_batch)
-    monkeypatch.setattr(api, "_run", counted_run)
+    monkeypatch.setattr(api, "run_new_sources", counted_run)
     result = prepare(
         [corpus], tmp_path / "out", tokenizer=str(TOKENIZER), dedup_memory="600KB", progress=False
     )

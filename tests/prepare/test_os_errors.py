@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import data_io.prepare.api as api
+import data_io.prepare.run as prepare_run
 from data_io.cli import main
 from data_io.errors import os_error_message
 from tests.prepare.helpers import documents, tree_bytes, write_txt
@@ -117,7 +117,7 @@ def test_any_os_error_of_a_stage_is_one_line(tmp_path, monkeypatch, capsys, code
     def fail(*_args, **_kwargs):
         raise OSError(code, os.strerror(code), str(out / "train" / ".shard_00000.bin.tmp"))
 
-    monkeypatch.setattr(api, "write_shards", fail)
+    monkeypatch.setattr(prepare_run, "write_shards", fail)
     assert main(["prepare", str(text), "-o", str(out), "--tokenizer", "char"]) == 1
     err = capsys.readouterr().err
     assert_one_line(err, "shard_00000.bin.tmp", f"[{errno.errorcode[code]}]", advice)

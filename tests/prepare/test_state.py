@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import data_io.prepare.api as api
+import data_io.prepare.run as prepare_run
 from data_io.errors import ConfigError, InputError, OutputError
 from tests.prepare.helpers import documents, read_split, split_documents, tree_bytes, write_txt
 from tests.prepare.test_api import run
@@ -200,8 +200,8 @@ def killed_before_commit(monkeypatch: pytest.MonkeyPatch) -> None:
     def die(*_args, **_kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(api, "write_metadata", die)
-    monkeypatch.setattr(api, "rollback", lambda *_args: [])
+    monkeypatch.setattr(prepare_run, "write_metadata", die)
+    monkeypatch.setattr(prepare_run, "rollback", lambda *_args: [])
 
 
 def test_run_killed_after_renames_is_redone_cleanly(small_tokenizer, tmp_path, corpus, monkeypatch):
@@ -263,8 +263,8 @@ def test_sigkill_at_the_worst_moment_is_redone_cleanly(small_tokenizer, tmp_path
     run([corpus[0]], out, small_tokenizer)
     script = (
         "import os, signal, sys\n"
-        "import data_io.prepare.api as api\n"
-        "api.write_metadata = lambda *a: os.kill(os.getpid(), signal.SIGKILL)\n"
+        "import data_io.prepare.api as api, data_io.prepare.run as prepare_run\n"
+        "prepare_run.write_metadata = lambda *a: os.kill(os.getpid(), signal.SIGKILL)\n"
         "api.prepare(sys.argv[1:3], sys.argv[3], tokenizer=sys.argv[4], tokens_per_shard=500,\n"
         "            progress=False)\n"
     )
