@@ -487,3 +487,21 @@ def test_a_copy_of_an_input_given_with_another_field_is_refused(
     with pytest.raises(ConfigError, match=said):
         run([tmp_path / "b.jsonl"], out, small_tokenizer, text_field="body")
     assert run([tmp_path / "b.jsonl"], out, small_tokenizer).nothing_to_do
+
+
+def test_prepare_and_its_plan_give_each_option_the_same_default():
+    """`prepare`'s keyword defaults are written out again in `plan_run`'s signature (which
+    `check_options` reads): a default changed in one only would plan one run and do another."""
+    import inspect
+
+    from data_io.prepare.api import prepare
+    from data_io.prepare.run_plan import plan_run
+
+    def defaults(function) -> dict:
+        parameters = inspect.signature(function).parameters.values()
+        return {p.name: p.default for p in parameters if p.kind is p.KEYWORD_ONLY}
+
+    ours, planned = defaults(prepare), defaults(plan_run)
+    shared = set(ours) & set(planned)
+    assert len(shared) >= 20  # the options, not a few names in common by chance
+    assert {name: ours[name] for name in shared} == {name: planned[name] for name in shared}
