@@ -50,10 +50,11 @@ pub(super) fn blocks(file: &Bytes<'_>) -> Option<(Vec<Part>, Vec<[u8; 12]>)> {
         let index_start = (end - 12).checked_sub(backward)?;
         let sizes = index(&file.vec(index_start, backward)?, left)?;
         left -= sizes.len();
-        let blocks: u64 = sizes
-            .iter()
-            .map(|(unpadded, _)| unpadded.next_multiple_of(4))
-            .sum();
+        // Checked: sizes adding up past 2^64 (a damaged index) would wrap and place the blocks
+        // anywhere; then the blocks end before the index, so `at += len` below cannot overflow.
+        let blocks = sizes.iter().try_fold(0u64, |sum, (unpadded, _)| {
+            sum.checked_add(unpadded.checked_next_multiple_of(4)?)
+        })?;
         let start = index_start.checked_sub(blocks)?.checked_sub(12)?;
         let header: [u8; 12] = file.array(start)?;
         if header[..6] != HEADER_MAGIC || header[6..8] != footer[8..10] {
@@ -250,5 +251,31 @@ mod tests {
             let parts = parts(file.path(), Compression::Xz).expect("parts");
             assert_eq!(parts.starts(), vec![0]);
         }
+    }
+
+    /// A stream whose index lists blocks adding up past 2^64 bytes (each size a varint under
+    /// 2^63): the sum wrapped in a release build and put the stream's header back at byte 0,
+    /// so the parts lay past the end of the file and out of order; now it is no index.
+    #[test]
+    fn an_index_of_sizes_adding_up_past_2_64_is_one_part() {
+        let mut index = vec![0u8];
+        super::push_varint(&mut index, 3);
+        for unpadded in [(1u64 << 63) - 4, (1 << 63) - 4, 8] {
+            super::push_varint(&mut index, unpadded);
+            super::push_varint(&mut index, 1);
+        }
+        index.resize(index.len().next_multiple_of(4), 0);
+        index.extend([0; 4]); // its CRC32 (not read)
+        let mut header = super::HEADER_MAGIC.to_vec();
+        header.extend([0, 4, 0, 0, 0, 0]); // flags (CRC64), CRC32 (not read)
+        let mut bytes = header.clone();
+        bytes.extend(&index);
+        bytes.extend([0; 4]); // the footer's CRC32 (not read)
+        bytes.extend(((index.len() / 4 - 1) as u32).to_le_bytes());
+        bytes.extend(&header[6..8]);
+        bytes.extend(super::FOOTER_MAGIC);
+        let file = stored(&bytes);
+        let parts = parts(file.path(), Compression::Xz).expect("parts");
+        assert_eq!(parts.starts(), vec![0]);
     }
 }
