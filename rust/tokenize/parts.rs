@@ -399,6 +399,18 @@ fn row_groups(source: &Path) -> Result<usize> {
     Ok(reader.metadata().num_row_groups())
 }
 
+/// `total + more`, a count of the parts read from their records (`part.json`, which carries no
+/// checksum): past 2^64 only when a record was damaged or edited.
+fn counted(total: u64, more: u64, dir: &Path) -> Result<u64> {
+    total.checked_add(more).ok_or_else(|| {
+        Error::Output(format!(
+            "{}: its counts add up past 2^64 with the parts before it: the part's record is \
+             damaged; delete the parts folder and run its units again",
+            dir.join(PART_RECORD).display()
+        ))
+    })
+}
+
 /// Write the task folder's arrays into `tmp` from `parts`; the totals, and the source's hash.
 pub(super) fn assemble(
     parts: &[(PathBuf, PartRecord)],
@@ -423,17 +435,17 @@ pub(super) fn assemble(
             }
             // A JSONL line is counted from its span's start; a Parquet row is already global.
             let location = match (example.line, example.row) {
-                (Some(line), _) => Location::Line(encoded.lines + line),
+                (Some(line), _) => Location::Line(counted(encoded.lines, line, dir)?),
                 (None, Some(row)) => Location::Row(row),
                 (None, None) => continue,
             };
             let error = Error::bad_row(source, location, example.message.clone());
             encoded.bad_row_examples.push(error);
         }
-        encoded.rows += part.rows;
-        encoded.tokens += part.tokens;
-        encoded.lines += part.lines;
-        encoded.bad_rows += part.bad_rows;
+        encoded.rows = counted(encoded.rows, part.rows, dir)?;
+        encoded.tokens = counted(encoded.tokens, part.tokens, dir)?;
+        encoded.lines = counted(encoded.lines, part.lines, dir)?;
+        encoded.bad_rows = counted(encoded.bad_rows, part.bad_rows, dir)?;
     }
     if writer.rows() != encoded.rows || writer.tokens() != encoded.tokens {
         return Err(Error::Output(format!(
@@ -452,4 +464,20 @@ pub(super) fn assemble(
         None => cache::file_blake3(source)?,
     };
     Ok((encoded, source_blake3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_of_damaged_part_records_past_2_64_are_an_error_not_a_wrap() {
+        let dir = Path::new("parts/a.jsonl/000001");
+        assert_eq!(counted(5, 7, dir).unwrap(), 12);
+        let message = counted(u64::MAX - 1, 2, dir).unwrap_err().to_string();
+        assert!(
+            message.contains("parts/a.jsonl/000001/part.json: its counts add up past 2^64"),
+            "{message}"
+        );
+    }
 }

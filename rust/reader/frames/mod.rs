@@ -163,12 +163,12 @@ impl Parts {
         to.saturating_sub(from)
     }
 
-    /// The length of the text of the parts `run`, where the file records it (xz's index).
+    /// The length of the text of the parts `run`, where the file records it (xz's index);
+    /// None also when the recorded lengths add up past 2^64 (a damaged index).
     pub fn text_len(&self, run: std::ops::Range<usize>) -> Option<u64> {
-        self.list[run]
-            .iter()
-            .map(|part| part.xz.as_ref().map(|block| block.text))
-            .sum()
+        self.list[run].iter().try_fold(0u64, |total, part| {
+            total.checked_add(part.xz.as_ref()?.text)
+        })
     }
 
     /// Consecutive runs of `range`'s parts, each about `bytes` of the file (a run never joins
