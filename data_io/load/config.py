@@ -16,7 +16,8 @@ import difflib
 import math
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -220,8 +221,10 @@ def config_from_dict(raw: Mapping[str, Any], where: str = "config") -> LoaderCon
         mine = key in TrainSection.__dataclass_fields__
         if isinstance(key, str) and not mine and not _trainers_key(f"train.{key}"):
             raise _near_miss(where, key)
+    with _in_file(where):
+        data = _xorl_sources(_section(raw, "data", where))
     picked = {
-        "data": _xorl_sources(_section(raw, "data", where)),
+        "data": data,
         "eval": _section(raw, "eval", where),
         # The trainer's [train] has many keys; the loader reads these.
         "train": {k: train[k] for k in TrainSection.__dataclass_fields__ if k in train},
@@ -233,7 +236,21 @@ def config_from_dict(raw: Mapping[str, Any], where: str = "config") -> LoaderCon
     except OmegaConfBaseException as err:
         raise _omegaconf_error(where, err) from err
     assert isinstance(config, LoaderConfig)
-    return config.validate()
+    with _in_file(where):
+        return config.validate()
+
+
+@contextmanager
+def _in_file(where: str) -> Iterator[None]:
+    """Prefix a check's message with the file it read (``job.toml: train.batch_size must be
+    >= 1``): the checks name the key, and a job may have several config files."""
+    try:
+        yield
+    except ConfigError as err:
+        message = str(err)
+        if message.startswith(f"{where}:"):
+            raise
+        raise ConfigError(f"{where}: {message}") from err
 
 
 def _check_containers(picked: Mapping[str, Mapping[str, Any]], where: str) -> None:
@@ -372,7 +389,8 @@ def apply_overrides(
     except OmegaConfBaseException as err:
         raise _omegaconf_error(f"{where} with overrides", err) from err
     assert isinstance(merged, LoaderConfig)
-    return merged.validate()
+    with _in_file(f"{where} with overrides"):
+        return merged.validate()
 
 
 def _current(base: Any, key: str) -> Any:
