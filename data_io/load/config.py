@@ -197,10 +197,33 @@ def _read(path: Path) -> dict[str, Any]:
         if path.suffix == ".toml":
             return tomllib.loads(text)
         if path.suffix in (".yaml", ".yml"):
-            return yaml.safe_load(text) or {}
+            return yaml.load(text, Loader=_UniqueKeyLoader) or {}  # a SafeLoader
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as err:
         raise ConfigError(f"{path}: not valid {path.suffix[1:].upper()} ({err})") from err
     raise ConfigError(f"{path}: a config is a .toml, .yaml or .yml file")
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping: PyYAML keeps the last
+    silently (a second ``datasets:`` would drop the first list's sources), TOML refuses it."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
+                continue  # `<<: *base` merges: its keys may be overridden, as YAML intends
+            key = self.construct_object(key_node)
+            line = key_node.start_mark.line + 1
+            if isinstance(key, (str, int, float, bool)) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"key {key!r} given twice (lines {seen[key]} and {line}); keep one",
+                    key_node.start_mark,
+                )
+            if isinstance(key, (str, int, float, bool)):
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
 
 
 def _section(raw: Mapping[str, Any], name: str, where: str) -> dict[str, Any]:

@@ -23,3 +23,23 @@ def test_a_value_check_names_the_file_it_read(tmp_path: Path) -> None:
     path.write_text("[data]\nnum_workers = 0\n")
     with pytest.raises(ConfigError, match=r"job\.toml with overrides: data\.num_workers must"):
         load_config(path, ["data.num_workers=-1"])
+
+
+def test_a_yaml_key_given_twice_is_refused_naming_both_lines(tmp_path: Path) -> None:
+    # PyYAML keeps the last silently: the first list's sources would be dropped unseen.
+    path = tmp_path / "xorl.yaml"
+    path.write_text(
+        "data:\n  datasets:\n    - path: a.jsonl\n  sample_packing_method: sequential\n"
+        "  datasets:\n    - path: b.jsonl\n"
+    )
+    with pytest.raises(
+        ConfigError, match=r"xorl\.yaml: .*'datasets' given twice \(lines 2 and 5\)"
+    ):
+        load_config(path)
+    # A merge key's values may still be overridden, as YAML means them to be.
+    path.write_text(
+        "base: &src {path: a.jsonl, split: dev}\ndata:\n  datasets:\n    - <<: *src\n"
+        "      split: train\n"
+    )
+    (source,) = load_config(path).data.datasets
+    assert (source.path, source.split) == ("a.jsonl", "train")
