@@ -102,7 +102,7 @@ def test_phases_resolve() -> None:
         [3, 1],
         phases=[
             {"start_step": 0, "dataset_weights": {"a": 1, "b": 1}},
-            {"start_step": 10, "dataset_weights": {"b": 2}, "lr_scale": 0.5},
+            {"start_step": 10, "dataset_weights": {"a": 0, "b": 2}, "lr_scale": 0.5},
         ],
     )
     assert [p.start_step for p in phases] == [0, 10]
@@ -110,6 +110,22 @@ def test_phases_resolve() -> None:
     assert phases[1].weights == (0.0, 1.0) and phases[1].lr_scale == 0.5
     anneal = resolve_phases(["a", "b"], [3, 1], anneal_start_step=5, anneal_weights={"a": 1})
     assert [p.start_step for p in anneal] == [0, 5] and anneal[0].weights == (0.75, 0.25)
+    assert anneal[1].weights == (0.5, 0.5)  # b keeps its base weight 1 beside a's new 1
+
+
+def test_a_source_a_phase_does_not_name_keeps_its_base_weight() -> None:
+    # KempnerForge's train.py: phase.dataset_weights.get(name, original_weights[name]). A phase
+    # that names one source re-weights that one; one that names none changes only lr_scale.
+    phases = resolve_phases(
+        ["web", "code", "books"],
+        [5, 3, 2],
+        phases=[
+            {"start_step": 4, "dataset_weights": {"code": 8}},
+            {"start_step": 9, "lr_scale": 0.5},
+        ],
+    )
+    assert phases[1].weights == pytest.approx((5 / 15, 8 / 15, 2 / 15))
+    assert phases[2].weights == pytest.approx((0.5, 0.3, 0.2)) and phases[2].lr_scale == 0.5
 
 
 @pytest.mark.parametrize(

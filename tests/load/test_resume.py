@@ -40,7 +40,7 @@ def single(folders: list[Path]) -> tuple[MemoryMappedDataset, ShuffledOrder]:
     return dataset, ShuffledOrder(len(dataset), seed=5)
 
 
-PHASES = [{"start_step": 7, "dataset_weights": {"code": 1, "books": 3}, "lr_scale": 0.5}]
+PHASES = [{"start_step": 7, "dataset_weights": {"web": 0, "code": 1, "books": 3}, "lr_scale": 0.5}]
 
 
 def mixture(folders: list[Path]) -> tuple[MixtureDataset, MixtureOrder]:

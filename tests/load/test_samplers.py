@@ -82,7 +82,7 @@ def test_mixture_sampler_indices_and_phases() -> None:
         rank=0,
         batch_size=5,
         names=["a", "b", "c"],
-        phases=[{"start_step": 10, "dataset_weights": {"b": 1}, "lr_scale": 0.1}],
+        phases=[{"start_step": 10, "dataset_weights": {"a": 0, "b": 1, "c": 0}, "lr_scale": 0.1}],
     )
     assert len(sampler) == 400 // 10 * 5
     assert sampler.current_phase == 0 and sampler.lr_scale == 1.0
@@ -93,7 +93,7 @@ def test_mixture_sampler_indices_and_phases() -> None:
         rank=1,
         batch_size=5,
         names=["a", "b", "c"],
-        phases=[{"start_step": 10, "dataset_weights": {"b": 1}, "lr_scale": 0.1}],
+        phases=[{"start_step": 10, "dataset_weights": {"a": 0, "b": 1, "c": 0}, "lr_scale": 0.1}],
     )
     mine, theirs = list(sampler), list(other)
     assert sampler.current_phase == 1 and sampler.lr_scale == 0.1

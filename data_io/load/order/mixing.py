@@ -96,7 +96,8 @@ def resolve_phases(
     """Validated phases, the first starting at step 0 (KempnerForge's rules).
 
     ``base_weights``: one per source, each > 0. ``phases``: dicts with ``start_step``,
-    ``dataset_weights`` (name → weight ≥ 0; a source not named keeps weight 0) and optional
+    ``dataset_weights`` (name → weight ≥ 0; a source not named keeps its base weight, as in
+    KempnerForge's train.py) and optional
     ``lr_scale``; start steps strictly increasing. ``anneal_start_step``/``anneal_weights`` is the
     two-phase shortcut and excludes ``phases``.
     """
@@ -140,7 +141,9 @@ def resolve_phases(
             raise ConfigError(
                 f"{where}.dataset_weights names unknown sources {unknown_names}; sources: {names}"
             )
-        vector = [float(weights.get(n, 0.0)) for n in names]  # type: ignore[arg-type]
+        # KempnerForge's phases: "a phase need not name every dataset; the rest keep their
+        # original weight" (phase.dataset_weights.get(name, original_weights[name])).
+        vector = [float(weights.get(n, b)) for n, b in zip(names, base, strict=True)]  # type: ignore[arg-type]
         lr_scale = phase.get("lr_scale", 1.0)
         if not isinstance(lr_scale, (int, float)) or not 0 < lr_scale < math.inf:
             raise ConfigError(f"{where}.lr_scale must be a finite number > 0, got {lr_scale!r}")
