@@ -594,7 +594,8 @@ def _validate_ring(config: LoaderConfig) -> None:
 
 # Keys that only a tokenized (xorl) source reads, and only a token (KempnerForge) source reads.
 _ROWS_ONLY = ("metrics_name", "data_dir", "trust_remote_code", "streaming", "token")
-_TOKENS_ONLY = ("dtype", "file_pattern", "hf_name", "hf_config", "hf_split")
+# weight: tokenized rows are concatenated (xorl), so a weight would be silently unread.
+_TOKENS_ONLY = ("dtype", "file_pattern", "hf_name", "hf_config", "hf_split", "weight")
 
 
 def _validate_kind_keys(where: str, source: DatasetSource) -> None:
@@ -611,6 +612,11 @@ def _validate_kind_keys(where: str, source: DatasetSource) -> None:
         raise ConfigError(
             f"{where}: {', '.join(wrong)} belong(s) to shard/HF-text sources, and this source is "
             "type: tokenized (rows of input_ids and labels); remove the key(s)"
+            + (
+                "; tokenized sources are concatenated, as in xorl, not mixed by weight"
+                if "weight" in wrong
+                else ""
+            )
         )
     hint = (
         "; a KempnerForge source is named by name"

@@ -43,3 +43,15 @@ def test_a_yaml_key_given_twice_is_refused_naming_both_lines(tmp_path: Path) -> 
     )
     (source,) = load_config(path).data.datasets
     assert (source.path, source.split) == ("a.jsonl", "train")
+
+
+def test_a_weight_on_a_tokenized_source_is_refused_not_left_unread(tmp_path: Path) -> None:
+    # Tokenized rows are concatenated (xorl); a weight there would change nothing, unseen.
+    path = tmp_path / "xorl.yaml"
+    path.write_text(
+        "data:\n  datasets:\n    - path: a.jsonl\n      weight: 3\n    - path: b.jsonl\n"
+    )
+    with pytest.raises(ConfigError, match=r"data\.datasets\[0\]: weight belong.*concatenated"):
+        load_config(path)
+    path.write_text("data:\n  datasets:\n    - path: a.jsonl\n      weight: 1\n")
+    assert load_config(path).data.datasets[0].type == "tokenized"  # the default is no weight
