@@ -324,6 +324,7 @@ def _xorl_sources(data: dict[str, Any]) -> dict[str, Any]:
     ``type`` that is a rows file or URI, sets a load_dataset keyword only xorl has
     (``data_files``, ``revision``...), or any source when ``sample_packing_method`` is set
     (only tokenized rows are packed), is ``type: tokenized``."""
+    data = _one_name_as_list(data, ("select_columns",))
     sources = data.get("datasets")
     if not isinstance(sources, list):
         return data
@@ -339,6 +340,8 @@ def _xorl_sources(data: dict[str, Any]) -> dict[str, Any]:
                 f"data.datasets[{i}]: unknown key(s) {', '.join(map(repr, unknown))}; a source "
                 f"takes {', '.join(sorted(known))}"
             )
+        if isinstance(entry, Mapping):
+            entry = _one_name_as_list(entry, ("data_files", "select_columns"))
         if isinstance(entry, Mapping) and "type" not in entry and not entry.get("hf_name"):
             path = str(entry.get("path", ""))
             # A load_dataset keyword (data_files, revision...) is xorl's: so is the source.
@@ -347,6 +350,12 @@ def _xorl_sources(data: dict[str, Any]) -> dict[str, Any]:
                 entry = {**entry, "type": "tokenized"}
         normalised.append(entry)
     return {**data, "datasets": normalised}
+
+
+def _one_name_as_list(table: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    """``data_files: train.parquet`` as ``[train.parquet]``: xorl hands these keys to
+    datasets.load_dataset / select_columns, which take one name as well as a list."""
+    return {k: [v] if k in keys and isinstance(v, str) else v for k, v in table.items()}
 
 
 def as_loader_config(

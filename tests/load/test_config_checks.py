@@ -55,3 +55,17 @@ def test_a_weight_on_a_tokenized_source_is_refused_not_left_unread(tmp_path: Pat
         load_config(path)
     path.write_text("data:\n  datasets:\n    - path: a.jsonl\n      weight: 1\n")
     assert load_config(path).data.datasets[0].type == "tokenized"  # the default is no weight
+
+
+def test_data_files_and_select_columns_take_one_name_as_xorl_does(tmp_path: Path) -> None:
+    # xorl hands these to datasets.load_dataset and select_columns, which take a str too.
+    path = tmp_path / "xorl.yaml"
+    path.write_text(
+        "data:\n  select_columns: input_ids\n  datasets:\n    - path: shards/\n"
+        "      data_files: shard_00.parquet\n      select_columns: labels\n"
+    )
+    data = load_config(path).data
+    assert data.select_columns == ["input_ids"]
+    (source,) = data.datasets
+    assert source.type == "tokenized" and source.data_files == ["shard_00.parquet"]
+    assert source.select_columns == ["labels"]
