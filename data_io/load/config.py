@@ -380,8 +380,26 @@ def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -
     KempnerForge's ``--section.key=value`` spelling)."""
     where = str(path) if path is not None else "defaults"
     raw = _read(Path(path)) if path is not None else {}
+    if path is not None and Path(path).suffix == ".toml":
+        _check_section_names(raw, where)
     config = config_from_dict(raw, where)
     return apply_overrides(config, overrides, where) if overrides else config
+
+
+def _check_section_names(raw: Mapping[str, Any], where: str) -> None:
+    """A KempnerForge job file's ``[dat]`` or ``[evl]``: KempnerForge's loader refuses any
+    section its JobConfig lacks; skipped here, the loader would read no data, or no eval,
+    without a word. (An xorl YAML's other sections are many and unknown here: not checked.)"""
+    ours = ("data", "eval", "train")
+    for name in raw:
+        if not isinstance(name, str) or name in ours or name in _TRAINER_SECTIONS:
+            continue
+        close = difflib.get_close_matches(name.lower(), ours, n=1, cutoff=0.75)
+        if close and close[0] not in raw:
+            raise ConfigError(
+                f"{where}: section [{name}] is not one KempnerForge has, and is close to "
+                f"[{close[0]}] (a typo?), which the file lacks: rename it [{close[0]}]"
+            )
 
 
 def apply_overrides(

@@ -69,3 +69,17 @@ def test_data_files_and_select_columns_take_one_name_as_xorl_does(tmp_path: Path
     (source,) = data.datasets
     assert source.type == "tokenized" and source.data_files == ["shard_00.parquet"]
     assert source.select_columns == ["labels"]
+
+
+def test_a_misspelt_section_of_a_kempnerforge_job_is_named(tmp_path: Path) -> None:
+    # KempnerForge refuses a section its JobConfig lacks; skipped, [evl] would turn eval off.
+    path = tmp_path / "job.toml"
+    path.write_text('[data]\ndataset_path = "shards"\n\n[evl]\nenabled = true\n')
+    with pytest.raises(ConfigError, match=r"job\.toml: section \[evl\] .* close to \[eval\]"):
+        load_config(path)
+    path.write_text('[Data]\ndataset_path = "shards"\n')
+    with pytest.raises(ConfigError, match=r"section \[Data\] .* rename it \[data\]"):
+        load_config(path)
+    # The trainer's sections are still the trainer's.
+    path.write_text('[model]\ndim = 8\n[metrics]\nlog_interval = 1\n[data]\ndataset_path = "s"\n')
+    assert load_config(path).data.dataset_path == "s"
