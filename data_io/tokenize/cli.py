@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
+import time
+from pathlib import Path
 
 from data_io.tokenize.api import parse_conditions, tokenize, tokenize_options
 from data_io.tokenize.options import (
@@ -13,9 +16,11 @@ from data_io.tokenize.options import (
     DEFAULT_EOQ,
     DEFAULT_TOKENIZER,
 )
-from data_io.tokenize.result import MAX_LISTED
+from data_io.tokenize.result import MAX_LISTED, TokenizeResult
 from data_io.tokenize.summary import print_summary
 from data_io.util.args import ROW_FILES, add_rows_and_output
+from data_io.util.interrupt import ReportedInterrupt
+from data_io.util.words import counted
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -105,7 +110,23 @@ def scale_request(args: argparse.Namespace) -> dict:
 
 
 def _run(args: argparse.Namespace) -> int:
-    result = tokenize(
+    started_ns = time.time_ns()
+    try:
+        result = _tokenize(args)
+    except KeyboardInterrupt as stop:
+        # The core stops within a batch and returns no report: say here what the stop left.
+        said = interrupted_message(Path(args.output), started_ns)
+        print(said, file=sys.stderr, flush=True)
+        raise ReportedInterrupt.after(said, stop) from None
+    if not args.quiet:
+        # Failures and the MIXED block are said once, by the error raised below.
+        print_summary(result, problems=False, verbose=args.verbose)
+    result.raise_for_failures()
+    return 0
+
+
+def _tokenize(args: argparse.Namespace) -> TokenizeResult:
+    return tokenize(
         args.inputs,
         args.output,
         tokenizer_path=args.tokenizer_path,
@@ -120,8 +141,31 @@ def _run(args: argparse.Namespace) -> int:
         batch_rows=args.batch_rows,
         check=False,
     )
-    if not args.quiet:
-        # Failures and the MIXED block are said once, by the error raised below.
-        print_summary(result, problems=False, verbose=args.verbose)
-    result.raise_for_failures()
-    return 0
+
+
+def interrupted_message(output: Path, started_ns: int) -> str:
+    """What a run stopped by Ctrl-C leaves in ``output``: the task folders whose record it
+    wrote (each put in place whole, or a record brought up to date) are complete and kept;
+    the others are as they were."""
+    written = _records_written_since(output, started_ns)
+    return (
+        f"data_io tokenize: stopped by Ctrl-C; {counted(written, 'task folder')} written or "
+        f"brought up to date by this run {'is' if written == 1 else 'are'} complete and kept in "
+        f"{output}, every other task folder is as it was (a folder is renamed into place only "
+        "once finished). Run the same command again to finish: it redoes only what is left"
+    )
+
+
+def _records_written_since(output: Path, started_ns: int) -> int:
+    """Task folders of ``output`` whose metadata.json is newer than ``started_ns``: a record is
+    written last, into the finished folder, so a newer one marks a task this run completed."""
+    if not output.is_dir():
+        return 0
+    written = 0
+    for folder in output.iterdir():
+        record = folder / "metadata.json"
+        if folder.name.startswith(".") or not record.is_file():
+            continue
+        if record.stat().st_mtime_ns >= started_ns:
+            written += 1
+    return written

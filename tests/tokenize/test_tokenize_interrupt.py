@@ -106,3 +106,28 @@ def test_ctrl_c_stops_train_tokenizer_and_writes_nothing(tmp_path: Path) -> None
         pytest.fail(_not_raised(started))
     timer.join()
     assert not out.exists()  # nothing that looks finished
+
+
+def test_ctrl_c_on_the_command_line_says_what_the_stop_kept(
+    small_tokenizer: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It printed only "data_io tokenize: interrupted": nothing on the tasks finished and kept.
+    from data_io.cli import main
+
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    for k in range(FILES):
+        row = {"condition": "direct", "instruction": f"question {k}", "response": f"answer {k}"}
+        (rows / f"f{k:05d}.jsonl").write_text(json.dumps(row) + "\n")
+    out = tmp_path / "out"
+    argv = ["tokenize", str(rows), "-o", str(out), "--tokenizer-path", str(small_tokenizer)]
+    timer, started = _ctrl_c_after(0.3), time.monotonic()
+    code = main([*argv, "--threads", "1", "--quiet"])
+    timer.join()
+    if code != 130:
+        pytest.fail(_not_raised(started))
+    done = [p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    said = capsys.readouterr().err
+    assert f"stopped by Ctrl-C; {len(done):,} task folder" in said, said
+    assert "complete and kept" in said and "Run the same command again" in said, said
+    assert "data_io tokenize: interrupted" not in said, said
