@@ -11,6 +11,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::layout::cache::{self, Existing, TaskRecord};
 use crate::layout::task_writer::TokenDtype;
 use crate::layout::LayoutTokens;
+use crate::reader::OnError;
 
 /// Prefixes of this tool's temporary folders inside the output; hidden, so readers skip them.
 pub(super) const TMP_PREFIX: &str = ".data_io-tmp-";
@@ -282,7 +283,8 @@ pub(super) fn mismatched_tasks(ctx: &Context<'_>) -> Result<Vec<String>> {
 }
 
 /// `data_io tokenize <inputs> -o <out> --tokenizer-path <tokenizer>` plus the options that
-/// differ from the defaults, shell-quoted: the run that makes every task match.
+/// differ from the defaults (`--on-error skip` too), shell-quoted: the run that makes every
+/// task match.
 pub(super) fn repair_command(ctx: &Context<'_>, info: &serde_json::Value) -> String {
     let mut words: Vec<String> = vec!["data_io".into(), "tokenize".into()];
     if let Some(inputs) = info.get("inputs").and_then(|v| v.as_array()) {
@@ -316,6 +318,12 @@ pub(super) fn repair_command(ctx: &Context<'_>, info: &serde_json::Value) -> Str
     if ctx.dtype != TokenDtype::Uint32 {
         words.push("--token-dtype".into());
         words.push("auto".into());
+    }
+    // A run that skipped bad rows is repaired as it ran: under the default `fail`, the kept
+    // tasks of files holding a bad row fail again, and the output stays MIXED.
+    if ctx.options.on_error == OnError::Skip {
+        words.push("--on-error".into());
+        words.push("skip".into());
     }
     words
         .iter()

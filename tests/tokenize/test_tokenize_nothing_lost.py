@@ -251,6 +251,24 @@ def test_the_repair_command_names_a_file_root_as_given(
     assert run([code, rows_dir / "data_clustered"], out, new).mixed == []
 
 
+def test_the_repair_command_of_a_skipping_run_skips_too(
+    rows_dir: Path, small_tokenizer: Path, tmp_path: Path
+):
+    # It left out --on-error skip: the kept task of a file with a bad row failed under the
+    # default `fail` when the command ran, and the output stayed MIXED.
+    data, clustered, out = rows_dir / "data", rows_dir / "data_clustered", tmp_path / "out"
+    with (data / "arithmetic.jsonl").open("a") as f:
+        f.write('{"condition": "cot", "instruction": 1, "response": "x"}\n')
+    run([data, clustered], out, small_tokenizer, on_error="skip")
+    new = other_tokenizer(small_tokenizer, tmp_path / "new")
+    with pytest.raises(OutputError, match="is MIXED") as info:
+        run([clustered], out, new, on_error="skip")
+    command = shlex.split(info.value.result.repair_command)
+    assert command[-2:] == ["--on-error", "skip"], command
+    assert main(command[1:]) == 0
+    assert run([data, clustered], out, new, on_error="skip").mixed == []
+
+
 # 5. A damaged task folder is redone.
 
 
