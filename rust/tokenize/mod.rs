@@ -388,6 +388,7 @@ fn plan_task(ctx: &Context<'_>, task: &Task, update: bool) -> Result<Plan> {
         ))),
         Existing::Ours(record) => {
             let mut record = *record;
+            check_folder_holds_no_other_source(&dir, &record, task)?;
             let decision = cache::decide(&record, &dir, &task.source, task.stat, &ctx.fingerprint)?;
             if let Decision::Fresh { touch } = decision {
                 // Same content, but the record must name where the source is now: a stale
@@ -405,6 +406,41 @@ fn plan_task(ctx: &Context<'_>, task: &Task, update: bool) -> Result<Plan> {
             }
             Ok((decision, Some(record)))
         }
+    }
+}
+
+/// A task folder whose record names another source that still exists (the same task name
+/// under another input root, tokenized by an earlier run over that root) is not this task's:
+/// redoing it would silently drop that file's rows from the output, said as "the source
+/// changed". A source that is gone was moved (a renamed root), and its folder is this task's.
+fn check_folder_holds_no_other_source(dir: &Path, record: &TaskRecord, task: &Task) -> Result<()> {
+    let held = Path::new(&record.source_path);
+    if held == task.source || !held.is_absolute() || !held.exists() || same_file(held, &task.source)
+    {
+        return Ok(());
+    }
+    Err(Error::Output(format!(
+        "{} would become the task {:?} (input {}), but the task folder {} holds another file \
+         under that name, {}, which still exists; one task folder holds one source, so \
+         nothing was written for it. Rename one of the two files (or a folder above it) so \
+         that their task names differ, delete {} if the new file is meant to replace the \
+         other, or tokenize into another output folder",
+        task.source.display(),
+        task.name,
+        task.root.display(),
+        dir.display(),
+        held.display(),
+        dir.display()
+    )))
+}
+
+/// Whether `a` and `b` are one file (hard links: the sources' paths have their symbolic
+/// links resolved already).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (fs::metadata(a), fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
     }
 }
 

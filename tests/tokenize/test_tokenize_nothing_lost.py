@@ -193,6 +193,31 @@ def test_a_task_name_reused_for_another_source_is_not_a_duplicate(
     assert [f.rows for f in result.files] == [2, 1]
 
 
+def test_a_task_folder_of_another_existing_source_is_not_replaced(
+    small_tokenizer: Path, tmp_path: Path
+):
+    # r1/x.jsonl and r2/x.jsonl, tokenized by runs over one root each: the second run replaced
+    # r1's task with r2's rows ("the source changed") and r1's rows left the output unsaid.
+    r1, r2, out = tmp_path / "r1", tmp_path / "r2", tmp_path / "out"
+    row = {"condition": "cot", "instruction": "q", "response": "r"}
+    for root, rows in ((r1, 1), (r2, 2)):
+        root.mkdir()
+        (root / "x.jsonl").write_text((json.dumps(row) + "\n") * rows)
+    run([r1], out, small_tokenizer)
+    before = snapshot(out / "x.jsonl")
+    with pytest.raises(OutputError) as info:
+        run([r2], out, small_tokenizer)
+    message = str(info.value)
+    assert f'{r2 / "x.jsonl"} would become the task "x.jsonl"' in message, message
+    assert f"holds another file under that name, {r1 / 'x.jsonl'}, which still exists" in message
+    assert f"delete {out / 'x.jsonl'} if the new file is meant to replace" in message
+    assert snapshot(out / "x.jsonl") == before
+    # A source that is gone was moved: its folder is the new path's (a renamed root).
+    (r1 / "x.jsonl").unlink()
+    assert statuses(run([r2], out, small_tokenizer)) == {"x.jsonl": "tokenized"}
+    assert task_metadata(out / "x.jsonl")["rows"] == 2
+
+
 # 4. The repair command repairs, also for outputs of older versions.
 
 
