@@ -158,6 +158,11 @@ pub fn decide(
             "it skipped bad rows and --on-error is fail",
         ));
     }
+    // An empty file is an error under `fail` too: its empty task, kept under `skip`, is
+    // checked again as a task that skipped bad rows is.
+    if fingerprint.fail_on_bad_rows && record.rows == 0 {
+        return Ok(Decision::Stale("it is empty and --on-error is fail"));
+    }
     if let Some(reason) = arrays_mismatch(record, task_dir) {
         return Ok(Decision::Stale(reason));
     }
@@ -406,6 +411,11 @@ mod tests {
         skipped.bad_rows = 2;
         assert!(decision(&skipped, stat, &fp("tok", "opt", true)).contains("skipped bad rows"));
         assert!(decision(&skipped, stat, &fp("tok", "opt", false)).contains("Fresh"));
+        let mut empty = rec.clone();
+        empty.rows = 0;
+        assert!(decision(&empty, stat, &fp("tok", "opt", true)).contains("it is empty"));
+        // (Its arrays, of one row, then disagree with it: that is all `skip` finds.)
+        assert!(!decision(&empty, stat, &fp("tok", "opt", false)).contains("it is empty"));
         fs::remove_file(task.join("tokens.npy")).unwrap();
         assert!(decision(&rec, stat, &fp("tok", "opt", true)).contains("missing"));
     }

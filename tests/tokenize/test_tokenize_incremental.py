@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from data_io.errors import OutputError
+from data_io.errors import InputError, OutputError
 from data_io.tokenize import tokenize
 from tests.tokenize_oracle import load_task, task_metadata
 
@@ -77,6 +77,23 @@ def test_same_size_same_mtime_edit_is_caught_when_mtime_moves(
     source.write_text(text.replace("Bonjour", "BONJOUR"), encoding="utf-8")  # same size
     statuses, _ = run(rows_dir, out, small_tokenizer)
     assert statuses["data__translations.jsonl"] == "tokenized"
+
+
+def test_an_empty_task_kept_under_skip_is_checked_again_under_fail(
+    rows_dir: Path, small_tokenizer: Path, tmp_path: Path
+):
+    # Under `fail` an empty file is an error, but its empty task written under `skip` was
+    # "unchanged" and the run exited 0 (a task that skipped bad rows was checked again).
+    out = tmp_path / "out"
+    (rows_dir / "data" / "arithmetic.jsonl").write_text("")
+    statuses, _ = run(rows_dir, out, small_tokenizer, on_error="skip")
+    assert statuses["data__arithmetic.jsonl"] == "tokenized"
+    with pytest.raises(InputError, match="the file holds no rows") as info:
+        run(rows_dir, out, small_tokenizer)
+    assert [f.task for f in info.value.result.failed] == ["data__arithmetic.jsonl"]
+    assert task_metadata(out / "data__arithmetic.jsonl")["rows"] == 0  # kept as it was
+    statuses, _ = run(rows_dir, out, small_tokenizer, on_error="skip")
+    assert set(statuses.values()) == {"unchanged"}
 
 
 def test_new_tokenizer_or_options_retokenize_everything(
