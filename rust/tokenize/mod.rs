@@ -388,8 +388,11 @@ fn plan_task(ctx: &Context<'_>, task: &Task, update: bool) -> Result<Plan> {
         ))),
         Existing::Ours(record) => {
             let mut record = *record;
-            check_folder_holds_no_other_source(&dir, &record, task)?;
             let decision = cache::decide(&record, &dir, &task.source, task.stat, &ctx.fingerprint)?;
+            if !matches!(decision, Decision::Fresh { .. }) {
+                // Same content under another root (a copy) loses nothing: it is repointed.
+                check_folder_holds_no_other_source(&dir, &record, task)?;
+            }
             if let Decision::Fresh { touch } = decision {
                 // Same content, but the record must name where the source is now: a stale
                 // path (a renamed root) would later make the task look orphaned.
@@ -410,9 +413,10 @@ fn plan_task(ctx: &Context<'_>, task: &Task, update: bool) -> Result<Plan> {
 }
 
 /// A task folder whose record names another source that still exists (the same task name
-/// under another input root, tokenized by an earlier run over that root) is not this task's:
-/// redoing it would silently drop that file's rows from the output, said as "the source
-/// changed". A source that is gone was moved (a renamed root), and its folder is this task's.
+/// under another input root, tokenized by an earlier run over that root) and whose content
+/// differs is not this task's: redoing it would silently drop that file's rows from the
+/// output, said as "the source changed". A source that is gone was moved (a renamed root), and
+/// its folder is this task's.
 fn check_folder_holds_no_other_source(dir: &Path, record: &TaskRecord, task: &Task) -> Result<()> {
     let held = Path::new(&record.source_path);
     if held == task.source || !held.is_absolute() || !held.exists() || same_file(held, &task.source)

@@ -216,6 +216,12 @@ def test_a_task_folder_of_another_existing_source_is_not_replaced(
     (r1 / "x.jsonl").unlink()
     assert statuses(run([r2], out, small_tokenizer)) == {"x.jsonl": "tokenized"}
     assert task_metadata(out / "x.jsonl")["rows"] == 2
+    # A copy of the same content under another root loses nothing: kept, and repointed.
+    r3 = tmp_path / "r3"
+    shutil.copytree(r2, r3)
+    result = run([r3], out, small_tokenizer)
+    assert statuses(result) == {"x.jsonl": "unchanged"}
+    assert task_metadata(out / "x.jsonl")["source_path"] == str(r3 / "x.jsonl")
 
 
 # 4. The repair command repairs, also for outputs of older versions.
