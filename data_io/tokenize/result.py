@@ -112,7 +112,7 @@ class TokenizeResult:
             lines = "\n".join(f"  - {f.error}" for f in failed)
             parts.append(
                 f"{len(failed)} of {counted(len(self.files), 'file')} failed; the other outputs are "
-                f"intact and a re-run redoes only what is missing:\n{lines}"
+                f"intact: mend what each names, and a re-run redoes only those:\n{lines}"
             )
         if self.mixed_warning:
             parts.append(self.mixed_warning)

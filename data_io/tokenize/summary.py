@@ -47,7 +47,7 @@ def _print_totals(result: TokenizeResult, console: Console) -> None:
     rate = read_bytes / result.seconds / 1e6 if result.seconds > 0 else 0.0
     console.print(
         f"[bold]tokenize[/bold] -> {result.output}  (tokenizer {result.tokenizer_path}, "
-        f"vocab {result.vocab_size:,}, tokens {result.token_dtype}, {result.threads} threads)"
+        f"vocab {result.vocab_size:,}, tokens {result.token_dtype}, {counted(result.threads, 'thread')})"
     )
     console.print(f"encoder: {result.encoder}{_why(result.encoder_fallback)}", markup=False)
     console.print(
