@@ -89,6 +89,9 @@ pub fn bytes_blake3(bytes: &[u8]) -> String {
 pub struct Fingerprint {
     pub tokenizer_blake3: String,
     pub options_blake3: String,
+    /// The run's token dtype (`TokenDtype::name`), one of the options hashed: named apart
+    /// when it is the one that changed.
+    pub token_dtype: &'static str,
     /// Whether bad rows are fatal: a task that skipped bad rows is re-checked under `fail`.
     pub fail_on_bad_rows: bool,
 }
@@ -151,7 +154,13 @@ pub fn decide(
         return Ok(Decision::Stale("the tokenizer changed"));
     }
     if record.options_blake3 != fingerprint.options_blake3 {
-        return Ok(Decision::Stale("the layout options changed"));
+        return Ok(Decision::Stale(
+            if record.token_dtype != fingerprint.token_dtype {
+                "the token dtype changed (--token-dtype)"
+            } else {
+                "the layout options changed (--boq, --eoq, --eoa or --conditions)"
+            },
+        ));
     }
     if fingerprint.fail_on_bad_rows && record.bad_rows > 0 {
         return Ok(Decision::Stale(
@@ -384,6 +393,7 @@ mod tests {
         let fp = |t: &str, o: &str, fail: bool| Fingerprint {
             tokenizer_blake3: t.into(),
             options_blake3: o.into(),
+            token_dtype: "uint32",
             fail_on_bad_rows: fail,
         };
         let decision = |r: &TaskRecord, s: SourceStat, f: &Fingerprint| {
@@ -394,7 +404,10 @@ mod tests {
             "Fresh { touch: false }"
         );
         assert!(decision(&rec, stat, &fp("new", "opt", true)).contains("tokenizer changed"));
-        assert!(decision(&rec, stat, &fp("tok", "new", true)).contains("options changed"));
+        assert!(decision(&rec, stat, &fp("tok", "new", true)).contains("options changed (--boq"));
+        let mut narrow = rec.clone();
+        narrow.token_dtype = "uint16".into();
+        assert!(decision(&narrow, stat, &fp("tok", "new", true)).contains("token dtype changed"));
         // Touched but identical: the hash decides, and the record is refreshed.
         let touched = SourceStat {
             mtime_ns: stat.mtime_ns + 5,

@@ -49,6 +49,7 @@ impl<'a> Context<'a> {
             fingerprint: Fingerprint {
                 tokenizer_blake3,
                 options_blake3: cache::bytes_blake3(options_json.to_string().as_bytes()),
+                token_dtype: dtype.name(),
                 fail_on_bad_rows: options.on_error == OnError::Fail,
             },
             options_json,

@@ -120,9 +120,11 @@ def test_new_tokenizer_or_options_retokenize_everything(
             "synth": "<|quad_end|>",
         },
     )
-    assert {f.reason for f in result.files} == {"the layout options changed"}
-    statuses, _ = run(rows_dir, out, other, token_dtype="auto")
+    changed = "the layout options changed (--boq, --eoq, --eoa or --conditions)"
+    assert {f.reason for f in result.files} == {changed}
+    statuses, result = run(rows_dir, out, other, token_dtype="auto")
     assert set(statuses.values()) == {"tokenized"}
+    assert {f.reason for f in result.files} == {"the token dtype changed (--token-dtype)"}
 
 
 def test_orphans_are_removed_only_if_data_io_wrote_them(
