@@ -518,14 +518,17 @@ pub fn task_files_for(inputs: &[PathBuf], why: &str) -> Result<Inputs> {
         for source in files {
             let real = std::fs::canonicalize(&source).unwrap_or_else(|_| source.clone());
             if let Some(previous) = files_at.insert(real.clone(), source.clone()) {
+                // The path that is not the file's own goes through the link to remove.
+                let link = if source != real { &source } else { &previous };
                 return Err(Error::Config(format!(
                     "{} and {} are the same file ({}), reached through a symbolic link: its rows \
-                     would be read twice, as two tasks. Give the file once: remove one of the \
-                     two paths from the inputs (or copy the file, if its rows are meant to be \
-                     there twice)",
+                     would be read twice, as two tasks. Give the file once: remove the link on \
+                     the way to {} (or leave out the input that reaches it; copy the file if its \
+                     rows are meant to be there twice)",
                     previous.display(),
                     source.display(),
-                    real.display()
+                    real.display(),
+                    link.display()
                 )));
             }
             let name = task_name(&root, &source);
@@ -809,6 +812,12 @@ mod tests {
         );
         assert!(
             message.contains("x.jsonl), reached through a symbolic link"),
+            "{message}"
+        );
+        // Both paths go through links here; the advice names one of them, not "the inputs".
+        let named = |path: PathBuf| message.contains(&format!("the way to {} (", path.display()));
+        assert!(
+            named(inputs.join("link.jsonl")) || named(inputs.join("dirlink").join("x.jsonl")),
             "{message}"
         );
         // One link alone is a file like any other; so is a file given as a second input that
