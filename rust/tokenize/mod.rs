@@ -199,7 +199,7 @@ fn run(given: &TokenizeOptions, threads: usize) -> Result<TokenizeReport> {
         match decision {
             Ok((Decision::Fresh { .. }, record)) => reports.push(unchanged_report(&task, record)),
             Ok((Decision::Stale(reason), _)) => work.push((task, reason)),
-            Err(e) => reports.push(failed_report(&task, &e, 0.0)),
+            Err(e) => reports.push(failed_report(&task, &e, "refused before encoding", 0.0)),
         }
     }
     let names: BTreeSet<String> = reports
@@ -479,7 +479,7 @@ fn tokenize_task(
 ) -> FileReport {
     let started = Instant::now();
     if let Err(stopped) = crate::interrupt::check() {
-        return failed_report(task, &stopped, 0.0); // not started: left as it was
+        return failed_report(task, &stopped, "not started: the run was stopped", 0.0);
     }
     let tmp = ctx.options.output.join(hidden_name(TMP_PREFIX, &task.name));
     let result = write_task(ctx, task, &tmp, progress);
@@ -491,7 +491,8 @@ fn tokenize_task(
             source: task.source.display().to_string(),
             status: Status::Tokenized,
             reason: match parts {
-                Some(n) => format!("{reason}; assembled from {n} scale-out part(s)"),
+                Some(1) => format!("{reason}; assembled from 1 scale-out part"),
+                Some(n) => format!("{reason}; assembled from {n} scale-out parts"),
                 None => reason.to_string(),
             },
             rows: record.rows,
@@ -506,7 +507,8 @@ fn tokenize_task(
         },
         Err(e) => {
             let _ = fs::remove_dir_all(&tmp);
-            failed_report(task, &e, started.elapsed().as_secs_f64())
+            let why = format!("{reason}; failed while encoding");
+            failed_report(task, &e, &why, started.elapsed().as_secs_f64())
         }
     }
 }
@@ -601,12 +603,13 @@ fn unchanged_report(task: &Task, record: Option<TaskRecord>) -> FileReport {
     }
 }
 
-fn failed_report(task: &Task, error: &Error, seconds: f64) -> FileReport {
+/// A file that failed; `why` says at what point (the summary's reason column), `error` what.
+fn failed_report(task: &Task, error: &Error, why: &str, seconds: f64) -> FileReport {
     FileReport {
         task: task.name.clone(),
         source: task.source.display().to_string(),
         status: Status::Failed,
-        reason: "failed".into(),
+        reason: why.into(),
         rows: 0,
         tokens: 0,
         bad_rows: 0,

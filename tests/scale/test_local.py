@@ -68,7 +68,8 @@ def test_output_is_byte_identical_to_one_run(tmp_path: Path) -> None:
     reasons = {f.task: f.reason for f in outcome.result.files}
     counts = {u.task: u.count for u in outcome.manifest.units}
     assert reasons == {
-        task: f"new; assembled from {n} scale-out part(s)" for task, n in counts.items()
+        task: f"new; assembled from {n} scale-out part{'' if n == 1 else 's'}"
+        for task, n in counts.items()
     }
     report = status(outcome.manifest)
     assert report.complete and report.finalized and report.throughput

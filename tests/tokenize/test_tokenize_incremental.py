@@ -170,6 +170,9 @@ def test_a_foreign_folder_with_a_task_name_is_never_replaced(
     statuses = {f.task: f.status for f in info.value.result.files}
     assert statuses.pop("data__arithmetic.jsonl") == "failed"
     assert set(statuses.values()) == {"tokenized"}
+    # The reason column says at what point it failed (the error says what).
+    reasons = {f.task: f.reason for f in info.value.result.files}
+    assert reasons["data__arithmetic.jsonl"] == "refused before encoding"
 
 
 def test_a_folder_of_the_original_pipeline_is_replaced(
