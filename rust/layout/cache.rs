@@ -35,6 +35,11 @@ pub struct TaskRecord {
     #[serde(default)]
     pub source_root: Option<String>,
     pub source_mtime_ns: u128,
+    /// The source's status-change time when it was read: an edit whose size and mtime were
+    /// put back (`touch -d`) still moves it, so the content is hashed again. Absent in
+    /// records of older data_io versions (size and mtime decide there, as they did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_ctime_ns: Option<u128>,
     pub source_blake3: String,
     pub tokenizer_blake3: String,
     pub options_blake3: String,
@@ -49,11 +54,14 @@ pub struct TaskRecord {
     pub warnings: Vec<String>,
 }
 
-/// Size and modification time of a source file.
+/// Size, modification and status-change times of a source file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SourceStat {
     pub size: u64,
     pub mtime_ns: u128,
+    /// Set by the kernel on every change of the file, never by a user (`touch -d` sets only
+    /// mtime and atime): with size and mtime, the fast check that the content is unchanged.
+    pub ctime_ns: u128,
 }
 
 impl SourceStat {
@@ -67,12 +75,25 @@ impl SourceStat {
         Ok(SourceStat {
             size: meta.len(),
             mtime_ns,
+            ctime_ns: ctime_ns(&meta),
         })
     }
 
     pub fn mtime_seconds(&self) -> f64 {
         self.mtime_ns as f64 / 1e9
     }
+}
+
+#[cfg(unix)]
+fn ctime_ns(meta: &fs::Metadata) -> u128 {
+    use std::os::unix::fs::MetadataExt;
+    u128::try_from(meta.ctime()).unwrap_or(0) * 1_000_000_000
+        + u128::try_from(meta.ctime_nsec()).unwrap_or(0)
+}
+
+#[cfg(not(unix))]
+fn ctime_ns(_meta: &fs::Metadata) -> u128 {
+    0
 }
 
 pub fn file_blake3(path: &Path) -> Result<String> {
@@ -175,7 +196,10 @@ pub fn decide(
     if let Some(reason) = arrays_mismatch(record, task_dir) {
         return Ok(Decision::Stale(reason));
     }
-    if record.source_size == stat.size && record.source_mtime_ns == stat.mtime_ns {
+    let same_ctime = record
+        .source_ctime_ns
+        .is_none_or(|ctime| ctime == stat.ctime_ns);
+    if record.source_size == stat.size && record.source_mtime_ns == stat.mtime_ns && same_ctime {
         return Ok(Decision::Fresh { touch: false });
     }
     if record.source_size != stat.size {
@@ -346,6 +370,7 @@ mod tests {
             source_path: String::new(),
             source_root: None,
             source_mtime_ns: stat.mtime_ns,
+            source_ctime_ns: Some(stat.ctime_ns),
             source_blake3,
             tokenizer_blake3: "tok".into(),
             options_blake3: "opt".into(),
@@ -420,6 +445,19 @@ mod tests {
         // Same size and mtime but another content is caught when the mtime moved.
         fs::write(&source, b"CONTENT").unwrap();
         assert!(decision(&rec, touched, &fp("tok", "opt", true)).contains("source changed"));
+        // An edit whose size and mtime were put back (`touch -d`) moved the ctime: hashed, caught.
+        let restored = SourceStat {
+            ctime_ns: stat.ctime_ns + 1,
+            ..stat
+        };
+        assert!(decision(&rec, restored, &fp("tok", "opt", true)).contains("source changed"));
+        // A record of an older version has no ctime: size and mtime decide, as they did.
+        let mut older = rec.clone();
+        older.source_ctime_ns = None;
+        assert_eq!(
+            decision(&older, restored, &fp("tok", "opt", true)),
+            "Fresh { touch: false }"
+        );
         let mut skipped = rec.clone();
         skipped.bad_rows = 2;
         assert!(decision(&skipped, stat, &fp("tok", "opt", true)).contains("skipped bad rows"));
@@ -441,6 +479,7 @@ mod tests {
         let stat = SourceStat {
             size: 1,
             mtime_ns: 2,
+            ctime_ns: 3,
         };
         let rec = record(stat, "h".into());
         assert_eq!(arrays_mismatch(&rec, task), None);
@@ -555,6 +594,7 @@ mod tests {
         let stat = SourceStat {
             size: 1,
             mtime_ns: 2,
+            ctime_ns: 3,
         };
         let mut value = serde_json::to_value(record(stat, "h".into())).unwrap();
         value.as_object_mut().unwrap().remove("source_root");
@@ -588,6 +628,7 @@ mod tests {
         let stat = SourceStat {
             size: 1,
             mtime_ns: 2,
+            ctime_ns: 3,
         };
         write_json_atomic(&ours.join(METADATA), &record(stat, "h".into())).unwrap();
         assert!(matches!(inspect(&ours), Existing::Ours(_)));

@@ -402,6 +402,7 @@ fn plan_task(ctx: &Context<'_>, task: &Task, update: bool) -> Result<Plan> {
                 if update && (touch || moved) {
                     record.source_mtime = task.stat.mtime_seconds();
                     record.source_mtime_ns = task.stat.mtime_ns;
+                    record.source_ctime_ns = Some(task.stat.ctime_ns);
                     record.source_path = path;
                     record.source_root = Some(root);
                     crate::fs::write_json_atomic(&dir.join(cache::METADATA), &record)?;
@@ -561,6 +562,7 @@ fn write_task(
         source_path: task.source.display().to_string(),
         source_root: Some(task.root.display().to_string()),
         source_mtime_ns: task.stat.mtime_ns,
+        source_ctime_ns: Some(task.stat.ctime_ns),
         source_blake3,
         tokenizer_blake3: ctx.fingerprint.tokenizer_blake3.clone(),
         options_blake3: ctx.fingerprint.options_blake3.clone(),

@@ -409,6 +409,7 @@ mod tests {
             source_path: source_path.into(),
             source_root: source_root.map(String::from),
             source_mtime_ns: 0,
+            source_ctime_ns: None,
             source_blake3: String::new(),
             tokenizer_blake3: String::new(),
             options_blake3: String::new(),

@@ -79,6 +79,32 @@ def test_same_size_same_mtime_edit_is_caught_when_mtime_moves(
     assert statuses["data__translations.jsonl"] == "tokenized"
 
 
+def test_an_edit_whose_size_and_mtime_were_put_back_is_caught(
+    rows_dir: Path, small_tokenizer: Path, tmp_path: Path
+):
+    # `touch -d` restores the mtime; the kernel's ctime still moved, so the content is hashed.
+    out = tmp_path / "out"
+    run(rows_dir, out, small_tokenizer)
+    source = rows_dir / "data" / "translations.jsonl"
+    before = source.stat()
+    text = source.read_text(encoding="utf-8")
+    source.write_text(text.replace("Bonjour", "BONJOUR"), encoding="utf-8")  # same size
+    os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (source.stat().st_size, source.stat().st_mtime_ns) == (
+        before.st_size,
+        before.st_mtime_ns,
+    )
+    statuses, result = run(rows_dir, out, small_tokenizer)
+    assert statuses["data__translations.jsonl"] == "tokenized"
+    assert {f.task: f.reason for f in result.files}["data__translations.jsonl"] == (
+        "the source changed"
+    )
+    # A file only touched (its ctime moved, its content the same) is hashed once, then fast.
+    os.utime(rows_dir / "data" / "arithmetic.jsonl")
+    statuses, _ = run(rows_dir, out, small_tokenizer)
+    assert set(statuses.values()) == {"unchanged"}
+
+
 def test_an_empty_task_kept_under_skip_is_checked_again_under_fail(
     rows_dir: Path, small_tokenizer: Path, tmp_path: Path
 ):
