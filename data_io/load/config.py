@@ -177,10 +177,37 @@ class LoaderConfig:
         return self
 
 
-def _omegaconf_error(where: str, err: OmegaConfBaseException) -> ConfigError:
+def _omegaconf_error(
+    where: str, err: OmegaConfBaseException, place: str = "", kind: type | None = None
+) -> ConfigError:
+    """OmegaConf's message with the key's full path: ``place`` is where the checked table sits
+    (``data.datasets[1]``), ``kind`` its dataclass, whose field's type says what the key takes."""
     message = str(err).splitlines()[0]
-    key = getattr(err, "full_key", None)
-    return ConfigError(f"{where}: {message}" + (f" (key {key})" if key else ""))
+    key = getattr(err, "full_key", None) or ""
+    full = f"{place}.{key}" if place and key else place or key
+    takes = ""
+    if kind is not None and key:
+        annotation = getattr(kind.__dataclass_fields__.get(key.split(".")[0]), "type", None)
+        if isinstance(annotation, str):  # `from __future__ import annotations`: the text
+            takes = f"; {full} takes {annotation}"
+    return ConfigError(f"{where}: {message}" + (f" (key {full})" if full else "") + takes)
+
+
+def _check_entries(data: Mapping[str, Any], where: str) -> None:
+    """Each table of ``data.datasets`` and ``data.phases`` against its dataclass, one by one:
+    merged in the whole config, OmegaConf names a wrong key without its list and position
+    (``key weight``, not ``data.datasets[0].weight``)."""
+    for name, kind in (("datasets", DatasetSource), ("phases", TrainingPhase)):
+        entries = data.get(name)
+        if not isinstance(entries, list):
+            continue
+        for i, entry in enumerate(entries):
+            if not isinstance(entry, Mapping):
+                continue  # the whole merge names it (int is not a subclass of DatasetSource)
+            try:
+                OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(kind), dict(entry)))
+            except OmegaConfBaseException as err:
+                raise _omegaconf_error(where, err, f"data.{name}[{i}]", kind) from err
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -253,6 +280,7 @@ def config_from_dict(raw: Mapping[str, Any], where: str = "config") -> LoaderCon
         "train": {k: train[k] for k in TrainSection.__dataclass_fields__ if k in train},
     }
     _check_containers(picked, where)
+    _check_entries(data, where)
     try:
         merged = OmegaConf.merge(OmegaConf.structured(LoaderConfig), picked)
         config = OmegaConf.to_object(merged)

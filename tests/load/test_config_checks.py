@@ -83,3 +83,36 @@ def test_a_misspelt_section_of_a_kempnerforge_job_is_named(tmp_path: Path) -> No
     # The trainer's sections are still the trainer's.
     path.write_text('[model]\ndim = 8\n[metrics]\nlog_interval = 1\n[data]\ndataset_path = "s"\n')
     assert load_config(path).data.dataset_path == "s"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "[data]\ndatasets = [{path = 'a'}, {path = 'b', weight = 'heavy'}]\n",
+            r"job\.toml: .*\(key data\.datasets\[1\]\.weight\); .* takes float",
+        ),
+        (
+            "[data]\ndatasets = [{path = 'a', data_files = 3}]\n",
+            r"job\.toml: .*\(key data\.datasets\[0\]\.data_files\); .* takes list\[str\]",
+        ),
+        (
+            "[data]\ndatasets = [{path = 'a', name = 'a'}]\n"
+            "phases = [{start_step = 0}, {start_stpe = 5}]\n",
+            r"job\.toml: .*Did you mean: 'start_step'\? \(key data\.phases\[1\]\.start_stpe\)",
+        ),
+        (
+            "[data]\ndatasets = [{path = 'a', name = 'a'}]\n"
+            "phases = [{start_step = 0, dataset_weights = {a = 'x'}}]\n",
+            r"job\.toml: .*\(key data\.phases\[0\]\.dataset_weights\.a\)",
+        ),
+    ],
+)
+def test_a_wrong_type_in_a_source_or_phase_names_its_place(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    # OmegaConf names a key of a list's table without the list and position (`key weight`).
+    path = tmp_path / "job.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_config(path)
