@@ -449,6 +449,7 @@ def apply_overrides(
             if _trainers_key(key):
                 continue  # as in a job file: the trainer's, not the loader's
             _new_eval_set(base, key)
+            _check_override_path(base, item, key, f"{where} with overrides")
             try:
                 parsed = yaml.safe_load(value)
             except yaml.YAMLError:
@@ -537,6 +538,69 @@ def _unknown_override(item: str, key: str) -> ConfigError:
     else:
         known = f"[{section}] keys are {', '.join(kinds[section].__dataclass_fields__)}"
     return ConfigError(f"override {item!r}: unknown key {key}; {known}")
+
+
+# What an override's list position counts, for its message.
+_ITEMS = {"data.datasets": "source", "data.phases": "phase"}
+
+
+def _check_override_path(base: Any, item: str, key: str, where: str) -> None:
+    """Walk ``key`` (``data.datasets.0.weight``) through the config before OmegaConf sets it:
+    it names a list position that is not a number or is past the end ("dict is not a subclass
+    of DatasetSource. value: {}"), or a typo in a source, phase or eval set ("see the keys of
+    that table"), without saying which. Sections and [data]/[eval]/[train] keys are left to
+    ``_unknown_override``; a plain table's new key (``dataset_weights.web``) is allowed."""
+    parts = key.split(".")
+    if parts[0] not in base:
+        return
+    node = base[parts[0]]
+    shown = parts[0]  # the path as the messages write it: data.datasets[0].weight
+    for depth, part in enumerate(parts[1:], start=1):
+        if OmegaConf.is_list(node):
+            noun = _ITEMS.get(shown, "item")
+            count = len(node)
+            has = (
+                f"{shown} is empty"
+                if not count
+                else f"{shown} has 1 {noun} (position 0)"
+                if count == 1
+                else f"{shown} has {count} {noun}s (positions 0 to {count - 1})"
+            )
+            whole = (
+                f"give the whole list ({shown}=[{{path: a}}, {{path: b}}])"
+                if shown == "data.datasets"
+                else f"give the whole list ({shown}=[...])"
+            )
+            if not part.isdigit():
+                raise ConfigError(
+                    f"{where}: override {item!r}: {shown} is a list and {part!r} is not a "
+                    f"position in it; {has}: write {'.'.join(parts[:depth])}.0"
+                    f"{'.' + '.'.join(parts[depth + 1 :]) if depth + 1 < len(parts) else ''}"
+                )
+            if int(part) >= count:
+                raise ConfigError(
+                    f"{where}: override {item!r}: position {part} is past the end of {shown}: "
+                    f"{has}. An override sets a key of a {noun} the file has: add the {noun} "
+                    f"to the file, or {whole}"
+                )
+            node = node[int(part)]
+            shown = f"{shown}[{part}]"
+        elif OmegaConf.is_dict(node):
+            kind = OmegaConf.get_type(node)
+            if part not in node:
+                if depth < 2 or kind is dict or kind is None:
+                    return  # a section or its key (_unknown_override), or a plain table's
+                known = list(kind.__dataclass_fields__)
+                close = difflib.get_close_matches(part, known, n=1, cutoff=0.6)
+                near = f" (close to {close[0]!r}: a typo?)" if close else ""
+                raise ConfigError(
+                    f"{where}: override {item!r}: {shown} has no key {part!r}{near}; its keys "
+                    f"are {', '.join(known)}"
+                )
+            node = node[part]
+            shown = f"{shown}.{part}"
+        else:
+            return  # a value, or None: OmegaConf names what follows
 
 
 def _new_eval_set(base: Any, key: str) -> None:

@@ -116,3 +116,55 @@ def test_a_wrong_type_in_a_source_or_phase_names_its_place(
     path.write_text(text)
     with pytest.raises(ConfigError, match=message):
         load_config(path)
+
+
+def test_an_override_of_a_source_names_the_unknown_key_or_the_position_past_the_end(
+    tmp_path: Path,
+) -> None:
+    # OmegaConf said "see the keys of that table", or "dict is not a subclass of
+    # DatasetSource. value: {}", naming neither the typo nor how many sources there are.
+    path = tmp_path / "job.toml"
+    path.write_text(
+        "[data]\ndatasets = [{path = 'a', name = 'a'}, {path = 'b', name = 'b'}]\n"
+        "phases = [{start_step = 0}]\n"
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"job\.toml with overrides: override 'data\.datasets\.0\.wieght=2': "
+        r"data\.datasets\[0\] has no key 'wieght' \(close to 'weight': a typo\?\); its keys",
+    ):
+        load_config(path, ["data.datasets.0.wieght=2"])
+    with pytest.raises(
+        ConfigError,
+        match=r"override 'data\.datasets\.5\.weight=2': position 5 is past the end of "
+        r"data\.datasets: data\.datasets has 2 sources \(positions 0 to 1\)\. .*add the source",
+    ):
+        load_config(path, ["data.datasets.5.weight=2"])
+    with pytest.raises(
+        ConfigError, match=r"'x' is not a position in it.*data\.datasets\.0\.weight"
+    ):
+        load_config(path, ["data.datasets.x.weight=2"])  # was a bare TypeError
+    with pytest.raises(ConfigError, match=r"data\.phases has 1 phase \(position 0\)"):
+        load_config(path, ["data.phases.3.start_step=2"])
+    with pytest.raises(ConfigError, match=r"data\.phases\[0\] has no key 'start_stpe' \(close to"):
+        load_config(path, ["data.phases.0.start_stpe=2"])
+    with pytest.raises(ConfigError, match=r"eval\.sets\.g has no key 'dataset_pth' \(close to"):
+        load_config(path, ["eval.sets.g.dataset_pth=x"])
+    path.write_text("[data]\nnum_workers = 0\n")
+    with pytest.raises(ConfigError, match=r"position 0 is past the end of data\.datasets: .*empty"):
+        load_config(path, ["data.datasets.0.weight=2"])
+    # What an override may do is unchanged: a key of a source, a phase's new weight, a new
+    # eval set, the whole list.
+    path.write_text("[data]\ndatasets = [{path = 'a', name = 'a'}]\nphases = [{start_step = 0}]\n")
+    config = load_config(
+        path,
+        [
+            "data.datasets.0.weight=3",
+            "data.phases.0.dataset_weights.a=2",
+            "eval.sets.g.dataset_path=x",
+            "data.datasets=[{path: a, name: a}, {path: b, name: b}]",
+        ],
+    )
+    assert [s.path for s in config.data.datasets] == ["a", "b"]
+    assert config.data.phases[0].dataset_weights == {"a": 2.0}
+    assert config.eval.sets["g"].dataset_path == "x"
