@@ -644,6 +644,7 @@ def _validate(config: LoaderConfig) -> None:
     _positive("data.mix_temperature", data.mix_temperature, 1e-9)
     _positive("data.vocab_size", data.vocab_size)
     _positive("data.eos_token_id", data.eos_token_id, 0)
+    _check_eos_in_vocab(data)
     _positive("data.sample_packing_sequence_len", data.sample_packing_sequence_len)
     check_sequence_len(data.sample_packing_sequence_len, "data.sample_packing_sequence_len")
     _positive("eval.interval", ev.interval)
@@ -679,6 +680,22 @@ def _validate(config: LoaderConfig) -> None:
             )
         if bool(one.dataset_path) == bool(one.hf_dataset_name):
             raise ConfigError(f"{where} needs one of dataset_path or hf_dataset_name")
+
+
+def _check_eos_in_vocab(data: DataConfig) -> None:
+    """An EOS id is a token id, so below the vocabulary size: one at or above it is never in
+    shards whose ids pass the vocab check (packing finds no document boundary, silently), and
+    where it is, the read fails blaming the shard ("written with another tokenizer")."""
+    eos, vocab = data.eos_token_id, data.vocab_size
+    if eos is None or vocab is None or eos < vocab:
+        return
+    raise ConfigError(
+        f"data.eos_token_id={eos} is not below data.vocab_size={vocab}: token ids, the EOS "
+        f"included, go from 0 to {vocab - 1}, so this EOS would never be found as a document's "
+        "end, or be refused in the shards as out of the vocabulary; set data.eos_token_id to "
+        "the tokenizer's EOS id and data.vocab_size to its size (or leave one unset: the shards' "
+        "metadata or data.tokenizer_path gives it)"
+    )
 
 
 def _check_dtype(key: str, value: str | None) -> None:

@@ -168,3 +168,20 @@ def test_an_override_of_a_source_names_the_unknown_key_or_the_position_past_the_
     assert [s.path for s in config.data.datasets] == ["a", "b"]
     assert config.data.phases[0].dataset_weights == {"a": 2.0}
     assert config.eval.sets["g"].dataset_path == "x"
+
+
+def test_an_eos_id_not_below_the_vocab_size_is_refused_naming_both_keys(tmp_path: Path) -> None:
+    # Such an EOS is never in shards whose ids pass the vocab check (packing would find no
+    # boundary), and where it is, the read failed blaming the shard, not the config.
+    path = tmp_path / "job.toml"
+    path.write_text("[data]\neos_token_id = 50000\nvocab_size = 50000\npack_sequences = true\n")
+    with pytest.raises(
+        ConfigError,
+        match=r"job\.toml: data\.eos_token_id=50000 is not below data\.vocab_size=50000: .*"
+        r"set data\.eos_token_id to the tokenizer's EOS id",
+    ):
+        load_config(path)
+    with pytest.raises(ConfigError, match=r"with overrides: data\.eos_token_id=7 is not below"):
+        load_config(None, ["data.vocab_size=5", "data.eos_token_id=7"])
+    path.write_text("[data]\neos_token_id = 49999\nvocab_size = 50000\n")
+    assert load_config(path).data.eos_token_id == 49999
