@@ -145,9 +145,11 @@ def shard_dataset(
     window: int,
     dtype: tuple[str | None, str] | None = None,
     pattern_key: str = "data.file_pattern",
+    path_key: str = "data.dataset_path",
 ) -> Any:
     """``dtype``: (the .bin dtype, the config key that gave it); default ``data.dtype``.
-    ``pattern_key``: the config key that gave ``pattern``, for messages."""
+    ``pattern_key``/``path_key``: the config keys that gave ``pattern`` and ``path``, for
+    messages."""
     folder = Path(path).expanduser()
     declared = read_declarations(folder) if folder.is_dir() else Declarations()
     bin_dtype, dtype_key = dtype if dtype is not None else (data.dtype, "data.dtype")
@@ -164,6 +166,7 @@ def shard_dataset(
         dtype=bin_dtype,
         dtype_key=dtype_key,
         pattern_key=pattern_key,
+        path_key=path_key,
     )
 
 
@@ -210,7 +213,9 @@ def _token_source(
             if source.file_pattern
             else (data.file_pattern, "data.file_pattern")
         )
-        return shard_dataset(data, tok, source.path, pattern, window, dtype, key)
+        return shard_dataset(
+            data, tok, source.path, pattern, window, dtype, key, f"data.datasets[{index}].path"
+        )
     assert source.hf_name is not None
     split = source.hf_split or data.hf_dataset_split
     return hf_text_dataset(data, tok, window, source.hf_name, source.hf_config, split)

@@ -144,6 +144,7 @@ def _eval_dataset(config: LoaderConfig, name: str, source: EvalConfig | EvalSet)
             window,
             dtype,
             f"{prefix}.file_pattern",
+            f"{prefix}.dataset_path",
         )
     assert source.hf_dataset_name is not None  # checked by the config
     return hf_text_dataset(

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from data_io.errors import ConfigError
-from data_io.load import load_config
+from data_io.errors import ConfigError, InputError
+from data_io.load import build_dataloader, build_eval_loaders, load_config
 
 
 def test_a_value_check_names_the_file_it_read(tmp_path: Path) -> None:
@@ -185,3 +186,44 @@ def test_an_eos_id_not_below_the_vocab_size_is_refused_naming_both_keys(tmp_path
         load_config(None, ["data.vocab_size=5", "data.eos_token_id=7"])
     path.write_text("[data]\neos_token_id = 49999\nvocab_size = 50000\n")
     assert load_config(path).data.eos_token_id == 49999
+
+
+def test_a_shard_folder_message_names_the_key_the_user_wrote(tmp_path: Path) -> None:
+    # It said "pass data_dir=prep/train" (MemoryMappedDataset's parameter, which no job file
+    # has), and named a missing folder only by its path.
+    (tmp_path / "prep" / "train").mkdir(parents=True)
+    (tmp_path / "prep" / "val").mkdir()
+    (tmp_path / "a_file").write_text("x")
+    (tmp_path / "good").mkdir()
+    np.save(tmp_path / "good" / "shard_0.npy", np.arange(40, dtype=np.uint32))
+    path = tmp_path / "job.toml"
+    base = "[train]\nseq_len = 4\n[data]\nnum_workers = 0\n"
+    cases = [
+        (
+            f"dataset_path = '{tmp_path}/prep'\n",
+            r"split folders: pass data\.dataset_path=.*prep/train",
+        ),
+        (
+            f"dataset_path = '{tmp_path}/nowhere'\n",
+            r"does not exist, given as data\.dataset_path; point",
+        ),
+        (
+            f"datasets = [{{path = '{tmp_path}/good'}}, {{path = '{tmp_path}/a_file'}}]\n",
+            r"a_file: shard folder is not a directory \(a file\), given as data\.datasets\[1\]\.path",
+        ),
+        (
+            f"datasets = [{{path = '{tmp_path}/prep'}}]\n",
+            r"pass data\.datasets\[0\]\.path=.*prep/train",
+        ),
+    ]
+    for text, message in cases:
+        path.write_text(base + text)
+        with pytest.raises(InputError, match=message):
+            build_dataloader(path, rank=0, world_size=1)
+    # An eval set's folder is named by its own key.
+    path.write_text(
+        base
+        + f"[eval]\nenabled = true\nsets = {{general = {{dataset_path = '{tmp_path}/prep'}}}}\n"
+    )
+    with pytest.raises(InputError, match=r"pass eval\.sets\.general\.dataset_path=.*prep/train"):
+        build_eval_loaders(path, rank=0, world_size=1)

@@ -107,10 +107,13 @@ def honour_declared(name: str, given: int | None, declared: Declared | None) -> 
     )
 
 
-def _where_shards_are(data_dir: Path, file_pattern: str, key: str = "file_pattern") -> str:
+def _where_shards_are(
+    data_dir: Path, file_pattern: str, key: str = "file_pattern", path_key: str = "data_dir"
+) -> str:
     """What to pass instead, from what ``data_dir`` holds: shards that the pattern with the
     other suffix matches, or the split folders of a prepare output (``train/``, ``val/``).
-    ``key``: the pattern's name where it was set (``eval.file_pattern`` in a job config)."""
+    ``key``/``path_key``: the pattern's and the folder's names where they were set
+    (``eval.file_pattern``, ``data.datasets[1].path`` in a job config)."""
     for suffix, other in ((".npy", ".bin"), (".bin", ".npy")):
         if file_pattern.endswith(suffix):
             swapped = file_pattern[: -len(suffix)] + other
@@ -120,12 +123,12 @@ def _where_shards_are(data_dir: Path, file_pattern: str, key: str = "file_patter
     if splits:
         where = " or ".join(str(data_dir / name) for name in splits)
         return (
-            f"the shards are in its split folders: pass data_dir={where} (with "
+            f"the shards are in its split folders: pass {path_key}={where} (with "
             f"{key}='*.bin' for prepare's .bin shards)"
         )
     if next(data_dir.iterdir(), None) is None:
-        return "the folder is empty; point data_dir at the folder that holds the shards"
-    return f"pass {key}='*.bin' for raw shards or point data_dir at the folder that holds them"
+        return f"the folder is empty; point {path_key} at the folder that holds the shards"
+    return f"pass {key}='*.bin' for raw shards or point {path_key} at the folder that holds them"
 
 
 # MyPT's guide adds data by moving a second run's shards in: their names repeat the first
@@ -220,11 +223,18 @@ def _another_stage(
     return None
 
 
-def _list_shards(data_dir: Path, file_pattern: str, key: str = "file_pattern") -> list[Path]:
-    """The shard files of ``data_dir`` matching ``file_pattern``, sorted by name."""
+def _list_shards(
+    data_dir: Path, file_pattern: str, key: str = "file_pattern", path_key: str = "data_dir"
+) -> list[Path]:
+    """The shard files of ``data_dir`` matching ``file_pattern``, sorted by name. ``key`` and
+    ``path_key``: the names the pattern and the folder were given by (config keys), for
+    messages."""
     if not data_dir.is_dir():
-        what = "is not a directory" if data_dir.exists() else "does not exist"
-        raise InputError(f"{data_dir}: shard folder {what}; pass the folder holding the shards")
+        what = "is not a directory (a file)" if data_dir.exists() else "does not exist"
+        raise InputError(
+            f"{data_dir}: shard folder {what}, given as {path_key}; point {path_key} at the "
+            "folder holding the shards"
+        )
     # Sorted by path text (Path comparisons cost more than the rest of opening 10,000 shards);
     # a folder matching the pattern is caught when it is opened as a shard.
     files = sorted(data_dir.glob(file_pattern), key=str)
@@ -233,13 +243,14 @@ def _list_shards(data_dir: Path, file_pattern: str, key: str = "file_pattern") -
         raise InputError(f"{data_dir}: {other}")
     if not files:
         raise InputError(
-            f"{data_dir}: no files match {file_pattern!r}; {_where_shards_are(data_dir, file_pattern, key)}"
+            f"{data_dir}: no files match {file_pattern!r}; "
+            f"{_where_shards_are(data_dir, file_pattern, key, path_key)}"
         )
     odd = [p.name for p in files if p.suffix not in _SUFFIXES]
     if odd:
         raise InputError(
             f"{data_dir}: {file_pattern!r} matches files that are not .npy or .bin shards "
-            f"({', '.join(odd[:5])}); narrow file_pattern"
+            f"({', '.join(odd[:5])}); narrow {key}"
         )
     return files
 
@@ -375,6 +386,7 @@ class MemoryMappedDataset(MapDatasetState, Dataset):
         dtype: str | None = None,
         dtype_key: str = "dtype",
         pattern_key: str = "file_pattern",
+        path_key: str = "data_dir",
     ) -> None:
         self.seq_len = _require_int(
             "seq_len", seq_len, 2, "a window of context + 1 tokens, the +1 for the label shift"
@@ -403,7 +415,7 @@ class MemoryMappedDataset(MapDatasetState, Dataset):
         )
         # ``dtype``: raw .bin shards' dtype when the metadata does not declare it (named in
         # errors as ``dtype_key``, the config key it came from; ``file_pattern`` likewise).
-        shards = _list_shards(self.data_dir, file_pattern, pattern_key)
+        shards = _list_shards(self.data_dir, file_pattern, pattern_key, path_key)
         self._shards = _inspect(self.data_dir, shards, dtype, dtype_key)
         _check_listed(self.data_dir, self._shards, self.declared)
         if self.pack_sequences and self.eos_token_id is not None:
