@@ -21,6 +21,7 @@ import time
 import uuid
 from pathlib import Path
 
+from data_io.errors import OutputError
 from data_io.util.fs import write_json_atomic
 from data_io.util.stale import OWNER_PATTERN, host_tag, last_written, owner_gone, owner_token
 
@@ -58,6 +59,10 @@ def replace_group(ready: list[tuple[Path, Path]], folder: Path) -> None:
     A run killed there cannot do that, so the note written first (which files had a previous
     one) lets the next run writing to ``folder`` do it (:func:`undo_interrupted_groups`)."""
     owner = owner_token()
+    names = {str(final.relative_to(folder)) for _, final in ready}
+    # Another group over any of these names, left by a run that may still be committing (or
+    # whose undo is due only later): committing over it would let that undo revert ours.
+    settle_groups_over(folder, names)
     # Unique to this group: two cleaners of one process may share a folder (Platypus).
     note = folder / f"{_GROUP_NOTE}{owner}-{uuid.uuid4().hex[:12]}"
     replaced = {str(final.relative_to(folder)): final.exists() for _, final in ready}
@@ -97,6 +102,44 @@ def _undo_group(folder: Path, replaced: dict[str, bool], owner: str, note: Path)
         pass  # the error that stopped the group is the one to show
 
 
+def settle_groups_over(folder: Path, names: set[str]) -> None:
+    """Before a group replaces ``names``: another group's note listing any of them is undone
+    when its run has ended; a note of a run that may still be committing (its process alive,
+    or another machine's note younger than any group's renames) stops this group, since that
+    note's later undo would put its previous files back over ours."""
+    for note in folder.glob(f"{_GROUP_NOTE}*"):
+        owner = _NOTE_OWNER.match(note.name.removeprefix(_GROUP_NOTE))
+        if owner is None or str(note) in _COMMITTING:
+            continue
+        listed = _listed(note)
+        if listed is None or not names & set(listed):
+            continue
+        if _group_ended(owner, note):
+            _undo_group(folder, listed, owner[0].removesuffix("-"), note)
+            if not note.exists():
+                continue
+        shown = ", ".join(sorted(names & set(listed))[:3])
+        raise OutputError(
+            f"{note} says another clean run is replacing {shown} in {folder} (it is still "
+            "running, or it was stopped on another machine less than "
+            f"{_OTHER_HOST_COMMIT_SECONDS / 60:.0f} minutes ago); nothing was written. Run "
+            "this cleaner again once that run is done (a stopped run's group is put back "
+            "first then)"
+        )
+
+
+def _listed(note: Path) -> dict[str, bool] | None:
+    """The files a group note lists (name -> whether it had a previous file); None when the
+    note cannot be read."""
+    try:
+        replaced = json.loads(note.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(replaced, dict):
+        return None
+    return {str(k): bool(v) for k, v in replaced.items()}
+
+
 def undo_interrupted_groups(folder: Path) -> list[Path]:
     """Undo the group renames that a killed run left half done in ``folder`` (its process is
     gone), so that its new files and the previous ones are not taken together as one output;
@@ -108,13 +151,9 @@ def undo_interrupted_groups(folder: Path) -> list[Path]:
             continue  # not a note of ours, or a group this process is replacing now
         if not _group_ended(owner, note):
             continue  # another run still committing
-        try:
-            replaced = json.loads(note.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            replaced = None
-        if isinstance(replaced, dict):
-            flags = {str(k): bool(v) for k, v in replaced.items()}
-            _undo_group(folder, flags, owner[0].removesuffix("-"), note)
+        listed = _listed(note)
+        if listed is not None:
+            _undo_group(folder, listed, owner[0].removesuffix("-"), note)
         if note.exists():
             left.append(note)
     return left

@@ -42,6 +42,7 @@ import pyarrow.parquet as pq
 from data_io.cleaning.group_commit import (
     remove_stale_temporaries,
     replace_group,
+    settle_groups_over,
     undo_interrupted_groups,
     unlink_quietly,
 )
@@ -437,6 +438,8 @@ class OutputWriter:
                 replace_group(ready, self.path)
             else:  # one file: one rename, atomic by itself
                 for tmp, final in ready:
+                    if self.spec.keyed:  # another group's note may list its name
+                        settle_groups_over(self.path, {str(final.relative_to(self.path))})
                     os.replace(tmp, final)
         except OSError as exc:
             self.abort()

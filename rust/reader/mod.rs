@@ -433,7 +433,8 @@ fn clean_commit_unfinished(note: &Path) -> Error {
         "{} holds {}: a `data_io clean` run was replacing the files of that folder and has not \
          finished (it was stopped, or it is still running), so new and previous files stand \
          side by side; nothing was read. Run that cleaner again (it first puts the previous \
-         files back), or let the running one finish, then run this again",
+         files back; a note another machine wrote, once it is ten minutes old), or let the \
+         running one finish, then run this again",
         folder.display(),
         note.file_name().unwrap_or_default().to_string_lossy()
     ))

@@ -308,6 +308,13 @@ def test_another_machines_group_note_is_undone_only_once_it_is_older_than_any_co
     # Just written: that machine's run may be among its renames now; left to it.
     _write_group(tmp_path, {"b": "new"})
     assert note.exists() and _group_state(tmp_path) == {"a.jsonl": "new", "b.jsonl": "new"}
+    # A group (or one file) over a name the note lists is refused, not committed: the note's
+    # later undo would put its previous file back over ours.
+    for group in ({"a": "mine", "c": "mine"}, {"a": "mine"}):
+        with pytest.raises(OutputError, match=r"says another clean run is replacing a\.jsonl"):
+            _write_group(tmp_path, group)
+        assert _group_state(tmp_path) == {"a.jsonl": "new", "b.jsonl": "new"}
+        assert _temporaries(tmp_path) == [tmp_path / f"a.jsonl.tmp-{_owner_of(note)}.old"]
     # An hour old: its run was killed there; undone as this machine's would be.
     an_hour_ago = time.time() - 3600
     os.utime(note, (an_hour_ago, an_hour_ago))
