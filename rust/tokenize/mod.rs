@@ -390,7 +390,6 @@ fn plan_task(ctx: &Context<'_>, task: &Task, update: bool) -> Result<Plan> {
             let mut record = *record;
             let decision = cache::decide(&record, &dir, &task.source, task.stat, &ctx.fingerprint)?;
             if !matches!(decision, Decision::Fresh { .. }) {
-                // Same content under another root (a copy) loses nothing: it is repointed.
                 check_folder_holds_no_other_source(&dir, &record, task)?;
             }
             if let Decision::Fresh { touch } = decision {
@@ -420,7 +419,11 @@ fn plan_task(ctx: &Context<'_>, task: &Task, update: bool) -> Result<Plan> {
 /// its folder is this task's.
 fn check_folder_holds_no_other_source(dir: &Path, record: &TaskRecord, task: &Task) -> Result<()> {
     let held = Path::new(&record.source_path);
-    if held == task.source || !held.is_absolute() || !held.exists() || same_file(held, &task.source)
+    if held == task.source
+        || !held.is_absolute()
+        || !held.exists()
+        || same_file(held, &task.source)
+        || same_content(held, &task.source)
     {
         return Ok(());
     }
@@ -437,6 +440,18 @@ fn check_folder_holds_no_other_source(dir: &Path, record: &TaskRecord, task: &Ta
         held.display(),
         dir.display()
     )))
+}
+
+/// Whether `a` and `b` hold the same bytes (a copy under another root: redoing its task for
+/// another reason, a new tokenizer say, loses no file's rows). Sizes first; hashed only when
+/// they match, and only on this path (a task folder of another existing source).
+fn same_content(a: &Path, b: &Path) -> bool {
+    let size = |p: &Path| fs::metadata(p).map(|m| m.len()).ok();
+    size(a).is_some_and(|n| Some(n) == size(b))
+        && matches!(
+            (cache::file_blake3(a), cache::file_blake3(b)),
+            (Ok(x), Ok(y)) if x == y
+        )
 }
 
 /// Whether `a` and `b` are one file (hard links: the sources' paths have their symbolic

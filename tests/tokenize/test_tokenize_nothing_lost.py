@@ -222,6 +222,13 @@ def test_a_task_folder_of_another_existing_source_is_not_replaced(
     result = run([r3], out, small_tokenizer)
     assert statuses(result) == {"x.jsonl": "unchanged"}
     assert task_metadata(out / "x.jsonl")["source_path"] == str(r3 / "x.jsonl")
+    # ... and when the task is redone for another reason (here a new --boq), it is redone, not
+    # refused: no file's rows leave the output.
+    r4 = tmp_path / "r4"
+    shutil.copytree(r3, r4)
+    result = run([r4], out, small_tokenizer, boq="<|im_end|>")
+    assert statuses(result) == {"x.jsonl": "tokenized"}
+    assert task_metadata(out / "x.jsonl")["source_path"] == str(r4 / "x.jsonl")
 
 
 # 4. The repair command repairs, also for outputs of older versions.
