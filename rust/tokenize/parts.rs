@@ -57,6 +57,11 @@ pub struct PartRecord {
     pub source: String,
     pub source_size: u64,
     pub source_mtime_ns: u128,
+    /// The source's ctime when the unit read it (as the task record keeps it): an edit whose
+    /// size and mtime were put back is not taken for the content parts were made from.
+    /// Absent in parts of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_ctime_ns: Option<u128>,
     pub span: Span,
     pub index: usize,
     pub count: usize,
@@ -192,6 +197,7 @@ fn write_part(
         source: unit.source.display().to_string(),
         source_size: stat.size,
         source_mtime_ns: stat.mtime_ns,
+        source_ctime_ns: Some(stat.ctime_ns),
         span: unit.span,
         index: unit.index,
         count: unit.count,
@@ -302,6 +308,9 @@ fn current(ctx: &Context<'_>, part: &PartRecord, source: &Path, stat: SourceStat
     part.source == source.display().to_string()
         && part.source_size == stat.size
         && part.source_mtime_ns == stat.mtime_ns
+        && part
+            .source_ctime_ns
+            .is_none_or(|ctime| ctime == stat.ctime_ns)
         && part.tokenizer_blake3 == ctx.fingerprint.tokenizer_blake3
         && part.options_blake3 == ctx.fingerprint.options_blake3
         && part.fail_on_bad_rows == ctx.fingerprint.fail_on_bad_rows

@@ -232,6 +232,23 @@ def test_a_file_changed_after_the_plan_is_encoded_again(tmp_path: Path) -> None:
         run_unit(manifest, stale.id, threads=1)
 
 
+def test_an_edit_with_size_and_mtime_put_back_after_the_units_is_encoded_again(
+    tmp_path: Path,
+) -> None:
+    """The parts keep the source's ctime, as the task record does: an edit of the same size
+    whose mtime was put back (`touch -d`) after the units ran is not assembled from them."""
+    inputs, manifest = _every_unit_run(tmp_path)
+    for name in ("big.jsonl", *(p.name for p in inputs.glob("*.jsonl") if p.name != "big.jsonl")):
+        source = inputs / name
+        before = source.stat()
+        data = source.read_bytes()
+        assert b'"0: ' in data
+        source.write_bytes(data.replace(b'"0: ', b'"X: ', 1))  # the same size
+        os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))
+    finalize(Manifest.load(manifest.path), progress=False)
+    assert tree_bytes(tmp_path / "out") == _local(inputs, tmp_path / "local")
+
+
 def test_a_second_command_on_a_plan_in_use_is_refused_and_leaves_it_alone(
     tmp_path: Path,
 ) -> None:
