@@ -51,14 +51,19 @@ def _ctrl_c_after(seconds: float) -> threading.Timer:
     return timer
 
 
-def test_ctrl_c_stops_tokenize_within_a_batch_and_the_next_run_finishes(
-    small_tokenizer: Path, tmp_path: Path
-) -> None:
-    rows = tmp_path / "rows"
+def _many_small_files(rows: Path) -> Path:
+    """FILES row files of one row each: a run long enough to be stopped midway."""
     rows.mkdir()
     for k in range(FILES):
         row = {"condition": "direct", "instruction": f"question {k}", "response": f"answer {k}"}
         (rows / f"f{k:05d}.jsonl").write_text(json.dumps(row) + "\n")
+    return rows
+
+
+def test_ctrl_c_stops_tokenize_within_a_batch_and_the_next_run_finishes(
+    small_tokenizer: Path, tmp_path: Path
+) -> None:
+    rows = _many_small_files(tmp_path / "rows")
     out = tmp_path / "out"
     timer, started = _ctrl_c_after(0.3), time.monotonic()
     try:
@@ -114,11 +119,7 @@ def test_ctrl_c_on_the_command_line_says_what_the_stop_kept(
     # It printed only "data_io tokenize: interrupted": nothing on the tasks finished and kept.
     from data_io.cli import main
 
-    rows = tmp_path / "rows"
-    rows.mkdir()
-    for k in range(FILES):
-        row = {"condition": "direct", "instruction": f"question {k}", "response": f"answer {k}"}
-        (rows / f"f{k:05d}.jsonl").write_text(json.dumps(row) + "\n")
+    rows = _many_small_files(tmp_path / "rows")
     out = tmp_path / "out"
     argv = ["tokenize", str(rows), "-o", str(out), "--tokenizer-path", str(small_tokenizer)]
     timer, started = _ctrl_c_after(0.3), time.monotonic()
