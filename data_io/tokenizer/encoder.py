@@ -363,6 +363,21 @@ def _refuse_code_points_past_unicode(texts: np.ndarray) -> None:
     )
 
 
+def _joined(texts: Any) -> Any:
+    """A pyarrow ChunkedArray as one array: its only chunk, or its chunks joined (one copy).
+    ``string``/``binary`` chunks are widened to 64-bit offsets first: theirs end at 2 GiB, and
+    the chunks of a bigger column (an HF dataset's text column is one) joined as they are fail
+    in pyarrow with an offset overflow."""
+    import pyarrow as pa  # noqa: PLC0415  only Arrow input needs it
+
+    if texts.num_chunks == 1:
+        return texts.chunk(0)
+    wider = {pa.string(): pa.large_string(), pa.binary(): pa.large_binary()}
+    if texts.type in wider:
+        texts = texts.cast(wider[texts.type])
+    return texts.combine_chunks()
+
+
 def _arrow_layout(texts: Any) -> tuple[np.ndarray, np.ndarray]:
     """A pyarrow string array's UTF-8 bytes and its ``len + 1`` offsets (int64) into them, read
     from its buffers in place; a string view array, a dictionary-encoded one or a chunked
@@ -373,7 +388,7 @@ def _arrow_layout(texts: Any) -> tuple[np.ndarray, np.ndarray]:
         # A dictionary-encoded column (Parquet's, a pandas category): its texts (one copy).
         texts = texts.cast(texts.type.value_type)
     if isinstance(texts, pa.ChunkedArray):
-        texts = texts.combine_chunks() if texts.num_chunks != 1 else texts.chunk(0)
+        texts = _joined(texts)
     # binary_view exists from pyarrow 16 on (the project allows 15).
     view = getattr(pa, "binary_view", None)
     binary = (pa.binary(), pa.large_binary(), *([view()] if view is not None else []))

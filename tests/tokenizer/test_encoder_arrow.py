@@ -86,3 +86,19 @@ def test_dictionary_encoded_arrays_encode_as_their_texts(encoder: TextEncoder):
         encoder.encode_batch(pa.array(["a", None]).dictionary_encode())
     with pytest.raises(TypeError, match="pyarrow string array, not Int64Array"):
         encoder.encode_batch(pa.array([1, 2]).dictionary_encode())
+
+
+def test_chunks_of_a_string_column_are_joined_with_wide_offsets(encoder: TextEncoder):
+    """`string` chunks hold 32-bit offsets: joined as they are past 2 GiB, pyarrow fails with an
+    offset overflow (an HF dataset's text column is such a ChunkedArray), so they are widened
+    before the join (2 GiB of text is too much for a test: the rule is checked here)."""
+    from data_io.tokenizer.encoder import _joined
+
+    texts = ["a b", "c", "", "é d"]
+    for kind, wide in ((pa.string(), pa.large_string()), (pa.binary(), pa.large_binary())):
+        items = texts if kind == pa.string() else [t.encode() for t in texts]
+        chunked = pa.chunked_array([pa.array(items[:2], kind), pa.array(items[2:], kind)])
+        assert _joined(chunked).type == wide
+        assert np.array_equal(encoder.encode_batch(chunked).ids, encoder.encode_batch(texts).ids)
+    one = pa.chunked_array([pa.array(texts, pa.string())])
+    assert _joined(one).type == pa.string()  # a single chunk is read as it is
