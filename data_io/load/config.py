@@ -536,7 +536,11 @@ def _unknown_override(item: str, key: str) -> ConfigError:
     elif "." in rest:
         known = "see the keys of that table"
     else:
-        known = f"[{section}] keys are {', '.join(kinds[section].__dataclass_fields__)}"
+        fields = list(kinds[section].__dataclass_fields__)
+        known = f"[{section}] keys are {', '.join(fields)}"
+        close = difflib.get_close_matches(rest, fields, n=1, cutoff=0.6)
+        if close:
+            key = f"{key} (close to {close[0]!r}: a typo?)"
     return ConfigError(f"override {item!r}: unknown key {key}; {known}")
 
 

@@ -546,7 +546,10 @@ def test_dotted_overrides_on_the_command_line(tmp_path: Path) -> None:
     assert report["trainer_overrides"] == ["train.max_steps", "optimizer.lr"]
     done = check("--data.num_wrokers=2")
     assert done.returncode == 1
-    assert "unknown key data.num_wrokers; [data] keys are" in done.stderr
+    assert (
+        "unknown key data.num_wrokers (close to 'num_workers': a typo?); [data] keys are"
+        in done.stderr
+    )
     assert "num_workers" in done.stderr
     done = check("--data.num_workers")
     assert done.returncode == 1 and "is not KEY=VALUE" in done.stderr

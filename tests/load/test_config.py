@@ -466,7 +466,10 @@ def test_kempnerforge_overrides_and_build_dataloader_overrides(root: Path) -> No
     # A typo is still refused: a section no job file has, a near miss of the loader's keys.
     with pytest.raises(ConfigError, match=r"unknown key dat\.num_workers; sections are data"):
         load_config(path, ["--dat.num_workers=7"])
-    with pytest.raises(ConfigError, match=r"unknown key train\.batchsize; \[train\] keys are"):
+    with pytest.raises(
+        ConfigError,
+        match=r"unknown key train\.batchsize \(close to 'batch_size': a typo\?\); \[train\] keys",
+    ):
         load_config(path, ["train.batchsize=3"])
     with pytest.raises(ConfigError, match=r"\[train\] key 'batchsize' .* close to 'batch_size'"):
         build_dataloader({"train": {"batchsize": 3}, "data": {"dataset_path": f"{root}/web"}})
