@@ -60,14 +60,23 @@ def replace_group(ready: list[tuple[Path, Path]], folder: Path) -> None:
     one) lets the next run writing to ``folder`` do it (:func:`undo_interrupted_groups`)."""
     owner = owner_token()
     names = {str(final.relative_to(folder)) for _, final in ready}
-    # Another group over any of these names, left by a run that may still be committing (or
-    # whose undo is due only later): committing over it would let that undo revert ours.
-    settle_groups_over(folder, names)
     # Unique to this group: two cleaners of one process may share a folder (Platypus).
     note = folder / f"{_GROUP_NOTE}{owner}-{uuid.uuid4().hex[:12]}"
-    replaced = {str(final.relative_to(folder)): final.exists() for _, final in ready}
     _COMMITTING.add(str(note))
     try:
+        # Our note first, then the others': of two runs over one name, at least one sees the
+        # other's note and stops (a check before writing would let both pass).
+        # Names without a flag (null): none of them touched yet, nothing to undo.
+        write_json_atomic(note, dict.fromkeys(names))
+        try:
+            # Another group over any of these names, left by a run that may still be
+            # committing (or whose undo is due only later): committing over it would let
+            # that undo revert ours.
+            settle_groups_over(folder, names)
+        except BaseException:
+            unlink_quietly(note)
+            raise
+        replaced = {str(final.relative_to(folder)): final.exists() for _, final in ready}
         write_json_atomic(note, replaced)
         try:
             for tmp, final in ready:
@@ -85,12 +94,14 @@ def replace_group(ready: list[tuple[Path, Path]], folder: Path) -> None:
             unlink_quietly(_set_aside(folder / name, owner))
 
 
-def _undo_group(folder: Path, replaced: dict[str, bool], owner: str, note: Path) -> None:
+def _undo_group(folder: Path, replaced: dict[str, bool | None], owner: str, note: Path) -> None:
     """Put back what the group of ``owner`` replaced: each previous file set aside returns to its
     name, and a file the group added where there was none is removed. Best effort: the note
     stays when something could not be undone, for the next run to try again."""
     try:
         for name, existed in replaced.items():
+            if existed is None:
+                continue  # listed before the renames began: untouched
             final = folder / name
             aside = _set_aside(final, owner)
             if not existed:
@@ -105,39 +116,72 @@ def _undo_group(folder: Path, replaced: dict[str, bool], owner: str, note: Path)
 def settle_groups_over(folder: Path, names: set[str]) -> None:
     """Before a group replaces ``names``: another group's note listing any of them is undone
     when its run has ended; a note of a run that may still be committing (its process alive,
-    or another machine's note younger than any group's renames) stops this group, since that
-    note's later undo would put its previous files back over ours."""
-    for note in folder.glob(f"{_GROUP_NOTE}*"):
+    or another machine's note younger than any group's renames) is waited for a few seconds
+    (a live group's renames take well under one), then stops this group, since that note's
+    later undo would put its previous files back over ours. A note that cannot be read, of a
+    run not ended, counts as listing them."""
+    deadline = time.monotonic() + _WAIT_FOR_A_LIVE_GROUP
+    while True:
+        busy = _settle_once(folder, names)
+        if busy is None:
+            return
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
+    note, ended = busy
+    if ended:  # its run is gone, but its previous files could not be put back
+        raise OutputError(
+            f"{note} was left by a clean run stopped while it replaced the files of {folder}, "
+            "and its previous files could not be put back now either; nothing was written. "
+            "Put back each '<name>.tmp-<pid>@<host>.old' file there as '<name>' (or delete "
+            "the folder's outputs), remove the note, and run again"
+        )
+    raise OutputError(
+        f"{note} says another clean run is replacing {', '.join(sorted(names)[:3])} or files "
+        f"beside them in {folder} (it is still running, or it was stopped on another machine "
+        f"less than {_OTHER_HOST_COMMIT_SECONDS / 60:.0f} minutes ago); nothing was written. "
+        "Run this cleaner again once that run is done (a stopped run's group is put back "
+        "first then)"
+    )
+
+
+# How long a group waits for another live group's renames over its names to finish.
+_WAIT_FOR_A_LIVE_GROUP = 5.0
+
+
+def _settle_once(folder: Path, names: set[str]) -> tuple[Path, bool] | None:
+    """One pass of :func:`settle_groups_over`: None when no other note stands in the way, else
+    the first that does and whether its run has ended (an undo that failed)."""
+    for note in sorted(folder.glob(f"{_GROUP_NOTE}*")):
         owner = _NOTE_OWNER.match(note.name.removeprefix(_GROUP_NOTE))
         if owner is None or str(note) in _COMMITTING:
             continue
+        ended = _group_ended(owner, note)
         listed = _listed(note)
-        if listed is None or not names & set(listed):
+        if listed is None:
+            if ended or not note.exists():
+                continue  # unreadable and over: `undo_interrupted_groups` names it
+            return note, False
+        if not names & set(listed):
             continue
-        if _group_ended(owner, note):
+        if ended:
             _undo_group(folder, listed, owner[0].removesuffix("-"), note)
             if not note.exists():
                 continue
-        shown = ", ".join(sorted(names & set(listed))[:3])
-        raise OutputError(
-            f"{note} says another clean run is replacing {shown} in {folder} (it is still "
-            "running, or it was stopped on another machine less than "
-            f"{_OTHER_HOST_COMMIT_SECONDS / 60:.0f} minutes ago); nothing was written. Run "
-            "this cleaner again once that run is done (a stopped run's group is put back "
-            "first then)"
-        )
+        return note, ended
+    return None
 
 
-def _listed(note: Path) -> dict[str, bool] | None:
-    """The files a group note lists (name -> whether it had a previous file); None when the
-    note cannot be read."""
+def _listed(note: Path) -> dict[str, bool | None] | None:
+    """The files a group note lists (name -> whether it had a previous file, None while the
+    group had not begun its renames); None when the note cannot be read."""
     try:
         replaced = json.loads(note.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(replaced, dict):
         return None
-    return {str(k): bool(v) for k, v in replaced.items()}
+    return {str(k): None if v is None else bool(v) for k, v in replaced.items()}
 
 
 def undo_interrupted_groups(folder: Path) -> list[Path]:

@@ -438,9 +438,13 @@ class OutputWriter:
                 replace_group(ready, self.path)
             else:  # one file: one rename, atomic by itself
                 for tmp, final in ready:
-                    if self.spec.keyed:  # another group's note may list its name
-                        settle_groups_over(self.path, {str(final.relative_to(self.path))})
+                    # Another group's note may list its name (a keyed folder, or a file
+                    # beside one: data/Platypus).
+                    settle_groups_over(final.parent, {final.name})
                     os.replace(tmp, final)
+        except OutputError:  # says what and how to fix already (an OSError, no errno)
+            self.abort()
+            raise
         except OSError as exc:
             self.abort()
             raise output_error(self.path, exc) from exc

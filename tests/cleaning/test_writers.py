@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from data_io.cleaning import group_commit
 from data_io.cleaning.writers import (
     OutputWriter,
     jsonl_file,
@@ -302,8 +303,9 @@ def _a_killed_group_of(folder: Path, owner: str) -> Path:
 
 
 def test_another_machines_group_note_is_undone_only_once_it_is_older_than_any_commit(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(group_commit, "_WAIT_FOR_A_LIVE_GROUP", 0.2)  # it cannot end here
     note = _a_killed_group_of(tmp_path, f"{_a_dead_pid()}@{_another_host()}")
     # Just written: that machine's run may be among its renames now; left to it.
     _write_group(tmp_path, {"b": "new"})
@@ -311,8 +313,11 @@ def test_another_machines_group_note_is_undone_only_once_it_is_older_than_any_co
     # A group (or one file) over a name the note lists is refused, not committed: the note's
     # later undo would put its previous file back over ours.
     for group in ({"a": "mine", "c": "mine"}, {"a": "mine"}):
-        with pytest.raises(OutputError, match=r"says another clean run is replacing a\.jsonl"):
+        with pytest.raises(
+            OutputError, match=r"says another clean run is replacing a\.jsonl"
+        ) as no:
             _write_group(tmp_path, group)
+        assert str(no.value).startswith(f"{note} says") and "pass --out" not in str(no.value)
         assert _group_state(tmp_path) == {"a.jsonl": "new", "b.jsonl": "new"}
         assert _temporaries(tmp_path) == [tmp_path / f"a.jsonl.tmp-{_owner_of(note)}.old"]
     # An hour old: its run was killed there; undone as this machine's would be.
@@ -321,6 +326,32 @@ def test_another_machines_group_note_is_undone_only_once_it_is_older_than_any_co
     _write_group(tmp_path, {"b": "newer"})
     assert not note.exists()
     assert _group_state(tmp_path) == {"a.jsonl": "old", "b.jsonl": "newer"}
+
+
+def test_a_note_that_cannot_be_read_of_a_run_not_ended_stops_a_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Which files it lists is unknown: ours may be among them.
+    monkeypatch.setattr(group_commit, "_WAIT_FOR_A_LIVE_GROUP", 0.2)
+    _write_group(tmp_path, {"a": "old"})
+    note = tmp_path / f".data_io-clean-commit-{_a_dead_pid()}@{_another_host()}-0123456789ab"
+    note.write_text('{"a.jsonl": tru')
+    with pytest.raises(OutputError, match=r"says another clean run is replacing a\.jsonl"):
+        _write_group(tmp_path, {"a": "mine"})
+    assert _group_state(tmp_path) == {"a.jsonl": "old"} and _temporaries(tmp_path) == []
+
+
+def test_a_note_of_this_process_whose_undo_fails_again_is_named_as_such(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its run has ended (this process is not committing it): not "still running".
+    _write_group(tmp_path, {"b": "old"})
+    (tmp_path / "a.jsonl").mkdir()  # the group added a.jsonl: its undo cannot unlink a folder
+    note = tmp_path / f".data_io-clean-commit-{owner_token()}-0123456789ab"
+    note.write_text(json.dumps({"a.jsonl": False}))
+    with pytest.raises(OutputError, match=r"could not be put back now either") as no:
+        OutputWriter(jsonl_files(str(tmp_path)))._prepare()
+    assert str(no.value).startswith(str(note))
 
 
 def test_a_note_without_a_host_tag_is_judged_as_this_machines(tmp_path: Path) -> None:
