@@ -423,7 +423,7 @@ fn check_folder_holds_no_other_source(dir: &Path, record: &TaskRecord, task: &Ta
         || !held.is_absolute()
         || !held.exists()
         || same_file(held, &task.source)
-        || same_content(held, &task.source)
+        || same_content(held, record, &task.source)
     {
         return Ok(());
     }
@@ -442,16 +442,26 @@ fn check_folder_holds_no_other_source(dir: &Path, record: &TaskRecord, task: &Ta
     )))
 }
 
-/// Whether `a` and `b` hold the same bytes (a copy under another root: redoing its task for
-/// another reason, a new tokenizer say, loses no file's rows). Sizes first; hashed only when
-/// they match, and only on this path (a task folder of another existing source).
-fn same_content(a: &Path, b: &Path) -> bool {
-    let size = |p: &Path| fs::metadata(p).map(|m| m.len()).ok();
-    size(a).is_some_and(|n| Some(n) == size(b))
-        && matches!(
-            (cache::file_blake3(a), cache::file_blake3(b)),
-            (Ok(x), Ok(y)) if x == y
-        )
+/// Whether `held` (the file `record` was made from) and `source` hold the same bytes (a copy
+/// under another root: redoing its task for another reason, a new tokenizer say, loses no
+/// file's rows). Sizes first; `held`'s hash is the record's while its size, mtime and ctime are
+/// the record's, so one file is read, and only on this path.
+fn same_content(held: &Path, record: &TaskRecord, source: &Path) -> bool {
+    let (Ok(held_stat), Ok(source_stat)) = (SourceStat::of(held), SourceStat::of(source)) else {
+        return false;
+    };
+    if held_stat.size != source_stat.size {
+        return false;
+    }
+    let unchanged = record.source_size == held_stat.size
+        && record.source_mtime_ns == held_stat.mtime_ns
+        && record.source_ctime_ns == Some(held_stat.ctime_ns);
+    let held_hash = if unchanged {
+        Ok(record.source_blake3.clone())
+    } else {
+        cache::file_blake3(held)
+    };
+    matches!((held_hash, cache::file_blake3(source)), (Ok(x), Ok(y)) if x == y)
 }
 
 /// Whether `a` and `b` are one file (hard links: the sources' paths have their symbolic
