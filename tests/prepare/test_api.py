@@ -207,15 +207,21 @@ def test_truncated_gzip_input_fails_cleanly(small_tokenizer: Path, tmp_path: Pat
     assert not list((tmp_path / "out").rglob("shard_*")) if (tmp_path / "out").exists() else True
 
 
-def damaged_in_the_middle(path: Path, suffix: str) -> range:
-    """Write to ``path`` a file of parts (60 kB of text each) with 8 bytes flipped in the middle
-    of its middle part; the file offsets of that part."""
+def a_file_of_parts(path: Path, suffix: str) -> tuple[bytearray, range]:
+    """Write to ``path`` a file of parts (60 kB of text each); its bytes, and the file offsets
+    of its middle part."""
     data = bytearray(parted("\n\n".join(documents(6000, seed=3)).encode(), suffix, 60_000))
     path.write_bytes(bytes(data))
     starts = [*_core.compressed_parts(str(path), suffix[1:]), len(data)]
     assert len(starts) > 5
     k = len(starts) // 2
-    part = range(starts[k], starts[k + 1])
+    return data, range(starts[k], starts[k + 1])
+
+
+def damaged_in_the_middle(path: Path, suffix: str) -> range:
+    """Write to ``path`` a file of parts with 8 bytes flipped in the middle of its middle part;
+    the file offsets of that part."""
+    data, part = a_file_of_parts(path, suffix)
     middle = (part.start + part.stop) // 2
     data[middle : middle + 8] = bytes(b ^ 0x5A for b in data[middle : middle + 8])
     path.write_bytes(bytes(data))
@@ -254,12 +260,7 @@ def test_a_part_whose_stored_checksum_fails_is_named_at_its_place(
     checksum, bzip2's stream CRC: a byte of each flipped) does not match it: the place named,
     read as one stream or on lanes (12 threads), lies in that part, with the decoder's reason."""
     path = tmp_path / f"a.txt{suffix}"
-    data = bytearray(parted("\n\n".join(documents(6000, seed=3)).encode(), suffix, 60_000))
-    path.write_bytes(bytes(data))
-    starts = [*_core.compressed_parts(str(path), suffix[1:]), len(data)]
-    assert len(starts) > 5
-    k = len(starts) // 2
-    part = range(starts[k], starts[k + 1])
+    data, part = a_file_of_parts(path, suffix)
     # gzip: the CRC-32 opens the 8-byte trailer; zstd: the checksum ends the frame; bzip2: the
     # stream CRC ends the stream, its last bits before the padding in the last byte.
     data[part.stop - (8 if suffix == ".gz" else 1)] ^= 0xFF
