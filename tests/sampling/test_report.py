@@ -210,27 +210,26 @@ def test_plot_can_go_elsewhere_or_be_disabled(tmp_path: Path) -> None:
     assert not (tmp_path / "b" / "out" / "analytics.png").exists()
 
 
+def _report_of(corpus: Path, out: Path, rules: Path, *overrides: str) -> str:
+    """The Markdown report a sample of ``corpus`` into ``out`` prints (no plot)."""
+    stdout = io.StringIO()
+    config = parse_overrides(
+        [f"tokenized_path={corpus}", f"output_path={out}", f"prefix_config_path={rules}",
+         "plot=false", *overrides]
+    )  # fmt: skip
+    sample(config, stdout=stdout, progress=False)
+    return stdout.getvalue()
+
+
 def test_nothing_dropped_says_so(tmp_path: Path) -> None:
     corpus = write_corpus(
         tmp_path / "tok", {"t.jsonl": SyntheticTask(np.full(3, 3), np.full(3, 3))}, vocab_size=20
     )
     rules = tmp_path / "r.yaml"
     rules.write_text("")
-    stdout = io.StringIO()
-    sample(
-        parse_overrides(
-            [
-                f"tokenized_path={corpus}",
-                f"output_path={tmp_path / 'o'}",
-                f"prefix_config_path={rules}",
-                "plot=false",
-            ]
-        ),
-        stdout=stdout,
-        progress=False,
-    )
-    assert "No row was dropped or truncated." in stdout.getvalue()
-    assert "Matched by Several Prefixes" not in stdout.getvalue()
+    report = _report_of(corpus, tmp_path / "o", rules)
+    assert "No row was dropped or truncated." in report
+    assert "Matched by Several Prefixes" not in report
 
 
 def test_a_rule_that_takes_no_row_is_said_not_only_shown_as_zeros(tmp_path: Path, capsys) -> None:
@@ -244,21 +243,7 @@ def test_a_rule_that_takes_no_row_is_said_not_only_shown_as_zeros(tmp_path: Path
     )
     rules = tmp_path / "r.yaml"
     rules.write_text("- prefix: off__\n  max_per_file: 0\n")
-    stdout = io.StringIO()
-    sample(
-        parse_overrides(
-            [
-                f"tokenized_path={corpus}",
-                f"output_path={tmp_path / 'o'}",
-                f"prefix_config_path={rules}",
-                "plot=false",
-                "epochs=2",
-            ]
-        ),
-        stdout=stdout,
-        progress=False,
-    )
-    report = stdout.getvalue()
+    report = _report_of(corpus, tmp_path / "o", rules, "epochs=2")
     # Independently: keep.jsonl fills the pool's first 4 * 6 tokens; nothing starts after.
     starts = np.concatenate(
         [np.load(tmp_path / "o" / f"epoch_{e}" / "inst_start.npy") for e in range(2)]
