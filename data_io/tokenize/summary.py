@@ -135,7 +135,7 @@ def _print_folders(result: TokenizeResult, console: Console, limit: int | None) 
     if result.removed_orphans:
         hidden = len(result.removed_orphans) - (limit or len(result.removed_orphans))
         console.print(
-            f"removed {len(result.removed_orphans)} orphan folder(s) (their source file is gone): "
+            f"removed {counted(len(result.removed_orphans), 'orphan folder')} (their source file is gone): "
             + ", ".join(result.removed_orphans[:limit])
             + (f" {_more(hidden)}" if hidden > 0 else "")
         )

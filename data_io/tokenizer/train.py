@@ -23,6 +23,7 @@ from data_io.formats.prefix_config import load_prefix_config
 from data_io.formats.raw_text import ReadOptions
 from data_io.util.fs import write_json_atomic
 from data_io.util.threads import checked_threads
+from data_io.util.words import counted
 
 DEFAULT_VOCAB_SIZE = 65536
 DEFAULT_TRUNCATE_LEN = 10_000
@@ -395,7 +396,7 @@ def _check_vocab_size(vocab_size: int, specials: int, tokenizer_type: str) -> No
         piece = " and at least one learned piece" if tokenizer_type == "unigram" else ""
         raise ConfigError(
             f"--vocab-size {vocab_size:,} is too small: a byte-level {tokenizer_type} vocabulary "
-            f"holds the 256 byte tokens, the {specials} special token(s){piece}; ask for at "
+            f"holds the 256 byte tokens, {counted(specials, 'special token')}{piece}; ask for at "
             f"least {least:,} (or fewer --special-tokens)"
         )
 
