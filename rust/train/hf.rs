@@ -107,38 +107,6 @@ pub fn bpe_tokenizer(bpe: &Bpe, special_tokens: &[String]) -> Result<Tokenizer> 
     Ok(tokenizer)
 }
 
-/// `tokenizer`, trained by `tokenizers`' unigram trainer, with each piece once. The trainer
-/// puts the special tokens first and then the pieces it learned, without leaving out a piece
-/// whose text is a special token's (special token "ab" where "ab" is a frequent piece): that
-/// text would have two ids, the special token the second one. The first is kept (a special
-/// token keeps its id, as BPE's do), the later pieces move up one, and the tokenizer is built
-/// again around the model, with the special tokens added to it as `Tokenizer::train` adds them.
-pub fn unique_pieces(tokenizer: Tokenizer, special_tokens: &[String]) -> Result<Tokenizer> {
-    let ModelWrapper::Unigram(model) = tokenizer.get_model() else {
-        return Ok(tokenizer);
-    };
-    let mut seen = std::collections::HashSet::new();
-    let pieces: Vec<(String, f64)> = model
-        .iter()
-        .filter(|(piece, _)| seen.insert(piece.as_str()))
-        .cloned()
-        .collect();
-    if pieces.len() == model.iter().count() {
-        return Ok(tokenizer);
-    }
-    // No unknown token: `new_trainer` names none.
-    let model = Unigram::from(pieces, None, model.byte_fallback())
-        .map_err(|e| Error::Tokenizer(format!("cannot build the trained unigram model: {e}")))?;
-    let mut unique = new_tokenizer(TokenizerKind::Unigram)?;
-    unique.with_model(ModelWrapper::Unigram(model));
-    let specials: Vec<AddedToken> = special_tokens
-        .iter()
-        .map(|t| AddedToken::from(t.clone(), true))
-        .collect();
-    unique.add_special_tokens(&specials);
-    Ok(unique)
-}
-
 /// Write the tokenizer, and `config.json` and `tokenizer_config.json` beside it, each
 /// through a temporary name.
 pub fn save(tokenizer: &Tokenizer, output: &Path, special_tokens: &[String]) -> Result<()> {

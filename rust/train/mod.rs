@@ -8,6 +8,7 @@
 //!
 //! - `mod.rs`: the command: options, the choice of texts, training through `tokenizers`.
 //! - `hf.rs`: the `tokenizers` side: the tokenizer pipeline, its trainers, the files written.
+//! - `unigram.rs`: `tokenizers`' unigram trainer, fed and finished so that a run repeats.
 //! - `words.rs`: the counting pass of our own trainer: distinct pre-tokens with their counts
 //!   (`piece_table.rs`: the per-thread table of byte strings it counts into).
 //! - `merge.rs`: its merge pass, the merges of `tokenizers`' `BpeTrainer` over those words
@@ -34,6 +35,7 @@ mod ours;
 mod piece_table;
 pub mod source_counter;
 pub mod texts;
+pub mod unigram;
 mod word_arena;
 pub mod words;
 
@@ -208,17 +210,33 @@ fn train_hf(
         .iter()
         .flat_map(|plan| FileTexts::new(plan, options, &failure, &reports, ByteProgress::new(bar)))
         .flatten();
-    let mut tokenizer = new_tokenizer(options.kind)?;
-    let mut trainer = new_trainer(options)?;
-    tokenizer
-        .train(&mut trainer, texts)
-        .map_err(|e| Error::Tokenizer(format!("training failed: {e}")))?;
+    let failed = || failure.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let tokenizer = match options.kind {
+        TokenizerKind::Bpe => {
+            let mut tokenizer = new_tokenizer(options.kind)?;
+            let mut trainer = new_trainer(options)?;
+            tokenizer
+                .train(&mut trainer, texts)
+                .map_err(|e| Error::Tokenizer(format!("training failed: {e}")))?;
+            tokenizer
+        }
+        TokenizerKind::Unigram => {
+            let words = unigram::count_words(texts)?;
+            bar.finish_and_clear();
+            // A bad file or a Ctrl-C stops the run before the EM passes, not after them.
+            if let Some(error) = failed() {
+                return Err(error);
+            }
+            crate::interrupt::check()?;
+            unigram::train(options, words)?
+        }
+    };
     bar.finish_and_clear();
-    if let Some(error) = failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+    if let Some(error) = failed() {
         return Err(error);
     }
     Ok((
-        hf::unique_pieces(tokenizer, &options.special_tokens)?,
+        tokenizer,
         reports.into_inner().unwrap_or_else(|p| p.into_inner()),
     ))
 }
@@ -374,53 +392,6 @@ mod tests {
             "{error}"
         );
         assert!(validate(&with(&["<b>", "ab", "\u{120}a"], 1000)).is_ok());
-    }
-
-    /// `tokenizers`' unigram trainer lists a special token's text twice when it also learns it
-    /// as a piece; it is kept once, at the special token's id, and the file loads.
-    #[test]
-    fn a_unigram_piece_that_is_a_special_token_is_kept_once() {
-        let specials: Vec<String> = ["ab", "<b>"].iter().map(|t| t.to_string()).collect();
-        let options = TrainOptions {
-            kind: TokenizerKind::Unigram,
-            ..super::differential::options(300, 2, &specials)
-        };
-        let texts = vec!["ab ab abab the cat the mat ab the".to_string(); 20];
-        let mut tokenizer = hf::new_tokenizer(TokenizerKind::Unigram).expect("tokenizer");
-        let mut trainer = hf::new_trainer(&options).expect("trainer");
-        tokenizer
-            .train(&mut trainer, texts.iter())
-            .expect("trained");
-        let pieces = |tokenizer: &Tokenizer| -> Vec<String> {
-            let json: serde_json::Value =
-                serde_json::from_str(&tokenizer.to_string(false).expect("json")).expect("parsed");
-            json["model"]["vocab"]
-                .as_array()
-                .expect("vocab")
-                .iter()
-                .map(|piece| piece[0].as_str().expect("piece").to_string())
-                .collect()
-        };
-        let trained = pieces(&tokenizer);
-        // The trainer's own output holds "ab" twice (what `unique_pieces` is for).
-        assert_eq!(trained.iter().filter(|p| *p == "ab").count(), 2);
-        let unique = hf::unique_pieces(tokenizer, &specials).expect("unique");
-        let kept = pieces(&unique);
-        let set: std::collections::HashSet<&String> = kept.iter().collect();
-        assert_eq!(set.len(), kept.len());
-        assert_eq!(kept.len(), trained.len() - 1);
-        assert_eq!(kept[..2], specials[..]);
-        assert_eq!(unique.token_to_id("ab"), Some(0));
-        assert_eq!(unique.get_vocab_size(true), kept.len());
-        let loaded: Tokenizer = unique
-            .to_string(false)
-            .expect("json")
-            .parse()
-            .expect("loads");
-        assert_eq!(loaded.token_to_id("ab"), Some(0));
-        // A BPE tokenizer, or a unigram one without duplicates, is returned as it is.
-        let again = hf::unique_pieces(unique, &specials).expect("unique");
-        assert_eq!(pieces(&again), kept);
     }
 
     #[test]

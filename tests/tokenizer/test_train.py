@@ -130,6 +130,28 @@ def test_unigram_trains_and_round_trips(tmp_path: Path):
         assert tok.decode(tok.encode(text, add_special_tokens=False).ids) == text
 
 
+def test_a_unigram_run_repeats_itself_byte_for_byte(tmp_path: Path):
+    """tokenizers' own unigram training takes its words in a hash map's order (new each run)
+    and gives the byte symbols it never learned made-up scores in that order: two runs wrote
+    different files. The same rows, options and thread count now write the same bytes, and the
+    made-up scores (the lowest learned score plus 0.0001 steps) go by code point."""
+    common = {"tokenizer_type": "unigram", "vocab_size": 500, "prefix_config": None,
+              "progress": False}  # fmt: skip
+    for threads in (1, 2):
+        files = []
+        for run in range(3):
+            out = tmp_path / f"t{threads}-{run}" / "tokenizer.json"
+            train_tokenizer([EXAMPLE_ROWS], out, threads=threads, **common)
+            files.append(out.read_bytes())
+        assert files[0] == files[1] == files[2], f"{threads} thread(s)"
+    vocab = json.loads(files[0])["model"]["vocab"]
+    lowest = min(score for _piece, score in vocab)
+    made_up = [piece for piece, score in vocab if len(piece) == 1 and
+               lowest <= score < lowest + 0.0001 * 256 and round((score - lowest) / 0.0001, 6).is_integer()]  # fmt: skip
+    assert len(made_up) > 50  # the example rows hold few of the 256 bytes
+    assert made_up == sorted(made_up)
+
+
 def test_a_unigram_special_token_that_is_also_a_learned_piece_is_in_the_vocabulary_once(
     tmp_path: Path,
 ):

@@ -1,0 +1,352 @@
+//! The unigram trainer: `tokenizers`' `UnigramTrainer`, fed so that the same texts, options and
+//! thread count give the same file every run.
+//!
+//! Its own `Tokenizer::train` hands the trainer its words in a hash map's order, new every run:
+//! the EM sums then round differently in the last bits (and now and then a piece is pruned or
+//! not), and the byte symbols it never learned get made-up scores (the lowest learned score plus
+//! 0.0001 per symbol) in that order too. Here the words are counted here and handed over sorted,
+//! those symbols' scores are dealt out by code point, and pieces of equal score are put in a
+//! fixed order. A piece learned with a special token's text is kept once, at the special token.
+
+use std::collections::{HashMap, HashSet};
+
+use rayon::iter::{ParallelBridge, ParallelIterator};
+use tokenizers::models::unigram::Unigram;
+use tokenizers::models::ModelWrapper;
+use tokenizers::pre_tokenizers::byte_level::ByteLevel;
+use tokenizers::{
+    AddedToken, NormalizedString, Normalizer, OffsetReferential, OffsetType, PreTokenizedString,
+    PreTokenizer, Tokenizer,
+};
+
+use super::hf::{new_tokenizer, new_trainer};
+use super::{TokenizerKind, TrainOptions};
+use crate::error::{Error, Result};
+
+/// What `tokenizers`' trainer adds to the lowest learned score for each byte symbol it did not
+/// learn, one symbol after another (`UnigramTrainer::finalize`).
+const UNLEARNED_STEP: f64 = 0.0001;
+
+/// Train a unigram tokenizer with `options` on the words `count_words` counted.
+pub fn train(options: &TrainOptions, words: HashMap<String, u64>) -> Result<Tokenizer> {
+    let mut words: Vec<(String, u32)> = words
+        .into_iter()
+        // A word seen more than 4 billion times is no less frequent than one seen exactly that.
+        .map(|(word, count)| (word, u32::try_from(count).unwrap_or(u32::MAX)))
+        .collect();
+    words.sort_unstable();
+    let tokenizers::models::TrainerWrapper::UnigramTrainer(trainer) = new_trainer(options)? else {
+        return Err(Error::Tokenizer(
+            "the unigram trainer was not built (a bug)".into(),
+        ));
+    };
+    let mut model = Unigram::default();
+    trainer
+        .do_train(words, &mut model)
+        .map_err(|e| Error::Tokenizer(format!("training failed: {e}")))?;
+    with_model(
+        canonical(&model, &options.special_tokens),
+        &options.special_tokens,
+    )
+}
+
+/// Distinct pre-tokens of `texts` with their counts: the texts normalised and pre-tokenized by
+/// the unigram tokenizer's pipeline, as `Tokenizer::train` does before a trainer sees them.
+pub fn count_words<I, S>(texts: I) -> Result<HashMap<String, u64>>
+where
+    I: Iterator<Item = S> + Send,
+    S: AsRef<str> + Send,
+{
+    let tokenizer = new_tokenizer(TokenizerKind::Unigram)?;
+    let (Some(normalizer), Some(pre_tokenizer)) =
+        (tokenizer.get_normalizer(), tokenizer.get_pre_tokenizer())
+    else {
+        return Err(Error::Tokenizer(
+            "the unigram pipeline is incomplete (a bug)".into(),
+        ));
+    };
+    let failed =
+        |e: tokenizers::Error| Error::Tokenizer(format!("cannot pre-tokenize a text: {e}"));
+    texts
+        .par_bridge()
+        .try_fold(HashMap::new, |mut counts: HashMap<String, u64>, text| {
+            let mut normalized = NormalizedString::from(text.as_ref());
+            normalizer.normalize(&mut normalized).map_err(failed)?;
+            let mut pieces = PreTokenizedString::from(normalized);
+            pre_tokenizer.pre_tokenize(&mut pieces).map_err(failed)?;
+            for (word, _, _) in pieces.get_splits(OffsetReferential::Original, OffsetType::Byte) {
+                match counts.get_mut(word) {
+                    Some(count) => *count += 1,
+                    None => {
+                        counts.insert(word.to_owned(), 1);
+                    }
+                }
+            }
+            Ok(counts)
+        })
+        .try_reduce(HashMap::new, |mut into, from| {
+            if into.len() < from.len() {
+                return Ok(merged(from, into));
+            }
+            into = merged(into, from);
+            Ok(into)
+        })
+}
+
+fn merged(mut into: HashMap<String, u64>, from: HashMap<String, u64>) -> HashMap<String, u64> {
+    for (word, count) in from {
+        *into.entry(word).or_default() += count;
+    }
+    into
+}
+
+/// The pieces of a trained `model` in a fixed order: the special tokens first (as the trainer
+/// puts them), then the rest by score, highest first. The byte symbols the trainer did not
+/// learn (their scores the lowest learned one plus 0.0001 steps) take those scores by code
+/// point, the lowest code point the highest score; pieces of equal score keep the trainer's
+/// order, byte symbols first by code point. A text listed twice keeps its first place.
+pub fn canonical(model: &Unigram, special_tokens: &[String]) -> Vec<(String, f64)> {
+    let mut seen = HashSet::new();
+    let mut pieces: Vec<(String, f64)> = model
+        .iter()
+        .filter(|(piece, _)| seen.insert(piece.clone()))
+        .cloned()
+        .collect();
+    let learned = pieces.split_off(special_tokens.len().min(pieces.len()));
+    pieces.extend(ordered(learned));
+    pieces
+}
+
+fn ordered(mut pieces: Vec<(String, f64)>) -> Vec<(String, f64)> {
+    let alphabet: HashSet<char> = ByteLevel::alphabet().into_iter().collect();
+    let symbol = |piece: &str| -> Option<char> {
+        let mut chars = piece.chars();
+        match (chars.next(), chars.next()) {
+            (Some(c), None) if alphabet.contains(&c) => Some(c),
+            _ => None,
+        }
+    };
+    let lowest = pieces
+        .iter()
+        .map(|(_, score)| *score)
+        .filter(|score| !score.is_nan())
+        .fold(f64::INFINITY, f64::min);
+    // The scores the trainer makes up, summed step by step as it sums them (bit for bit).
+    let mut made_up = HashSet::new();
+    let mut penalty = 0.0;
+    for _ in 0..alphabet.len() {
+        made_up.insert((lowest + penalty).to_bits());
+        penalty += UNLEARNED_STEP;
+    }
+    let mut unlearned: Vec<usize> = (0..pieces.len())
+        .filter(|&i| symbol(&pieces[i].0).is_some() && made_up.contains(&pieces[i].1.to_bits()))
+        .collect();
+    let mut scores: Vec<f64> = unlearned.iter().map(|&i| pieces[i].1).collect();
+    scores.sort_by(|a, b| b.total_cmp(a));
+    unlearned.sort_by_key(|&i| symbol(&pieces[i].0));
+    for (i, score) in unlearned.into_iter().zip(scores) {
+        pieces[i].1 = score;
+    }
+    // Stable: pieces that tie and are not byte symbols keep the trainer's order.
+    let rank = |piece: &str| symbol(piece).map_or((1, 0), |c| (0, c as u32));
+    pieces.sort_by(|(a, a_score), (b, b_score)| {
+        b_score
+            .total_cmp(a_score)
+            .then_with(|| rank(a).cmp(&rank(b)))
+    });
+    pieces
+}
+
+/// The unigram tokenizer of `pieces`, with the special tokens added as `Tokenizer::train` adds
+/// a trainer's.
+fn with_model(pieces: Vec<(String, f64)>, special_tokens: &[String]) -> Result<Tokenizer> {
+    // No unknown token: `new_trainer` names none; no byte fallback: the bytes are symbols.
+    let model = Unigram::from(pieces, None, false)
+        .map_err(|e| Error::Tokenizer(format!("cannot build the trained unigram model: {e}")))?;
+    let mut tokenizer = new_tokenizer(TokenizerKind::Unigram)?;
+    tokenizer.with_model(ModelWrapper::Unigram(model));
+    let specials: Vec<AddedToken> = special_tokens
+        .iter()
+        .map(|t| AddedToken::from(t.clone(), true))
+        .collect();
+    tokenizer.add_special_tokens(&specials);
+    Ok(tokenizer)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+    use tokenizers::models::unigram::Unigram;
+    use tokenizers::models::ModelWrapper;
+    use tokenizers::Tokenizer;
+
+    use super::{canonical, count_words, train, UNLEARNED_STEP};
+    use crate::train::differential::options;
+    use crate::train::hf::{new_tokenizer, new_trainer};
+    use crate::train::{TokenizerKind, TrainOptions};
+
+    fn unigram_options(vocab_size: usize, specials: &[&str]) -> TrainOptions {
+        let specials: Vec<String> = specials.iter().map(|t| t.to_string()).collect();
+        TrainOptions {
+            kind: TokenizerKind::Unigram,
+            ..options(vocab_size, 2, &specials)
+        }
+    }
+
+    /// Words of a few scripts, each text a different mix: most of the 256 byte symbols never
+    /// occur, so the trainer makes up their scores.
+    fn texts() -> Vec<String> {
+        let syllables = [
+            "ka", "to", "ri", "mu", "se", "na", "ü", "日", "本", "кош", "ка", "ï",
+        ];
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        (0..600)
+            .map(|_| {
+                let words: Vec<String> = (0..rng.random_range(3..30))
+                    .map(|_| {
+                        (0..rng.random_range(1..5))
+                            .map(|_| syllables[rng.random_range(0..syllables.len())])
+                            .collect()
+                    })
+                    .collect();
+                words.join(if rng.random_bool(0.2) { ", " } else { " " })
+            })
+            .collect()
+    }
+
+    fn pieces(tokenizer: &Tokenizer) -> Vec<(String, f64)> {
+        match tokenizer.get_model() {
+            ModelWrapper::Unigram(model) => model.iter().cloned().collect(),
+            _ => panic!("not a unigram model"),
+        }
+    }
+
+    fn ours(options: &TrainOptions, texts: &[String]) -> Tokenizer {
+        train(options, count_words(texts.iter()).expect("counted")).expect("trained")
+    }
+
+    /// `tokenizers`' own `Tokenizer::train` (its words in a hash map's order).
+    fn theirs(options: &TrainOptions, texts: &[String]) -> Tokenizer {
+        let mut tokenizer = new_tokenizer(TokenizerKind::Unigram).expect("tokenizer");
+        let mut trainer = new_trainer(options).expect("trainer");
+        tokenizer
+            .train(&mut trainer, texts.iter())
+            .expect("trained");
+        tokenizer.clone()
+    }
+
+    #[test]
+    fn a_run_repeats_itself_and_agrees_with_tokenizers_own_training() {
+        let options = unigram_options(300, &["<s>"]);
+        let texts = texts();
+        let first = ours(&options, &texts);
+        let json = first.to_string(false).expect("json");
+        for _ in 0..3 {
+            assert_eq!(ours(&options, &texts).to_string(false).expect("json"), json);
+        }
+        let ours_pieces = pieces(&first);
+        assert_eq!(ours_pieces.len(), 300);
+        // The oracle: the same trainer fed by `Tokenizer::train`, its pieces put in our order.
+        // The same pieces with the same scores, up to the last bits of the EM sums.
+        for _ in 0..3 {
+            let ModelWrapper::Unigram(model) = theirs(&options, &texts).get_model().clone() else {
+                panic!("not a unigram model");
+            };
+            let oracle: HashMap<String, f64> = canonical(&model, &options.special_tokens)
+                .into_iter()
+                .collect();
+            assert_eq!(oracle.len(), ours_pieces.len());
+            for (piece, score) in &ours_pieces {
+                let expected = oracle
+                    .get(piece)
+                    .unwrap_or_else(|| panic!("{piece:?} missing"));
+                assert!(
+                    (score - expected).abs() < 1e-9,
+                    "{piece:?}: {score} vs {expected}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn made_up_scores_and_ties_come_out_the_same_whatever_the_trainer_s_order() {
+        let lowest = -5.0;
+        // As the trainer sums them: the steps first, then the lowest score.
+        let made_up = |k: usize| lowest + (0..k).fold(0.0, |penalty, _| penalty + UNLEARNED_STEP);
+        let made_up = [made_up(0), made_up(1), made_up(2)];
+        // The specials, then the learned pieces and the unlearned symbols x, b, z (in some
+        // order, with the made-up scores in some order), "p" and "q" tied with "cd".
+        let orders = [
+            [("x", 0), ("b", 1), ("z", 2)],
+            [("z", 0), ("x", 1), ("b", 2)],
+            [("b", 2), ("z", 1), ("x", 0)],
+        ];
+        let mut results = Vec::new();
+        for (n, order) in orders.iter().enumerate() {
+            let mut pieces: Vec<(String, f64)> = vec![("<s>".into(), 0.0), ("ab".into(), 0.0)];
+            let mut learned: Vec<(String, f64)> = vec![
+                ("ab".into(), -1.0),
+                ("cd".into(), -3.0),
+                (if n == 1 { "p" } else { "q" }.into(), -3.0),
+                (if n == 1 { "q" } else { "p" }.into(), -3.0),
+                ("ef".into(), lowest),
+            ];
+            learned.extend(order.iter().map(|(c, k)| (c.to_string(), made_up[*k])));
+            learned.rotate_left(n);
+            pieces.extend(learned);
+            let model = Unigram::from(pieces, None, false).expect("model");
+            results.push(canonical(&model, &["<s>".into(), "ab".into()]));
+        }
+        let expected: Vec<(String, f64)> = [
+            ("<s>", 0.0),
+            ("ab", 0.0),
+            ("p", -3.0),
+            ("q", -3.0),
+            ("cd", -3.0),
+            ("b", made_up[2]),
+            ("x", made_up[1]),
+            ("z", made_up[0]),
+            ("ef", lowest),
+        ]
+        .iter()
+        .map(|(p, s)| (p.to_string(), *s))
+        .collect();
+        for result in results {
+            assert_eq!(result, expected);
+        }
+    }
+
+    /// `tokenizers`' unigram trainer lists a special token's text twice when it also learns it
+    /// as a piece; it is kept once, at the special token's id, and the file loads.
+    #[test]
+    fn a_unigram_piece_that_is_a_special_token_is_kept_once() {
+        let options = unigram_options(300, &["ab", "<b>"]);
+        let texts = vec!["ab ab abab the cat the mat ab the".to_string(); 20];
+        let listed = |tokenizer: &Tokenizer| -> Vec<String> {
+            pieces(tokenizer)
+                .into_iter()
+                .map(|(piece, _)| piece)
+                .collect()
+        };
+        // The trainer's own output holds "ab" twice.
+        let trained = listed(&theirs(&options, &texts));
+        assert_eq!(trained.iter().filter(|p| *p == "ab").count(), 2);
+        let unique = ours(&options, &texts);
+        let kept = listed(&unique);
+        let set: std::collections::HashSet<&String> = kept.iter().collect();
+        assert_eq!(set.len(), kept.len());
+        assert_eq!(kept.len(), trained.len() - 1);
+        assert_eq!(kept[..2], options.special_tokens[..]);
+        assert_eq!(unique.token_to_id("ab"), Some(0));
+        assert_eq!(unique.get_vocab_size(true), kept.len());
+        let loaded: Tokenizer = unique
+            .to_string(false)
+            .expect("json")
+            .parse()
+            .expect("loads");
+        assert_eq!(loaded.token_to_id("ab"), Some(0));
+    }
+}
