@@ -21,7 +21,6 @@ from typing import Any
 from data_io.errors import ConfigError
 from data_io.formats.prefix_config import load_prefix_config
 from data_io.formats.raw_text import ReadOptions
-from data_io.util.fs import write_json_atomic
 from data_io.util.threads import checked_threads
 from data_io.util.words import counted
 
@@ -174,12 +173,12 @@ def train_tokenizer(
     check_text_options(settings)
     if text_field is not None:
         return _train_on_text(inputs, Path(output), settings)
-    options, chosen = core_options(inputs, output, settings)
+    options = core_options(inputs, output, settings)
     from data_io import _core  # noqa: PLC0415  CLI start-up: the Rust extension loads when work starts
 
     trainer = options.pop("trainer")
     report = _core.train_tokenizer(json.dumps(options), trainer=trainer)
-    missing = _set_roles(Path(output).parent / "tokenizer_config.json", chosen)
+    missing = _missing_roles(Path(output).parent / "tokenizer_config.json")
     return dataclasses.replace(
         TrainResult.from_json(report),
         requested_vocab_size=vocab_size,
@@ -264,12 +263,10 @@ def _train_on_text(inputs: Sequence[str | Path], output: Path, settings: dict) -
     )
 
 
-def core_options(
-    inputs: Sequence[str | Path], output: str | Path, settings: dict
-) -> tuple[dict, dict[str, str]]:
+def core_options(inputs: Sequence[str | Path], output: str | Path, settings: dict) -> dict:
     """``train_tokenizer``'s keyword arguments ``settings`` (any left out take its defaults)
-    checked, as the options the Rust core takes (with ``trainer``), and the role tokens chosen
-    for ``tokenizer_config.json``."""
+    checked, as the options the Rust core takes (with ``trainer``; ``roles``: the special tokens
+    chosen for ``tokenizer_config.json``'s roles, written with it)."""
     unknown = sorted(set(settings) - set(_DEFAULTS))
     if unknown:
         raise ConfigError(f"train_tokenizer has no option {', '.join(unknown)}")
@@ -330,6 +327,7 @@ def core_options(
         "truncate_len": given["truncate_len"],
         "limit_mul_factor": given["limit_mul_factor"],
         "special_tokens": specials,
+        "roles": chosen,
         "min_frequency": MIN_FREQUENCY,
         "on_error": given["on_error"],
         "threads": given["threads"],
@@ -339,7 +337,7 @@ def core_options(
         "count_parts": [str(p) for p in given["count_parts"]],
         "trainer": trainer,
     }
-    return options, chosen
+    return options
 
 
 def peak_rss() -> int:
@@ -459,12 +457,9 @@ _DEFAULTS = {
 }
 
 
-def _set_roles(path: Path, chosen: dict[str, str]) -> list[str]:
-    """Give ``tokenizer_config.json`` the chosen role tokens; the roles it still lacks."""
+def _missing_roles(path: Path) -> list[str]:
+    """The roles the written ``tokenizer_config.json`` names no token for."""
     config = json.loads(path.read_text(encoding="utf-8"))
-    if chosen:
-        config.update(chosen)
-        write_json_atomic(path, config)
     return [role for role in _ROLES if role not in config]
 
 

@@ -25,6 +25,8 @@ struct TrainArgs {
     truncate_len: usize,
     limit_mul_factor: u64,
     special_tokens: Vec<String>,
+    #[serde(default)]
+    roles: std::collections::BTreeMap<String, String>,
     min_frequency: u64,
     on_error: String,
     threads: Option<usize>,
@@ -58,6 +60,7 @@ fn train_options(json: &str) -> Result<TrainOptions, Error> {
         truncate_len: args.truncate_len,
         limit_mul_factor: args.limit_mul_factor,
         special_tokens: args.special_tokens,
+        roles: args.roles.into_iter().collect(),
         min_frequency: args.min_frequency,
         on_error: parse_on_error(&args.on_error)?,
         threads: args.threads,

@@ -43,6 +43,7 @@ pub(super) fn options(
         truncate_len: usize::MAX,
         limit_mul_factor: 1,
         special_tokens: special_tokens.to_vec(),
+        roles: vec![],
         min_frequency,
         on_error: OnError::Fail,
         threads: None,
@@ -396,7 +397,7 @@ fn the_files_written_are_the_same() {
     let folder = tempfile::tempdir().expect("temporary folder");
     let written = |name: &str, tokenizer: Tokenizer| {
         let output = folder.path().join(name).join("tokenizer.json");
-        save(&tokenizer, &output, &specials()).expect("saved");
+        save(&tokenizer, &output, &specials(), &[]).expect("saved");
         ["tokenizer.json", "config.json", "tokenizer_config.json"]
             .map(|file| std::fs::read(output.with_file_name(file)).expect("read"))
     };

@@ -107,9 +107,14 @@ pub fn bpe_tokenizer(bpe: &Bpe, special_tokens: &[String]) -> Result<Tokenizer> 
     Ok(tokenizer)
 }
 
-/// Write the tokenizer, and `config.json` and `tokenizer_config.json` beside it, each
-/// through a temporary name.
-pub fn save(tokenizer: &Tokenizer, output: &Path, special_tokens: &[String]) -> Result<()> {
+/// Write the tokenizer, and `config.json` and `tokenizer_config.json` (with `roles`) beside it,
+/// each through a temporary name.
+pub fn save(
+    tokenizer: &Tokenizer,
+    output: &Path,
+    special_tokens: &[String],
+    roles: &[(String, String)],
+) -> Result<()> {
     let folder = output
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -126,9 +131,12 @@ pub fn save(tokenizer: &Tokenizer, output: &Path, special_tokens: &[String]) -> 
     )?;
     crate::fs::write_json_atomic(
         &folder.join("tokenizer_config.json"),
-        &tokenizer_config(special_tokens),
+        &tokenizer_config(special_tokens, roles),
     )
 }
+
+/// The roles `--pad-token`, `--bos-token` and `--eos-token` choose a special token for.
+pub const CHOSEN_ROLES: [&str; 3] = ["pad_token", "bos_token", "eos_token"];
 
 /// The pipeline's tokens by role (formats.md §3 defaults), for `transformers`.
 const ROLES: [(&str, &str); 4] = [
@@ -141,8 +149,12 @@ const ROLES: [(&str, &str); 4] = [
 /// What `transformers.AutoTokenizer` needs to agree with `data_io tokenize`. Without it, the
 /// folder's `config.json` (qwen3) makes it a Qwen2 tokenizer with eos/pad `<|endoftext|>`,
 /// and special-token strings inside text become control tokens. Roles whose token is not
-/// among `special_tokens` are left out rather than pointing at a missing token.
-pub fn tokenizer_config(special_tokens: &[String]) -> serde_json::Value {
+/// among `special_tokens` are left out rather than pointing at a missing token; `roles` (one of
+/// `CHOSEN_ROLES`, a special token) replace the defaults, in the one file written.
+pub fn tokenizer_config(
+    special_tokens: &[String],
+    roles: &[(String, String)],
+) -> serde_json::Value {
     let has = |token: &str| special_tokens.iter().any(|t| t == token);
     let mut config = serde_json::json!({
         "tokenizer_class": "PreTrainedTokenizerFast",
@@ -164,6 +176,9 @@ pub fn tokenizer_config(special_tokens: &[String]) -> serde_json::Value {
         } else {
             config[role] = token.into();
         }
+    }
+    for (role, token) in roles {
+        config[role.as_str()] = token.as_str().into();
     }
     if !extra.is_empty() {
         config["extra_special_tokens"] = extra.into();

@@ -72,6 +72,9 @@ pub struct TrainOptions {
     pub truncate_len: usize,
     pub limit_mul_factor: u64,
     pub special_tokens: Vec<String>,
+    /// Special tokens chosen for `tokenizer_config.json`'s roles (`hf::CHOSEN_ROLES`), over the
+    /// defaults.
+    pub roles: Vec<(String, String)>,
     pub min_frequency: u64,
     pub on_error: OnError,
     pub threads: Option<usize>,
@@ -182,7 +185,12 @@ fn run(options: &TrainOptions, trainer_choice: Trainer) -> Result<TrainReport> {
     // `tokenizers`' trainers (`--trainer hf`, unigram) never look at the flag: a Ctrl-C
     // during their training is seen here, before anything is written, not after.
     crate::interrupt::check()?;
-    save(&tokenizer, &options.output, &options.special_tokens)?;
+    save(
+        &tokenizer,
+        &options.output,
+        &options.special_tokens,
+        &options.roles,
+    )?;
     Ok(TrainReport {
         output: options.output.display().to_string(),
         vocab_size: tokenizer.get_vocab_size(true),
@@ -349,6 +357,20 @@ fn validate(options: &TrainOptions) -> Result<()> {
             "special token {token:?} is empty or one of the 256 byte-level symbols every \
              vocabulary starts with (it would take that byte's place); choose a longer token"
         )));
+    }
+    for (role, token) in &options.roles {
+        if !hf::CHOSEN_ROLES.contains(&role.as_str()) {
+            return Err(Error::Config(format!(
+                "no role {role:?} to choose a token for (one of {})",
+                hf::CHOSEN_ROLES.join(", ")
+            )));
+        }
+        if !options.special_tokens.contains(token) {
+            return Err(Error::Config(format!(
+                "--{} {token:?} is not one of the special tokens; add it to --special-tokens",
+                role.replace('_', "-")
+            )));
+        }
     }
     Ok(())
 }

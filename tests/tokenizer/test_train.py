@@ -366,6 +366,26 @@ def test_role_flags_name_custom_special_tokens(tmp_path: Path, capsys):
     assert "names no pad_token, bos_token, eos_token" in printed and "--eos-token" in printed
 
 
+def test_the_core_writes_the_chosen_roles_with_the_tokenizer(tmp_path: Path):
+    """The roles were written by Python after the core had written the tokenizer: a Ctrl-C
+    between the two left a finished-looking folder whose eos_token was the default. The core
+    now writes them in the one tokenizer_config.json, and checks them itself."""
+    out = tmp_path / "t" / "tokenizer.json"
+    settings = {"vocab_size": 300, "special_tokens": ["<pad>", "</s>"], "eos_token": "</s>",
+                "pad_token": "<pad>", "prefix_config": None, "progress": False}  # fmt: skip
+    options = core_options([EXAMPLE_ROWS], out, settings)
+    assert options["roles"] == {"pad_token": "<pad>", "eos_token": "</s>"}
+    trainer = options.pop("trainer")
+    _core.train_tokenizer(json.dumps(options), trainer=trainer)  # the core alone
+    config = json.loads((out.parent / "tokenizer_config.json").read_text())
+    assert (config["pad_token"], config["eos_token"]) == ("<pad>", "</s>")
+    assert "bos_token" not in config
+    for roles, message in (({"eos_token": "</x>"}, r"--eos-token \"</x>\" is not one of the special"),
+                           ({"cls_token": "</s>"}, r"no role \"cls_token\" to choose a token for")):  # fmt: skip
+        with pytest.raises(ConfigError, match=message):
+            _core.train_tokenizer(json.dumps({**options, "roles": roles}), trainer=trainer)
+
+
 def test_role_token_must_be_a_special_token(tmp_path: Path):
     with pytest.raises(ConfigError, match=r"--eos-token '</x>' is not one of the special tokens"):
         train_tokenizer([EXAMPLE_ROWS], tmp_path / "tokenizer.json", special_tokens=["<pad>"],
@@ -411,7 +431,7 @@ def test_trainer_choices_are_checked(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="trainer must be one of rust, hf"):
         train_tokenizer([EXAMPLE_ROWS], out, trainer="sentencepiece")
     with pytest.raises(ValueError, match="trainer must be"):
-        options, _ = core_options([EXAMPLE_ROWS], out, {"vocab_size": 300, "special_tokens": []})
+        options = core_options([EXAMPLE_ROWS], out, {"vocab_size": 300, "special_tokens": []})
         options.pop("trainer")
         _core.train_tokenizer(json.dumps(options), trainer="nope")
     assert not out.exists()

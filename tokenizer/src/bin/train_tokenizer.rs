@@ -128,6 +128,7 @@ fn run(args: &TrainArgs) -> Result<(), String> {
         truncate_len: args.truncate_len,
         limit_mul_factor: args.limit_mul_factor,
         special_tokens: args.special_tokens.clone(),
+        roles: vec![],
         min_frequency: MIN_FREQUENCY,
         on_error: match args.on_error {
             OnErrorArg::Fail => OnError::Fail,
