@@ -104,7 +104,13 @@ class DataConfig:
     hf_dataset_config: str | None = None
     hf_dataset_split: str = "train"
     hf_dataset_text_field: str = "text"
+    # KempnerForge's VLM-only keys: its text runs read them not, nor does data_io (text only).
+    hf_dataset_image_field: str = "image"
+    hf_dataset_prompt_field: str = ""
+    hf_image_size: int = 224
     hf_streaming: bool = False
+    # KempnerForge's completion-masked SFT (paired *.tokens.npy/*.labels.npy): refused when on.
+    masked_sft: bool = False
     datasets: list[DatasetSource] = field(default_factory=list)
     mix_temperature: float = 1.0
     phases: list[TrainingPhase] = field(default_factory=list)
@@ -665,6 +671,12 @@ def _validate(config: LoaderConfig) -> None:
         raise ConfigError("data.position_ids/data.cu_seqlens need data.pack_sequences = true")
     if data.hf_streaming and not data.hf_dataset_name:
         raise ConfigError("data.hf_streaming needs data.hf_dataset_name")
+    if data.masked_sft:
+        raise ConfigError(
+            "data.masked_sft = true (KempnerForge's completion-masked SFT over paired "
+            "*.tokens.npy/*.labels.npy) is not served by data_io's loaders: set it to false, or "
+            "train on tokenized rows ({input_ids, labels}): a [[data.datasets]] source with type = 'tokenized'"
+        )
     _check_dtype("data.dtype", data.dtype)
     _validate_ring(config)
     _validate_sources(data)

@@ -227,3 +227,21 @@ def test_a_shard_folder_message_names_the_key_the_user_wrote(tmp_path: Path) -> 
     )
     with pytest.raises(InputError, match=r"pass eval\.sets\.general\.dataset_path=.*prep/train"):
         build_eval_loaders(path, rank=0, world_size=1)
+
+
+def test_kempnerforge_vlm_keys_are_read_as_its_text_runs_read_them_and_masked_sft_is_refused(
+    tmp_path: Path,
+) -> None:
+    # KempnerForge's DataConfig holds them (VLM only: a text model never reads them); a text
+    # job that lists them was refused as unknown keys.
+    path = tmp_path / "job.toml"
+    path.write_text(
+        "[data]\ndataset_path = 'shards'\nhf_dataset_image_field = 'img'\n"
+        "hf_dataset_prompt_field = 'q'\nhf_image_size = 336\nmasked_sft = false\n"
+    )
+    data = load_config(path).data
+    assert (data.hf_dataset_image_field, data.hf_image_size, data.masked_sft) == ("img", 336, False)
+    with pytest.raises(
+        ConfigError, match=r"job\.toml with overrides: data\.masked_sft = true .*not served"
+    ):
+        load_config(path, ["data.masked_sft=true"])
