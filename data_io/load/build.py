@@ -131,6 +131,29 @@ class TokenizerFacts:
             return honour_declared(key, int(self.encoder.vocab_size), declared.vocab_size)
         return None if declared.vocab_size is None else declared.vocab_size.value
 
+    def check_eos_below_vocab(self, eos: int | None, vocab: int | None, declared: Declarations):
+        """Packing cuts documents at the EOS id, and every id is checked below the vocabulary
+        size: an EOS at or past it would never be found, each window one document, unseen."""
+        if not self.data.pack_sequences or eos is None or vocab is None or eos < vocab:
+            return
+        tokenizer = f"data.tokenizer_path ({self.path})"
+        if self.data.eos_token_id is not None:
+            eos_from = "data.eos_token_id"
+        else:
+            eos_from = declared.eos_id.where() if declared.eos_id is not None else tokenizer
+        if self.data.vocab_size is not None:
+            vocab_from = "data.vocab_size"
+        elif self.encoder is not None:
+            vocab_from = tokenizer
+        else:
+            vocab_from = declared.vocab_size.where() if declared.vocab_size else "the shards"
+        raise ConfigError(
+            f"the EOS id {eos} ({eos_from}) is not below the vocabulary size {vocab} "
+            f"({vocab_from}): ids are checked below {vocab}, so packing would never find a "
+            "document's end; give the EOS id and vocabulary of the tokenizer the shards were "
+            "written with"
+        )
+
     def require_path(self, what: str) -> str:
         if not self.path:
             raise ConfigError(f"{what} is tokenized here: set data.tokenizer_path")
@@ -153,15 +176,17 @@ def shard_dataset(
     folder = Path(path).expanduser()
     declared = read_declarations(folder) if folder.is_dir() else Declarations()
     bin_dtype, dtype_key = dtype if dtype is not None else (data.dtype, "data.dtype")
+    eos, vocab = tok.eos_for(declared), tok.vocab_for(declared)
+    tok.check_eos_below_vocab(eos, vocab, declared)
     return MemoryMappedDataset(
         path,
         window,
         file_pattern=pattern,
         pack_sequences=data.pack_sequences,
-        eos_token_id=tok.eos_for(declared),
+        eos_token_id=eos,
         position_ids=data.position_ids,
         cu_seqlens=data.cu_seqlens,
-        vocab_size=tok.vocab_for(declared),
+        vocab_size=vocab,
         declared=declared,  # read once for the folder
         dtype=bin_dtype,
         dtype_key=dtype_key,

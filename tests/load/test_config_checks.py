@@ -245,3 +245,25 @@ def test_kempnerforge_vlm_keys_are_read_as_its_text_runs_read_them_and_masked_sf
         ConfigError, match=r"job\.toml with overrides: data\.masked_sft = true .*not served"
     ):
         load_config(path, ["data.masked_sft=true"])
+
+
+def test_an_eos_id_past_the_tokenizer_s_vocabulary_is_refused_naming_where_each_came_from(
+    tmp_path: Path, small_tokenizer: Path
+) -> None:
+    # With one of the two from the tokenizer the config check could not see it: every id was
+    # checked below the vocabulary, the EOS never found, each window packed as one document.
+    (tmp_path / "s").mkdir()
+    np.save(tmp_path / "s" / "shard_0.npy", np.arange(40, dtype=np.uint32) % 500)
+    path = tmp_path / "job.toml"
+    base = f"[train]\nseq_len = 4\n[data]\nnum_workers = 0\ndataset_path = '{tmp_path}/s'\n"
+    path.write_text(base + f"tokenizer_path = '{small_tokenizer}'\npack_sequences = true\n")
+    with pytest.raises(ConfigError, match=r"EOS id 700 \(data\.eos_token_id\) is not below the "
+                       r"vocabulary size 600 \(data\.tokenizer_path \(.*tokenizer\.json\)\)"):  # fmt: skip
+        build_dataloader(path, rank=0, world_size=1, overrides=["data.eos_token_id=700"])
+    # The tokenizer's own EOS, against a smaller data.vocab_size.
+    with pytest.raises(ConfigError, match=r"\(data\.tokenizer_path .*\) is not below the "
+                       r"vocabulary size 10 \(data\.vocab_size\)"):  # fmt: skip
+        build_dataloader(path, rank=0, world_size=1, overrides=["data.vocab_size=10"])
+    # Without packing the EOS is not read: nothing to refuse.
+    path.write_text(base + f"tokenizer_path = '{small_tokenizer}'\neos_token_id = 700\n")
+    assert next(iter(build_dataloader(path, rank=0, world_size=1))) is not None
