@@ -375,7 +375,7 @@ def _xorl_sources(data: dict[str, Any]) -> dict[str, Any]:
                 f"takes {', '.join(sorted(known))}"
             )
         if isinstance(entry, Mapping):
-            entry = _one_name_as_list(entry, ("data_files", "select_columns"))
+            entry = _one_name_as_list(_split_files(entry, i), ("data_files", "select_columns"))
         if isinstance(entry, Mapping) and "type" not in entry and not entry.get("hf_name"):
             path = str(entry.get("path", ""))
             # A load_dataset keyword (data_files, revision...) is xorl's: so is the source.
@@ -384,6 +384,27 @@ def _xorl_sources(data: dict[str, Any]) -> dict[str, Any]:
                 entry = {**entry, "type": "tokenized"}
         normalised.append(entry)
     return {**data, "datasets": normalised}
+
+
+def _split_files(entry: Mapping[str, Any], i: int) -> Mapping[str, Any]:
+    """``data_files`` as a table of splits (``{train = [...], test = [...]}``), as
+    datasets.load_dataset takes it: the files of the source's ``split`` (default train), listed
+    as the split 'train' (what load_dataset makes of a list), the same rows."""
+    files = entry.get("data_files")
+    if not isinstance(files, Mapping):
+        if isinstance(files, list) and any(not isinstance(f, str) for f in files):
+            raise ConfigError(
+                f"data.datasets[{i}].data_files must list file names, got {files!r}; a table of "
+                "splits is given whole: data_files = {train = [...], test = [...]}"
+            )
+        return entry
+    split = entry.get("split", "train")
+    if split not in files:
+        raise ConfigError(
+            f"data.datasets[{i}].data_files names the splits {', '.join(map(repr, files))}, not "
+            f"this source's split {split!r}: set data.datasets[{i}].split to one of them"
+        )
+    return {**entry, "data_files": files[split], "split": "train"}
 
 
 def _one_name_as_list(table: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:

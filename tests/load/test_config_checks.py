@@ -267,3 +267,33 @@ def test_an_eos_id_past_the_tokenizer_s_vocabulary_is_refused_naming_where_each_
     # Without packing the EOS is not read: nothing to refuse.
     path.write_text(base + f"tokenizer_path = '{small_tokenizer}'\neos_token_id = 700\n")
     assert next(iter(build_dataloader(path, rank=0, world_size=1))) is not None
+
+
+def test_data_files_as_a_table_of_splits_reads_the_source_s_split(tmp_path: Path) -> None:
+    # datasets.load_dataset takes data_files = {split: files}; it was refused with OmegaConf's
+    # "Cannot merge incompatible container types", and a list of tables passed the config.
+    from tests.load.rows_fixture import random_rows, write_rows
+
+    rows = random_rows(5, 20, longest=8)
+    write_rows(tmp_path / "rows" / "a.jsonl", rows[:12])
+    write_rows(tmp_path / "rows" / "b.jsonl", rows[12:])
+    path = tmp_path / "xorl.yaml"
+    head = f"train: {{batch_size: 1, seed: 1, seq_len: 16}}\ndata:\n  num_workers: 0\n  dataset_prepared_path: {tmp_path / 'prep'}\n  sample_packing_method: sequential\n  sample_packing_sequence_len: 16\n  datasets:\n"  # fmt: skip
+    table = (
+        f"    - path: {tmp_path / 'rows'}\n      data_files: {{train: a.jsonl, test: [b.jsonl]}}\n"
+    )
+    for split, expected in (("", rows[:12]), ("      split: test\n", rows[12:])):
+        path.write_text(head + table + split)
+        (source,) = load_config(path).data.datasets
+        assert source.data_files == (["a.jsonl"] if not split else ["b.jsonl"])
+        batches = list(build_dataloader(path, rank=0, world_size=1))
+        heads = [int(t) for b in batches for t in b["input_ids"].flatten() if t >= 10_000]
+        assert sorted(heads) == sorted(r["input_ids"][0] for r in expected)
+    path.write_text(head + table + "      split: dev\n")
+    with pytest.raises(ConfigError, match=r"names the splits 'train', 'test', not .* 'dev'"):
+        load_config(path)
+    path.write_text(
+        head + f"    - path: {tmp_path / 'rows'}\n      data_files: [{{train: a.jsonl}}]\n"
+    )
+    with pytest.raises(ConfigError, match=r"data\.datasets\[0\]\.data_files must list file names"):
+        load_config(path)
