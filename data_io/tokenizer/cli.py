@@ -47,9 +47,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--trainer",
         choices=TRAINERS,
         default=None,
-        help="rust: data_io's BPE trainer (its merges equal tokenizers'; faster, less memory); "
-        "hf: the tokenizers library's trainers, the only one for unigram (default: rust for "
-        "bpe, hf for unigram)",
+        help="rust (default): data_io's counting pass (in --count-memory, kept with --counts, "
+        "scaled with --executor), then its BPE merges (equal to tokenizers'; faster, less "
+        "memory) or tokenizers' unigram EM passes; hf: the tokenizers library's trainers fed "
+        "the texts (the same file)",
     )
     parser.add_argument(
         "--vocab-size",

@@ -55,7 +55,7 @@ class TrainTokenizerStage:
         if options["trainer"] != "rust":
             raise ConfigError(
                 "--executor runs the counting pass of the rust trainer as units; the hf trainer "
-                "(and unigram) runs in one process: train without --executor"
+                "runs in one process: drop --trainer hf (the same file), or --executor"
             )
         tasks = json.loads(_core.train_tasks(_without_trainer(options)))
         units = [

@@ -76,7 +76,9 @@ def counting_line(result: TrainResult) -> str | None:
     parts = [
         read,
         f"{counting.words:,} distinct pre-tokens of {counting.pieces:,}",
-        f"merged in {counting.merge_seconds:.1f} s",
+        # BPE's merge pass, or unigram's EM passes over the same counts.
+        f"{'EM passes' if result.tokenizer_type == 'unigram' else 'merged'} in "
+        f"{counting.merge_seconds:.1f} s",
     ]
     if result.peak_rss is not None:
         parts.append(f"peak memory {format_bytes(result.peak_rss)}")

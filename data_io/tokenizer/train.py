@@ -154,8 +154,9 @@ def train_tokenizer(
     or without a single usable text, raise and write nothing. ``pad_token``/``bos_token``/
     ``eos_token`` name the special tokens ``tokenizer_config.json`` gives those roles (default:
     the pipeline's own tokens, when they are among ``special_tokens``). ``trainer``: ``"rust"``
-    (data_io's BPE trainer, the default for BPE; its merges equal ``tokenizers``') or ``"hf"``
-    (``tokenizers``' own trainers, the default for unigram, which only it trains).
+    (the default: data_io's counting pass, then its BPE merges, equal to ``tokenizers``', or
+    ``tokenizers``' unigram EM passes over the same counts) or ``"hf"`` (``tokenizers``' own
+    trainers fed the texts; the same file).
 
     The Rust trainer counts in at most ``count_memory`` bytes of tables (default: a quarter of
     the machine's memory), spilling sorted runs beside ``output`` past it; ``counts_dir`` keeps
@@ -202,13 +203,6 @@ def check_text_options(settings: dict[str, Any]) -> None:
         raise ConfigError("--counts and scale-out counting read rows; drop --text-field")
     if settings.get("trainer") not in (None, "rust"):
         raise ConfigError("raw text (--text-field) is counted by the rust trainer; drop --trainer")
-    # Asked here: further on, the unigram default (trainer hf) met the counts of the raw text
-    # and was refused as if --counts had been given.
-    if settings.get("tokenizer_type", "bpe") != "bpe":
-        raise ConfigError(
-            "raw text (--text-field) is counted by the rust trainer, which trains BPE: drop "
-            "--tokenizer-type unigram, or train unigram on cleaned rows"
-        )
     if settings.get("on_error", "fail") != "fail":
         raise ConfigError(
             "--on-error skip skips bad rows of cleaned rows; raw text (--text-field) is read as "
@@ -275,11 +269,9 @@ def core_options(inputs: Sequence[str | Path], output: str | Path, settings: dic
     if tokenizer_type not in ("bpe", "unigram"):
         raise ConfigError(f"tokenizer type must be 'bpe' or 'unigram', not {tokenizer_type!r}")
     if trainer is None:
-        trainer = "rust" if tokenizer_type == "bpe" else "hf"
+        trainer = "rust"
     if trainer not in TRAINERS:
         raise ConfigError(f"trainer must be one of {', '.join(TRAINERS)}, not {trainer!r}")
-    if trainer == "rust" and tokenizer_type != "bpe":
-        raise ConfigError("the rust trainer trains BPE; train a unigram tokenizer with trainer hf")
     counting = (given["counts_dir"], given["count_parts"], given["count_memory"])
     if trainer == "hf" and (counting[0] is not None or counting[1] or counting[2] is not None):
         raise ConfigError(

@@ -114,12 +114,15 @@ pub struct TrainReport {
     pub counting: Option<CountingReport>,
 }
 
-/// Which BPE trainer learns the merges; both give the same `tokenizer.json` (`differential.rs`).
+/// Which trainer counts the words and learns the vocabulary; both give the same
+/// `tokenizer.json` (`differential.rs`, `unigram.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Trainer {
-    /// This crate's counting and merge passes (`words.rs`, `merge.rs`): BPE only.
+    /// This crate's counting pass (`words.rs`: in a memory budget, spilling, kept per file,
+    /// cut into scale-out units) and BPE's merge pass (`merge.rs`); a unigram vocabulary is
+    /// learned from the same counts by `tokenizers`' EM passes (`unigram.rs`).
     Ours,
-    /// `tokenizers`' own trainers: the oracle, and the one that trains unigram.
+    /// `tokenizers`' own trainers, fed the texts: the oracle.
     Hf,
 }
 
@@ -129,11 +132,6 @@ pub fn train(options: &TrainOptions) -> Result<TrainReport> {
 }
 
 pub fn train_with(options: &TrainOptions, trainer: Trainer) -> Result<TrainReport> {
-    if trainer == Trainer::Ours && options.kind != TokenizerKind::Bpe {
-        return Err(Error::Config(
-            "the Rust trainer trains BPE; train a unigram tokenizer with --trainer hf".into(),
-        ));
-    }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.threads.unwrap_or(0))
         .build()

@@ -20,7 +20,7 @@ use super::hf::bpe_tokenizer;
 use super::merge::{train_bpe_with, BpeOptions};
 use super::texts::{for_each_batch, FilePlan};
 use super::words::WordCounts;
-use super::{TrainFileReport, TrainOptions};
+use super::{unigram, TokenizerKind, TrainFileReport, TrainOptions};
 use crate::encoder::fast_bpe::pretokenize::Pattern;
 use crate::error::Result;
 use crate::reader::OnError;
@@ -151,20 +151,30 @@ pub fn train(
     report.count_seconds = started.elapsed().as_secs_f64();
 
     let merging = Instant::now();
-    let merge_bar = merges_bar(options.vocab_size as u64, options.progress);
-    let bpe = train_bpe_with(
-        words,
-        &BpeOptions {
-            vocab_size: options.vocab_size,
-            min_frequency: options.min_frequency,
-            special_tokens: options.special_tokens.clone(),
-            initial_alphabet: ByteLevel::alphabet().into_iter().collect(),
-        },
-        |tokens| merge_bar.set_position(tokens as u64),
-    )?;
-    merge_bar.finish_and_clear();
+    let tokenizer = match options.kind {
+        TokenizerKind::Bpe => {
+            let merge_bar = merges_bar(options.vocab_size as u64, options.progress);
+            let bpe = train_bpe_with(
+                words,
+                &BpeOptions {
+                    vocab_size: options.vocab_size,
+                    min_frequency: options.min_frequency,
+                    special_tokens: options.special_tokens.clone(),
+                    initial_alphabet: ByteLevel::alphabet().into_iter().collect(),
+                },
+                |tokens| merge_bar.set_position(tokens as u64),
+            )?;
+            merge_bar.finish_and_clear();
+            bpe_tokenizer(&bpe, &options.special_tokens)?
+        }
+        // The EM passes of `tokenizers`' trainer over the same words `unigram::count_words`
+        // would have counted: the file `--trainer hf` writes.
+        TokenizerKind::Unigram => {
+            let words: Vec<(String, u64)> = words.iter().map(|(w, c)| (w.to_owned(), c)).collect();
+            unigram::train(options, words)?
+        }
+    };
     report.merge_seconds = merging.elapsed().as_secs_f64();
-    let tokenizer = bpe_tokenizer(&bpe, &options.special_tokens)?;
     // The files' reports in the inputs' order.
     let files = order.iter().filter_map(|task| files.remove(task)).collect();
     Ok((tokenizer, files, report))

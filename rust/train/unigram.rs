@@ -27,8 +27,12 @@ use crate::error::{Error, Result};
 /// learn, one symbol after another (`UnigramTrainer::finalize`).
 const UNLEARNED_STEP: f64 = 0.0001;
 
-/// Train a unigram tokenizer with `options` on the words `count_words` counted.
-pub fn train(options: &TrainOptions, words: HashMap<String, u64>) -> Result<Tokenizer> {
+/// Train a unigram tokenizer with `options` on distinct words with their counts (`count_words`'s,
+/// or the Rust trainer's counting pass's: the same words), in any order.
+pub fn train(
+    options: &TrainOptions,
+    words: impl IntoIterator<Item = (String, u64)>,
+) -> Result<Tokenizer> {
     let mut words: Vec<(String, u32)> = words
         .into_iter()
         // A word seen more than 4 billion times is no less frequent than one seen exactly that.
@@ -184,6 +188,7 @@ mod tests {
     use tokenizers::Tokenizer;
 
     use super::{canonical, count_words, train, UNLEARNED_STEP};
+    use crate::encoder::fast_bpe::pretokenize::Pattern;
     use crate::train::differential::options;
     use crate::train::hf::{new_tokenizer, new_trainer};
     use crate::train::{TokenizerKind, TrainOptions};
@@ -269,6 +274,21 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The Rust trainer's counting pass (`words.rs`: the fast encoder's pre-tokenizer) counts
+    /// the words `count_words` counts through `tokenizers`: the same file.
+    #[test]
+    fn the_rust_trainer_s_counts_train_the_same_file() {
+        let options = unigram_options(300, &["<s>"]);
+        let texts = texts();
+        let counted = crate::train::words::count_words(&texts, Pattern::Qwen, true);
+        let words = counted.iter().map(|(w, c)| (w.to_owned(), c));
+        let from_counts = train(&options, words).expect("trained");
+        assert_eq!(
+            from_counts.to_string(false).expect("json"),
+            ours(&options, &texts).to_string(false).expect("json")
+        );
     }
 
     #[test]

@@ -84,7 +84,8 @@ EDITS = [
     ("train-tokenizer", ["options", "train", "vocab_size"], 0, "vocab_size must be at least 1"),
     ("train-tokenizer", ["options", "train", "special_tokens"], "<s>",
      "train-tokenizer's option special_tokens is a string ('<s>'), not a list of strings or null"),
-    ("train-tokenizer", ["options", "train", "tokenizer_type"], "unigram", "the rust trainer"),
+    ("train-tokenizer", ["options", "train", "tokenizer_type"], "wordpiece", "'bpe' or 'unigram'"),
+    ("train-tokenizer", ["options", "train", "trainer"], "hf", "the rust trainer"),
     ("clean", ["options", "names"], ["nope"], "no cleaner called 'nope'"),
     ("clean", ["options", "names"], "gsm8k_train", "clean's option names is a string"),
 ]  # fmt: skip

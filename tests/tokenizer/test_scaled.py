@@ -26,9 +26,9 @@ def _args(inputs: Path, out: Path, *extra: str) -> list[str]:
             VOCAB, "--prefix-config", "none", "-q", *extra]  # fmt: skip
 
 
-def _one_run(inputs: Path, out: Path) -> dict[str, bytes]:
+def _one_run(inputs: Path, out: Path, tokenizer_type: str = "bpe") -> dict[str, bytes]:
     train_tokenizer([inputs], out / "tokenizer.json", vocab_size=int(VOCAB), prefix_config=None,
-                    progress=False)  # fmt: skip
+                    progress=False, tokenizer_type=tokenizer_type)  # fmt: skip
     return tree_bytes(out)
 
 
@@ -37,6 +37,14 @@ def test_local_executor_is_byte_identical_to_one_run(tmp_path: Path):
     out = tmp_path / "scaled"
     assert main(_args(inputs, out, "--executor", "local", "--workers", "2")) == 0
     assert tree_bytes(out) == _one_run(inputs, tmp_path / "one")
+    # A unigram vocabulary is learned from the same units' counts (it was refused here).
+    uni = tmp_path / "scaled-unigram"
+    argv = _args(
+        inputs, uni, "--executor", "local", "--workers", "2", "--tokenizer-type", "unigram"
+    )
+    assert main(argv) == 0
+    assert tree_bytes(uni) == _one_run(inputs, tmp_path / "one-unigram", "unigram")
+    assert '"Unigram"' in (uni / "tokenizer.json").read_text()
     manifest = Manifest.load(out)
     assert manifest.stage == "train-tokenizer"
     assert sorted(u.task for u in manifest.units) == sorted(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import random
 from pathlib import Path
 
 import pyarrow as pa
@@ -167,15 +168,28 @@ def test_invalid_utf8_replaced_and_empty_sources_are_said(tmp_path: Path, capsys
     assert "skipped 1 input file, e.g." in printed and "empty.txt (no documents)" in printed
 
 
-def test_unigram_on_raw_text_is_refused_for_what_it_is(tmp_path: Path, capsys):
-    """--text-field with --tokenizer-type unigram was refused as '--counts, --count-memory and
-    scale-out counting belong to the rust trainer', none of which the user had given."""
-    raw = tmp_path / "raw"
+def test_unigram_on_raw_text_trains_the_file_the_same_texts_as_rows_train(tmp_path: Path, capsys):
+    """Unigram trained only through tokenizers' own trainer, fed rows: raw text was refused.
+    It now learns from the rust trainer's counts, raw text's too: the same documents as rows
+    (the instruction of each, an empty response) give the hf trainer's file, byte for byte."""
+    rng = random.Random(4)
+    words = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyzäö", k=rng.randint(1, 7))) for _ in range(300)]  # fmt: skip
+    docs = [" ".join(rng.choices(words, k=rng.randint(5, 40))) for _ in range(200)]
+    raw, rows = tmp_path / "raw", tmp_path / "rows"
     raw.mkdir()
-    (raw / "a.txt").write_text("one line here\nanother line there\n" * 20)
-    out = tmp_path / "out" / "tokenizer.json"
-    assert main(["train-tokenizer", str(raw), "-o", str(out), "--text-field", "text",
-                 "--tokenizer-type", "unigram", "--vocab-size", "300"]) == 1  # fmt: skip
-    err = capsys.readouterr().err
-    assert "which trains BPE: drop --tokenizer-type unigram" in err and "--counts" not in err
-    assert not out.parent.exists()
+    rows.mkdir()
+    (raw / "a.txt").write_text("\n\n".join(docs) + "\n")
+    (rows / "r.jsonl").write_text(
+        "".join(
+            json.dumps({"condition": "", "instruction": d, "response": ""}) + "\n" for d in docs
+        )
+    )
+    common = ["--tokenizer-type", "unigram", "--vocab-size", "600", "--prefix-config", "none"]
+    assert main(["train-tokenizer", str(raw), "-o", str(tmp_path / "t" / "tokenizer.json"),
+                 "--text-field", "text", *common]) == 0  # fmt: skip
+    assert "EM passes in" in capsys.readouterr().out
+    assert main(["train-tokenizer", str(rows), "-o", str(tmp_path / "h" / "tokenizer.json"),
+                 "--trainer", "hf", *common]) == 0  # fmt: skip
+    trained = (tmp_path / "t" / "tokenizer.json").read_bytes()
+    assert trained == (tmp_path / "h" / "tokenizer.json").read_bytes()
+    assert json.loads(trained)["model"]["type"] == "Unigram"

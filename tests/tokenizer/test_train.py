@@ -424,10 +424,33 @@ def test_the_rust_trainer_writes_the_files_the_hf_trainer_writes(
     assert len(json.loads(written["rust"]["tokenizer.json"])["model"]["merges"]) > 0
 
 
+def test_unigram_from_the_rust_trainer_s_counts_is_the_hf_trainer_s_file(tmp_path: Path) -> None:
+    """Unigram was trained by tokenizers' trainer alone, fed the texts (no --count-memory, no
+    --counts, no --executor, no raw text). The rust trainer's counting pass now feeds the same
+    EM passes: the same file, byte for byte, whether the counts stayed in memory, spilled past
+    a budget of a few KiB, or were read back from --counts."""
+    common = {"tokenizer_type": "unigram", "vocab_size": 700, "prefix_config": None,
+              "special_tokens": ["<s>", "</s>"], "progress": False}  # fmt: skip
+    runs = {
+        "hf": {"trainer": "hf"},
+        "rust": {},  # the default
+        "spilled": {"count_memory": 4096},
+        "counts": {"counts_dir": tmp_path / "counts"},
+        "counts again": {"counts_dir": tmp_path / "counts"},
+    }
+    files = {}
+    for name, options in runs.items():
+        out = tmp_path / name / "tokenizer.json"
+        result = train_tokenizer([EXAMPLE_ROWS], out, **common, **options)
+        files[name] = out.read_bytes()
+        assert (result.counting is None) == (name == "hf")
+    assert result.counting is not None and result.counting.reused_files  # read back
+    assert len(set(files.values())) == 1, {k: len(v) for k, v in files.items()}
+    assert json.loads(files["hf"])["model"]["type"] == "Unigram"
+
+
 def test_trainer_choices_are_checked(tmp_path: Path) -> None:
     out = tmp_path / "t" / "tokenizer.json"
-    with pytest.raises(ConfigError, match="rust trainer trains BPE"):
-        train_tokenizer([EXAMPLE_ROWS], out, tokenizer_type="unigram", trainer="rust")
     with pytest.raises(ConfigError, match="trainer must be one of rust, hf"):
         train_tokenizer([EXAMPLE_ROWS], out, trainer="sentencepiece")
     with pytest.raises(ValueError, match="trainer must be"):

@@ -52,7 +52,7 @@ def test_ctrl_c_during_the_hf_trainer_writes_no_tokenizer(tmp_path: Path) -> Non
     started = time.monotonic()
     timer.start()
     try:
-        train_tokenizer([rows], out, tokenizer_type="unigram", vocab_size=2000,
+        train_tokenizer([rows], out, tokenizer_type="unigram", trainer="hf", vocab_size=2000,
                         prefix_config=None, threads=1, progress=False)  # fmt: skip
     except KeyboardInterrupt:
         pass
