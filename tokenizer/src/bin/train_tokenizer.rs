@@ -73,8 +73,9 @@ struct TrainArgs {
     /// [data_io] A bad row fails the run, or is skipped and counted
     #[arg(long, value_enum, default_value_t = OnErrorArg::Fail)]
     on_error: OnErrorArg,
-    /// [data_io] rust: data_io's BPE trainer (merges equal to tokenizers'); hf: the tokenizers
-    /// library's trainers, the only one for unigram (default: rust for bpe, hf for unigram)
+    /// [data_io] rust (default): data_io's counting pass, then its BPE merges (equal to
+    /// tokenizers') or tokenizers' unigram EM; hf: the tokenizers library's trainers fed the
+    /// texts (the same file)
     #[arg(long, value_enum)]
     trainer: Option<TrainerArg>,
     /// [data_io] Worker threads (default: every core)
@@ -140,8 +141,8 @@ fn run(args: &TrainArgs) -> Result<(), String> {
         counts_dir: None,
         count_parts: Vec::new(),
     };
-    let trainer = match (args.trainer, kind) {
-        (Some(TrainerArg::Hf), _) | (None, TokenizerKind::Unigram) => Trainer::Hf,
+    let trainer = match args.trainer {
+        Some(TrainerArg::Hf) => Trainer::Hf,
         _ => Trainer::Ours,
     };
     let report = train_with(&options, trainer).map_err(|e| e.to_string())?;
