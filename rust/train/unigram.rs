@@ -44,14 +44,13 @@ pub fn train(
             "the unigram trainer was not built (a bug)".into(),
         ));
     };
+    let in_texts: HashSet<char> = words.iter().flat_map(|(word, _)| word.chars()).collect();
     let mut model = Unigram::default();
     trainer
         .do_train(words, &mut model)
         .map_err(|e| Error::Tokenizer(format!("training failed: {e}")))?;
-    with_model(
-        canonical(&model, &options.special_tokens),
-        &options.special_tokens,
-    )
+    let pieces = canonical(&model, &options.special_tokens, &in_texts);
+    with_model(pieces, &options.special_tokens)
 }
 
 /// Distinct pre-tokens of `texts` with their counts: the texts normalised and pre-tokenized by
@@ -105,23 +104,56 @@ fn merged(mut into: HashMap<String, u64>, from: HashMap<String, u64>) -> HashMap
 }
 
 /// The pieces of a trained `model` in a fixed order: the special tokens first (as the trainer
-/// puts them), then the rest by score, highest first. The byte symbols the trainer did not
-/// learn (their scores the lowest learned one plus 0.0001 steps) take those scores by code
-/// point, the lowest code point the highest score; pieces of equal score keep the trainer's
-/// order, byte symbols first by code point. A text listed twice keeps its first place.
-pub fn canonical(model: &Unigram, special_tokens: &[String]) -> Vec<(String, f64)> {
-    let mut seen = HashSet::new();
-    let mut pieces: Vec<(String, f64)> = model
+/// puts them), then the rest by score, highest first; pieces of equal score keep the trainer's
+/// order, byte symbols first by code point.
+///
+/// The byte symbols the trainer did not learn have made-up scores, the lowest learned score
+/// plus 0.0001 steps, dealt in a hash set's order; a symbol learned with exactly the lowest
+/// score (the rarest piece) looks like the first of them. They are dealt again, lowest first:
+/// to the symbols that occur in the texts (`in_texts`), which alone can have been learned, then
+/// to those that never occur, from the highest code point down. When the trainer pruned none
+/// of the symbols it saw, the learned ones keep their scores.
+///
+/// A piece learned with a special token's text (which the trainer lists twice) is kept once, at
+/// the special token's id, with the learned score: with its placeholder 0.0 the pieces would
+/// split the text around it differently.
+pub fn canonical(
+    model: &Unigram,
+    special_tokens: &[String],
+    in_texts: &HashSet<char>,
+) -> Vec<(String, f64)> {
+    let all: Vec<(String, f64)> = model.iter().cloned().collect();
+    let (head, tail) = all.split_at(special_tokens.len().min(all.len()));
+    let mut head = head.to_vec();
+    let lowest = tail
         .iter()
-        .filter(|(piece, _)| seen.insert(piece.clone()))
-        .cloned()
-        .collect();
-    let learned = pieces.split_off(special_tokens.len().min(pieces.len()));
-    pieces.extend(ordered(learned));
-    pieces
+        .map(|(_, score)| *score)
+        .filter(|score| !score.is_nan())
+        .fold(f64::INFINITY, f64::min);
+    let mut places: HashMap<String, usize> = HashMap::new();
+    for (i, (piece, _)) in head.iter().enumerate() {
+        places.entry(piece.clone()).or_insert(i);
+    }
+    let mut learned = Vec::new();
+    for (piece, score) in tail {
+        match places.get(piece) {
+            Some(&i) if i < head.len() => head[i].1 = *score,
+            Some(_) => {} // listed twice among the learned pieces: the first kept
+            None => {
+                places.insert(piece.clone(), usize::MAX);
+                learned.push((piece.clone(), *score));
+            }
+        }
+    }
+    head.extend(ordered(learned, lowest, in_texts));
+    head
 }
 
-fn ordered(mut pieces: Vec<(String, f64)>) -> Vec<(String, f64)> {
+fn ordered(
+    mut pieces: Vec<(String, f64)>,
+    lowest: f64,
+    in_texts: &HashSet<char>,
+) -> Vec<(String, f64)> {
     let alphabet: HashSet<char> = ByteLevel::alphabet().into_iter().collect();
     let symbol = |piece: &str| -> Option<char> {
         let mut chars = piece.chars();
@@ -130,11 +162,6 @@ fn ordered(mut pieces: Vec<(String, f64)>) -> Vec<(String, f64)> {
             _ => None,
         }
     };
-    let lowest = pieces
-        .iter()
-        .map(|(_, score)| *score)
-        .filter(|score| !score.is_nan())
-        .fold(f64::INFINITY, f64::min);
     // The scores the trainer makes up, summed step by step as it sums them (bit for bit).
     let mut made_up = HashSet::new();
     let mut penalty = 0.0;
@@ -142,13 +169,14 @@ fn ordered(mut pieces: Vec<(String, f64)>) -> Vec<(String, f64)> {
         made_up.insert((lowest + penalty).to_bits());
         penalty += UNLEARNED_STEP;
     }
-    let mut unlearned: Vec<usize> = (0..pieces.len())
-        .filter(|&i| symbol(&pieces[i].0).is_some() && made_up.contains(&pieces[i].1.to_bits()))
+    let mut dealt: Vec<(usize, char)> = (0..pieces.len())
+        .filter(|&i| made_up.contains(&pieces[i].1.to_bits()))
+        .filter_map(|i| symbol(&pieces[i].0).map(|c| (i, c)))
         .collect();
-    let mut scores: Vec<f64> = unlearned.iter().map(|&i| pieces[i].1).collect();
-    scores.sort_by(|a, b| b.total_cmp(a));
-    unlearned.sort_by_key(|&i| symbol(&pieces[i].0));
-    for (i, score) in unlearned.into_iter().zip(scores) {
+    let mut scores: Vec<f64> = dealt.iter().map(|&(i, _)| pieces[i].1).collect();
+    scores.sort_by(f64::total_cmp);
+    dealt.sort_by_key(|&(_, c)| (!in_texts.contains(&c), std::cmp::Reverse(c)));
+    for ((i, _), score) in dealt.into_iter().zip(scores) {
         pieces[i].1 = score;
     }
     // Stable: pieces that tie and are not byte symbols keep the trainer's order.
@@ -179,7 +207,7 @@ fn with_model(pieces: Vec<(String, f64)>, special_tokens: &[String]) -> Result<T
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
+    use std::collections::{HashMap, HashSet};
 
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
@@ -253,6 +281,11 @@ mod tests {
             assert_eq!(ours(&options, &texts).to_string(false).expect("json"), json);
         }
         let ours_pieces = pieces(&first);
+        let in_texts: HashSet<char> = count_words(texts.iter())
+            .expect("counted")
+            .keys()
+            .flat_map(|word| word.chars())
+            .collect();
         assert_eq!(ours_pieces.len(), 300);
         // The oracle: the same trainer fed by `Tokenizer::train`, its pieces put in our order.
         // The same pieces with the same scores, up to the last bits of the EM sums.
@@ -260,9 +293,10 @@ mod tests {
             let ModelWrapper::Unigram(model) = theirs(&options, &texts).get_model().clone() else {
                 panic!("not a unigram model");
             };
-            let oracle: HashMap<String, f64> = canonical(&model, &options.special_tokens)
-                .into_iter()
-                .collect();
+            let oracle: HashMap<String, f64> =
+                canonical(&model, &options.special_tokens, &in_texts)
+                    .into_iter()
+                    .collect();
             assert_eq!(oracle.len(), ours_pieces.len());
             for (piece, score) in &ours_pieces {
                 let expected = oracle
@@ -318,11 +352,15 @@ mod tests {
             learned.rotate_left(n);
             pieces.extend(learned);
             let model = Unigram::from(pieces, None, false).expect("model");
-            results.push(canonical(&model, &["<s>".into(), "ab".into()]));
+            results.push(canonical(
+                &model,
+                &["<s>".into(), "ab".into()],
+                &HashSet::new(),
+            ));
         }
         let expected: Vec<(String, f64)> = [
             ("<s>", 0.0),
-            ("ab", 0.0),
+            ("ab", -1.0), // the special token's text learned too: its learned score
             ("p", -3.0),
             ("q", -3.0),
             ("cd", -3.0),
@@ -337,6 +375,66 @@ mod tests {
         for result in results {
             assert_eq!(result, expected);
         }
+    }
+
+    /// A symbol learned with exactly the lowest score (the rarest piece) looks like the first
+    /// of the made-up scores; it keeps its score, as every run of the trainer gives it.
+    #[test]
+    fn a_symbol_learned_with_the_lowest_score_keeps_it() {
+        let options = unigram_options(270, &["<s>"]);
+        let texts: Vec<String> = ["aaa bbb aaa (", "bbb aaa"]
+            .iter()
+            .map(|t| t.to_string())
+            .collect();
+        let lowest = |pieces: &[(String, f64)]| {
+            pieces[1..]
+                .iter()
+                .map(|(_, s)| *s)
+                .fold(f64::INFINITY, f64::min)
+        };
+        let score_of = |pieces: &[(String, f64)], piece: &str| {
+            pieces.iter().find(|(p, _)| p == piece).expect("piece").1
+        };
+        for _ in 0..3 {
+            let oracle = pieces(&theirs(&options, &texts));
+            assert_eq!(score_of(&oracle, "("), lowest(&oracle));
+        }
+        let trained = pieces(&ours(&options, &texts));
+        assert_eq!(score_of(&trained, "("), lowest(&trained));
+        // The symbols never seen take the rest, the lowest code point the highest score.
+        assert!(score_of(&trained, "!") > score_of(&trained, "~"));
+        assert!(score_of(&trained, "~") > lowest(&trained));
+    }
+
+    #[test]
+    fn made_up_scores_go_first_to_the_symbols_seen_in_the_texts() {
+        let lowest = -5.0;
+        let made_up = |k: usize| lowest + (0..k).fold(0.0, |penalty, _| penalty + UNLEARNED_STEP);
+        // "c" learned at the lowest score (seen in the texts); "z" got the first made-up one.
+        let pieces: Vec<(String, f64)> = vec![
+            ("<s>".into(), 0.0),
+            ("ab".into(), -1.0),
+            ("x".into(), made_up(2)),
+            ("z".into(), made_up(0)),
+            ("b".into(), made_up(1)),
+            ("c".into(), lowest),
+        ];
+        let model = Unigram::from(pieces, None, false).expect("model");
+        let in_texts: HashSet<char> = "abc".chars().collect();
+        let result = canonical(&model, &["<s>".into()], &in_texts);
+        let expected: Vec<(String, f64)> = [
+            ("<s>", 0.0),
+            ("ab", -1.0),
+            ("x", made_up(2)),
+            ("z", made_up(1)),
+            // Seen in the texts: the lowest scores, "b" (pruned) too.
+            ("b", lowest),
+            ("c", lowest),
+        ]
+        .iter()
+        .map(|(p, s)| (p.to_string(), *s))
+        .collect();
+        assert_eq!(result, expected);
     }
 
     /// `tokenizers`' unigram trainer lists a special token's text twice when it also learns it
@@ -362,6 +460,16 @@ mod tests {
         assert_eq!(kept[..2], options.special_tokens[..]);
         assert_eq!(unique.token_to_id("ab"), Some(0));
         assert_eq!(unique.get_vocab_size(true), kept.len());
+        // With the score the trainer learned for "ab", not the special token's placeholder 0.0
+        // (which would make "ab" win where the trainer's own pieces split the text otherwise).
+        let learned = pieces(&theirs(&options, &texts))
+            .into_iter()
+            .skip(2)
+            .find(|(piece, _)| piece == "ab")
+            .expect("learned")
+            .1;
+        assert!(learned < 0.0);
+        assert!((pieces(&unique)[0].1 - learned).abs() < 1e-9);
         let loaded: Tokenizer = unique
             .to_string(false)
             .expect("json")
