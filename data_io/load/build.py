@@ -287,7 +287,8 @@ def row_sources(config: LoaderConfig) -> list[Any]:
     return [
         RowSource(
             path=s.path,
-            split=s.split,
+            # Files picked from a table of splits are load_dataset's split 'train'.
+            split=s.split if s.split_files is None else "train",
             data_files=s.data_files,
             revision=s.revision,
             select_columns=s.select_columns or data.select_columns,

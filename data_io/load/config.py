@@ -48,6 +48,7 @@ PACKING_METHODS = ("sequential", "multipack")
 # A dotted key: names, and list positions (data.datasets.0.weight); OmegaConf itself fails on
 # other text with errors that do not name the override (an IndexError for "[6_m").
 _OVERRIDE_KEY = re.compile(r"[A-Za-z_]\w*(\.(\w+))+")
+_SOURCE_FILES = re.compile(r"data\.datasets\.\d+\.data_files")
 
 
 @dataclass
@@ -72,6 +73,10 @@ class DatasetSource:
     split: str = "train"
     data_dir: str | None = None
     data_files: list[str] | None = None
+    # data_io's: data_files as given as a table of splits ({train: [...], test: [...]}); the
+    # validated config's data_files are the files of its split (read as rows of the split
+    # 'train', as load_dataset makes of a list), again after an override of split.
+    split_files: dict[str, list[str]] | None = None
     revision: str | None = None
     trust_remote_code: bool | None = None
     streaming: bool = False
@@ -342,6 +347,7 @@ _XORL_ONLY = (
     "split",
     "data_dir",
     "data_files",
+    "split_files",
     "revision",
     "trust_remote_code",
     "streaming",
@@ -388,8 +394,8 @@ def _xorl_sources(data: dict[str, Any]) -> dict[str, Any]:
 
 def _split_files(entry: Mapping[str, Any], i: int) -> Mapping[str, Any]:
     """``data_files`` as a table of splits (``{train = [...], test = [...]}``), as
-    datasets.load_dataset takes it: the files of the source's ``split`` (default train), listed
-    as the split 'train' (what load_dataset makes of a list), the same rows."""
+    datasets.load_dataset takes it, kept as ``split_files``: the source's ``split`` (default
+    train, an override's too) picks its files when the config is validated."""
     files = entry.get("data_files")
     if not isinstance(files, Mapping):
         if isinstance(files, list) and any(not isinstance(f, str) for f in files):
@@ -398,13 +404,9 @@ def _split_files(entry: Mapping[str, Any], i: int) -> Mapping[str, Any]:
                 "splits is given whole: data_files = {train = [...], test = [...]}"
             )
         return entry
-    split = entry.get("split", "train")
-    if split not in files:
-        raise ConfigError(
-            f"data.datasets[{i}].data_files names the splits {', '.join(map(repr, files))}, not "
-            f"this source's split {split!r}: set data.datasets[{i}].split to one of them"
-        )
-    return {**entry, "data_files": files[split], "split": "train"}
+    table = {k: [v] if isinstance(v, str) else v for k, v in files.items()}
+    rest = {k: v for k, v in entry.items() if k != "data_files"}
+    return {**rest, "split_files": table}
 
 
 def _one_name_as_list(table: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
@@ -491,6 +493,9 @@ def apply_overrides(
                 OmegaConf.update(base, key, parsed, merge=True)
             except (ConfigKeyError, ConfigAttributeError) as err:
                 raise _unknown_override(item, key) from err
+            if _SOURCE_FILES.fullmatch(key):
+                # data_files given here replace a table of splits the file gave.
+                OmegaConf.update(base, key.rpartition(".")[0] + ".split_files", None)
         merged = OmegaConf.to_object(base)
     except OmegaConfBaseException as err:
         raise _omegaconf_error(f"{where} with overrides", err) from err
@@ -823,6 +828,19 @@ def _validate_streaming(data: DataConfig) -> None:
         )
 
 
+def _pick_split_files(where: str, source: DatasetSource) -> None:
+    """``data_files`` given as a table of splits: the files of the source's split."""
+    table = source.split_files
+    if table is None:
+        return
+    if source.split not in table:
+        raise ConfigError(
+            f"{where}.data_files names the splits {', '.join(map(repr, table))}, not this "
+            f"source's split {source.split!r}: set {where}.split to one of them"
+        )
+    source.data_files = list(table[source.split])
+
+
 def _validate_sources(data: DataConfig) -> None:
     kinds = {"tokenized" if s.type == "tokenized" else "tokens" for s in data.datasets}
     if len(kinds) > 1:
@@ -836,6 +854,7 @@ def _validate_sources(data: DataConfig) -> None:
             raise ConfigError(f"{where}.type must be 'tokenized' or unset, got {source.type!r}")
         _validate_kind_keys(where, source)
         _check_dtype(f"{where}.dtype", source.dtype)
+        _pick_split_files(where, source)
         if source.type == "tokenized":
             if not source.path:
                 raise ConfigError(f"{where}: a tokenized source needs path")

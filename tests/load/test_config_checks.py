@@ -289,6 +289,21 @@ def test_data_files_as_a_table_of_splits_reads_the_source_s_split(tmp_path: Path
         batches = list(build_dataloader(path, rank=0, world_size=1))
         heads = [int(t) for b in batches for t in b["input_ids"].flatten() if t >= 10_000]
         assert sorted(heads) == sorted(r["input_ids"][0] for r in expected)
+    # The split given as an override picks its files too: the table was resolved before the
+    # overrides, so split=test read the train files as the split 'test' (refused for files).
+    path.write_text(head + table)
+    overrides = ["data.datasets.0.split=test"]
+    (source,) = load_config(path, overrides).data.datasets
+    assert (source.split, source.data_files) == ("test", ["b.jsonl"])
+    batches = list(build_dataloader(path, rank=0, world_size=1, overrides=overrides))
+    heads = [int(t) for b in batches for t in b["input_ids"].flatten() if t >= 10_000]
+    assert sorted(heads) == sorted(r["input_ids"][0] for r in rows[12:])
+    with pytest.raises(ConfigError, match=r"with overrides: .*names the splits 'train', 'test', "
+                       r"not this source's split 'dev'"):  # fmt: skip
+        load_config(path, ["data.datasets.0.split=dev"])
+    # data_files given as an override replace the table.
+    (source,) = load_config(path, ["data.datasets.0.data_files=[b.jsonl]"]).data.datasets
+    assert (source.split, source.data_files, source.split_files) == ("train", ["b.jsonl"], None)
     path.write_text(head + table + "      split: dev\n")
     with pytest.raises(ConfigError, match=r"names the splits 'train', 'test', not .* 'dev'"):
         load_config(path)
