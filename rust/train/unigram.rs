@@ -44,12 +44,12 @@ pub fn train(
             "the unigram trainer was not built (a bug)".into(),
         ));
     };
-    let seen = Seen::of(&words);
+    let in_texts: HashSet<char> = words.iter().flat_map(|(word, _)| word.chars()).collect();
     let mut model = Unigram::default();
     trainer
         .do_train(words, &mut model)
         .map_err(|e| Error::Tokenizer(format!("training failed: {e}")))?;
-    let pieces = canonical(&model, &options.special_tokens, &seen);
+    let pieces = canonical(&model, &options.special_tokens, &in_texts);
     with_model(pieces, &options.special_tokens)
 }
 
@@ -103,79 +103,25 @@ fn merged(mut into: HashMap<String, u64>, from: HashMap<String, u64>) -> HashMap
     into
 }
 
-/// The words a trainer was given, as `canonical` needs them: for each character, a few of the
-/// shortest words that hold it (the same whatever order the words came in).
-#[derive(Debug, Default)]
-pub struct Seen {
-    words: HashMap<char, Vec<String>>,
-}
-
-/// The words kept for each character.
-const SAMPLE_WORDS: usize = 8;
-
-impl Seen {
-    pub fn of<S: AsRef<str>>(words: &[(S, u32)]) -> Seen {
-        let mut seen = Seen::default();
-        let shorter = |a: &String, b: &String| a.len().cmp(&b.len()).then_with(|| a.cmp(b));
-        for (word, _) in words {
-            let word = word.as_ref();
-            for c in word.chars() {
-                let held = seen.words.entry(c).or_default();
-                if held.iter().any(|w| w == word) {
-                    continue;
-                }
-                let candidate = word.to_owned();
-                if held.len() == SAMPLE_WORDS {
-                    match held.last() {
-                        Some(last) if shorter(&candidate, last).is_lt() => {
-                            held.pop();
-                        }
-                        _ => continue,
-                    }
-                }
-                let at = held.partition_point(|w| shorter(w, &candidate).is_lt());
-                held.insert(at, candidate);
-            }
-        }
-        seen
-    }
-
-    fn holds(&self, c: char) -> bool {
-        self.words.contains_key(&c)
-    }
-
-    /// How many of the words kept for `c` `model` segments with `c` alone among the pieces.
-    fn needed_alone(&self, c: char, model: &Unigram) -> usize {
-        let piece = c.to_string();
-        self.words.get(&c).map_or(0, |words| {
-            words
-                .iter()
-                .filter(|word| {
-                    model
-                        .encode(word)
-                        .is_ok_and(|pieces| pieces.contains(&piece))
-                })
-                .count()
-        })
-    }
-}
-
 /// The pieces of a trained `model` in a fixed order: the special tokens first (as the trainer
 /// puts them), then the rest by score, highest first; pieces of equal score keep the trainer's
 /// order, byte symbols first by code point.
 ///
 /// The byte symbols the trainer did not learn have made-up scores, the lowest learned score
-/// plus 0.0001 steps, one each, dealt in a hash set's order; a symbol learned with exactly the
-/// lowest score (the rarest piece) looks like the one with the first. So the symbols at the
-/// lowest score beyond one are learned ones, and keep it: those `seen` in the texts, and if more
-/// are seen than learned, those the words need alone most often (segmented by the trained
-/// pieces), then by code point. The made-up scores left are dealt by code point, the lowest
-/// code point the highest score.
+/// plus 0.0001 steps, dealt in a hash set's order; a symbol learned with exactly the lowest
+/// score (the rarest piece) looks like the first of them. They are dealt again, lowest first:
+/// to the symbols that occur in the texts (`in_texts`), which alone can have been learned, then
+/// to those that never occur, from the highest code point down. When the trainer pruned none
+/// of the symbols it saw, the learned ones keep their scores.
 ///
 /// A piece learned with a special token's text (which the trainer lists twice) is kept once, at
 /// the special token's id, with the learned score: with its placeholder 0.0 the pieces would
 /// split the text around it differently.
-pub fn canonical(model: &Unigram, special_tokens: &[String], seen: &Seen) -> Vec<(String, f64)> {
+pub fn canonical(
+    model: &Unigram,
+    special_tokens: &[String],
+    in_texts: &HashSet<char>,
+) -> Vec<(String, f64)> {
     let all: Vec<(String, f64)> = model.iter().cloned().collect();
     let (head, tail) = all.split_at(special_tokens.len().min(all.len()));
     let mut head = head.to_vec();
@@ -199,22 +145,23 @@ pub fn canonical(model: &Unigram, special_tokens: &[String], seen: &Seen) -> Vec
             }
         }
     }
-    head.extend(ordered(learned, lowest, seen));
+    head.extend(ordered(learned, lowest, in_texts));
     head
 }
 
-/// The byte symbol a piece is, if it is one.
-fn symbol_of(piece: &str, alphabet: &HashSet<char>) -> Option<char> {
-    let mut chars = piece.chars();
-    match (chars.next(), chars.next()) {
-        (Some(c), None) if alphabet.contains(&c) => Some(c),
-        _ => None,
-    }
-}
-
-fn ordered(mut pieces: Vec<(String, f64)>, lowest: f64, seen: &Seen) -> Vec<(String, f64)> {
+fn ordered(
+    mut pieces: Vec<(String, f64)>,
+    lowest: f64,
+    in_texts: &HashSet<char>,
+) -> Vec<(String, f64)> {
     let alphabet: HashSet<char> = ByteLevel::alphabet().into_iter().collect();
-    let symbol = |piece: &str| symbol_of(piece, &alphabet);
+    let symbol = |piece: &str| -> Option<char> {
+        let mut chars = piece.chars();
+        match (chars.next(), chars.next()) {
+            (Some(c), None) if alphabet.contains(&c) => Some(c),
+            _ => None,
+        }
+    };
     // The scores the trainer makes up, summed step by step as it sums them (bit for bit).
     let mut made_up = HashSet::new();
     let mut penalty = 0.0;
@@ -222,36 +169,14 @@ fn ordered(mut pieces: Vec<(String, f64)>, lowest: f64, seen: &Seen) -> Vec<(Str
         made_up.insert((lowest + penalty).to_bits());
         penalty += UNLEARNED_STEP;
     }
-    let mut holders: Vec<(usize, char)> = (0..pieces.len())
+    let mut dealt: Vec<(usize, char)> = (0..pieces.len())
         .filter(|&i| made_up.contains(&pieces[i].1.to_bits()))
         .filter_map(|i| symbol(&pieces[i].0).map(|c| (i, c)))
         .collect();
-    let mut scores: Vec<f64> = holders.iter().map(|&(i, _)| pieces[i].1).collect();
-    let distinct: HashSet<u64> = scores.iter().map(|s| s.to_bits()).collect();
-    let learned = holders.len() - distinct.len();
-    if learned > 0 {
-        let mut candidates: Vec<(usize, char)> = holders
-            .iter()
-            .copied()
-            .filter(|&(i, c)| pieces[i].1.to_bits() == lowest.to_bits() && seen.holds(c))
-            .collect();
-        if candidates.len() > learned {
-            let probe = probe_model(&pieces, &holders, lowest);
-            candidates
-                .sort_by_cached_key(|&(_, c)| (std::cmp::Reverse(seen.needed_alone(c, &probe)), c));
-            candidates.truncate(learned);
-        }
-        // They keep the lowest score; one copy of it each leaves the scores dealt below.
-        for &(i, _) in &candidates {
-            holders.retain(|&(j, _)| j != i);
-            if let Some(at) = scores.iter().position(|s| s.to_bits() == lowest.to_bits()) {
-                scores.swap_remove(at);
-            }
-        }
-    }
-    scores.sort_by(|a, b| b.total_cmp(a));
-    holders.sort_by_key(|&(_, c)| c);
-    for ((i, _), score) in holders.into_iter().zip(scores) {
+    let mut scores: Vec<f64> = dealt.iter().map(|&(i, _)| pieces[i].1).collect();
+    scores.sort_by(f64::total_cmp);
+    dealt.sort_by_key(|&(_, c)| (!in_texts.contains(&c), std::cmp::Reverse(c)));
+    for ((i, _), score) in dealt.into_iter().zip(scores) {
         pieces[i].1 = score;
     }
     // Stable: pieces that tie and are not byte symbols keep the trainer's order.
@@ -262,25 +187,6 @@ fn ordered(mut pieces: Vec<(String, f64)>, lowest: f64, seen: &Seen) -> Vec<(Str
             .then_with(|| rank(a).cmp(&rank(b)))
     });
     pieces
-}
-
-/// The trained pieces with every holder of a made-up score at the lowest score, in a fixed
-/// order: the words segmented by it do not depend on which symbol the trainer's order made up.
-fn probe_model(pieces: &[(String, f64)], holders: &[(usize, char)], lowest: f64) -> Unigram {
-    let held: HashSet<usize> = holders.iter().map(|&(i, _)| i).collect();
-    let mut probe: Vec<(String, f64)> = pieces
-        .iter()
-        .enumerate()
-        .map(|(i, (piece, score))| {
-            (
-                piece.clone(),
-                if held.contains(&i) { lowest } else { *score },
-            )
-        })
-        .collect();
-    probe.sort_by(|(a, a_score), (b, b_score)| b_score.total_cmp(a_score).then_with(|| a.cmp(b)));
-    // The pieces are distinct and there is no unknown token: it cannot fail.
-    Unigram::from(probe, None, false).unwrap_or_default()
 }
 
 /// The unigram tokenizer of `pieces`, with the special tokens added as `Tokenizer::train` adds
@@ -309,7 +215,7 @@ mod tests {
     use tokenizers::models::ModelWrapper;
     use tokenizers::Tokenizer;
 
-    use super::{canonical, count_words, train, Seen, UNLEARNED_STEP};
+    use super::{canonical, count_words, train, UNLEARNED_STEP};
     use crate::encoder::fast_bpe::pretokenize::Pattern;
     use crate::train::differential::options;
     use crate::train::hf::{new_tokenizer, new_trainer};
@@ -351,15 +257,6 @@ mod tests {
         }
     }
 
-    fn seen_in(texts: &[String]) -> Seen {
-        let words: Vec<(String, u32)> = count_words(texts.iter())
-            .expect("counted")
-            .into_iter()
-            .map(|(word, count)| (word, count as u32))
-            .collect();
-        Seen::of(&words)
-    }
-
     fn ours(options: &TrainOptions, texts: &[String]) -> Tokenizer {
         train(options, count_words(texts.iter()).expect("counted")).expect("trained")
     }
@@ -384,7 +281,11 @@ mod tests {
             assert_eq!(ours(&options, &texts).to_string(false).expect("json"), json);
         }
         let ours_pieces = pieces(&first);
-        let seen = seen_in(&texts);
+        let in_texts: HashSet<char> = count_words(texts.iter())
+            .expect("counted")
+            .keys()
+            .flat_map(|word| word.chars())
+            .collect();
         assert_eq!(ours_pieces.len(), 300);
         // The oracle: the same trainer fed by `Tokenizer::train`, its pieces put in our order.
         // The same pieces with the same scores, up to the last bits of the EM sums.
@@ -392,9 +293,10 @@ mod tests {
             let ModelWrapper::Unigram(model) = theirs(&options, &texts).get_model().clone() else {
                 panic!("not a unigram model");
             };
-            let oracle: HashMap<String, f64> = canonical(&model, &options.special_tokens, &seen)
-                .into_iter()
-                .collect();
+            let oracle: HashMap<String, f64> =
+                canonical(&model, &options.special_tokens, &in_texts)
+                    .into_iter()
+                    .collect();
             assert_eq!(oracle.len(), ours_pieces.len());
             for (piece, score) in &ours_pieces {
                 let expected = oracle
@@ -453,7 +355,7 @@ mod tests {
             results.push(canonical(
                 &model,
                 &["<s>".into(), "ab".into()],
-                &Seen::default(),
+                &HashSet::new(),
             ));
         }
         let expected: Vec<(String, f64)> = [
@@ -504,20 +406,13 @@ mod tests {
         assert!(score_of(&trained, "~") > lowest(&trained));
     }
 
-    /// Each made-up score is one symbol's: symbols at the lowest score beyond one were learned
-    /// there. They keep it, chosen from the words, whichever symbol the trainer made up.
     #[test]
-    fn symbols_learned_at_the_lowest_score_are_told_from_the_words() {
+    fn made_up_scores_go_first_to_the_symbols_seen_in_the_texts() {
         let lowest = -5.0;
         let made_up = |k: usize| lowest + (0..k).fold(0.0, |penalty, _| penalty + UNLEARNED_STEP);
-        let word = |w: &str| (w.to_string(), 1u32);
-        // "c" learned at the lowest score; "z" (never seen), or "b" (seen only inside "ab", a
-        // piece), given the first made-up score by the trainer's order.
-        let cases = [
-            (["z", "b", "x"], Seen::of(&[word("c"), word("ab")])),
-            (["b", "x", "z"], Seen::of(&[word("c"), word("ab")])),
-        ];
-        for (order, seen) in cases {
+        // "c" learned at the lowest score (seen in the texts); "z" (never seen) or "b" (seen,
+        // pruned by the trainer) given the first made-up score by the trainer's order.
+        for order in [["z", "b", "x"], ["b", "z", "x"], ["x", "b", "z"]] {
             let mut pieces: Vec<(String, f64)> = vec![("<s>".into(), 0.0), ("ab".into(), -1.0)];
             pieces.extend(
                 order
@@ -527,18 +422,20 @@ mod tests {
             );
             pieces.push(("c".into(), lowest));
             let model = Unigram::from(pieces, None, false).expect("model");
+            let in_texts: HashSet<char> = "abc".chars().collect();
             let expected: Vec<(String, f64)> = [
                 ("<s>", 0.0),
                 ("ab", -1.0),
-                ("b", made_up(2)),
-                ("x", made_up(1)),
+                ("x", made_up(2)),
+                ("z", made_up(1)),
+                // Seen in the texts: the lowest scores, "b" (pruned) too.
+                ("b", lowest),
                 ("c", lowest),
-                ("z", lowest),
             ]
             .iter()
             .map(|(p, s)| (p.to_string(), *s))
             .collect();
-            assert_eq!(canonical(&model, &["<s>".into()], &seen), expected);
+            assert_eq!(canonical(&model, &["<s>".into()], &in_texts), expected);
         }
     }
 
