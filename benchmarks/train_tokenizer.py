@@ -14,6 +14,12 @@ set of token byte strings, for the tiktoken-style peers).
 
     python -m benchmarks.train_tokenizer work/race/corpus/main [--vocab 32768 131072]
         [--threads 1 2] [--engines data_io hf rustbpe bpeasy] [--rounds 1] [--mb 24 [150 ...]]
+        [--type unigram]
+
+``--type unigram`` trains unigram: data_io (its counting pass, then the ``tokenizers`` crate's
+EM passes), ``data_io-hf`` (the crate's trainer fed the texts) and the Python ``tokenizers``
+``UnigramTrainer`` (``hf``, the oracle; compared by the set of pieces, whose scores it makes up
+for the bytes it did not learn in a hash order of its own).
 
 Several ``--mb`` give the memory against the corpus size (with a corpus whose distinct words
 keep growing: ``benchmarks.heaps_corpus``).
@@ -71,7 +77,9 @@ SPLIT_REGEX = (
 )
 
 
-def child(engine: str, rows: str, vocab: int, megabytes: float | None, out: str) -> dict:
+def child(
+    engine: str, rows: str, vocab: int, megabytes: float | None, out: str, kind: str = "bpe"
+) -> dict:
     """One engine's training in this process; returns its timing and vocabulary."""
     if engine in ("data_io", "data_io-hf"):
         from data_io.tokenizer.train import default_special_tokens, train_tokenizer
@@ -81,7 +89,8 @@ def child(engine: str, rows: str, vocab: int, megabytes: float | None, out: str)
         result = train_tokenizer([rows], Path(out) / "tokenizer.json", vocab_size=vocab,
                                  prefix_config=None, truncate_len=NO_TRUNCATION, progress=False,
                                  trainer="hf" if engine == "data_io-hf" else "rust",
-                                 special_tokens=default_special_tokens())  # fmt: skip
+                                 special_tokens=default_special_tokens(),
+                                 tokenizer_type=kind)  # fmt: skip
         seconds = time.perf_counter() - start
         model = json.loads((Path(out) / "tokenizer.json").read_text(encoding="utf-8"))["model"]
         passes = {}
@@ -91,12 +100,12 @@ def child(engine: str, rows: str, vocab: int, megabytes: float | None, out: str)
                 "merge_seconds": result.counting.merge_seconds,
                 "words": result.counting.words,
             }
-        return {
-            "seconds": seconds,
-            "merges": _merges(model),
-            "vocab": sorted(model["vocab"]),
-        } | passes
+        return {"seconds": seconds, **_learned(model)} | passes
     texts = [unicodedata.normalize("NFC", t) for t in read_texts(Path(rows), megabytes)]
+    if kind == "unigram":
+        if engine != "hf":
+            raise SystemExit(f"{engine} trains BPE only")
+        return _hf_unigram(texts, vocab)
     if engine == "hf":
         from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
         from tokenizers.trainers import BpeTrainer
@@ -143,6 +152,41 @@ def child(engine: str, rows: str, vocab: int, megabytes: float | None, out: str)
     raise SystemExit(f"unknown engine {engine!r}")
 
 
+def _hf_unigram(texts: list[str], vocab: int) -> dict:
+    """The Python ``tokenizers`` ``UnigramTrainer`` with data_io's pipeline and special tokens."""
+    from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers
+    from tokenizers.trainers import UnigramTrainer
+
+    from data_io.tokenizer.train import default_special_tokens
+
+    tokenizer = Tokenizer(models.Unigram())
+    tokenizer.normalizer = normalizers.NFC()
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(SPLIT_REGEX), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    trainer = UnigramTrainer(
+        vocab_size=vocab,
+        special_tokens=default_special_tokens(),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    start = time.perf_counter()
+    tokenizer.train_from_iterator(texts, trainer=trainer)
+    seconds = time.perf_counter() - start
+    return {"seconds": seconds, **_learned(json.loads(tokenizer.to_str())["model"])}
+
+
+def _learned(model: dict) -> dict:
+    """A BPE model's merges and vocabulary; a unigram model's pieces (each once: its trainer
+    lists a special token's text twice when it learns it too)."""
+    if model["type"] == "Unigram":
+        return {"vocab": sorted({piece for piece, _score in model["vocab"]})}
+    return {"merges": _merges(model), "vocab": sorted(model["vocab"])}
+
+
 def _merges(model: dict) -> list[str]:
     return [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
 
@@ -165,13 +209,19 @@ def _write_rows(folder: Path, texts: list[str]) -> None:
 
 
 def run_child(
-    engine: str, rows: Path, vocab: int, mb: float | None, threads: int, data_io_rows: Path
+    engine: str,
+    rows: Path,
+    vocab: int,
+    mb: float | None,
+    threads: int,
+    data_io_rows: Path,
+    kind: str = "bpe",
 ) -> dict:
     env = {**os.environ, "RAYON_NUM_THREADS": str(threads), "RAYON_RS_NUM_CPUS": str(threads)}
     with tempfile.TemporaryDirectory(prefix="train_bench_", dir=data_io_rows.parent) as out:
         source = data_io_rows if engine.startswith("data_io") else rows
         command = [sys.executable, "-m", "benchmarks.train_tokenizer", "--child", engine,
-                   str(source), "--vocab", str(vocab), "--out", out]  # fmt: skip
+                   str(source), "--vocab", str(vocab), "--out", out, "--type", kind]  # fmt: skip
         if mb is not None and not engine.startswith("data_io"):
             command += ["--mb", str(mb)]
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE)
@@ -194,13 +244,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--mb", type=float, nargs="+", default=[None],
                         help="use the first MB of text only; several: RSS against corpus size")  # fmt: skip
+    parser.add_argument("--type", choices=("bpe", "unigram"), default="bpe")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--out", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     rows = args.rows / "rows" if (args.rows / "rows").is_dir() else args.rows
     if args.child:
         mb = args.mb[0]
-        print(json.dumps(child(args.child, str(rows), args.vocab[0], mb, args.out)))
+        print(json.dumps(child(args.child, str(rows), args.vocab[0], mb, args.out, args.type)))
         return
     print(f"{SPECIALS_NOTE}; each engine in a fresh process, peak RSS from wait4")
     print("| text MB | vocab | engine | threads | seconds | MB/s | MB/s per thread | count s | "
@@ -220,7 +271,7 @@ def main() -> None:
                 results = {}
                 for engine in args.engines:
                     runs = [
-                        run_child(engine, rows, vocab, mb, threads, data_io_rows)
+                        run_child(engine, rows, vocab, mb, threads, data_io_rows, args.type)
                         for _ in range(args.rounds)
                     ]
                     results[engine] = runs[-1] | {
@@ -270,6 +321,8 @@ def _compare(result: dict, oracle: dict | None) -> str:
             "merges identical" if same else f"merges differ ({_first_difference(result, oracle)})"
         )
     ours, theirs = set(result["vocab"]), set(oracle["vocab"])
+    if ours == theirs:
+        return "the same tokens"
     return f"{len(ours & theirs) / max(1, len(theirs)):.1%} of HF's tokens"
 
 
