@@ -134,7 +134,8 @@ def test_a_unigram_run_repeats_itself_byte_for_byte(tmp_path: Path):
     """tokenizers' own unigram training takes its words in a hash map's order (new each run)
     and gives the byte symbols it never learned made-up scores in that order: two runs wrote
     different files. The same rows, options and thread count now write the same bytes, and the
-    made-up scores (the lowest learned score plus 0.0001 steps) go by code point."""
+    made-up scores (the lowest learned score plus 0.0001 steps) go by code point, first to the
+    symbols in the rows (which alone can have been learned)."""
     common = {"tokenizer_type": "unigram", "vocab_size": 500, "prefix_config": None,
               "progress": False}  # fmt: skip
     for threads in (1, 2):
@@ -149,7 +150,10 @@ def test_a_unigram_run_repeats_itself_byte_for_byte(tmp_path: Path):
     made_up = [piece for piece, score in vocab if len(piece) == 1 and
                lowest <= score < lowest + 0.0001 * 256 and round((score - lowest) / 0.0001, 6).is_integer()]  # fmt: skip
     assert len(made_up) > 50  # the example rows hold few of the 256 bytes
-    assert made_up == sorted(made_up)
+    # The symbols never in the rows, by code point, then those in the rows (lowest, by code
+    # point): the order is made of two rising runs.
+    descents = sum(a > b for a, b in zip(made_up, made_up[1:]))
+    assert descents <= 1, made_up
 
 
 def test_a_unigram_special_token_that_is_also_a_learned_piece_is_in_the_vocabulary_once(
