@@ -102,37 +102,10 @@ def child(
             }
         return {"seconds": seconds, **_learned(model)} | passes
     texts = [unicodedata.normalize("NFC", t) for t in read_texts(Path(rows), megabytes)]
-    if kind == "unigram":
-        if engine != "hf":
-            raise SystemExit(f"{engine} trains BPE only")
-        return _hf_unigram(texts, vocab)
+    if kind == "unigram" and engine != "hf":
+        raise SystemExit(f"{engine} trains BPE only")
     if engine == "hf":
-        from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
-        from tokenizers.trainers import BpeTrainer
-
-        from data_io.tokenizer.train import default_special_tokens
-
-        tokenizer = Tokenizer(models.BPE())
-        tokenizer.normalizer = normalizers.NFC()
-        tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
-            [
-                pre_tokenizers.Split(Regex(SPLIT_REGEX), behavior="isolated"),
-                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-            ]
-        )
-        tokenizer.decoder = decoders.ByteLevel()
-        trainer = BpeTrainer(
-            vocab_size=vocab,
-            min_frequency=2,
-            special_tokens=default_special_tokens(),
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-            show_progress=False,
-        )
-        start = time.perf_counter()
-        tokenizer.train_from_iterator(texts, trainer=trainer)
-        seconds = time.perf_counter() - start
-        model = json.loads(tokenizer.to_str())["model"]
-        return {"seconds": seconds, "merges": _merges(model), "vocab": sorted(model["vocab"])}
+        return _hf_trained(texts, vocab, kind)
     if engine == "rustbpe":
         import rustbpe
 
@@ -152,14 +125,15 @@ def child(
     raise SystemExit(f"unknown engine {engine!r}")
 
 
-def _hf_unigram(texts: list[str], vocab: int) -> dict:
-    """The Python ``tokenizers`` ``UnigramTrainer`` with data_io's pipeline and special tokens."""
-    from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers
-    from tokenizers.trainers import UnigramTrainer
+def _hf_trained(texts: list[str], vocab: int, kind: str) -> dict:
+    """The Python ``tokenizers`` trainer of ``kind`` with data_io's pipeline and special tokens:
+    the oracle."""
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
+    from tokenizers.trainers import BpeTrainer, UnigramTrainer
 
     from data_io.tokenizer.train import default_special_tokens
 
-    tokenizer = Tokenizer(models.Unigram())
+    tokenizer = Tokenizer(models.Unigram() if kind == "unigram" else models.BPE())
     tokenizer.normalizer = normalizers.NFC()
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
         [
@@ -167,12 +141,17 @@ def _hf_unigram(texts: list[str], vocab: int) -> dict:
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
         ]
     )
-    trainer = UnigramTrainer(
-        vocab_size=vocab,
-        special_tokens=default_special_tokens(),
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
+    tokenizer.decoder = decoders.ByteLevel()
+    common = {
+        "vocab_size": vocab,
+        "special_tokens": default_special_tokens(),
+        "initial_alphabet": pre_tokenizers.ByteLevel.alphabet(),
+        "show_progress": False,
+    }
+    if kind == "unigram":
+        trainer = UnigramTrainer(**common)
+    else:
+        trainer = BpeTrainer(min_frequency=2, **common)
     start = time.perf_counter()
     tokenizer.train_from_iterator(texts, trainer=trainer)
     seconds = time.perf_counter() - start

@@ -97,8 +97,18 @@ pub fn bpe_tokenizer(bpe: &Bpe, special_tokens: &[String]) -> Result<Tokenizer> 
         .vocab_and_merges(vocab, merges)
         .build()
         .map_err(|e| Error::Tokenizer(format!("cannot build the trained BPE model: {e}")))?;
-    let mut tokenizer = new_tokenizer(TokenizerKind::Bpe)?;
-    tokenizer.with_model(ModelWrapper::BPE(model));
+    around_model(TokenizerKind::Bpe, ModelWrapper::BPE(model), special_tokens)
+}
+
+/// `new_tokenizer(kind)` around a trained `model`, with the special tokens added as
+/// `Tokenizer::train` adds a trainer's.
+pub fn around_model(
+    kind: TokenizerKind,
+    model: ModelWrapper,
+    special_tokens: &[String],
+) -> Result<Tokenizer> {
+    let mut tokenizer = new_tokenizer(kind)?;
+    tokenizer.with_model(model);
     let specials: Vec<AddedToken> = special_tokens
         .iter()
         .map(|t| AddedToken::from(t.clone(), true))

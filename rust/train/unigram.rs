@@ -15,11 +15,11 @@ use tokenizers::models::unigram::Unigram;
 use tokenizers::models::ModelWrapper;
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
 use tokenizers::{
-    AddedToken, NormalizedString, Normalizer, OffsetReferential, OffsetType, PreTokenizedString,
-    PreTokenizer, Tokenizer,
+    NormalizedString, Normalizer, OffsetReferential, OffsetType, PreTokenizedString, PreTokenizer,
+    Tokenizer,
 };
 
-use super::hf::{new_tokenizer, new_trainer};
+use super::hf::{around_model, new_tokenizer, new_trainer};
 use super::{TokenizerKind, TrainOptions};
 use crate::error::{Error, Result};
 
@@ -195,14 +195,11 @@ fn with_model(pieces: Vec<(String, f64)>, special_tokens: &[String]) -> Result<T
     // No unknown token: `new_trainer` names none; no byte fallback: the bytes are symbols.
     let model = Unigram::from(pieces, None, false)
         .map_err(|e| Error::Tokenizer(format!("cannot build the trained unigram model: {e}")))?;
-    let mut tokenizer = new_tokenizer(TokenizerKind::Unigram)?;
-    tokenizer.with_model(ModelWrapper::Unigram(model));
-    let specials: Vec<AddedToken> = special_tokens
-        .iter()
-        .map(|t| AddedToken::from(t.clone(), true))
-        .collect();
-    tokenizer.add_special_tokens(&specials);
-    Ok(tokenizer)
+    around_model(
+        TokenizerKind::Unigram,
+        ModelWrapper::Unigram(model),
+        special_tokens,
+    )
 }
 
 #[cfg(test)]

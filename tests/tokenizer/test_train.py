@@ -3,6 +3,7 @@ formats.md §2 pipeline and special tokens, round-trips text, and honours per-fi
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from pathlib import Path
@@ -152,7 +153,7 @@ def test_a_unigram_run_repeats_itself_byte_for_byte(tmp_path: Path):
     assert len(made_up) > 50  # the example rows hold few of the 256 bytes
     # The symbols never in the rows, by code point, then those in the rows (lowest, by code
     # point): the order is made of two rising runs.
-    descents = sum(a > b for a, b in zip(made_up, made_up[1:]))
+    descents = sum(a > b for a, b in itertools.pairwise(made_up))
     assert descents <= 1, made_up
 
 
