@@ -150,8 +150,7 @@ def _counted_here(result: TrainResult) -> list[str]:
 
 
 def _core_json(inputs: list[str], output: Path, kwargs: dict[str, Any]) -> dict[str, Any]:
-    options = core_options(inputs, output, {**kwargs, "progress": False})
-    return options
+    return core_options(inputs, output, {**kwargs, "progress": False})
 
 
 def _without_trainer(options: dict[str, Any]) -> str:

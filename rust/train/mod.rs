@@ -180,8 +180,8 @@ fn run(options: &TrainOptions, trainer_choice: Trainer) -> Result<TrainReport> {
         // empty ones) would load fine and silently tokenize everything byte by byte.
         return Err(nothing_to_train_on(&files));
     }
-    // `tokenizers`' trainers (`--trainer hf`, unigram) never look at the flag: a Ctrl-C
-    // during their training is seen here, before anything is written, not after.
+    // `tokenizers`' trainers (`--trainer hf`, and unigram's EM passes) never look at the flag:
+    // a Ctrl-C during their training is seen here, before anything is written, not after.
     crate::interrupt::check()?;
     save(
         &tokenizer,
