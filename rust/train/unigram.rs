@@ -5,8 +5,9 @@
 //! the EM sums then round differently in the last bits (and now and then a piece is pruned or
 //! not), and the byte symbols it never learned get made-up scores (the lowest learned score plus
 //! 0.0001 per symbol) in that order too. Here the words are counted here and handed over sorted,
-//! those symbols' scores are dealt out by code point, and pieces of equal score are put in a
-//! fixed order. A piece learned with a special token's text is kept once, at the special token.
+//! those symbols' scores are dealt out again (first to the symbols seen in the texts, then by
+//! code point: `canonical`), and pieces of equal score are put in a fixed order. A piece learned
+//! with a special token's text is kept once, at the special token, with its learned score.
 
 use std::collections::{HashMap, HashSet};
 
