@@ -405,6 +405,12 @@ def _split_files(entry: Mapping[str, Any], i: int) -> Mapping[str, Any]:
             )
         return entry
     table = {k: [v] if isinstance(v, str) else v for k, v in files.items()}
+    for split, names in table.items():
+        if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+            raise ConfigError(
+                f"data.datasets[{i}].data_files.{split} must be a file name or a list of them, "
+                f"got {names!r}"
+            )
     rest = {k: v for k, v in entry.items() if k != "data_files"}
     return {**rest, "split_files": table}
 

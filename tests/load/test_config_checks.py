@@ -312,3 +312,7 @@ def test_data_files_as_a_table_of_splits_reads_the_source_s_split(tmp_path: Path
     )
     with pytest.raises(ConfigError, match=r"data\.datasets\[0\]\.data_files must list file names"):
         load_config(path)
+    # A split's entry that is not file names is named by the key the user wrote.
+    path.write_text(head + f"    - path: {tmp_path / 'rows'}\n      data_files: {{train: 3}}\n")
+    with pytest.raises(ConfigError, match=r"data\.datasets\[0\]\.data_files\.train must be a file"):
+        load_config(path)
