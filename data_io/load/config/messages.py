@@ -1,0 +1,40 @@
+"""Config errors that say where: OmegaConf's message with the key's full path, and a check's
+message prefixed with the file it read."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from omegaconf.errors import OmegaConfBaseException
+
+from data_io.errors import ConfigError
+
+
+def omegaconf_error(
+    where: str, err: OmegaConfBaseException, place: str = "", kind: type | None = None
+) -> ConfigError:
+    """OmegaConf's message with the key's full path: ``place`` is where the checked table sits
+    (``data.datasets[1]``), ``kind`` its dataclass, whose field's type says what the key takes."""
+    message = str(err).splitlines()[0]
+    key = getattr(err, "full_key", None) or ""
+    full = f"{place}.{key}" if place and key else place or key
+    takes = ""
+    if kind is not None and key:
+        annotation = getattr(kind.__dataclass_fields__.get(key.split(".")[0]), "type", None)
+        if isinstance(annotation, str):  # `from __future__ import annotations`: the text
+            takes = f"; {full} takes {annotation}"
+    return ConfigError(f"{where}: {message}" + (f" (key {full})" if full else "") + takes)
+
+
+@contextmanager
+def in_file(where: str) -> Iterator[None]:
+    """Prefix a check's message with the file it read (``job.toml: train.batch_size must be
+    >= 1``): the checks name the key, and a job may have several config files."""
+    try:
+        yield
+    except ConfigError as err:
+        message = str(err)
+        if message.startswith(f"{where}:"):
+            raise
+        raise ConfigError(f"{where}: {message}") from err
