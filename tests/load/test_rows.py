@@ -22,7 +22,8 @@ from torch.utils.data import DataLoader
 from data_io.cli import main
 from data_io.errors import ConfigError, InputError, OutputError
 from data_io.load.build import rows_dataset_from_config
-from data_io.load.datasets.row_sources import RowSource, check_rows, open_source
+from data_io.load.datasets.row_checks import check_rows
+from data_io.load.datasets.row_sources import RowSource, open_source
 from data_io.load.datasets.rows_stream import StreamingTokenizedRowsDataset
 from data_io.load.datasets.tokenized_rows import TokenizedRowsDataset
 from data_io.load.export_rows import export_sampled_rows

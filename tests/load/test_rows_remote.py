@@ -19,7 +19,8 @@ import pytest
 import s3fs
 
 from data_io.errors import InputError
-from data_io.load.datasets.row_sources import RowSource, check_rows, open_source
+from data_io.load.datasets.row_checks import check_rows
+from data_io.load.datasets.row_sources import RowSource, open_source
 from data_io.load.datasets.tokenized_rows import TokenizedRowsDataset
 from tests.load.rows_fixture import random_rows, write_rows
 

@@ -34,7 +34,8 @@ import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
 from data_io.errors import ConfigError, InputError
-from data_io.load.datasets.row_sources import REQUIRED_COLUMNS, RowSource, _check_chunk, open_stream
+from data_io.load.datasets.row_checks import check_chunk
+from data_io.load.datasets.row_sources import REQUIRED_COLUMNS, RowSource, open_stream
 from data_io.load.datasets.tokenized_rows import (
     _as_sources,
     _extras,
@@ -181,7 +182,7 @@ class StreamingTokenizedRowsDataset(IterableDataset):
                     table = pa.RecordBatch.from_pydict(
                         {c: _as_list(batch[c], c, source, done) for c in columns}
                     )
-                    lengths, _ = _check_chunk(table, columns, source, done, self.vocab_size)
+                    lengths, _ = check_chunk(table, columns, source, done, self.vocab_size)
                 except InputError as err:
                     # The row number counts this stream's rows, not the source's.
                     raise InputError(

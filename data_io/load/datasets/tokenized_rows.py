@@ -42,10 +42,10 @@ from torch.utils.data import Dataset
 
 from data_io.errors import ConfigError, InputError
 from data_io.load.dataset_state import MapDatasetState
+from data_io.load.datasets.row_checks import check_rows
 from data_io.load.datasets.row_sources import (
     REQUIRED_COLUMNS,
     RowSource,
-    check_rows,
     open_source,
     source_fingerprint,
 )
