@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -110,7 +112,7 @@ def scale_request(args: argparse.Namespace) -> dict:
 
 
 def _run(args: argparse.Namespace) -> int:
-    started_ns = time.time_ns()
+    started_ns = file_system_now(Path(args.output))
     try:
         result = _tokenize(args)
     except KeyboardInterrupt as stop:
@@ -154,6 +156,21 @@ def interrupted_message(output: Path, started_ns: int) -> str:
         f"{output}, every other task folder is as it was (a folder is renamed into place only "
         "once finished). Run the same command again to finish: it redoes only what is left"
     )
+
+
+def file_system_now(output: Path) -> int:
+    """The time, in ns, as the file system holding ``output`` stamps files (a temporary file's
+    mtime), for ``_records_written_since`` to compare the records' mtimes with: on a network
+    file system the server stamps them, and this machine's clock may be off by seconds. 0 when
+    ``output`` does not exist yet (every record in it will be this run's); this machine's clock
+    where no file can be made there (the run then fails on it itself)."""
+    if not output.is_dir():
+        return 0
+    try:
+        with tempfile.NamedTemporaryFile(dir=output, prefix=".data_io_clock-") as probe:
+            return os.fstat(probe.fileno()).st_mtime_ns
+    except OSError:
+        return time.time_ns()
 
 
 def _records_written_since(output: Path, started_ns: int) -> int:

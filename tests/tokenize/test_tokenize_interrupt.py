@@ -6,6 +6,7 @@ finishes the work."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import threading
 import time
@@ -132,3 +133,29 @@ def test_ctrl_c_on_the_command_line_says_what_the_stop_kept(
     assert f"stopped by Ctrl-C; {len(done):,} task folder" in said, said
     assert "complete and kept" in said and "Run the same command again" in said, said
     assert "data_io tokenize: interrupted" not in said, said
+
+
+def test_the_stop_counts_by_the_file_systems_clock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The records' mtimes are stamped by the file system (a server's clock on NFS); the run's
+    # start taken from this machine's clock, ten seconds ahead, counted no record as this run's.
+    from data_io.tokenize.cli import file_system_now, interrupted_message
+
+    out = tmp_path / "out"
+    assert file_system_now(out) == 0  # no folder yet: every record in it is this run's
+    out.mkdir()
+    before = out / "before"
+    before.mkdir()
+    (before / "metadata.json").write_text("{}")
+    old = before.stat().st_mtime_ns - 60 * 10**9
+    os.utime(before / "metadata.json", ns=(old, old))
+    real = time.time_ns
+    monkeypatch.setattr(time, "time_ns", lambda: real() + 10 * 10**9)
+    started = file_system_now(out)
+    assert list(out.iterdir()) == [before]  # the probe is gone
+    (out / "mine").mkdir()
+    (out / "mine" / "metadata.json").write_text("{}")
+    assert started <= (out / "mine" / "metadata.json").stat().st_mtime_ns
+    said = interrupted_message(out, started)
+    assert "stopped by Ctrl-C; 1 task folder written or brought up to date" in said, said
