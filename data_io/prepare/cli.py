@@ -121,7 +121,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=int,
         default=near.rows,
         help="near: MinHash values per band (default: %(default)s; with 14 bands, documents of "
-        "Jaccard similarity 0.72 match half the time, 0.8 92%%, 0.5 5%%)",
+        "Jaccard similarity 0.68 match half the time, 0.8 92%%, 0.5 5%%)",
     )
     parser.add_argument(
         "--dedup-memory",

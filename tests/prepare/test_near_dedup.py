@@ -207,6 +207,32 @@ def test_the_most_permutations_are_taken() -> None:
     assert NearDedup(bands=1024, rows=1).bands == 1024
 
 
+def test_the_help_gives_the_chances_the_default_bands_and_rows_make(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--near-rows' help quotes the chance 1 - (1 - s^rows)^bands that a pair of similarity s
+    shares a band: "half the time" is 0.68 with 14 x 8, not the threshold (1/14)^(1/8) = 0.72
+    (65%)."""
+    from data_io.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["prepare", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    found = re.search(
+        r"Jaccard similarity ([\d.]+) match half the time, ([\d.]+) (\d+)%, ([\d.]+) (\d+)%", text
+    )
+    assert found, text
+    near = NearDedup()
+
+    def chance(s: float) -> float:
+        return 1 - (1 - s**near.rows) ** near.bands
+
+    assert chance(float(found[1])) == pytest.approx(0.5, abs=0.025)  # 0.68: 48%
+    for similarity, percent in ((found[2], found[3]), (found[4], found[5])):
+        assert round(100 * chance(float(similarity))) == int(percent)
+    assert round(100 * chance(near.threshold())) == 65
+
+
 def test_the_command_line_names_the_near_options_out_of_range(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
