@@ -356,8 +356,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "example",
         help="run every stage on the embedded example",
         description="Clean the embedded raw inputs, train a tokenizer, tokenize (twice: the "
-        "second run is incremental), sample two epochs and load one packed batch, all inside "
-        "the work folder.",
+        "second run is incremental; then as units on two local worker processes), sample two "
+        "epochs, load one packed batch and a flat-shard mixture of the tokenized tasks, and "
+        "prepare raw text into train/val shards that the loader reads, all inside the work "
+        "folder.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument(

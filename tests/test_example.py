@@ -36,6 +36,18 @@ def test_rerun_in_its_own_folder_keeps_other_files(tmp_path: Path, capsys) -> No
     assert (workdir / "sampled" / "metadata.json").is_file()
 
 
+def test_help_names_every_part_of_the_run(capsys) -> None:
+    """--help says what the run does (the README's list): the scaled-out tokenize, the mixture
+    loader and prepare's shards too, not only clean, train, tokenize, sample and one batch."""
+    with pytest.raises(SystemExit):
+        main(["example", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for part in ("tokenize (twice", "worker processes", "sample two epochs", "packed batch"):
+        assert part in text
+    for part in ("flat-shard mixture", "prepare raw text into train/val shards"):
+        assert part in text
+
+
 def test_foreign_non_empty_folder_is_refused_untouched(tmp_path: Path, capsys) -> None:
     workdir = tmp_path / "mine"
     workdir.mkdir()
