@@ -8,13 +8,16 @@ from rich.table import Table
 
 from data_io.prepare.result import PrepareResult
 from data_io.util.console import summary_console
+from data_io.util.words import counted
 
 
 def _print_same_content(console: Any, same_as: dict[str, str]) -> None:
     """Inputs not read again: their content was prepared under another name (moved, copied)."""
     if not same_as:
         return
-    console.print(f"  {len(same_as)} inputs skipped: same content as an input already prepared")
+    console.print(
+        f"  {counted(len(same_as), 'input')} skipped: same content as an input already prepared"
+    )
     for name, earlier in list(same_as.items())[:5]:
         console.print(f"    {name} = {earlier}", markup=False)
     if len(same_as) > 5:

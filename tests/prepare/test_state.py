@@ -328,7 +328,8 @@ def test_cli_lists_inputs_with_known_content(small_tokenizer, tmp_path, corpus, 
     )
     assert code == 0
     printed = capsys.readouterr().out
-    assert "nothing to do" in printed and "same content as an input already prepared" in printed
+    assert "nothing to do" in printed
+    assert "1 input skipped: same content as an input already prepared" in printed, printed
     assert f"{copy} = {corpus[0]}" in printed.replace("\n", "")
 
 
