@@ -1,7 +1,9 @@
 """Tokenizer training, side by side: ``data_io train-tokenizer`` (its Rust trainer, and with
 ``--trainer hf`` the ``tokenizers`` crate's, as ``data_io-hf``) against the Python ``tokenizers``
 ``BpeTrainer`` (the same normaliser, split regex, ByteLevel alphabet and special tokens: the
-oracle of the merges), rustbpe and bpeasy (both PyPI), on the same texts.
+oracle of the merges), rustbpe and bpeasy (both PyPI), on the same texts; for unigram, the Python
+``tokenizers`` ``UnigramTrainer`` and SentencePiece (``sentencepiece``, the trainer unigram comes
+from).
 
 The texts are a folder of rows (``rows/*.jsonl``: instruction and response, each one text), e.g.
 the encoder race's corpus (``python -m benchmarks.tokenize_corpus work/race/corpus --mb 150``).
@@ -19,7 +21,10 @@ set of token byte strings, for the tiktoken-style peers).
 ``--type unigram`` trains unigram: data_io (its counting pass, then the ``tokenizers`` crate's
 EM passes), ``data_io-hf`` (the crate's trainer fed the texts) and the Python ``tokenizers``
 ``UnigramTrainer`` (``hf``, the oracle; compared by the set of pieces, whose scores it makes up
-for the bytes it did not learn in a hash order of its own).
+for the bytes it did not learn in a hash order of its own), and ``sentencepiece``
+(``SentencePieceTrainer`` on the same NFC texts, one sentence each, with byte fallback, full
+character coverage and the special tokens as user-defined symbols; its own pre-tokenization,
+whitespace as ``▁``, so its pieces are not compared).
 
 Several ``--mb`` give the memory against the corpus size (with a corpus whose distinct words
 keep growing: ``benchmarks.heaps_corpus``).
@@ -102,6 +107,8 @@ def child(
             }
         return {"seconds": seconds, **_learned(model)} | passes
     texts = [unicodedata.normalize("NFC", t) for t in read_texts(Path(rows), megabytes)]
+    if engine == "sentencepiece":
+        return _sentencepiece_trained(texts, vocab, kind)
     if kind == "unigram" and engine != "hf":
         raise SystemExit(f"{engine} trains BPE only")
     if engine == "hf":
@@ -156,6 +163,40 @@ def _hf_trained(texts: list[str], vocab: int, kind: str) -> dict:
     tokenizer.train_from_iterator(texts, trainer=trainer)
     seconds = time.perf_counter() - start
     return {"seconds": seconds, **_learned(json.loads(tokenizer.to_str())["model"])}
+
+
+def _sentencepiece_trained(texts: list[str], vocab: int, kind: str) -> dict:
+    """SentencePiece's trainer of ``kind`` on ``texts`` (each one sentence, newlines kept), on
+    the threads the parent gave (``RAYON_NUM_THREADS``)."""
+    import io
+
+    import sentencepiece
+
+    from data_io.tokenizer.train import default_special_tokens
+
+    model = io.BytesIO()
+    start = time.perf_counter()
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(texts),
+        model_writer=model,
+        model_type=kind,
+        vocab_size=vocab,
+        num_threads=int(os.environ.get("RAYON_NUM_THREADS", "1")),
+        byte_fallback=True,
+        character_coverage=1.0,
+        input_sentence_size=0,
+        shuffle_input_sentence=False,
+        max_sentence_length=1 << 30,  # every text, however long (the default skips > 4192 bytes)
+        user_defined_symbols=default_special_tokens(),
+        minloglevel=2,
+    )
+    seconds = time.perf_counter() - start
+    return {
+        "seconds": seconds,
+        "pieces": vocab,
+        "own_pretokenizer": True,
+        "model_bytes": len(model.getvalue()),
+    }
 
 
 def _learned(model: dict) -> dict:
@@ -292,6 +333,8 @@ def _measure_and_write(rows: Path, mb: float | None, prefix: Path) -> float:
 
 
 def _compare(result: dict, oracle: dict | None) -> str:
+    if result.get("own_pretokenizer"):
+        return "- (its own pre-tokenizer)"
     if oracle is None or result is oracle:
         return "(the oracle)" if result is oracle else "-"
     if "merges" in result:
