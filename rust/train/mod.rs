@@ -8,7 +8,8 @@
 //!
 //! - `mod.rs`: the command: options, the choice of texts, training through `tokenizers`.
 //! - `hf.rs`: the `tokenizers` side: the tokenizer pipeline, its trainers, the files written.
-//! - `unigram.rs`: `tokenizers`' unigram trainer, fed and finished so that a run repeats.
+//! - `unigram.rs`: unigram training, fed and finished so that a run repeats: by `unigram_em/`
+//!   (data_io's EM passes, SentencePiece's algorithm as `tokenizers` runs it) or `tokenizers`'.
 //! - `words.rs`: the counting pass of our own trainer: distinct pre-tokens with their counts
 //!   (`piece_table.rs`: the per-thread table of byte strings it counts into).
 //! - `merge.rs`: its merge pass, the merges of `tokenizers`' `BpeTrainer` over those words
@@ -36,6 +37,7 @@ mod piece_table;
 pub mod source_counter;
 pub mod texts;
 pub mod unigram;
+pub mod unigram_em;
 mod word_arena;
 pub mod words;
 
@@ -234,7 +236,7 @@ fn train_hf(
                 return Err(error);
             }
             crate::interrupt::check()?;
-            unigram::train(options, words)?
+            unigram::train(options, words, unigram::Em::Tokenizers)?
         }
     };
     bar.finish_and_clear();

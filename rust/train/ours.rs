@@ -167,11 +167,11 @@ pub fn train(
             merge_bar.finish_and_clear();
             bpe_tokenizer(&bpe, &options.special_tokens)?
         }
-        // The EM passes of `tokenizers`' trainer over the same words `unigram::count_words`
-        // would have counted: the file `--trainer hf` writes.
+        // data_io's EM passes (`unigram_em`) over the same words `unigram::count_words` would
+        // have counted.
         TokenizerKind::Unigram => {
             let words: Vec<(String, u64)> = words.iter().map(|(w, c)| (w.to_owned(), c)).collect();
-            unigram::train(options, words)?
+            unigram::train(options, words, unigram::Em::Ours)?
         }
     };
     report.merge_seconds = merging.elapsed().as_secs_f64();

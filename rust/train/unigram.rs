@@ -21,6 +21,7 @@ use tokenizers::{
 };
 
 use super::hf::{around_model, new_tokenizer, new_trainer};
+use super::unigram_em::EmOptions;
 use super::{TokenizerKind, TrainOptions};
 use crate::error::{Error, Result};
 
@@ -28,11 +29,21 @@ use crate::error::{Error, Result};
 /// learn, one symbol after another (`UnigramTrainer::finalize`).
 const UNLEARNED_STEP: f64 = 0.0001;
 
+/// Whose EM passes learn the pieces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Em {
+    /// data_io's (`unigram_em`): the same file on any number of threads.
+    Ours,
+    /// `tokenizers`' `UnigramTrainer` (`--trainer hf`): its sums move with the thread count.
+    Tokenizers,
+}
+
 /// Train a unigram tokenizer with `options` on distinct words with their counts (`count_words`'s,
 /// or the Rust trainer's counting pass's: the same words), in any order.
 pub fn train(
     options: &TrainOptions,
     words: impl IntoIterator<Item = (String, u64)>,
+    em: Em,
 ) -> Result<Tokenizer> {
     let mut words: Vec<(String, u32)> = words
         .into_iter()
@@ -40,6 +51,20 @@ pub fn train(
         .map(|(word, count)| (word, u32::try_from(count).unwrap_or(u32::MAX)))
         .collect();
     words.sort_unstable();
+    if em == Em::Ours {
+        let em_options = EmOptions::new(
+            options.vocab_size,
+            options.special_tokens.clone(),
+            ByteLevel::alphabet().into_iter().collect(),
+        );
+        let pieces = super::unigram_em::train(&words, &em_options)?;
+        let model = Unigram::from(pieces, None, false).map_err(|e| {
+            Error::Tokenizer(format!("cannot build the trained unigram model: {e}"))
+        })?;
+        // Its made-up scores are dealt already, and only to characters it did not learn.
+        let pieces = ordered_pieces(&model, &options.special_tokens, None);
+        return with_model(pieces, &options.special_tokens);
+    }
     let tokenizers::models::TrainerWrapper::UnigramTrainer(trainer) = new_trainer(options)? else {
         return Err(Error::Tokenizer(
             "the unigram trainer was not built (a bug)".into(),
@@ -123,6 +148,16 @@ pub fn canonical(
     special_tokens: &[String],
     in_texts: &HashSet<char>,
 ) -> Vec<(String, f64)> {
+    ordered_pieces(model, special_tokens, Some(in_texts))
+}
+
+/// `canonical`'s order; the made-up scores dealt again only when `redeal` gives the characters
+/// of the texts (`tokenizers`' trainer's scores), kept as they are otherwise (data_io's).
+fn ordered_pieces(
+    model: &Unigram,
+    special_tokens: &[String],
+    redeal: Option<&HashSet<char>>,
+) -> Vec<(String, f64)> {
     let all: Vec<(String, f64)> = model.iter().cloned().collect();
     let (head, tail) = all.split_at(special_tokens.len().min(all.len()));
     let mut head = head.to_vec();
@@ -146,14 +181,14 @@ pub fn canonical(
             }
         }
     }
-    head.extend(ordered(learned, lowest, in_texts));
+    head.extend(ordered(learned, lowest, redeal));
     head
 }
 
 fn ordered(
     mut pieces: Vec<(String, f64)>,
     lowest: f64,
-    in_texts: &HashSet<char>,
+    redeal: Option<&HashSet<char>>,
 ) -> Vec<(String, f64)> {
     let alphabet: HashSet<char> = ByteLevel::alphabet().into_iter().collect();
     let symbol = |piece: &str| -> Option<char> {
@@ -163,6 +198,28 @@ fn ordered(
             _ => None,
         }
     };
+    if let Some(in_texts) = redeal {
+        redeal_made_up(&mut pieces, lowest, in_texts, &alphabet, symbol);
+    }
+    // Stable: pieces that tie and are not byte symbols keep the trainer's order.
+    let rank = |piece: &str| symbol(piece).map_or((1, 0), |c| (0, c as u32));
+    pieces.sort_by(|(a, a_score), (b, b_score)| {
+        b_score
+            .total_cmp(a_score)
+            .then_with(|| rank(a).cmp(&rank(b)))
+    });
+    pieces
+}
+
+/// The made-up scores of `tokenizers`' trainer dealt again: lowest first to the symbols of the
+/// texts, then to the others, each from the highest code point down.
+fn redeal_made_up(
+    pieces: &mut [(String, f64)],
+    lowest: f64,
+    in_texts: &HashSet<char>,
+    alphabet: &HashSet<char>,
+    symbol: impl Fn(&str) -> Option<char>,
+) {
     // The scores the trainer makes up, summed step by step as it sums them (bit for bit).
     let mut made_up = HashSet::new();
     let mut penalty = 0.0;
@@ -180,14 +237,6 @@ fn ordered(
     for ((i, _), score) in dealt.into_iter().zip(scores) {
         pieces[i].1 = score;
     }
-    // Stable: pieces that tie and are not byte symbols keep the trainer's order.
-    let rank = |piece: &str| symbol(piece).map_or((1, 0), |c| (0, c as u32));
-    pieces.sort_by(|(a, a_score), (b, b_score)| {
-        b_score
-            .total_cmp(a_score)
-            .then_with(|| rank(a).cmp(&rank(b)))
-    });
-    pieces
 }
 
 /// The unigram tokenizer of `pieces`, with the special tokens added as `Tokenizer::train` adds
@@ -213,7 +262,7 @@ mod tests {
     use tokenizers::models::ModelWrapper;
     use tokenizers::Tokenizer;
 
-    use super::{canonical, count_words, train, UNLEARNED_STEP};
+    use super::{canonical, count_words, train, Em, UNLEARNED_STEP};
     use crate::encoder::fast_bpe::pretokenize::Pattern;
     use crate::train::differential::options;
     use crate::train::hf::{new_tokenizer, new_trainer};
@@ -256,7 +305,12 @@ mod tests {
     }
 
     fn ours(options: &TrainOptions, texts: &[String]) -> Tokenizer {
-        train(options, count_words(texts.iter()).expect("counted")).expect("trained")
+        train(
+            options,
+            count_words(texts.iter()).expect("counted"),
+            Em::Tokenizers,
+        )
+        .expect("trained")
     }
 
     /// `tokenizers`' own `Tokenizer::train` (its words in a hash map's order).
@@ -316,7 +370,7 @@ mod tests {
         let texts = texts();
         let counted = crate::train::words::count_words(&texts, Pattern::Qwen, true);
         let words = counted.iter().map(|(w, c)| (w.to_owned(), c));
-        let from_counts = train(&options, words).expect("trained");
+        let from_counts = train(&options, words, Em::Tokenizers).expect("trained");
         assert_eq!(
             from_counts.to_string(false).expect("json"),
             ours(&options, &texts).to_string(false).expect("json")

@@ -17,6 +17,7 @@ from data_io.tokenizer.encoder import TextEncoder
 from data_io.tokenizer.summary import summary_line
 from data_io.tokenizer.train import core_options, train_tokenizer
 from tests.conftest import EXAMPLE_ROWS
+from tests.tokenizer.unigram_oracle import assert_same_unigram
 
 SAMPLES = [
     "Translate into Japanese: おはようございます、お元気ですか？",
@@ -431,9 +432,9 @@ def test_the_rust_trainer_writes_the_files_the_hf_trainer_writes(
 
 def test_unigram_from_the_rust_trainer_s_counts_is_the_hf_trainer_s_file(tmp_path: Path) -> None:
     """Unigram was trained by tokenizers' trainer alone, fed the texts (no --count-memory, no
-    --counts, no --executor, no raw text). The rust trainer's counting pass now feeds the same
+    --counts, no --executor, no raw text). The rust trainer's counting pass now feeds data_io's
     EM passes: the same file, byte for byte, whether the counts stayed in memory, spilled past
-    a budget of a few KiB, or were read back from --counts."""
+    a budget of a few KiB, or were read back from --counts; and the hf trainer's pieces."""
     common = {"tokenizer_type": "unigram", "vocab_size": 700, "prefix_config": None,
               "special_tokens": ["<s>", "</s>"], "progress": False}  # fmt: skip
     runs = {
@@ -450,8 +451,9 @@ def test_unigram_from_the_rust_trainer_s_counts_is_the_hf_trainer_s_file(tmp_pat
         files[name] = out.read_bytes()
         assert (result.counting is None) == (name == "hf")
     assert result.counting is not None and result.counting.reused_files  # read back
+    hf = files.pop("hf")
     assert len(set(files.values())) == 1, {k: len(v) for k, v in files.items()}
-    assert json.loads(files["hf"])["model"]["type"] == "Unigram"
+    assert_same_unigram(files["rust"], hf)
 
 
 def test_trainer_choices_are_checked(tmp_path: Path) -> None:
