@@ -337,6 +337,7 @@ TARGETS = (
     "tokenizer_json",
     "fast_encoder",
     "compressed_parts",
+    "prepare_cuts",
 )
 
 
@@ -367,6 +368,41 @@ def compressed_parts() -> None:
         write("compressed_parts", f"raw{suffix}", bytes([lanes]) + parted(text, suffix, 100))
 
 
+def prepare_cuts() -> None:
+    """Byte 0: format (bits 0-1: blocks, lines, JSONL), storage (bits 2-3: plain, gzip, zstd
+    frames), batch size (bits 5-6), two lanes (bits 4 and 7); byte 1 the read limit, byte 2 the number of
+    targets and CutFinder's piece size, byte 3 the zstd frames' size; two bytes a target; the
+    text (see fuzz_targets/prepare_cuts.rs)."""
+    # A byte-order mark, blank lines of spaces, U+3000 and U+001C, carriage returns, a byte
+    # that is not UTF-8, a last line without its newline.
+    blocks = (
+        "\ufeffa first document\nof two lines\r\n\n  \t\nsecond\n\u3000\r\n\n\n"
+        "third, caf\u00e9\n\x1c\nnot blank \ufffd line\n\n\nlast, without a newline"
+    ).encode()
+    blocks = blocks.replace("\ufffd".encode(), b"\xff")
+    jsonl = (
+        b'{"text": "a"}\n\n{"text": "b\\u00e9", "id": 2}\r\n  \n{"text": 1}\n'
+        b'{"text": "c\xe2\x82"}\n[1]\n{"text": "d"}'
+    )
+    lines = b"one\ntwo\r\n\n   \nthree \xe3\x80\x80\nfour\n\nfive"
+
+    def seed(
+        name: str, mode: int, limit: int, piece: int, chunk: int, targets: list[int], text: bytes
+    ) -> None:
+        head = bytes([mode, limit, len(targets) | (piece - 1) << 3, chunk - 1])
+        write(
+            "prepare_cuts", name, head + b"".join(t.to_bytes(2, "little") for t in targets) + text
+        )
+
+    for storage, name in ((0, "plain"), (1, "gzip"), (2, "zstd_frames")):
+        for fmt, fname, text in ((0, "blocks", blocks), (1, "lines", lines), (2, "jsonl", jsonl)):
+            mode = fmt | storage << 2 | (fmt + storage) % 4 << 5 | (0x90 if fmt == 1 else 0)
+            targets = [len(text) // 5 * k for k in range(1, 5)]
+            seed(f"{name}_{fname}", mode, 3 + 20 * fmt, 1 + 7 * storage, 16, targets, text)
+    seed("plain_blocks_one_range", 0, 255, 1, 1, [], blocks)
+    seed("zstd_byte_frames_jsonl", 2 | 2 << 2 | 0x90, 0, 3, 1, [5, 40, 41, 90], jsonl)
+
+
 def main() -> None:
     # Only the Rust targets' folders: fuzz/seeds/python/ belongs to the Python targets.
     for target in TARGETS:
@@ -379,6 +415,7 @@ def main() -> None:
     tokenizer_json()
     fast_encoder()
     compressed_parts()
+    prepare_cuts()
     total = 0
     for folder in (SEEDS / target for target in TARGETS):
         sizes = [p.stat().st_size for p in folder.iterdir()]
