@@ -338,6 +338,7 @@ TARGETS = (
     "fast_encoder",
     "compressed_parts",
     "prepare_cuts",
+    "prepare_clean",
 )
 
 
@@ -403,6 +404,23 @@ def prepare_cuts() -> None:
     seed("zstd_byte_frames_jsonl", 2 | 2 << 2 | 0x90, 0, 3, 1, [5, 40, 41, 90], jsonl)
 
 
+def prepare_clean() -> None:
+    """Byte 0: normalize, filter, keep_empty, batch mode, a document per line (bits 0-4); byte
+    1 min_line_chars, byte 2 min_doc_chars; the text (see fuzz_targets/prepare_clean.rs)."""
+    text = (
+        "  Cafe\u0301 au lait\r\n\r\nline two\t \u3000\n\n\n\nx\n"
+        "the end\u0001, really \u0085 \u00a0\n\u1100\u1161\u11a8 e\u0000\u0301  "
+    ).encode()
+    write("prepare_clean", "defaults", bytes([3, 2, 20]) + text)
+    write("prepare_clean", "normalize_only", bytes([1, 0, 0]) + text)
+    write("prepare_clean", "filter_only", bytes([2, 3, 5]) + text)
+    write("prepare_clean", "keep_empty", bytes([4, 0, 0]) + b" \r\n\x1c\xe3\x80\x80")
+    write("prepare_clean", "invalid_utf8", bytes([3, 2, 3]) + b"ab\xff\xc3\n\xc2\x85 cd\xe2\x82")
+    blocks = text + b"\n\n  \nsecond \xff document\r\n\n" + text
+    write("prepare_clean", "batch_blocks", bytes([8 | 3, 2, 10]) + blocks)
+    write("prepare_clean", "batch_lines", bytes([16 | 8 | 1, 0, 0]) + blocks)
+
+
 def main() -> None:
     # Only the Rust targets' folders: fuzz/seeds/python/ belongs to the Python targets.
     for target in TARGETS:
@@ -416,6 +434,7 @@ def main() -> None:
     fast_encoder()
     compressed_parts()
     prepare_cuts()
+    prepare_clean()
     total = 0
     for folder in (SEEDS / target for target in TARGETS):
         sizes = [p.stat().st_size for p in folder.iterdir()]
