@@ -50,6 +50,7 @@ impl Matches {
                     }
                     char_at[word.len()] = k;
                     chars.push(k);
+                    let before = matches.len();
                     for (k, (i, _)) in word.char_indices().enumerate() {
                         model.prefixes(&word.as_bytes()[i..], |len, piece| {
                             matches.push(Match {
@@ -59,9 +60,13 @@ impl Matches {
                             });
                         });
                     }
+                    // Past the budget, given up at once: the memory is never taken.
+                    let found = matches.len() - before;
+                    if taken.fetch_add(found, Ordering::Relaxed) + found > limit {
+                        return None;
+                    }
                 }
-                let total = taken.fetch_add(matches.len(), Ordering::Relaxed) + matches.len();
-                (total <= limit).then_some(Matches { at, matches, chars })
+                Some(Matches { at, matches, chars })
             })
             .collect();
         let mut all = Matches {

@@ -23,9 +23,7 @@ pub const UNKNOWN_PENALTY: f64 = 10.0;
 
 impl<'p> Model<'p> {
     pub fn new(pieces: &'p [Piece]) -> Self {
-        // At most a node per byte: reserved, the table is not grown and rehashed on the way.
-        let bytes = pieces.iter().map(|(piece, _)| piece.len()).sum();
-        let mut trie = Trie::with_capacity(bytes);
+        let mut trie = Trie::new();
         let mut min_score = f64::INFINITY;
         for (id, (piece, score)) in pieces.iter().enumerate() {
             // A text listed twice is found as its last id, as `tokenizers`' map keeps it.
@@ -73,13 +71,11 @@ struct Trie {
 }
 
 impl Trie {
-    fn with_capacity(bytes: usize) -> Self {
-        let mut piece = Vec::with_capacity(bytes + 1);
-        piece.push(NO_PIECE);
+    fn new() -> Self {
         Trie {
-            piece,
+            piece: vec![NO_PIECE],
             first: Box::new([0; 256]),
-            deeper: FxHashMap::with_capacity_and_hasher(bytes, Default::default()),
+            deeper: FxHashMap::default(),
         }
     }
 
