@@ -33,7 +33,7 @@ from data_io.load.config import (
     as_loader_config,
     config_from_dict,
     data_seed,
-    phase_dicts,
+    mixture_phases,
     ring_multiple,
     source_name,
 )
@@ -44,7 +44,6 @@ from data_io.load.datasets.row_sources import RowSource
 from data_io.load.datasets.rows_stream import StreamingTokenizedRowsDataset
 from data_io.load.datasets.shards import MemoryMappedDataset, honour_declared
 from data_io.load.datasets.tokenized_rows import TokenizedRowsDataset
-from data_io.load.order.mixing import resolve_phases
 from data_io.load.order.samplers import MixtureOrder, ShuffledOrder, resolve_rank
 from data_io.tokenizer.encoder import TextEncoder
 from data_io.tokenizer.files import resolve_tokenizer
@@ -335,14 +334,7 @@ def build_data(config: LoaderConfig, rank: int = 0, world_size: int = 1) -> Buil
     if data.datasets:
         names = [source_name(s) for s in data.datasets]
         parts = [_token_source(data, tok, s, window, i) for i, s in enumerate(data.datasets)]
-        phases = resolve_phases(
-            names,
-            [s.weight for s in data.datasets],
-            data.mix_temperature,
-            phase_dicts(data),
-            data.anneal_start_step,
-            data.anneal_weights,
-        )
+        phases = mixture_phases(data, names)
         mixture = MixtureDataset(parts, names)
         order = MixtureOrder([len(p) for p in parts], phases, seed, shuffle)
         return BuiltData(mixture, order, names, "mixture")

@@ -15,6 +15,7 @@ The rooms: ``sections`` (the dataclasses), ``checks`` (the whole config's rules)
 is the trainer's), ``messages`` (errors that name the file and key).
 """
 
+from data_io.load.config.checks import mixture_phases
 from data_io.load.config.loader_config import LoaderConfig, data_seed
 from data_io.load.config.overrides import apply_overrides
 from data_io.load.config.reading import as_loader_config, config_from_dict, load_config
@@ -49,6 +50,7 @@ __all__ = [
     "config_from_dict",
     "data_seed",
     "load_config",
+    "mixture_phases",
     "overridden_sources",
     "phase_dicts",
     "ring_multiple",

@@ -4,6 +4,7 @@ its range, the keys a source's kind reads, the phases' rules; each message names
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from data_io.errors import ConfigError
 from data_io.formats.shards import TOKEN_DTYPES
@@ -231,16 +232,22 @@ def _validate_sources(data: DataConfig) -> None:
     if (data.phases or data.anneal_start_step or data.anneal_weights) and not data.datasets:
         raise ConfigError("data.phases/data.anneal_* weight the sources of data.datasets; add them")
     if data.datasets and "tokens" in kinds:
-        resolve_phases(
-            names,
-            [s.weight for s in data.datasets],
-            data.mix_temperature,
-            phase_dicts(data),
-            data.anneal_start_step,
-            data.anneal_weights,
-        )
+        mixture_phases(data, names)
     if "tokenized" in kinds and (data.phases or data.anneal_start_step):
         raise ConfigError(
             "phases and annealing weight a mixture of token sources; tokenized-row sources are "
             "concatenated (xorl) and take no weights"
         )
+
+
+def mixture_phases(data: DataConfig, names: list[str]) -> Any:
+    """The mixture's weights by phase (``mixing.resolve_phases``, which checks KempnerForge's
+    phase rules) of ``data.datasets``, named ``names``."""
+    return resolve_phases(
+        names,
+        [s.weight for s in data.datasets],
+        data.mix_temperature,
+        phase_dicts(data),
+        data.anneal_start_step,
+        data.anneal_weights,
+    )
