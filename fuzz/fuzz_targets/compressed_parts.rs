@@ -16,22 +16,16 @@
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use data_io_core::reader::frames::{parts, LinesOfParts, ParallelText, Parts, SequentialText};
 use data_io_core::reader::{decompressed, Compression};
 use libfuzzer_sys::fuzz_target;
 
-fn dir() -> &'static Path {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    DIR.get_or_init(|| tempfile::tempdir().expect("temp dir"))
-        .path()
-}
+mod common;
 
 fn write(bytes: &[u8]) -> PathBuf {
-    let path = dir().join("input");
-    std::fs::write(&path, bytes).expect("write the input file");
-    path
+    common::scratch::write("input", bytes)
 }
 
 fn bgzf_member(piece: &[u8]) -> Vec<u8> {
@@ -41,8 +35,14 @@ fn bgzf_member(piece: &[u8]) -> Vec<u8> {
     let mut crc = flate2::Crc::new();
     crc.update(piece);
     let size = 12 + 6 + deflated.len() + 8;
-    let mut out = vec![0x1f, 0x8b, 8, 4, 0, 0, 0, 0, 0, 0xff, 6, 0, b'B', b'C', 2, 0];
-    out.extend(u16::try_from(size - 1).expect("a small member").to_le_bytes());
+    let mut out = vec![
+        0x1f, 0x8b, 8, 4, 0, 0, 0, 0, 0, 0xff, 6, 0, b'B', b'C', 2, 0,
+    ];
+    out.extend(
+        u16::try_from(size - 1)
+            .expect("a small member")
+            .to_le_bytes(),
+    );
     out.extend(deflated);
     out.extend(crc.sum().to_le_bytes());
     out.extend((piece.len() as u32).to_le_bytes());
@@ -50,7 +50,11 @@ fn bgzf_member(piece: &[u8]) -> Vec<u8> {
 }
 
 fn built(text: &[u8], chunk: usize, compression: Compression) -> (Vec<u8>, usize) {
-    let pieces: Vec<&[u8]> = if text.is_empty() { vec![text] } else { text.chunks(chunk).collect() };
+    let pieces: Vec<&[u8]> = if text.is_empty() {
+        vec![text]
+    } else {
+        text.chunks(chunk).collect()
+    };
     let mut out = Vec::new();
     for piece in &pieces {
         out.extend(match compression {
@@ -93,8 +97,12 @@ fuzz_target!(|data: &[u8]| {
     let Some((&mode, rest)) = data.split_first() else {
         return;
     };
-    let compression = [Compression::Zstd, Compression::Gzip, Compression::Xz, Compression::Bzip2]
-        [usize::from(mode & 3)];
+    let compression = [
+        Compression::Zstd,
+        Compression::Gzip,
+        Compression::Xz,
+        Compression::Bzip2,
+    ][usize::from(mode & 3)];
     let lanes = usize::from(mode >> 3) % 4;
     if mode & 4 == 0 {
         let Some((&chunk, text)) = rest.split_first() else {
@@ -106,7 +114,9 @@ fuzz_target!(|data: &[u8]| {
             // Each copy numbered: a text repeated as it is sends bzip2 to its slow fallback
             // sort, which under coverage instrumentation took most of the target's time.
             let copies = 210_000usize.div_ceil(text.len() + 8);
-            repeated = (0..copies).flat_map(|k| [text, format!(" {k}\n").as_bytes()].concat()).collect();
+            repeated = (0..copies)
+                .flat_map(|k| [text, format!(" {k}\n").as_bytes()].concat())
+                .collect();
             let (file, _) = built(&repeated, repeated.len(), compression);
             (file, None, &repeated[..])
         } else {
@@ -132,7 +142,10 @@ fuzz_target!(|data: &[u8]| {
                 .read_to_end(&mut joined)
                 .expect("a range of a built file decodes");
         }
-        assert!(joined == text, "{compression:?}: the ranges' lines are not the text");
+        assert!(
+            joined == text,
+            "{compression:?}: the ranges' lines are not the text"
+        );
         return;
     }
     let path = write(rest);
@@ -152,6 +165,9 @@ fuzz_target!(|data: &[u8]| {
     let decoded = decompressed(std::io::BufReader::new(file), compression)
         .and_then(|mut text| text.read_to_end(&mut whole));
     if let (Ok(_), Ok(read)) = (decoded, read_parts(&path, &Arc::new(found), lanes)) {
-        assert!(read == whole, "{compression:?}: the parts' text differs from the whole's");
+        assert!(
+            read == whole,
+            "{compression:?}: the parts' text differs from the whole's"
+        );
     }
 });

@@ -153,5 +153,10 @@ fuzz_target!(|data: &[u8]| {
         want.push(EOS);
         want_ends.push(want.len());
     }
-    assert_eq!((ids, ends), (want, want_ends), "{}: batch differs on {texts:?}", VARIANTS[index]);
+    assert_eq!(
+        (ids, ends),
+        (want, want_ends),
+        "{}: batch differs on {texts:?}",
+        VARIANTS[index]
+    );
 });

@@ -17,28 +17,17 @@
 #![no_main]
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use data_io_core::error::Location;
 use data_io_core::progress::ByteProgress;
 use data_io_core::reader::{RowReader, Span};
 use libfuzzer_sys::fuzz_target;
+
+mod common;
+use common::scratch::write;
 use serde::Deserialize;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
-
-fn dir() -> &'static Path {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    DIR.get_or_init(|| tempfile::tempdir().expect("temp dir"))
-        .path()
-}
-
-fn write(name: &str, bytes: &[u8]) -> PathBuf {
-    let path = dir().join(name);
-    std::fs::write(&path, bytes).expect("write the input file");
-    path
-}
 
 #[derive(Deserialize)]
 struct Row {

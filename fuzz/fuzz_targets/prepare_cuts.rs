@@ -31,9 +31,6 @@
 //! text, at least a 64th of it); then two bytes a target; the rest is the text.
 #![no_main]
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
-
 use data_io_core::error::Error;
 use data_io_core::prepare::cuts::CutFinder;
 use data_io_core::prepare::file::{text_before, FileFeed};
@@ -42,17 +39,8 @@ use data_io_core::prepare::split::{Documents, Format, SourceInfo};
 use data_io_core::reader::{frames, Compression};
 use libfuzzer_sys::fuzz_target;
 
-fn dir() -> &'static Path {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    DIR.get_or_init(|| tempfile::tempdir().expect("temp dir"))
-        .path()
-}
-
-fn write(name: &str, bytes: &[u8]) -> PathBuf {
-    let path = dir().join(name);
-    std::fs::write(&path, bytes).expect("write the input file");
-    path
-}
+mod common;
+use common::scratch::write;
 
 /// One document as read: its bytes, line, offset, and `rows::read`'s text with bad bytes
 /// replaced and under `--invalid-utf8 fail` (each as its `Debug`, or the error's message).

@@ -5,6 +5,11 @@
 //! records the panic; a panic that escapes the project's API reaches `check`, which prints it
 //! (message, place, backtrace) and aborts: a crash, as libFuzzer expects.
 
+// Each target uses some of these: the rest would be dead code in it.
+#![allow(dead_code)]
+
+pub mod scratch;
+
 use std::backtrace::Backtrace;
 use std::sync::Mutex;
 
