@@ -315,12 +315,22 @@ fn nothing_to_train_on(files: &[TrainFileReport]) -> Error {
 }
 
 fn validate(options: &TrainOptions) -> Result<()> {
-    if options.vocab_size < 256 + options.special_tokens.len() {
+    // A unigram vocabulary needs a learned piece more: asked for exactly the byte and special
+    // tokens, the trainer's cut compares for equality after the bytes are in, never stops,
+    // and keeps every piece it learned (`unigram_em::finalize`, as `tokenizers`' own).
+    let least =
+        256 + options.special_tokens.len() + usize::from(options.kind == TokenizerKind::Unigram);
+    if options.vocab_size < least {
         return Err(Error::Config(format!(
             "--vocab-size {} is too small: a byte-level vocabulary needs 256 byte tokens plus {} \
-             special tokens",
+             special tokens{}; ask for at least {least}",
             options.vocab_size,
-            options.special_tokens.len()
+            options.special_tokens.len(),
+            if options.kind == TokenizerKind::Unigram {
+                " and a learned piece"
+            } else {
+                ""
+            }
         )));
     }
     if options.truncate_len == 0 || options.limit_mul_factor == 0 {
@@ -414,6 +424,20 @@ mod tests {
             "{error}"
         );
         assert!(validate(&with(&["<b>", "ab", "\u{120}a"], 1000)).is_ok());
+    }
+
+    /// A unigram vocabulary of exactly the byte and special tokens would keep every learned
+    /// piece (its cut compares for equality): it needs a piece more; BPE does not.
+    #[test]
+    fn a_unigram_vocabulary_needs_a_learned_piece_more() {
+        let with = |kind: TokenizerKind, vocab_size: usize| TrainOptions {
+            kind,
+            ..super::differential::options(vocab_size, 2, &["<s>".to_string()])
+        };
+        assert!(validate(&with(TokenizerKind::Bpe, 257)).is_ok());
+        let error = validate(&with(TokenizerKind::Unigram, 257)).expect_err("refused");
+        assert!(error.to_string().contains("at least 258"), "{error}");
+        assert!(validate(&with(TokenizerKind::Unigram, 258)).is_ok());
     }
 
     #[test]

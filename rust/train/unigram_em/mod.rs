@@ -31,6 +31,11 @@ use lattice::Lattice;
 use matches::{Lookup, Matches, MATCHES_BUDGET};
 pub use model::Piece;
 
+/// The shares of the words the E step sums apart, then adds in order: fixed, so that the sums
+/// do not depend on the thread count, and the E step's parallelism (each share takes a table of
+/// every piece: 16 × 8 bytes a piece, 128 MB at the first step's million seeds at most).
+pub const E_STEP_SHARES: usize = 16;
+
 /// The trainer's settings (`tokenizers`' `UnigramTrainer` defaults but the size).
 #[derive(Debug, Clone)]
 pub struct EmOptions {
@@ -64,16 +69,17 @@ impl EmOptions {
             seed_size: 1_000_000,
             sub_iterations: 2,
             shrinking_factor: 0.75,
-            e_step_shares: 8,
+            e_step_shares: E_STEP_SHARES,
             matches_budget: MATCHES_BUDGET,
         }
     }
 }
 
 /// The vocabulary learned from `words` (distinct words with their counts, sorted: the order
-/// decides ties), as `tokenizers`' trainer writes it: the special tokens (score 0) first, then
-/// the pieces by score, highest first. The characters of `required` never learned get made-up
-/// scores, the lowest score plus 0.0001 steps, in the order `required` lists them.
+/// decides ties; none at all is the caller's to refuse, as `train-tokenizer` does), as
+/// `tokenizers`' trainer writes it: the special tokens (score 0) first, then the pieces by
+/// score, highest first. The characters never learned get made-up scores, the lowest score
+/// plus 0.0001 steps, in `required_chars`' order.
 pub fn train(words: &[(String, u32)], options: &EmOptions) -> Result<Vec<Piece>> {
     let required = required_chars(words, options);
     if required.len() > options.vocab_size {
@@ -133,6 +139,7 @@ pub fn learn(words: &[(String, u32)], options: &EmOptions) -> Result<Vec<Piece>>
         }
         crate::interrupt::check()?;
         let lookup = Lookup::new(&pieces, matches.as_ref(), &first_index, first.len());
+        let before = pieces.len();
         pieces = prune::prune(
             &pieces,
             words,
@@ -140,6 +147,11 @@ pub fn learn(words: &[(String, u32)], options: &EmOptions) -> Result<Vec<Piece>>
             options.vocab_size,
             options.shrinking_factor,
         );
+        if pieces.len() == before {
+            // Nothing left to prune (the unknown piece and the single characters, which are
+            // never pruned, are more than the size asked): `tokenizers` would loop for ever.
+            return Ok(pieces);
+        }
     }
 }
 
@@ -433,6 +445,20 @@ mod tests {
         let seeds = seeds::seed_pieces(&words, 16, 1_000_000).expect("seeds");
         assert!(Matches::find(&words, &seeds, 0).is_none());
         assert!(Matches::find(&words, &seeds, MATCHES_BUDGET).is_some());
+    }
+
+    /// A vocabulary smaller than its characters and the unknown piece: pruning cannot reach
+    /// it, and learning stops (the crate loops for ever; `train` refuses such sizes first).
+    #[test]
+    fn learning_stops_when_nothing_is_left_to_prune() {
+        let words: Vec<(String, u32)> = ["hello", "world", "help", "yellow"]
+            .iter()
+            .map(|w| (w.to_string(), 2))
+            .collect();
+        let options = EmOptions::new(2, Vec::new(), Vec::new());
+        let learned = learn(&words, &options).expect("learned");
+        assert!(learned.len() > 2);
+        assert!(train(&words, &options).is_err()); // 10 characters: a size of 2 is refused
     }
 
     #[test]

@@ -21,14 +21,6 @@ struct Fate {
     alternatives: Vec<u32>,
 }
 
-/// A share of the words' best segmentations: their counts' sum, each piece's uses weighted by
-/// count, and (piece, word) for every use, in word order.
-struct Uses {
-    total: f64,
-    freq: Vec<f64>,
-    uses: Vec<(u32, u32)>,
-}
-
 pub fn prune(
     pieces: &[Piece],
     words: &[(String, u32)],
@@ -72,63 +64,39 @@ pub fn prune(
         })
         .collect();
 
-    // Each word's best segmentation: how often each piece is used (whole numbers, exact in any
-    // order) and in which words (in word order). A share of the words per thread, each share's
-    // uses kept as (piece, word) pairs: one table of every piece per thread, not per task.
+    // Each word's best segmentation: how often each piece is used, weighted by the words'
+    // counts (whole numbers: exact in any order). `tokenizers` also lists the words each piece
+    // is used in, once a use, to add their counts up again: that sum is this one.
     let share = words
         .len()
         .div_ceil(rayon::current_num_threads().max(1))
         .max(1);
-    let shares: Vec<Uses> = words
+    let shares: Vec<(f64, Vec<f64>)> = words
         .par_chunks(share)
         .enumerate()
         .map(|(k, some)| {
             let (mut lattice, mut path) = (Lattice::default(), Vec::new());
             let mut total = 0.0;
             let mut freq = vec![0.0; pieces.len()];
-            let mut uses = Vec::new();
             for (i, (word, count)) in some.iter().enumerate() {
                 lookup.build(&mut lattice, k * share + i, word, bos, eos);
                 lattice.viterbi(&mut path);
                 total += f64::from(*count);
                 for &id in &path {
                     freq[id as usize] += f64::from(*count);
-                    uses.push((id, (k * share + i) as u32));
                 }
             }
-            Uses { total, freq, uses }
+            (total, freq)
         })
         .collect();
     let mut vsum = 0.0;
     let mut freq = vec![0.0; pieces.len()];
-    let mut uses_of = vec![0u32; pieces.len() + 1];
-    for Uses {
-        total,
-        freq: some_freq,
-        uses,
-    } in &shares
-    {
+    for (total, some_freq) in shares {
         vsum += total;
         for (f, g) in freq.iter_mut().zip(some_freq) {
             *f += g;
         }
-        for &(id, _) in uses {
-            uses_of[id as usize + 1] += 1;
-        }
     }
-    for id in 1..uses_of.len() {
-        uses_of[id] += uses_of[id - 1];
-    }
-    // The words each piece is used in, by piece: `inverted[uses_of[id]..uses_of[id + 1]]`.
-    let mut inverted = vec![0u32; uses_of[pieces.len()] as usize];
-    let mut fill = uses_of.clone();
-    for Uses { uses, .. } in &shares {
-        for &(id, word) in uses {
-            inverted[fill[id as usize] as usize] = word;
-            fill[id as usize] += 1;
-        }
-    }
-    drop(shares);
 
     let sum: f64 = freq.iter().sum();
     let log_sum = sum.ln();
@@ -144,10 +112,8 @@ pub fn prune(
             kept.push((piece.clone(), *score));
             continue;
         }
-        let mut f: f64 = inverted[uses_of[id] as usize..uses_of[id + 1] as usize]
-            .iter()
-            .map(|&w| f64::from(words[w as usize].1))
-            .fold(0.0, |a, b| a + b);
+        // The counts of the words the piece is used in, a use each: `freq[id]` (see above).
+        let mut f = freq[id];
         if f == 0.0 || f.is_nan() {
             continue;
         }
