@@ -339,6 +339,7 @@ TARGETS = (
     "compressed_parts",
     "prepare_cuts",
     "prepare_clean",
+    "unigram_em",
 )
 
 
@@ -421,6 +422,20 @@ def prepare_clean() -> None:
     write("prepare_clean", "batch_lines", bytes([16 | 8 | 1, 0, 0]) + blocks)
 
 
+def unigram_em() -> None:
+    """Byte 0 the vocabulary size (10 + 4 x byte), byte 1 an alphabet (bit 0) and a special
+    token (bit 1); then words, one a line (see fuzz_targets/unigram_em.rs)."""
+    write("unigram_em", "english", bytes([20, 0]) + b"hello\nworld\nhello\nhelp\nyellow\nmellow\n")
+    write("unigram_em", "repeats", bytes([16, 3]) + b"ab\nabc\nabcabc\nbca\ncab\nab\nab\n")
+    syllables = ["ka", "to", "ri", "\u65e5", "\u672c", "\u043a\u043e\u0448", "\u00fc", "x"]
+    words = [
+        "".join(syllables[(i * 7 + k * 3) % len(syllables)] for k in range(1 + i % 4))
+        for i in range(120)
+    ]
+    write("unigram_em", "scripts", bytes([60, 2]) + "\n".join(words).encode())
+    write("unigram_em", "unk_text", bytes([12, 0]) + b"<UNK>\n<UNK>x\nx<UNK>\n\x00a\n")
+
+
 def main() -> None:
     # Only the Rust targets' folders: fuzz/seeds/python/ belongs to the Python targets.
     for target in TARGETS:
@@ -435,6 +450,7 @@ def main() -> None:
     compressed_parts()
     prepare_cuts()
     prepare_clean()
+    unigram_em()
     total = 0
     for folder in (SEEDS / target for target in TARGETS):
         sizes = [p.stat().st_size for p in folder.iterdir()]
