@@ -2,7 +2,7 @@
 //! (`tokenizers`' `prune_sentence_pieces`, SentencePiece's rule), on every thread.
 //!
 //! Each piece's second-best segmentation is what replaces it; each word's best segmentation
-//! counts how often each piece is used and in which words. Both are per piece or per word, so
+//! counts how often each piece is used. Both are per piece or per word, so
 //! they run in parallel and come out in order: the result does not depend on the threads.
 
 use rayon::prelude::*;
