@@ -49,8 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="rust (default): data_io's counting pass (in --count-memory, kept with --counts, "
         "scaled with --executor), then its BPE merges (equal to tokenizers'; faster, less "
-        "memory) or tokenizers' unigram EM passes; hf: the tokenizers library's trainers fed "
-        "the texts (the same file)",
+        "memory) or its unigram EM passes (tokenizers' pieces, the same file on any thread "
+        "count); hf: the tokenizers library's trainers fed the texts (BPE: the same file; "
+        "unigram: the same pieces)",
     )
     parser.add_argument(
         "--vocab-size",

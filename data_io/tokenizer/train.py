@@ -155,8 +155,9 @@ def train_tokenizer(
     ``eos_token`` name the special tokens ``tokenizer_config.json`` gives those roles (default:
     the pipeline's own tokens, when they are among ``special_tokens``). ``trainer``: ``"rust"``
     (the default: data_io's counting pass, then its BPE merges, equal to ``tokenizers``', or
-    ``tokenizers``' unigram EM passes over the same counts) or ``"hf"`` (``tokenizers``' own
-    trainers fed the texts; the same file).
+    its unigram EM passes, ``tokenizers``' pieces and the same file on any thread count) or
+    ``"hf"`` (``tokenizers``' own trainers fed the texts: BPE's file the same, unigram's
+    pieces the same, their scores within 1e-9).
 
     The Rust trainer counts in at most ``count_memory`` bytes of tables (default: a quarter of
     the machine's memory), spilling sorted runs beside ``output`` past it; ``counts_dir`` keeps
