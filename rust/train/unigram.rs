@@ -1,13 +1,15 @@
-//! The unigram trainer: `tokenizers`' `UnigramTrainer`, fed so that the same texts, options and
-//! thread count give the same file every run.
+//! Unigram training, so that the same texts, options and thread count give the same file every
+//! run: by data_io's own EM passes (`unigram_em`, the default: the same file on any thread
+//! count too) or by `tokenizers`' `UnigramTrainer` (`--trainer hf`, the oracle).
 //!
-//! Its own `Tokenizer::train` hands the trainer its words in a hash map's order, new every run:
-//! the EM sums then round differently in the last bits (and now and then a piece is pruned or
-//! not), and the byte symbols it never learned get made-up scores (the lowest learned score plus
-//! 0.0001 per symbol) in that order too. Here the words are counted here and handed over sorted,
-//! those symbols' scores are dealt out again (first to the symbols seen in the texts, then by
-//! code point: `canonical`), and pieces of equal score are put in a fixed order. A piece learned
-//! with a special token's text is kept once, at the special token, with its learned score.
+//! The crate's own `Tokenizer::train` hands its trainer the words in a hash map's order, new
+//! every run: the EM sums then round differently in the last bits (and now and then a piece is
+//! pruned or not), and the byte symbols it never learned get made-up scores (the lowest learned
+//! score plus 0.0001 per symbol) in that order too. Here the words are counted here and handed
+//! over sorted, those symbols' scores are dealt out again (first to the symbols seen in the
+//! texts, then by code point: `canonical`), and pieces of equal score are put in a fixed order.
+//! A piece learned with a special token's text is kept once, at the special token, with its
+//! learned score.
 
 use std::collections::{HashMap, HashSet};
 
