@@ -74,8 +74,8 @@ struct TrainArgs {
     #[arg(long, value_enum, default_value_t = OnErrorArg::Fail)]
     on_error: OnErrorArg,
     /// [data_io] rust (default): data_io's counting pass, then its BPE merges (equal to
-    /// tokenizers') or tokenizers' unigram EM; hf: the tokenizers library's trainers fed the
-    /// texts (the same file)
+    /// tokenizers') or its unigram EM (tokenizers' pieces, the same file on any thread count);
+    /// hf: the tokenizers library's trainers fed the texts (BPE: the same file)
     #[arg(long, value_enum)]
     trainer: Option<TrainerArg>,
     /// [data_io] Worker threads (default: every core)
