@@ -23,6 +23,7 @@ mod before;
 mod bzip2;
 mod file_bytes;
 mod gzip;
+pub mod gzip_points;
 mod line_cut;
 mod parallel;
 mod sequential;
