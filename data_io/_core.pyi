@@ -103,6 +103,7 @@ class RawDocuments:
         compression: str | None = None,
         parts: bool = False,
         lanes: int | None = None,
+        point: GzipPoint | None = None,
     ) -> None:
         """Read the source from the file ``path`` (bytes ``start..end`` of its text) with
         ``read_file``; ``compression``: None, "gz", "zst", "bz2" or "xz". In a compressed file
@@ -111,7 +112,9 @@ class RawDocuments:
         ``end`` are file offsets from ``compressed_parts``, the range running between the
         first document boundaries in those parts' texts. A compressed file of several parts is
         decompressed by ``lanes`` threads (None: as many as the encoder's pool, when one decoding
-        thread would hold them back: ``rust/reader/frames``'s ``lanes_for``)."""
+        thread would hold them back: ``rust/reader/frames``'s ``lanes_for``). ``point``: a gzip
+        entry point (``gzip_entry_points``) to start decompressing at, ``start`` and ``end``
+        being targets past its text offset."""
     def read_file(self, limit: int) -> int:
         """Read about ``limit`` more bytes of the file's text and cut its whole lines into
         documents, without the GIL; the bytes of text read (0: the file is done)."""
@@ -139,6 +142,16 @@ def compressed_parts(path: str, compression: str | None) -> list[int]:
     their own (zstd frames, BGZF members, xz blocks, bzip2 blocks; ``rust/reader/frames``), the
     first 0; ``[0]`` for a file of one part. Reads headers and indexes (and searches a bzip2
     file for its blocks' magics), decompresses nothing."""
+
+# bit, text offset, newlines before, its member's text start, that member's CRC-32 before it,
+# the 32 KiB window (``rust/reader/frames/gzip_points``).
+GzipPoint = tuple[int, int, int, int, int, bytes]
+
+def gzip_entry_points(path: str, every: int) -> tuple[list[GzipPoint], int, int]:
+    """The entry points of the gzip file ``path``, about ``every`` compressed bytes apart (where a
+    deflate block starts: a reader can start there with the point's window), and the length
+    and newlines of its whole text. Decompresses the whole file once, without the GIL; a
+    file that does not decompress raises ``InputError`` naming the byte."""
 
 def text_length_estimate(path: str, compression: str | None, sample: int) -> int:
     """An estimate of the length of the text of ``path`` (stored with ``compression``) from its

@@ -104,8 +104,10 @@ impl RawDocuments {
     /// range running between the first document boundaries in their texts. A file of several
     /// parts is decompressed by `lanes` threads (None: as many as the encoder's pool has, when
     /// one decoding thread would hold them back: `frames::lanes_for`).
+    /// `point`: a gzip entry point (`gzip_entry_points`) to read from: `start` and `end` are
+    /// targets past its text offset.
     #[pyo3(signature = (path, start = 0, end = None, compression = None, parts = false,
-        lanes = None))]
+        lanes = None, point = None))]
     #[allow(clippy::too_many_arguments)]
     fn open_file(
         &mut self,
@@ -116,8 +118,10 @@ impl RawDocuments {
         compression: Option<&str>,
         parts: bool,
         lanes: Option<usize>,
+        point: Option<PointTuple>,
     ) -> PyResult<()> {
         use crate::prepare::file::FileFeed;
+        let point = point.map(entry_point);
         let compression = compression_named(compression)?;
         let lanes = match lanes {
             Some(lanes) => lanes,
@@ -130,11 +134,14 @@ impl RawDocuments {
         };
         let format = self.inner.format();
         let feed = py
-            .detach(|| match parts {
+            .detach(|| match (parts, point) {
                 // Only the range's own parts are walked (`frames::parts_in`).
-                true => crate::reader::frames::parts_in(&path, compression, start, end)
+                (true, _) => crate::reader::frames::parts_in(&path, compression, start, end)
                     .and_then(|parts| FileFeed::open_parts(path, parts, start, end, format, lanes)),
-                false => FileFeed::open_compressed(path, compression, start, end, format, lanes),
+                (false, Some(point)) => FileFeed::open_at_point(path, &point, start, end, format),
+                (false, None) => {
+                    FileFeed::open_compressed(path, compression, start, end, format, lanes)
+                }
             })
             .map_err(|e| to_py_err(py, e))?;
         self.inner.set_origin(feed.origin().cloned());
@@ -290,6 +297,47 @@ fn compressed_parts(
     py.detach(|| crate::reader::frames::parts(&path, compression))
         .map(|parts| parts.starts())
         .map_err(|e| to_py_err(py, e))
+}
+
+/// A gzip entry point as Python holds it: bit, text offset, newlines before, its member's text
+/// start, the CRC-32 of that member's text before it, and its window.
+type PointTuple = (u64, u64, u64, u64, u32, pyo3::pybacked::PyBackedBytes);
+
+fn entry_point(point: PointTuple) -> crate::reader::frames::gzip_points::EntryPoint {
+    let (bit, text, newlines, member_text, crc, window) = point;
+    crate::reader::frames::gzip_points::EntryPoint {
+        bit,
+        text,
+        newlines,
+        member_text,
+        crc,
+        window: window.to_vec(),
+    }
+}
+
+/// The entry points of the gzip file `path`, about `every` compressed bytes apart
+/// (`frames::gzip_points`), as tuples, and its text's length and newlines: one pass over the
+/// file without the GIL, stopped by Ctrl-C.
+#[pyfunction]
+fn gzip_entry_points<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    every: u64,
+) -> PyResult<(Vec<Bound<'py, pyo3::types::PyTuple>>, u64, u64)> {
+    use pyo3::types::{PyBytes, PyTuple};
+    let index = super::call::interruptible(py, || {
+        crate::reader::frames::gzip_points::entry_points(&path, every)
+    })?;
+    let points = index
+        .points
+        .iter()
+        .map(|p| {
+            let window = PyBytes::new(py, &p.window);
+            let fields = (p.bit, p.text, p.newlines, p.member_text, p.crc, window);
+            fields.into_pyobject(py)
+        })
+        .collect::<PyResult<Vec<Bound<'py, PyTuple>>>>()?;
+    Ok((points, index.text, index.newlines))
 }
 
 /// An estimate of the length of the text of `path`, stored with `compression`, from its first
@@ -665,6 +713,7 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(prepare_batch, m)?)?;
     m.add_function(wrap_pyfunction!(text_length_estimate, m)?)?;
     m.add_function(wrap_pyfunction!(compressed_parts, m)?)?;
+    m.add_function(wrap_pyfunction!(gzip_entry_points, m)?)?;
     m.add_function(wrap_pyfunction!(keep_lines, m)?)?;
     m.add_function(wrap_pyfunction!(sort_records, m)?)?;
     m.add_class::<RawDocuments>()?;

@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::cuts::CutFinder;
 use super::split::{Documents, Format, PartsOrigin};
 use crate::error::Error;
+use crate::reader::frames::gzip_points::{EntryPoint, FromPoint};
 use crate::reader::frames::{self, Consumed, Located, ParallelText, SequentialText};
 use crate::reader::{decompressed, Compression, READ_BUFFER};
 
@@ -71,6 +72,9 @@ pub struct FileFeed {
     targets: Option<Targets>,
     /// A range of parts not at the file's start: where its lines and offsets count from.
     origin: Option<PartsOrigin>,
+    /// The file's newlines before the text read (a gzip entry point's): added to the start
+    /// cut's line, found from where reading began.
+    lines_before: u64,
 }
 
 /// The text being read, and (a range of parts) the text after the range's last part, read
@@ -106,6 +110,38 @@ impl FileFeed {
         format: Format,
         lanes: usize,
     ) -> Result<Self, Error> {
+        Self::open_text(path, compression, start, end, format, lanes, None)
+    }
+
+    /// Open the gzip file `path` to read the range between the cuts for targets `start` and
+    /// `end` (`end` None: to the text's end), from its entry `point` (`frames::gzip_points`):
+    /// only the text from the point on is decompressed, so `start` must lie past the point's
+    /// text offset (the plan puts it one byte past). Lines are numbered as the file's.
+    pub fn open_at_point(
+        path: PathBuf,
+        point: &EntryPoint,
+        start: u64,
+        end: Option<u64>,
+        format: Format,
+    ) -> Result<Self, Error> {
+        if start <= point.text {
+            return Err(Error::Config(format!(
+                "a range from an entry point starts past its text offset {}, not at {start}",
+                point.text
+            )));
+        }
+        Self::open_text(path, Compression::Gzip, start, end, format, 1, Some(point))
+    }
+
+    fn open_text(
+        path: PathBuf,
+        compression: Compression,
+        start: u64,
+        end: Option<u64>,
+        format: Format,
+        lanes: usize,
+        point: Option<&EntryPoint>,
+    ) -> Result<Self, Error> {
         let io = |source| cannot_read(&path, source);
         let blocks = format == Format::Blocks;
         let targets =
@@ -120,16 +156,19 @@ impl FileFeed {
                 return Self::open_parts(path, parts, 0, None, format, lanes);
             }
         }
-        // A compressed file is read from its text's start, up to the cut for `start`.
-        let (start, end) = if targets.is_some() {
-            (0, None)
-        } else {
-            (start, end)
+        // A compressed file is read from its text's start (or its entry point), up to the cut
+        // for `start`.
+        let (start, end) = match (&targets, point) {
+            (Some(_), Some(point)) => (point.text, None),
+            (Some(_), None) => (0, None),
+            (None, _) => (start, end),
         };
+        // Where the file is read from: a byte offset of its text, or the point's first byte.
+        let seek = point.map_or(start, |point| point.bit / 8);
         let mut file = File::open(&path).map_err(io)?;
-        if start > 0 {
+        if seek > 0 {
             use std::io::Seek;
-            file.seek(std::io::SeekFrom::Start(start)).map_err(io)?;
+            file.seek(std::io::SeekFrom::Start(seek)).map_err(io)?;
         }
         // An empty file is an empty text, compressed or not (as Python's reader has it).
         let empty = file.metadata().map_err(io)?.len() == 0;
@@ -152,12 +191,18 @@ impl FileFeed {
                     read: Arc::clone(&file_read),
                 };
                 // Its errors name the file offset the decoder had consumed to.
-                let reached = Arc::new(AtomicU64::new(0));
+                let reached = Arc::new(AtomicU64::new(seek));
                 let buffered = BufReader::with_capacity(READ_BUFFER, counted);
-                let consumed = Consumed::new(buffered, 0, Arc::clone(&reached), compression);
-                let text = decompressed(consumed, compression)
-                    .map_err(|e| Self::decoding_error(&path, compression, 0, &e))?;
-                Box::new(Located::new(text, reached, 0, compression))
+                let consumed = Consumed::new(buffered, seek, Arc::clone(&reached), compression);
+                let text: Box<dyn Read + Send> = match point {
+                    Some(point) => Box::new(
+                        FromPoint::new(consumed, point)
+                            .map_err(|e| Self::decoding_error(&path, compression, seek, &e))?,
+                    ),
+                    None => decompressed(consumed, compression)
+                        .map_err(|e| Self::decoding_error(&path, compression, 0, &e))?,
+                };
+                Box::new(Located::new(text, reached, seek, compression))
             }
         };
         Ok(Self {
@@ -175,6 +220,7 @@ impl FileFeed {
             finished: false,
             targets,
             origin: None,
+            lines_before: point.map_or(0, |point| point.newlines),
         })
     }
 
@@ -241,6 +287,7 @@ impl FileFeed {
             finished: false,
             targets,
             origin,
+            lines_before: 0,
         })
     }
 
@@ -356,7 +403,7 @@ impl FileFeed {
                 let from = usize::try_from(start - offset).unwrap_or(usize::MAX);
                 self.carry = piece.get(from..).unwrap_or_default().to_vec();
                 self.offset = start;
-                docs.number_lines_from(line);
+                docs.number_lines_from(line + self.lines_before);
                 return Ok(true);
             }
         }
@@ -814,6 +861,76 @@ mod tests {
                 .iter()
                 .any(|(_, _, line)| *line > 100)
         );
+    }
+
+    /// `text` as one gzip member whose deflate blocks end about every `every` bytes of text,
+    /// some at a byte's end (a sync flush), most within one (a partial flush).
+    fn gzip_in_blocks(text: &[u8], every: usize) -> Vec<u8> {
+        use flate2::{Compress, Compression as Level, FlushCompress};
+        let mut deflate = Compress::new(Level::default(), false);
+        let mut out = Vec::with_capacity(text.len() + 1024);
+        let chunks: Vec<&[u8]> = text.chunks(every).collect();
+        for (k, chunk) in chunks.iter().enumerate() {
+            let flush = match (k + 1 == chunks.len(), k % 3) {
+                (true, _) => FlushCompress::Finish,
+                (false, 0) => FlushCompress::Sync,
+                _ => FlushCompress::Partial,
+            };
+            let mut taken = 0;
+            loop {
+                out.reserve(chunk.len() + 1024);
+                let before = deflate.total_in();
+                deflate
+                    .compress_vec(&chunk[taken..], &mut out, flush)
+                    .expect("compressed");
+                taken += (deflate.total_in() - before) as usize;
+                if taken == chunk.len() && out.capacity() > out.len() {
+                    break;
+                }
+            }
+        }
+        let mut crc = flate2::Crc::new();
+        crc.update(text);
+        let mut gz = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+        gz.extend(out);
+        gz.extend(crc.sum().to_le_bytes());
+        gz.extend((text.len() as u32).to_le_bytes());
+        gz
+    }
+
+    #[test]
+    fn ranges_from_gzip_entry_points_read_the_documents_once_each() {
+        use crate::reader::frames::gzip_points::entry_points;
+        let text = documents_of_every_shape();
+        let stored = gzip_in_blocks(&text, 301);
+        let file = tempfile::NamedTempFile::new().expect("temp file");
+        std::fs::write(file.path(), &stored).expect("written");
+        let points = entry_points(file.path(), 1).expect("indexed").points;
+        assert!(points.len() > 20, "{}", points.len());
+        assert!(points.iter().any(|p| p.bit % 8 != 0) && points.iter().any(|p| p.bit % 8 == 0));
+        for format in [Format::Blocks, Format::Lines] {
+            let (whole, _) =
+                read_as(&stored, Compression::Gzip, 0, None, 256, format).expect("read");
+            let name = format!("points_{format:?}");
+            for step in [1, 2, 7, 1000] {
+                let chosen: Vec<_> = points.iter().step_by(step).skip(1).collect();
+                let starts: Vec<u64> = chosen.iter().map(|p| p.text + 1).collect();
+                let mut ranges = Vec::new();
+                for k in 0..=chosen.len() {
+                    let end = starts.get(k).copied();
+                    let limit = [64, 256, 1 << 16][k % 3];
+                    let (range, _) = read_with(&stored, &name, limit, format, |path| match k {
+                        0 => FileFeed::open_compressed(path, Compression::Gzip, 0, end, format, 1),
+                        _ => {
+                            FileFeed::open_at_point(path, chosen[k - 1], starts[k - 1], end, format)
+                        }
+                    })
+                    .expect("read");
+                    ranges.extend(range);
+                }
+                assert_eq!(ranges, whole, "{format:?} step {step}");
+            }
+        }
     }
 
     #[test]
