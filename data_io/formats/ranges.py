@@ -15,6 +15,15 @@ cut as an uncompressed one is, at part starts about ``unit_bytes`` of the file a
 (``PartsRange``): each range decompresses only its own parts, and a little of the next to find
 where its last document ends.
 
+A gzip file of one member (what ``gzip`` and ``pigz`` write), or of members without BGZF's
+lengths, is decompressed once by the plan to find entry points about ``unit_bytes`` of its text
+apart (by the estimate below, placed by the file's bytes) (``_core.gzip_entry_points``: where a deflate block starts, with the 32 KiB of text
+before it), and cut at them (``TextRange`` with its ``point``): each range decompresses only
+its own text and a little of the next, as ranges of parts do. The plan's pass costs about a
+reading of the file on one thread; a file that does not decompress is refused there, naming
+the byte. A file with no point to cut at (a small one, or one long deflate block: zlib-ng's
+level 1) is cut as below.
+
 Any other compressed file cannot be entered in the middle: each of its ranges decompresses all
 the text before it, so cutting a file into ``k`` ranges decompresses it ``k / 2`` times over (and the
 last range waits for most of it). So a compressed file is cut only when it holds at least an
@@ -35,14 +44,21 @@ from typing import BinaryIO
 
 from data_io import _core
 from data_io.errors import InputError
-from data_io.formats.raw_text import ByteRange, PartsRange, RowGroups, Source, TextRange
+from data_io.formats.raw_text import (
+    ByteRange,
+    GzipPoint,
+    PartsRange,
+    RowGroups,
+    Source,
+    TextRange,
+)
 
-__all__ = ["MOST_RANGES", "document_ranges"]
+__all__ = ["MOST_RANGES", "document_ranges", "gzip_ranges"]
 
 _COUNT_CHUNK = 16 << 20
 # Ranges a compressed file is cut into at most, by its compression, and the share of the run's
 # input it must hold to be cut (see the module's docstring).
-MOST_RANGES = {"zst": 8, "gz": 5, "xz": 3, "bz2": 1}
+MOST_RANGES = {"zst": 8, "gz": 5, "xz": 3, "bz2": 1}  # gz: where it has no entry points
 _COMPRESSED_SHARE = 8
 # Text decompressed to estimate a compressed file's length.
 _SAMPLE_BYTES = 16 << 20
@@ -64,6 +80,11 @@ def document_ranges(
             return parts_ranges(starts, size, unit_bytes)
         if source.size * _COMPRESSED_SHARE < run_bytes:
             return []
+        if source.compression == "gz":
+            # None: no entry point to cut at (one long block: zlib-ng's level 1).
+            cut = gzip_ranges(source, unit_bytes)
+            if cut is not None:
+                return cut
         return _text_ranges(source, unit_bytes)
     if unit_bytes <= 0 or size <= unit_bytes or source.compression is not None:
         return []
@@ -104,6 +125,32 @@ def parts_ranges(starts: list[int], size: int, unit_bytes: int) -> list[PartsRan
     if len(cuts) == 1:
         return []
     return [PartsRange(start, end, size) for start, end in itertools.pairwise([*cuts, size])]
+
+
+def gzip_ranges(source: Source, unit_bytes: int) -> list[TextRange] | None:
+    """A gzip file cut at entry points into ranges of about ``unit_bytes`` of text (by its
+    estimated length, as any compressed stream is cut, with no cap), ``[]`` when it makes one
+    range, or None when it has no entry point (one deflate block). Range ``k`` runs from the
+    cut for one byte past point ``k``'s text offset (the first, from the text's start) to the
+    next range's; the last to the text's end, ``total``."""
+    path = str(source.path)
+    estimate = _core.text_length_estimate(path, source.compression, _SAMPLE_BYTES)
+    count = round(estimate / unit_bytes) if unit_bytes > 0 else 0
+    if count <= 1:
+        return []
+    # A point past each multiple of size / count (rounded up: none past the last).
+    found, total, _ = _core.gzip_entry_points(path, -(-source.size // count))
+    # A point at the text's last byte would start a range past the text.
+    points = [GzipPoint(*p) for p in found if p[1] + 1 < total]
+    if not points:
+        return None
+    starts = [0, *(point.text + 1 for point in points)]
+    ends = [*starts[1:], total]
+    entries: list[GzipPoint | None] = [None, *points]
+    return [
+        TextRange(start, end, total, point)
+        for start, end, point in zip(starts, ends, entries, strict=True)
+    ]
 
 
 def _text_ranges(source: Source, unit_bytes: int) -> list[TextRange]:

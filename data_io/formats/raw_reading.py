@@ -112,7 +112,8 @@ class DocumentReader:
                 documents.open_file(source.name, span.start, span.end)
             elif isinstance(span, TextRange):  # the last range reads on to the text's end
                 end = None if span.end == span.total else span.end
-                documents.open_file(source.name, span.start, end, source.compression)
+                point = None if span.point is None else span.point.as_tuple()
+                documents.open_file(source.name, span.start, end, source.compression, point=point)
             elif isinstance(span, PartsRange):
                 end = None if span.end == span.size else span.end
                 documents.open_file(source.name, span.start, end, source.compression, parts=True)

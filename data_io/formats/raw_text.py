@@ -11,9 +11,11 @@ Every error names the file and the line (text, JSONL) or row (Parquet, datasets)
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +31,7 @@ from data_io.util.json_kinds import json_kind
 __all__ = [
     "INVALID_UTF8_POLICIES",
     "ByteRange",
+    "GzipPoint",
     "PartsRange",
     "ReadOptions",
     "ReadStats",
@@ -72,11 +75,45 @@ class TextRange:
     (``formats.ranges``): its text from the cut for target offset ``start`` to the cut for
     ``end`` (``rust/prepare/cuts.rs``: the next document boundary), ``total`` being the plan's
     estimate of the text's length, at which the last range ends and reads on to the text's
-    end. Reading it decompresses the text before it."""
+    end. Reading it decompresses the text before it, or, in a gzip file, only the text from
+    its entry ``point`` on (``GzipPoint``; ``start`` lies one byte past the point's text)."""
 
     start: int
     end: int
     total: int
+    point: GzipPoint | None = None
+
+
+@dataclass(frozen=True)
+class GzipPoint:
+    """Where a reader can enter a gzip file (``rust/reader/frames/gzip_points``): the deflate
+    block starting at file bit ``bit``, with ``text`` bytes and ``newlines`` newlines of text
+    before it; its member's text starts at ``member_text``, whose CRC-32 up to the point is
+    ``crc``; ``window``: the member's last 32 KiB of text before it."""
+
+    bit: int
+    text: int
+    newlines: int
+    member_text: int
+    crc: int
+    window: bytes
+
+    def as_tuple(self) -> tuple[int, int, int, int, int, bytes]:
+        """As ``_core`` takes it."""
+        return (self.bit, self.text, self.newlines, self.member_text, self.crc, self.window)
+
+    def record(self) -> dict[str, Any]:
+        """For a plan's JSON: the window deflated, in base64."""
+        fields = {name: getattr(self, name) for name in _POINT_NUMBERS}
+        return {**fields, "window": base64.b64encode(zlib.compress(self.window, 9)).decode()}
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> GzipPoint:
+        window = zlib.decompress(base64.b64decode(record["window"]))
+        return cls(*(int(record[name]) for name in _POINT_NUMBERS), window=window)
+
+
+_POINT_NUMBERS = ("bit", "text", "newlines", "member_text", "crc")
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from data_io.errors import ConfigError
 from data_io.formats.ranges import document_ranges
 from data_io.formats.raw_text import (
     ByteRange,
+    GzipPoint,
     PartsRange,
     RowGroups,
     Source,
@@ -123,7 +124,7 @@ class PrepareStage:
             span: ByteRange | TextRange | PartsRange | RowGroups = (
                 ByteRange(start, end, unit.span["first_line"])
                 if kind == "bytes"
-                else TextRange(start, end, unit.span["total"])
+                else TextRange(start, end, unit.span["total"], _point(unit.span))
                 if kind == "text"
                 else PartsRange(start, end, unit.span["size"])
                 if kind == "parts"
@@ -206,10 +207,18 @@ def _span(
         return span, part.end - part.start
     if isinstance(part, TextRange):
         span = {"kind": "text", "start": part.start, "end": part.end, "total": part.total}
+        if part.point is not None:
+            span["point"] = part.point.record()
         return span, size * (part.end - part.start) // max(part.total, 1)
     span = {"kind": "row_groups", "start": part.start, "end": part.end}
     share = size * (part.end - part.start) // max(part.total, 1)
     return {**span, "first_row": part.first_row, "total": part.total}, share
+
+
+def _point(span: dict[str, Any]) -> GzipPoint | None:
+    """A text range's gzip entry point, as its span records it."""
+    record = span.get("point")
+    return None if record is None else GzipPoint.from_record(record)
 
 
 # prepare's options a plan does not record: its units' and finalize's own business.

@@ -41,3 +41,17 @@ def parted(body: bytes, suffix: str, chunk: int) -> bytes:
     if suffix == ".bz2":
         return b"".join(bz2.compress(piece, compresslevel=1) for piece in pieces)
     raise ValueError(f"no parts for {suffix!r}")
+
+
+def gzip_in_blocks(body: bytes, chunk: int) -> bytes:
+    """``body`` as one gzip member (not parts: one stream) whose deflate blocks end every
+    ``chunk`` bytes of text, within a byte (``Z_BLOCK``, ``Z_PARTIAL_FLUSH``) or at one
+    (``Z_SYNC_FLUSH``), as a long file's blocks end every few dozen kilobytes: where the plan
+    finds its entry points."""
+    deflate = zlib.compressobj(6, zlib.DEFLATED, 31)
+    flushes = (zlib.Z_BLOCK, zlib.Z_PARTIAL_FLUSH, zlib.Z_SYNC_FLUSH)
+    pieces = [
+        deflate.compress(body[at : at + chunk]) + deflate.flush(flushes[k % 3])
+        for k, at in enumerate(range(0, len(body), chunk))
+    ]
+    return b"".join(pieces) + deflate.flush()

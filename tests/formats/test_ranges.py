@@ -9,6 +9,7 @@ import dataclasses
 import gzip
 import itertools
 import lzma
+import random
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from data_io import _core
+from data_io.errors import InputError
 from data_io.formats.ranges import MOST_RANGES, document_ranges
 from data_io.formats.raw_text import (
     PartsRange,
@@ -30,7 +32,7 @@ from data_io.formats.raw_text import (
     expand_inputs,
 )
 from data_io.prepare.pipeline import encoder_threads
-from tests.formats.parted import parted
+from tests.formats.parted import gzip_in_blocks, parted
 from tests.prepare.test_read_rust import _rust, rows, text_files
 
 
@@ -115,6 +117,62 @@ def test_the_text_ranges_of_a_compressed_file_read_as_the_whole_file(
     }[suffix]
     options = ReadOptions(doc_per_line=per_line, invalid_utf8="fail" if fail else "replace")
     _agree(tmp_path_factory.mktemp("txt"), "a.txt" + suffix, compress(body), options, unit)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@example(body=b"a\n \n\xffb\n\nc", per_line=False, fail=True, unit=3, chunk=2)
+@given(
+    body=text_files,
+    per_line=st.booleans(),
+    fail=st.booleans(),
+    unit=st.integers(1, 40),
+    chunk=st.integers(1, 30),
+)
+def test_the_ranges_of_a_gzip_file_from_its_entry_points_read_as_the_whole_file(
+    tmp_path_factory: Any, body: bytes, per_line: bool, fail: bool, unit: int, chunk: int
+) -> None:
+    """A gzip stream of many deflate blocks is cut at entry points (each range decompresses its
+    own text only), and its ranges read as the whole file does."""
+    options = ReadOptions(doc_per_line=per_line, invalid_utf8="fail" if fail else "replace")
+    folder = tmp_path_factory.mktemp("gz")
+    stored = gzip_in_blocks(body, chunk)
+    _agree(folder, "a.txt.gz", stored, options, unit)
+    (source,) = expand_inputs([folder / "a.txt.gz"], options)[0]
+    count = round(len(body) / unit)  # ranges of text (the estimate is the length here)
+    points, total, _ = _core.gzip_entry_points(str(source.path), -(-len(stored) // max(count, 1)))
+    assert total == len(body)
+    ranges = document_ranges(source, unit, per_line)
+    if count > 1 and [p for p in points if p[1] + 1 < total]:
+        assert all(isinstance(r, TextRange) and r.point for r in ranges[1:]), ranges
+
+
+def test_a_gzip_file_is_cut_at_entry_points_and_refused_when_damaged(tmp_path: Path) -> None:
+    """``gzip``'s own output (one member, blocks of about 16,000 symbols) is cut into about
+    ``text / unit_bytes`` ranges at entry points, however few MOST_RANGES allows a stream cut by
+    its text; the plan's pass over a damaged or truncated file names the place."""
+    rng = random.Random(5)
+    text = "".join(
+        f"{' '.join(f'w{rng.randrange(30000)}' for _ in range(rng.randrange(3, 60)))}\n\n"
+        for _ in range(8000)
+    ).encode()
+    stored = gzip.compress(text)
+    path = tmp_path / "a.txt.gz"
+    path.write_bytes(stored)
+    (source,) = expand_inputs([path], ReadOptions())[0]
+    ranges = document_ranges(source, len(text) // 12, doc_per_line=False)
+    assert MOST_RANGES["gz"] < len(ranges) <= 12
+    assert ranges[0].point is None and all(r.point for r in ranges[1:])  # type: ignore[union-attr]
+    assert _ranged(source, len(text) // 12, ReadOptions()) == _rust([source], ReadOptions())
+    damaged = bytearray(stored)
+    damaged[len(stored) // 2 : len(stored) // 2 + 64] = bytes(64)
+    path.write_bytes(bytes(damaged))
+    with pytest.raises(InputError, match=r"a\.txt\.gz: corrupt gz file near byte \d+"):
+        document_ranges(source, len(text) // 12, doc_per_line=False)
+    path.write_bytes(stored[: len(stored) // 2])
+    with pytest.raises(InputError, match=r"truncated gz file"):
+        document_ranges(source, len(text) // 12, doc_per_line=False)
 
 
 @settings(

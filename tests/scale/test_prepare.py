@@ -23,7 +23,7 @@ from data_io.scale import ExecutorSettings
 from data_io.scale.manifest import Manifest
 from data_io.scale.run import scale_prepare
 from data_io.scale.status import describe, status
-from tests.formats.parted import parted
+from tests.formats.parted import gzip_in_blocks, parted
 
 from .inputs import TOKENIZER, WORDS
 
@@ -158,7 +158,8 @@ def _big_file(kind: str, seed: int) -> tuple[str, bytes]:
 
 @pytest.mark.parametrize("kind", ["blocks", "lines", "jsonl"])
 @pytest.mark.parametrize(
-    "suffix", ["", ".gz", ".zst", ".gz parts", ".zst parts", ".xz parts", ".bz2 parts"]
+    "suffix",
+    ["", ".gz", ".zst", ".gz parts", ".zst parts", ".xz parts", ".bz2 parts", ".gz blocks"],
 )
 def test_a_large_file_cut_into_ranges_writes_what_one_run_writes(
     tmp_path: Path, kind: str, suffix: str
@@ -166,13 +167,20 @@ def test_a_large_file_cut_into_ranges_writes_what_one_run_writes(
     """One file in many units: an uncompressed one in about twenty byte ranges, a compressed
     one in ranges of its text (each unit decompresses what comes before its range and cuts
     where its neighbours cut), a compressed one of parts that decode on their own (BGZF, zstd
-    frames, xz and bzip2 streams) in about twenty ranges of parts. Documents repeat across the ranges;
+    frames, xz and bzip2 streams) in about twenty ranges of parts, a gzip stream of many deflate
+    blocks in about twenty ranges from its entry points. Documents repeat across the ranges;
     some lines are not UTF-8, replaced and counted: the same folder and counts as one run."""
     name, body = _big_file(kind, seed=3)
-    suffix, _, parts = suffix.partition(" ")
+    suffix, _, how = suffix.partition(" ")
     name += suffix
     compress = {"": bytes, ".gz": gzip.compress, ".zst": zstandard.ZstdCompressor().compress}
-    stored = parted(body, suffix, 2000) if parts else compress[suffix](body)
+    stored = (
+        parted(body, suffix, 2000)
+        if how == "parts"
+        else gzip_in_blocks(body, 2000)
+        if how == "blocks"
+        else compress[suffix](body)
+    )
     inputs = tmp_path / "in"
     inputs.mkdir()
     (inputs / name).write_bytes(stored)
@@ -181,11 +189,14 @@ def test_a_large_file_cut_into_ranges_writes_what_one_run_writes(
     settings = ExecutorSettings(kind="local", workers=2, threads_per_unit=1)
     outcome = scale_prepare(
         [str(inputs)], str(tmp_path / "scaled"), dict(options), settings, progress=False,
-        unit_bytes=len(stored) // 20 if parts else len(body) // (6 if suffix else 20),
+        unit_bytes=len(stored) // 20 if how == "parts" else len(body) // (6 if suffix and not how else 20),
     )  # fmt: skip
     units = outcome.manifest.units
     assert outcome.unfinished == []
-    if parts:
+    if how == "blocks":
+        assert len(units) >= 15 and {u.span["kind"] for u in units} == {"text"}
+        assert sum("point" in u.span for u in units) == len(units) - 1
+    elif how == "parts":
         assert len(units) >= 15 and {u.span["kind"] for u in units} == {"parts"}
     elif suffix:
         assert 4 <= len(units) <= MOST_RANGES[suffix[1:]]
@@ -236,28 +247,36 @@ def test_a_bzip2_file_of_one_stream_is_cut_at_its_blocks(tmp_path: Path, kind: s
     assert _tree(tmp_path / "scaled") == _tree(tmp_path / "local")
 
 
-@pytest.mark.parametrize("parts", [False, True])
+@pytest.mark.parametrize("how", ["text", "parts", "points"])
 def test_a_bad_row_in_a_later_range_of_a_compressed_file_is_named_as_in_one_run(
-    tmp_path: Path, parts: bool
+    tmp_path: Path, how: str
 ) -> None:
-    """A range of parts counts its lines from its first part; its error names the file's."""
+    """A range of parts counts its lines from its first part, one from a gzip entry point from
+    the point's newlines; its error names the file's line."""
     inputs = tmp_path / "in"
     inputs.mkdir()
     path = _bad_jsonl(inputs)
     body = path.read_bytes()
     path.unlink()
-    stored = parted(body, ".gz", 1000) if parts else gzip.compress(body)
+    stored = (
+        parted(body, ".gz", 1000)
+        if how == "parts"
+        else gzip_in_blocks(body, 1000)
+        if how == "points"
+        else gzip.compress(body)
+    )
     (inputs / "big.jsonl.gz").write_bytes(stored)
     with pytest.raises(Exception) as one_run:
         prepare([inputs], tmp_path / "local", progress=False, **OPTIONS)
     settings = ExecutorSettings(kind="local", workers=1, threads_per_unit=1)
     outcome = scale_prepare(
         [str(inputs)], str(tmp_path / "scaled"), dict(OPTIONS), settings, progress=False,
-        unit_bytes=len(stored if parts else body) // 6,
+        unit_bytes=len(stored if how == "parts" else body) // 6,
     )  # fmt: skip
     assert outcome.unfinished and len(outcome.manifest.units) > 3
     kinds = {u.span["kind"] for u in outcome.manifest.units}
-    assert kinds == ({"parts"} if parts else {"text"})
+    assert kinds == ({"parts"} if how == "parts" else {"text"})
+    assert any("point" in u.span for u in outcome.manifest.units) == (how == "points")
     manifest = Manifest.load(tmp_path / "scaled")
     failures = [manifest.read_record(u.id, "failed") for u in manifest.units]
     messages = [f["error"] for f in failures if f is not None]
