@@ -337,10 +337,32 @@ TARGETS = (
     "tokenizer_json",
     "fast_encoder",
     "compressed_parts",
+    "gzip_points",
     "prepare_cuts",
     "prepare_clean",
     "unigram_em",
 )
+
+
+def gzip_points() -> None:
+    """Byte 0: raw file (bit 0), two members (bit 1), a byte flipped (bit 2); built seeds then
+    carry a chunk size, the flushes' bits and the flip's place before the text; raw ones a gzip
+    file of many blocks. See fuzz_targets/gzip_points.rs."""
+    import gzip
+    import zlib
+
+    text = "".join(f"line {i}: {'x' * (i % 7)} {i * 7919 % 1013}\n" for i in range(60)).encode()
+    write("gzip_points", "built_partial_sync", b"\x00\x1f\x99\x00\x00" + text)
+    write("gzip_points", "built_two_members_full", b"\x02\x3f\xff\x00\x00" + text)
+    write("gzip_points", "built_flipped", b"\x04\x0f\x55\x01\x20" + text)
+    write("gzip_points", "built_empty", b"\x00\x00\x00\x00\x00")
+    deflate = zlib.compressobj(6, zlib.DEFLATED, 31)
+    blocks = b"".join(
+        deflate.compress(text[k : k + 50]) + deflate.flush(zlib.Z_BLOCK)
+        for k in range(0, len(text), 50)
+    )
+    write("gzip_points", "raw_blocks", b"\x01" + blocks + deflate.flush())
+    write("gzip_points", "raw_gzip", b"\x01" + gzip.compress(text * 3))
 
 
 def compressed_parts() -> None:
@@ -448,6 +470,7 @@ def main() -> None:
     tokenizer_json()
     fast_encoder()
     compressed_parts()
+    gzip_points()
     prepare_cuts()
     prepare_clean()
     unigram_em()

@@ -17,7 +17,7 @@ set -euo pipefail
 
 FUZZ_DIR=$(cd "$(dirname "$0")" && pwd)
 cd "$FUZZ_DIR"
-ALL_TARGETS=(json_row jsonl_reader parquet_reader npy_header tokenizer_json fast_encoder seen_hashes compressed_parts prepare_cuts prepare_clean unigram_em)
+ALL_TARGETS=(json_row jsonl_reader parquet_reader npy_header tokenizer_json fast_encoder seen_hashes compressed_parts gzip_points prepare_cuts prepare_clean unigram_em)
 SANITIZER=${FUZZ_SANITIZER:-address}
 # The root Makefile exports CARGO_TARGET_DIR for the main crate; the fuzz builds (other flags,
 # other toolchain) get their own folder, where device_run.sh's users find the binaries.
