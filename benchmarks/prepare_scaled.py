@@ -1,9 +1,12 @@
 """``data_io prepare --executor local`` on one compressed JSONL file cut into ranges of its text
-(``formats.ranges``: each unit decompresses the text before its range), or, for a file of parts
-(``zst-parts``, ``gz-parts``, ``xz-parts``), into ranges of its parts (each unit decompresses its
-own), beside the plain run:
+(``formats.ranges``: each unit decompresses the text before its range), for a gzip file
+(``gz``, one member as ``gzip -6`` writes it) into ranges from entry points the plan finds (each
+unit decompresses its own text: the plan decompresses the file once, its "plan s"), or, for a
+file of parts (``zst-parts``, ``gz-parts``, ``xz-parts``), into ranges of its parts (each unit
+decompresses its own), beside the plain run:
 what cutting costs (the units' seconds, one worker running them in turn, against the file as
-one unit) and what it gives (two workers' wall clock). Every scaled output is checked
+one unit) and what it gives (the slowest unit's own seconds, which bound a run with a worker
+a unit, and two workers' wall clock). Every scaled output is checked
 byte-identical to the plain run's.
 
     .venv/bin/python -m benchmarks.prepare_scaled [--formats zst,gz,zst-parts] [--ranges 1,2,4,8]
@@ -69,8 +72,11 @@ def main() -> None:
     args = parser.parse_args()
     text_mb = (CORPUS / "rows.jsonl").stat().st_size / 1e6
     print(f"{text_mb:.0f} MB of JSONL text, Qwen, --dedup doc; best of {args.rounds}\n")
-    print("| file | run | units | units s (1 worker) | vs one unit | 2 workers: wall s | plan s |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    print(
+        "| file | run | units | units s (1 worker) | vs one unit | slowest unit s "
+        "| 2 workers: wall s | plan s |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
     for suffix in args.formats.split(","):
         kind, _, parts = suffix.partition("-")
         source = CORPUS / (f"rows-parts.jsonl.{kind}" if parts else f"rows.jsonl.{kind}")
@@ -81,7 +87,7 @@ def main() -> None:
             link.symlink_to(source)
         best_plain = min(plain(link, args.workdir / "plain") for _ in range(args.rounds))
         reference = _tree(args.workdir / "plain")
-        print(f"| {source.name} | plain, 1 thread | — | {best_plain:.2f} | | | |")
+        print(f"| {source.name} | plain, 1 thread | — | {best_plain:.2f} | | | | |")
         one_unit = None
         for count in (int(c) for c in args.ranges.split(",")):
             # A unit size the text's estimate cuts into `count` ranges (1: a unit size above it).
@@ -102,8 +108,8 @@ def main() -> None:
             wall = both["total"]
             print(
                 f"| {source.name} | `--executor local` | {serial['count']} | "
-                f"{serial['units']:.2f} | {serial['units'] / one_unit:.2f}x | {wall:.2f} | "
-                f"{both['plan']:.2f} |"
+                f"{serial['units']:.2f} | {serial['units'] / one_unit:.2f}x | "
+                f"{serial['slowest']:.2f} | {wall:.2f} | {both['plan']:.2f} |"
             )
     print("\nEvery scaled output's shards byte-identical to the plain run's.")
 
