@@ -215,12 +215,23 @@ impl Shared {
     }
 }
 
-/// `RAYON_NUM_THREADS` as rayon reads it: a positive count, or 0 for every core.
+/// `RAYON_NUM_THREADS` as rayon reads it: a positive count, or 0 for every core. A value that
+/// is no count (`two`, `-1`) is every core, as rayon has it, said once on stderr: a user who
+/// set it meant a number and would not know otherwise why every core is busy.
 pub fn requested_threads() -> usize {
-    std::env::var("RAYON_NUM_THREADS")
-        .ok()
-        .and_then(|value| value.trim().parse::<usize>().ok())
-        .unwrap_or(0)
+    let Ok(value) = std::env::var("RAYON_NUM_THREADS") else {
+        return 0;
+    };
+    value.trim().parse::<usize>().unwrap_or_else(|_| {
+        static SAID: std::sync::Once = std::sync::Once::new();
+        SAID.call_once(|| {
+            eprintln!(
+                "data_io: RAYON_NUM_THREADS={value:?} is not a number of threads; using every \
+                 core (set a count, or 0 for every core)"
+            );
+        });
+        0
+    })
 }
 
 /// Spin while `waiting` says so, for `WARM` at most; another thread that wants this CPU gets

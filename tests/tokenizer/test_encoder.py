@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import shutil
 from pathlib import Path
@@ -184,3 +185,29 @@ def test_encodes_in_a_forked_child_after_the_parent_did(
             child.kill()
     assert got == expected
     assert child.exitcode == 0
+
+
+def test_a_thread_count_that_is_no_number_uses_every_core_and_says_so(
+    small_tokenizer: Path,
+) -> None:
+    """``RAYON_NUM_THREADS=two`` is every core, as rayon reads it, but said once on stderr
+    (not at every batch): the user meant a number."""
+    import subprocess
+    import sys
+
+    code = (
+        "from data_io.tokenizer.encoder import TextEncoder; "
+        f"e = TextEncoder({str(small_tokenizer)!r}); "
+        "[e.encode_batch(['some text'] * 3, 0) for _ in range(3)]; print('ok')"
+    )
+    env = {**os.environ, "RAYON_NUM_THREADS": "two"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert done.stdout.strip() == "ok"
+    assert done.stderr.count('RAYON_NUM_THREADS="two" is not a number of threads') == 1, done.stderr
+    env["RAYON_NUM_THREADS"] = "1"
+    quiet = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert "RAYON_NUM_THREADS" not in quiet.stderr
