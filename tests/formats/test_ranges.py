@@ -148,7 +148,9 @@ def test_the_ranges_of_a_gzip_file_from_its_entry_points_read_as_the_whole_file(
         assert all(isinstance(r, TextRange) and r.point for r in ranges[1:]), ranges
 
 
-def test_a_gzip_file_is_cut_at_entry_points_and_refused_when_damaged(tmp_path: Path) -> None:
+def test_a_gzip_file_is_cut_at_entry_points_and_refused_when_damaged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """``gzip``'s own output (one member, blocks of about 16,000 symbols) is cut into about
     ``text / unit_bytes`` ranges at entry points, however few MOST_RANGES allows a stream cut by
     its text; the plan's pass over a damaged or truncated file names the place."""
@@ -161,8 +163,11 @@ def test_a_gzip_file_is_cut_at_entry_points_and_refused_when_damaged(tmp_path: P
     path = tmp_path / "a.txt.gz"
     path.write_bytes(stored)
     (source,) = expand_inputs([path], ReadOptions())[0]
+    monkeypatch.setattr("data_io.formats.ranges._SAY_PASS_BYTES", len(stored))  # "a big file"
     ranges = document_ranges(source, len(text) // 12, doc_per_line=False)
     assert MOST_RANGES["gz"] < len(ranges) <= 12
+    said = capsys.readouterr().err
+    assert f"decompressing {path} (0.0 GB) once to find where 12 units can start" in said, said
     assert ranges[0].point is None and all(r.point for r in ranges[1:])  # type: ignore[union-attr]
     assert _ranged(source, len(text) // 12, ReadOptions()) == _rust([source], ReadOptions())
     damaged = bytearray(stored)
