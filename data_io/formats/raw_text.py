@@ -108,9 +108,22 @@ class GzipPoint:
         return {**fields, "window": base64.b64encode(zlib.compress(self.window, 9)).decode()}
 
     @classmethod
-    def from_record(cls, record: dict[str, Any]) -> GzipPoint:
-        window = zlib.decompress(base64.b64decode(record["window"]))
-        return cls(*(int(record[name]) for name in _POINT_NUMBERS), window=window)
+    def from_record(cls, record: Any) -> GzipPoint:
+        """The point ``record`` holds (``record()``'s); ``ConfigError`` when it is damaged."""
+        try:
+            window = zlib.decompress(base64.b64decode(record["window"], validate=True))
+            numbers = [int(record[name]) for name in _POINT_NUMBERS]
+        except (KeyError, TypeError, ValueError, zlib.error) as err:  # binascii.Error: ValueError
+            raise ConfigError(
+                f"a gzip entry point in the plan is damaged ({type(err).__name__}: {err}); "
+                "plan again"
+            ) from None
+        _, text, _, member_text, crc = numbers
+        if min(numbers) < 0 or member_text > text or crc >= 1 << 32 or len(window) > 32 << 10:
+            raise ConfigError(
+                f"a gzip entry point in the plan is out of range ({numbers}); plan again"
+            )
+        return cls(*numbers, window=window)
 
 
 _POINT_NUMBERS = ("bit", "text", "newlines", "member_text", "crc")

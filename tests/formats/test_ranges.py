@@ -4,10 +4,12 @@ and byte offsets — on generated text and JSONL files full of what the reading 
 
 from __future__ import annotations
 
+import base64
 import bz2
 import dataclasses
 import gzip
 import itertools
+import json
 import lzma
 import random
 from pathlib import Path
@@ -21,9 +23,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from data_io import _core
-from data_io.errors import InputError
+from data_io.errors import ConfigError, InputError
 from data_io.formats.ranges import MOST_RANGES, document_ranges
 from data_io.formats.raw_text import (
+    GzipPoint,
     PartsRange,
     ReadOptions,
     Source,
@@ -146,6 +149,25 @@ def test_the_ranges_of_a_gzip_file_from_its_entry_points_read_as_the_whole_file(
     ranges = document_ranges(source, unit, per_line)
     if count > 1 and [p for p in points if p[1] + 1 < total]:
         assert all(isinstance(r, TextRange) and r.point for r in ranges[1:]), ranges
+
+
+def test_a_gzip_point_survives_a_plan_and_a_damaged_one_is_refused() -> None:
+    point = GzipPoint(bit=8 * 1000 + 3, text=5000, newlines=40, member_text=0, crc=123,
+                      window=b"some text " * 3000)  # fmt: skip
+    record = json.loads(json.dumps(point.record()))
+    assert GzipPoint.from_record(record) == point
+    assert len(record["window"]) < len(point.window) // 10  # deflated: a plan stays small
+    for damaged in (
+        {**record, "window": "not base64!"},
+        {**record, "window": base64.b64encode(b"not deflate").decode()},
+        {k: v for k, v in record.items() if k != "crc"},
+        {**record, "bit": "x"},
+        {**record, "crc": 1 << 32},
+        {**record, "member_text": 5001},
+        "not a record",
+    ):
+        with pytest.raises(ConfigError, match="gzip entry point in the plan is"):
+            GzipPoint.from_record(damaged)
 
 
 def test_a_gzip_file_is_cut_at_entry_points_and_refused_when_damaged(
