@@ -54,13 +54,16 @@ from data_io.formats.raw_text import (
     TextRange,
 )
 
-__all__ = ["MOST_RANGES", "document_ranges", "gzip_ranges"]
+__all__ = ["MOST_GZIP_RANGES", "MOST_RANGES", "document_ranges", "gzip_ranges"]
 
 _COUNT_CHUNK = 16 << 20
 # Ranges a compressed file is cut into at most, by its compression, and the share of the run's
 # input it must hold to be cut (see the module's docstring).
 MOST_RANGES = {"zst": 8, "gz": 5, "xz": 3, "bz2": 1}  # gz: where it has no entry points
 _COMPRESSED_SHARE = 8
+# Ranges a gzip file is cut into at most at entry points: the plan records each point's 32 KiB
+# window (about 12 KB deflated, in base64), so that a plan stays near 12 MB a file at most.
+MOST_GZIP_RANGES = 1024
 # Text decompressed to estimate a compressed file's length.
 _SAMPLE_BYTES = 16 << 20
 # A gzip file from which size the plan says it decompresses it to find entry points (at about
@@ -133,13 +136,13 @@ def parts_ranges(starts: list[int], size: int, unit_bytes: int) -> list[PartsRan
 
 def gzip_ranges(source: Source, unit_bytes: int) -> list[TextRange] | None:
     """A gzip file cut at entry points into ranges of about ``unit_bytes`` of text (by its
-    estimated length, as any compressed stream is cut, with no cap), ``[]`` when it makes one
-    range, or None when it has no entry point (one deflate block). Range ``k`` runs from the
-    cut for one byte past point ``k``'s text offset (the first, from the text's start) to the
-    next range's; the last to the text's end, ``total``."""
+    estimated length, as any compressed stream is cut; ``MOST_GZIP_RANGES`` at most), ``[]``
+    when it makes one range, or None when it has no entry point (one deflate block). Range
+    ``k`` runs from the cut for one byte past point ``k``'s text offset (the first, from the
+    text's start) to the next range's; the last to the text's end, ``total``."""
     path = str(source.path)
     estimate = _core.text_length_estimate(path, source.compression, _SAMPLE_BYTES)
-    count = round(estimate / unit_bytes) if unit_bytes > 0 else 0
+    count = min(round(estimate / unit_bytes) if unit_bytes > 0 else 0, MOST_GZIP_RANGES)
     if count <= 1:
         return []
     if source.size >= _SAY_PASS_BYTES:  # seconds to minutes: say why the plan waits

@@ -121,6 +121,11 @@ impl RawDocuments {
         point: Option<PointTuple>,
     ) -> PyResult<()> {
         use crate::prepare::file::FileFeed;
+        if parts && point.is_some() {
+            return Err(PyValueError::new_err(
+                "a range of parts starts at a part, not at a gzip entry point: give one",
+            ));
+        }
         let point = point.map(entry_point);
         let compression = compression_named(compression)?;
         let lanes = match lanes {

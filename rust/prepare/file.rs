@@ -130,6 +130,20 @@ impl FileFeed {
                 point.text
             )));
         }
+        // A file cut short since the plan would otherwise be said to end at the point.
+        let size = std::fs::metadata(&path)
+            .map_err(|source| cannot_read(&path, source))?
+            .len();
+        if size <= point.bit / 8 {
+            return Err(Error::BadFile {
+                path,
+                message: format!(
+                    "ends at byte {size}, before the plan's entry point at byte {}; the file \
+                     changed since the plan: plan again",
+                    point.bit / 8
+                ),
+            });
+        }
         Self::open_text(path, Compression::Gzip, start, end, format, 1, Some(point))
     }
 

@@ -192,6 +192,14 @@ def test_a_gzip_file_is_cut_at_entry_points_and_refused_when_damaged(
     assert f"decompressing {path} (0.0 GB) once to find where 12 units can start" in said, said
     assert ranges[0].point is None and all(r.point for r in ranges[1:])  # type: ignore[union-attr]
     assert _ranged(source, len(text) // 12, ReadOptions()) == _rust([source], ReadOptions())
+    monkeypatch.setattr("data_io.formats.ranges.MOST_GZIP_RANGES", 3)  # a plan stays small
+    assert len(document_ranges(source, len(text) // 12, doc_per_line=False)) == 3
+    # A unit whose file was cut short before its point (past the plan's size check) says so.
+    last = ranges[-1]
+    assert last.point is not None  # type: ignore[union-attr]
+    path.write_bytes(stored[: last.point.bit // 8])  # type: ignore[union-attr]
+    kind, message = _rust([dataclasses.replace(source, span=last, explicit=False)], ReadOptions())
+    assert kind == "error" and "before the plan's entry point at byte" in message, message
     damaged = bytearray(stored)
     damaged[len(stored) // 2 : len(stored) // 2 + 64] = bytes(64)
     path.write_bytes(bytes(damaged))

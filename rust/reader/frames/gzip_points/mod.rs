@@ -8,7 +8,8 @@
 //! text as its window. Here each point also keeps what a reader entering there needs to check
 //! its member whole and to number its lines as the file's: the newlines before it, and the
 //! CRC-32 and length of its member's text before it (`FromPoint` finishes the member's CRC and
-//! compares it with the trailer, so no byte goes unchecked).
+//! compares it with the trailer; a reader that stops before the member's end checks nothing,
+//! the index pass having checked every member whole).
 //!
 //! `entry_points` makes the index (one pass over the file, on one thread: the plan's cost,
 //! about the speed of reading the file whole); `FromPoint` reads from a point.
