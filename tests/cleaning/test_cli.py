@@ -294,7 +294,7 @@ def test_module_ctrl_c_while_importing_exits_130_without_a_traceback(
         text=True,
         timeout=120,
     )
-    assert (done.returncode, done.stdout) == (130, "")
+    assert (done.returncode, done.stdout) == (130, ""), done.stderr
     assert done.stderr == "clean: interrupted while starting; nothing was written\n"
     assert not (tmp_path / "data").exists() and not (tmp_path / "data_clustered").exists()
 
