@@ -19,6 +19,9 @@
 #            responses: one process of N threads beside N processes of one thread (the machine's
 #            own ceiling: shared caches, memory bandwidth, hyper-threads), warm; Arrow too;
 #            SCALING_BATCHES (default 4096) the texts a call, SCALING_FORMS list or arrow alone
+#   gzscale  benchmarks/prepare_scaled.py on the main slice's rows as one gzip -6 member, cut at
+#            entry points into 1, 4 and 16 ranges, the units on as many workers as the largest
+#            thread count: the slowest unit and the wall clock of a gzip stream's scale-out
 #   gpu      benchmarks/loader_gpu_step.py at batch_max_length 4096 and 16384: one training
 #            step of a tiny model from SampledDataset batches on the GPU, host→device speed
 #   big      benchmarks/prepare.py (none, doc) on BIG_COPIES (default 14) copies of the main
@@ -166,6 +169,21 @@ PY
             --tokenizers qwen --threads "$LARGEST" --no-datatrove --dedup-modes none,doc \
             --workdir "$WORK/prepare_big" >"$RES/big.md" 2>"$RES/big.log"
         tail -n 12 "$RES/big.md" "$RES/big.log" ;;
+    gzscale)
+        python3 - "$WORK/race/corpus/main/rows" "$WORK/gzscale" <<'PY' || exit 1
+import gzip
+import sys
+from pathlib import Path
+rows, out = Path(sys.argv[1]), Path(sys.argv[2])
+out.mkdir(parents=True, exist_ok=True)
+data = b"".join(path.read_bytes() for path in sorted(rows.glob("*.jsonl")))
+(out / "rows.jsonl").write_bytes(data)
+(out / "rows.jsonl.gz").write_bytes(gzip.compress(data, 6))
+PY
+        python3 -m benchmarks.prepare_scaled --corpus "$WORK/gzscale" --formats gz \
+            --ranges 1,4,16 --workers "$LARGEST" --rounds "${ROUNDS:-1}" --text-field response \
+            --workdir "$WORK/bench_gzscale" >"$RES/gzscale.md" 2>"$RES/gzscale.log"
+        cat "$RES/gzscale.md" ;;
     gpu)
         for bml in 4096 16384; do
             python3 -m benchmarks.loader_gpu_step --batch-max-length "$bml" --batches 200

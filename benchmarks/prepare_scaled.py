@@ -6,11 +6,11 @@ file of parts (``zst-parts``, ``gz-parts``, ``xz-parts``), into ranges of its pa
 decompresses its own), beside the plain run:
 what cutting costs (the units' seconds, one worker running them in turn, against the file as
 one unit) and what it gives (the slowest unit's own seconds, which bound a run with a worker
-a unit, and two workers' wall clock). Every scaled output is checked
+a unit, and ``--workers`` workers' wall clock). Every scaled output is checked
 byte-identical to the plain run's.
 
     .venv/bin/python -m benchmarks.prepare_scaled [--formats zst,gz,zst-parts] [--ranges 1,2,4,8]
-        [--rounds 2]
+        [--rounds 2] [--workers 2] [--corpus DIR]
 
 Input: ``work/prepare_compressed/110mb/rows.jsonl.{zst,gz}`` and ``rows-parts.jsonl.*``
 (``benchmarks.prepare_compressed --formats ...`` writes them), Qwen's vocabulary, ``--dedup doc``. The units of a plan run in this process's
@@ -69,17 +69,24 @@ def main() -> None:
     parser.add_argument("--ranges", default="1,2,4,8", help="ranges to cut the file into")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--workdir", type=Path, default=ROOT / "work" / "bench_prepare_scaled")
+    parser.add_argument(
+        "--corpus", type=Path, default=CORPUS, help="holding rows.jsonl and its compressed forms"
+    )
+    parser.add_argument("--workers", type=int, default=2, help="the wall-clock column's workers")
+    parser.add_argument("--text-field", default="text", help="the rows' text field")
     args = parser.parse_args()
-    text_mb = (CORPUS / "rows.jsonl").stat().st_size / 1e6
+    OPTIONS["text_field"] = args.text_field
+    corpus = args.corpus
+    text_mb = (corpus / "rows.jsonl").stat().st_size / 1e6
     print(f"{text_mb:.0f} MB of JSONL text, Qwen, --dedup doc; best of {args.rounds}\n")
     print(
         "| file | run | units | units s (1 worker) | vs one unit | slowest unit s "
-        "| 2 workers: wall s | plan s |"
+        f"| {args.workers} workers: wall s | plan s |"
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for suffix in args.formats.split(","):
         kind, _, parts = suffix.partition("-")
-        source = CORPUS / (f"rows-parts.jsonl.{kind}" if parts else f"rows.jsonl.{kind}")
+        source = corpus / (f"rows-parts.jsonl.{kind}" if parts else f"rows.jsonl.{kind}")
         inputs = args.workdir / suffix
         inputs.mkdir(parents=True, exist_ok=True)
         link = inputs / source.name
@@ -99,7 +106,10 @@ def main() -> None:
                 key=lambda r: r["units"],
             )
             both = min(
-                (scaled(link, args.workdir / "s2", unit_bytes, 2) for _ in range(args.rounds)),
+                (
+                    scaled(link, args.workdir / "s2", unit_bytes, args.workers)
+                    for _ in range(args.rounds)
+                ),
                 key=lambda r: r["total"],
             )
             for out in ("s1", "s2"):
