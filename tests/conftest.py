@@ -6,6 +6,7 @@ import contextlib
 import logging
 import os
 import shutil
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +28,20 @@ def _encoder_load_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
         del os.environ["DATA_IO_ENCODER_CACHE"]
     else:
         os.environ["DATA_IO_ENCODER_CACHE"] = before
+
+
+@pytest.fixture()
+def python_sigint() -> Iterator[None]:
+    """A terminal's Ctrl-C as a test sends it, whatever earlier tests in this worker process
+    left: Python's own SIGINT handler (a native library installs its own: polars through
+    signal-hook when it is imported) and SIGINT unblocked (a mask). Children started meanwhile
+    inherit both across exec: a blocked mask, or an ignored SIGINT, left a child's Ctrl-C
+    pending for ever, and its run went on (fresh clones' full runs, never a test alone)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    blocked = signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+    yield
+    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    signal.signal(signal.SIGINT, before)
 
 
 @pytest.fixture(scope="session")

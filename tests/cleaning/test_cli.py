@@ -280,6 +280,7 @@ sys.meta_path.insert(0, CtrlC())
 
 
 @pytest.mark.parametrize("module", ["pipe.clean_gsm8k_train", "pipe_clustered.clean_flan"])
+@pytest.mark.usefixtures("python_sigint")  # the child's SIGINT as a terminal's child has it
 def test_module_ctrl_c_while_importing_exits_130_without_a_traceback(
     tmp_path: Path, module: str
 ) -> None:

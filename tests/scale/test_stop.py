@@ -27,6 +27,9 @@ from data_io.util.interrupt import ReportedInterrupt
 
 from .inputs import ROOT, TOKENIZER, tree_bytes, write_inputs
 
+# The runs' children get SIGINT as a terminal's children do (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("python_sigint")
+
 pytestmark = pytest.mark.skipif(
     not Path("/proc/self/stat").exists(), reason="reads /proc to find the run's processes"
 )

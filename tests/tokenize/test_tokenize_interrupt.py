@@ -19,17 +19,8 @@ from data_io.tokenize import tokenize
 FILES = 8000  # tokenized one thread at about 3,000 files a second: seconds of work
 
 
-@pytest.fixture(autouse=True)
-def _python_sigint():
-    """Python's own SIGINT handler, SIGINT unblocked, whatever earlier tests in this worker
-    process left: a native library's handler (polars installs one through signal-hook when it
-    is imported) or a mask. In fresh clones' full runs both tests here failed once each ("DID
-    NOT RAISE"), never alone; re-registering the handler reinstalls Python's C-level one."""
-    before = signal.signal(signal.SIGINT, signal.default_int_handler)
-    blocked = signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
-    yield
-    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-    signal.signal(signal.SIGINT, before)
+# Python's own SIGINT handler, unblocked, whatever an earlier test left (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("python_sigint")
 
 
 def _not_raised(started: float) -> str:

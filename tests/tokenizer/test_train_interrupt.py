@@ -16,16 +16,8 @@ import pytest
 
 from data_io.tokenizer.train import train_tokenizer
 
-
-@pytest.fixture(autouse=True)
-def _python_sigint():
-    """Python's own SIGINT handler, unblocked, whatever an earlier test left (a native
-    library's handler, a mask): as in tests/tokenize/test_tokenize_interrupt.py."""
-    before = signal.signal(signal.SIGINT, signal.default_int_handler)
-    blocked = signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
-    yield
-    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-    signal.signal(signal.SIGINT, before)
+# Python's own SIGINT handler, unblocked, whatever an earlier test left (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("python_sigint")
 
 
 def _rows(folder: Path, count: int) -> Path:
