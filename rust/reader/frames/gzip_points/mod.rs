@@ -54,13 +54,16 @@ pub struct Index {
     pub newlines: u64,
 }
 
+/// The most points an index holds (about one a `size / MOST_POINTS` bytes of the file).
+pub const MOST_POINTS: u64 = 4096;
 /// The compressed bytes read from the file a call.
 const READ: usize = 1 << 20;
 /// Room for the text of a call beyond the window kept.
 const ROOM: usize = 256 << 10;
 
 /// The entry points of the gzip file `path`, about `every` compressed bytes apart (a point
-/// at the first block end at or past each multiple of `every`), found by decompressing it whole: an error when it
+/// at the first block end at or past each multiple of `every`; `every` at least the file's
+/// size / `MOST_POINTS`), found by decompressing it whole: an error when it
 /// does not decompress (cut short, damaged, not gzip), as reading it would be. Stops with an
 /// error between reads when Ctrl-C asks (`interrupt`).
 pub fn entry_points(path: &Path, every: u64) -> Result<Index, Error> {
@@ -70,7 +73,10 @@ pub fn entry_points(path: &Path, every: u64) -> Result<Index, Error> {
         message,
     };
     let mut file = File::open(path).map_err(io)?;
-    let every = every.max(1);
+    let size = file.metadata().map_err(io)?.len();
+    // A point holds its 32 KiB window: at most `MOST_POINTS` of them (128 MiB), however
+    // small `every` is asked.
+    let every = every.max(size.div_ceil(MOST_POINTS)).max(1);
     let mut input = vec![0u8; READ];
     let (mut held, mut at) = (0usize, 0usize); // input[at..held] not yet taken
     let mut consumed = 0u64; // the file's bytes inflate took
@@ -226,6 +232,24 @@ mod tests {
                 assert!(rest == plain[at..], "level {level}, point at text {at}");
             }
         }
+    }
+
+    #[test]
+    fn an_index_holds_at_most_most_points_however_small_every_is() {
+        // A block every 40 bytes of text (a sync flush each): some 25,000 blocks.
+        let plain = text(1 << 20);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
+        for piece in plain.chunks(40) {
+            gz.write_all(piece).expect("compressed");
+            gz.flush().expect("flushed");
+        }
+        let file = stored(&gz.finish().expect("compressed"));
+        let index = entry_points(file.path(), 1).expect("indexed");
+        let count = index.points.len() as u64;
+        assert!(MOST_POINTS / 2 < count && count <= MOST_POINTS, "{count}");
+        let last = index.points.last().expect("points");
+        let rest = read_from(file.path(), last).expect("read from the point");
+        assert!(rest == plain[last.text as usize..]);
     }
 
     #[test]
