@@ -17,8 +17,9 @@ where its last document ends.
 
 A gzip file of one member (what ``gzip`` and ``pigz`` write), or of members without BGZF's
 lengths, is decompressed once by the plan to find entry points about ``unit_bytes`` of its text
-apart (by the estimate below, placed by the file's bytes) (``_core.gzip_entry_points``: where a deflate block starts, with the 32 KiB of text
-before it), and cut at them (``TextRange`` with its ``point``): each range decompresses only
+apart (``_core.gzip_entry_points``: where a deflate block starts, with the 32 KiB of text before
+it; candidates a quarter of a range apart, then those nearest the even cuts of the text), and
+cut at them (``TextRange`` with its ``point``): each range decompresses only
 its own text and a little of the next, as ranges of parts do. The plan's pass costs about a
 reading of the file on one thread; a file that does not decompress is refused there, naming
 the byte. A file with no point to cut at (a small one, or one long deflate block: zlib-ng's
@@ -61,6 +62,8 @@ _COUNT_CHUNK = 16 << 20
 # input it must hold to be cut (see the module's docstring).
 MOST_RANGES = {"zst": 8, "gz": 5, "xz": 3, "bz2": 1}  # gz: where it has no entry points
 _COMPRESSED_SHARE = 8
+# Candidate entry points the plan's pass finds a range, the nearest to each cut then taken.
+_CANDIDATES_A_RANGE = 4
 # Ranges a gzip file is cut into at most at entry points: the plan records each point's 32 KiB
 # window (about 12 KB deflated, in base64), so that a plan stays near 12 MB a file at most.
 MOST_GZIP_RANGES = 1024
@@ -135,11 +138,14 @@ def parts_ranges(starts: list[int], size: int, unit_bytes: int) -> list[PartsRan
 
 
 def gzip_ranges(source: Source, unit_bytes: int) -> list[TextRange] | None:
-    """A gzip file cut at entry points into ranges of about ``unit_bytes`` of text (by its
-    estimated length, as any compressed stream is cut; ``MOST_GZIP_RANGES`` at most), ``[]``
-    when it makes one range, or None when it has no entry point (one deflate block). Range
-    ``k`` runs from the cut for one byte past point ``k``'s text offset (the first, from the
-    text's start) to the next range's; the last to the text's end, ``total``."""
+    """A gzip file cut at entry points into ranges of about ``unit_bytes`` of text
+    (``MOST_GZIP_RANGES`` at most), ``[]`` when it makes one range, or None when it has no
+    entry point (one deflate block). The plan's pass finds candidates about a quarter of a
+    range apart (by the text's estimated length), then, knowing the text's length, takes the
+    one nearest each multiple of ``total / count``: ranges even in text, however the
+    compression varies along the file. Range ``k`` runs from the cut for one byte past point
+    ``k``'s text offset (the first, from the text's start) to the next range's; the last to
+    the text's end, ``total``."""
     path = str(source.path)
     estimate = _core.text_length_estimate(path, source.compression, _SAMPLE_BYTES)
     count = min(round(estimate / unit_bytes) if unit_bytes > 0 else 0, MOST_GZIP_RANGES)
@@ -148,16 +154,20 @@ def gzip_ranges(source: Source, unit_bytes: int) -> list[TextRange] | None:
     if source.size >= _SAY_PASS_BYTES:  # seconds to minutes: say why the plan waits
         print(
             f"data_io: decompressing {source.name} ({source.size / 1e9:.1f} GB) once to find "
-            f"where {count} units can start in it",
+            f"where about {count} units can start in it",
             file=sys.stderr,
             flush=True,
         )
-    # A point past each multiple of size / count (rounded up: none past the last).
-    found, total, _ = _core.gzip_entry_points(path, -(-source.size // count))
+    every = -(-source.size // (_CANDIDATES_A_RANGE * count))
+    found, total, _ = _core.gzip_entry_points(path, every)
+    count = min(round(total / unit_bytes), MOST_GZIP_RANGES)
     # A point at the text's last byte would start a range past the text.
-    points = [GzipPoint(*p) for p in found if p[1] + 1 < total]
-    if not points:
+    candidates = [GzipPoint(*p) for p in found if p[1] + 1 < total]
+    if not candidates:
         return None
+    if count <= 1:
+        return []
+    points = _nearest(candidates, [k * total // count for k in range(1, count)])
     starts = [0, *(point.text + 1 for point in points)]
     ends = [*starts[1:], total]
     entries: list[GzipPoint | None] = [None, *points]
@@ -165,6 +175,22 @@ def gzip_ranges(source: Source, unit_bytes: int) -> list[TextRange] | None:
         TextRange(start, end, total, point)
         for start, end, point in zip(starts, ends, entries, strict=True)
     ]
+
+
+def _nearest(points: list[GzipPoint], targets: list[int]) -> list[GzipPoint]:
+    """For each of the rising ``targets``, the point whose text offset is nearest, each taken
+    once (rising)."""
+    texts = [point.text for point in points]
+    chosen: list[GzipPoint] = []
+    for target in targets:
+        at = bisect.bisect_left(texts, target)
+        near = min(
+            (k for k in (at - 1, at) if 0 <= k < len(points)),
+            key=lambda k: abs(texts[k] - target),
+        )
+        if not chosen or points[near].text > chosen[-1].text:
+            chosen.append(points[near])
+    return chosen
 
 
 def _text_ranges(source: Source, unit_bytes: int) -> list[TextRange]:
