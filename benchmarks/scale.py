@@ -4,10 +4,13 @@ plan and the finalize step cost as a fraction of the run. Every scaled output is
 byte-identical to the plain run's.
 
     python -m benchmarks.scale [--copies 4] [--unit-mb 4] [--vocab shipped|qwen|gpt2]
-        [--stored plain|zst-parts|gz-parts]
+        [--stored plain|zst-parts|gz-parts|gz]
 
 ``--stored`` writes the file as zstd frames of 4 MiB of text (``big.jsonl.zst``) or BGZF members
-(``big.jsonl.gz``): the units are then runs of its parts, each decoding its own.
+(``big.jsonl.gz``): the units are then runs of its parts, each decoding its own; or as one gzip
+member (``gz``, level 6, as ``gzip`` writes it): the plan decompresses it once and cuts it at
+entry points, each unit decompressing from its own. "slowest unit" is the longest unit's own
+seconds: what bounds the wall clock with a worker a unit.
 
 Input: the Python-docs rows (benchmarks/corpus.py) repeated ``--copies`` times in one file.
 Figures are MB of input per second, wall clock (a fresh process each: the encoder's load and
@@ -18,6 +21,7 @@ ratios within one run.
 from __future__ import annotations
 
 import argparse
+import gzip
 import shutil
 import subprocess
 import sys
@@ -105,7 +109,9 @@ def main() -> None:
         "--vocab", default="shipped", help="shipped, or a data_io.tokenizer.vocabularies name"
     )
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--stored", choices=["plain", "zst-parts", "gz-parts"], default="plain")
+    parser.add_argument(
+        "--stored", choices=["plain", "zst-parts", "gz-parts", "gz"], default="plain"
+    )
     args = parser.parse_args()
 
     from benchmarks.corpus import docs_rows, docs_sources, write_jsonl
@@ -123,12 +129,19 @@ def main() -> None:
         sys.path.insert(0, str(ROOT))
         from tests.formats.parted import parted  # the tests' writer of parts
 
-        suffix, chunk = {"zst-parts": (".zst", 4 << 20), "gz-parts": (".gz", 65280)}[args.stored]
         stored = args.workdir / f"rows-{args.stored}"
         stored.mkdir(parents=True, exist_ok=True)
-        target = stored / f"big.jsonl{suffix}"
-        if not target.exists():
-            target.write_bytes(parted(big.read_bytes(), suffix, chunk))
+        if args.stored == "gz":
+            target = stored / "big.jsonl.gz"
+            if not target.exists():
+                target.write_bytes(gzip.compress(big.read_bytes(), compresslevel=6, mtime=0))
+        else:
+            suffix, chunk = {"zst-parts": (".zst", 4 << 20), "gz-parts": (".gz", 65280)}[
+                args.stored
+            ]
+            target = stored / f"big.jsonl{suffix}"
+            if not target.exists():
+                target.write_bytes(parted(big.read_bytes(), suffix, chunk))
         inputs, big = stored, target
     mb = big.stat().st_size / 1e6
     best: dict[str, float] = {}
@@ -152,13 +165,16 @@ def main() -> None:
         f"{args.unit_mb:g} MB ({phases[1]['count']} units); best of {args.rounds}; "
         "every scaled output byte-identical to the plain run's\n"
     )
-    print("| run | wall s | MB/s | vs 1 worker | plan s | units s | finalize s | plan + finalize |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| run | wall s | MB/s | vs 1 worker | plan s | units s | slowest unit s | finalize s "
+        "| plan + finalize |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for threads in (1, 2):
         seconds = best[f"plain {threads}"]
         print(
             f"| plain `data_io tokenize --threads {threads}` | {seconds:.2f} | "
-            f"{mb / seconds:.1f} | | | | | |"
+            f"{mb / seconds:.1f} | | | | | | |"
         )
     for workers in (1, 2):
         p = phases[workers]
@@ -167,7 +183,7 @@ def main() -> None:
         print(
             f"| `--executor local --workers {workers}` (1 thread each) | {p['total']:.2f} | "
             f"{mb / p['total']:.1f} | {ratio:.2f}x | {p['plan']:.2f} | {p['units']:.2f} | "
-            f"{p['finalize']:.2f} | {overhead:.0%} |"
+            f"{p['slowest']:.2f} | {p['finalize']:.2f} | {overhead:.0%} |"
         )
     per_core = mb / phases[1]["units"]
     finalize_rate = mb / phases[1]["finalize"]

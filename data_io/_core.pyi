@@ -25,9 +25,11 @@ def tokenize_stale(options: str) -> str:
     """The files a run with ``options`` would (re-)tokenize, largest first, as a JSON list of
     ``{task, source, size, reason}``; writes nothing."""
 
-def tokenize_unit(options: str, unit: str) -> str:
+def tokenize_unit(options: str, unit: str, window: bytes | None = None) -> str:
     """Encode one span of a file (``unit``: JSON ``{task, source, span, index, count,
     part_dir}``, ``span`` one of ``{"kind": "whole"}``, ``{"kind": "bytes", "start", "end"}``,
+    ``{"kind": "parts", "start", "end"}``, ``{"kind": "text", "start", "end", "total",
+    "point"?}`` (a gzip stream's text from an entry point's numbers, ``window`` its window),
     ``{"kind": "row_groups", "start", "end"}``) into its part folder; returns its report as
     JSON (``part``, ``reused``, ``seconds``)."""
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -55,7 +56,13 @@ from data_io.formats.raw_text import (
     TextRange,
 )
 
-__all__ = ["MOST_GZIP_RANGES", "MOST_RANGES", "document_ranges", "gzip_ranges"]
+__all__ = [
+    "MOST_GZIP_RANGES",
+    "MOST_RANGES",
+    "document_ranges",
+    "gzip_point_ranges",
+    "gzip_ranges",
+]
 
 _COUNT_CHUNK = 16 << 20
 # Ranges a compressed file is cut into at most, by its compression, and the share of the run's
@@ -140,27 +147,42 @@ def parts_ranges(starts: list[int], size: int, unit_bytes: int) -> list[PartsRan
 def gzip_ranges(source: Source, unit_bytes: int) -> list[TextRange] | None:
     """A gzip file cut at entry points into ranges of about ``unit_bytes`` of text
     (``MOST_GZIP_RANGES`` at most), ``[]`` when it makes one range, or None when it has no
-    entry point (one deflate block). The plan's pass finds candidates about a quarter of a
-    range apart (by the text's estimated length), then, knowing the text's length, takes the
-    one nearest each multiple of ``total / count``: ranges even in text, however the
-    compression varies along the file. Range ``k`` runs from the cut for one byte past point
-    ``k``'s text offset (the first, from the text's start) to the next range's; the last to
-    the text's end, ``total``."""
-    path = str(source.path)
-    estimate = _core.text_length_estimate(path, source.compression, _SAMPLE_BYTES)
+    entry point (one deflate block). The count is estimated from a sample before the plan's
+    pass, then set from the text's exact length (``gzip_point_ranges``)."""
+    estimate = _core.text_length_estimate(str(source.path), source.compression, _SAMPLE_BYTES)
     count = min(round(estimate / unit_bytes) if unit_bytes > 0 else 0, MOST_GZIP_RANGES)
     if count <= 1:
         return []
-    if source.size >= _SAY_PASS_BYTES:  # seconds to minutes: say why the plan waits
+    return gzip_point_ranges(
+        source.path,
+        source.size,
+        count,
+        recount=lambda total: min(round(total / unit_bytes), MOST_GZIP_RANGES),
+    )
+
+
+def gzip_point_ranges(
+    path: Path, size: int, count: int, recount: Callable[[int], int] | None = None
+) -> list[TextRange] | None:
+    """The gzip file ``path`` (``size`` bytes) cut at entry points into about ``count``
+    ranges even in text (``recount``: the count from the text's length, once the pass knows
+    it), ``[]`` when that makes one range, or None when it has no entry point (one deflate
+    block). The plan's pass finds candidates about a quarter of a range apart, then takes the
+    one nearest each multiple of ``total / count``, however the compression varies along the
+    file. Range ``k`` runs from the cut for one byte past point ``k``'s text offset (the
+    first, from the text's start) to the next range's; the last to the text's end,
+    ``total``. A file that does not decompress is refused (``InputError``, naming the byte)."""
+    if size >= _SAY_PASS_BYTES:  # seconds to minutes: say why the plan waits
         print(
-            f"data_io: decompressing {source.name} ({source.size / 1e9:.1f} GB) once to find "
+            f"data_io: decompressing {path} ({size / 1e9:.1f} GB) once to find "
             f"where about {count} units can start in it",
             file=sys.stderr,
             flush=True,
         )
-    every = -(-source.size // (_CANDIDATES_A_RANGE * count))
-    found, total, _ = _core.gzip_entry_points(path, every)
-    count = min(round(total / unit_bytes), MOST_GZIP_RANGES)
+    every = -(-size // (_CANDIDATES_A_RANGE * max(count, 1)))
+    found, total, _ = _core.gzip_entry_points(str(path), every)
+    if recount is not None:
+        count = recount(total)
     # A point at the text's last byte would start a range past the text.
     candidates = [GzipPoint(*p) for p in found if p[1] + 1 < total]
     if not candidates:

@@ -3,8 +3,10 @@ cut into units, each unit encoded into its part, and the output assembled by ``t
 
 Plan: the core's own incremental check says which files need work; each is one unit when small,
 a big plain JSONL file is cut into byte ranges that start at line starts, a big Parquet file into
-ranges of row groups (compressed JSONL cannot be entered mid-stream and stays whole). Units are
-listed largest first, so that workers taking them in order finish together.
+ranges of row groups, a big compressed JSONL file of parts (BGZF members, zstd frames) into runs
+of parts, and a big one-member ``.jsonl.gz`` at entry points into its deflate stream (one zstd
+frame cannot be entered mid-stream and stays whole). Units are listed largest first, so that
+workers taking them in order finish together.
 
 Finalize: ``tokenize`` over the plan's inputs with the units' parts, which writes every task
 folder, record and ``tokenizer_info.json`` exactly as one run on one machine does (the parts are
@@ -23,7 +25,8 @@ from typing import Any, ClassVar
 
 from data_io import _core
 from data_io.errors import ConfigError, InputError
-from data_io.formats.ranges import parts_ranges
+from data_io.formats.ranges import MOST_GZIP_RANGES, gzip_point_ranges, parts_ranges
+from data_io.formats.raw_text import GzipPoint
 from data_io.stage import (
     PLAN_AGAIN,
     THREADS_VARIABLE,
@@ -120,16 +123,17 @@ class TokenizeStage:
         if unit.span.get("kind") != "whole":
             _check_unchanged(plan, unit)
         options = {**plan.options, "threads": threads, "progress": False, "parts": None}
+        span, window = _unit_span(unit.span)
         spec = {
             "task": unit.task,
             "source": unit.source,
-            "span": unit.span,
+            "span": span,
             "index": unit.index,
             "count": unit.count,
             "part_dir": str(self.part_dir(plan, unit)),
         }
         started = time.time()
-        report = json.loads(_core.tokenize_unit(json.dumps(options), json.dumps(spec)))
+        report = json.loads(_core.tokenize_unit(json.dumps(options), json.dumps(spec), window))
         part = report["part"]
         return unit_record(
             unit,
@@ -214,12 +218,49 @@ def _part_ranges(
 ) -> list[tuple[dict[str, Any], int]]:
     """Runs of a compressed file's parts (BGZF members, zstd frames) of about ``unit_bytes`` on
     disk; each unit decodes its own parts and finds its lines' start and end in their text
-    (``rust/reader/frames/line_cut.rs``). A file of one part (plain gzip, one zstd frame) is
-    one unit: its text can only be read from its start."""
-    ranges = parts_ranges(_core.compressed_parts(str(source), compression), size, unit_bytes)
+    (``rust/reader/frames/line_cut.rs``). A gzip file of one part (what ``gzip`` and ``pigz``
+    write) is cut at entry points instead (``_point_ranges``); one zstd frame is one unit: its
+    text can only be read from its start."""
+    starts = _core.compressed_parts(str(source), compression)
+    ranges = parts_ranges(starts, size, unit_bytes)
+    if not ranges and compression == "gz" and len(starts) <= 1:
+        return _point_ranges(source, size, unit_bytes)
     if not ranges:
         return [({"kind": "whole"}, size)]
     return [({"kind": "parts", "start": r.start, "end": r.end}, r.end - r.start) for r in ranges]
+
+
+def _point_ranges(source: Path, size: int, unit_bytes: int) -> list[tuple[dict[str, Any], int]]:
+    """A gzip stream cut at entry points into about ``size / unit_bytes`` ranges even in text
+    (``formats.ranges.gzip_point_ranges``: the plan decompresses the file once), each read
+    from its point by its unit (``rust/reader/frames/text_range.rs``); one unit when it has
+    no point to cut at (one long deflate block: zlib-ng's level 1). A unit's bytes are its
+    share of the file on disk."""
+    count = min(round(size / unit_bytes), MOST_GZIP_RANGES)
+    ranges = gzip_point_ranges(source, size, count) if count > 1 else None
+    if not ranges:
+        return [({"kind": "whole"}, size)]
+    spans: list[tuple[dict[str, Any], int]] = []
+    for r in ranges:
+        span: dict[str, Any] = {"kind": "text", "start": r.start, "end": r.end, "total": r.total}
+        if r.point is not None:
+            span["point"] = r.point.record()
+        spans.append((span, size * (r.end - r.start) // max(r.total, 1)))
+    return spans
+
+
+def _unit_span(span: dict[str, Any]) -> tuple[dict[str, Any], bytes | None]:
+    """A unit's span as ``_core.tokenize_unit`` takes it, and its gzip entry point's window:
+    the plan keeps the window deflated in the point's record; the core takes its numbers in the
+    span and the window beside it."""
+    record = span.get("point")
+    if span.get("kind") != "text" or record is None:
+        return span, None
+    point = GzipPoint.from_record(record)
+    numbers = {
+        name: getattr(point, name) for name in ("bit", "text", "newlines", "member_text", "crc")
+    }
+    return {**span, "point": numbers}, point.window
 
 
 def _line_ranges(source: Path, size: int, unit_bytes: int) -> list[tuple[dict[str, Any], int]]:

@@ -101,9 +101,15 @@ fn tokenize_task_files(py: Python<'_>, inputs: Vec<PathBuf>) -> PyResult<Vec<(St
 }
 
 /// Encode one unit (`unit`: JSON with task, source, span, index, count, part_dir) into its part
-/// folder; returns the part's report as JSON.
+/// folder; returns the part's report as JSON. `window`: a gzip text span's entry point's window.
 #[pyfunction]
-fn tokenize_unit(py: Python<'_>, options: &str, unit: &str) -> PyResult<String> {
+#[pyo3(signature = (options, unit, window=None))]
+fn tokenize_unit(
+    py: Python<'_>,
+    options: &str,
+    unit: &str,
+    window: Option<&[u8]>,
+) -> PyResult<String> {
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct UnitArgs {
@@ -120,6 +126,7 @@ fn tokenize_unit(py: Python<'_>, options: &str, unit: &str) -> PyResult<String> 
         task: unit.task,
         source: unit.source,
         span: unit.span,
+        window: window.map(<[u8]>::to_vec).unwrap_or_default(),
         index: unit.index,
         count: unit.count,
         part_dir: unit.part_dir,

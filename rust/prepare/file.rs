@@ -877,46 +877,11 @@ mod tests {
         );
     }
 
-    /// `text` as one gzip member whose deflate blocks end about every `every` bytes of text,
-    /// some at a byte's end (a sync flush), most within one (a partial flush).
-    fn gzip_in_blocks(text: &[u8], every: usize) -> Vec<u8> {
-        use flate2::{Compress, Compression as Level, FlushCompress};
-        let mut deflate = Compress::new(Level::default(), false);
-        let mut out = Vec::with_capacity(text.len() + 1024);
-        let chunks: Vec<&[u8]> = text.chunks(every).collect();
-        for (k, chunk) in chunks.iter().enumerate() {
-            let flush = match (k + 1 == chunks.len(), k % 3) {
-                (true, _) => FlushCompress::Finish,
-                (false, 0) => FlushCompress::Sync,
-                _ => FlushCompress::Partial,
-            };
-            let mut taken = 0;
-            loop {
-                out.reserve(chunk.len() + 1024);
-                let before = deflate.total_in();
-                deflate
-                    .compress_vec(&chunk[taken..], &mut out, flush)
-                    .expect("compressed");
-                taken += (deflate.total_in() - before) as usize;
-                if taken == chunk.len() && out.capacity() > out.len() {
-                    break;
-                }
-            }
-        }
-        let mut crc = flate2::Crc::new();
-        crc.update(text);
-        let mut gz = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
-        gz.extend(out);
-        gz.extend(crc.sum().to_le_bytes());
-        gz.extend((text.len() as u32).to_le_bytes());
-        gz
-    }
-
     #[test]
     fn ranges_from_gzip_entry_points_read_the_documents_once_each() {
         use crate::reader::frames::gzip_points::entry_points;
         let text = documents_of_every_shape();
-        let stored = gzip_in_blocks(&text, 301);
+        let stored = crate::reader::frames::test_files::gzip_in_blocks(&text, 301);
         let file = tempfile::NamedTempFile::new().expect("temp file");
         std::fs::write(file.path(), &stored).expect("written");
         let points = entry_points(file.path(), 1).expect("indexed").points;

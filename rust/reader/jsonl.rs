@@ -36,6 +36,9 @@ pub struct JsonlReader {
     /// Where a scale-out unit's run of compressed parts starts in the file (0: the file's
     /// start): its lines are counted from there, and its messages say so.
     parts_start: u64,
+    /// The file's lines before the first read, where they are known (0 at its start): its
+    /// messages count the file's lines.
+    lines_before: u64,
     /// A byte-order mark is skipped at the start of the file, not of a range inside it.
     skip_bom: bool,
     finished: bool,
@@ -149,6 +152,7 @@ impl JsonlReader {
             batch_rows: batch_rows.max(1),
             line_no: 0,
             parts_start: 0,
+            lines_before: 0,
             skip_bom: range.start == 0,
             finished: false,
             hash: None,
@@ -181,7 +185,88 @@ impl JsonlReader {
             batch_rows: batch_rows.max(1),
             line_no: 0,
             parts_start: start,
+            lines_before: 0,
             skip_bom: start == 0,
+            finished: false,
+            hash: None,
+        })
+    }
+
+    /// The lines of a gzip stream's text, `total` bytes long, between the cuts for `range`'s
+    /// start and end (`frames::LinesOfText`), read from entry `point` (`frames::gzip_points`;
+    /// None: from the text's start, where the range must start): only the text from the point
+    /// on is decompressed. Its lines are numbered from 1 at the range's first, as
+    /// `open_range`'s are; its messages count the file's lines, which the point knows.
+    pub fn open_text(
+        path: &Path,
+        range: Range<u64>,
+        total: u64,
+        point: Option<frames::gzip_points::EntryPoint>,
+        batch_rows: usize,
+        progress: ByteProgress,
+    ) -> Result<Self> {
+        let stale = |why: String| {
+            Error::Config(format!(
+                "{}: text bytes {}..{} {why}; plan again (run the command that made the plan)",
+                path.display(),
+                range.start,
+                range.end
+            ))
+        };
+        // As the plan cuts: from one byte past the point, or from the text's start.
+        let base = point.as_ref().map_or(0, |point| point.text);
+        let planned = match &point {
+            Some(point) => range.start == point.text + 1,
+            None => range.start == 0,
+        };
+        if !planned || range.start > range.end || range.end > total {
+            return Err(stale(format!(
+                "are not a range the plan cuts (from {}, within {total})",
+                point.as_ref().map_or(0, |point| point.text + 1)
+            )));
+        }
+        let mut file = File::open(path).map_err(|e| Error::read(path, e))?;
+        let size = file.metadata().map_err(|e| Error::read(path, e))?.len();
+        let seek = point.as_ref().map_or(0, |point| point.bit / 8);
+        if size <= seek {
+            return Err(stale(format!(
+                "start at byte {seek} of the file, which has {size}: the file changed since"
+            )));
+        }
+        file.seek(SeekFrom::Start(seek))
+            .map_err(|e| Error::read(path, e))?;
+        let raw = BufReader::with_capacity(
+            READ_BUFFER,
+            Counting {
+                file,
+                progress,
+                hash: None,
+            },
+        );
+        // Its errors name the file offset the decoder had consumed to (`frames::Damaged`).
+        let reached = Arc::new(AtomicU64::new(seek));
+        let consumed = frames::Consumed::new(raw, seek, Arc::clone(&reached), Compression::Gzip);
+        let text: Box<dyn Read + Send> = match &point {
+            Some(point) => Box::new(
+                frames::gzip_points::FromPoint::new(consumed, point).map_err(|e| {
+                    Error::bad_file(path, format!("cannot enter at its point: {e}"))
+                })?,
+            ),
+            None => super::decompressed(consumed, Compression::Gzip)
+                .map_err(|e| Error::read(path, e))?,
+        };
+        let text = frames::Located::new(text, reached, seek, Compression::Gzip);
+        let lines = frames::LinesOfText::new(text, base, range.start, range.end, total);
+        Ok(JsonlReader {
+            path: Arc::new(path.to_path_buf()),
+            compression: Compression::Gzip,
+            reader: Box::new(BufReader::with_capacity(READ_BUFFER, lines)),
+            batch_rows: batch_rows.max(1),
+            line_no: 0,
+            parts_start: 0,
+            // The range's first line follows the newline just past the point.
+            lines_before: point.as_ref().map_or(0, |point| point.newlines + 1),
+            skip_bom: range.start == 0,
             finished: false,
             hash: None,
         })
@@ -226,6 +311,7 @@ impl JsonlReader {
                     batch_rows: batch_rows.max(1),
                     line_no: 0,
                     parts_start: 0,
+                    lines_before: 0,
                     skip_bom: true,
                     finished: false,
                     hash: None,
@@ -263,6 +349,7 @@ impl JsonlReader {
             batch_rows: batch_rows.max(1),
             line_no: 0,
             parts_start: 0,
+            lines_before: 0,
             skip_bom: true,
             finished: false,
             hash: Some((hash, size)),
@@ -281,7 +368,7 @@ impl JsonlReader {
             Compression::Xz => "xz",
         };
         let line = match self.parts_start {
-            0 => self.line_no.to_string(),
+            0 => (self.lines_before + self.line_no).to_string(),
             // Counting the lines before would mean decoding the file up to there.
             start => format!("{} of the unit's parts from byte {start} on", self.line_no),
         };
@@ -1164,6 +1251,125 @@ mod tests {
             err.contains("rows.jsonl.gz: not a gzip file: it begins with 70 6c 61 69"),
             "{err}"
         );
+    }
+
+    /// Rows of every length (one spanning many deflate blocks), blank lines between some, no
+    /// newline after the last: a one-member `.jsonl.gz` whose blocks end every 301 bytes.
+    fn gzip_rows(dir: &Path) -> (PathBuf, Vec<String>) {
+        let mut text = String::new();
+        let mut wanted = Vec::new();
+        for i in 0..1500 {
+            let instruction = format!(
+                "q{i}{}",
+                "é".repeat(if i % 250 == 7 { 2000 } else { i % 41 })
+            );
+            text.push_str(&ROW.replace("\"q\"", &format!("\"{instruction}\"")));
+            wanted.push(instruction);
+            if i % 97 == 96 {
+                text.push('\n');
+            }
+        }
+        text.pop();
+        let path = dir.join("rows.jsonl.gz");
+        std::fs::write(
+            &path,
+            frames::test_files::gzip_in_blocks(text.as_bytes(), 301),
+        )
+        .unwrap();
+        (path, wanted)
+    }
+
+    fn read_text_range(
+        path: &Path,
+        range: Range<u64>,
+        total: u64,
+        point: Option<&frames::gzip_points::EntryPoint>,
+        batch_rows: usize,
+    ) -> Result<Vec<String>> {
+        let reader = JsonlReader::open_text(
+            path,
+            range,
+            total,
+            point.cloned(),
+            batch_rows,
+            ByteProgress::none(),
+        )?;
+        let mut out = Vec::new();
+        for batch in reader {
+            let batch = batch?;
+            for i in 0..batch.len() {
+                out.push(batch.row(i)?.instruction.into_owned());
+            }
+        }
+        Ok(out)
+    }
+
+    /// A gzip stream cut at entry points into text ranges, some holding no line start (the
+    /// long rows), reads every row once, in order, however the points are chosen.
+    #[test]
+    fn text_ranges_from_gzip_entry_points_read_every_row_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, wanted) = gzip_rows(dir.path());
+        let index = frames::gzip_points::entry_points(&path, 1).unwrap();
+        let total = index.text;
+        let points: Vec<_> = index.points.iter().filter(|p| p.text + 1 < total).collect();
+        assert!(points.len() > 100, "{}", points.len());
+        for step in [1, 3, 17, 1000] {
+            let chosen: Vec<_> = points.iter().step_by(step).skip(1).copied().collect();
+            let starts: Vec<u64> = [0]
+                .into_iter()
+                .chain(chosen.iter().map(|p| p.text + 1))
+                .collect();
+            let mut read = Vec::new();
+            for (k, &start) in starts.iter().enumerate() {
+                let end = starts.get(k + 1).copied().unwrap_or(total);
+                let point = k.checked_sub(1).map(|k| chosen[k]);
+                read.extend(read_text_range(&path, start..end, total, point, 1 + k % 5).unwrap());
+            }
+            assert_eq!(read, wanted, "every {step}th point");
+        }
+    }
+
+    #[test]
+    fn a_text_range_the_plan_would_not_cut_or_a_changed_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, _) = gzip_rows(dir.path());
+        let index = frames::gzip_points::entry_points(&path, 1).unwrap();
+        let (total, point) = (index.text, &index.points[40]);
+        for (range, point) in [
+            (point.text..total, Some(point)),
+            (point.text + 2..total, Some(point)),
+            (1..total, None),
+            (point.text + 1..total + 1, Some(point)),
+        ] {
+            let err = read_text_range(&path, range.clone(), total, point, 4).unwrap_err();
+            assert!(err.to_string().contains("plan again"), "{range:?}: {err}");
+        }
+        // A text longer than the plan found: the range that reads to its end says so.
+        let err = read_text_range(&path, point.text + 1..total - 9, total - 9, Some(point), 4)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("where the plan found") && err.contains("plan again"),
+            "{err}"
+        );
+        // Damaged past the point: the place in the file, and the file's line (counted from the
+        // point's newlines), not the range's.
+        let mut stored = std::fs::read(&path).unwrap();
+        let damaged = (point.bit / 8) as usize + 2000;
+        stored[damaged] ^= 0x55;
+        std::fs::write(&path, &stored).unwrap();
+        let err = read_text_range(&path, point.text + 1..total, total, Some(point), 4)
+            .unwrap_err()
+            .to_string();
+        let line: u64 = err
+            .split("after line ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{err}"));
+        assert!(err.contains("corrupt gzip data near byte"), "{err}");
+        assert!(line > point.newlines, "{line} <= {}: {err}", point.newlines);
     }
 
     #[test]

@@ -238,23 +238,44 @@ pub enum RowReader {
 /// uncompressed JSONL file (a range cut at line starts by the planner), the lines of a run of a
 /// compressed JSONL file's parts (`end`: the next part's start, or the file's size; cut at
 /// line starts as the text is read, `frames::LinesOfParts`), or a range of Parquet row groups.
-/// Split files are how one big file's work is shared among workers (`scale`).
+/// Split files are how one big file's work is shared among workers (`scale`). A `Text` span is
+/// the lines between the cuts for two offsets of a gzip stream's text, `total` bytes long, read
+/// from an entry point (its window handed beside the span; none: from the text's start), as
+/// `frames::LinesOfText` cuts them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Span {
     Whole,
-    Bytes { start: u64, end: u64 },
-    Parts { start: u64, end: u64 },
-    RowGroups { start: usize, end: usize },
+    Bytes {
+        start: u64,
+        end: u64,
+    },
+    Parts {
+        start: u64,
+        end: u64,
+    },
+    Text {
+        start: u64,
+        end: u64,
+        total: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        point: Option<frames::gzip_points::PointAt>,
+    },
+    RowGroups {
+        start: usize,
+        end: usize,
+    },
 }
 
 impl RowReader {
     /// `open`, reading only `span` of the file. A JSONL span's lines are numbered from 1 at
     /// its start (the caller knows where it lies in the file); a Parquet span's rows keep their
     /// index in the file.
+    /// `window`: a `Text` span's entry point's window (empty for other spans).
     pub fn open_span(
         path: &Path,
         span: Span,
+        window: &[u8],
         batch_rows: usize,
         progress: ByteProgress,
     ) -> Result<RowReader> {
@@ -296,11 +317,28 @@ impl RowReader {
                     progress,
                 )?))
             }
+            (
+                Span::Text {
+                    start,
+                    end,
+                    total,
+                    point,
+                },
+                Some(Format::Jsonl(Compression::Gzip)),
+            ) => Ok(RowReader::Jsonl(JsonlReader::open_text(
+                path,
+                start..end,
+                total,
+                point.map(|at| frames::gzip_points::EntryPoint::new(at, window.to_vec())),
+                batch_rows,
+                progress,
+            )?)),
             (Span::RowGroups { start, end }, Some(Format::Parquet)) => Ok(RowReader::Parquet(
                 ParquetReader::open_row_groups(path, start..end, batch_rows, progress)?,
             )),
             (Span::Bytes { .. }, _) => mismatch("byte-range"),
             (Span::Parts { .. }, _) => mismatch("compressed-parts"),
+            (Span::Text { .. }, _) => mismatch("gzip text"),
             (Span::RowGroups { .. }, _) => mismatch("row-group"),
         }
     }

@@ -32,6 +32,8 @@ pub struct UnitSpec {
     pub task: String,
     pub source: PathBuf,
     pub span: Span,
+    /// A `Text` span's entry point's 32 KiB window (the plan keeps it; empty otherwise).
+    pub window: Vec<u8>,
     /// Its place among the `count` spans of the file, in file order.
     pub index: usize,
     pub count: usize,
@@ -178,6 +180,7 @@ fn write_part(
     let reader = RowReader::open_span(
         &unit.source,
         unit.span,
+        &unit.window,
         ctx.options.batch_rows,
         ByteProgress::none(),
     )?;
@@ -254,6 +257,8 @@ fn in_file(error: Error, source: &Path, span: Span) -> Error {
         Span::Parts { start: 0, .. } => Some(0),
         // The range's first line starts past the first newline of its first part's text.
         Span::Parts { start, .. } => lines_before_part(source, start).ok().map(|n| n + 1),
+        // The first line after the one the point lies in (`JsonlReader::open_text`).
+        Span::Text { point, .. } => Some(point.map_or(0, |point| point.newlines + 1)),
         Span::Whole | Span::RowGroups { .. } => return error,
     };
     match before {
@@ -386,6 +391,23 @@ fn covers_file(parts: &[(PathBuf, PartRecord)], source: &Path, stat: SourceStat)
                 _ => false,
             });
             contiguous && matches!(spans.last(), Some(Span::Parts { end, .. }) if *end == stat.size)
+        }
+        [Span::Text {
+            start: 0,
+            total,
+            point: None,
+            ..
+        }, ..] => {
+            let contiguous = spans.windows(2).all(|w| match (w[0], w[1]) {
+                (
+                    Span::Text { end, .. },
+                    Span::Text {
+                        start, total: t, ..
+                    },
+                ) => end == start && t == *total,
+                _ => false,
+            });
+            contiguous && matches!(spans.last(), Some(Span::Text { end, .. }) if end == total)
         }
         [Span::RowGroups { start: 0, .. }, ..] => {
             let contiguous = spans.windows(2).all(|w| match (w[0], w[1]) {

@@ -23,7 +23,7 @@ from data_io.scale.plan import plan_tokenize
 from data_io.scale.status import describe, status
 from data_io.scale.units import run_unit
 from data_io.tokenize import tokenize, tokenize_options
-from tests.formats.parted import parted
+from tests.formats.parted import gzip_in_blocks, parted
 
 from .inputs import ROOT, TOKENIZER, rows, tree_bytes, write_inputs, write_jsonl
 
@@ -35,10 +35,10 @@ def _local(inputs: Path, out: Path, **options) -> dict[str, bytes]:
     return tree_bytes(out)
 
 
-def _scaled(inputs: Path, out: Path, workers: int = 2, **options):
+def _scaled(inputs: Path, out: Path, workers: int = 2, unit_mb: float = UNIT_MB, **options):
     settings = ExecutorSettings(kind="local", workers=workers, threads_per_unit=1)
     opts = tokenize_options([inputs], out, tokenizer_path=TOKENIZER, progress=False, **options)
-    return scale_tokenize(opts, settings, unit_mb=UNIT_MB, progress=False)
+    return scale_tokenize(opts, settings, unit_mb=unit_mb, progress=False)
 
 
 def _with_bad_rows(folder: Path) -> Path:
@@ -380,9 +380,10 @@ def test_cli_runs_plans_and_reports(tmp_path: Path) -> None:
 
 
 def _parted_jsonl(folder: Path, suffix: str, bad: tuple[int, ...] = ()) -> Path:
-    """A large JSONL file compressed in parts (BGZF members, zstd frames) of 700 bytes of text:
-    rows span parts and parts hold no line start; blank lines every 97 rows; the rows at
-    ``bad`` broken; no newline after the last row."""
+    """A large JSONL file compressed in parts (BGZF members, zstd frames) of 700 bytes of text
+    (``points``: one gzip member whose deflate blocks end every 700 bytes of text): rows span
+    parts and parts hold no line start; blank lines every 97 rows; the rows at ``bad``
+    broken; no newline after the last row."""
     items: list = rows(3000, seed=5)
     for at in bad:
         items[at] = "not json"
@@ -393,37 +394,77 @@ def _parted_jsonl(folder: Path, suffix: str, bad: tuple[int, ...] = ()) -> Path:
             lines.append("")
     body = "\n".join(lines).encode()
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"parted.jsonl{suffix}"
-    path.write_bytes(parted(body, suffix, 700))
+    if suffix == "points":
+        path = folder / "parted.jsonl.gz"
+        path.write_bytes(gzip_in_blocks(body, 700))
+    else:
+        path = folder / f"parted.jsonl{suffix}"
+        path.write_bytes(parted(body, suffix, 700))
     return folder
 
 
-@pytest.mark.parametrize("suffix", [".gz", ".zst"])
-def test_a_compressed_file_of_parts_is_cut_into_runs_of_parts(tmp_path: Path, suffix: str) -> None:
+# The three ways a compressed JSONL file is cut: runs of BGZF members or zstd frames, and one
+# gzip member at its entry points (a unit a fifth of the usual size: the stream is small).
+_CUTS = {".gz": ("parts", UNIT_MB), ".zst": ("parts", UNIT_MB), "points": ("text", UNIT_MB / 5)}
+
+
+@pytest.mark.parametrize("suffix", list(_CUTS))
+def test_a_big_compressed_file_is_cut_into_runs_of_parts_or_at_entry_points(
+    tmp_path: Path, suffix: str
+) -> None:
+    kind, unit_mb = _CUTS[suffix]
     inputs = _parted_jsonl(tmp_path / "in", suffix)
-    outcome = _scaled(inputs, tmp_path / "scaled")
+    outcome = _scaled(inputs, tmp_path / "scaled", unit_mb=unit_mb)
     units = outcome.manifest.units
     assert outcome.unfinished == [] and len(units) >= 4
-    assert {u.span["kind"] for u in units} == {"parts"}
+    assert {u.span["kind"] for u in units} == {kind}
+    if kind == "text":  # every unit but the first enters at a point
+        assert sum("point" in u.span for u in units) == len(units) - 1
     assert tree_bytes(tmp_path / "scaled") == _local(inputs, tmp_path / "local")
+    # Finalize took the file from its parts, not encoding it again.
+    assert [f.reason for f in outcome.result.files] == [
+        f"new; assembled from {len(units)} scale-out parts"
+    ]
 
 
-@pytest.mark.parametrize("suffix", [".gz", ".zst"])
-def test_bad_rows_in_runs_of_parts_are_numbered_as_in_one_run(tmp_path: Path, suffix: str) -> None:
+@pytest.mark.parametrize("suffix", list(_CUTS))
+def test_bad_rows_in_compressed_ranges_are_numbered_as_in_one_run(
+    tmp_path: Path, suffix: str
+) -> None:
+    kind, unit_mb = _CUTS[suffix]
+    name = "parted.jsonl.gz" if suffix == "points" else f"parted.jsonl{suffix}"
     inputs = _parted_jsonl(tmp_path / "in", suffix, bad=(5, 1500, 2999))
-    outcome = _scaled(inputs, tmp_path / "scaled", on_error="skip")
+    outcome = _scaled(inputs, tmp_path / "scaled", on_error="skip", unit_mb=unit_mb)
     assert outcome.unfinished == []
+    assert {u.span["kind"] for u in outcome.manifest.units} == {kind}
     local = _local(inputs, tmp_path / "local", on_error="skip")
     assert tree_bytes(tmp_path / "scaled") == local
-    record = json.loads(local[f"parted.jsonl{suffix}/metadata.json"])
+    record = json.loads(local[f"{name}/metadata.json"])
     lines = [example.split(":line ")[1].split(":")[0] for example in record["bad_row_examples"]]
     assert lines == ["6", "1516", "3030"]
     # Failing instead: the units that hold rows 5 and 1500 name the file's lines, as one run
     # would.
-    failed = _scaled(inputs, tmp_path / "failing")
+    failed = _scaled(inputs, tmp_path / "failing", unit_mb=unit_mb)
     errors = [failed.manifest.read_record(u.id, "failed")["error"] for u in failed.unfinished]
     for line in (6, 1516):
-        assert any(f"parted.jsonl{suffix}:line {line}:" in error for error in errors), errors
+        assert any(f"{name}:line {line}:" in error for error in errors), errors
+
+
+def test_a_damaged_or_edited_entry_point_in_the_plan_is_refused(tmp_path: Path) -> None:
+    inputs = _parted_jsonl(tmp_path / "in", "points")
+    options = tokenize_options([inputs], tmp_path / "out", tokenizer_path=TOKENIZER,
+                               progress=False)  # fmt: skip
+    manifest = plan_tokenize(options, int(UNIT_MB / 5 * (1 << 20)))
+    manifest.save()
+    entered = [u for u in manifest.units if "point" in u.span]
+    assert len(entered) >= 2
+    entered[0].span["point"]["window"] = "not base64!"
+    with pytest.raises(ConfigError, match="gzip entry point in the plan is damaged"):
+        run_unit(manifest, entered[0].id, threads=1)
+    # Its numbers edited: the range no longer starts where the plan cuts from the point.
+    entered[1].span["point"]["text"] += 1
+    with pytest.raises(ConfigError, match=r"not a range the plan cuts.*plan again"):
+        run_unit(manifest, entered[1].id, threads=1)
 
 
 def test_a_plan_on_a_file_system_without_flock_still_runs(

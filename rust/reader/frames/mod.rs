@@ -29,6 +29,7 @@ mod parallel;
 mod sequential;
 #[cfg(test)]
 pub mod test_files;
+mod text_range;
 mod xz;
 mod zstd;
 
@@ -47,6 +48,7 @@ pub use file_bytes::{damaged, damaged_at, Consumed, Damaged, Located};
 pub use line_cut::LinesOfParts;
 pub use parallel::ParallelText;
 pub use sequential::SequentialText;
+pub use text_range::LinesOfText;
 
 /// A part of a compressed file that decodes on its own: bytes `start..start + len` of the file.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -46,6 +46,31 @@ pub struct EntryPoint {
     pub window: Vec<u8>,
 }
 
+/// An entry point as a plan's span records it: all but its window, which the unit is handed
+/// beside the span (`EntryPoint::new`), so that a span stays a small `Copy` value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PointAt {
+    pub bit: u64,
+    pub text: u64,
+    pub newlines: u64,
+    pub member_text: u64,
+    pub crc: u32,
+}
+
+impl EntryPoint {
+    /// The point `at`, with its `window`.
+    pub fn new(at: PointAt, window: Vec<u8>) -> Self {
+        Self {
+            bit: at.bit,
+            text: at.text,
+            newlines: at.newlines,
+            member_text: at.member_text,
+            crc: at.crc,
+            window,
+        }
+    }
+}
+
 /// A gzip file's entry points (rising), and its whole text's length and newlines.
 #[derive(Debug, Default)]
 pub struct Index {
