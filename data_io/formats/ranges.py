@@ -57,6 +57,7 @@ from data_io.formats.raw_text import (
 )
 
 __all__ = [
+    "COMPRESSED_SHARE",
     "MOST_GZIP_RANGES",
     "MOST_RANGES",
     "document_ranges",
@@ -68,7 +69,7 @@ _COUNT_CHUNK = 16 << 20
 # Ranges a compressed file is cut into at most, by its compression, and the share of the run's
 # input it must hold to be cut (see the module's docstring).
 MOST_RANGES = {"zst": 8, "gz": 5, "xz": 3, "bz2": 1}  # gz: where it has no entry points
-_COMPRESSED_SHARE = 8
+COMPRESSED_SHARE = 8
 # Candidate entry points the plan's pass finds a range, the nearest to each cut then taken.
 _CANDIDATES_A_RANGE = 4
 # Ranges a gzip file is cut into at most at entry points: the plan records each point's 32 KiB
@@ -95,7 +96,7 @@ def document_ranges(
         starts = _core.compressed_parts(str(source.path), source.compression)
         if len(starts) > 1:
             return parts_ranges(starts, size, unit_bytes)
-        if source.size * _COMPRESSED_SHARE < run_bytes:
+        if source.size * COMPRESSED_SHARE < run_bytes:
             return []
         if source.compression == "gz":
             # None: no entry point to cut at (one long block: zlib-ng's level 1).

@@ -25,7 +25,12 @@ from typing import Any, ClassVar
 
 from data_io import _core
 from data_io.errors import ConfigError, InputError
-from data_io.formats.ranges import MOST_GZIP_RANGES, gzip_point_ranges, parts_ranges
+from data_io.formats.ranges import (
+    COMPRESSED_SHARE,
+    MOST_GZIP_RANGES,
+    gzip_point_ranges,
+    parts_ranges,
+)
 from data_io.formats.raw_text import GzipPoint
 from data_io.stage import (
     PLAN_AGAIN,
@@ -62,6 +67,7 @@ class TokenizeStage:
             "parts": None,
         }
         stale = json.loads(_core.tokenize_stale(json.dumps(options)))
+        run_bytes = sum(task["size"] for task in stale)
         units: list[Unit] = []
         inputs = []
         for task in stale:
@@ -76,7 +82,7 @@ class TokenizeStage:
                     "reason": task["reason"],
                 }
             )
-            spans = _spans(source, stat.st_size, unit_bytes)
+            spans = _spans(source, stat.st_size, unit_bytes, run_bytes)
             for index, (span, size) in enumerate(spans):
                 units.append(
                     Unit(
@@ -200,8 +206,11 @@ def _check_unchanged(plan: SavedPlan, unit: Unit) -> None:
 _COMPRESSED_JSONL = {".jsonl.gz": "gz", ".jsonl.zst": "zst"}
 
 
-def _spans(source: Path, size: int, unit_bytes: int) -> list[tuple[dict[str, Any], int]]:
-    """(span, bytes) of each unit of one file, in file order."""
+def _spans(
+    source: Path, size: int, unit_bytes: int, run_bytes: int
+) -> list[tuple[dict[str, Any], int]]:
+    """(span, bytes) of each unit of one file, in file order; ``run_bytes``: the size of every
+    file the run encodes."""
     name = source.name.lower()
     if size > unit_bytes and name.endswith(".jsonl"):
         return _line_ranges(source, size, unit_bytes)
@@ -209,21 +218,25 @@ def _spans(source: Path, size: int, unit_bytes: int) -> list[tuple[dict[str, Any
         return _row_group_ranges(source, unit_bytes)
     compression = next((c for end, c in _COMPRESSED_JSONL.items() if name.endswith(end)), None)
     if size > unit_bytes and compression:
-        return _part_ranges(source, size, unit_bytes, compression)
+        return _part_ranges(source, size, unit_bytes, compression, run_bytes)
     return [({"kind": "whole"}, size)]
 
 
 def _part_ranges(
-    source: Path, size: int, unit_bytes: int, compression: str
+    source: Path, size: int, unit_bytes: int, compression: str, run_bytes: int
 ) -> list[tuple[dict[str, Any], int]]:
     """Runs of a compressed file's parts (BGZF members, zstd frames) of about ``unit_bytes`` on
     disk; each unit decodes its own parts and finds its lines' start and end in their text
     (``rust/reader/frames/line_cut.rs``). A gzip file of one part (what ``gzip`` and ``pigz``
-    write) is cut at entry points instead (``_point_ranges``); one zstd frame is one unit: its
-    text can only be read from its start."""
+    write) is cut at entry points instead (``_point_ranges``), when it holds at least an eighth
+    of the run's bytes: the plan decompresses it to find them, on one thread, where among many
+    files whole files already make the units; one zstd frame is one unit: its text can only be
+    read from its start."""
     starts = _core.compressed_parts(str(source), compression)
     ranges = parts_ranges(starts, size, unit_bytes)
     if not ranges and compression == "gz" and len(starts) <= 1:
+        if size * COMPRESSED_SHARE < run_bytes:
+            return [({"kind": "whole"}, size)]
         return _point_ranges(source, size, unit_bytes)
     if not ranges:
         return [({"kind": "whole"}, size)]

@@ -450,6 +450,20 @@ def test_bad_rows_in_compressed_ranges_are_numbered_as_in_one_run(
         assert any(f"{name}:line {line}:" in error for error in errors), errors
 
 
+def test_gzip_streams_among_many_files_are_not_decompressed_to_be_cut(tmp_path: Path) -> None:
+    """Finding entry points decompresses a file on the planning machine: a gzip stream that
+    holds less than an eighth of the run's bytes stays whole (whole files make the units)."""
+    inputs = _parted_jsonl(tmp_path / "in", "points")
+    stream = (inputs / "parted.jsonl.gz").read_bytes()
+    unit_bytes = int(UNIT_MB / 5 * (1 << 20))
+    options = tokenize_options([inputs], tmp_path / "out", tokenizer_path=TOKENIZER)
+    assert {u.span["kind"] for u in plan_tokenize(options, unit_bytes).units} == {"text"}
+    for k in range(8):
+        (inputs / f"copy{k}.jsonl.gz").write_bytes(stream)
+    units = plan_tokenize(options, unit_bytes).units
+    assert len(units) == 9 and {u.span["kind"] for u in units} == {"whole"}
+
+
 def test_a_damaged_or_edited_entry_point_in_the_plan_is_refused(tmp_path: Path) -> None:
     inputs = _parted_jsonl(tmp_path / "in", "points")
     options = tokenize_options([inputs], tmp_path / "out", tokenizer_path=TOKENIZER,
