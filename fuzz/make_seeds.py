@@ -345,7 +345,8 @@ TARGETS = (
 
 
 def gzip_points() -> None:
-    """Byte 0: raw file (bit 0), two members (bit 1), a byte flipped (bit 2); built seeds then
+    """Byte 0: raw file (bit 0), two members (bit 1), a byte flipped (bit 2), built text as JSON
+    rows (bit 3), about 1 in 2**bits 4-5 points cutting the text into ranges; built seeds then
     carry a chunk size, the flushes' bits and the flip's place before the text; raw ones a gzip
     file of many blocks. See fuzz_targets/gzip_points.rs."""
     import gzip
@@ -356,6 +357,8 @@ def gzip_points() -> None:
     write("gzip_points", "built_two_members_full", b"\x02\x3f\xff\x00\x00" + text)
     write("gzip_points", "built_flipped", b"\x04\x0f\x55\x01\x20" + text)
     write("gzip_points", "built_empty", b"\x00\x00\x00\x00\x00")
+    # The lines as JSON rows, with a blank line and a bad row; ranges read in calls of 8 bytes.
+    write("gzip_points", "built_rows", b"\x18\x1f\x99\x07\x00" + text + b"\n!not a row\n" + text)
     deflate = zlib.compressobj(6, zlib.DEFLATED, 31)
     blocks = b"".join(
         deflate.compress(text[k : k + 50]) + deflate.flush(zlib.Z_BLOCK)
