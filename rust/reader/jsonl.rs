@@ -1071,7 +1071,16 @@ mod tests {
     const ROW: &str = "{\"condition\":\"cot\",\"instruction\":\"q\",\"response\":\"a\"}\n";
 
     fn read_file(path: &Path, compression: Compression) -> Result<Vec<String>> {
-        let reader = JsonlReader::open(path, compression, 2, ByteProgress::none())?;
+        instructions(JsonlReader::open(
+            path,
+            compression,
+            2,
+            ByteProgress::none(),
+        )?)
+    }
+
+    /// Every row's instruction, in order.
+    fn instructions(reader: JsonlReader) -> Result<Vec<String>> {
         let mut out = Vec::new();
         for batch in reader {
             let batch = batch?;
@@ -1294,14 +1303,7 @@ mod tests {
             batch_rows,
             ByteProgress::none(),
         )?;
-        let mut out = Vec::new();
-        for batch in reader {
-            let batch = batch?;
-            for i in 0..batch.len() {
-                out.push(batch.row(i)?.instruction.into_owned());
-            }
-        }
-        Ok(out)
+        instructions(reader)
     }
 
     /// A gzip stream cut at entry points into text ranges, some holding no line start (the
