@@ -155,6 +155,13 @@ def gzip_entry_points(path: str, every: int) -> tuple[list[GzipPoint], int, int]
     and newlines of its whole text. Decompresses the whole file once, without the GIL; a
     file that does not decompress raises ``InputError`` naming the byte."""
 
+def gzip_entry_points_of(
+    requests: list[tuple[str | PathLike[str], int]],
+) -> list[tuple[list[GzipPoint], int, int]]:
+    """``gzip_entry_points`` of each ``(path, every)``, in order, the files' passes run together
+    (one file a thread, as many threads as cores); the first failing file's error (in that
+    order) is raised; Ctrl-C stops every pass."""
+
 def text_length_estimate(path: str, compression: str | None, sample: int) -> int:
     """An estimate of the length of the text of ``path`` (stored with ``compression``) from its
     first ``sample`` bytes of text; the length itself when it is no longer."""

@@ -39,11 +39,12 @@ decompression on this VM: zstd 389, gzip 184, xz 86 MB/s). A bzip2 file of one b
 from __future__ import annotations
 
 import bisect
+import contextlib
 import itertools
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 from data_io import _core
 from data_io.errors import InputError
@@ -60,11 +61,15 @@ __all__ = [
     "COMPRESSED_SHARE",
     "MOST_GZIP_RANGES",
     "MOST_RANGES",
+    "GzipPasses",
+    "PassPending",
     "document_ranges",
     "gzip_point_ranges",
     "gzip_ranges",
+    "in_two_rounds",
 ]
 
+_Cut = TypeVar("_Cut")
 _COUNT_CHUNK = 16 << 20
 # Ranges a compressed file is cut into at most, by its compression, and the share of the run's
 # input it must hold to be cut (see the module's docstring).
@@ -83,12 +88,17 @@ _SAY_PASS_BYTES = 1 << 30
 
 
 def document_ranges(
-    source: Source, unit_bytes: int, doc_per_line: bool, run_bytes: int = 0
+    source: Source,
+    unit_bytes: int,
+    doc_per_line: bool,
+    run_bytes: int = 0,
+    passes: GzipPasses | None = None,
 ) -> list[ByteRange] | list[TextRange] | list[PartsRange] | list[RowGroups]:
     """Ranges of about ``unit_bytes`` covering ``source`` in order, or ``[]`` when it is read
     whole (small, one row group, a ``datasets`` source, or a compressed stream holding less
     than an eighth of ``run_bytes``, the run's inputs on disk; a compressed file of parts is
-    cut as an uncompressed one is)."""
+    cut as an uncompressed one is). ``passes``: where a gzip stream's pass for entry points
+    is asked (``in_two_rounds``); None: it runs here."""
     size = source.size
     if source.compression is not None and source.kind in ("txt", "jsonl"):
         if unit_bytes <= 0 or size * 8 <= unit_bytes:
@@ -100,7 +110,7 @@ def document_ranges(
             return []
         if source.compression == "gz":
             # None: no entry point to cut at (one long block: zlib-ng's level 1).
-            cut = gzip_ranges(source, unit_bytes)
+            cut = gzip_ranges(source, unit_bytes, passes)
             if cut is not None:
                 return cut
         return _text_ranges(source, unit_bytes)
@@ -145,7 +155,9 @@ def parts_ranges(starts: list[int], size: int, unit_bytes: int) -> list[PartsRan
     return [PartsRange(start, end, size) for start, end in itertools.pairwise([*cuts, size])]
 
 
-def gzip_ranges(source: Source, unit_bytes: int) -> list[TextRange] | None:
+def gzip_ranges(
+    source: Source, unit_bytes: int, passes: GzipPasses | None = None
+) -> list[TextRange] | None:
     """A gzip file cut at entry points into ranges of about ``unit_bytes`` of text
     (``MOST_GZIP_RANGES`` at most), ``[]`` when it makes one range, or None when it has no
     entry point (one deflate block). The count is estimated from a sample before the plan's
@@ -159,11 +171,16 @@ def gzip_ranges(source: Source, unit_bytes: int) -> list[TextRange] | None:
         source.size,
         count,
         recount=lambda total: min(round(total / unit_bytes), MOST_GZIP_RANGES),
+        passes=passes,
     )
 
 
 def gzip_point_ranges(
-    path: Path, size: int, count: int, recount: Callable[[int], int] | None = None
+    path: Path,
+    size: int,
+    count: int,
+    recount: Callable[[int], int] | None = None,
+    passes: GzipPasses | None = None,
 ) -> list[TextRange] | None:
     """The gzip file ``path`` (``size`` bytes) cut at entry points into about ``count``
     ranges even in text (``recount``: the count from the text's length, once the pass knows
@@ -172,16 +189,14 @@ def gzip_point_ranges(
     one nearest each multiple of ``total / count``, however the compression varies along the
     file. Range ``k`` runs from the cut for one byte past point ``k``'s text offset (the
     first, from the text's start) to the next range's; the last to the text's end,
-    ``total``. A file that does not decompress is refused (``InputError``, naming the byte)."""
-    if size >= _SAY_PASS_BYTES:  # seconds to minutes: say why the plan waits
-        print(
-            f"data_io: decompressing {path} ({size / 1e9:.1f} GB) once to find "
-            f"where about {count} units can start in it",
-            file=sys.stderr,
-            flush=True,
-        )
+    ``total``. A file that does not decompress is refused (``InputError``, naming the byte).
+    ``passes``: where the pass is asked (``in_two_rounds``); None: it runs here."""
     every = -(-size // (_CANDIDATES_A_RANGE * max(count, 1)))
-    found, total, _ = _core.gzip_entry_points(str(path), every)
+    if passes is None:
+        _say_pass(path, size, count)
+        found, total, _ = _core.gzip_entry_points(str(path), every)
+    else:
+        found, total = passes.index(path, every, size, count)
     if recount is not None:
         count = recount(total)
     # A point at the text's last byte would start a range past the text.
@@ -198,6 +213,67 @@ def gzip_point_ranges(
         TextRange(start, end, total, point)
         for start, end, point in zip(starts, ends, entries, strict=True)
     ]
+
+
+class PassPending(Exception):
+    """A gzip stream's entry points asked of ``GzipPasses`` before its passes ran."""
+
+
+class GzipPasses:
+    """The plan's passes over gzip streams for entry points, asked in a first round and run
+    together (``_core.gzip_entry_points_of``: one file a thread), so that a plan of several
+    big streams waits for the longest pass, not for their sum (``in_two_rounds``)."""
+
+    def __init__(self) -> None:
+        # (path, spacing) -> (size, count) asked; -> (points, text length) found.
+        self._asked: dict[tuple[str, int], tuple[int, int]] = {}
+        self._found: dict[tuple[str, int], tuple[list[tuple[Any, ...]], int]] = {}
+
+    def index(
+        self, path: Path, every: int, size: int, count: int
+    ) -> tuple[list[tuple[Any, ...]], int]:
+        """The points about ``every`` bytes apart in ``path`` and its text's length, once the
+        passes ran; ``PassPending`` until then (the pass is noted)."""
+        key = (str(path), every)
+        if key not in self._found:
+            self._asked[key] = (size, count)
+            raise PassPending(key)
+        return self._found[key]
+
+    def run(self) -> None:
+        """Every pass asked and not run yet, together."""
+        keys = [key for key in self._asked if key not in self._found]
+        for key in keys:
+            _say_pass(Path(key[0]), *self._asked[key])
+        if keys:
+            found = _core.gzip_entry_points_of([(Path(path), every) for path, every in keys])
+            self._found.update(
+                (key, (points, total)) for key, (points, total, _) in zip(keys, found, strict=True)
+            )
+
+
+def in_two_rounds(count: int, cut: Callable[[int, GzipPasses], _Cut]) -> list[_Cut]:
+    """``cut(k, passes)`` for each ``k`` below ``count`` (a planner's cutting of its ``k``-th
+    file), the gzip passes that any of them asks (``PassPending``) run together between a first
+    round and a second for those that asked."""
+    passes = GzipPasses()
+    done: dict[int, _Cut] = {}
+    for k in range(count):
+        with contextlib.suppress(PassPending):  # asked: cut in the second round
+            done[k] = cut(k, passes)
+    passes.run()
+    return [done[k] if k in done else cut(k, passes) for k in range(count)]
+
+
+def _say_pass(path: Path, size: int, count: int) -> None:
+    """Why the plan waits, before a pass of seconds to minutes."""
+    if size >= _SAY_PASS_BYTES:
+        print(
+            f"data_io: decompressing {path} ({size / 1e9:.1f} GB) once to find "
+            f"where about {count} units can start in it",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _nearest(points: list[GzipPoint], targets: list[int]) -> list[GzipPoint]:

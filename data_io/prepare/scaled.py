@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from data_io.errors import ConfigError
-from data_io.formats.ranges import document_ranges
+from data_io.formats.ranges import document_ranges, in_two_rounds
 from data_io.formats.raw_text import (
     ByteRange,
     GzipPoint,
@@ -70,9 +70,16 @@ class PrepareStage:
                     "its units cannot run apart: prepare without --executor"
                 )
         units = []
-        run_bytes = sum(source.size for source, _ in plan.new)
-        for source, _ in plan.new:
-            ranges = document_ranges(source, unit_bytes, plan.read.doc_per_line, run_bytes)
+        sources = [source for source, _ in plan.new]
+        run_bytes = sum(source.size for source in sources)
+        # The gzip streams' passes for entry points run together, a file a thread.
+        cut = in_two_rounds(
+            len(sources),
+            lambda k, passes: document_ranges(
+                sources[k], unit_bytes, plan.read.doc_per_line, run_bytes, passes
+            ),
+        )
+        for source, ranges in zip(sources, cut, strict=True):
             spans = [_span(r, source.size) for r in ranges] or [({"kind": "whole"}, source.size)]
             units += [
                 Unit(

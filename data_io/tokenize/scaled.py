@@ -28,7 +28,9 @@ from data_io.errors import ConfigError, InputError
 from data_io.formats.ranges import (
     COMPRESSED_SHARE,
     MOST_GZIP_RANGES,
+    GzipPasses,
     gzip_point_ranges,
+    in_two_rounds,
     parts_ranges,
 )
 from data_io.formats.raw_text import GzipPoint
@@ -70,9 +72,15 @@ class TokenizeStage:
         run_bytes = sum(task["size"] for task in stale)
         units: list[Unit] = []
         inputs = []
-        for task in stale:
-            source = Path(task["source"])
-            stat = source.stat()
+        stats = [Path(task["source"]).stat() for task in stale]
+        # The gzip streams' passes for entry points run together, a file a thread.
+        cut = in_two_rounds(
+            len(stale),
+            lambda k, passes: _spans(
+                Path(stale[k]["source"]), stats[k].st_size, unit_bytes, run_bytes, passes
+            ),
+        )
+        for task, stat, spans in zip(stale, stats, cut, strict=True):
             inputs.append(
                 {
                     "task": task["task"],
@@ -82,7 +90,6 @@ class TokenizeStage:
                     "reason": task["reason"],
                 }
             )
-            spans = _spans(source, stat.st_size, unit_bytes, run_bytes)
             for index, (span, size) in enumerate(spans):
                 units.append(
                     Unit(
@@ -207,10 +214,10 @@ _COMPRESSED_JSONL = {".jsonl.gz": "gz", ".jsonl.zst": "zst"}
 
 
 def _spans(
-    source: Path, size: int, unit_bytes: int, run_bytes: int
+    source: Path, size: int, unit_bytes: int, run_bytes: int, passes: GzipPasses
 ) -> list[tuple[dict[str, Any], int]]:
     """(span, bytes) of each unit of one file, in file order; ``run_bytes``: the size of every
-    file the run encodes."""
+    file the run encodes; ``passes``: where a gzip stream's pass is asked."""
     name = source.name.lower()
     if size > unit_bytes and name.endswith(".jsonl"):
         return _line_ranges(source, size, unit_bytes)
@@ -218,12 +225,17 @@ def _spans(
         return _row_group_ranges(source, unit_bytes)
     compression = next((c for end, c in _COMPRESSED_JSONL.items() if name.endswith(end)), None)
     if size > unit_bytes and compression:
-        return _part_ranges(source, size, unit_bytes, compression, run_bytes)
+        return _part_ranges(source, size, unit_bytes, compression, run_bytes, passes)
     return [({"kind": "whole"}, size)]
 
 
 def _part_ranges(
-    source: Path, size: int, unit_bytes: int, compression: str, run_bytes: int
+    source: Path,
+    size: int,
+    unit_bytes: int,
+    compression: str,
+    run_bytes: int,
+    passes: GzipPasses,
 ) -> list[tuple[dict[str, Any], int]]:
     """Runs of a compressed file's parts (BGZF members, zstd frames) of about ``unit_bytes`` on
     disk; each unit decodes its own parts and finds its lines' start and end in their text
@@ -237,20 +249,22 @@ def _part_ranges(
     if not ranges and compression == "gz" and len(starts) <= 1:
         if size * COMPRESSED_SHARE < run_bytes:
             return [({"kind": "whole"}, size)]
-        return _point_ranges(source, size, unit_bytes)
+        return _point_ranges(source, size, unit_bytes, passes)
     if not ranges:
         return [({"kind": "whole"}, size)]
     return [({"kind": "parts", "start": r.start, "end": r.end}, r.end - r.start) for r in ranges]
 
 
-def _point_ranges(source: Path, size: int, unit_bytes: int) -> list[tuple[dict[str, Any], int]]:
+def _point_ranges(
+    source: Path, size: int, unit_bytes: int, passes: GzipPasses
+) -> list[tuple[dict[str, Any], int]]:
     """A gzip stream cut at entry points into about ``size / unit_bytes`` ranges even in text
     (``formats.ranges.gzip_point_ranges``: the plan decompresses the file once), each read
     from its point by its unit (``rust/reader/frames/text_range.rs``); one unit when it has
     no point to cut at (one long deflate block: zlib-ng's level 1). A unit's bytes are its
     share of the file on disk."""
     count = min(round(size / unit_bytes), MOST_GZIP_RANGES)
-    ranges = gzip_point_ranges(source, size, count) if count > 1 else None
+    ranges = gzip_point_ranges(source, size, count, passes=passes) if count > 1 else None
     if not ranges:
         return [({"kind": "whole"}, size)]
     spans: list[tuple[dict[str, Any], int]] = []

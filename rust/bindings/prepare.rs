@@ -328,21 +328,61 @@ fn gzip_entry_points<'py>(
     py: Python<'py>,
     path: PathBuf,
     every: u64,
-) -> PyResult<(Vec<Bound<'py, pyo3::types::PyTuple>>, u64, u64)> {
-    use pyo3::types::{PyBytes, PyTuple};
+) -> PyResult<PointsFound<'py>> {
     let index = super::call::interruptible(py, || {
         crate::reader::frames::gzip_points::entry_points(&path, every)
     })?;
-    let points = index
+    Ok((point_tuples(py, &index)?, index.text, index.newlines))
+}
+
+/// A file's entry points as tuples, and its text's length and newlines.
+type PointsFound<'py> = (Vec<Bound<'py, pyo3::types::PyTuple>>, u64, u64);
+
+/// `gzip_entry_points` of several files at once, one file a thread (as many threads as cores,
+/// at most one a file), in the order asked: a plan's passes over several big gzip streams take
+/// the longest one's time, not their sum. The first failing file's error (in that order) is
+/// raised; Ctrl-C stops every pass.
+#[pyfunction]
+fn gzip_entry_points_of<'py>(
+    py: Python<'py>,
+    requests: Vec<(PathBuf, u64)>,
+) -> PyResult<Vec<PointsFound<'py>>> {
+    use rayon::prelude::*;
+    let indexes = super::call::interruptible(py, || {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(cores.min(requests.len()).max(1))
+            .thread_name(|k| format!("gzip-points-{k}"))
+            .build()
+            .map_err(|e| Error::Config(format!("cannot start the plan's threads: {e}")))?;
+        let found: Vec<_> = pool.install(|| {
+            requests
+                .par_iter()
+                .map(|(path, every)| crate::reader::frames::gzip_points::entry_points(path, *every))
+                .collect()
+        });
+        found.into_iter().collect::<Result<Vec<_>, Error>>()
+    })?;
+    indexes
+        .iter()
+        .map(|index| Ok((point_tuples(py, index)?, index.text, index.newlines)))
+        .collect()
+}
+
+/// An index's points as `gzip_entry_points` gives them.
+fn point_tuples<'py>(
+    py: Python<'py>,
+    index: &crate::reader::frames::gzip_points::Index,
+) -> PyResult<Vec<Bound<'py, pyo3::types::PyTuple>>> {
+    use pyo3::types::PyBytes;
+    index
         .points
         .iter()
         .map(|p| {
             let window = PyBytes::new(py, &p.window);
-            let fields = (p.bit, p.text, p.newlines, p.member_text, p.crc, window);
-            fields.into_pyobject(py)
+            (p.bit, p.text, p.newlines, p.member_text, p.crc, window).into_pyobject(py)
         })
-        .collect::<PyResult<Vec<Bound<'py, PyTuple>>>>()?;
-    Ok((points, index.text, index.newlines))
+        .collect()
 }
 
 /// An estimate of the length of the text of `path`, stored with `compression`, from its first
@@ -719,6 +759,7 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(text_length_estimate, m)?)?;
     m.add_function(wrap_pyfunction!(compressed_parts, m)?)?;
     m.add_function(wrap_pyfunction!(gzip_entry_points, m)?)?;
+    m.add_function(wrap_pyfunction!(gzip_entry_points_of, m)?)?;
     m.add_function(wrap_pyfunction!(keep_lines, m)?)?;
     m.add_function(wrap_pyfunction!(sort_records, m)?)?;
     m.add_class::<RawDocuments>()?;

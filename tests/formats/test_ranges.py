@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from data_io import _core
 from data_io.errors import ConfigError, InputError
-from data_io.formats.ranges import MOST_RANGES, document_ranges
+from data_io.formats.ranges import MOST_RANGES, document_ranges, in_two_rounds
 from data_io.formats.raw_text import (
     GzipPoint,
     PartsRange,
@@ -97,6 +97,54 @@ def test_jsonl_ranges_read_as_the_whole_file(
 ) -> None:
     options = ReadOptions(invalid_utf8="fail" if fail else "replace")
     _agree(tmp_path_factory.mktemp("jsonl"), "a.jsonl", b"\n".join(lines), options, unit)
+
+
+def test_the_passes_of_several_gzip_streams_run_together_and_cut_as_one_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A planner's files cut in two rounds: the gzip streams' passes asked in the first run
+    in one call (a file a thread), and every file's ranges are those it gets alone."""
+    rng = random.Random(9)
+    texts = [
+        "".join(
+            f"{' '.join(f'w{rng.randrange(30000)}' for _ in range(rng.randrange(3, 60)))}\n\n"
+            for _ in range(8000)
+        )
+        for _ in range(3)
+    ]
+    paths = [tmp_path / "a.txt.gz", tmp_path / "b.txt", tmp_path / "c.txt.gz"]
+    paths[0].write_bytes(gzip.compress(texts[0].encode()))
+    paths[1].write_text(texts[1])
+    paths[2].write_bytes(gzip.compress(texts[2].encode(), compresslevel=9))
+    sources = [expand_inputs([path], ReadOptions())[0][0] for path in paths]
+    unit = len(texts[0]) // 12
+    alone = [document_ranges(source, unit, doc_per_line=False) for source in sources]
+    assert all(len(ranges) > MOST_RANGES["gz"] for ranges in alone)
+    calls: list[list[tuple[Any, int]]] = []
+    together = _core.gzip_entry_points_of
+
+    def counted(requests: list[tuple[Any, int]]) -> Any:
+        calls.append(requests)
+        return together(requests)
+
+    monkeypatch.setattr(_core, "gzip_entry_points_of", counted)
+    monkeypatch.setattr(_core, "gzip_entry_points", None)  # not one by one
+    monkeypatch.setattr("data_io.formats.ranges._SAY_PASS_BYTES", 1)  # "big files"
+    cut = in_two_rounds(
+        len(sources),
+        lambda k, passes: document_ranges(sources[k], unit, False, 0, passes),
+    )
+    assert cut == alone
+    assert [[Path(path).name for path, _ in call] for call in calls] == [["a.txt.gz", "c.txt.gz"]]
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 2 and "a.txt.gz" in said[0] and "c.txt.gz" in said[1], said
+    # A damaged stream among them is named, whichever thread found it.
+    paths[2].write_bytes(paths[2].read_bytes()[:-300])
+    with pytest.raises(InputError, match=r"c\.txt\.gz: truncated gz file"):
+        in_two_rounds(
+            len(sources),
+            lambda k, passes: document_ranges(sources[k], unit, False, 0, passes),
+        )
 
 
 @settings(

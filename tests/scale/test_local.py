@@ -458,7 +458,11 @@ def test_gzip_streams_among_many_files_are_not_decompressed_to_be_cut(tmp_path: 
     unit_bytes = int(UNIT_MB / 5 * (1 << 20))
     options = tokenize_options([inputs], tmp_path / "out", tokenizer_path=TOKENIZER)
     assert {u.span["kind"] for u in plan_tokenize(options, unit_bytes).units} == {"text"}
-    for k in range(8):
+    # Two streams, each half the run: both cut (their passes run together).
+    (inputs / "copy0.jsonl.gz").write_bytes(stream)
+    units = plan_tokenize(options, unit_bytes).units
+    assert {u.span["kind"] for u in units} == {"text"} and len({u.task for u in units}) == 2
+    for k in range(1, 8):
         (inputs / f"copy{k}.jsonl.gz").write_bytes(stream)
     units = plan_tokenize(options, unit_bytes).units
     assert len(units) == 9 and {u.span["kind"] for u in units} == {"whole"}
