@@ -360,6 +360,14 @@ impl JsonlReader {
     /// where in the file (`frames::Damaged`: the byte the decoder was at, and its part where
     /// the file's parts are known, as prepare says it) and how far reading got.
     fn read_error(&self, error: std::io::Error) -> Error {
+        // A scale-out unit's gzip text that ends elsewhere than the plan found: the plan is
+        // stale (the file changed since), the file itself fine.
+        if let Some(changed) = frames::TextChanged::of(&error) {
+            return Error::Config(format!(
+                "{}: {changed}; plan again (run the command that made the plan)",
+                self.path.display()
+            ));
+        }
         let format = match self.compression {
             Compression::None => return Error::read(&self.path, error),
             Compression::Gzip => "gzip",
@@ -1353,6 +1361,11 @@ mod tests {
             .to_string();
         assert!(
             err.contains("where the plan found") && err.contains("plan again"),
+            "{err}"
+        );
+        // Not said to be damaged: the file is fine, the plan stale.
+        assert!(
+            !err.contains("corrupt") && !err.contains("re-download"),
             "{err}"
         );
         // Damaged past the point: the place in the file, and the file's line (counted from the

@@ -483,6 +483,14 @@ def test_a_damaged_or_edited_entry_point_in_the_plan_is_refused(tmp_path: Path) 
     entered[1].span["point"]["text"] += 1
     with pytest.raises(ConfigError, match=r"not a range the plan cuts.*plan again"):
         run_unit(manifest, entered[1].id, threads=1)
+    # A text of another length than the plan found (the file changed since, same size and
+    # time): a stale plan, not a damaged file.
+    last = max(manifest.units, key=lambda u: u.index)
+    last.span["end"] += 10
+    last.span["total"] += 10
+    with pytest.raises(ConfigError, match=r"where the plan found .* plan again") as refused:
+        run_unit(manifest, last.id, threads=1)
+    assert "re-download" not in str(refused.value)
 
 
 def test_a_plan_on_a_file_system_without_flock_still_runs(

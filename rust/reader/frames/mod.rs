@@ -48,7 +48,7 @@ pub use file_bytes::{damaged, damaged_at, Consumed, Damaged, Located};
 pub use line_cut::LinesOfParts;
 pub use parallel::ParallelText;
 pub use sequential::SequentialText;
-pub use text_range::LinesOfText;
+pub use text_range::{LinesOfText, TextChanged};
 
 /// A part of a compressed file that decodes on its own: bytes `start..start + len` of the file.
 #[derive(Clone, Debug, PartialEq, Eq)]

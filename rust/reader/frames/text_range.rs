@@ -11,6 +11,35 @@
 
 use std::io::{Error, ErrorKind, Read};
 
+/// The error of a text that ends elsewhere than the plan found: the file changed since the
+/// plan (it decompressed whole, so it is not damaged), which a reader says as a stale plan, not
+/// as corrupt data (`TextChanged::of`).
+#[derive(Debug)]
+pub struct TextChanged {
+    pub ends: u64,
+    pub planned: u64,
+}
+
+impl TextChanged {
+    /// The `TextChanged` that `error` holds, if it is one.
+    pub fn of(error: &Error) -> Option<&TextChanged> {
+        error.get_ref()?.downcast_ref::<TextChanged>()
+    }
+}
+
+impl std::fmt::Display for TextChanged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the text ends at byte {}, where the plan found {} bytes: the file changed since \
+             the plan",
+            self.ends, self.planned
+        )
+    }
+}
+
+impl std::error::Error for TextChanged {}
+
 /// A `Read` of the range's lines (see the module), over `R`, the text from offset `base` on.
 pub struct LinesOfText<R> {
     text: R,
@@ -59,11 +88,10 @@ impl<R: Read> Read for LinesOfText<R> {
                 if self.offset != self.total {
                     return Err(Error::new(
                         ErrorKind::InvalidData,
-                        format!(
-                            "the text ends at byte {}, where the plan found {} bytes: the file \
-                             changed since the plan; plan again",
-                            self.offset, self.total
-                        ),
+                        TextChanged {
+                            ends: self.offset,
+                            planned: self.total,
+                        },
                     ));
                 }
                 break;
@@ -190,6 +218,7 @@ mod tests {
             .read_to_end(&mut out)
             .expect_err("refused");
         assert_eq!(err.kind(), ErrorKind::InvalidData);
+        assert!(TextChanged::of(&err).is_some(), "{err}");
         assert!(
             err.to_string()
                 .contains("ends at byte 6, where the plan found 9"),
