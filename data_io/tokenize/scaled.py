@@ -87,7 +87,6 @@ class TokenizeStage:
                     "source": task["source"],
                     "size": stat.st_size,
                     "mtime_ns": stat.st_mtime_ns,
-                    "ctime_ns": stat.st_ctime_ns,
                     "reason": task["reason"],
                 }
             )
@@ -189,11 +188,8 @@ STAGE = TokenizeStage()
 def _check_unchanged(plan: SavedPlan, unit: Unit) -> None:
     """A unit of part of a file reads the bytes, row groups or compressed parts the plan found:
     a file changed since (another size or time) would be cut elsewhere, and its rows read from
-    mid-line or past a row's end, whose errors would blame lines that are fine, or a gzip
-    stream from entry points into another text. Its ctime too, where the plan has it: a file
-    replaced by one of the same size with its mtime kept (``cp -p``, ``touch -d``) moves it.
-    (A whole file is read as it is now: finalize uses its part only if the content is the one
-    encoded.)"""
+    mid-line or past a row's end, whose errors would blame lines that are fine. (A whole file
+    is read as it is now: finalize uses its part only if the content is the one encoded.)"""
     entry = next((e for e in plan.inputs if e.get("source") == unit.source), None)
     if entry is None or "size" not in entry or "mtime_ns" not in entry:
         return
@@ -204,16 +200,10 @@ def _check_unchanged(plan: SavedPlan, unit: Unit) -> None:
             f"{unit.source}: gone since the plan was made; run the command that made the plan "
             "again (it plans what is there now)"
         ) from None
-    planned = (entry["size"], entry["mtime_ns"], entry.get("ctime_ns", stat.st_ctime_ns))
-    if (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns) != planned:
-        how = (
-            f"{entry['size']:,} bytes then, {stat.st_size:,} now"
-            if stat.st_size != entry["size"]
-            else "its modification or change time moved: an edit, a replacement, or a chmod"
-        )
+    if (stat.st_size, stat.st_mtime_ns) != (entry["size"], entry["mtime_ns"]):
         raise ConfigError(
-            f"{unit.source}: changed since the plan was made ({how}); run the command that "
-            "made the plan again (the same "
+            f"{unit.source}: changed since the plan was made ({entry['size']:,} bytes then, "
+            f"{stat.st_size:,} now); run the command that made the plan again (the same "
             "`data_io tokenize ... --executor ...`): it plans the changed file anew and keeps "
             "the units already done (`data_io resume` runs the old plan)"
         )
