@@ -33,6 +33,7 @@ from data_io.load.config import (
     as_loader_config,
     config_from_dict,
     data_seed,
+    from_job_file,
     mixture_phases,
     ring_multiple,
     source_name,
@@ -370,9 +371,11 @@ def build_dataloader(
     mixture's phases.
     """
 
+    job = config
     config = as_loader_config(config, overrides)
     rank, world_size = resolve_rank(rank, world_size)
-    built = build_data(config, rank, world_size)
+    with from_job_file(job):
+        built = build_data(config, rank, world_size)
     data = config.data
     return StatefulLoader(
         built.dataset,

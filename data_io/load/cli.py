@@ -131,12 +131,13 @@ def _run_export(args: argparse.Namespace) -> int:
 
 
 def _run_check(args: argparse.Namespace) -> int:
-    from data_io.load.config import load_config, trainer_overrides  # noqa: PLC0415  CLI start-up: the loaders import torch
+    from data_io.load.config import from_job_file, load_config, trainer_overrides  # noqa: PLC0415  CLI start-up: the loaders import torch
 
     config = load_config(args.config, args.overrides)
     if args.workers is not None:
         config.data.num_workers = args.workers
-    report = check_loader(config, args.rank, args.world_size, args.batches)
+    with from_job_file(args.config):
+        report = check_loader(config, args.rank, args.world_size, args.batches)
     report["trainer_overrides"] = trainer_overrides(args.overrides)
     print_report(report, args.json)
     return 0

@@ -29,6 +29,7 @@ from data_io.load.config import (
     EvalSet,
     LoaderConfig,
     as_loader_config,
+    from_job_file,
 )
 from data_io.load.dataloader.collate import BatchedView, first
 from data_io.load.order.samplers import resolve_rank
@@ -103,6 +104,7 @@ def build_eval_loaders(
     """Every eval loader of ``config`` (as ``build_dataloader`` takes it) by name: ``val`` for
     ``[eval]``'s own source, then each of ``eval.sets`` (empty when ``eval.enabled`` is
     false)."""
+    job = config
     config = as_loader_config(config)
     ev = config.eval
     if not ev.enabled:
@@ -112,9 +114,11 @@ def build_eval_loaders(
         sources[EVAL_MAIN_SET] = ev
     sources.update(ev.sets)
     rank, world_size = resolve_rank(rank, world_size)
+    with from_job_file(job):
+        datasets = {name: _eval_dataset(config, name, source) for name, source in sources.items()}
     return {
         name: EvalLoader(
-            _eval_dataset(config, name, source),
+            datasets[name],
             steps=ev.steps,
             batch_size=config.train.batch_size,
             interval=ev.interval,
@@ -123,7 +127,7 @@ def build_eval_loaders(
             num_workers=min(config.data.num_workers, 2),
             pin_memory=config.data.pin_memory,
         )
-        for name, source in sources.items()
+        for name in sources
     }
 
 

@@ -17,6 +17,7 @@ is the trainer's), ``messages`` (errors that name the file and key).
 
 from data_io.load.config.checks import mixture_phases
 from data_io.load.config.loader_config import LoaderConfig, data_seed
+from data_io.load.config.messages import from_job_file
 from data_io.load.config.overrides import apply_overrides
 from data_io.load.config.reading import as_loader_config, config_from_dict, load_config
 from data_io.load.config.sections import (
@@ -49,6 +50,7 @@ __all__ = [
     "as_loader_config",
     "config_from_dict",
     "data_seed",
+    "from_job_file",
     "load_config",
     "mixture_phases",
     "overridden_sources",

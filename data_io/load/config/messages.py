@@ -3,12 +3,13 @@ message prefixed with the file it read."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from omegaconf.errors import OmegaConfBaseException
 
-from data_io.errors import ConfigError
+from data_io.errors import ConfigError, InputError
 
 
 def omegaconf_error(
@@ -38,3 +39,21 @@ def in_file(where: str) -> Iterator[None]:
         if message.startswith(f"{where}:"):
             raise
         raise ConfigError(f"{where}: {message}") from err
+
+
+@contextmanager
+def from_job_file(config: object) -> Iterator[None]:
+    """Prefix what building from the job file ``config`` names raises with the file
+    (``job.toml: /data/shards: no files match '*.bin'; ...``): the datasets' checks name the
+    folder and key, not the file that set them. A config given as an object or a dict names
+    no file: nothing is added."""
+    if not isinstance(config, (str, os.PathLike)):
+        yield
+        return
+    where = str(config)
+    try:
+        yield
+    except (ConfigError, InputError) as err:
+        if str(err).startswith(f"{where}:"):
+            raise
+        raise type(err)(f"{where}: {err}") from err

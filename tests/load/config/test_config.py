@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from data_io.errors import ConfigError
+from data_io.errors import ConfigError, InputError
 from data_io.load import (
     LoaderConfig,
     build_dataloader,
@@ -483,6 +483,31 @@ def test_an_override_value_yaml_refuses_is_taken_as_text() -> None:
     assert load_config(None, ["data.file_pattern=*.bin"]).data.file_pattern == "*.bin"
     with pytest.raises(ConfigError, match="num_workers"):
         load_config(None, ["data.num_workers=\x00"])
+
+
+def test_what_building_from_a_job_file_finds_wrong_names_the_file(tmp_path: Path) -> None:
+    """The datasets' checks name the folder and key; a job may have several config files, so
+    the one that set them is named too (the loader, the eval loaders and `loader-check`)."""
+    empty = tmp_path / "shards"
+    empty.mkdir()
+    path = tmp_path / "job.toml"
+    path.write_text(f'[data]\ndataset_path = "{empty}"\n')
+    with pytest.raises(InputError, match=rf"^{path}: {empty}: no files match") as raised:
+        build_dataloader(path, 0, 1)
+    assert "dataset_path" in str(raised.value)
+    evaluated = write(tmp_path / "eval.toml", f'[eval]\nenabled = true\ndataset_path = "{empty}"\n')
+    with pytest.raises(InputError, match=rf"^{evaluated}: {empty}: no files match"):
+        build_eval_loaders(evaluated, 0, 1)
+    done = subprocess.run(
+        [sys.executable, "-m", "data_io", "loader-check", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode != 0 and f"{path}: {empty}: no files match" in done.stderr, done.stderr
+    # A config given as an object names no file.
+    with pytest.raises(InputError, match=rf"^{empty}: no files match"):
+        build_dataloader(load_config(path), 0, 1)
 
 
 def test_an_empty_override_of_a_text_key_clears_it_as_kempnerforge_defaults_do(
