@@ -322,6 +322,27 @@ fn current(ctx: &Context<'_>, part: &PartRecord, source: &Path, stat: SourceStat
         && part.token_dtype == ctx.dtype.name()
 }
 
+/// Whether the part of a whole file, not `current` only because its source's ctime moved since
+/// the unit read it (a `chmod`, a copy with its times kept, a node's own copy of the inputs), is
+/// of the same content after all: the file's BLAKE3, taken once into `hashed` for all the task's
+/// parts, is the one the unit took. A range's part has no hash of the file: it is encoded again.
+fn same_content(
+    ctx: &Context<'_>,
+    part: &PartRecord,
+    source: &Path,
+    stat: SourceStat,
+    hashed: &mut Option<Option<String>>,
+) -> bool {
+    let (Some(theirs), Some(ctime_ns)) = (&part.source_blake3, part.source_ctime_ns) else {
+        return false;
+    };
+    if !current(ctx, part, source, SourceStat { ctime_ns, ..stat }) {
+        return false;
+    }
+    let ours = hashed.get_or_insert_with(|| cache::file_blake3(source).ok());
+    ours.as_deref() == Some(theirs.as_str())
+}
+
 fn same_unit(part: &PartRecord, unit: &UnitSpec) -> bool {
     part.task == unit.task
         && part.span == unit.span
@@ -342,11 +363,16 @@ pub(super) fn complete_parts(
     let Ok(entries) = fs::read_dir(&dir) else {
         return Ok(None);
     };
+    let mut hashed = None;
     let mut parts: Vec<(PathBuf, PartRecord)> = entries
         .filter_map(|entry| entry.ok())
         .filter(|entry| !entry.file_name().to_string_lossy().starts_with('.'))
         .filter_map(|entry| Some((entry.path(), read_part(&entry.path())?)))
-        .filter(|(_, part)| part.task == task && current(ctx, part, source, stat))
+        .filter(|(_, part)| {
+            part.task == task
+                && (current(ctx, part, source, stat)
+                    || same_content(ctx, part, source, stat, &mut hashed))
+        })
         // A part whose arrays were cut short or lost since (a full disk, a copy cut off) is
         // no part: the file is then encoded by the run itself, not failed at every run.
         .filter(|(dir, part)| arrays_whole(dir, part))

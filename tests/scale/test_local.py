@@ -249,6 +249,26 @@ def test_an_edit_with_size_and_mtime_put_back_after_the_units_is_encoded_again(
     assert tree_bytes(tmp_path / "out") == _local(inputs, tmp_path / "local")
 
 
+def test_a_chmod_after_the_units_keeps_whole_files_parts_by_their_hash(tmp_path: Path) -> None:
+    """A `chmod` (or a copy with its times kept, a node's own copy of the inputs) moves only
+    the ctime: a whole file's part, which holds the file's BLAKE3, is still assembled when the
+    file hashes the same; a range's part holds no hash of the file, and its file is encoded
+    again by finalize. The output is one run's either way."""
+    inputs, manifest = _every_unit_run(tmp_path)
+    counts = {u.task: u.count for u in manifest.units}
+    assert 1 in counts.values() and any(n > 1 for n in counts.values())
+    for source in inputs.iterdir():
+        before = source.stat()
+        source.chmod(0o600)
+        assert source.stat().st_ctime_ns != before.st_ctime_ns
+    result = finalize(Manifest.load(manifest.path), progress=False)
+    reasons = {f.task: f.reason for f in result.files}
+    for task, count in counts.items():
+        assembled = f"assembled from {count} scale-out part"
+        assert (assembled in reasons[task]) == (count == 1), (task, reasons[task])
+    assert tree_bytes(tmp_path / "out") == _local(inputs, tmp_path / "local")
+
+
 def test_a_second_command_on_a_plan_in_use_is_refused_and_leaves_it_alone(
     tmp_path: Path,
 ) -> None:
